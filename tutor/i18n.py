@@ -1,0 +1,88 @@
+"""The message catalogs: one TOML file per language under tutor/locales/.
+
+Keys are dotted paths (``check.rows_sum``); values are ``str.format`` templates.
+Results carry keys and parameters, never rendered text, so the UI can switch
+language without re-running anything.
+"""
+
+from __future__ import annotations
+
+import os
+import string
+from functools import lru_cache
+
+from . import toml
+from .paths import locales_dir
+
+LANGS = ("en", "zh")
+DEFAULT_LANG = "en"
+
+
+def _flatten(table: dict, prefix: str = "") -> dict[str, str]:
+    flat: dict[str, str] = {}
+    for key, value in table.items():
+        full = f"{prefix}{key}"
+        if isinstance(value, dict):
+            flat.update(_flatten(value, full + "."))
+        else:
+            flat[full] = value
+    return flat
+
+
+@lru_cache(maxsize=None)
+def catalog(lang: str) -> dict[str, str]:
+    path = locales_dir() / f"{lang}.toml"
+    return _flatten(toml.loads(path.read_text(encoding="utf-8")))
+
+
+def placeholders(template: str) -> set[str]:
+    return {name for _, name, _, _ in string.Formatter().parse(template) if name}
+
+
+class _Missing(dict):
+    def __missing__(self, key: str) -> str:
+        return "{" + key + "}"
+
+
+def t(key: str, lang: str, /, **params) -> str:
+    """Render ``key`` in ``lang``; an unknown key renders as itself so it is visible, not fatal."""
+    template = catalog(lang).get(key)
+    if template is None:
+        template = catalog(DEFAULT_LANG).get(key, key)
+    return template.format_map(_Missing({k: localize(v, lang) for k, v in params.items()}))
+
+
+def localize(value, lang: str):
+    """Parameters may themselves be message references: {"key": ..., "params": {...}}."""
+    if isinstance(value, dict) and "key" in value:
+        return t(value["key"], lang, **value.get("params", {}))
+    if isinstance(value, list):
+        return ", ".join(str(localize(v, lang)) for v in value)
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return value
+
+
+def normalize(lang: str | None) -> str | None:
+    if not lang:
+        return None
+    lang = lang.strip().lower()
+    if lang.startswith("zh"):
+        return "zh"
+    if lang.startswith("en"):
+        return "en"
+    return None
+
+
+def from_environment(environ=os.environ) -> str | None:
+    """LC_ALL, then LC_MESSAGES, then LANG, as POSIX orders them."""
+    for var in ("LC_ALL", "LC_MESSAGES", "LANG"):
+        value = environ.get(var)
+        if value:
+            # The first variable that is set decides, even if it names neither language.
+            return "zh" if value.lower().startswith("zh") else "en"
+    return None
+
+
+def choose(cli: str | None, remembered: str | None, environ=os.environ) -> str:
+    return normalize(cli) or normalize(remembered) or from_environment(environ) or DEFAULT_LANG

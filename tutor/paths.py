@@ -1,0 +1,28 @@
+"""Where the lessons and reference solutions live, installed or in a checkout."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+_HERE = Path(__file__).resolve().parent
+
+
+def _data_dir(name: str) -> Path:
+    # An installed wheel maps lessons/ and reference/ into the package; a checkout
+    # (or an editable install) keeps them beside it.
+    for candidate in (_HERE / name, _HERE.parent / name):
+        if candidate.is_dir():
+            return candidate
+    raise FileNotFoundError(f"attn-tutor is missing its {name}/ folder")
+
+
+def lessons_dir() -> Path:
+    return _data_dir("lessons")
+
+
+def reference_dir() -> Path:
+    return _data_dir("reference")
+
+
+def locales_dir() -> Path:
+    return _HERE / "locales"

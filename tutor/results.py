@@ -1,0 +1,76 @@
+"""What a run of the checks produces: plain data, JSON-able, no torch.
+
+Messages are catalog keys with parameters (see i18n), so a result can be shown
+in either language without running anything again.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+STATUSES = ("pass", "fail", "error", "timeout", "todo")
+
+
+@dataclass
+class Message:
+    key: str
+    params: dict = field(default_factory=dict)
+
+
+@dataclass
+class Check:
+    id: str
+    status: str  # "pass" | "fail"
+    message: Message | None = None
+
+
+@dataclass
+class Frame:
+    line: int
+    function: str
+    code: str  # the learner's source line
+
+
+@dataclass
+class Failure:
+    """An exception, crash or limit hit while the learner's code ran."""
+
+    kind: str  # exception type name, or "timeout", "crash", "memory", "exit"
+    detail: str  # the exception's own text (untranslated: it is Python's)
+    frames: list[Frame] = field(default_factory=list)  # only frames in the learner's file
+    caret: str = ""  # for syntax errors: the line and a caret under the column
+
+
+@dataclass
+class StepResult:
+    id: str
+    status: str
+    checks: list[Check] = field(default_factory=list)
+    failure: Failure | None = None
+    output: str = ""  # tail of what the learner's code printed
+    visuals: dict = field(default_factory=dict)  # e.g. {"heatmaps": [...]}, see checks
+    ms: float = 0.0
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "StepResult":
+        checks = [
+            Check(c["id"], c["status"], Message(**c["message"]) if c.get("message") else None)
+            for c in d.get("checks", [])
+        ]
+        failure = None
+        if d.get("failure"):
+            f = dict(d["failure"])
+            f["frames"] = [Frame(**fr) for fr in f.get("frames", [])]
+            failure = Failure(**f)
+        return cls(
+            id=d["id"],
+            status=d["status"],
+            checks=checks,
+            failure=failure,
+            output=d.get("output", ""),
+            visuals=d.get("visuals", {}),
+            ms=d.get("ms", 0.0),
+        )
