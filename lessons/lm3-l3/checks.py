@@ -1,0 +1,461 @@
+"""Checks for lesson lm3-l3: causal multi-head attention in PyTorch.
+
+Every probe calls the learner's code at the notebook's sizes first (the primary
+call), then at other sizes, so code that only works for B=2, T=6, d=8 fails.
+"""
+
+import torch
+import torch.nn.functional as F
+
+from tutor.runner.judge_kit import (
+    Stop, Verdict, close, describe, first_nonfinite, inputs_unchanged, max_error, msg,
+    no_kernel, require_tensor, round_matrix, shape_str,
+)
+from tutor.runner.spec import StepSpec
+
+# (B, T, d_in, d_k): the notebook's first, then sizes it never tries.
+SINGLE_SIZES = [(2, 6, 8, 4), (3, 11, 16, 5), (1, 1, 7, 3), (2, 37, 12, 16)]
+# (d_in, d_out, n_heads, context_length, B, T)
+MULTI_SIZES = [(8, 8, 2, 16, 2, 6), (12, 24, 3, 40, 3, 33), (5, 16, 4, 8, 1, 8), (8, 8, 1, 16, 2, 1)]
+# (B, T, H, hd)
+SHAPE_SIZES = [(2, 6, 2, 4), (3, 5, 4, 8), (1, 7, 3, 2)]
+SHAPE_KEYS = ("projected_q", "q_split_into_heads", "q_per_head", "scores", "weights",
+              "context_per_head", "context_merged")
+
+
+def make_inputs():
+    """Deterministic; made in the child before learner code loads, and again in the judge."""
+    g = torch.Generator().manual_seed(0)
+    single = []
+    for B, T, d, dk in SINGLE_SIZES:
+        x = torch.randn(B, T, d, generator=g)
+        W = tuple(torch.randn(d, dk, generator=g) / d**0.5 for _ in range(3))
+        x2 = x.clone()
+        x2[:, -1, :] = torch.randn(B, d, generator=g) * 3
+        x3 = x.clone()
+        x3[:, T // 2, :] = torch.randn(B, d, generator=g) * 3
+        single.append({"x": x, "W": W, "x_last": x2, "x_mid": x3})
+    multi = []
+    for d_in, d_out, H, ctx, B, T in MULTI_SIZES:
+        x = torch.randn(B, T, d_in, generator=g)
+        x2 = x.clone()
+        x2[:, -1, :] = torch.randn(B, d_in, generator=g) * 3
+        w = {
+            "W_q": torch.randn(d_out, d_in, generator=g) / d_in**0.5,
+            "W_k": torch.randn(d_out, d_in, generator=g) / d_in**0.5,
+            "W_v": torch.randn(d_out, d_in, generator=g) / d_in**0.5,
+            "out_w": torch.randn(d_out, d_out, generator=g) / d_out**0.5,
+            "out_b": torch.randn(d_out, generator=g) * 0.1,
+        }
+        multi.append({"x": x, "x_last": x2, "w": w})
+    return {"single": single, "multi": multi}
+
+
+# ---------------------------------------------------------------- single head
+
+def probe_single(ctx, inputs):
+    fn = ctx.get("causal_attention")
+    results = []
+    for i, case in enumerate(inputs["single"]):
+        results.append(ctx.call(fn, case["x"], *case["W"], primary=i == 0))
+    return {"calls": results}
+
+
+def reference_single(x, Wq, Wk, Wv):
+    q, k, v = x @ Wq, x @ Wk, x @ Wv
+    out = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    T = x.shape[1]
+    future = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)
+    scores = (q @ k.transpose(-2, -1)) / k.shape[-1] ** 0.5
+    weights = torch.softmax(scores.masked_fill(future, float("-inf")), dim=-1)
+    return out, weights
+
+
+def diagnose_weights(w, x, Wq, Wk, Wv):
+    """Name the likely mistake behind wrong weights by rebuilding the usual wrong versions."""
+    q, k = x @ Wq, x @ Wk
+    T, d_in, dk = x.shape[1], x.shape[2], Wq.shape[1]
+    future = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)
+    raw = q @ k.transpose(-2, -1)
+
+    def masked_softmax(scores, mask=future, dim=-1):
+        return torch.softmax(scores.masked_fill(mask, float("-inf")), dim=dim)
+
+    scaled = raw / dk**0.5
+    candidates = [
+        (lambda: masked_softmax(scaled, torch.ones(T, T, dtype=torch.bool).triu()), msg("likely.mask_diagonal")),
+        (lambda: torch.softmax(scaled, -1).masked_fill(future, 0.0), msg("likely.mask_after_softmax")),
+        (lambda: torch.softmax(scaled.masked_fill(future, 0.0), -1), msg("likely.fill_zero")),
+        (lambda: torch.softmax(scaled, -1), msg("likely.no_mask")),
+        (lambda: masked_softmax(scaled, future.T), msg("likely.mask_transposed")),
+        (lambda: masked_softmax(raw / d_in**0.5), msg("likely.scale_d_in", d_in=d_in, d_k=dk)),
+        (lambda: masked_softmax(raw), msg("likely.scale_none")),
+        (lambda: masked_softmax(raw / dk), msg("likely.scale_d")),
+        (lambda: masked_softmax(scaled, dim=-2), msg("likely.softmax_dim")),
+        (lambda: masked_softmax(scaled.transpose(-2, -1)), msg("likely.swapped_qk")),
+    ]
+    for make, likely in candidates:
+        if d_in == dk and likely["key"] == "likely.scale_d_in":
+            continue
+        cand = make()
+        if cand.shape == w.shape and torch.allclose(torch.nan_to_num(cand, 7.0), torch.nan_to_num(w, 7.0), atol=1e-5):
+            return likely
+    return msg("likely.unknown")
+
+
+def judge_single_case(v, call, case, size):
+    x, (Wq, Wk, Wv) = case["x"], case["W"]
+    B, T, d, dk = size
+    if "error" in call:
+        e = call["error"]
+        v.require("runs", False, "check.raised", fn="causal_attention", kind=e["kind"], detail=e["detail"],
+                  line=e["frames"][-1]["line"] if e["frames"] else "?")
+    value = call["value"]
+    v.require("returns", isinstance(value, tuple) and len(value) == 2, "check.returns_pair",
+              fn="causal_attention", got=describe(value), likely=msg("likely.returns_pair"))
+    out, w = value
+    ref_out, ref_w = reference_single(x, Wq, Wk, Wv)
+    w = require_tensor(v, "shape", "weights", w, (B, T, T), msg("likely.weights_shape"))
+    out = require_tensor(v, "shape", "out", out, (B, T, dk), msg("likely.out_shape"))
+    bad = first_nonfinite(w)
+    if bad is not None and bad[0][1] == 0:
+        v.require("first-token", False, "check.first_row", got="NaN", likely=msg("likely.mask_diagonal"))
+    v.require("finite", bad is None, "check.not_finite", what="weights", count=bad[1] if bad else 0,
+              where=shape_str(bad[0]) if bad else "", likely=diagnose_weights(w, x, Wq, Wk, Wv))
+    sums = w.double().sum(-1)
+    ok_rows = torch.isclose(sums, torch.ones_like(sums), atol=1e-5)
+    if not ok_rows.all():
+        b, row = (int(i) for i in (~ok_rows).nonzero()[0])
+        v.require("rows-sum-to-1", False, "check.rows_sum", row=row, batch=b, got=float(sums[b, row]),
+                  likely=diagnose_weights(w, x, Wq, Wk, Wv))
+    v.expect("rows-sum-to-1", True)
+    upper = torch.triu(w, diagonal=1)
+    if (upper != 0).any():
+        b, row, col = (int(i) for i in (upper != 0).nonzero()[0])
+        v.require("future-is-zero", False, "check.future", row=row, col=col, got=float(w[b, row, col]),
+                  likely=diagnose_weights(w, x, Wq, Wk, Wv))
+    v.expect("future-is-zero", True)
+    v.require("first-token", torch.allclose(w[:, 0, 0].double(), torch.ones(B, dtype=torch.float64)),
+              "check.first_row", got=float(w[0, 0, 0]), likely=diagnose_weights(w, x, Wq, Wk, Wv))
+    if not close(w, ref_w):
+        err, where = max_error(w, ref_w)
+        v.require("matches-pytorch", False, "check.values", what="weights", err=err, where=shape_str(where),
+                  tol="1e-5", likely=diagnose_weights(w, x, Wq, Wk, Wv))
+    if not close(out, ref_out):
+        err, where = max_error(out, ref_out)
+        v.require("matches-pytorch", False, "check.values", what="out", err=err, where=shape_str(where),
+                  tol="1e-5", likely=msg("likely.out_not_weights_v"))
+    v.expect("matches-pytorch", True)
+    inputs_unchanged(v, "causal_attention", ["x", "Wq", "Wk", "Wv"], call["args"], (x, Wq, Wk, Wv))
+
+
+def sizes_label(names, size) -> str:
+    return ", ".join(f"{n}={s}" for n, s in zip(names, size))
+
+
+def judge_other_sizes(v, calls, cases, sizes, names, judge_case):
+    """Run a step's case judge at the other sizes; report the first that fails as one check."""
+    for call, case, size in zip(calls[1:], cases[1:], sizes[1:]):
+        sub = Verdict()
+        try:
+            judge_case(sub, call, case, size)
+        except Stop:
+            pass
+        if not sub.passed():
+            reason = sub.failed_message()
+            v.require("other-sizes", False, "check.other_sizes", sizes=sizes_label(names, size),
+                      reason=reason, likely=msg("likely.hardcoded"))
+    v.expect("other-sizes", True)
+
+
+def judge_single(v, outputs, inputs, jctx):
+    calls = outputs["calls"]
+    judge_single_case(v, calls[0], inputs["single"][0], SINGLE_SIZES[0])
+    first_out, first_w = calls[0]["value"]
+    v.visuals["heatmaps"] = [
+        {"label": {"key": "visual.batch", "params": {"n": b}},
+         "learner": round_matrix(first_w[b]),
+         "reference": round_matrix(reference_single(inputs["single"][0]["x"], *inputs["single"][0]["W"])[1][b])}
+        for b in range(first_w.shape[0])
+    ]
+    judge_other_sizes(v, calls, inputs["single"], SINGLE_SIZES, ("B", "T", "d_in", "d_k"), judge_single_case)
+    no_kernel(v, "causal_attention", jctx.source, {"causal_attention"}, jctx.kernels)
+
+
+# ---------------------------------------------------------------- leakage
+
+def probe_leakage(ctx, inputs):
+    fn = ctx.get("causal_attention")
+    calls = []
+    for i, case in enumerate(inputs["single"]):
+        W = case["W"]
+        calls.append({
+            "base": ctx.call(fn, case["x"], *W, primary=i == 0),
+            "last": ctx.call(fn, case["x_last"], *W, primary=i == 0),
+            "mid": ctx.call(fn, case["x_mid"], *W, primary=i == 0),
+        })
+    return {"calls": calls}
+
+
+def unmasked(x, Wq, Wk, Wv):
+    """The notebook's broken layer: no mask at all."""
+    q, k, v = x @ Wq, x @ Wk, x @ Wv
+    w = torch.softmax(q @ k.transpose(-2, -1) / k.shape[-1] ** 0.5, dim=-1)
+    return w @ v
+
+
+def leak(a, b, pos):
+    """Largest change in the outputs before position pos."""
+    if pos == 0:
+        return 0.0
+    return float((a[:, :pos].double() - b[:, :pos].double()).abs().max())
+
+
+def first_output(call):
+    """The `out` of a (out, weights) pair, or None when the call did not give one."""
+    value = call.get("value")
+    if isinstance(value, tuple) and len(value) == 2 and isinstance(value[0], torch.Tensor):
+        return value[0]
+    return None
+
+
+def judge_leakage_case(v, calls, case, size):
+    B, T, d, dk = size
+    outs = {}
+    for name in ("base", "last", "mid"):
+        call = calls[name]
+        if "error" in call:
+            e = call["error"]
+            v.require("runs", False, "check.raised", fn="causal_attention", kind=e["kind"], detail=e["detail"],
+                      line=e["frames"][-1]["line"] if e["frames"] else "?")
+        out = first_output(call)
+        v.require("returns", out is not None and out.shape == (B, T, dk), "check.returns_pair",
+                  fn="causal_attention", got=describe(call.get("value")), likely=msg("likely.returns_pair"))
+        outs[name] = out
+    for name, pos in (("last", T - 1), ("mid", T // 2)):
+        amount = leak(outs["base"], outs[name], pos)
+        v.require("no-leak", amount < 1e-6, "check.leak", pos=pos, got=amount, likely=msg("likely.leak"))
+
+
+def judge_leakage(v, outputs, inputs, jctx):
+    calls = outputs["calls"]
+    judge_leakage_case(v, calls[0], inputs["single"][0], SINGLE_SIZES[0])
+    seed = inputs["single"][0]
+    yours = leak(first_output(calls[0]["base"]), first_output(calls[0]["last"]), SINGLE_SIZES[0][1] - 1)
+    broken = leak(unmasked(seed["x"], *seed["W"]), unmasked(seed["x_last"], *seed["W"]), SINGLE_SIZES[0][1] - 1)
+    # The notebook's own demonstration that the test catches an unmasked layer, shown beside the learner's figure.
+    v.visuals["leak"] = {"yours": yours, "unmasked": broken}
+    judge_other_sizes(v, calls, inputs["single"], SINGLE_SIZES, ("B", "T", "d_in", "d_k"), judge_leakage_case)
+
+
+# ---------------------------------------------------------------- multi-head
+
+def probe_multi(ctx, inputs):
+    cls = ctx.get("CausalMultiHeadAttention")
+    cases = []
+    for i, ((d_in, d_out, H, cl, B, T), case) in enumerate(zip(MULTI_SIZES, inputs["multi"])):
+        made = ctx.call(lambda: cls(d_in, d_out, H, cl), primary=i == 0)
+        if "error" in made:
+            cases.append({"made": made})
+            continue
+        module = made["value"]
+        layout = {}
+        for attr in ("W_q", "W_k", "W_v", "out_proj"):
+            layer = getattr(module, attr, None)
+            layout[attr] = tuple(layer.weight.shape) if isinstance(layer, torch.nn.Linear) else None
+        if all(layout.values()) and layout["W_q"] == (d_out, d_in) and layout["out_proj"] == (d_out, d_out):
+            # Our own weights, so the judge knows them without trusting the learner's process.
+            with torch.no_grad():
+                module.W_q.weight.copy_(case["w"]["W_q"])
+                module.W_k.weight.copy_(case["w"]["W_k"])
+                module.W_v.weight.copy_(case["w"]["W_v"])
+                module.out_proj.weight.copy_(case["w"]["out_w"])
+                if module.out_proj.bias is not None:
+                    module.out_proj.bias.copy_(case["w"]["out_b"])
+            module.eval()
+            base = ctx.call(module, case["x"], primary=i == 0)
+            last = ctx.call(module, case["x_last"], primary=i == 0)
+        else:
+            base = last = None
+        n_params = sum(p.numel() for p in module.parameters())
+        cases.append({"made": {"value": None}, "layout": layout, "base": base, "last": last, "params": n_params})
+    counts = {}
+    if "CausalMultiHeadAttention" in vars(ctx.module):
+        for heads in (1, 4):
+            made = ctx.call(lambda: sum(p.numel() for p in cls(8, 8, heads, 16).parameters()))
+            counts[heads] = made.get("value")
+    return {"cases": cases, "counts": counts}
+
+
+def reference_multi(x, w, H):
+    B, T, _ = x.shape
+    d_out = w["W_q"].shape[0]
+    hd = d_out // H
+    q, k, v = (
+        (x @ w[n].T).view(B, T, H, hd).transpose(1, 2) for n in ("W_q", "W_k", "W_v")
+    )
+    ctx = F.scaled_dot_product_attention(q, k, v, is_causal=True).transpose(1, 2).reshape(B, T, d_out)
+    scores = q @ k.transpose(2, 3) / hd**0.5
+    future = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)
+    weights = torch.softmax(scores.masked_fill(future, float("-inf")), dim=-1)
+    return ctx @ w["out_w"].T + w["out_b"], weights
+
+
+def diagnose_multi(y, x, w, H):
+    B, T, _ = x.shape
+    d_out = w["W_q"].shape[0]
+    hd = d_out // H
+    q, k, v = ((x @ w[n].T).view(B, T, H, hd).transpose(1, 2) for n in ("W_q", "W_k", "W_v"))
+    future = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)
+
+    def attend(scale=hd**0.5, mask=future, fill=float("-inf"), merge="ok", proj=True, after=False):
+        s = q @ k.transpose(2, 3) / scale
+        if after:
+            wts = torch.softmax(s, -1).masked_fill(mask, 0.0)
+        else:
+            wts = torch.softmax(s.masked_fill(mask, fill), -1)
+        c = wts @ v
+        c = c.transpose(1, 2).reshape(B, T, d_out) if merge == "ok" else c.reshape(B, T, d_out)
+        return c @ w["out_w"].T + w["out_b"] if proj else c
+
+    candidates = [
+        (lambda: attend(scale=d_out**0.5), msg("likely.scale_d_out")),
+        (lambda: attend(scale=1.0), msg("likely.scale_none")),
+        (lambda: attend(mask=torch.zeros(T, T, dtype=torch.bool)), msg("likely.no_mask")),
+        (lambda: attend(fill=0.0), msg("likely.fill_zero")),
+        (lambda: attend(after=True), msg("likely.mask_after_softmax")),
+        (lambda: attend(mask=future.T), msg("likely.mask_transposed")),
+        (lambda: attend(merge="bad"), msg("likely.merge_heads")),
+        (lambda: attend(proj=False), msg("likely.no_out_proj")),
+    ]
+    for make, likely in candidates:
+        if likely["key"] == "likely.scale_d_out" and H == 1:
+            continue
+        cand = make()
+        if cand.shape == y.shape and torch.allclose(cand, y, atol=1e-5):
+            return likely
+    return msg("likely.unknown")
+
+
+def judge_multi_case(v, case, inp, size):
+    d_in, d_out, H, cl, B, T = size
+    args = f"{d_in}, {d_out}, {H}, {cl}"
+    if "error" in case["made"]:
+        e = case["made"]["error"]
+        v.require("runs", False, "check.raised", fn=f"CausalMultiHeadAttention({args})", kind=e["kind"],
+                  detail=e["detail"], line=e["frames"][-1]["line"] if e["frames"] else "?")
+    expected_layout = {"W_q": (d_out, d_in), "W_k": (d_out, d_in), "W_v": (d_out, d_in), "out_proj": (d_out, d_out)}
+    for attr, shape in expected_layout.items():
+        got = case["layout"][attr]
+        v.require("constructor", got is not None and tuple(got) == shape, "check.constructor", args=args,
+                  attr=attr, expected=shape_str(shape), got=shape_str(got) if got else "None")
+    for name in ("base", "last"):
+        call = case[name]
+        if "error" in call:
+            e = call["error"]
+            v.require("runs", False, "check.raised", fn="forward", kind=e["kind"], detail=e["detail"],
+                      line=e["frames"][-1]["line"] if e["frames"] else "?")
+    x = inp["x"]
+    y = require_tensor(v, "shape", "forward(x)", case["base"]["value"], (B, T, d_out), msg("likely.multi_shape"))
+    y2 = case["last"]["value"]
+    bad = first_nonfinite(y)
+    v.require("finite", bad is None, "check.not_finite", what="forward(x)", count=bad[1] if bad else 0,
+              where=shape_str(bad[0]) if bad else "", likely=diagnose_multi(y, x, inp["w"], H))
+    if isinstance(y2, torch.Tensor) and y2.shape == y.shape:
+        amount = leak(y, y2, T - 1)
+        v.require("no-leak", amount < 1e-6, "check.leak", pos=T - 1, got=amount, likely=diagnose_multi(y, x, inp["w"], H))
+    ref, _ = reference_multi(x, inp["w"], H)
+    if not close(y, ref):
+        err, where = max_error(y, ref)
+        v.require("matches-pytorch", False, "check.values", what="forward(x)", err=err, where=shape_str(where),
+                  tol="1e-5", likely=diagnose_multi(y, x, inp["w"], H))
+    v.expect("matches-pytorch", True)
+    expected_params = 3 * d_in * d_out + d_out * d_out + d_out
+    v.expect("parameters", case["params"] == expected_params, "check.params_count",
+             expected=expected_params, got=case["params"])
+    inputs_unchanged(v, "forward", ["x"], case["base"]["args"], (x,))
+
+
+def judge_multi(v, outputs, inputs, jctx):
+    cases = outputs["cases"]
+    judge_multi_case(v, cases[0], inputs["multi"][0], MULTI_SIZES[0])
+    counts = outputs["counts"]
+    v.expect("heads-share-parameters", counts.get(1) is not None and counts.get(1) == counts.get(4),
+             "check.params_heads", one=counts.get(1), four=counts.get(4))
+    soft = cases[0]["base"].get("softmax")
+    _, ref_w = reference_multi(inputs["multi"][0]["x"], inputs["multi"][0]["w"], MULTI_SIZES[0][2])
+    have = isinstance(soft, torch.Tensor) and soft.shape == ref_w.shape
+    v.visuals["heatmaps"] = [
+        {"label": {"key": "visual.batch_head", "params": {"b": 0, "h": h}},
+         "learner": round_matrix(soft[0, h]) if have else None,
+         "reference": round_matrix(ref_w[0, h])}
+        for h in range(ref_w.shape[1])
+    ]
+    judge_other_sizes(v, cases, inputs["multi"], MULTI_SIZES, ("d_in", "d_out", "n_heads", "context_length", "B", "T"),
+                      judge_multi_case)
+    no_kernel(v, "forward", jctx.source, {"CausalMultiHeadAttention"}, jctx.kernels)
+
+
+# ---------------------------------------------------------------- shapes
+
+def probe_shapes(ctx, inputs):
+    fn = ctx.get("expected_shapes")
+    return {"calls": [ctx.call(fn, *size, primary=i == 0) for i, size in enumerate(SHAPE_SIZES)]}
+
+
+def true_shapes(B, T, H, hd):
+    """Measured on real tensors, as the notebook does, not written down."""
+    x = torch.zeros(B, T, H * hd)
+    split = x.view(B, T, H, hd)
+    per_head = split.transpose(1, 2)
+    scores = per_head @ per_head.transpose(2, 3)
+    context = scores @ per_head
+    merged = context.transpose(1, 2).contiguous().view(B, T, H * hd)
+    shapes = [x, split, per_head, scores, torch.softmax(scores, -1), context, merged]
+    return {k: tuple(t.shape) for k, t in zip(SHAPE_KEYS, shapes)}
+
+
+SHAPE_MISTAKES = {
+    "q_per_head": "likely.per_head_transpose",
+    "scores": "likely.scores_shape",
+    "weights": "likely.weights_same_as_scores",
+    "context_per_head": "likely.context_shape",
+    "context_merged": "likely.merged_shape",
+}
+
+
+def judge_shapes_case(v, call, _case, size):
+    if "error" in call:
+        e = call["error"]
+        v.require("runs", False, "check.raised", fn="expected_shapes", kind=e["kind"], detail=e["detail"],
+                  line=e["frames"][-1]["line"] if e["frames"] else "?")
+    got = call["value"]
+    v.require("returns-dict", isinstance(got, dict), "check.shapes_not_dict", got=describe(got))
+    missing = [k for k in SHAPE_KEYS if k not in got]
+    v.require("all-keys", not missing, "check.shapes_missing", keys=", ".join(missing))
+    truth = true_shapes(*size)
+    for key in SHAPE_KEYS:
+        value = got[key]
+        if isinstance(value, list) and all(isinstance(i, int) for i in value):
+            v.require("tuples", False, "check.shapes_type", key=key, expected=shape_str(truth[key]),
+                      got=str(value), type="list")
+        is_shape = isinstance(value, tuple) and all(isinstance(i, int) and not isinstance(i, bool) for i in value)
+        v.require("tuples", is_shape, "check.shapes_type", key=key, expected=shape_str(truth[key]),
+                  got=describe(value) if not isinstance(value, tuple) else str(value), type=describe(value))
+        v.require("values", tuple(value) == truth[key], "check.shapes_value", key=key,
+                  expected=shape_str(truth[key]), got=shape_str(value),
+                  likely=msg(SHAPE_MISTAKES.get(key, "likely.shape_stage")))
+
+
+def judge_shapes(v, outputs, inputs, jctx):
+    calls = outputs["calls"]
+    judge_shapes_case(v, calls[0], None, SHAPE_SIZES[0])
+    judge_other_sizes(v, calls, [None] * len(calls), SHAPE_SIZES, ("B", "T", "H", "hd"), judge_shapes_case)
+
+
+STEPS = {
+    "single-head": StepSpec(probe_single, judge_single, ("causal_attention",)),
+    "leakage": StepSpec(probe_leakage, judge_leakage, ("causal_attention",)),
+    "multi-head": StepSpec(probe_multi, judge_multi, ("CausalMultiHeadAttention",)),
+    "shapes": StepSpec(probe_shapes, judge_shapes, ("expected_shapes",)),
+}

@@ -1,0 +1,173 @@
+"""Line wrapping by terminal cell width, for Chinese, English and mixed text.
+
+Rich and Textual break lines only at spaces, so a Chinese paragraph (which has
+none) jumps to the next line whole and is cut at the edge. Here a line may
+break at a space, between two CJK characters, or between CJK and Latin text,
+but never inside a Latin word or an inline-code span (unless it alone is wider
+than the line), never before closing punctuation and never after an opening
+bracket (kinsoku). Spaces at a break are dropped. Pure: rich + stdlib only.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from typing import Iterable, Sequence
+
+from rich.cells import split_graphemes
+from rich.containers import Lines
+from rich.text import Text
+
+# Kinsoku sets: a line must not start with CLOSE nor end with OPEN.
+CLOSE = set("，。、；：？！）」』】》〉”’…‥·〕］｝〗〙〛ー々〻" ",.;:!?)]}%")
+OPEN = set("（「『【《〈“‘〔［｛〖〘〚" "([{")
+
+_CODE_SPAN = re.compile(r"`[^`\n]*`")
+
+Span = tuple[int, int]
+
+
+def _is_space(ch: str) -> bool:
+    return ch.isspace()
+
+
+def _is_cjk(ch: str) -> bool:
+    """Wide (CJK ideographs, kana, hangul, full-width punctuation) or CJK-style
+    punctuation that sits among CJK text; a break is allowed next to these."""
+    return unicodedata.east_asian_width(ch) in ("W", "F") or ch in "“”‘’…"
+
+
+def _may_break(left: str, right: str, spaced: bool) -> bool:
+    """May a line end after `left` and the next start with `right`?"""
+    if right in CLOSE or left in OPEN:
+        return False
+    return spaced or _is_cjk(left) or _is_cjk(right)
+
+
+def _atomic_of(text: str, atomic: Iterable[Span]) -> list[bool]:
+    """inside[i]: True if a break before index i would split an atomic span."""
+    inside = [False] * (len(text) + 1)
+    for start, end in atomic:
+        for i in range(max(start + 1, 0), min(end, len(text))):
+            inside[i] = True
+    return inside
+
+
+def line_spans(text: str, width: int, atomic: Sequence[Span] = ()) -> list[Span]:
+    """Offsets (start, end) of each wrapped line of a single paragraph.
+
+    `atomic` lists (start, end) ranges that should stay on one line when they
+    fit (inline code). `text` must not contain newlines; see `wrap_cells`.
+    """
+    width = max(width, 1)
+    units, _ = split_graphemes(text)  # (start, end, cells); never split a grapheme
+    if not units:
+        return [(0, 0)]
+    inside = _atomic_of(text, atomic)
+
+    # Candidate breaks: (line_end, next_start, grade). Grade 0 = a proper break;
+    # grade 1 = a space inside an atomic span (used only if nothing else fits).
+    cands: list[tuple[int, int, int]] = []
+    n = len(units)
+    i = 0
+    while i < n - 1:
+        s, e, _ = units[i]
+        if _is_space(text[s:e]):
+            i += 1
+            continue
+        j = i + 1
+        while j < n and _is_space(text[units[j][0] : units[j][1]]):
+            j += 1
+        if j >= n:
+            break
+        left, right = text[e - 1], text[units[j][0]]
+        spaced = j > i + 1
+        if _may_break(left, right, spaced):
+            if not inside[units[j][0]]:
+                cands.append((e, units[j][0], 0))
+            elif spaced:
+                cands.append((e, units[j][0], 1))
+        i = j
+
+    # Prefix sums of cell widths by string index, for O(1) segment widths.
+    cell_at = [0] * (len(text) + 1)
+    for s, e, w in units:
+        for k in range(s + 1, e + 1):
+            cell_at[k] = cell_at[s] + (w if k == e else 0)
+
+    def cells(a: int, b: int) -> int:
+        return cell_at[b] - cell_at[a]
+
+    lines: list[Span] = []
+    start = 0
+    # Leading spaces of the paragraph are kept (indentation); trailing dropped.
+    end_of_text = len(text.rstrip())
+    c = 0
+    while cells(start, end_of_text) > width:
+        best: tuple[int, int] | None = None
+        fallback: tuple[int, int] | None = None
+        while c < len(cands) and cands[c][0] <= start:
+            c += 1
+        k = c
+        while k < len(cands) and cells(start, cands[k][0]) <= width:
+            end, nxt, grade = cands[k]
+            if grade == 0:
+                best = (end, nxt)
+            else:
+                fallback = (end, nxt)
+            k += 1
+        brk = best or fallback or _hard_break(text, units, start, width, cells)
+        lines.append((start, brk[0]))
+        start = brk[1]
+    lines.append((start, end_of_text))
+    return lines
+
+
+def _hard_break(text, units, start, width, cells) -> Span:
+    """Cut a word wider than the line by cells, still honouring kinsoku when
+    possible. Always makes progress (at least one grapheme per line)."""
+    fit = [s for s, e, _ in units if s > start and cells(start, s) <= width]
+    if not fit:  # a single grapheme wider than the line
+        first_end = next(e for s, e, _ in units if s >= start)
+        return (first_end, first_end)
+    cut = fit[-1]
+    for cand in reversed(fit):
+        if text[cand] not in CLOSE and text[cand - 1] not in OPEN:
+            cut = cand
+            break
+    return (cut, cut)
+
+
+def code_spans(text: str) -> list[Span]:
+    """Backtick-delimited inline code in a plain string."""
+    return [m.span() for m in _CODE_SPAN.finditer(text)]
+
+
+def wrap_cells(text: str, width: int) -> list[str]:
+    """Wrap plain text to `width` cells; newlines are kept as hard breaks."""
+    out: list[str] = []
+    for para in text.split("\n"):
+        out.extend(para[s:e] for s, e in line_spans(para, width, code_spans(para)))
+    return out
+
+
+def wrap_text(text: Text, width: int, atomic: Sequence[Span] | None = None) -> Lines:
+    """Wrap a styled Text (no newlines expected) keeping its styles.
+
+    `atomic`: ranges to keep together; by default backtick spans in the plain
+    text (a renderer that drops the backticks passes its code ranges here).
+    """
+    plain = text.plain
+    if "\n" in plain:
+        lines = Lines()
+        for part in text.split("\n", allow_blank=True):
+            lines.extend(wrap_text(part, width, None))
+        return lines
+    spans = line_spans(plain, width, code_spans(plain) if atomic is None else atomic)
+    # Divide once at every distinct offset; each line is then exactly one piece.
+    cuts = sorted({x for span in spans for x in span} - {0, len(plain)})
+    bounds = [0, *cuts, len(plain)]
+    pieces = text.divide(cuts)
+    index = {start: i for i, start in enumerate(bounds[:-1])}
+    blank = Text("", style=text.style, justify=text.justify, overflow=text.overflow)
+    return Lines(pieces[index[s]] if e > s else blank.copy() for s, e in spans)

@@ -1,0 +1,142 @@
+"""The UI side of the check worker. Imports no torch: the worker does.
+
+One Worker object owns one worker process. Runs are numbered (generations); the
+worker drops older ones when a newer arrives, and so do we.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import Callable
+
+from ..results import StepResult
+
+DEFAULT_TIMEOUT = 3.0
+
+
+class WorkerGone(RuntimeError):
+    pass
+
+
+class Worker:
+    """Callbacks get dicts: {"type": "ready"}, {"type": "step", "gen", "result": StepResult},
+    {"type": "done", "gen"}, {"type": "gone"} (the worker process ended). They run on
+    a reader thread."""
+
+    def __init__(self, on_event: Callable[[dict], None], timeout: float = DEFAULT_TIMEOUT, log: Path | None = None):
+        self.on_event = on_event
+        self.timeout = timeout
+        self.log = log
+        self.proc: subprocess.Popen | None = None
+        self.gen = 0
+        self.ready = threading.Event()
+        self._lock = threading.Lock()
+        self._closing = False
+
+    def start(self) -> None:
+        stderr = subprocess.DEVNULL
+        if os.environ.get("ATTN_TUTOR_DEBUG"):
+            stderr = None
+        elif self.log is not None:
+            self.log.parent.mkdir(parents=True, exist_ok=True)
+            stderr = open(self.log, "ab")
+        env = dict(os.environ, PYTHONUNBUFFERED="1", OMP_NUM_THREADS="1")
+        # Run our own copy of the package, wherever the caller's cwd is.
+        root = str(Path(__file__).resolve().parents[2])
+        env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "") if env.get("PYTHONPATH") else root
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "tutor.runner.worker"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, env=env,
+            start_new_session=True,  # Ctrl+C in the terminal is the app's, not the worker's
+        )
+        if stderr not in (None, subprocess.DEVNULL):
+            stderr.close()
+        threading.Thread(target=self._read, name="attn-worker-reader", daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.proc and self.proc.stdout
+        for line in self.proc.stdout:
+            try:
+                event = json.loads(line)
+            except ValueError:
+                continue
+            if event.get("type") == "ready":
+                self.ready.set()
+            if event.get("type") == "step":
+                event["result"] = StepResult.from_dict(event["result"])
+                if event["gen"] != self.gen:
+                    continue  # a result for a file that has since been saved again
+            if event.get("type") == "done" and event["gen"] != self.gen:
+                continue
+            self.on_event(event)
+        self.ready.clear()
+        if not self._closing:
+            self.on_event({"type": "gone", "code": self.proc.wait()})
+
+    def _send(self, obj: dict) -> None:
+        if not self.proc or self.proc.poll() is not None or not self.proc.stdin:
+            raise WorkerGone("the check worker is not running")
+        try:
+            self.proc.stdin.write((json.dumps(obj) + "\n").encode())
+            self.proc.stdin.flush()
+        except (BrokenPipeError, OSError) as exc:
+            raise WorkerGone(str(exc)) from exc
+
+    def submit(self, lesson_id: str, filename: str, source: str, steps: list[str] | None = None) -> int:
+        with self._lock:
+            self.gen += 1
+            self._send({"type": "run", "gen": self.gen, "lesson": lesson_id, "filename": filename,
+                        "source": source, "steps": steps, "timeout": self.timeout})
+            return self.gen
+
+    def close(self) -> None:
+        self._closing = True
+        if not self.proc:
+            return
+        try:
+            self._send({"type": "quit"})
+        except WorkerGone:
+            pass
+        try:
+            self.proc.wait(timeout=2)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        for stream in (self.proc.stdin, self.proc.stdout):
+            try:
+                stream and stream.close()
+            except OSError:
+                pass
+
+
+def check_source(lesson_id: str, filename: str, source: str, timeout: float = DEFAULT_TIMEOUT,
+                 steps: list[str] | None = None) -> list[StepResult]:
+    """Run every checked step once and wait for all verdicts (for `attn-tutor check`)."""
+    results: dict[str, StepResult] = {}
+    done = threading.Event()
+    gone: list[dict] = []
+
+    def on_event(event: dict) -> None:
+        if event["type"] == "step":
+            results[event["result"].id] = event["result"]
+        elif event["type"] == "done":
+            done.set()
+        elif event["type"] == "gone":
+            gone.append(event)
+            done.set()
+
+    worker = Worker(on_event, timeout=timeout)
+    worker.start()
+    try:
+        worker.submit(lesson_id, filename, source, steps)
+        done.wait()
+    finally:
+        worker.close()
+    if gone and not results:
+        raise WorkerGone(f"the check worker ended (exit code {gone[0].get('code')})")
+    return list(results.values())

@@ -1,0 +1,125 @@
+"""Tools for a lesson's probes: they run in the child and call the learner's code.
+
+A probe gets fresh inputs, calls the learner's functions through ProbeContext.call
+and returns what came back as plain values and tensors. It judges nothing.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+# The fused kernels the labs ask the learner to write by hand.
+_KERNEL_CALLS: set[str] = set()
+_SOFTMAX_OUT: list[torch.Tensor] = []
+_traps_installed = False
+
+
+class Missing(Exception):
+    def __init__(self, name: str):
+        super().__init__(name)
+        self.name = name
+
+
+class LearnerFailure(Exception):
+    def __init__(self, failure: dict, todo: bool):
+        super().__init__(failure.get("detail", ""))
+        self.failure = failure
+        self.todo = todo
+
+
+def is_out_of_memory(exc: BaseException) -> bool:
+    return isinstance(exc, MemoryError) or (
+        isinstance(exc, RuntimeError) and "can't allocate memory" in str(exc)
+    )
+
+
+def _trap(owner, attr: str, label: str) -> None:
+    original = getattr(owner, attr)
+
+    def trapped(*args, **kwargs):
+        _KERNEL_CALLS.add(label)
+        return original(*args, **kwargs)
+
+    setattr(owner, attr, trapped)
+
+
+def _capture_softmax(owner, attr: str) -> None:
+    original = getattr(owner, attr)
+
+    def capturing(*args, **kwargs):
+        out = original(*args, **kwargs)
+        if isinstance(out, torch.Tensor):
+            _SOFTMAX_OUT.append(out.detach().clone())
+            del _SOFTMAX_OUT[:-4]
+        return out
+
+    setattr(owner, attr, capturing)
+
+
+def install_traps() -> None:
+    """Record calls to the library's attention kernels, and keep softmax outputs for the heatmap."""
+    global _traps_installed
+    if _traps_installed:
+        return
+    _traps_installed = True
+    _trap(F, "scaled_dot_product_attention", "F.scaled_dot_product_attention")
+    _trap(torch._C._nn, "scaled_dot_product_attention", "F.scaled_dot_product_attention")
+    _trap(F, "multi_head_attention_forward", "nn.MultiheadAttention")
+    _trap(nn.MultiheadAttention, "forward", "nn.MultiheadAttention")
+    _trap(nn.MultiheadAttention, "__init__", "nn.MultiheadAttention")
+    for owner in (torch, F, torch.Tensor, torch.special):
+        _capture_softmax(owner, "softmax")
+
+
+def clone_args(args):
+    if isinstance(args, torch.Tensor):
+        return args.detach().clone()
+    if isinstance(args, (tuple, list)):
+        return type(args)(clone_args(a) for a in args)
+    return copy.copy(args)
+
+
+class ProbeContext:
+    def __init__(self, module, filename: str, source: str):
+        self.module = module
+        self.filename = filename
+        self.source = source
+        self.kernels: set[str] = set()
+
+    def get(self, name: str):
+        value = getattr(self.module, name, None)
+        if value is None or not callable(value):
+            raise Missing(name)
+        return value
+
+    def failure(self, exc: BaseException) -> dict:
+        from .sandbox import describe_exception
+
+        return describe_exception(exc, self.filename, self.source)
+
+    def call(self, fn, *args, primary: bool = False):
+        """Call learner code on copies of args.
+
+        Returns {"value", "args", "softmax"} on success, {"error": failure} otherwise.
+        A primary call (the notebook's own sizes) that raises ends the probe: the
+        step is then `todo` (NotImplementedError) or `error`.
+        """
+        args = clone_args(args)
+        _KERNEL_CALLS.clear()
+        _SOFTMAX_OUT.clear()
+        try:
+            with torch.no_grad():
+                value = fn(*args)
+        except BaseException as exc:  # SystemExit too: the learner's code is at fault
+            failure = self.failure(exc)
+            if primary:
+                raise LearnerFailure(failure, todo=isinstance(exc, NotImplementedError)) from None
+            return {"error": failure}
+        finally:
+            self.kernels |= _KERNEL_CALLS
+        softmax = _SOFTMAX_OUT[-1] if _SOFTMAX_OUT else None
+        return {"value": value, "args": args, "softmax": softmax}

@@ -1,0 +1,19 @@
+"""How a lesson's checks.py declares its steps."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+
+@dataclass(frozen=True)
+class StepSpec:
+    probe: Callable  # (ProbeContext, inputs) -> outputs; runs in the child
+    judge: Callable  # (Verdict, outputs, inputs, JudgeContext) -> None; runs in the judge
+    functions: tuple[str, ...]  # the learner's names this step exercises
+
+
+@dataclass
+class JudgeContext:
+    source: str
+    kernels: list[str]  # library kernels the child saw being called

@@ -1,0 +1,217 @@
+"""Watch the learner's solution file and yield its content after each save.
+
+Stdlib + watchfiles only (the UI process imports this; no torch, no Textual).
+
+Why it is built this way (see DESIGN.md, "Pitfalls"):
+- Editors save by renaming a new file over the old one (vim, JetBrains), so a
+  watch on the file itself dies after the first save: we watch the parent
+  folder, keep only events for the file's exact name (which also drops every
+  editor side file: 4913, .X.swp, X~, .#X, #X#, X___jb_tmp___, X___jb_old___)
+  and then stat/read the file itself, because one batch can hold both
+  "deleted" and "added" for it.
+- VS Code truncates, then writes: an empty (or missing) read waits `settle`
+  seconds and reads again. An empty file is yielded only if it stays empty;
+  a missing file is never yielded (it is about to be re-created).
+- inotify sees nothing on network/FUSE file systems and watchfiles never
+  switches to polling by itself there, so we read /proc/mounts.
+- watchfiles' `step` is 50 ms by default; we pass a few ms to keep latency low.
+
+`Saved.text` is None when the bytes are not valid UTF-8: the checks report
+that, and replacing characters would show the learner code they never wrote.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import os
+import re
+import stat
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import watchfiles
+from watchfiles import awatch
+
+try:  # the Rust side's "unknown error" type (a RuntimeError)
+    from watchfiles._rust_notify import WatchfilesRustInternalError as _RustError
+except ImportError:  # pragma: no cover - other watchfiles layouts
+    _RustError = OSError
+
+# Types where inotify misses changes made elsewhere (another host, the VM's
+# host, a container's host): poll these. Any "fuse*" type is polled as well.
+POLL_FS_TYPES = frozenset(
+    {"nfs", "nfs4", "cifs", "smb3", "smbfs", "9p", "sshfs", "virtiofs", "vboxsf", "afs", "ceph"}
+)
+DEBOUNCE_MS = 50  # upper bound on grouping a burst of events into one batch
+POLL_MS = 100  # polling interval on network file systems
+
+
+@dataclass(frozen=True)
+class Saved:
+    text: str | None  # None when `raw` is not valid UTF-8
+    digest: str  # sha256 hex of raw
+    raw: bytes
+
+
+class WatchError(Exception):
+    """Watching is impossible (inotify limits, missing folder...): the app says so
+    and still offers a manual re-run. `key`/`params` are an i18n message."""
+
+    def __init__(self, path: Path, error: BaseException):
+        self.key = "watch.failed"
+        self.params = {"path": str(path), "error": str(error)}
+        super().__init__(f"cannot watch {path}: {error}")
+
+
+def read_saved(path: Path) -> Saved | None:
+    """The file's content now, or None if it is missing or not a regular file."""
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):  # a FIFO would block the read
+            return None
+        raw = Path(path).read_bytes()
+    except OSError:  # missing, a folder, no permission: nothing to check yet
+        return None
+    try:
+        text: str | None = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        text = None
+    return Saved(text=text, digest=hashlib.sha256(raw).hexdigest(), raw=raw)
+
+
+def _unescape(field: str) -> str:
+    # /proc/mounts writes space, tab, newline and backslash as \040 \011 \012 \134
+    return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), field)
+
+
+def needs_polling(path: Path, mounts_text: str | None = None) -> bool:
+    """True when the file's folder lives on a file system inotify cannot watch."""
+    if mounts_text is None:
+        try:
+            with open("/proc/mounts", encoding="utf-8", errors="surrogateescape") as f:
+                mounts_text = f.read()
+        except OSError:  # not Linux: the native watcher is the right one
+            return False
+    folder = os.path.realpath(Path(path).parent)
+    best, best_type = -1, ""
+    for line in mounts_text.splitlines():
+        fields = line.split()
+        if len(fields) < 3:
+            continue
+        point, fstype = _unescape(fields[1]), fields[2]
+        inside = folder == point or folder.startswith(point.rstrip("/") + "/")
+        # >= : a later mount on the same point hides the earlier one
+        if inside and len(point) >= best:
+            best, best_type = len(point), fstype
+    return best_type in POLL_FS_TYPES or best_type.startswith("fuse")
+
+
+def _env_poll() -> bool | None:
+    # watchfiles' own switch, honoured as an escape hatch for odd set-ups
+    value = os.environ.get("WATCHFILES_FORCE_POLLING")
+    if not value:
+        return None
+    return value.lower() not in {"false", "disable", "disabled"}
+
+
+class FileWatcher:
+    def __init__(
+        self,
+        path: Path,
+        *,
+        poll: bool | None = None,
+        settle: float = 0.03,
+        step_ms: int = 5,
+        poll_ms: int = POLL_MS,
+    ):
+        self.path = Path(path).absolute()
+        self.folder = self.path.parent
+        self.settle = settle
+        self.step_ms = step_ms
+        self.poll_ms = poll_ms
+        if poll is None:
+            poll = _env_poll()
+        if poll is None:
+            poll = needs_polling(self.path)
+        self.mode = "polling" if poll else "inotify"
+
+    def _is_target(self, _change: watchfiles.Change, changed: str) -> bool:
+        return os.path.basename(changed) == self.path.name and changed != str(self.folder)
+
+    async def _read(self) -> Saved | None:
+        # off the event loop: a read on a network mount can stall
+        return await asyncio.to_thread(read_saved, self.path)
+
+    async def _read_settled(self) -> Saved | None:
+        saved = await self._read()
+        if saved is None or not saved.raw:  # maybe mid truncate-then-write
+            await asyncio.sleep(self.settle)
+            saved = await self._read()
+        return saved
+
+    async def changes(self, *, initial: bool = False) -> AsyncIterator[Saved]:
+        """Yield the file's content once per distinct content, after each save.
+
+        With initial=True the current content is yielded first, read after the
+        watch is live, so no save can fall between "checked" and "watching".
+        Raises WatchError if the folder cannot be watched.
+        """
+        polling = self.mode == "polling"
+        batches = awatch(
+            self.folder,
+            watch_filter=self._is_target,
+            recursive=False,
+            debounce=DEBOUNCE_MS,
+            step=self.step_ms,
+            force_polling=polling,
+            poll_delay_ms=self.poll_ms,
+            # notify's poller compares whole-second mtimes, so it misses a second
+            # save within the same second (format-on-save): when polling we also
+            # wake every poll_ms and read the file ourselves (digests dedupe).
+            rust_timeout=self.poll_ms if polling else None,
+            yield_on_timeout=polling,
+        )
+        # Start awatch now: its first step builds the watcher synchronously, so
+        # after one loop turn the watch is live and reading the baseline is safe.
+        pending: asyncio.Future | None = asyncio.ensure_future(batches.__anext__())
+        try:
+            await asyncio.sleep(0)
+            if pending.done() and pending.exception() is not None:
+                await self._next(pending)  # raises WatchError
+            last = None
+            if initial:
+                saved = await self._read_settled()
+                if saved is not None:
+                    last = saved.digest
+                    yield saved
+            else:
+                saved = await self._read()
+                last = saved.digest if saved is not None else None
+            while True:
+                if pending is None:
+                    pending = asyncio.ensure_future(batches.__anext__())
+                if not await self._next(pending):
+                    return
+                pending = None
+                saved = await self._read_settled()
+                if saved is not None and saved.digest != last:
+                    last = saved.digest
+                    yield saved
+        finally:
+            if pending is not None and not pending.done():
+                pending.cancel()
+                try:
+                    await pending
+                except BaseException:
+                    pass
+            await batches.aclose()
+
+    async def _next(self, pending: asyncio.Future) -> bool:
+        try:
+            await pending
+        except StopAsyncIteration:
+            return False
+        except (OSError, _RustError) as error:
+            raise WatchError(self.path, error) from error
+        return True
