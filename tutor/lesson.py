@@ -26,6 +26,7 @@ class Step:
     hints: dict[str, tuple[str, ...]]
     questions: dict[str, tuple[str, ...]] = field(default_factory=dict)
     answers: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    functions: tuple[str, ...] = ()  # the learner's top-level names this step is about
 
     @property
     def checked(self) -> bool:
@@ -91,6 +92,7 @@ def _load(folder: Path) -> Lesson:
                 hints={k: tuple(v) for k, v in _per_lang(raw, "hints", where).items()},
                 questions={k: tuple(v) for k, v in _per_lang(raw, "questions", where).items()},
                 answers={k: tuple(v) for k, v in _per_lang(raw, "answers", where).items()},
+                functions=tuple(raw.get("functions", ())),
             )
         )
     return Lesson(

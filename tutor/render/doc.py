@@ -176,8 +176,8 @@ class Doc:
         hang = len(lead)  # markers are ASCII or "•": one cell each
         text, codes = inline(block.text, plain_code)
         for n, line in enumerate(wrap_text(text, max(width - hang, 8), codes)):
-            prefix = Text(lead, style="bold") if n == 0 else Text(" " * hang)
-            yield prefix + line
+            # assemble, not `+`: Text + Text would spread the marker's bold.
+            yield Text.assemble((lead, "bold") if n == 0 else " " * hang, line)
 
     @staticmethod
     def _code(block: Block, console: Console, options: ConsoleOptions) -> RenderResult:

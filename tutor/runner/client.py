@@ -140,3 +140,29 @@ def check_source(lesson_id: str, filename: str, source: str, timeout: float = DE
     if gone and not results:
         raise WorkerGone(f"the check worker ended (exit code {gone[0].get('code')})")
     return list(results.values())
+
+
+def unreadable_results(lesson, key: str, params: dict) -> list[StepResult]:
+    """Verdicts for a file we cannot hand to Python at all (not UTF-8): no run needed."""
+    from ..results import Check, Message
+
+    return [StepResult(s.id, "error", [Check("file-loads", "error", Message(key, params))]) for s in lesson.checked_steps]
+
+
+def decode_source(raw: bytes) -> tuple[str | None, dict | None]:
+    """The file's text, or the message for why it has none (where the bad bytes are)."""
+    try:
+        return raw.decode("utf-8"), None
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        return None, {"line": line, "byte": f"0x{raw[exc.start]:02x}"}
+
+
+def check_file(lesson, path: Path, raw: bytes, timeout: float = DEFAULT_TIMEOUT) -> list[StepResult]:
+    text, problem = decode_source(raw)
+    if text is None:
+        return unreadable_results(lesson, "failure.encoding", problem)
+    order = [s.id for s in lesson.checked_steps]
+    results = check_source(lesson.id, str(path), text, timeout=timeout, steps=order)
+    by_id = {r.id: r for r in results}
+    return [by_id[s] for s in order if s in by_id]

@@ -226,7 +226,11 @@ class Worker:
                 self.finish(job)
         self.pending_steps = {g: s for g, s in self.pending_steps.items() if g >= gen}
         self.current_gen = gen
-        lesson = req["lesson"]
+        lesson = req.get("lesson")
+        if lesson not in self.modules:
+            self.emit({"type": "error", "gen": gen, "detail": f"unknown lesson {lesson!r}"})
+            self.emit({"type": "done", "gen": gen})
+            return
         steps = [s for s in self.modules[lesson].STEPS if not req.get("steps") or s in req["steps"]]
         self.pending_steps[gen] = set(steps)
         for step in steps:

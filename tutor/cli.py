@@ -1,0 +1,219 @@
+"""Command line: `attn-tutor` opens the app; `check`, `list` and `reset` work without it."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import sys
+from pathlib import Path
+
+from . import __version__
+from .i18n import choose, t
+from .lesson import all_lessons, get_lesson, lesson_for_file
+
+DEFAULT_LESSON = "lm3-l3"
+
+
+class UsageError(Exception):
+    pass
+
+
+def _peek_lang(argv: list[str]) -> str:
+    """The language for --help and errors, before argparse has run."""
+    cli = None
+    for i, arg in enumerate(argv):
+        if arg == "--lang" and i + 1 < len(argv):
+            cli = argv[i + 1]
+        elif arg.startswith("--lang="):
+            cli = arg.split("=", 1)[1]
+    return choose(cli, _remembered_lang(Path.cwd()))
+
+
+def _remembered_lang(cwd: Path) -> str | None:
+    try:
+        from .store import Store
+        from .workspace import workspace_dir
+
+        return Store(workspace_dir(cwd)).peek().get("lang")
+    except Exception:
+        return None  # no workspace yet, or an unreadable one: the app reports that, not --help
+
+
+def build_parser(lang: str) -> argparse.ArgumentParser:
+    lesson_ids = ", ".join(lesson.id for lesson in all_lessons())
+    p = argparse.ArgumentParser(prog="attn-tutor", description=t("cli.description", lang))
+    p.add_argument("--version", action="version", version=f"attn-tutor {__version__}")
+    p.add_argument("--lesson", help=t("cli.opt_lesson", lang, ids=lesson_ids))
+    p.add_argument("--step", help=t("cli.opt_step", lang))
+    p.add_argument("--file", type=Path, help=t("cli.opt_file", lang))
+    p.add_argument("--lang", choices=["en", "zh"], help=t("cli.opt_lang", lang))
+    p.add_argument("--poll", action="store_true", help=t("cli.opt_poll", lang))
+    p.add_argument("--timeout", type=float, default=None, help=t("cli.opt_timeout", lang))
+    sub = p.add_subparsers(dest="command", metavar="{check,list,reset}")
+
+    c = sub.add_parser("check", help=t("cli.check_help", lang), description=t("cli.check_help", lang))
+    c.add_argument("file", nargs="?", type=Path, help=t("cli.opt_check_file", lang))
+    c.add_argument("--lesson", dest="check_lesson", help=t("cli.opt_lesson", lang, ids=lesson_ids))
+    c.add_argument("--json", action="store_true", help=t("cli.opt_json", lang))
+    c.add_argument("--lang", dest="check_lang", choices=["en", "zh"], help=t("cli.opt_lang", lang))
+    c.add_argument("--timeout", dest="check_timeout", type=float, help=t("cli.opt_timeout", lang))
+
+    ls = sub.add_parser("list", help=t("cli.list_help", lang), description=t("cli.list_help", lang))
+    ls.add_argument("--json", action="store_true", help=t("cli.opt_json", lang))
+    ls.add_argument("--lang", dest="list_lang", choices=["en", "zh"], help=t("cli.opt_lang", lang))
+
+    r = sub.add_parser("reset", help=t("cli.reset_help", lang), description=t("cli.reset_help", lang))
+    r.add_argument("step", nargs="?", help=t("cli.opt_reset_step", lang))
+    r.add_argument("--all", action="store_true", help=t("cli.opt_reset_all", lang))
+    r.add_argument("--lesson", dest="reset_lesson", help=t("cli.opt_lesson", lang, ids=lesson_ids))
+    r.add_argument("--lang", dest="reset_lang", choices=["en", "zh"], help=t("cli.opt_lang", lang))
+    return p
+
+
+def _lesson(lesson_id: str | None, lang: str):
+    try:
+        return get_lesson(lesson_id or DEFAULT_LESSON)
+    except KeyError:
+        ids = ", ".join(lesson.id for lesson in all_lessons())
+        raise UsageError(t("cli.unknown_lesson", lang, lesson=lesson_id, ids=ids)) from None
+
+
+def _guess_lesson(path: Path, raw: bytes):
+    """By file name, else by the functions the file defines."""
+    by_name = lesson_for_file(path)
+    if by_name:
+        return by_name
+    text = raw.decode("utf-8", errors="replace")
+    if re.search(r"^\s*(def scaled_scores|def causal_mask)\b", text, re.M):
+        return get_lesson("lab-02")
+    if re.search(r"^\s*(def causal_attention|class CausalMultiHeadAttention)\b", text, re.M):
+        return get_lesson("lm3-l3")
+    return None
+
+
+def cmd_check(args, lang: str) -> int:
+    from .runner.client import DEFAULT_TIMEOUT, WorkerGone, check_file
+    from .workspace import solution_path
+
+    lesson = _lesson(args.check_lesson, lang) if args.check_lesson else None
+    path = args.file
+    if path is None:
+        lesson = lesson or _lesson(None, lang)
+        path = solution_path(Path.cwd(), lesson)
+    try:
+        raw = path.read_bytes()
+    except IsADirectoryError:
+        raise UsageError(t("cli.unreadable", lang, path=path, reason="is a directory")) from None
+    except FileNotFoundError:
+        raise UsageError(t("cli.missing_file", lang, path=path)) from None
+    except OSError as exc:
+        raise UsageError(t("cli.unreadable", lang, path=path, reason=exc.strerror or exc)) from None
+    if lesson is None:
+        lesson = _guess_lesson(path, raw)
+        if lesson is None:
+            raise UsageError(t("cli.no_lesson", lang, path=path))
+    timeout = args.check_timeout or args.timeout or DEFAULT_TIMEOUT
+    try:
+        steps = check_file(lesson, path, raw, timeout=timeout)
+    except WorkerGone as exc:
+        print(t("cli.worker_failed", lang, detail=exc), file=sys.stderr)
+        return 3
+    from .report import step_to_json, summary_counts
+
+    passed, total = summary_counts(steps)
+    if args.json:
+        print(json.dumps({
+            "lesson": lesson.id, "file": str(path),
+            "steps": [step_to_json(s, lang) for s in steps],
+            "passed": passed, "total": total,
+        }, ensure_ascii=False))
+    else:
+        from .cli_text import print_report
+
+        print_report(lesson, path, steps, lang)
+    return 0 if passed == total else 1
+
+
+def cmd_list(args, lang: str) -> int:
+    lessons = all_lessons()
+    if args.json:
+        print(json.dumps({"lessons": [
+            {"id": l.id, "title": l.title[lang], "file": l.file_name,
+             "steps": [{"id": s.id, "kind": s.kind, "title": s.title[lang]} for s in l.steps]}
+            for l in lessons
+        ]}, ensure_ascii=False))
+        return 0
+    for l in lessons:
+        print(f"{l.id}  {l.title[lang]}  (attn-lab/{l.file_name})")
+        for s in l.steps:
+            kind = "" if s.checked else f"  [{t('kind.' + s.kind, lang)}]"
+            print(f"    {s.id:<12} {s.title[lang]}{kind}")
+    return 0
+
+
+def cmd_reset(args, lang: str) -> int:
+    from .workspace import reset, reset_function, solution_path
+
+    lesson = _lesson(args.reset_lesson, lang)
+    path = solution_path(Path.cwd(), lesson)
+    if not path.exists():
+        raise UsageError(t("cli.missing_file", lang, path=path))
+    if args.all == bool(args.step):
+        raise UsageError(t("cli.reset_usage", lang))
+    if args.all:
+        backup = reset(path, lesson.starter_path)
+    else:
+        if args.step not in lesson.step_ids():
+            raise UsageError(t("cli.unknown_step", lang, step=args.step, steps=", ".join(lesson.step_ids())))
+        names = lesson_functions(lesson, args.step)
+        if not names:
+            raise UsageError(t("cli.reset_nothing", lang, step=args.step))
+        try:
+            backup = reset_function(path, lesson.starter_path, names)
+        except ValueError:
+            raise UsageError(t("cli.reset_unparsable", lang, path=path)) from None
+    print(t("cli.reset_done", lang, path=path, backup=backup))
+    return 0
+
+
+def lesson_functions(lesson, step_id: str) -> list[str]:
+    """The learner's top-level names a step is about, as its lesson.toml lists them."""
+    return list(lesson.step(step_id).functions)
+
+
+def cmd_app(args, lang_cli: str | None) -> int:
+    from .app.main import run_app
+
+    return run_app(
+        lesson_id=args.lesson, step_id=args.step, file=args.file, lang=lang_cli,
+        poll=args.poll, timeout=args.timeout,
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    lang = _peek_lang(argv)
+    parser = build_parser(lang)
+    args = parser.parse_args(argv)
+    lang_cli = getattr(args, "check_lang", None) or getattr(args, "list_lang", None) \
+        or getattr(args, "reset_lang", None) or args.lang
+    lang = choose(lang_cli, _remembered_lang(Path.cwd()))
+    try:
+        if args.command == "check":
+            return cmd_check(args, lang)
+        if args.command == "list":
+            return cmd_list(args, lang)
+        if args.command == "reset":
+            return cmd_reset(args, lang)
+        if args.lesson:
+            _lesson(args.lesson, lang)
+        return cmd_app(args, lang_cli)
+    except UsageError as exc:
+        print(f"attn-tutor: {exc}", file=sys.stderr)
+        return 2
+
+
+def entry() -> None:
+    sys.exit(main())

@@ -1,0 +1,41 @@
+"""The human output of `attn-tutor check`: a line per step, then what failed and why."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from .i18n import t
+from .report import MARKS, check_text, failure_lines, summary_counts
+
+_COLOURS = {"pass": "32", "fail": "31", "error": "31", "timeout": "33", "todo": "2"}
+
+
+def _paint(text: str, status: str) -> str:
+    if os.environ.get("NO_COLOR") or not sys.stdout.isatty():
+        return text
+    return f"\x1b[{_COLOURS.get(status, '0')}m{text}\x1b[0m"
+
+
+def print_report(lesson, path, steps, lang: str) -> None:
+    print(f"{lesson.id} · {lesson.title[lang]}")
+    print(f"{path}")
+    print()
+    for step in steps:
+        title = lesson.step(step.id).title[lang]
+        mark = _paint(MARKS.get(step.status, "?"), step.status)
+        print(f"{mark} {step.id:<12} {title} — {t('status.' + step.status, lang)}")
+        if step.status == "pass":
+            continue
+        for check in step.checks:
+            if check.status != "pass":
+                print(f"    {check.id}: {check_text(check, lang)}")
+        for line in failure_lines(step.failure, lang):
+            print(f"      {line}")
+        if step.output.strip() and step.status in ("error", "timeout"):
+            print(f"    {t('report.output', lang)}")
+            for line in step.output.strip().splitlines()[-5:]:
+                print(f"      {line}")
+    passed, total = summary_counts(steps)
+    print()
+    print(t("report.summary", lang, passed=passed, total=total))

@@ -1,0 +1,342 @@
+"""A causal attention-weight matrix as a terminal heatmap (pure Rich).
+
+Row i is query i, column j is key j. The layout is chosen at render time from
+the width the console offers: small T gets wide cells with the value printed
+(readable without colour); larger T a dense grid of shade glyphs ` ░▒▓█`.
+The masked future (column > row) is drawn as a dim dotted pattern, not as a
+colour, so it reads as "masked" at a glance; a non-zero weight there (a leak)
+and NaN/inf are drawn loudly. No torch, no textual: plain lists of floats.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Mapping, Sequence
+
+from rich.cells import cell_len
+from rich.color import Color
+from rich.console import Console, ConsoleOptions, RenderResult
+from rich.style import Style
+from rich.text import Text
+
+LEAK_EPS = 1e-6  # |w| above this in the masked future counts as a leak
+DIFF_FLOOR = 0.05  # smallest colour range in diff mode, so float noise stays pale
+MODES = ("learner", "reference", "diff")
+DEFAULT_LEGEND = {
+    "learner": "weights (yours)",
+    "reference": "weights (reference)",
+    "diff": "yours − reference",
+    "masked": "masked future",
+    "leak": "future weight ≠ 0",
+    "nan": "not a number",
+}
+
+# matplotlib's viridis sampled at 10 evenly spaced points (the R viridis(10) palette).
+_VIRIDIS = [(68, 1, 84), (72, 40, 120), (62, 74, 137), (49, 104, 142), (38, 130, 142),
+            (31, 158, 137), (53, 183, 121), (109, 205, 89), (180, 222, 44), (253, 231, 37)]
+# ColorBrewer RdBu, reversed: blue (negative) – white (0) – red (positive).
+_RDBU = [(5, 48, 97), (33, 102, 172), (67, 147, 195), (146, 197, 222), (209, 229, 240),
+         (247, 247, 247), (253, 219, 199), (244, 165, 130), (214, 96, 77), (178, 24, 43),
+         (103, 0, 31)]
+SHADES = " ░▒▓█"
+RAMP = "▁▂▃▄▅▆▇█"
+
+# Explicit RGB, not ANSI names: terminals and Textual themes remap the 16 ANSI
+# colours (their "white" may be grey), which would spoil contrast.
+BLACK, WHITE = "#000000", "#ffffff"
+MASKED = Style(color="#6c6c6c")
+LEAK = Style(bold=True, color=WHITE, bgcolor="#d70000")
+NAN = Style(bold=True, color=WHITE, bgcolor="#af00d7")
+
+
+def _interp(table: Sequence[tuple[int, int, int]], x: float) -> tuple[int, int, int]:
+    x = min(max(x, 0.0), 1.0) * (len(table) - 1)
+    i = min(int(x), len(table) - 2)
+    f = x - i
+    a, b = table[i], table[i + 1]
+    return tuple(round(a[k] + (b[k] - a[k]) * f) for k in range(3))  # type: ignore[return-value]
+
+
+def viridis(x: float) -> tuple[int, int, int]:
+    """Viridis colour for x in [0, 1] (clamped)."""
+    return _interp(_VIRIDIS, x)
+
+
+def diverging(x: float) -> tuple[int, int, int]:
+    """Blue–white–red colour for x in [-1, 1] (clamped); 0 is white."""
+    return _interp(_RDBU, (x + 1) / 2)
+
+
+def shade_glyph(value: float, vmax: float) -> str:
+    """A glyph whose ink grows with |value|/vmax: a cue that survives NO_COLOR.
+    Exactly 0 is blank; any non-zero value shows at least ░."""
+    if not math.isfinite(value):
+        return "?"
+    ratio = abs(value) / vmax if vmax > 0 else 0.0
+    if ratio <= 1e-12:
+        return SHADES[0]
+    return SHADES[1 + min(3, int(ratio * 4))]
+
+
+def _contrast(rgb: tuple[int, int, int]) -> str:
+    """Black or white text, whichever reads better on `rgb` (WCAG luminance)."""
+    def lin(c: int) -> float:
+        c = c / 255
+        return c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4
+    lum = 0.2126 * lin(rgb[0]) + 0.7152 * lin(rgb[1]) + 0.0722 * lin(rgb[2])
+    return BLACK if lum > 0.18 else WHITE
+
+
+def fmt_value(v: float, signed: bool = False) -> str:
+    """At most 4 characters: .37, 1.0, -.05, +.12 (signed), 12, NaN, inf."""
+    if math.isnan(v):
+        return "NaN"
+    if math.isinf(v):
+        return "inf" if v > 0 else "-inf"
+    a = abs(v)
+    if round(a, 2) < 1:
+        body = f"{a:.2f}"[1:]
+    elif a < 9.95:
+        body = f"{a:.1f}"
+    elif a < 999.5:
+        body = f"{a:.0f}"
+    else:
+        body = f"{a:.0e}".replace("e+0", "e").replace("e+", "e")
+    if round(a, 2) == 0:
+        return body
+    return ("-" if v < 0 else "+" if signed else "") + body
+
+
+def _as_matrix(rows) -> list[list[float]]:
+    """Plain floats; None becomes NaN and ragged rows are padded with NaN."""
+    out = [[math.nan if x is None else float(x) for x in row] for row in rows]
+    cols = max((len(r) for r in out), default=0)
+    return [r + [math.nan] * (cols - len(r)) for r in out]
+
+
+class Heatmap:
+    """Renderable; see `heatmap()`."""
+
+    def __init__(self, values, mode, title, axis_labels, show_values, color_system_hint, legend):
+        self.values = values
+        self.mode = mode
+        self.title = title
+        self.axis_labels = axis_labels
+        self.show_values = show_values
+        self.hint = color_system_hint
+        self.legend = legend
+        self.rows = len(values)
+        self.cols = len(values[0]) if values else 0
+        allowed = [v for i, r in enumerate(values) for j, v in enumerate(r)
+                   if j <= i and math.isfinite(v)]  # the future is not drawn with the map
+        if mode == "diff":
+            r = max((abs(v) for v in allowed), default=0.0)
+            self.vmin, self.vmax = -max(r, DIFF_FLOOR), max(r, DIFF_FLOOR)
+        else:
+            self.vmin = min(0.0, min(allowed, default=0.0))  # the seed: vmin=0
+            self.vmax = max(allowed, default=1.0)
+            if self.vmax <= self.vmin:
+                self.vmax = self.vmin + 1.0
+
+    # -- colours -------------------------------------------------------------
+    def _rgb(self, v: float) -> tuple[int, int, int]:
+        if self.mode == "diff":
+            return diverging(v / self.vmax)
+        return viridis((v - self.vmin) / (self.vmax - self.vmin))
+
+    def _colour_mode(self, console: Console) -> str:
+        """"none", "standard" or "full": what the terminal can show."""
+        system = self.hint if self.hint is not None else console.color_system
+        if system in (None, "none", "mono", "no_color") or console.no_color:
+            return "none"
+        return "standard" if system in ("standard", "windows", 16) else "full"
+
+    def _kind(self, i: int, j: int) -> str:
+        v = self.values[i][j]
+        if not math.isfinite(v):
+            return "nan"
+        if j > i:
+            return "leak" if abs(v) > LEAK_EPS else "masked"
+        return "value"
+
+    # -- cells ---------------------------------------------------------------
+    def _cell(self, i: int, j: int, cw: int, with_value: bool, colours: str) -> Text:
+        v, kind = self.values[i][j], self._kind(i, j)
+        signed = self.mode == "diff"
+        if kind == "masked":
+            return Text(("·" if cw < 3 else " · ").center(cw)[:cw], MASKED)
+        if kind == "nan":
+            label = fmt_value(v) if with_value and cw >= 3 else "?"
+            return Text(label.center(cw)[:cw], NAN)
+        if kind == "leak":
+            label = "!" + fmt_value(v, signed) if with_value else "!"
+            label = label if cell_len(label) <= cw else "!"
+            return Text(label.center(cw), LEAK)
+        rgb = self._rgb(v)
+        colour = Color.from_rgb(*rgb)
+        if with_value:
+            return Text(fmt_value(v, signed).center(cw), Style(color=_contrast(rgb), bgcolor=colour))
+        glyph = shade_glyph(v - (0 if signed else self.vmin), self.vmax - (0 if signed else self.vmin))
+        # Glyph drawn in the cell's own colour: invisible in colour, but it shows
+        # once colour is stripped (NO_COLOR). On 16 colours it must contrast.
+        fg = _contrast(rgb) if colours == "standard" else colour
+        return Text(glyph * cw, Style(color=fg, bgcolor=colour))
+
+    # -- layout --------------------------------------------------------------
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        width = options.max_width
+        colours = self._colour_mode(console)
+        lines = self.lines(width, colours)
+        for line in lines:
+            line.no_wrap = True
+            line.truncate(width, overflow="crop")
+            yield line
+
+    def lines(self, width: int, colours: str = "full") -> list[Text]:
+        """The heatmap as lines of at most `width` cells. Layouts: "values"
+        (cells with printed numbers), "halves" (dense, two rows per line with
+        ▀, needs colour), "glyphs" (dense, shade glyphs, any terminal)."""
+        rows, cols = self.rows, self.cols
+        tick_w = len(str(max(rows, cols, 1) - 1))
+        gutter = tick_w + 1
+        value_cw = next((cw for cw in (6, 5, 4) if gutter + cols * cw <= width), 0)
+        if self.show_values is not False and value_cw:
+            layout, cw, step = "values", value_cw, 1
+        else:
+            # ▀ halves keep cells square and the grid half as tall, but carry
+            # no glyph: without colour, fall back to shade glyphs.
+            layout = "glyphs" if colours == "none" else "halves"
+            cw = 2 if gutter + 2 * cols <= width else 1
+            step = next(s for s in (1, 2, 4, 5, 8, 10, 16, 20, 25, 32, 50, 64, 100, 10**9)
+                        if s * cw >= tick_w + 1 + (cw == 1))
+        n_cols = min(cols, max(width - gutter, 1) // cw)  # crop when even 1 cell is too wide
+        n_rows = rows if n_cols == cols else min(rows, n_cols)
+
+        out: list[Text] = []
+        if self.title:
+            out.append(Text(self.title, style="bold"))
+        out.extend(self._label_lines(gutter, width))
+
+        ticks = Text(" " * gutter)
+        pos = 0
+        for j in range(0, n_cols, step):
+            label = str(j).center(cw) if layout == "values" else str(j)
+            ticks.append(" " * (j * cw - pos))
+            ticks.append(label, "dim")
+            pos = j * cw + len(label)
+        out.append(ticks)
+
+        if layout == "halves":
+            row_step = step if step % 2 == 0 else 2 * step
+            for i in range(0, n_rows, 2):
+                label = str(i) if i % row_step == 0 else ""
+                line = Text(label.rjust(tick_w) + " ", style="dim")
+                for j in range(n_cols):
+                    line.append_text(self._half_cell(i, j, cw, n_rows))
+                out.append(line)
+        else:
+            for i in range(n_rows):
+                label = str(i) if layout == "values" or i % step == 0 else ""
+                line = Text(label.rjust(tick_w) + " ", style="dim")
+                for j in range(n_cols):
+                    line.append_text(self._cell(i, j, cw, layout == "values", colours))
+                out.append(line)
+
+        out.extend(self._legend_lines(n_rows, n_cols, rows, cols, width))
+        return out
+
+    def _half_colour(self, i: int, j: int) -> Color | None:
+        """Colour of one half cell; None = masked (drawn as a dot, not a colour)."""
+        kind = self._kind(i, j)
+        if kind == "masked":
+            return None
+        if kind in ("leak", "nan"):
+            return (LEAK if kind == "leak" else NAN).bgcolor
+        return Color.from_rgb(*self._rgb(self.values[i][j]))
+
+    def _half_cell(self, i: int, j: int, cw: int, n_rows: int) -> Text:
+        upper = self._half_colour(i, j)
+        lower = self._half_colour(i + 1, j) if i + 1 < n_rows else None
+        if upper is None and lower is None:
+            return Text("·".ljust(cw), MASKED)
+        if upper is None:
+            return Text("▄" * cw, Style(color=lower))
+        return Text("▀" * cw, Style(color=upper, bgcolor=lower))
+
+    def _label_lines(self, gutter: int, width: int) -> list[Text]:
+        key_label, query_label = self.axis_labels
+        # "query ↓" sits above the row ticks, "key →" above the columns.
+        start = max(gutter, cell_len(query_label) + 2)
+        if start + cell_len(key_label) <= width:
+            line = Text(query_label, style="italic")
+            line.append(" " * (start - cell_len(query_label)))
+            line.append(key_label, style="italic")
+            return [line]
+        return [Text(" " * gutter + key_label, style="italic"), Text(query_label, style="italic")]
+
+    def _legend_lines(self, n_rows, n_cols, rows, cols, width) -> list[Text]:
+        legend = self.legend
+        scale = Text()
+        if self.mode == "diff":
+            scale.append(f"{self.vmin:+.2f} ")
+            for k in range(9):
+                scale.append("█", Style(color=Color.from_rgb(*diverging(k / 4 - 1))))
+            scale.append(f" {self.vmax:+.2f}")
+        else:
+            scale.append(f"{self.vmin:.2f} ")
+            for k, ch in enumerate(RAMP):
+                scale.append(ch, Style(color=Color.from_rgb(*viridis((k + 0.5) / len(RAMP)))))
+            scale.append(f" {self.vmax:.2f}")
+        scale.append("  " + legend[self.mode], style="bold")
+        out = [scale]
+
+        kinds = {self._kind(i, j) for i in range(n_rows) for j in range(n_cols)}
+        keys = Text()
+        for kind, sample, style in (("masked", " · ", MASKED), ("leak", " ! ", LEAK), ("nan", " ? ", NAN)):
+            if kind in kinds:
+                if keys:
+                    keys.append("   ")
+                keys.append(sample, style)
+                keys.append(" " + legend[kind])
+        if keys:
+            out.append(keys)
+        if n_rows < rows or n_cols < cols:
+            out.append(Text(f"[0:{n_rows}, 0:{n_cols}] / {rows}×{cols}", style="dim"))
+        return out
+
+
+def heatmap(
+    matrix,
+    *,
+    reference=None,
+    mode: str = "learner",
+    title: str = "",
+    axis_labels: tuple[str, str] = ("key position →", "query position ↓"),
+    show_values: bool | None = None,
+    color_system_hint: str | None = None,
+    legend: Mapping[str, str] | None = None,
+) -> Heatmap:
+    """A renderable heatmap of a T×T weight matrix (row = query, column = key).
+
+    mode "learner" draws `matrix`, "reference" draws `reference` (or `matrix`
+    if none is given), "diff" draws matrix − reference on a diverging scale.
+    axis_labels = (keys across, queries down), already localised. show_values:
+    None = print values when the grid fits, False = never. color_system_hint
+    overrides the console's colour system ("none", "standard", "256",
+    "truecolor"), e.g. for a Textual app running under NO_COLOR. legend maps
+    "learner"/"reference"/"diff"/"masked"/"leak"/"nan" to localised words.
+    """
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {MODES}, not {mode!r}")
+    values = _as_matrix(matrix)
+    if mode == "reference" and reference is not None:
+        values = _as_matrix(reference)
+    elif mode == "diff":
+        if reference is None:
+            raise ValueError("diff mode needs a reference matrix")
+        ref = _as_matrix(reference)
+        if len(ref) != len(values) or (ref and len(ref[0]) != len(values[0])):
+            raise ValueError("matrix and reference differ in shape")
+        values = [[a - b for a, b in zip(r1, r2)] for r1, r2 in zip(values, ref)]
+    return Heatmap(values, mode, title, axis_labels, show_values, color_system_hint,
+                   {**DEFAULT_LEGEND, **(legend or {})})
