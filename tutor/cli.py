@@ -95,11 +95,12 @@ def _guess_lesson(path: Path, raw: bytes):
 
 def cmd_check(args, lang: str) -> int:
     from .runner.client import DEFAULT_TIMEOUT, WorkerGone, check_file
-    from .workspace import solution_path
 
     lesson = _lesson(args.check_lesson, lang) if args.check_lesson else None
     path = args.file
     if path is None:
+        from .workspace import solution_path
+
         lesson = lesson or _lesson(None, lang)
         path = solution_path(Path.cwd(), lesson)
     try:

@@ -1,0 +1,447 @@
+"""The Textual app: the lesson's steps, the learner's verdicts, the weights they compute.
+
+It never imports torch: checks run in the worker process (tutor.runner), and
+come back as plain data that is rendered here in the current language.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+from pathlib import Path
+
+from rich.console import Group
+from rich.text import Text
+from textual import on, work
+from textual.app import App, ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.message import Message
+from textual.widgets import OptionList, ProgressBar, Static
+from textual.widgets.option_list import Option
+
+from ..i18n import t
+from ..lesson import Lesson
+from ..render.doc import render_markdown
+from ..render.heatmap import heatmap
+from ..render.verdicts import hints_block, status_mark, step_results
+from ..results import StepResult
+from ..runner.client import Worker, WorkerGone, decode_source, unreadable_results
+from ..store import Store
+from ..watch import FileWatcher, WatchError
+from .help import HelpScreen
+from .widgets import Footer, StepList, step_extra
+
+SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
+
+
+class WorkerEvent(Message):
+    def __init__(self, event: dict):
+        super().__init__()
+        self.event = event
+
+
+class TutorApp(App):
+    CSS_PATH = "tutor.tcss"
+    ENABLE_COMMAND_PALETTE = False  # its texts are English only
+    BINDINGS = [
+        Binding("n", "step(1)", id="next", show=False),
+        Binding("p", "step(-1)", id="prev", show=False),
+        Binding("r", "rerun", id="rerun", show=False),
+        Binding("e", "edit", id="edit", show=False),
+        Binding("h", "hint", id="hint", show=False),
+        Binding("l", "language", id="language", show=False),
+        Binding("w", "weights", id="weights", show=False),
+        Binding("b", "cycle", id="cycle", show=False),
+        Binding("d", "mode", id="mode", show=False),
+        Binding("question_mark", "help", id="help", show=False),
+        Binding("q", "quit", id="quit", show=False),
+    ]
+
+    def __init__(self, *, lesson: Lesson, path: Path, created: bool, step_id: str, lang: str,
+                 store: Store, poll: bool | None = None, timeout: float | None = None,
+                 start_worker: bool = True):
+        super().__init__()
+        self.lesson = lesson
+        self.path = path
+        self.created = created
+        self.lang = lang
+        self.store = store
+        self.poll = poll
+        self.timeout = timeout
+        self.start_worker = start_worker
+        self.step_index = lesson.step_ids().index(step_id)
+        self.results: dict[str, StepResult] = {}
+        self.running: set[str] = set()
+        self.worker_state = "loading"
+        self.watch_state = "starting"
+        self.watch_error = ""
+        self.show_weights = False
+        self.heatmap_index = 0
+        self.heatmap_mode = 0
+        self.spin = 0
+        self.notice = ""
+        self.worker: Worker | None = None
+        self.last_source: tuple[str, str] | None = None  # (digest-free text, filename) of the last run
+        saved = store.load().get("lessons", {}).get(lesson.id, {})
+        self.hints_shown: dict[str, int] = dict(saved.get("hints", {}))
+        self.saved_status: dict[str, str] = dict(saved.get("status", {}))
+        if store.notice is not None:
+            self.notice = t(store.notice.key, lang, **store.notice.params)
+
+    # ------------------------------------------------------------------ layout
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="title")
+        with Horizontal(id="body"):
+            with Vertical(id="side"):
+                yield StepList(id="steps")
+                yield ProgressBar(total=len(self.lesson.checked_steps), show_eta=False,
+                                  show_percentage=False, id="progress")
+                yield Static(id="progress-label")
+                yield Static(id="fileinfo")
+            with Vertical(id="main"):
+                with VerticalScroll(id="doc-scroll"):
+                    yield Static(id="doc")
+                with VerticalScroll(id="results-scroll"):
+                    yield Static(id="results")
+        yield Footer(id="footer")
+
+    def on_mount(self) -> None:
+        self.title = "attn-tutor"
+        self.refresh_all()
+        self.query_one("#steps", StepList).focus()
+        if self.start_worker:
+            self.start_checker()
+            self.watch_file()
+        self.set_interval(0.1, self.tick)
+
+    def on_unmount(self) -> None:
+        if self.worker:
+            self.worker.close()
+
+    # ------------------------------------------------------------------ state helpers
+
+    @property
+    def step(self):
+        return self.lesson.steps[self.step_index]
+
+    def status_of(self, step_id: str) -> str:
+        if step_id in self.running:
+            return "running"
+        if step_id in self.results:
+            return self.results[step_id].status
+        return self.saved_status.get(step_id, "todo")
+
+    def remember(self) -> None:
+        lesson_id = self.lesson.id
+        step_id = self.step.id
+        status = {s: r.status for s, r in self.results.items()}
+        hints = dict(self.hints_shown)
+        lang = self.lang
+
+        def change(state: dict) -> None:
+            state["lang"] = lang
+            state["lesson"] = lesson_id
+            entry = state.setdefault("lessons", {}).setdefault(lesson_id, {})
+            entry["step"] = step_id
+            entry.setdefault("status", {}).update(status)
+            entry.setdefault("hints", {}).update(hints)
+
+        try:
+            self.store.update(change)
+        except OSError as exc:  # a full disk or a read-only home must not stop the lesson
+            self.notice = str(exc)
+
+    # ------------------------------------------------------------------ rendering
+
+    def refresh_all(self) -> None:
+        self.render_title()
+        self.render_steps()
+        self.render_progress()
+        self.render_fileinfo()
+        self.render_main()
+        self.render_results()
+        self.query_one("#footer", Footer).show(self.lang)
+
+    def render_title(self) -> None:
+        lesson = self.lesson
+        text = Text.assemble(("attn-tutor", "bold"), " · ", (lesson.id, "cyan"), " · ", lesson.title[self.lang])
+        self.query_one("#title", Static).update(text)
+
+    def render_steps(self) -> None:
+        marks = {}
+        for s in self.lesson.steps:
+            status = self.status_of(s.id)
+            if not s.checked:
+                marks[s.id] = Text("·", style="dim")
+            elif status == "running":
+                marks[s.id] = Text(SPINNER[self.spin % len(SPINNER)], style="yellow")
+            else:
+                marks[s.id] = status_mark(status)
+        self.query_one("#steps", StepList).show(self.lesson, marks, self.step_index, self.lang)
+
+    def render_progress(self) -> None:
+        checked = [s.id for s in self.lesson.checked_steps]
+        passed = sum(self.status_of(s) == "pass" for s in checked)
+        self.query_one("#progress", ProgressBar).update(progress=passed)
+        self.query_one("#progress-label", Static).update(
+            Text(t("ui.progress", self.lang, passed=passed, total=len(checked)), style="dim"))
+
+    def render_fileinfo(self) -> None:
+        lang = self.lang
+        try:
+            shown = self.path.relative_to(Path.cwd())
+        except ValueError:
+            shown = self.path
+        parts = [Text(t("ui.file", lang, path=shown), style="bold")]
+        watch = {"inotify": "ui.watch_inotify", "polling": "ui.watch_polling"}.get(self.watch_state)
+        if self.watch_state == "failed":
+            parts.append(Text(t("ui.watch_failed", lang, error=self.watch_error), style="bold red"))
+        elif watch:
+            parts.append(Text(t(watch, lang), style="dim"))
+        worker = {"loading": "ui.worker_loading", "ready": "ui.worker_ready", "gone": "ui.worker_gone"}[self.worker_state]
+        if self.running and self.worker_state == "ready":
+            worker = "ui.worker_running"
+        parts.append(Text(t(worker, lang), style="bold red" if self.worker_state == "gone" else "dim"))
+        if self.notice:
+            parts.append(Text(self.notice, style="yellow"))
+        self.query_one("#fileinfo", Static).update(Group(*parts))
+
+    def render_main(self) -> None:
+        if self.show_weights:
+            self.query_one("#doc", Static).update(self.weights_view())
+            return
+        body = [render_markdown(self.lesson.text(self.step.id, self.lang))]
+        if self.step_index == 0 and self.created:
+            body.insert(0, Text(t("ui.file_created", self.lang, path=self.path.name), style="bold green"))
+        extra = step_extra(self.lesson, self.step, self.lang, self.results)
+        if extra is not None:
+            body.append(extra)
+        self.query_one("#doc", Static).update(Group(*body))
+
+    def render_results(self) -> None:
+        step = self.step
+        lang = self.lang
+        parts = []
+        if step.checked:
+            parts.append(step_results(self.results.get(step.id), lang, running=step.id in self.running))
+        else:
+            parts.append(Text(t("ui.not_checked", lang), style="dim"))
+        hints = hints_block(step.hints.get(lang, ()), self.hints_shown.get(step.id, 0), lang)
+        if hints is not None:
+            parts.append(hints)
+        self.query_one("#results", Static).update(Group(*parts))
+
+    def heatmaps_for_step(self) -> list[dict]:
+        source = {"heatmap": "output"}.get(self.step.id, self.step.id)
+        result = self.results.get(source)
+        return (result.visuals.get("heatmaps") or []) if result else []
+
+    def weights_view(self):
+        lang = self.lang
+        maps = self.heatmaps_for_step()
+        if not maps:
+            has = self.step.id in ("single-head", "multi-head", "output", "heatmap")
+            return Text(t("ui.weights_waiting" if has else "ui.weights_none", lang), style="dim")
+        index = self.heatmap_index % len(maps)
+        entry = maps[index]
+        mode = ("learner", "reference", "diff")[self.heatmap_mode % 3]
+        learner = entry.get("learner")
+        note = None
+        if learner is None:
+            learner, mode = entry["reference"], "reference"
+            note = Text(t("ui.weights_not_captured", lang), style="yellow")
+        nan = float("nan")
+        as_floats = lambda m: [[nan if v is None else v for v in row] for row in m]  # noqa: E731
+        label = t(entry["label"]["key"], lang, **entry["label"]["params"])
+        legend = {k: t(f"ui.legend_{k}", lang) for k in ("learner", "reference", "diff", "masked", "leak", "nan")}
+        hint = "none" if os.environ.get("NO_COLOR") else None
+        title = f"{t('ui.weights', lang)} — {label}  ({index + 1}/{len(maps)})"
+        renderable = heatmap(as_floats(learner), reference=as_floats(entry["reference"]), mode=mode, title=title,
+                             axis_labels=(t("ui.axis_keys", lang), t("ui.axis_queries", lang)),
+                             color_system_hint=hint, legend=legend)
+        keys = Text(t("ui.weights_keys", lang, what=t("ui.batch_or_head", lang)), style="dim")
+        return Group(*(x for x in (note, renderable, keys) if x is not None))
+
+    # ------------------------------------------------------------------ the checker
+
+    def start_checker(self) -> None:
+        self.worker_state = "loading"
+        log = self.store.workspace / ".attn-tutor" / "worker.log" if hasattr(self.store, "workspace") else None
+        kwargs = {"timeout": self.timeout} if self.timeout else {}
+        self.worker = Worker(lambda event: self.post_message(WorkerEvent(event)), log=log, **kwargs)
+        self.worker.start()
+
+    def run_checks(self, text: str | None, raw: bytes) -> None:
+        checked = [s.id for s in self.lesson.checked_steps]
+        if text is None:
+            _, problem = decode_source(raw)
+            for result in unreadable_results(self.lesson, "failure.encoding", problem):
+                self.results[result.id] = result
+            self.running.clear()
+            self.after_results()
+            return
+        self.last_source = (text, str(self.path))
+        if self.worker is None or self.worker_state == "gone":
+            return
+        try:
+            self.worker.submit(self.lesson.id, str(self.path), text, checked)
+        except WorkerGone:
+            self.worker_state = "gone"
+            self.render_fileinfo()
+            return
+        self.running = set(checked)
+        self.render_steps()
+        self.render_results()
+        self.render_fileinfo()
+
+    @on(WorkerEvent)
+    def on_worker_event(self, message: WorkerEvent) -> None:
+        event = message.event
+        kind = event.get("type")
+        if kind == "ready":
+            self.worker_state = "ready"
+        elif kind == "step":
+            result: StepResult = event["result"]
+            self.results[result.id] = result
+            self.running.discard(result.id)
+            self.after_results()
+            return
+        elif kind == "done":
+            self.running.clear()
+            self.after_results()
+            return
+        elif kind == "gone":
+            self.worker_state = "gone"
+            self.running.clear()
+        self.render_fileinfo()
+        self.render_steps()
+
+    def after_results(self) -> None:
+        self.render_steps()
+        self.render_progress()
+        self.render_results()
+        self.render_fileinfo()
+        if self.show_weights or not self.step.checked:
+            self.render_main()
+        if not self.running:
+            self.remember()
+
+    @work(exclusive=True, group="watch")
+    async def watch_file(self) -> None:
+        watcher = FileWatcher(self.path, poll=self.poll)
+        self.watch_state = watcher.mode
+        self.render_fileinfo()
+        try:
+            async for saved in watcher.changes(initial=True):
+                self.run_checks(saved.text, saved.raw)
+        except WatchError as exc:
+            self.watch_state = "failed"
+            self.watch_error = str(exc.params.get("error", exc))
+            self.render_fileinfo()
+            self.rerun_from_disk()
+
+    def rerun_from_disk(self) -> None:
+        try:
+            raw = self.path.read_bytes()
+        except OSError as exc:
+            self.notice = str(exc)
+            self.render_fileinfo()
+            return
+        text, _ = decode_source(raw)
+        self.run_checks(text, raw)
+
+    def tick(self) -> None:
+        if self.running:
+            self.spin += 1
+            self.render_steps()
+
+    # ------------------------------------------------------------------ actions
+
+    def go_to(self, index: int) -> None:
+        index = max(0, min(index, len(self.lesson.steps) - 1))
+        if index == self.step_index:
+            return
+        self.step_index = index
+        self.heatmap_index = 0
+        self.render_steps()
+        self.render_main()
+        self.render_results()
+        self.query_one("#doc-scroll").scroll_home(animate=False)
+        self.query_one("#results-scroll").scroll_home(animate=False)
+        self.remember()
+
+    def action_step(self, delta: int) -> None:
+        self.go_to(self.step_index + delta)
+
+    @on(OptionList.OptionSelected, "#steps")
+    def on_step_selected(self, event: OptionList.OptionSelected) -> None:
+        self.go_to(event.option_index)
+
+    @on(OptionList.OptionHighlighted, "#steps")
+    def on_step_highlighted(self, event: OptionList.OptionHighlighted) -> None:
+        self.go_to(event.option_index)
+
+    def action_rerun(self) -> None:
+        if self.worker_state == "gone":
+            if self.worker:
+                self.worker.close()
+            self.start_checker()
+        self.rerun_from_disk()
+
+    def action_hint(self) -> None:
+        hints = self.step.hints.get(self.lang, ())
+        shown = self.hints_shown.get(self.step.id, 0)
+        if not hints:
+            self.notify(t("ui.no_hints", self.lang), timeout=2)
+            return
+        if shown >= len(hints):
+            self.notify(t("ui.no_more_hints", self.lang), timeout=2)
+            return
+        self.hints_shown[self.step.id] = shown + 1
+        self.render_results()
+        self.query_one("#results-scroll").scroll_end(animate=False)
+        self.remember()
+
+    def action_language(self) -> None:
+        self.lang = "zh" if self.lang == "en" else "en"
+        if self.store.notice is not None:
+            self.notice = t(self.store.notice.key, self.lang, **self.store.notice.params)
+        self.refresh_all()
+        self.remember()
+
+    def action_weights(self) -> None:
+        self.show_weights = not self.show_weights
+        self.render_main()
+        self.query_one("#doc-scroll").scroll_home(animate=False)
+
+    def action_cycle(self) -> None:
+        self.heatmap_index += 1
+        if self.show_weights:
+            self.render_main()
+
+    def action_mode(self) -> None:
+        self.heatmap_mode += 1
+        if self.show_weights:
+            self.render_main()
+
+    def action_help(self) -> None:
+        if isinstance(self.screen, HelpScreen):
+            self.pop_screen()
+        else:
+            self.push_screen(HelpScreen(self.lang))
+
+    def action_edit(self) -> None:
+        editor = os.environ.get("VISUAL") or os.environ.get("EDITOR")
+        if not editor:
+            self.notify(t("ui.no_editor", self.lang, path=self.path), timeout=5)
+            return
+        try:
+            with self.suspend():
+                subprocess.call([*shlex.split(editor), str(self.path)])
+        except (OSError, ValueError) as exc:
+            self.notify(t("ui.editor_failed", self.lang, editor=editor, error=exc), severity="error")
+            return
+        self.rerun_from_disk()

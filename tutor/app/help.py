@@ -1,0 +1,39 @@
+"""The help screen: every key, in the current language."""
+
+from __future__ import annotations
+
+from rich.table import Table
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Static
+
+from ..i18n import t
+
+HELP_KEYS = (("n", "key_next"), ("p", "key_prev"), ("r", "key_run"), ("e", "key_edit"), ("h", "key_hint"),
+             ("l", "key_lang_long"), ("w", "key_weights_long"), ("b", "key_cycle"), ("d", "key_mode"),
+             ("↑ ↓ PgUp PgDn", "key_scroll"), ("?", "key_help"), ("q", "key_quit"))
+
+
+class HelpScreen(ModalScreen):
+    BINDINGS = [Binding("escape,question_mark,q", "close", id="close-help", show=False)]
+
+    def __init__(self, lang: str):
+        super().__init__()
+        self.lang = lang
+
+    def compose(self) -> ComposeResult:
+        table = Table.grid(padding=(0, 2))
+        table.add_column(style="bold reverse", no_wrap=True)
+        table.add_column()
+        for key, label in HELP_KEYS:
+            table.add_row(f" {key} ", t(f"ui.{label}", self.lang))
+        with VerticalScroll(id="help-box"):
+            yield Static(Text(t("ui.help_title", self.lang), style="bold"))
+            yield Static(table)
+            yield Static(Text(t("ui.help_close", self.lang), style="dim"))
+
+    def action_close(self) -> None:
+        self.app.pop_screen()

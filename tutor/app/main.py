@@ -1,0 +1,33 @@
+"""Start-up for the app: workspace, remembered state, language; then run it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..i18n import choose
+from ..lesson import get_lesson
+from ..store import Store
+from ..workspace import ensure_solution, workspace_dir
+
+
+def run_app(*, lesson_id=None, step_id=None, file=None, lang=None, poll=False, timeout=None) -> int:
+    cwd = Path.cwd()
+    store = Store(workspace_dir(cwd))
+    state = store.load()
+    lesson = get_lesson(lesson_id or state.get("lesson") or "lm3-l3")
+    if file is not None:
+        path, created = Path(file).absolute(), False
+    else:
+        path, created = ensure_solution(cwd, lesson)
+    remembered = state.get("lessons", {}).get(lesson.id, {})
+    if step_id is None or step_id not in lesson.step_ids():
+        step_id = remembered.get("step") if remembered.get("step") in lesson.step_ids() else lesson.steps[0].id
+    from .app import TutorApp
+
+    app = TutorApp(
+        lesson=lesson, path=path, created=created, step_id=step_id,
+        lang=choose(lang, state.get("lang")), store=store, poll=True if poll else None,
+        timeout=timeout,
+    )
+    app.run()
+    return app.return_code or 0

@@ -1,0 +1,62 @@
+"""The results panel's content: a step's verdicts as Rich renderables. Pure: no Textual."""
+
+from __future__ import annotations
+
+from rich.console import Group, RenderableType
+from rich.syntax import Syntax
+from rich.text import Text
+
+from ..i18n import t
+from ..report import MARKS, check_text
+from ..results import StepResult
+from .doc import render_markdown
+
+STATUS_STYLES = {"pass": "bold green", "fail": "bold red", "error": "bold red",
+                 "timeout": "bold yellow", "todo": "dim", "running": "yellow"}
+
+
+def status_mark(status: str) -> Text:
+    return Text(MARKS.get(status, "?"), style=STATUS_STYLES.get(status, ""))
+
+
+def step_results(result: StepResult | None, lang: str, *, running: bool = False) -> RenderableType:
+    if result is None:
+        return Text(t("ui.running" if running else "ui.no_results", lang), style="dim")
+    parts: list[RenderableType] = []
+    header = Text.assemble(status_mark(result.status), " ", (t(f"status.{result.status}", lang), STATUS_STYLES.get(result.status, "")))
+    if running:
+        header.append("  " + t("ui.running", lang), style="yellow")
+    parts.append(header)
+    failing = [c for c in result.checks if c.status != "pass"]
+    passing = [c for c in result.checks if c.status == "pass"]
+    # Failures first and in full: they are what the learner acts on.
+    for check in failing:
+        parts.append(render_markdown(f"{MARKS.get(check.status, '✗')} {check_text(check, lang)}"))
+    failure = result.failure
+    if failure and (failure.frames or failure.caret) and result.status != "todo":
+        parts.append(Text(t("ui.traceback", lang), style="bold"))
+        if failure.caret:
+            parts.append(Text(failure.caret))
+        else:
+            for frame in failure.frames[-3:]:
+                parts.append(Text(t("report.frame", lang, line=frame.line, function=frame.function), style="dim"))
+                parts.append(Syntax(frame.code.strip() or " ", "python", theme="monokai", word_wrap=True))
+    for check in passing:
+        parts.append(Text.assemble(status_mark("pass"), " ", check_text(check, lang)))
+    leak = result.visuals.get("leak")
+    if leak:
+        parts.append(render_markdown(t("ui.leak_demo", lang, yours=f"{leak['yours']:.2e}", unmasked=f"{leak['unmasked']:.4f}")))
+    if result.output.strip():
+        parts.append(Text(t("ui.output", lang), style="bold"))
+        tail = result.output.rstrip().splitlines()[-8:]
+        parts.append(Text("\n".join(tail), style="dim"))
+    return Group(*parts)
+
+
+def hints_block(hints: tuple[str, ...], shown: int, lang: str) -> RenderableType | None:
+    if shown <= 0 or not hints:
+        return None
+    parts = []
+    for i, hint in enumerate(hints[:shown], 1):
+        parts.append(render_markdown(f"**{t('ui.hint', lang, n=i, total=len(hints))}** {hint}"))
+    return Group(*parts)
