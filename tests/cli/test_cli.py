@@ -1,0 +1,88 @@
+"""The `attn-tutor check` and `list` contract, through the real console script path."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def run(*args, cwd=None, env=None):
+    environ = dict(os.environ, PYTHONPATH=str(ROOT), **(env or {}))
+    environ.pop("LC_ALL", None)
+    return subprocess.run([sys.executable, "-m", "tutor", *args], capture_output=True, text=True,
+                          cwd=cwd or ROOT, env=environ, timeout=120)
+
+
+def test_reference_passes_and_json_is_one_object():
+    for lesson, file in (("lm3-l3", "reference/lm3_l3.py"), ("lab-02", "reference/lab_02.py")):
+        out = run("check", file, "--lesson", lesson, "--json")
+        assert out.returncode == 0, out.stderr
+        data = json.loads(out.stdout)
+        assert set(data) == {"lesson", "file", "steps", "passed", "total"}
+        assert data["lesson"] == lesson and data["file"] == file
+        assert data["passed"] == data["total"] == 4
+        for step in data["steps"]:
+            assert set(step) == {"id", "status", "checks"}
+            assert step["status"] == "pass"
+            assert step["checks"] and all(set(c) == {"id", "status", "message"} for c in step["checks"])
+
+
+def test_starter_is_all_todo_and_exits_1(tmp_path):
+    out = run("check", "lessons/lab-02/starter.py", "--lesson", "lab-02", "--json")
+    assert out.returncode == 1
+    data = json.loads(out.stdout)
+    assert [s["status"] for s in data["steps"]] == ["todo"] * 4
+    assert data["passed"] == 0
+
+
+def test_human_output_in_chinese_for_a_broken_file(tmp_path):
+    broken = (ROOT / "reference/lab_02.py").read_text().replace('float("-inf")', "0.0")
+    path = tmp_path / "lab_02.py"
+    path.write_text(broken)
+    out = run("check", str(path), "--lang", "zh")
+    assert out.returncode == 1
+    assert "✗ weights" in out.stdout
+    assert "未通过" in out.stdout
+    assert "-inf" in out.stdout
+
+
+def test_default_file_is_the_workspace_file(tmp_path):
+    (tmp_path / "attn-lab").mkdir()
+    (tmp_path / "attn-lab" / "lm3_l3.py").write_text((ROOT / "reference/lm3_l3.py").read_text())
+    out = run("check", "--json", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["file"].endswith("attn-lab/lm3_l3.py")
+
+
+@pytest.mark.parametrize("args", [
+    ("check", "no/such/file.py"),
+    ("check", "reference/lm3_l3.py", "--lesson", "nope"),
+    ("check", "reference"),
+])
+def test_bad_usage_exits_2_with_one_line(args):
+    out = run(*args)
+    assert out.returncode == 2
+    assert out.stdout == ""
+    assert len(out.stderr.strip().splitlines()) == 1
+
+
+def test_unknown_lesson_for_a_file_with_no_hint(tmp_path):
+    path = tmp_path / "mine.py"
+    path.write_text("x = 1\n")
+    out = run("check", str(path))
+    assert out.returncode == 2 and "--lesson" in out.stderr
+
+
+def test_list_json_and_version_and_help():
+    out = run("list", "--json")
+    data = json.loads(out.stdout)
+    assert [l["id"] for l in data["lessons"]] == ["lm3-l3", "lab-02"]
+    assert data["lessons"][0]["steps"][0]["id"] == "single-head"
+    assert run("--version").stdout.startswith("attn-tutor ")
+    assert "check" in run("--help").stdout
+    assert "检查" in run("--help", env={"LANG": "zh_CN.UTF-8"}).stdout
