@@ -2,10 +2,13 @@
 
 Row i is query i, column j is key j. The layout is chosen at render time from
 the width the console offers: small T gets wide cells with the value printed
-(readable without colour); larger T a dense grid of shade glyphs ` ░▒▓█`.
-The masked future (column > row) is drawn as a dim dotted pattern, not as a
-colour, so it reads as "masked" at a glance; a non-zero weight there (a leak)
-and NaN/inf are drawn loudly. No torch, no textual: plain lists of floats.
+(readable without colour); larger T a dense grid, either half blocks `▀` (two
+rows per line, square pixels, when the terminal has 256+ colours) or shade
+glyphs ` ░▒▓█` (16 colours, NO_COLOR). The masked future (column > row) is a
+dim dotted pattern, not a colour, so it reads as "masked" at a glance; a
+non-zero weight there (a leak) and NaN/inf are drawn loudly. Colours scale
+over the allowed cells only (vmin = 0 as in the lab, vmax = their maximum).
+No torch, no textual: plain lists of floats.
 """
 
 from __future__ import annotations
@@ -34,10 +37,9 @@ DEFAULT_LEGEND = {
 # matplotlib's viridis sampled at 10 evenly spaced points (the R viridis(10) palette).
 _VIRIDIS = [(68, 1, 84), (72, 40, 120), (62, 74, 137), (49, 104, 142), (38, 130, 142),
             (31, 158, 137), (53, 183, 121), (109, 205, 89), (180, 222, 44), (253, 231, 37)]
-# ColorBrewer RdBu, reversed: blue (negative) – white (0) – red (positive).
-_RDBU = [(5, 48, 97), (33, 102, 172), (67, 147, 195), (146, 197, 222), (209, 229, 240),
-         (247, 247, 247), (253, 219, 199), (244, 165, 130), (214, 96, 77), (178, 24, 43),
-         (103, 0, 31)]
+# Diverging, dark at 0 and lighter with |x| (like Crameri's "berlin"): blue below,
+# red above. On a dark terminal a perfect match recedes and differences stand out.
+_DIVERGING = [(158, 202, 255), (55, 120, 200), (38, 38, 38), (200, 60, 50), (255, 180, 160)]
 SHADES = " ░▒▓█"
 RAMP = "▁▂▃▄▅▆▇█"
 
@@ -63,8 +65,8 @@ def viridis(x: float) -> tuple[int, int, int]:
 
 
 def diverging(x: float) -> tuple[int, int, int]:
-    """Blue–white–red colour for x in [-1, 1] (clamped); 0 is white."""
-    return _interp(_RDBU, (x + 1) / 2)
+    """Blue–dark–red colour for x in [-1, 1] (clamped); 0 is a dark grey."""
+    return _interp(_DIVERGING, (x + 1) / 2)
 
 
 def shade_glyph(value: float, vmax: float) -> str:
@@ -149,7 +151,7 @@ class Heatmap:
         system = self.hint if self.hint is not None else console.color_system
         if system in (None, "none", "mono", "no_color") or console.no_color:
             return "none"
-        return "standard" if system in ("standard", "windows", 16) else "full"
+        return "standard" if system in ("standard", "windows") else "full"
 
     def _kind(self, i: int, j: int) -> str:
         v = self.values[i][j]
@@ -161,6 +163,7 @@ class Heatmap:
 
     # -- cells ---------------------------------------------------------------
     def _cell(self, i: int, j: int, cw: int, with_value: bool, colours: str) -> Text:
+        """One cell of the "values" (with_value) or "glyphs" layout."""
         v, kind = self.values[i][j], self._kind(i, j)
         signed = self.mode == "diff"
         if kind == "masked":
@@ -172,15 +175,16 @@ class Heatmap:
             label = "!" + fmt_value(v, signed) if with_value else "!"
             label = label if cell_len(label) <= cw else "!"
             return Text(label.center(cw), LEAK)
+        if not with_value:  # shade glyphs: the layout for terminals without full colour
+            base = 0.0 if signed else self.vmin
+            return Text(shade_glyph(v - base, self.vmax - base) * cw)
+        text = fmt_value(v, signed).center(cw)
+        if colours != "full":
+            # 16-colour palettes differ per terminal: a guessed background could
+            # hide the digits, so print them plain.
+            return Text(text)
         rgb = self._rgb(v)
-        colour = Color.from_rgb(*rgb)
-        if with_value:
-            return Text(fmt_value(v, signed).center(cw), Style(color=_contrast(rgb), bgcolor=colour))
-        glyph = shade_glyph(v - (0 if signed else self.vmin), self.vmax - (0 if signed else self.vmin))
-        # Glyph drawn in the cell's own colour: invisible in colour, but it shows
-        # once colour is stripped (NO_COLOR). On 16 colours it must contrast.
-        fg = _contrast(rgb) if colours == "standard" else colour
-        return Text(glyph * cw, Style(color=fg, bgcolor=colour))
+        return Text(text, Style(color=_contrast(rgb), bgcolor=Color.from_rgb(*rgb)))
 
     # -- layout --------------------------------------------------------------
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
@@ -205,7 +209,7 @@ class Heatmap:
         else:
             # ▀ halves keep cells square and the grid half as tall, but carry
             # no glyph: without colour, fall back to shade glyphs.
-            layout = "glyphs" if colours == "none" else "halves"
+            layout = "halves" if colours == "full" else "glyphs"
             cw = 2 if gutter + 2 * cols <= width else 1
             step = next(s for s in (1, 2, 4, 5, 8, 10, 16, 20, 25, 32, 50, 64, 100, 10**9)
                         if s * cw >= tick_w + 1 + (cw == 1))
@@ -242,7 +246,7 @@ class Heatmap:
                     line.append_text(self._cell(i, j, cw, layout == "values", colours))
                 out.append(line)
 
-        out.extend(self._legend_lines(n_rows, n_cols, rows, cols, width))
+        out.extend(self._legend_lines(n_rows, n_cols, rows, cols, layout, colours))
         return out
 
     def _half_colour(self, i: int, j: int) -> Color | None:
@@ -274,19 +278,22 @@ class Heatmap:
             return [line]
         return [Text(" " * gutter + key_label, style="italic"), Text(query_label, style="italic")]
 
-    def _legend_lines(self, n_rows, n_cols, rows, cols, width) -> list[Text]:
+    def _legend_lines(self, n_rows, n_cols, rows, cols, layout, colours) -> list[Text]:
         legend = self.legend
-        scale = Text()
-        if self.mode == "diff":
-            scale.append(f"{self.vmin:+.2f} ")
+        lo, hi = (f"{self.vmin:+.2f}", f"{self.vmax:+.2f}") if self.mode == "diff" else (
+            f"{self.vmin:.2f}", f"{self.vmax:.2f}")
+        scale = Text(lo + " ")
+        if layout == "glyphs":  # the key to the glyphs, by size (diff: by |value|)
+            scale.append("█▓▒░ ░▒▓█" if self.mode == "diff" else SHADES[1:])
+        elif colours != "full":  # the values are printed; a grey ramp would mislead
+            scale.append("…" if self.mode == "diff" else RAMP)
+        elif self.mode == "diff":
             for k in range(9):
                 scale.append("█", Style(color=Color.from_rgb(*diverging(k / 4 - 1))))
-            scale.append(f" {self.vmax:+.2f}")
         else:
-            scale.append(f"{self.vmin:.2f} ")
             for k, ch in enumerate(RAMP):
                 scale.append(ch, Style(color=Color.from_rgb(*viridis((k + 0.5) / len(RAMP)))))
-            scale.append(f" {self.vmax:.2f}")
+        scale.append(" " + hi)
         scale.append("  " + legend[self.mode], style="bold")
         out = [scale]
 

@@ -1,0 +1,125 @@
+"""The message catalogs: zh.toml covers en.toml key for key, with the same placeholders,
+actually in Chinese, and with Chinese punctuation after Chinese text."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from tutor import i18n
+from tutor.i18n import placeholders
+
+EN = i18n.catalog("en")
+ZH = i18n.catalog("zh")
+ALL_KEYS = sorted(set(EN) | set(ZH))
+
+# Keys whose Chinese text may legitimately contain no Chinese character
+# (pure code, a bare number...). Each entry must still be a real key.
+NO_CJK_OK = {
+    "ui.app_title",  # the app's name
+    "ui.key_lang",  # names the other language: "中文" in English, "English" in Chinese
+    "ui.memory_T",  # a column headed by the symbol T
+    "ui.memory_mb",  # the unit MB
+}
+
+HAN = r"\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+# Han characters plus CJK and full-width punctuation: none of these may be followed by , . : ;
+CJK_TEXT = HAN + r"\u3000-\u303f\uff00-\uffef"
+HAS_HAN = re.compile(f"[{HAN}]")
+ASCII_PUNCT_AFTER_CJK = re.compile(f"[{CJK_TEXT}][,.:;]")
+# A Han character touching a Latin letter, a digit, inline code or a placeholder, with no space.
+NO_SPACE = re.compile(f"[{HAN}][A-Za-z0-9`{{]|[A-Za-z0-9`}}][{HAN}]")
+
+
+def test_catalogs_are_not_empty():
+    assert EN and ZH
+
+
+@pytest.mark.parametrize("lang", i18n.LANGS)
+def test_every_key_exists_in_every_language(lang):
+    missing = [k for k in ALL_KEYS if k not in i18n.catalog(lang)]
+    assert not missing, f"{lang}.toml lacks: {missing}"
+
+
+@pytest.mark.parametrize("key", ALL_KEYS)
+def test_values_are_non_empty_strings(key):
+    for lang in i18n.LANGS:
+        value = i18n.catalog(lang).get(key)
+        assert isinstance(value, str), f"{lang}:{key} is {type(value).__name__}"
+        assert value.strip(), f"{lang}:{key} is empty"
+
+
+def test_zh_keeps_the_order_of_en():
+    shared = [k for k in EN if k in ZH]
+    assert [k for k in ZH if k in EN] == shared
+
+
+@pytest.mark.parametrize("key", ALL_KEYS)
+def test_placeholders_match(key):
+    en, zh = EN.get(key), ZH.get(key)
+    if en is None or zh is None:
+        pytest.skip("missing key: reported by test_every_key_exists_in_every_language")
+    assert placeholders(zh) == placeholders(en), f"{key}: en {placeholders(en)} vs zh {placeholders(zh)}"
+
+
+@pytest.mark.parametrize("key", ALL_KEYS)
+def test_likely_stays_at_the_end(key):
+    en, zh = EN.get(key), ZH.get(key)
+    if en is None or zh is None:
+        pytest.skip("missing key")
+    if en.rstrip().endswith("{likely}"):
+        assert zh.rstrip().endswith("{likely}"), f"{key}: zh must end with {{likely}} as en does"
+
+
+@pytest.mark.parametrize("key", ALL_KEYS)
+def test_zh_is_chinese(key):
+    en, zh = EN.get(key), ZH.get(key)
+    if en is None or zh is None:
+        pytest.skip("missing key")
+    if key in NO_CJK_OK or not re.search(r"[A-Za-z]", en):
+        return
+    assert HAS_HAN.search(zh), f"{key}: zh has no Chinese character: {zh!r}"
+
+
+def test_whitelist_names_real_keys():
+    assert NO_CJK_OK <= set(EN), NO_CJK_OK - set(EN)
+
+
+@pytest.mark.parametrize("key", ALL_KEYS)
+def test_no_ascii_punctuation_after_chinese(key):
+    zh = ZH.get(key)
+    if zh is None:
+        pytest.skip("missing key")
+    bad = [m.group() for m in ASCII_PUNCT_AFTER_CJK.finditer(zh)]
+    assert not bad, f"{key}: use full-width punctuation after Chinese text: {bad} in {zh!r}"
+
+
+@pytest.mark.parametrize("key", ALL_KEYS)
+def test_space_between_chinese_and_latin(key):
+    zh = ZH.get(key)
+    if zh is None:
+        pytest.skip("missing key")
+    bad = [m.group() for m in NO_SPACE.finditer(zh)]
+    assert not bad, f"{key}: put a space between Chinese and Latin text, code or placeholders: {bad} in {zh!r}"
+
+
+@pytest.mark.parametrize("key", ALL_KEYS)
+@pytest.mark.parametrize("lang", i18n.LANGS)
+def test_renders_with_its_parameters(lang, key):
+    template = i18n.catalog(lang).get(key)
+    if template is None:
+        pytest.skip("missing key")
+    params = {name: f"<{name}>" for name in placeholders(template)}
+    text = i18n.t(key, lang, **params)
+    for name in params:
+        assert f"<{name}>" in text, f"{lang}:{key} did not fill {{{name}}}: {text!r}"
+
+
+def test_nested_likely_message_renders_in_chinese():
+    text = i18n.t(
+        "check.shape", "zh", what="weights", expected="(2, 6, 6)", got="(2, 6, 4)",
+        likely={"key": "likely.weights_shape", "params": {}},
+    )
+    assert text.startswith("weights：")
+    assert text.endswith(ZH["likely.weights_shape"])

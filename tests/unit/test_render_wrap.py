@@ -1,0 +1,126 @@
+"""Wrapping by cell width: Chinese, mixed and punctuation-heavy paragraphs."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from rich.cells import cell_len
+from rich.text import Text
+
+from tutor.render.wrap import CLOSE, OPEN, wrap_cells, wrap_text
+
+CHINESE = (
+    "因果注意力要求每个位置只能读取它之前的位置，包括它自己，而不能读取未来的位置。"
+    "为此，我们在做归一化之前，把上三角部分的分数设为负无穷，这样指数之后它们的权重恰好为零。"
+    "缩放项控制点积的方差，使得维度增大时分布不会过于尖锐。"
+)
+MIXED = (
+    "实现 `causal_attention(x, Wq, Wk, Wv)`，返回 `(out, weights)`。其中 weights 的形状是"
+    "`(B, T, T)`，每一行之和为 1；用 torch.softmax 沿最后一维归一化，再与 "
+    "`F.scaled_dot_product_attention(q, k, v, is_causal=True)` 比较，误差应小于 1e-5。"
+    "Apply the mask before the softmax, not after it."
+)
+PUNCT = (
+    "注意：“遮罩”必须在 softmax 之前！为什么？因为——"
+    "如果之后再遮罩，每行之和就不再是 1。（见第 3 步。）「对角线」呢？"
+    "……它保留；《练习》2、3、4，都要做。Yes, really: do it (now)!"
+)
+TEXTS = {"chinese": CHINESE, "mixed": MIXED, "punct": PUNCT}
+WIDTHS = (20, 40, 76)
+
+
+def _latin_words(text: str) -> list[str]:
+    return re.findall(r"[A-Za-z0-9_.]+", text)
+
+
+def _code_spans(text: str) -> list[str]:
+    return re.findall(r"`[^`]*`", text)
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+@pytest.mark.parametrize("name", TEXTS)
+def test_lines_fit_and_obey_kinsoku(name, width):
+    text = TEXTS[name]
+    lines = wrap_cells(text, width)
+    assert len(lines) > 1
+    for line in lines:
+        assert cell_len(line) <= width, line
+        assert line and line[0] not in CLOSE, f"line starts with closing punctuation: {line!r}"
+        assert line[-1] not in OPEN, f"line ends with an opening bracket: {line!r}"
+        assert line == line.strip(), "spaces at a break are dropped"
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+@pytest.mark.parametrize("name", TEXTS)
+def test_nothing_lost_but_break_spaces(name, width):
+    text = TEXTS[name]
+    lines = wrap_cells(text, width)
+    assert _rejoin(lines, text)
+
+
+def _rejoin(lines: list[str], text: str) -> bool:
+    """Joining the lines, with the spaces dropped at each break put back, gives the text."""
+    pos = 0
+    for line in lines:
+        while text[pos] == " ":
+            pos += 1
+        assert text.startswith(line, pos), (line, text[pos : pos + 20])
+        pos += len(line)
+    return text[pos:].strip() == ""
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+@pytest.mark.parametrize("name", TEXTS)
+def test_latin_words_and_code_stay_whole(name, width):
+    text = TEXTS[name]
+    lines = wrap_cells(text, width)
+    joined = "\n".join(lines)
+    for word in _latin_words(text):
+        if cell_len(word) <= width:
+            assert re.search(rf"(?<![A-Za-z0-9_.]){re.escape(word)}", joined), word
+    for code in _code_spans(text):
+        if cell_len(code) <= width:
+            assert any(code in line for line in lines), code
+
+
+def test_chinese_breaks_between_characters():
+    lines = wrap_cells(CHINESE, 20)
+    # No spaces in the text, yet every full line is filled to the edge (or one
+    # short of it, when kinsoku pulled a character down).
+    assert all(cell_len(line) >= 16 for line in lines[:-1])
+
+
+def test_closing_punctuation_pulls_previous_char_down():
+    # At width 10, "五" would end line 1 and "。" start line 2: both go down.
+    assert wrap_cells("一二三四五。六七八", 10) == ["一二三四", "五。六七八"]
+    assert wrap_cells("一二三四「五六七八", 10) == ["一二三四", "「五六七八"]
+    assert wrap_cells("hello world, again", 11) == ["hello", "world,", "again"]
+
+
+def test_word_wider_than_line_is_cut():
+    assert wrap_cells("abcdefghijklmnopqrstuvwxyz", 10) == ["abcdefghij", "klmnopqrst", "uvwxyz"]
+
+
+def test_newlines_are_hard_breaks():
+    assert wrap_cells("甲乙\n\nabc", 8) == ["甲乙", "", "abc"]
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_wrap_text_keeps_styles(width):
+    text = Text()
+    text.append("因果注意力", "bold")
+    text.append("要求每个位置只能读取它之前的位置，调用 ")
+    start = len(text)
+    text.append("torch.softmax(scores, dim=-1)", "red")
+    end = len(text)
+    text.append(" 之后每行之和为 1。" * 3)
+    lines = wrap_text(text, width, [(start, end)])
+    assert all(cell_len(line.plain) <= width for line in lines)
+    # Styles survive the split: the bold and the red parts are still styled.
+    bold = "".join(line.plain[s.start : s.end] for line in lines for s in line.spans if s.style == "bold")
+    red = "".join(line.plain[s.start : s.end] for line in lines for s in line.spans if s.style == "red")
+    assert bold == "因果注意力"
+    assert red == "torch.softmax(scores, dim=-1)"
+    if width >= 29:  # the atomic span fits, so it stays on one line
+        assert any("torch.softmax(scores, dim=-1)" in line.plain for line in lines)
