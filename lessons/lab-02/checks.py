@@ -105,7 +105,7 @@ def judge_scores_case(v, call, case):
     if not close(s, expected):
         err, where = max_error(s, expected)
         v.require("values", False, "check.values", what="scaled_scores(q, k)", err=err, where=shape_str(where),
-                  tol="1e-5", likely=diagnose_scores(s, q, k))
+                  tol="1e-5", likely=lambda: diagnose_scores(s, q, k))
     v.expect("values", True)
     inputs_unchanged(v, "scaled_scores", ["q", "k"], call["args"], (q, k))
 
@@ -150,7 +150,7 @@ def judge_mask_case(v, call, T):
         row = int((m != expected).any(-1).nonzero()[0])
         as_text = lambda r: " ".join("T" if b else "F" for b in r.tolist())  # noqa: E731
         v.require("values", False, "check.mask_values", T=T, row=row, got=as_text(m[row]),
-                  expected=as_text(expected[row]), likely=diagnose_mask(m, T))
+                  expected=as_text(expected[row]), likely=lambda: diagnose_mask(m, T))
     v.expect("values", True)
 
 
@@ -191,19 +191,19 @@ def diagnose_weights(w, scores, mask):
 def judge_weights_masked(v, w, scores, mask, what):
     bad = first_nonfinite(w)
     v.require("finite", bad is None, "check.not_finite", what=what, count=bad[1] if bad else 0,
-              where=shape_str(bad[0]) if bad else "", likely=diagnose_weights(w, scores, mask))
+              where=shape_str(bad[0]) if bad else "", likely=lambda: diagnose_weights(w, scores, mask))
     sums = w.double().sum(-1)
     ok = torch.isclose(sums, torch.ones_like(sums), atol=1e-5)
     if not ok.all():
         where = tuple(int(i) for i in (~ok).nonzero()[0])
         v.require("rows-sum-to-1", False, "check.rows_sum", row=where[-1], batch=shape_str(where[:-1]),
-                  got=float(sums[where]), likely=diagnose_weights(w, scores, mask))
+                  got=float(sums[where]), likely=lambda: diagnose_weights(w, scores, mask))
     v.expect("rows-sum-to-1", True)
     hidden = w.masked_select(mask.expand_as(w))
     if torch.count_nonzero(hidden):
         where = tuple(int(i) for i in ((w != 0) & mask).nonzero()[0])
         v.require("future-is-zero", False, "check.future", row=where[-2], col=where[-1], got=float(w[where]),
-                  likely=diagnose_weights(w, scores, mask))
+                  likely=lambda: diagnose_weights(w, scores, mask))
     v.expect("future-is-zero", True)
 
 
@@ -222,7 +222,7 @@ def judge_weights_case(v, call, case):
         if not close(w, expected):
             err, where = max_error(w, expected)
             v.require("values", False, "check.values", what="attention_weights(scores, mask)", err=err,
-                      where=shape_str(where), tol="1e-5", likely=diagnose_weights(w, scores, mask))
+                      where=shape_str(where), tol="1e-5", likely=lambda: diagnose_weights(w, scores, mask))
         v.expect("values", True)
         if name == "other":
             v.expect("uses-given-mask", True)

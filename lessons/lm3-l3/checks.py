@@ -121,26 +121,26 @@ def judge_single_case(v, call, case, size):
     if bad is not None and bad[0][1] == 0:
         v.require("first-token", False, "check.first_row", got="NaN", likely=msg("likely.mask_diagonal"))
     v.require("finite", bad is None, "check.not_finite", what="weights", count=bad[1] if bad else 0,
-              where=shape_str(bad[0]) if bad else "", likely=diagnose_weights(w, x, Wq, Wk, Wv))
+              where=shape_str(bad[0]) if bad else "", likely=lambda: diagnose_weights(w, x, Wq, Wk, Wv))
     sums = w.double().sum(-1)
     ok_rows = torch.isclose(sums, torch.ones_like(sums), atol=1e-5)
     if not ok_rows.all():
         b, row = (int(i) for i in (~ok_rows).nonzero()[0])
         v.require("rows-sum-to-1", False, "check.rows_sum", row=row, batch=b, got=float(sums[b, row]),
-                  likely=diagnose_weights(w, x, Wq, Wk, Wv))
+                  likely=lambda: diagnose_weights(w, x, Wq, Wk, Wv))
     v.expect("rows-sum-to-1", True)
     upper = torch.triu(w, diagonal=1)
     if (upper != 0).any():
         b, row, col = (int(i) for i in (upper != 0).nonzero()[0])
         v.require("future-is-zero", False, "check.future", row=row, col=col, got=float(w[b, row, col]),
-                  likely=diagnose_weights(w, x, Wq, Wk, Wv))
+                  likely=lambda: diagnose_weights(w, x, Wq, Wk, Wv))
     v.expect("future-is-zero", True)
     v.require("first-token", torch.allclose(w[:, 0, 0].double(), torch.ones(B, dtype=torch.float64)),
-              "check.first_row", got=float(w[0, 0, 0]), likely=diagnose_weights(w, x, Wq, Wk, Wv))
+              "check.first_row", got=float(w[0, 0, 0]), likely=lambda: diagnose_weights(w, x, Wq, Wk, Wv))
     if not close(w, ref_w):
         err, where = max_error(w, ref_w)
         v.require("matches-pytorch", False, "check.values", what="weights", err=err, where=shape_str(where),
-                  tol="1e-5", likely=diagnose_weights(w, x, Wq, Wk, Wv))
+                  tol="1e-5", likely=lambda: diagnose_weights(w, x, Wq, Wk, Wv))
     if not close(out, ref_out):
         err, where = max_error(out, ref_out)
         v.require("matches-pytorch", False, "check.values", what="out", err=err, where=shape_str(where),
@@ -360,15 +360,15 @@ def judge_multi_case(v, case, inp, size):
     y2 = case["last"]["value"]
     bad = first_nonfinite(y)
     v.require("finite", bad is None, "check.not_finite", what="forward(x)", count=bad[1] if bad else 0,
-              where=shape_str(bad[0]) if bad else "", likely=diagnose_multi(y, x, inp["w"], H))
+              where=shape_str(bad[0]) if bad else "", likely=lambda: diagnose_multi(y, x, inp["w"], H))
     if isinstance(y2, torch.Tensor) and y2.shape == y.shape:
         amount = leak(y, y2, T - 1)
-        v.require("no-leak", amount < 1e-6, "check.leak", pos=T - 1, got=amount, likely=diagnose_multi(y, x, inp["w"], H))
+        v.require("no-leak", amount < 1e-6, "check.leak", pos=T - 1, got=amount, likely=lambda: diagnose_multi(y, x, inp["w"], H))
     ref, _ = reference_multi(x, inp["w"], H)
     if not close(y, ref):
         err, where = max_error(y, ref)
         v.require("matches-pytorch", False, "check.values", what="forward(x)", err=err, where=shape_str(where),
-                  tol="1e-5", likely=diagnose_multi(y, x, inp["w"], H))
+                  tol="1e-5", likely=lambda: diagnose_multi(y, x, inp["w"], H))
     v.expect("matches-pytorch", True)
     expected_params = 3 * d_in * d_out + d_out * d_out + d_out
     v.expect("parameters", case["params"] == expected_params, "check.params_count",

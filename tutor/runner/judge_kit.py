@@ -7,6 +7,8 @@ and records checks whose messages are catalog keys with parameters.
 from __future__ import annotations
 
 import ast
+import functools
+import math
 
 import torch
 
@@ -51,6 +53,9 @@ class Verdict:
         self.visuals: dict = {}
 
     def _record(self, check_id: str, ok: bool, key: str, params: dict) -> None:
+        if not ok:
+            # Diagnoses are costly and only needed on failure: they may come as callables.
+            params = {k: v() if callable(v) else v for k, v in params.items()}
         for i, existing in enumerate(self.checks):
             if existing.id == check_id:
                 if existing.status == "pass" and not ok:
@@ -110,8 +115,11 @@ def max_error(a: torch.Tensor, b: torch.Tensor):
     diff = (a.double() - b.double()).abs()
     diff = torch.where(torch.isnan(diff), torch.full_like(diff, float("inf")), diff)
     flat = int(diff.argmax())
-    where = tuple(int(i) for i in torch.unravel_index(torch.tensor(flat), diff.shape)) if diff.dim() else ()
-    return float(diff.max()), where
+    where = []
+    for size in reversed(diff.shape):  # torch.unravel_index costs ~0.5 s on its first call
+        where.append(flat % size)
+        flat //= size
+    return float(diff.max()), tuple(reversed(where))
 
 
 def close(a: torch.Tensor, b: torch.Tensor, atol: float = 1e-5, rtol: float = 1e-4) -> bool:
@@ -129,12 +137,13 @@ def inputs_unchanged(v: Verdict, fn: str, names: list[str], after: tuple, pristi
     v.expect("inputs-unchanged", True)
 
 
-def kernels_in_source(source: str, defs: set[str]) -> set[str]:
+@functools.lru_cache(maxsize=8)
+def kernels_in_source(source: str, defs: frozenset[str]) -> frozenset[str]:
     """Library attention kernels named inside the given top-level defs, or at module level."""
     try:
         tree = ast.parse(source)
     except SyntaxError:
-        return set()
+        return frozenset()
     found: set[str] = set()
     for node in tree.body:
         is_def = isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
@@ -146,13 +155,14 @@ def kernels_in_source(source: str, defs: set[str]) -> set[str]:
             name = sub.attr if isinstance(sub, ast.Attribute) else sub.id if isinstance(sub, ast.Name) else None
             if name in KERNEL_NAMES:
                 found.add(KERNEL_NAMES[name])
-    return found
+    return frozenset(found)
 
 
 def no_kernel(v: Verdict, fn: str, source: str, defs: set[str], runtime: list[str]) -> None:
-    used = sorted(kernels_in_source(source, defs) | set(runtime))
+    used = sorted(kernels_in_source(source, frozenset(defs)) | set(runtime))
     v.expect("own-formula", not used, "check.kernel", fn=fn, kernel=" / ".join(used))
 
 
 def round_matrix(t: torch.Tensor, digits: int = 4) -> list:
-    return [[None if not torch.isfinite(x) else round(float(x), digits) for x in row] for row in t]
+    """A T×T matrix for the heatmap, non-finite values as None (JSON has no NaN)."""
+    return [[round(x, digits) if math.isfinite(x) else None for x in row] for row in t.double().tolist()]

@@ -81,8 +81,12 @@ def _data_bytes() -> int:
     return 0
 
 
-def run_job(job: dict, result_fd: int, output_fd: int, checks_module) -> None:
-    """Never returns: the child exits with os._exit after writing its result."""
+def serve_one(job_fd: int, result_fd: int, output_fd: int, checks_modules: dict) -> None:
+    """A spare child: get ready, wait for one job on job_fd, run it, exit. Never returns.
+
+    Everything that does not depend on the learner's file happens before the job
+    arrives, so a save only pays for running the learner's code.
+    """
     try:
         os.setpgid(0, 0)
         devnull = os.open(os.devnull, os.O_RDONLY)
@@ -96,8 +100,14 @@ def run_job(job: dict, result_fd: int, output_fd: int, checks_module) -> None:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         sys.setrecursionlimit(2000)
         torch.set_num_threads(1)
+        # Inputs are made before any learner code runs, so nothing it patches can reach them.
+        inputs = {lesson: module.make_inputs() for lesson, module in checks_modules.items()}
+        probe_kit.install_traps()
         _limit_resources()
-        message = _run(job, checks_module)
+        job = _read_job(job_fd)
+        if job is None:
+            os._exit(0)  # the worker is shutting down or replacing us
+        message = _run(job, checks_modules[job["lesson"]], inputs[job["lesson"]])
     except BaseException as exc:  # the harness itself failed: report, do not hang
         message = {"harness_error": f"{type(exc).__name__}: {exc}"}
     try:
@@ -109,11 +119,19 @@ def run_job(job: dict, result_fd: int, output_fd: int, checks_module) -> None:
         os._exit(0)
 
 
-def _run(job: dict, checks_module) -> dict:
+def _read_job(fd: int) -> dict | None:
+    chunks = []
+    while True:
+        chunk = os.read(fd, 1 << 16)
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(fd)
+    return json.loads(b"".join(chunks)) if chunks else None
+
+
+def _run(job: dict, checks_module, inputs) -> dict:
     spec = checks_module.STEPS[job["step"]]
-    # Inputs are made before any learner code runs, so nothing it patches can reach them.
-    inputs = checks_module.make_inputs()
-    probe_kit.install_traps()
     try:
         module = load_learner(job["source"], job["filename"])
     except LearnerImportError as exc:

@@ -24,6 +24,7 @@ import time
 from dataclasses import dataclass, field
 
 OUTPUT_TAIL = 4000
+SPARES = 4  # children kept forked and ready: as many as a lesson has checked steps
 
 
 def load_checks(lessons) -> dict:
@@ -78,6 +79,14 @@ def judge_main(sock: socket.socket, modules: dict) -> None:
 # ------------------------------------------------------------------ the worker proper
 
 @dataclass
+class Spare:
+    pid: int
+    job_fd: int
+    result_fd: int
+    output_fd: int
+
+
+@dataclass
 class Job:
     id: int
     gen: int
@@ -111,6 +120,7 @@ class Worker:
         self.judge_sock = None
         self.judge_pid = None
         self.exit_status: dict[int, int] = {}  # children reaped before their pipe closed
+        self.spares: list[Spare] = []
         self.start_judge()
 
     # --- processes
@@ -128,38 +138,71 @@ class Worker:
         self.judge_sock, self.judge_pid = parent, pid
         self.sel.register(parent, selectors.EVENT_READ, ("judge", None))
 
-    def spawn(self, gen: int, lesson: str, step: str, source: str, filename: str, timeout: float) -> Job:
-        from .sandbox import run_job
+    def fork_spare(self) -> Spare:
+        """A child that prepares everything but the learner's code, then waits for a job."""
+        from .sandbox import serve_one
 
+        job_r, job_w = os.pipe()
         result_r, result_w = os.pipe()
         output_r, output_w = os.pipe()
-        own_fds = [self.out_fd, self.judge_sock.fileno()] + [
-            fd for j in self.jobs.values() for fd in (j.result_fd, j.output_fd)
-        ]
+        own_fds = [self.out_fd, self.judge_sock.fileno(), job_w, result_r, output_r]
+        own_fds += [fd for j in self.jobs.values() for fd in (j.result_fd, j.output_fd)]
+        own_fds += [fd for sp in self.spares for fd in (sp.job_fd, sp.result_fd, sp.output_fd)]
         pid = os.fork()
         if pid == 0:
-            for fd in own_fds + [result_r, output_r]:
+            for fd in own_fds:
                 try:
                     os.close(fd)
                 except OSError:
                     pass
-            run_job({"step": step, "source": source, "filename": filename}, result_w, output_w, self.modules[lesson])
-            os._exit(70)  # run_job never returns
+            serve_one(job_r, result_w, output_w, self.modules)
+            os._exit(70)  # serve_one never returns
         try:
             os.setpgid(pid, pid)
         except OSError:
             pass  # the child did it first, or has already exited
-        os.close(result_w)
-        os.close(output_w)
+        for fd in (job_r, result_w, output_w):
+            os.close(fd)
         for fd in (result_r, output_r):
             os.set_blocking(fd, False)
+        return Spare(pid, job_w, result_r, output_r)
+
+    def spawn(self, gen: int, lesson: str, step: str, source: str, filename: str, timeout: float) -> Job:
+        job_data = json.dumps({"lesson": lesson, "step": step, "source": source, "filename": filename}).encode()
+        while True:
+            spare = self.spares.pop(0) if self.spares else self.fork_spare()
+            try:
+                view = memoryview(job_data)
+                while view:
+                    view = view[os.write(spare.job_fd, view):]
+                os.close(spare.job_fd)
+                break
+            except OSError:  # that spare died while it waited: take another
+                self.discard_spare(spare)
         now = time.monotonic()
-        job = Job(self.next_job, gen, lesson, step, source, pid, result_r, output_r, now + timeout, now, timeout)
+        job = Job(self.next_job, gen, lesson, step, source, spare.pid, spare.result_fd, spare.output_fd,
+                  now + timeout, now, timeout)
         self.next_job += 1
         self.jobs[job.id] = job
-        self.sel.register(result_r, selectors.EVENT_READ, ("result", job.id))
-        self.sel.register(output_r, selectors.EVENT_READ, ("output", job.id))
+        self.sel.register(job.result_fd, selectors.EVENT_READ, ("result", job.id))
+        self.sel.register(job.output_fd, selectors.EVENT_READ, ("output", job.id))
         return job
+
+    def discard_spare(self, spare: Spare) -> None:
+        for fd in (spare.job_fd, spare.result_fd, spare.output_fd):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        try:
+            os.killpg(spare.pid, signal.SIGKILL)
+        except OSError:
+            pass
+
+    def refill_spares(self) -> None:
+        # Forking takes ~10 ms of this process: do it only while no run is waiting on us.
+        while len(self.spares) < SPARES and not self.jobs:
+            self.spares.append(self.fork_spare())
 
     def kill(self, job: Job) -> None:
         for target in (lambda: os.killpg(job.pid, signal.SIGKILL), lambda: os.kill(job.pid, signal.SIGKILL)):
@@ -386,6 +429,7 @@ class Worker:
         self.sel.register(0, selectors.EVENT_READ, ("stdin", None))
         self.emit({"type": "ready", "pid": os.getpid()})
         while True:
+            self.refill_spares()
             deadlines = [j.deadline for j in self.jobs.values() if not j.result_done]
             wait = max(0.0, min(deadlines) - time.monotonic()) if deadlines else None
             for key, _ in self.sel.select(wait):
@@ -408,6 +452,8 @@ class Worker:
     def shutdown(self) -> None:
         for job in list(self.jobs.values()):
             self.finish(job)
+        for spare in self.spares:
+            self.discard_spare(spare)
         if self.judge_pid:
             try:
                 os.killpg(self.judge_pid, signal.SIGKILL)
