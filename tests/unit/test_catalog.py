@@ -21,6 +21,7 @@ NO_CJK_OK = {
     "ui.key_lang",  # names the other language: "中文" in English, "English" in Chinese
     "ui.memory_T",  # a column headed by the symbol T
     "ui.memory_mb",  # the unit MB
+    "value.none",  # Python's None, as the learner's code returned it
 }
 
 HAN = r"\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"

@@ -35,16 +35,19 @@ def shape_str(shape) -> str:
     return "(" + ", ".join(str(int(s)) for s in shape) + ("," if len(shape) == 1 else "") + ")"
 
 
-def describe(value) -> str:
+def describe(value) -> dict:
+    """What came, as a message: rendered in the reader's language."""
     if isinstance(value, torch.Tensor):
-        return f"a {str(value.dtype).removeprefix('torch.')} tensor of shape {shape_str(value.shape)}"
+        return msg("value.tensor", dtype=str(value.dtype).removeprefix("torch."), shape=shape_str(value.shape))
     if isinstance(value, Opaque):
-        return str(value)
+        return msg("value.opaque", type=str(value))
     if isinstance(value, tuple):
-        return f"a tuple of {len(value)}"
+        return msg("value.tuple", n=len(value))
     if isinstance(value, list):
-        return f"a list of {len(value)}"
-    return type_name(value) if value is not None else "None"
+        return msg("value.list", n=len(value))
+    if value is None:
+        return msg("value.none")
+    return msg("value.other", type=type_name(value))
 
 
 class Verdict:
