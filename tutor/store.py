@@ -82,7 +82,10 @@ def _umask() -> int:
     return mask
 
 
-def stamp(now: float | None = None) -> str:
+def stamp(now=None) -> str:
+    """YYYYmmdd-HHMMSS for a datetime, seconds since the epoch, or now (local time)."""
+    if hasattr(now, "strftime"):
+        return now.strftime("%Y%m%d-%H%M%S")
     return time.strftime("%Y%m%d-%H%M%S", time.localtime(now))
 
 
@@ -148,6 +151,15 @@ class Store:
         for leftover in self.folder.glob(_TMP_PREFIX + self.path.name + ".*"):
             with contextlib.suppress(OSError):
                 leftover.unlink()
+
+    def peek(self) -> dict:
+        """The saved state, or a fresh one if there is none or it is bad. Touches
+        nothing on disk (no lock, no folder, nothing moved): for `--help` and the like."""
+        try:
+            state = json.loads(self.path.read_bytes().decode("utf-8"))
+        except (OSError, ValueError):
+            return fresh_state()
+        return {**fresh_state(), **state} if _valid(state) else fresh_state()
 
     def load(self) -> dict:
         """The saved state. Never raises for a corrupt or unreadable file (see notice)."""

@@ -34,11 +34,6 @@ from pathlib import Path
 import watchfiles
 from watchfiles import awatch
 
-try:  # the Rust side's "unknown error" type (a RuntimeError)
-    from watchfiles._rust_notify import WatchfilesRustInternalError as _RustError
-except ImportError:  # pragma: no cover - other watchfiles layouts
-    _RustError = OSError
-
 # Types where inotify misses changes made elsewhere (another host, the VM's
 # host, a container's host): poll these. Any "fuse*" type is polled as well.
 POLL_FS_TYPES = frozenset(
@@ -212,6 +207,6 @@ class FileWatcher:
             await pending
         except StopAsyncIteration:
             return False
-        except (OSError, _RustError) as error:
+        except Exception as error:  # OSError (inotify limits), Rust errors, a dead watch thread
             raise WatchError(self.path, error) from error
         return True

@@ -31,6 +31,8 @@ from ..runner.client import Worker, WorkerGone, decode_source, unreadable_result
 from ..store import Store
 from ..watch import FileWatcher, WatchError
 from .help import HelpScreen
+from .trace import digest, trace
+from .trace import enabled as trace_enabled
 from .widgets import Footer, StepList, step_extra
 
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
@@ -83,7 +85,7 @@ class TutorApp(App):
         self.spin = 0
         self.notice = ""
         self.worker: Worker | None = None
-        self.last_source: tuple[str, str] | None = None  # (digest-free text, filename) of the last run
+        self.running_digest = ""  # the content the checks in flight belong to (for the benchmark's trace)
         saved = store.load().get("lessons", {}).get(lesson.id, {})
         self.hints_shown: dict[str, int] = dict(saved.get("hints", {}))
         self.saved_status: dict[str, str] = dict(saved.get("status", {}))
@@ -116,6 +118,7 @@ class TutorApp(App):
             self.start_checker()
             self.watch_file()
         self.set_interval(0.1, self.tick)
+        self.call_after_refresh(trace, "first_screen")
 
     def on_unmount(self) -> None:
         if self.worker:
@@ -283,7 +286,8 @@ class TutorApp(App):
             self.running.clear()
             self.after_results()
             return
-        self.last_source = (text, str(self.path))
+        if trace_enabled():
+            self.running_digest = digest(text)
         if self.worker is None or self.worker_state == "gone":
             return
         try:
@@ -328,6 +332,9 @@ class TutorApp(App):
             self.render_main()
         if not self.running:
             self.remember()
+            if trace_enabled():
+                self.call_after_refresh(trace, "verdicts", digest=self.running_digest,
+                                        statuses={s: r.status for s, r in self.results.items()})
 
     @work(exclusive=True, group="watch")
     async def watch_file(self) -> None:
