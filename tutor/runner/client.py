@@ -87,11 +87,13 @@ class Worker:
         except (BrokenPipeError, OSError) as exc:
             raise WorkerGone(str(exc)) from exc
 
-    def submit(self, lesson_id: str, filename: str, source: str, steps: list[str] | None = None) -> int:
+    def submit(self, lesson_id: str, filename: str, source: str, steps: list[str] | None = None,
+               params: dict | None = None) -> int:
+        """params: per step id, the settings of an experiment (e.g. the memory screen's heads)."""
         with self._lock:
             self.gen += 1
             self._send({"type": "run", "gen": self.gen, "lesson": lesson_id, "filename": filename,
-                        "source": source, "steps": steps, "timeout": self.timeout})
+                        "source": source, "steps": steps, "timeout": self.timeout, "params": params or {}})
             return self.gen
 
     def close(self) -> None:

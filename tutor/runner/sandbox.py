@@ -137,6 +137,7 @@ def _run(job: dict, checks_module, inputs) -> dict:
     except LearnerImportError as exc:
         return {"import_error": exc.failure}
     ctx = probe_kit.ProbeContext(module, job["filename"], job["source"])
+    ctx.params = job.get("params") or {}  # an experiment's settings, chosen in the app
     try:
         outputs = spec.probe(ctx, inputs)
     except probe_kit.Missing as exc:

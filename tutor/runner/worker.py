@@ -167,8 +167,10 @@ class Worker:
             os.set_blocking(fd, False)
         return Spare(pid, job_w, result_r, output_r)
 
-    def spawn(self, gen: int, lesson: str, step: str, source: str, filename: str, timeout: float) -> Job:
-        job_data = json.dumps({"lesson": lesson, "step": step, "source": source, "filename": filename}).encode()
+    def spawn(self, gen: int, lesson: str, step: str, source: str, filename: str, timeout: float,
+              params: dict | None = None) -> Job:
+        job_data = json.dumps({"lesson": lesson, "step": step, "source": source, "filename": filename,
+                               "params": params or {}}).encode()
         while True:
             spare = self.spares.pop(0) if self.spares else self.fork_spare()
             try:
@@ -277,7 +279,8 @@ class Worker:
         steps = [s for s in self.modules[lesson].STEPS if not req.get("steps") or s in req["steps"]]
         self.pending_steps[gen] = set(steps)
         for step in steps:
-            self.spawn(gen, lesson, step, req["source"], req["filename"], float(req.get("timeout", 3.0)))
+            self.spawn(gen, lesson, step, req["source"], req["filename"], float(req.get("timeout", 3.0)),
+                       (req.get("params") or {}).get(step))
         if not steps:
             self.emit({"type": "done", "gen": gen})
 
