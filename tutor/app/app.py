@@ -24,12 +24,15 @@ from textual.widgets.option_list import Option
 from ..i18n import t
 from ..lesson import Lesson
 from ..render.doc import render_markdown
+from ..render.experiments import DEFAULT_MEMORY, next_setting
 from ..render.heatmap import heatmap
 from ..render.verdicts import hints_block, status_mark, step_results
+from ..render.wrap import Wrapped
 from ..results import StepResult
 from ..runner.client import Worker, WorkerGone, decode_source, unreadable_results
 from ..store import Store
 from ..watch import FileWatcher, WatchError
+from .answer import AnswerScreen
 from .help import HelpScreen
 from .trace import digest, trace
 from .trace import enabled as trace_enabled
@@ -57,6 +60,12 @@ class TutorApp(App):
         Binding("w", "weights", id="weights", show=False),
         Binding("b", "cycle", id="cycle", show=False),
         Binding("d", "mode", id="mode", show=False),
+        Binding("1", "setting(1)", id="setting-1", show=False),
+        Binding("2", "setting(2)", id="setting-2", show=False),
+        Binding("3", "setting(3)", id="setting-3", show=False),
+        Binding("4", "setting(4)", id="setting-4", show=False),
+        Binding("m", "model_answers", id="model-answers", show=False),
+        Binding("x", "exercise_variant", id="exercise-variant", show=False),
         Binding("question_mark", "help", id="help", show=False),
         Binding("q", "quit", id="quit", show=False),
     ]
@@ -88,6 +97,12 @@ class TutorApp(App):
         self.running_digest = ""  # the content the checks in flight belong to (for the benchmark's trace)
         saved = store.load().get("lessons", {}).get(lesson.id, {})
         self.hints_shown: dict[str, int] = dict(saved.get("hints", {}))
+        self.memory_settings = dict(DEFAULT_MEMORY)
+        self.exercise_variant = "scaled_q"
+        self.show_model = False
+        self.answers: dict[int, str] = self.read_answers()
+        self.color_hint = "none" if os.environ.get("NO_COLOR") else None
+        self.source: tuple[str, bytes] | None = None  # the file content the current verdicts are for
         self.saved_status: dict[str, str] = dict(saved.get("status", {}))
         if store.notice is not None:
             self.notice = t(store.notice.key, lang, **store.notice.params)
@@ -190,7 +205,7 @@ class TutorApp(App):
         passed = sum(self.status_of(s) == "pass" for s in checked)
         self.query_one("#progress", ProgressBar).update(progress=passed)
         self.query_one("#progress-label", Static).update(
-            Text(t("ui.progress", self.lang, passed=passed, total=len(checked)), style="dim"))
+            Wrapped(t("ui.progress", self.lang, passed=passed, total=len(checked)), style="dim"))
 
     def render_fileinfo(self) -> None:
         lang = self.lang
@@ -198,16 +213,16 @@ class TutorApp(App):
             shown = self.path.relative_to(Path.cwd())
         except ValueError:
             shown = self.path
-        parts = [Text(t("ui.file", lang, path=shown), style="bold")]
+        parts = [Wrapped(t("ui.file", lang, path=shown), style="bold")]
         watch = {"inotify": "ui.watch_inotify", "polling": "ui.watch_polling"}.get(self.watch_state)
         if self.watch_state == "failed":
-            parts.append(Text(t("ui.watch_failed", lang, error=self.watch_error), style="bold red"))
+            parts.append(Wrapped(t("ui.watch_failed", lang, error=self.watch_error), style="bold red"))
         elif watch:
-            parts.append(Text(t(watch, lang), style="dim"))
+            parts.append(Wrapped(t(watch, lang), style="dim"))
         worker = {"loading": "ui.worker_loading", "ready": "ui.worker_ready", "gone": "ui.worker_gone"}[self.worker_state]
         if self.running and self.worker_state == "ready":
             worker = "ui.worker_running"
-        parts.append(Text(t(worker, lang), style="bold red" if self.worker_state == "gone" else "dim"))
+        parts.append(Wrapped(t(worker, lang), style="bold red" if self.worker_state == "gone" else "dim"))
         if self.notice:
             parts.append(Text(self.notice, style="yellow"))
         self.query_one("#fileinfo", Static).update(Group(*parts))
@@ -216,12 +231,18 @@ class TutorApp(App):
         if self.show_weights:
             self.query_one("#doc", Static).update(self.weights_view())
             return
-        body = [render_markdown(self.lesson.text(self.step.id, self.lang))]
+        text = self.lesson.text(self.step.id, self.lang)
+        heading, _, rest = text.partition("\n") if text.startswith("# ") else ("", "", text)
+        body = []
         if self.step_index == 0 and self.created:
-            body.insert(0, Text(t("ui.file_created", self.lang, path=self.path.name), style="bold green"))
-        extra = step_extra(self.lesson, self.step, self.lang, self.results)
+            body.append(Wrapped(t("ui.file_created", self.lang, path=self.path.name), style="bold green"))
+        if heading:
+            body.append(render_markdown(heading))
+        extra = step_extra(self)
         if extra is not None:
-            body.append(extra)
+            # The live view first, under the step's heading: it is what the step is about.
+            body += [extra, Text("")]
+        body.append(render_markdown(rest))
         self.query_one("#doc", Static).update(Group(*body))
 
     def render_results(self) -> None:
@@ -231,11 +252,13 @@ class TutorApp(App):
         if step.checked:
             parts.append(step_results(self.results.get(step.id), lang, running=step.id in self.running))
         else:
-            parts.append(Text(t("ui.not_checked", lang), style="dim"))
+            parts.append(Wrapped(t("ui.not_checked", lang), style="dim"))
         hints = hints_block(step.hints.get(lang, ()), self.hints_shown.get(step.id, 0), lang)
         if hints is not None:
             parts.append(hints)
         self.query_one("#results", Static).update(Group(*parts))
+        # An experiment has no verdicts: its screen gets the whole height unless a hint is open.
+        self.query_one("#results-scroll").display = step.checked or hints is not None
 
     def heatmaps_for_step(self) -> list[dict]:
         source = {"heatmap": "output"}.get(self.step.id, self.step.id)
@@ -247,7 +270,7 @@ class TutorApp(App):
         maps = self.heatmaps_for_step()
         if not maps:
             has = self.step.id in ("single-head", "multi-head", "output", "heatmap")
-            return Text(t("ui.weights_waiting" if has else "ui.weights_none", lang), style="dim")
+            return Wrapped(t("ui.weights_waiting" if has else "ui.weights_none", lang), style="dim")
         index = self.heatmap_index % len(maps)
         entry = maps[index]
         mode = ("learner", "reference", "diff")[self.heatmap_mode % 3]
@@ -255,7 +278,7 @@ class TutorApp(App):
         note = None
         if learner is None:
             learner, mode = entry["reference"], "reference"
-            note = Text(t("ui.weights_not_captured", lang), style="yellow")
+            note = Wrapped(t("ui.weights_not_captured", lang), style="yellow")
         nan = float("nan")
         as_floats = lambda m: [[nan if v is None else v for v in row] for row in m]  # noqa: E731
         label = t(entry["label"]["key"], lang, **entry["label"]["params"])
@@ -265,7 +288,7 @@ class TutorApp(App):
         renderable = heatmap(as_floats(learner), reference=as_floats(entry["reference"]), mode=mode, title=title,
                              axis_labels=(t("ui.axis_keys", lang), t("ui.axis_queries", lang)),
                              color_system_hint=hint, legend=legend)
-        keys = Text(t("ui.weights_keys", lang, what=t("ui.batch_or_head", lang)), style="dim")
+        keys = Wrapped(t("ui.weights_keys", lang, what=t("ui.batch_or_head", lang)), style="dim")
         return Group(*(x for x in (note, renderable, keys) if x is not None))
 
     # ------------------------------------------------------------------ the checker
@@ -278,7 +301,10 @@ class TutorApp(App):
         self.worker.start()
 
     def run_checks(self, text: str | None, raw: bytes) -> None:
+        self.source = (text, raw)
         checked = [s.id for s in self.lesson.checked_steps]
+        # An experiment runs the learner's code too, but only while it is on screen.
+        extra = [] if self.step.checked else [self.step.id]
         if text is None:
             _, problem = decode_source(raw)
             for result in unreadable_results(self.lesson, "failure.encoding", problem):
@@ -291,12 +317,13 @@ class TutorApp(App):
         if self.worker is None or self.worker_state == "gone":
             return
         try:
-            self.worker.submit(self.lesson.id, str(self.path), text, checked)
+            self.worker.submit(self.lesson.id, str(self.path), text, checked + extra,
+                               params={"memory": self.memory_settings})
         except WorkerGone:
             self.worker_state = "gone"
             self.render_fileinfo()
             return
-        self.running = set(checked)
+        self.running = set(checked + extra)
         self.render_steps()
         self.render_results()
         self.render_fileinfo()
@@ -323,6 +350,14 @@ class TutorApp(App):
         self.render_fileinfo()
         self.render_steps()
 
+    def apply_results(self, results: list[StepResult]) -> None:
+        """Show verdicts that came from elsewhere (tests and snapshots feed recorded ones)."""
+        for result in results:
+            self.results[result.id] = result
+        self.running.clear()
+        self.worker_state = "ready"
+        self.after_results()
+
     def after_results(self) -> None:
         self.render_steps()
         self.render_progress()
@@ -332,9 +367,11 @@ class TutorApp(App):
             self.render_main()
         if not self.running:
             self.remember()
-            if trace_enabled():
-                self.call_after_refresh(trace, "verdicts", digest=self.running_digest,
-                                        statuses={s: r.status for s, r in self.results.items()})
+        checked_running = self.running & {s.id for s in self.lesson.checked_steps}
+        if self.running_digest and not checked_running:
+            self.call_after_refresh(trace, "verdicts", digest=self.running_digest,
+                                    statuses={s: r.status for s, r in self.results.items()})
+            self.running_digest = ""
 
     @work(exclusive=True, group="watch")
     async def watch_file(self) -> None:
@@ -379,6 +416,8 @@ class TutorApp(App):
         self.query_one("#doc-scroll").scroll_home(animate=False)
         self.query_one("#results-scroll").scroll_home(animate=False)
         self.remember()
+        if not self.step.checked and self.source is not None:
+            self.run_checks(*self.source)
 
     def action_step(self, delta: int) -> None:
         self.go_to(self.step_index + delta)
@@ -432,6 +471,46 @@ class TutorApp(App):
     def action_mode(self) -> None:
         self.heatmap_mode += 1
         if self.show_weights:
+            self.render_main()
+
+    def action_setting(self, n: int) -> None:
+        """1–4: the memory screen's settings, or the reflection's questions."""
+        if self.step.id == "memory":
+            self.memory_settings = next_setting(self.memory_settings, ("heads", "batch", "dtype", "range")[n - 1])
+            self.render_main()
+            if self.source is not None:
+                self.run_checks(*self.source)
+        elif self.step.id == "reflect" and n <= len(self.step.questions.get(self.lang, ())):
+            question = self.step.questions[self.lang][n - 1]
+            self.push_screen(AnswerScreen(n, question, self.answers.get(n - 1, ""), self.lang),
+                             lambda text: self.save_answer(n - 1, text))
+
+    def read_answers(self) -> dict[int, str]:
+        try:
+            return self.store.read_answers(self.lesson.id)
+        except (OSError, ValueError):
+            return {}
+
+    def save_answer(self, index: int, text: str | None) -> None:
+        if text is None:
+            return
+        self.answers[index] = text
+        questions = list(self.step.questions.get(self.lang, ()))
+        try:
+            path = self.store.write_answers(self.lesson.id, self.answers, questions)
+            self.notify(t("ui.answer_saved", self.lang, path=path.name), timeout=2)
+        except OSError as exc:
+            self.notify(str(exc), severity="error")
+        self.render_main()
+
+    def action_model_answers(self) -> None:
+        if self.step.id == "reflect":
+            self.show_model = not self.show_model
+            self.render_main()
+
+    def action_exercise_variant(self) -> None:
+        if self.step.id == "exercises":
+            self.exercise_variant = "shuffled_q" if self.exercise_variant == "scaled_q" else "scaled_q"
             self.render_main()
 
     def action_help(self) -> None:

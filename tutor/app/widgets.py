@@ -10,8 +10,8 @@ from textual.widgets.option_list import Option
 
 from ..i18n import t
 
-FOOTER_KEYS = (("n", "key_next"), ("p", "key_prev"), ("r", "key_run"), ("e", "key_edit"),
-               ("h", "key_hint"), ("w", "key_weights"), ("l", "key_lang"), ("?", "key_help"), ("q", "key_quit"))
+FOOTER_KEYS = (("n", "foot_next"), ("p", "foot_prev"), ("r", "foot_run"), ("e", "foot_edit"), ("h", "foot_hint"),
+               ("w", "foot_weights"), ("l", "foot_lang"), ("?", "foot_help"), ("q", "foot_quit"))
 
 
 class StepList(OptionList):
@@ -32,25 +32,35 @@ class Footer(Static):
     """Our own key line: Textual's footer cannot switch language."""
 
     def show(self, lang: str) -> None:
-        text = Text()
+        text = Text(no_wrap=True, overflow="ellipsis")
         for key, label in FOOTER_KEYS:
-            if text:
-                text.append("  ")
-            text.append(f" {key} ", style="reverse bold")
-            text.append(" " + t(f"ui.{label}", lang))
+            text.append(key, style="reverse bold")
+            text.append(f" {t(f'ui.{label}', lang)}  ")
         self.update(text)
 
 
-def step_extra(lesson, step, lang: str, results: dict) -> RenderableType | None:
-    """What an experiment step shows under its text."""
-    if step.id == "memory":
-        from ..render.memory import memory_rows, memory_table
+def step_extra(app) -> RenderableType | None:
+    """What an experiment or reflection step shows under its text, from the worker's data."""
+    from ..render.experiments import exercises_view, memory_view, reflect_view, weights_pair
 
-        rows = memory_rows([64, 128, 256, 512, 1024], heads=12, batch=1, bytes_per=4)
-        labels = {k: t(f"ui.memory_{k}", lang) for k in ("T", "scores", "mb", "measured", "bar")}
-        table = memory_table(rows, labels)
-        table.title = t("ui.memory_title", lang)
-        return table
+    step, lang, results = app.step, app.lang, app.results
+    visuals = results[step.id].visuals if step.id in results else {}
+    hint = app.color_hint
+    if step.id == "memory":
+        data = visuals.get("memory")
+        measured = {t: b for t, b in data["measured"]} if data and data["settings"] == app.memory_settings else None
+        return memory_view(app.memory_settings, measured, lang)
+    if step.id == "reflect":
+        return reflect_view(step.questions.get(lang, ()), app.answers, app.show_model,
+                            step.answers.get(lang, ()), visuals.get("reflect"), lang)
+    if step.id == "heatmap":
+        maps = visuals.get("heatmaps")
+        return weights_pair(maps, lang, hint) if maps else Text(t("ui.weights_waiting", lang), style="dim")
+    if step.id == "exercises":
+        data = visuals.get("exercises")
+        if data is None:
+            return Text(t("ui.weights_waiting", lang), style="dim")
+        return exercises_view(data, app.exercise_variant, lang, hint)
     return None
 
 

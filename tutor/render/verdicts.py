@@ -10,6 +10,7 @@ from ..i18n import t
 from ..report import MARKS, check_text
 from ..results import StepResult
 from .doc import render_markdown
+from .wrap import Wrapped
 
 STATUS_STYLES = {"pass": "bold green", "fail": "bold red", "error": "bold red",
                  "timeout": "bold yellow", "todo": "dim", "running": "yellow"}
@@ -21,7 +22,7 @@ def status_mark(status: str) -> Text:
 
 def step_results(result: StepResult | None, lang: str, *, running: bool = False) -> RenderableType:
     if result is None:
-        return Text(t("ui.running" if running else "ui.no_results", lang), style="dim")
+        return Wrapped(t("ui.running" if running else "ui.no_results", lang), style="dim")
     parts: list[RenderableType] = []
     header = Text.assemble(status_mark(result.status), " ", (t(f"status.{result.status}", lang), STATUS_STYLES.get(result.status, "")))
     if running:
@@ -34,12 +35,12 @@ def step_results(result: StepResult | None, lang: str, *, running: bool = False)
         parts.append(render_markdown(f"{MARKS.get(check.status, '✗')} {check_text(check, lang)}"))
     failure = result.failure
     if failure and (failure.frames or failure.caret) and result.status != "todo":
-        parts.append(Text(t("ui.traceback", lang), style="bold"))
+        parts.append(Wrapped(t("ui.traceback", lang), style="bold"))
         if failure.caret:
             parts.append(Text(failure.caret))
         else:
             for frame in failure.frames[-3:]:
-                parts.append(Text(t("report.frame", lang, line=frame.line, function=frame.function), style="dim"))
+                parts.append(Wrapped(t("report.frame", lang, line=frame.line, function=frame.function), style="dim"))
                 parts.append(Syntax(frame.code.strip() or " ", "python", theme="monokai", word_wrap=True))
     for check in passing:
         parts.append(Text.assemble(status_mark("pass"), " ", check_text(check, lang)))
@@ -47,7 +48,7 @@ def step_results(result: StepResult | None, lang: str, *, running: bool = False)
     if leak:
         parts.append(render_markdown(t("ui.leak_demo", lang, yours=f"{leak['yours']:.2e}", unmasked=f"{leak['unmasked']:.4f}")))
     if result.output.strip():
-        parts.append(Text(t("ui.output", lang), style="bold"))
+        parts.append(Wrapped(t("ui.output", lang), style="bold"))
         tail = result.output.rstrip().splitlines()[-8:]
         parts.append(Text("\n".join(tail), style="dim"))
     return Group(*parts)

@@ -171,3 +171,16 @@ def wrap_text(text: Text, width: int, atomic: Sequence[Span] | None = None) -> L
     index = {start: i for i, start in enumerate(bounds[:-1])}
     blank = Text("", style=text.style, justify=text.justify, overflow=text.overflow)
     return Lines(pieces[index[s]] if e > s else blank.copy() for s, e in spans)
+
+
+class Wrapped:
+    """A styled Text that wraps by cell width (CJK-aware) at whatever width it is given."""
+
+    def __init__(self, text, style: str = ""):
+        from rich.text import Text
+
+        self.text = text if isinstance(text, Text) else Text(str(text), style=style)
+
+    def __rich_console__(self, console, options):
+        for line in wrap_text(self.text, max(1, options.max_width)):
+            yield line
