@@ -6,8 +6,10 @@ come back as plain data that is rendered here in the current language.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shlex
+import signal
 import subprocess
 from pathlib import Path
 
@@ -68,6 +70,7 @@ class TutorApp(App):
         Binding("x", "exercise_variant", id="exercise-variant", show=False),
         Binding("question_mark", "help", id="help", show=False),
         Binding("q", "quit", id="quit", show=False),
+        Binding("ctrl+c", "quit", id="quit-ctrl-c", show=False, priority=True),
     ]
 
     def __init__(self, *, lesson: Lesson, path: Path, created: bool, step_id: str, lang: str,
@@ -134,6 +137,14 @@ class TutorApp(App):
             self.watch_file()
         self.set_interval(0.1, self.tick)
         self.call_after_refresh(trace, "first_screen")
+        # A closed SSH link (SIGHUP) or a kill (SIGTERM) ends the app like q does:
+        # terminal restored, worker stopped, progress saved.
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGHUP):
+            try:
+                loop.add_signal_handler(sig, self.exit)
+            except (NotImplementedError, RuntimeError, ValueError):
+                pass  # not the main thread (tests), or no such signal here
 
     def on_unmount(self) -> None:
         if self.worker:

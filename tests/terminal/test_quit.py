@@ -1,0 +1,92 @@
+"""Quitting in a real pseudo-terminal: q, Ctrl+C, SIGTERM and SIGHUP (an SSH link dropping)
+all restore the terminal and leave no worker process behind."""
+
+import os
+import pty
+import select
+import signal
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def children_of(pid: int) -> list[int]:
+    kids = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == pid:
+                kids.append(int(entry.name))
+    return kids
+
+
+def descendants(pid: int) -> list[int]:
+    found, todo = [], [pid]
+    while todo:
+        for kid in children_of(todo.pop()):
+            found.append(kid)
+            todo.append(kid)
+    return found
+
+
+def alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def read_for(fd: int, seconds: float) -> bytes:
+    out, end = b"", time.monotonic() + seconds
+    while time.monotonic() < end:
+        ready, _, _ = select.select([fd], [], [], 0.05)
+        if ready:
+            try:
+                chunk = os.read(fd, 65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            out += chunk
+    return out
+
+
+@pytest.mark.parametrize("how", ["q", "ctrl+c", "SIGTERM", "SIGHUP"])
+def test_quit_restores_terminal_and_stops_the_worker(tmp_path, how):
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: the real app in a real terminal
+        os.chdir(tmp_path)
+        os.environ.update(PYTHONPATH=str(ROOT), TERM="xterm-256color", LANG="C.UTF-8")
+        os.execv(sys.executable, [sys.executable, "-m", "tutor", "--lang", "en"])
+    try:
+        screen = b""
+        deadline = time.monotonic() + 30
+        workers = []
+        while time.monotonic() < deadline:
+            screen += read_for(fd, 0.2)
+            workers = descendants(pid)
+            if b"checks ready" in screen and len(workers) >= 3:  # worker, judge, spare children
+                break
+        assert b"checks ready" in screen, "the app never reported the checker ready"
+        if how == "q":
+            os.write(fd, b"q")
+        elif how == "ctrl+c":
+            os.write(fd, b"\x03")
+        else:
+            os.kill(pid, getattr(signal, how))
+        tail = read_for(fd, 5)
+        _, status = os.waitpid(pid, 0)
+    finally:
+        os.close(fd)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert b"\x1b[?1049l" in tail, "the alternate screen was not left: terminal not restored"
+    time.sleep(0.5)
+    assert [w for w in workers if alive(w)] == []
