@@ -97,6 +97,7 @@ class TutorApp(App):
         self.spin = 0
         self.notice = ""
         self.worker: Worker | None = None
+        self.closing = False
         self.running_digest = ""  # the content the checks in flight belong to (for the benchmark's trace)
         saved = store.load().get("lessons", {}).get(lesson.id, {})
         self.hints_shown: dict[str, int] = dict(saved.get("hints", {}))
@@ -146,7 +147,12 @@ class TutorApp(App):
             except (NotImplementedError, RuntimeError, ValueError):
                 pass  # not the main thread (tests), or no such signal here
 
+    def exit(self, *args, **kwargs) -> None:
+        self.closing = True  # late worker events and timer ticks must not touch a screen being torn down
+        super().exit(*args, **kwargs)
+
     def on_unmount(self) -> None:
+        self.closing = True
         if self.worker:
             self.worker.close()
 
@@ -341,6 +347,8 @@ class TutorApp(App):
 
     @on(WorkerEvent)
     def on_worker_event(self, message: WorkerEvent) -> None:
+        if self.closing:
+            return
         event = message.event
         kind = event.get("type")
         if kind == "ready":
@@ -409,7 +417,7 @@ class TutorApp(App):
         self.run_checks(text, raw)
 
     def tick(self) -> None:
-        if self.running:
+        if self.running and not self.closing:
             self.spin += 1
             self.render_steps()
 
