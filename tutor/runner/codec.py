@@ -8,6 +8,7 @@ as an Opaque carrying only its type name, so a check can say what came.
 from __future__ import annotations
 
 import base64
+import ctypes
 from dataclasses import dataclass
 
 import torch
@@ -71,7 +72,8 @@ def _encode_tensor(t: torch.Tensor):
     if dtype not in _DTYPES or t.numel() > MAX_ELEMENTS or t.layout != torch.strided:
         return {"__opaque__": f"torch.Tensor[{dtype}]", "shape": list(t.shape)}
     t = t.cpu().contiguous()
-    raw = t.view(torch.uint8).numpy().tobytes() if t.numel() else b""
+    # ctypes, not .numpy(): torch does not require NumPy, and a learner's machine may lack it.
+    raw = ctypes.string_at(t.data_ptr(), t.numel() * t.element_size()) if t.numel() else b""
     return {"__tensor__": base64.b64encode(raw).decode("ascii"), "dtype": dtype, "shape": list(t.shape)}
 
 
