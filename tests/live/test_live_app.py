@@ -70,3 +70,26 @@ async def test_a_newer_save_supersedes_the_one_being_checked(tmp_path, monkeypat
         assert await wait_for(pilot, lambda: set(statuses(app).values()) == {"pass"}), statuses(app)
         await pilot.pause(2.0)  # the slow file's verdicts (timeouts or passes) must never show up now
         assert set(statuses(app).values()) == {"pass"}
+
+
+async def test_reset_asks_first_and_keeps_a_backup(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    lesson = get_lesson("lm3-l3")
+    path, _ = ensure_solution(tmp_path, lesson)
+    mine = (ROOT / "reference" / "lm3_l3.py").read_text()
+    path.write_text(mine)
+    app = TutorApp(lesson=lesson, path=path, created=False, step_id="shapes", lang="en",
+                   store=Store(workspace_dir(tmp_path)), start_worker=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("R")
+        await pilot.press("n")  # no: nothing changes
+        await pilot.pause(0.1)
+        assert path.read_text() == mine
+        await pilot.press("R")
+        await pilot.press("y")
+        await pilot.pause(0.2)
+    text = path.read_text()
+    assert 'raise NotImplementedError("the shape of every stage")' in text
+    assert "def causal_attention(x, Wq, Wk, Wv):\n    q, k, v = x @ Wq" in text  # other steps kept
+    backups = list((tmp_path / "attn-lab" / ".attn-tutor" / "backups").iterdir())
+    assert len(backups) == 1 and backups[0].read_text() == mine

@@ -35,6 +35,7 @@ from ..runner.client import Worker, WorkerGone, decode_source, unreadable_result
 from ..store import Store
 from ..watch import FileWatcher, WatchError
 from .answer import AnswerScreen
+from .confirm import ConfirmScreen
 from .help import HelpScreen
 from .trace import digest, trace
 from .trace import enabled as trace_enabled
@@ -67,6 +68,7 @@ class TutorApp(App):
         Binding("3", "setting(3)", id="setting-3", show=False),
         Binding("4", "setting(4)", id="setting-4", show=False),
         Binding("m", "model_answers", id="model-answers", show=False),
+        Binding("R", "reset", id="reset", show=False),
         Binding("x", "exercise_variant", id="exercise-variant", show=False),
         Binding("question_mark", "help", id="help", show=False),
         Binding("q", "quit", id="quit", show=False),
@@ -521,6 +523,26 @@ class TutorApp(App):
         except OSError as exc:
             self.notify(str(exc), severity="error")
         self.render_main()
+
+    def action_reset(self) -> None:
+        """Put the starter's code back for this step's functions, after a yes; a backup is kept."""
+        names = list(self.step.functions)
+        if not names:
+            self.notify(t("ui.reset_nothing", self.lang), timeout=3)
+            return
+        question = t("ui.reset_question", self.lang, names=", ".join(names), path=self.path.name)
+        self.push_screen(ConfirmScreen(question, self.lang), lambda yes: yes and self.reset_step(names))
+
+    def reset_step(self, names: list[str]) -> None:
+        from ..workspace import reset_function
+
+        try:
+            backup = reset_function(self.path, self.lesson.starter_path, names)
+        except (OSError, ValueError) as exc:
+            self.notify(t("ui.reset_failed", self.lang, error=exc), severity="error", timeout=6)
+            return
+        self.notify(t("ui.reset_done", self.lang, backup=backup.name), timeout=6)
+        self.rerun_from_disk()  # the watcher sees it too; the same content is not run twice
 
     def action_model_answers(self) -> None:
         if self.step.id == "reflect":
