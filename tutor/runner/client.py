@@ -117,7 +117,7 @@ class Worker:
 
 
 def check_source(lesson_id: str, filename: str, source: str, timeout: float = DEFAULT_TIMEOUT,
-                 steps: list[str] | None = None) -> list[StepResult]:
+                 steps: list[str] | None = None, params: dict | None = None) -> list[StepResult]:
     """Run every checked step once and wait for all verdicts (for `attn-tutor check`)."""
     results: dict[str, StepResult] = {}
     done = threading.Event()
@@ -135,7 +135,7 @@ def check_source(lesson_id: str, filename: str, source: str, timeout: float = DE
     worker = Worker(on_event, timeout=timeout)
     worker.start()
     try:
-        worker.submit(lesson_id, filename, source, steps)
+        worker.submit(lesson_id, filename, source, steps, params)
         done.wait()
     finally:
         worker.close()
