@@ -202,6 +202,12 @@ class TutorApp(App):
         self.render_results()
         self.query_one("#footer", Footer).show(self.lang)
 
+    def shown_path(self) -> str:
+        try:
+            return str(self.path.relative_to(Path.cwd()))
+        except ValueError:
+            return str(self.path)
+
     def render_title(self) -> None:
         lesson = self.lesson
         text = Text.assemble(("attn-tutor", "bold"), " · ", (lesson.id, "cyan"), " · ", lesson.title[self.lang])
@@ -228,11 +234,7 @@ class TutorApp(App):
 
     def render_fileinfo(self) -> None:
         lang = self.lang
-        try:
-            shown = self.path.relative_to(Path.cwd())
-        except ValueError:
-            shown = self.path
-        parts = [Wrapped(t("ui.file", lang, path=shown), style="bold")]
+        parts = [Wrapped(t("ui.file", lang, path=self.shown_path()), style="bold")]
         watch = {"inotify": "ui.watch_inotify", "polling": "ui.watch_polling"}.get(self.watch_state)
         if self.watch_state == "failed":
             parts.append(Wrapped(t("ui.watch_failed", lang, error=self.watch_error), style="bold red"))
@@ -254,7 +256,7 @@ class TutorApp(App):
         heading, _, rest = text.partition("\n") if text.startswith("# ") else ("", "", text)
         body = []
         if self.step_index == 0 and self.created:
-            body.append(Wrapped(t("ui.file_created", self.lang, path=self.path.name), style="bold green"))
+            body.append(Wrapped(t("ui.file_created", self.lang, path=self.shown_path()), style="bold green"))
         if heading:
             body.append(render_markdown(heading))
         extra = step_extra(self)
