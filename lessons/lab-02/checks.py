@@ -297,3 +297,96 @@ STEPS = {
     "weights": StepSpec(probe_weights, judge_weights, ("attention_weights",)),
     "output": StepSpec(probe_output, judge_output, ("attention",)),
 }
+
+
+# ---------------------------------------------------------------- experiments (no verdict, just data)
+
+HEAD_DIMS = [8, 16, 32, 64, 128, 256, 512]
+ENTROPY_T = 16
+
+
+def probe_heatmap(ctx, inputs):
+    fn = ctx.get("attention")
+    c = inputs["cases"][0]
+    return {"call": ctx.call(fn, c["q"], c["k"], c["v"], primary=True)}
+
+
+def weights_of(call):
+    value = call.get("value")
+    if isinstance(value, tuple) and len(value) == 2 and isinstance(value[1], torch.Tensor):
+        return value[1]
+    return None
+
+
+def judge_heatmap(v, outputs, inputs, jctx):
+    c = inputs["cases"][0]
+    ref = ref_weights(ref_scores(c["q"], c["k"]), future(c["q"].shape[-2]))
+    w = weights_of(outputs["call"])
+    ok = w is not None and w.shape == ref.shape
+    v.visuals["heatmaps"] = [
+        {"label": {"key": "visual.head_title", "params": {"h": h}},
+         "learner": round_matrix(w[0, h]) if ok else None, "reference": round_matrix(ref[0, h])}
+        for h in range(ref.shape[1])
+    ]
+    v.expect("returns", ok, "check.returns_pair", fn="attention", got=describe(outputs["call"].get("value")),
+             likely=msg("likely.returns_pair_lab02"))
+
+
+def probe_exercises(ctx, inputs):
+    scores_fn, mask_fn = ctx.get("scaled_scores"), ctx.get("causal_mask")
+    weights_fn, attention_fn = ctx.get("attention_weights"), ctx.get("attention")
+    g = torch.Generator().manual_seed(11)
+    out = {"entropy": []}
+    mask = ctx.call(mask_fn, ENTROPY_T, primary=True)["value"]
+    for hd in HEAD_DIMS:
+        q, k = torch.randn(1, 2, ENTROPY_T, hd, generator=g), torch.randn(1, 2, ENTROPY_T, hd, generator=g)
+        scaled = ctx.call(scores_fn, q, k)
+        with_scale = ctx.call(weights_fn, scaled.get("value"), mask) if "value" in scaled else scaled
+        # Without the scale: the raw dot products, through the learner's own masked softmax.
+        without = ctx.call(weights_fn, q @ k.transpose(-2, -1), mask)
+        out["entropy"].append({"hd": hd, "with": with_scale.get("value"), "without": without.get("value")})
+    c = inputs["cases"][0]
+    T = c["q"].shape[-2]
+    diag = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=0)
+    out["diagonal"] = ctx.call(weights_fn, ref_scores(c["q"], c["k"]), diag)
+    changed = c["q"].clone()
+    changed[:, 0] = changed[:, 0] * 4.0  # sharpen head 0 only
+    shuffled = c["q"].clone()
+    shuffled[:, 0] = shuffled[:, 0, torch.randperm(T, generator=g)]
+    out["before"] = ctx.call(attention_fn, c["q"], c["k"], c["v"])
+    out["scaled_q"] = ctx.call(attention_fn, changed, c["k"], c["v"])
+    out["shuffled_q"] = ctx.call(attention_fn, shuffled, c["k"], c["v"])
+    return out
+
+
+def mean_entropy(w):
+    """Mean over rows of −Σ w·log w, skipping rows that are not finite."""
+    if not isinstance(w, torch.Tensor):
+        return None
+    w = w.double()
+    ent = -(w * torch.log(w.clamp_min(1e-300))).sum(-1)
+    ent = ent[torch.isfinite(ent)]
+    return round(float(ent.mean()), 4) if ent.numel() else None
+
+
+def judge_exercises(v, outputs, inputs, jctx):
+    ent = [{"hd": e["hd"], "with": mean_entropy(e["with"]), "without": mean_entropy(e["without"])}
+           for e in outputs["entropy"]]
+    diag = outputs["diagonal"].get("value")
+    visuals = {"entropy": ent}
+    if isinstance(diag, torch.Tensor) and diag.dim() == 4:
+        visuals["diagonal"] = round_matrix(diag[0, 0])
+        visuals["diagonal_nan_rows"] = [i for i, row in enumerate(diag[0, 0]) if not torch.isfinite(row).all()]
+    heads = {}
+    for name in ("before", "scaled_q", "shuffled_q"):
+        w = weights_of(outputs[name])
+        if w is not None and w.dim() == 4:
+            heads[name] = [round_matrix(w[0, h]) for h in range(w.shape[1])]
+    visuals["heads"] = heads
+    v.visuals["exercises"] = visuals
+    v.expect("runs", True)
+
+
+STEPS["heatmap"] = StepSpec(probe_heatmap, judge_heatmap, ("attention",))
+STEPS["exercises"] = StepSpec(probe_exercises, judge_exercises,
+                              ("scaled_scores", "causal_mask", "attention_weights", "attention"))

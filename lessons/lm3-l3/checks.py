@@ -459,3 +459,105 @@ STEPS = {
     "multi-head": StepSpec(probe_multi, judge_multi, ("CausalMultiHeadAttention",)),
     "shapes": StepSpec(probe_shapes, judge_shapes, ("expected_shapes",)),
 }
+
+
+# ---------------------------------------------------------------- experiments (no verdict, just data)
+
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+MEMORY_DEFAULTS = {"heads": 12, "batch": 1, "dtype": "float32", "t_min": 64, "t_max": 1024}
+MEASURE_LIMIT = 1 << 24  # score elements per run; larger settings show only the formula
+MEASURE_BUDGET = 2.0  # seconds for the measured column, within the step's time limit
+
+
+def memory_settings(params) -> dict:
+    s = dict(MEMORY_DEFAULTS)
+    s.update({k: v for k, v in (params or {}).items() if k in MEMORY_DEFAULTS})
+    return s
+
+
+class SquareTensors:
+    """Records the largest (…, T, T) tensor that matmul, softmax or masked_fill produce:
+    the score tensor the learner's code really builds."""
+
+    TARGETS = [(torch, "matmul"), (torch, "bmm"), (torch, "einsum"), (torch, "softmax"), (F, "softmax"),
+               (torch.Tensor, "__matmul__"), (torch.Tensor, "matmul"), (torch.Tensor, "softmax"),
+               (torch.Tensor, "masked_fill"), (torch, "masked_fill"), (torch.Tensor, "__truediv__"),
+               (torch.Tensor, "__mul__")]
+
+    def __init__(self, T):
+        self.T = T
+        self.bytes = 0
+        self.saved = []
+
+    def __enter__(self):
+        for owner, name in self.TARGETS:
+            original = getattr(owner, name)
+            self.saved.append((owner, name, original))
+            setattr(owner, name, self._wrap(original))
+        return self
+
+    def _wrap(self, original):
+        def recording(*args, **kwargs):
+            out = original(*args, **kwargs)
+            if isinstance(out, torch.Tensor) and out.dim() >= 2 and out.shape[-2:] == (self.T, self.T):
+                self.bytes = max(self.bytes, out.numel() * out.element_size())
+            return out
+        return recording
+
+    def __exit__(self, *exc):
+        for owner, name, original in reversed(self.saved):
+            setattr(owner, name, original)
+
+
+def probe_memory(ctx, inputs):
+    import time
+
+    cls = ctx.get("CausalMultiHeadAttention")
+    s = memory_settings(ctx.params)
+    dtype = DTYPES.get(s["dtype"], torch.float32)
+    measured = {}
+    deadline = time.monotonic() + MEASURE_BUDGET
+    T = int(s["t_min"])
+    g = torch.Generator().manual_seed(3)
+    while T <= int(s["t_max"]):
+        if s["batch"] * s["heads"] * T * T > MEASURE_LIMIT or time.monotonic() > deadline:
+            break
+        width = 4 * int(s["heads"])  # the head width does not change the size of the scores
+        made = ctx.call(lambda: cls(width, width, int(s["heads"]), T).to(dtype).eval(), primary=T == s["t_min"])
+        if "error" in made:
+            break
+        x = torch.randn(int(s["batch"]), T, width, generator=g).to(dtype)
+        with SquareTensors(T) as seen:
+            run = ctx.call(made["value"], x, primary=T == s["t_min"])
+        if "error" in run:
+            break
+        measured[T] = seen.bytes or None
+        T *= 2
+    return {"settings": s, "measured": [[t, b] for t, b in measured.items()]}
+
+
+def judge_memory(v, outputs, inputs, jctx):
+    v.visuals["memory"] = {"settings": outputs["settings"], "measured": outputs["measured"]}
+    v.expect("runs", True)
+
+
+def probe_reflect(ctx, inputs):
+    cls = ctx.get("CausalMultiHeadAttention")
+    made = ctx.call(lambda: cls(768, 768, 12, 1024), primary=True)
+    module = made["value"]
+    qkv = 0
+    for attr in ("W_q", "W_k", "W_v"):
+        layer = getattr(module, attr, None)
+        if isinstance(layer, torch.nn.Module):
+            qkv += sum(p.numel() for p in layer.parameters())
+    return {"head_dim": getattr(module, "head_dim", None), "qkv": qkv,
+            "total": sum(p.numel() for p in module.parameters())}
+
+
+def judge_reflect(v, outputs, inputs, jctx):
+    v.visuals["reflect"] = {k: outputs.get(k) for k in ("head_dim", "qkv", "total")}
+    v.expect("runs", True)
+
+
+STEPS["memory"] = StepSpec(probe_memory, judge_memory, ("CausalMultiHeadAttention",))
+STEPS["reflect"] = StepSpec(probe_reflect, judge_reflect, ("CausalMultiHeadAttention",))
