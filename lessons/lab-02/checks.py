@@ -10,8 +10,8 @@ import torch
 import torch.nn.functional as F
 
 from tutor.runner.judge_kit import (
-    Verdict, close, describe, first_nonfinite, inputs_unchanged, max_error, msg, no_kernel,
-    require_tensor, round_matrix, shape_str,
+    Verdict, close, describe, first_nonfinite, inputs_unchanged, likely_for_value, max_error, msg, no_kernel,
+    require_pair, require_tensor, round_matrix, shape_str,
 )
 from tutor.runner.spec import StepSpec
 
@@ -141,7 +141,7 @@ def judge_mask_case(v, call, T):
     raised(v, call, "causal_mask")
     m = call["value"]
     v.require("tensor", isinstance(m, torch.Tensor), "check.not_tensor", what=f"causal_mask({T})",
-              got=describe(m), likely=msg("likely.unknown"))
+              got=describe(m), likely=likely_for_value(m))
     v.require("shape", tuple(m.shape) == (T, T), "check.shape", what=f"causal_mask({T})",
               expected=shape_str((T, T)), got=shape_str(m.shape), likely=msg("likely.mask_shape"))
     v.require("bool", m.dtype == torch.bool, "check.mask_dtype", T=T, got=str(m.dtype).removeprefix("torch."))
@@ -182,6 +182,8 @@ def diagnose_weights(w, scores, mask):
         (torch.softmax(scores, -1), msg("likely.no_mask")),
         (torch.softmax(scores.masked_fill(mask, float("-inf")), -2), msg("likely.softmax_dim")),
         (torch.softmax(scores.masked_fill(~mask, float("-inf")), -1), msg("likely.mask_inverted_fill")),
+        (torch.softmax(scores.masked_fill(mask | torch.eye(mask.shape[-1], dtype=torch.bool), float("-inf")), -1),
+         msg("likely.mask_diagonal")),
     ):
         if cand.shape == w.shape and torch.allclose(torch.nan_to_num(cand, 7.0), torch.nan_to_num(w, 7.0), atol=1e-5):
             return likely
@@ -246,19 +248,21 @@ def probe_output(ctx, inputs):
 def judge_output_case(v, call, case):
     raised(v, call, "attention")
     q, k, vv = case["q"], case["k"], case["v"]
-    value = call["value"]
-    v.require("returns", isinstance(value, tuple) and len(value) == 2, "check.returns_pair",
-              fn="attention", got=describe(value), likely=msg("likely.returns_pair_lab02"))
-    out, w = value
     T = q.shape[-2]
+    out, w = require_pair(v, "attention", call["value"], vv.shape, q.shape[:-1] + (T,), "likely.returns_pair_lab02")
     w = require_tensor(v, "shape", "weights", w, q.shape[:-1] + (T,), msg("likely.weights_shape"))
     out = require_tensor(v, "shape", "output", out, vv.shape, msg("likely.out_shape"))
     scores = ref_scores(q, k)
     judge_weights_masked(v, w, scores, future(T), "weights")
+    ref_w = ref_weights(scores, future(T))
+    if not close(w, ref_w):  # the weights returned must be the ones used, not merely well-formed
+        err, where = max_error(w, ref_w)
+        v.require("values", False, "check.values", what="weights", err=err, where=shape_str(where), tol="1e-5",
+                  likely=lambda: diagnose_scores_from_weights(w, q, k))
+    v.expect("values", True)
     expected = F.scaled_dot_product_attention(q, k, vv, is_causal=True)
     err, where = max_error(out, expected)
     if not err < 1e-5:
-        ref_w = ref_weights(scores, future(T))
         likely = msg("likely.out_not_weights_v") if close(w, ref_w) else diagnose_weights(w, scores, future(T))
         if likely["key"] == "likely.unknown":
             likely = diagnose_scores_from_weights(w, q, k)

@@ -15,10 +15,12 @@ import torch
 from ..results import Check, Message
 from .codec import Opaque, type_name
 
-KERNEL_NAMES = {
-    "scaled_dot_product_attention": "F.scaled_dot_product_attention",
-    "MultiheadAttention": "nn.MultiheadAttention",
-    "multi_head_attention_forward": "nn.MultiheadAttention",
+# Fragments of the library's attention kernels' names: F.scaled_dot_product_attention, the
+# torch.ops.aten variants (_scaled_dot_product_flash_attention_for_cpu, ...), nn.MultiheadAttention.
+KERNEL_FRAGMENTS = {
+    "scaled_dot_product": "F.scaled_dot_product_attention",
+    "multiheadattention": "nn.MultiheadAttention",
+    "multi_head_attention": "nn.MultiheadAttention",
 }
 
 
@@ -94,6 +96,24 @@ def likely_for_value(value) -> dict:
     return msg("likely.unknown")
 
 
+def require_pair(v: Verdict, fn: str, value, out_shape: tuple, weights_shape: tuple, usual: str) -> tuple:
+    """(out, weights) as the lab asks, or the step stops with why not."""
+    if isinstance(value, tuple) and len(value) == 2:
+        first, second = value
+        swapped = (isinstance(first, torch.Tensor) and isinstance(second, torch.Tensor)
+                   and tuple(first.shape) == tuple(weights_shape) and tuple(second.shape) == tuple(out_shape)
+                   and tuple(out_shape) != tuple(weights_shape))
+        v.require("returns", not swapped, "check.returns_pair", fn=fn, got=describe(value),
+                  likely=msg("likely.pair_order"))
+        v.expect("returns", True)
+        return value
+    likely = msg(usual) if isinstance(value, (tuple, torch.Tensor)) else likely_for_value(value)
+    if likely["key"] == "likely.unknown":
+        likely = msg(usual)
+    v.require("returns", False, "check.returns_pair", fn=fn, got=describe(value), likely=likely)
+    return value
+
+
 def require_tensor(v: Verdict, check_id: str, what: str, value, shape: tuple, likely_shape=None) -> torch.Tensor:
     """Tensor, of the expected shape, floating point, finite: or the step stops here."""
     v.require(check_id, isinstance(value, torch.Tensor), "check.not_tensor",
@@ -140,24 +160,49 @@ def inputs_unchanged(v: Verdict, fn: str, names: list[str], after: tuple, pristi
     v.expect("inputs-unchanged", True)
 
 
+def _kernel_words(node) -> set[str]:
+    found = set()
+    # A bare string (a docstring, say) may mention the kernel: only code that uses it counts.
+    prose = {id(sub.value) for sub in ast.walk(node) if isinstance(sub, ast.Expr) and isinstance(sub.value, ast.Constant)}
+    for sub in ast.walk(node):
+        if id(sub) in prose:
+            continue
+        if isinstance(sub, ast.Attribute):
+            word = sub.attr
+        elif isinstance(sub, ast.Name):
+            word = sub.id
+        elif isinstance(sub, ast.Constant) and isinstance(sub.value, str):
+            word = sub.value  # getattr(torch.ops.aten, "scaled_dot_product_" + ...)
+        else:
+            continue
+        for fragment, label in KERNEL_FRAGMENTS.items():
+            if fragment in word.lower():
+                found.add(label)
+    return found
+
+
+def _defines(node, names: frozenset[str]) -> bool:
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return node.name in names
+    targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
+    return any(isinstance(t, ast.Name) and t.id in names for t in targets)
+
+
 @functools.lru_cache(maxsize=8)
 def kernels_in_source(source: str, defs: frozenset[str]) -> frozenset[str]:
-    """Library attention kernels named inside the given top-level defs, or at module level."""
+    """Library attention kernels named in the definitions of the step's functions.
+
+    Only those definitions: a notebook self-check pasted below them may well call the
+    kernel as its reference. Helpers they call are covered by the run-time trap instead.
+    """
     try:
         tree = ast.parse(source)
     except SyntaxError:
         return frozenset()
     found: set[str] = set()
     for node in tree.body:
-        is_def = isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
-        if is_def and node.name not in defs:
-            continue
-        if isinstance(node, (ast.Import, ast.ImportFrom)):
-            continue  # importing is harmless; calling is what counts
-        for sub in ast.walk(node):
-            name = sub.attr if isinstance(sub, ast.Attribute) else sub.id if isinstance(sub, ast.Name) else None
-            if name in KERNEL_NAMES:
-                found.add(KERNEL_NAMES[name])
+        if _defines(node, defs):
+            found |= _kernel_words(node)
     return frozenset(found)
 
 

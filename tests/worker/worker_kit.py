@@ -1,0 +1,223 @@
+"""Helpers for the worker tests: one session worker, learner files built from the
+reference solutions, and readers for verdicts. Imported by the tests in this folder.
+"""
+
+from __future__ import annotations
+
+import ast
+import textwrap
+import threading
+from pathlib import Path
+
+from tutor.lesson import all_lessons
+from tutor.results import StepResult
+from tutor.runner.client import Worker, WorkerGone
+
+ROOT = Path(__file__).resolve().parents[2]
+
+REFERENCE = {
+    "lm3-l3": (ROOT / "reference" / "lm3_l3.py").read_text(encoding="utf-8"),
+    "lab-02": (ROOT / "reference" / "lab_02.py").read_text(encoding="utf-8"),
+}
+STARTER = {
+    "lm3-l3": (ROOT / "lessons" / "lm3-l3" / "starter.py").read_text(encoding="utf-8"),
+    "lab-02": (ROOT / "lessons" / "lab-02" / "starter.py").read_text(encoding="utf-8"),
+}
+FILENAME = {"lm3-l3": "/tmp/attn-lab/lm3_l3.py", "lab-02": "/tmp/attn-lab/lab_02.py"}
+# The lessons' checked steps, as the lesson model lists them (experiments are not judged).
+CHECKED_STEPS = {lesson.id: tuple(s.id for s in lesson.checked_steps) for lesson in all_lessons()}
+# Per step: generous, so a busy 2-core machine never turns a verdict into a timeout.
+STEP_TIMEOUT = 15.0
+RUN_TIMEOUT = 60.0
+
+
+class SessionWorker:
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._results: dict[int, dict[str, StepResult]] = {}
+        self._done: dict[int, threading.Event] = {}
+        self._gone: list[dict] = []
+        self._cache: dict[tuple[str, str], dict[str, StepResult]] = {}
+        self.runs = 0  # files actually sent to the worker
+        self.worker = Worker(self._on_event, timeout=STEP_TIMEOUT)
+
+    def _event_for(self, gen: int) -> threading.Event:
+        with self._lock:
+            return self._done.setdefault(gen, threading.Event())
+
+    def _on_event(self, event: dict) -> None:
+        kind = event["type"]
+        if kind == "step":
+            with self._lock:
+                self._results.setdefault(event["gen"], {})[event["result"].id] = event["result"]
+        elif kind == "done":
+            self._event_for(event["gen"]).set()
+        elif kind == "gone":
+            self._gone.append(event)
+            with self._lock:
+                for ev in self._done.values():
+                    ev.set()
+
+    def start(self) -> None:
+        self.worker.start()
+        if not self.worker.ready.wait(60):
+            raise WorkerGone("the check worker did not become ready")
+
+    def run(self, lesson: str, source: str) -> dict[str, StepResult]:
+        """Verdicts for one file; a file already checked this session is not run again."""
+        key = (lesson, source)
+        if key not in self._cache:
+            self._cache[key] = self._run(lesson, source)
+        return self._cache[key]
+
+    def _run(self, lesson: str, source: str) -> dict[str, StepResult]:
+        self.runs += 1
+        if self._gone:
+            raise WorkerGone(f"the check worker ended: {self._gone[0]}")
+        gen = self.worker.submit(lesson, FILENAME[lesson], source, list(CHECKED_STEPS[lesson]))
+        done = self._event_for(gen)
+        if not done.wait(RUN_TIMEOUT):
+            raise TimeoutError(f"no 'done' for generation {gen} within {RUN_TIMEOUT} s")
+        if self._gone:
+            raise WorkerGone(f"the check worker ended: {self._gone[0]}")
+        with self._lock:
+            results = self._results.pop(gen, {})
+            self._done.pop(gen, None)
+        assert set(results) == set(CHECKED_STEPS[lesson]), f"steps reported: {sorted(results)}"
+        return results
+
+    def close(self) -> None:
+        self.worker.close()
+
+
+# ------------------------------------------------------------------ building learner files
+
+def replace_def(source: str, name: str, new_code: str) -> str:
+    """The source with the top-level def/class `name` replaced by new_code (dedented)."""
+    tree = ast.parse(source)
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and node.name == name:
+            start = (node.decorator_list[0].lineno if node.decorator_list else node.lineno) - 1
+            lines = source.splitlines(keepends=True)
+            new = textwrap.dedent(new_code).strip("\n") + "\n"
+            return "".join(lines[:start]) + new + "".join(lines[node.end_lineno:])
+    raise KeyError(name)
+
+
+def replace_method(source: str, cls: str, method: str, new_code: str) -> str:
+    """The source with method `method` of top-level class `cls` replaced (new_code at class indent + 4)."""
+    tree = ast.parse(source)
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef) and node.name == cls:
+            for item in node.body:
+                if isinstance(item, ast.FunctionDef) and item.name == method:
+                    lines = source.splitlines(keepends=True)
+                    new = textwrap.indent(textwrap.dedent(new_code).strip("\n"), " " * item.col_offset) + "\n"
+                    return "".join(lines[: item.lineno - 1]) + new + "".join(lines[item.end_lineno:])
+    raise KeyError(f"{cls}.{method}")
+
+
+def learner_file(lesson: str, replacements: dict[str, str], extra_header: str = "") -> str:
+    """The reference solution with some top-level defs replaced.
+
+    Keys are top-level names, or "Class.method" for one method. extra_header goes
+    after the reference's imports (for an extra import a wrong version needs).
+    """
+    source = REFERENCE[lesson]
+    for name, code in replacements.items():
+        if "." in name:
+            cls, method = name.split(".", 1)
+            source = replace_method(source, cls, method, code)
+        else:
+            source = replace_def(source, name, code)
+    if extra_header:
+        source = extra_header.strip("\n") + "\n" + source
+    compile(source, FILENAME[lesson], "exec")  # a test's own typo must not pass as a learner's
+    return source
+
+
+# ------------------------------------------------------------------ reading verdicts
+
+def message_keys(message) -> set[str]:
+    """Every catalog key in a message, nested references (likely, reason …) included."""
+    keys: set[str] = set()
+
+    def walk(value):
+        if isinstance(value, dict):
+            if set(value) == {"key", "params"} and isinstance(value["key"], str):  # a nested message
+                keys.add(value["key"])
+                walk(value["params"])
+                return
+            for v in value.values():
+                walk(v)
+        elif isinstance(value, (list, tuple)):
+            for v in value:
+                walk(v)
+
+    if message is not None:
+        keys.add(message.key)
+        walk(message.params)
+    return keys
+
+
+def failing(result: StepResult) -> dict[str, set[str]]:
+    """{check id: keys of its message} for every check that did not pass."""
+    return {c.id: message_keys(c.message) for c in result.checks if c.status != "pass"}
+
+
+def summary(results: dict[str, StepResult]) -> str:
+    """A readable account of a run, for assertion messages."""
+    out = []
+    for sid, r in results.items():
+        out.append(f"{sid}: {r.status}")
+        for c in r.checks:
+            if c.status != "pass":
+                params = c.message.params if c.message else {}
+                out.append(f"    {c.id} {c.status} {c.message.key if c.message else ''} {params}")
+        if r.failure:
+            out.append(f"    failure {r.failure.kind}: {r.failure.detail[:200]}")
+    return "\n".join(out)
+
+
+class Exp:
+    """What one step of a run must give: a status, optionally the check that must not
+    pass, and catalog keys that must appear in that check's message (nested ones too;
+    without a check, in the messages of all the checks that did not pass)."""
+
+    def __init__(self, status: str, check: str | None = None, keys=(), kind: str | None = None):
+        self.status, self.check, self.keys, self.kind = status, check, frozenset(keys), kind
+
+    def __repr__(self) -> str:
+        return f"Exp({self.status!r}, {self.check!r}, {sorted(self.keys)}, kind={self.kind!r})"
+
+
+PASS = Exp("pass")
+
+
+def error(kind: str | None = None) -> Exp:
+    """The learner's code raised at the notebook's own sizes: the honest verdict is an error."""
+    return Exp("error", "runs", {"failure.exception"}, kind)
+
+
+def verify(results: dict[str, StepResult], lesson: str, expect: dict[str, Exp]) -> None:
+    """Every step in expect as described; every other checked step passes, every check of it."""
+    unknown = set(expect) - set(CHECKED_STEPS[lesson])
+    assert not unknown, f"not steps of {lesson}: {unknown}"
+    report = summary(results)
+    for step in CHECKED_STEPS[lesson]:
+        r = results[step]
+        e = expect.get(step, PASS)
+        assert r.status == e.status, f"step {step}: expected {e.status}, got {r.status}\n{report}"
+        fails = failing(r)
+        if e.status == "pass":
+            assert not fails and r.checks, f"step {step} passed with failing checks\n{report}"
+            continue
+        if e.check is not None:
+            assert e.check in fails, f"step {step}: expected check {e.check!r} to fail; failing: {fails}\n{report}"
+            keys = fails[e.check]
+        else:
+            keys = set().union(*fails.values()) if fails else set()
+        missing = e.keys - keys
+        assert not missing, f"step {step}: message lacks {sorted(missing)}; has {sorted(keys)}\n{report}"
+        if e.kind is not None:
+            assert r.failure is not None and r.failure.kind == e.kind, f"step {step}: failure {r.failure}\n{report}"
