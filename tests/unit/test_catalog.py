@@ -6,9 +6,10 @@ from __future__ import annotations
 import re
 
 import pytest
+from rich.cells import cell_len
 
 from tutor import i18n
-from tutor.i18n import placeholders
+from tutor.i18n import placeholders, t
 
 EN = i18n.catalog("en")
 ZH = i18n.catalog("zh")
@@ -19,9 +20,16 @@ ALL_KEYS = sorted(set(EN) | set(ZH))
 NO_CJK_OK = {
     "ui.app_title",  # the app's name
     "ui.key_lang",  # names the other language: "中文" in English, "English" in Chinese
+    "ui.foot_lang",  # the same, in the footer
     "ui.memory_T",  # a column headed by the symbol T
     "ui.memory_mb",  # the unit MB
+    "ui.memory_qkv",  # a column headed by the code names q, k, v (with the Chinese enumeration comma)
     "value.none",  # Python's None, as the learner's code returned it
+}
+
+# Keys that are deliberately empty in en.toml (and so may be in zh.toml too).
+EMPTY_OK = {
+    "ui.memory_bar",  # the memory table's bar column has no header: the bars speak for themselves
 }
 
 HAN = r"\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
@@ -48,7 +56,12 @@ def test_values_are_non_empty_strings(key):
     for lang in i18n.LANGS:
         value = i18n.catalog(lang).get(key)
         assert isinstance(value, str), f"{lang}:{key} is {type(value).__name__}"
-        assert value.strip(), f"{lang}:{key} is empty"
+        if key not in EMPTY_OK:
+            assert value.strip(), f"{lang}:{key} is empty"
+
+
+def test_empty_whitelist_names_real_keys():
+    assert EMPTY_OK <= set(EN), EMPTY_OK - set(EN)
 
 
 def test_zh_keeps_the_order_of_en():
@@ -85,6 +98,31 @@ def test_zh_is_chinese(key):
 
 def test_whitelist_names_real_keys():
     assert NO_CJK_OK <= set(EN), NO_CJK_OK - set(EN)
+
+
+FOOTER_KEYS = [k for k in EN if k.startswith("ui.foot_")]
+
+
+@pytest.mark.parametrize("key", FOOTER_KEYS)
+def test_footer_labels_are_short(key):
+    """The footer is one line of nine keys: a label is at most 4 CJK characters (8 cells)."""
+    for lang in i18n.LANGS:
+        assert cell_len(i18n.catalog(lang)[key]) <= 8, f"{lang}:{key} is too long for the footer"
+
+
+@pytest.mark.parametrize("lang", i18n.LANGS)
+def test_footer_fits_80_columns(lang):
+    from tutor.app.widgets import FOOTER_KEYS as KEYS
+
+    line = "".join(f"{key} {t(f'ui.{label}', lang)}  " for key, label in KEYS).rstrip()
+    assert cell_len(line) <= 80, f"{lang}: the footer is {cell_len(line)} cells wide: {line!r}"
+
+
+def test_memory_note_names_the_zh_column_headers():
+    """The note under the memory table quotes the column headers; it must quote the ones shown."""
+    note = ZH["ui.memory_measured_note"]
+    for key in ("ui.memory_scores", "ui.memory_mb", "ui.memory_qkv", "ui.memory_ratio", "ui.memory_measured"):
+        assert f"「{ZH[key]}」" in note, f"{key} = {ZH[key]!r} is not quoted in ui.memory_measured_note"
 
 
 @pytest.mark.parametrize("key", ALL_KEYS)

@@ -1,0 +1,102 @@
+"""The app under test, fed with verdicts the real engine gave once per session.
+
+No worker runs while the app does: `TutorApp(..., start_worker=False)` and
+`app.apply_results(results)`. The results come from `check_source` on the
+reference solutions (everything passes) and on a broken lab-02 (the mask filled
+with 0.0 instead of -inf), so the screens show real messages, heatmaps, memory
+figures and exercise data, and the tests stay fast and deterministic.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from tutor.lesson import get_lesson
+from tutor.results import StepResult
+from tutor.store import Store
+from tutor.workspace import WORKSPACE_DIR
+
+ROOT = Path(__file__).resolve().parents[2]
+FILES = {"lm3-l3": "lm3_l3.py", "lab-02": "lab_02.py"}
+
+
+def _sources() -> dict[str, tuple[str, str, str]]:
+    """name -> (lesson id, file name, source)."""
+    lm3 = (ROOT / "reference" / "lm3_l3.py").read_text(encoding="utf-8")
+    lab = (ROOT / "reference" / "lab_02.py").read_text(encoding="utf-8")
+    broken = lab.replace('float("-inf")', "0.0")
+    assert broken != lab, "the reference lab-02 no longer fills the mask with float(\"-inf\")"
+    return {
+        "lm3-l3": ("lm3-l3", FILES["lm3-l3"], lm3),
+        "lab-02": ("lab-02", FILES["lab-02"], lab),
+        "lab-02-broken": ("lab-02", FILES["lab-02"], broken),
+    }
+
+
+@pytest.fixture(scope="session")
+def engine_results() -> dict[str, list[StepResult]]:
+    """name -> the StepResults of every step (checked and experiments), from the real engine."""
+    from tutor.runner.client import check_source
+
+    sources = _sources()
+
+    def run(item):
+        name, (lesson_id, file_name, source) = item
+        steps = get_lesson(lesson_id).step_ids()
+        return name, check_source(lesson_id, file_name, source, steps=steps)
+
+    with ThreadPoolExecutor(len(sources)) as pool:  # three workers at once: ~8 s instead of ~24 s
+        results = dict(pool.map(run, sources.items()))
+    for name, steps in results.items():
+        lesson_id = sources[name][0]
+        assert {r.id for r in steps} == set(get_lesson(lesson_id).step_ids()), name
+    # Never take screenshots of a broken engine: the references pass everything, and the
+    # broken file fails exactly where a 0.0 mask shows.
+    for name in ("lm3-l3", "lab-02"):
+        bad = {r.id: (r.status, r.failure and r.failure.detail) for r in results[name] if r.status != "pass"}
+        assert not bad, f"the engine does not pass the reference {name}: {bad}"
+    broken = {r.id: r.status for r in results["lab-02-broken"]}
+    assert broken["scores"] == broken["mask"] == "pass" and broken["weights"] == broken["output"] == "fail", broken
+    return results
+
+
+@pytest.fixture
+def workspace(tmp_path, monkeypatch) -> Path:
+    """A fresh attn-lab/ under a temporary folder that is also the cwd, so the app shows
+    `attn-lab/<file>` as it does for a learner.
+
+    The environment is pinned: Rich picks the console's colour system from TERM and
+    COLORTERM when the app starts, and the heatmaps draw differently per colour system,
+    so without this the screenshots would depend on the terminal pytest runs in."""
+    monkeypatch.chdir(tmp_path)
+    for var in ("LC_ALL", "LC_MESSAGES", "LANG", "NO_COLOR", "FORCE_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE",
+                "COLUMNS", "LINES", "VISUAL", "EDITOR", "ATTN_TUTOR_TRACE"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("TERM", "xterm-256color")
+    monkeypatch.setenv("COLORTERM", "truecolor")
+    folder = tmp_path / WORKSPACE_DIR
+    folder.mkdir()
+    return folder
+
+
+@pytest.fixture
+def make_app(workspace, engine_results):
+    """make_app(results_name, step_id=None, lang="en") -> (app, results): a TutorApp on
+    the workspace, its file a copy of the source those results are for."""
+    from tutor.app.app import TutorApp
+
+    sources = _sources()
+
+    def make(name: str = "lm3-l3", step_id: str | None = None, lang: str = "en", store: Store | None = None):
+        lesson_id, file_name, source = sources[name]
+        lesson = get_lesson(lesson_id)
+        path = workspace / file_name
+        path.write_text(source, encoding="utf-8")
+        app = TutorApp(lesson=lesson, path=path, created=False, step_id=step_id or lesson.steps[0].id,
+                       lang=lang, store=store or Store(workspace), start_worker=False)
+        return app, engine_results[name]
+
+    return make
