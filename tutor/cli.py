@@ -106,7 +106,7 @@ def cmd_check(args, lang: str) -> int:
     try:
         raw = path.read_bytes()
     except IsADirectoryError:
-        raise UsageError(t("cli.unreadable", lang, path=path, reason="is a directory")) from None
+        raise UsageError(t("cli.unreadable", lang, path=path, reason=t("ui.reason_directory", lang))) from None
     except FileNotFoundError:
         raise UsageError(t("cli.missing_file", lang, path=path)) from None
     except OSError as exc:

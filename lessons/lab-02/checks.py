@@ -283,16 +283,25 @@ def diagnose_scores_from_weights(w, q, k):
 
 def judge_output(v, outputs, inputs, jctx):
     calls, cases = outputs["calls"], inputs["cases"]
-    judge_output_case(v, calls[0], cases[0])
-    w = calls[0]["value"][1]
     ref = ref_weights(ref_scores(cases[0]["q"], cases[0]["k"]), future(cases[0]["q"].shape[-2]))
+    w = weights_of(calls[0])
+    w = w if w is not None and w.shape == ref.shape else None
+    # Drawn before judging: a failing step is where the heatmap helps most.
     v.visuals["heatmaps"] = [
         {"label": {"key": "visual.head", "params": {"h": h}},
-         "learner": round_matrix(w[0, h]), "reference": round_matrix(ref[0, h])}
-        for h in range(w.shape[1])
+         "learner": round_matrix(w[0, h]) if w is not None else None, "reference": round_matrix(ref[0, h])}
+        for h in range(ref.shape[1])
     ]
+    judge_output_case(v, calls[0], cases[0])
     judge_other_sizes(v, calls, cases, [qkv_label(c) for c in cases], judge_output_case)
     no_kernel(v, "attention", jctx.source, {"attention"}, jctx.kernels)
+
+
+def weights_of(call):
+    value = call.get("value")
+    if isinstance(value, tuple) and len(value) == 2 and isinstance(value[1], torch.Tensor):
+        return value[1]
+    return None
 
 
 STEPS = {
@@ -313,13 +322,6 @@ def probe_heatmap(ctx, inputs):
     fn = ctx.get("attention")
     c = inputs["cases"][0]
     return {"call": ctx.call(fn, c["q"], c["k"], c["v"], primary=True)}
-
-
-def weights_of(call):
-    value = call.get("value")
-    if isinstance(value, tuple) and len(value) == 2 and isinstance(value[1], torch.Tensor):
-        return value[1]
-    return None
 
 
 def judge_heatmap(v, outputs, inputs, jctx):

@@ -277,10 +277,6 @@ async def test_q_quits_with_return_code_0(make_app):
     assert not app.is_running
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "the judges set visuals['heatmaps'] only after the first failing v.require(), so a failing "
-    "single-head/multi-head/output step carries no heatmap (lessons/*/checks.py); remove this "
-    "marker once they set the heatmaps first"))
 @pytest.mark.parametrize("step", ["output"])
 async def test_a_failing_step_still_draws_its_weights(make_app, step):
     """The heatmap matters most when the weights are wrong: a 0.0 mask shows as leaks in the future."""

@@ -27,14 +27,12 @@ SCANNED = sorted(
 ALLOWED_WORDS = {
     "attn-tutor": "the app's own name; the glossary keeps it in both languages",
     "attn-lab/": "the workspace folder, a path on disk (`attn-tutor list`)",
-    "diagonal=0": "code: the torch.triu argument exercise 2 is about, the heatmap's title",
     "head_dim": "code: the variable the exercises' entropy table is indexed by",
 }
 
 # Findings already reported to whoever owns the file, with the fix proposed. The scan still
 # runs on those files; only these exact literals are tolerated, and only while they are there.
 KNOWN_UNFIXED = {
-    ("tutor/cli.py", "is a directory"): "cmd_check: use reason=t(\"ui.reason_directory\", lang)",
 }
 
 # A word: letters, digits and the characters of code tokens and paths.
@@ -294,7 +292,7 @@ ALLOWED = [
     'Text.assemble((lead, "bold") if n == 0 else " " * hang, line)',
     'Text(d["label"])',  # a subscript's key is not text
     'table.add_column("head_dim", justify="right")',
-    'heatmap(m, title="diagonal=0", legend=l, axis_labels=a)',
+    'heatmap(m, title=t("ui.ex2_heatmap", lang), legend=l, axis_labels=a)',
     'self.title = "attn-tutor"',
     'print(f"{l.id}  {title}  (attn-lab/{l.file_name})")',
     'Binding("n", "step(1)", id="next", show=False)',  # the action is not text

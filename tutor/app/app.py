@@ -52,6 +52,7 @@ class WorkerEvent(Message):
 
 class TutorApp(App):
     CSS_PATH = "tutor.tcss"
+    TITLE = "attn-tutor"
     ENABLE_COMMAND_PALETTE = False  # its texts are English only
     BINDINGS = [
         Binding("n", "step(1)", id="next", show=False),
@@ -107,7 +108,8 @@ class TutorApp(App):
         self.exercise_variant = "scaled_q"
         self.show_model = False
         self.answers: dict[int, str] = self.read_answers()
-        self.color_hint = "none" if os.environ.get("NO_COLOR") else None
+        # Textual converts colours for the terminal itself: the heatmap can always paint in full colour.
+        self.color_hint = "none" if os.environ.get("NO_COLOR") else "truecolor"
         self.source: tuple[str, bytes] | None = None  # the file content the current verdicts are for
         self.saved_status: dict[str, str] = dict(saved.get("status", {}))
         if store.notice is not None:
@@ -189,7 +191,7 @@ class TutorApp(App):
         try:
             self.store.update(change)
         except OSError as exc:  # a full disk or a read-only home must not stop the lesson
-            self.notice = str(exc)
+            self.notice = t("ui.os_error", self.lang, error=exc.strerror or exc)
 
     # ------------------------------------------------------------------ rendering
 
@@ -299,12 +301,13 @@ class TutorApp(App):
         note = None
         if learner is None:
             learner, mode = entry["reference"], "reference"
-            note = Wrapped(t("ui.weights_not_captured", lang), style="yellow")
+            why = "ui.weights_not_captured" if self.step.id == "multi-head" else "ui.weights_unavailable"
+            note = Wrapped(t(why, lang), style="yellow")
         nan = float("nan")
         as_floats = lambda m: [[nan if v is None else v for v in row] for row in m]  # noqa: E731
         label = t(entry["label"]["key"], lang, **entry["label"]["params"])
         legend = {k: t(f"ui.legend_{k}", lang) for k in ("learner", "reference", "diff", "masked", "leak", "nan")}
-        hint = "none" if os.environ.get("NO_COLOR") else None
+        hint = self.color_hint
         title = f"{t('ui.weights', lang)} — {label}  ({index + 1}/{len(maps)})"
         renderable = heatmap(as_floats(learner), reference=as_floats(entry["reference"]), mode=mode, title=title,
                              axis_labels=(t("ui.axis_keys", lang), t("ui.axis_queries", lang)),
@@ -414,7 +417,7 @@ class TutorApp(App):
         try:
             raw = self.path.read_bytes()
         except OSError as exc:
-            self.notice = str(exc)
+            self.notice = t("ui.os_error", self.lang, error=exc.strerror or exc)
             self.render_fileinfo()
             return
         text, _ = decode_source(raw)

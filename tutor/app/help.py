@@ -11,11 +11,12 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from ..i18n import t
+from ..render.wrap import Wrapped
 
 HELP_KEYS = (("n", "key_next"), ("p", "key_prev"), ("r", "key_run"), ("e", "key_edit"), ("h", "key_hint"),
              ("l", "key_lang_long"), ("w", "key_weights_long"), ("b", "key_cycle"), ("d", "key_mode"),
              ("1–4", "key_settings"), ("m", "key_model"), ("x", "key_variant"), ("R", "key_reset"),
-             ("↑ ↓ PgUp PgDn", "key_scroll"), ("?", "key_help"), ("q", "key_quit"))
+             ("↑ ↓", "key_scroll"), ("?", "key_help"), ("q", "key_quit"))
 
 
 class HelpScreen(ModalScreen):
@@ -26,15 +27,15 @@ class HelpScreen(ModalScreen):
         self.lang = lang
 
     def compose(self) -> ComposeResult:
-        table = Table.grid(padding=(0, 2))
-        table.add_column(style="bold reverse", no_wrap=True)
-        table.add_column()
+        table = Table.grid(padding=(0, 1), expand=True)
+        table.add_column(no_wrap=True, justify="right")
+        table.add_column(ratio=1)
         for key, label in HELP_KEYS:
-            table.add_row(f" {key} ", t(f"ui.{label}", self.lang))
+            table.add_row(Text(key, style="bold cyan"), Wrapped(t(f"ui.{label}", self.lang)))
         with VerticalScroll(id="help-box"):
-            yield Static(Text(t("ui.help_title", self.lang), style="bold"))
+            yield Static(Wrapped(t("ui.help_title", self.lang), style="bold"))
             yield Static(table)
-            yield Static(Text(t("ui.help_close", self.lang), style="dim"))
+            yield Static(Wrapped(t("ui.help_close", self.lang), style="dim"))
 
     def action_close(self) -> None:
         self.app.pop_screen()

@@ -9,6 +9,8 @@ from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
 from ..i18n import t
+from ..render.verdicts import marked
+from ..render.wrap import Wrapped
 
 FOOTER_KEYS = (("n", "foot_next"), ("p", "foot_prev"), ("r", "foot_run"), ("e", "foot_edit"), ("h", "foot_hint"),
                ("w", "foot_weights"), ("l", "foot_lang"), ("?", "foot_help"), ("q", "foot_quit"))
@@ -20,8 +22,7 @@ class StepList(OptionList):
     def show(self, lesson, marks: dict, current: int, lang: str) -> None:
         options = []
         for step in lesson.steps:
-            line = Text.assemble(marks[step.id], " ", step.title[lang])
-            options.append(Option(line, id=step.id))
+            options.append(Option(marked(marks[step.id], Wrapped(step.title[lang])), id=step.id))
         with self.prevent(OptionList.OptionHighlighted):
             self.clear_options()
             self.add_options(options)

@@ -58,7 +58,7 @@ def memory_view(settings: dict, measured: dict[int, int | None] | None, lang: st
     last, first = rows[-1], rows[0]
     growth = Wrapped(t("ui.memory_growth", lang, t1=first["T"], t2=last["T"],
                     scores=f"{last['mb'] / first['mb']:.0f}", qkv=f"{last['qkv_mb'] / first['qkv_mb']:.0f}"))
-    note = Wrapped(t("ui.memory_measured_note", lang), style="dim")
+    note = render_markdown(t("ui.memory_measured_note", lang))
     return Group(head, line, keys, Text(""), table, Text(""), growth, note)
 
 
@@ -77,7 +77,8 @@ def reflect_view(questions, answers: dict[int, str], show_model: bool, models, n
                 parts.append(render_markdown(models[i]))
         else:
             parts.append(Wrapped(t("ui.no_answer", lang, n=i + 1), style="dim"))
-    if numbers and numbers.get("head_dim") is not None:
+    # Question 4's numbers are its answer: shown once the learner has answered it, or asks.
+    if numbers and numbers.get("head_dim") is not None and (show_model or answers.get(3, "").strip()):
         parts.append(Text(""))
         parts.append(render_markdown(t("ui.reflect_numbers", lang, head_dim=numbers["head_dim"],
                                        qkv=f"{numbers['qkv']:,}", total=f"{numbers['total']:,}")))
@@ -87,7 +88,7 @@ def reflect_view(questions, answers: dict[int, str], show_model: bool, models, n
 class SideBySide:
     """Two renderables next to each other when there is room, else one under the other."""
 
-    def __init__(self, left: RenderableType, right: RenderableType, min_width: int = 96):
+    def __init__(self, left: RenderableType, right: RenderableType, min_width: int = 84):
         self.left, self.right, self.min_width = left, right, min_width
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
@@ -142,7 +143,7 @@ def exercises_view(data: dict, variant: str, lang: str, color_hint: str | None) 
     # 2. diagonal=0: the first query has nothing left to attend to
     parts.append(Wrapped(t("ui.ex2_title", lang), style="bold"))
     if "diagonal" in data:
-        parts.append(heatmap(_floats(data["diagonal"]), title="diagonal=0", axis_labels=axes,
+        parts.append(heatmap(_floats(data["diagonal"]), title=t("ui.ex2_heatmap", lang), axis_labels=axes,
                              color_system_hint=color_hint, legend=legend))
         rows = data.get("diagonal_nan_rows", [])
         parts.append(render_markdown(t("ui.ex2_nan" if rows else "ui.ex2_no_nan", lang,
@@ -161,6 +162,7 @@ def exercises_view(data: dict, variant: str, lang: str, color_hint: str | None) 
             after = heatmap(_floats(heads[variant][h]), title=t("ui.ex3_after", lang, h=h), axis_labels=axes,
                             color_system_hint=color_hint, legend=legend)
             parts.append(SideBySide(before, after))
+            parts.append(Text(""))
         parts.append(render_markdown(t("ui.ex3_note", lang)))
     else:
         parts.append(Wrapped(t("ui.weights_waiting", lang), style="dim"))

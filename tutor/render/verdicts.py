@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from rich.console import Group, RenderableType
+from rich.rule import Rule
 from rich.syntax import Syntax
+from rich.table import Table
 from rich.text import Text
 
 from ..i18n import t
@@ -14,17 +16,31 @@ from .wrap import Wrapped
 
 STATUS_STYLES = {"pass": "bold green", "fail": "bold red", "error": "bold red",
                  "timeout": "bold yellow", "todo": "dim", "running": "yellow"}
+# The word in the results' first line: reversed when it is bad news, so it shows without colour too.
+HEADER_STYLES = {**STATUS_STYLES, "fail": "bold reverse red", "error": "bold reverse red",
+                 "timeout": "bold reverse yellow"}
 
 
 def status_mark(status: str) -> Text:
     return Text(MARKS.get(status, "?"), style=STATUS_STYLES.get(status, ""))
 
 
+def marked(mark: Text, body: RenderableType) -> Table:
+    """A mark with its text beside it, wrapped lines hanging under the text, not the mark."""
+    grid = Table.grid(padding=(0, 1), expand=True)
+    grid.add_column(width=1, no_wrap=True)
+    grid.add_column(ratio=1)
+    grid.add_row(mark, body)
+    return grid
+
+
 def step_results(result: StepResult | None, lang: str, *, running: bool = False) -> RenderableType:
     if result is None:
         return Wrapped(t("ui.running" if running else "ui.no_results", lang), style="dim")
     parts: list[RenderableType] = []
-    header = Text.assemble(status_mark(result.status), " ", (t(f"status.{result.status}", lang), STATUS_STYLES.get(result.status, "")))
+    header = Text.assemble(status_mark(result.status), " ",
+                           (f" {t(f'status.{result.status}', lang)} " if result.status in ("fail", "error", "timeout")
+                            else t(f"status.{result.status}", lang), HEADER_STYLES.get(result.status, "")))
     if running:
         header.append("  " + t("ui.running", lang), style="yellow")
     parts.append(header)
@@ -32,7 +48,8 @@ def step_results(result: StepResult | None, lang: str, *, running: bool = False)
     passing = [c for c in result.checks if c.status == "pass"]
     # Failures first and in full: they are what the learner acts on.
     for check in failing:
-        parts.append(render_markdown(f"{MARKS.get(check.status, '✗')} {check_text(check, lang)}"))
+        parts.append(marked(status_mark(check.status if check.status != "fail" else "fail"),
+                            render_markdown(check_text(check, lang))))
     failure = result.failure
     if failure and (failure.frames or failure.caret) and result.status != "todo":
         parts.append(Wrapped(t("ui.traceback", lang), style="bold"))
@@ -43,10 +60,11 @@ def step_results(result: StepResult | None, lang: str, *, running: bool = False)
                 parts.append(Wrapped(t("report.frame", lang, line=frame.line, function=frame.function), style="dim"))
                 parts.append(Syntax(frame.code.strip() or " ", "python", theme="monokai", word_wrap=True))
     for check in passing:
-        parts.append(Text.assemble(status_mark("pass"), " ", check_text(check, lang)))
+        parts.append(marked(status_mark("pass"), Wrapped(check_text(check, lang))))
     leak = result.visuals.get("leak")
     if leak:
-        parts.append(render_markdown(t("ui.leak_demo", lang, yours=f"{leak['yours']:.2e}", unmasked=f"{leak['unmasked']:.4f}")))
+        yours = "0" if leak["yours"] == 0 else f"{leak['yours']:.2e}"
+        parts.append(render_markdown(t("ui.leak_demo", lang, yours=yours, unmasked=f"{leak['unmasked']:.4f}")))
     if result.output.strip():
         parts.append(Wrapped(t("ui.output", lang), style="bold"))
         tail = result.output.rstrip().splitlines()[-8:]
@@ -57,7 +75,7 @@ def step_results(result: StepResult | None, lang: str, *, running: bool = False)
 def hints_block(hints: tuple[str, ...], shown: int, lang: str) -> RenderableType | None:
     if shown <= 0 or not hints:
         return None
-    parts = []
+    parts: list[RenderableType] = [Rule(style="dim")]
     for i, hint in enumerate(hints[:shown], 1):
         parts.append(render_markdown(f"**{t('ui.hint', lang, n=i, total=len(hints))}** {hint}"))
     return Group(*parts)
