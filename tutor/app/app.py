@@ -10,6 +10,7 @@ import asyncio
 import os
 import shlex
 import signal
+import time
 import subprocess
 from pathlib import Path
 
@@ -42,6 +43,8 @@ from .trace import enabled as trace_enabled
 from .widgets import Footer, StepList, step_extra
 
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
+SPINNER_AFTER = 0.15  # s: a run that ends sooner shows no spinner at all, just the new marks
+GATHER = 0.08  # s: step results arriving this close together are drawn in one frame
 
 
 class WorkerEvent(Message):
@@ -101,6 +104,12 @@ class TutorApp(App):
         self.notice = ""
         self.worker: Worker | None = None
         self.closing = False
+        self.shown: dict[str, object] = {}  # widget id -> what it shows now (see update_panel)
+        self.versions: dict[str, int] = {}  # step id -> how many results it has had
+        self.shown_status: dict[str, str] = {}  # the last verdict drawn, kept while a new run is out
+        self.checked_ids = {s.id for s in lesson.checked_steps}
+        self.flush_timer = None
+        self.run_started = 0.0
         self.running_digest = ""  # the content the checks in flight belong to (for the benchmark's trace)
         saved = store.load().get("lessons", {}).get(lesson.id, {})
         self.hints_shown: dict[str, int] = dict(saved.get("hints", {}))
@@ -194,8 +203,17 @@ class TutorApp(App):
             self.notice = t("ui.os_error", self.lang, error=exc.strerror or exc)
 
     # ------------------------------------------------------------------ rendering
+    # Every Static.update lays the screen out again (~40 ms on a slow machine): panels are
+    # updated only when what they show has changed, and fixed-height ones without a layout.
+
+    def update_panel(self, widget_id: str, signature, make, layout: bool = True) -> None:
+        if self.shown.get(widget_id) == signature:
+            return
+        self.shown[widget_id] = signature
+        self.query_one(widget_id, Static).update(make(), layout=layout)
 
     def refresh_all(self) -> None:
+        self.shown.clear()
         self.render_title()
         self.render_steps()
         self.render_progress()
@@ -221,8 +239,10 @@ class TutorApp(App):
             status = self.status_of(s.id)
             if not s.checked:
                 marks[s.id] = Text("·", style="dim")
-            elif status == "running":
+            elif status == "running" and time.monotonic() - self.run_started > SPINNER_AFTER:
                 marks[s.id] = Text(SPINNER[self.spin % len(SPINNER)], style="yellow")
+            elif status == "running":
+                marks[s.id] = status_mark(self.shown_status.get(s.id, "todo"))
             else:
                 marks[s.id] = status_mark(status)
         self.query_one("#steps", StepList).show(self.lesson, marks, self.step_index, self.lang)
@@ -231,8 +251,8 @@ class TutorApp(App):
         checked = [s.id for s in self.lesson.checked_steps]
         passed = sum(self.status_of(s) == "pass" for s in checked)
         self.query_one("#progress", ProgressBar).update(progress=passed)
-        self.query_one("#progress-label", Static).update(
-            Wrapped(t("ui.progress", self.lang, passed=passed, total=len(checked)), style="dim"))
+        self.update_panel("#progress-label", (passed, self.lang), lambda: Wrapped(
+            t("ui.progress", self.lang, passed=passed, total=len(checked)), style="dim"))
 
     def render_fileinfo(self) -> None:
         lang = self.lang
@@ -243,14 +263,22 @@ class TutorApp(App):
         elif watch:
             parts.append(Wrapped(t(watch, lang), style="dim"))
         worker = {"loading": "ui.worker_loading", "ready": "ui.worker_ready", "gone": "ui.worker_gone"}[self.worker_state]
-        if self.running and self.worker_state == "ready":
+        if self.running and self.worker_state == "ready" and time.monotonic() - self.run_started > SPINNER_AFTER:
             worker = "ui.worker_running"
         parts.append(Wrapped(t(worker, lang), style="bold red" if self.worker_state == "gone" else "dim"))
         if self.notice:
             parts.append(Text(self.notice, style="yellow"))
-        self.query_one("#fileinfo", Static).update(Group(*parts))
+        signature = (lang, self.watch_state, self.watch_error, worker, self.notice)
+        self.update_panel("#fileinfo", signature, lambda: Group(*parts))
 
     def render_main(self) -> None:
+        source = {"heatmap": "output"}.get(self.step.id, self.step.id)
+        signature = (self.step.id, self.lang, self.show_weights, self.versions.get(source),
+                     self.heatmap_index, self.heatmap_mode, tuple(self.memory_settings.items()),
+                     tuple(sorted(self.answers.items())), self.show_model, self.exercise_variant)
+        if self.shown.get("#doc") == signature:
+            return
+        self.shown["#doc"] = signature
         if self.show_weights:
             self.query_one("#doc", Static).update(self.weights_view())
             return
@@ -271,9 +299,16 @@ class TutorApp(App):
     def render_results(self) -> None:
         step = self.step
         lang = self.lang
+        # "Running" is shown only for runs long enough to notice.
+        running = step.id in self.running and time.monotonic() - self.run_started > SPINNER_AFTER
+        hints_shown = self.hints_shown.get(step.id, 0)
+        signature = (step.id, lang, self.versions.get(step.id), running, hints_shown)
+        if self.shown.get("#results") == signature:
+            return
+        self.shown["#results"] = signature
         parts = []
         if step.checked:
-            parts.append(step_results(self.results.get(step.id), lang, running=step.id in self.running))
+            parts.append(step_results(self.results.get(step.id), lang, running=running))
         else:
             parts.append(Wrapped(t("ui.not_checked", lang), style="dim"))
         hints = hints_block(step.hints.get(lang, ()), self.hints_shown.get(step.id, 0), lang)
@@ -332,7 +367,7 @@ class TutorApp(App):
         if text is None:
             _, problem = decode_source(raw)
             for result in unreadable_results(self.lesson, "failure.encoding", problem):
-                self.results[result.id] = result
+                self.store_result(result)
             self.running.clear()
             self.after_results()
             return
@@ -348,6 +383,7 @@ class TutorApp(App):
             self.render_fileinfo()
             return
         self.running = set(checked + extra)
+        self.run_started = time.monotonic()
         self.render_steps()
         self.render_results()
         self.render_fileinfo()
@@ -361,14 +397,15 @@ class TutorApp(App):
         if kind == "ready":
             self.worker_state = "ready"
         elif kind == "step":
-            result: StepResult = event["result"]
-            self.results[result.id] = result
-            self.running.discard(result.id)
-            self.after_results()
+            self.store_result(event["result"])
+            if not self.running & self.checked_ids:
+                self.flush()  # the last verdict of the save: draw now
+            elif self.flush_timer is None:
+                self.flush_timer = self.set_timer(GATHER, self.flush)
             return
         elif kind == "done":
             self.running.clear()
-            self.after_results()
+            self.flush()
             return
         elif kind == "gone":
             self.worker_state = "gone"
@@ -376,15 +413,28 @@ class TutorApp(App):
         self.render_fileinfo()
         self.render_steps()
 
+    def store_result(self, result: StepResult) -> None:
+        self.results[result.id] = result
+        self.versions[result.id] = self.versions.get(result.id, 0) + 1
+        self.running.discard(result.id)
+
     def apply_results(self, results: list[StepResult]) -> None:
         """Show verdicts that came from elsewhere (tests and snapshots feed recorded ones)."""
         for result in results:
-            self.results[result.id] = result
+            self.store_result(result)
         self.running.clear()
         self.worker_state = "ready"
         self.after_results()
 
+    def flush(self) -> None:
+        if self.flush_timer is not None:
+            self.flush_timer.stop()
+            self.flush_timer = None
+        if not self.closing:
+            self.after_results()
+
     def after_results(self) -> None:
+        self.shown_status.update({sid: r.status for sid, r in self.results.items()})
         self.render_steps()
         self.render_progress()
         self.render_results()
@@ -392,7 +442,7 @@ class TutorApp(App):
         if self.show_weights or not self.step.checked:
             self.render_main()
         if not self.running:
-            self.remember()
+            self.call_after_refresh(self.remember)  # after the paint: the verdicts first
         checked_running = self.running & {s.id for s in self.lesson.checked_steps}
         if self.running_digest and not checked_running:
             self.call_after_refresh(trace, "verdicts", digest=self.running_digest,
@@ -424,9 +474,11 @@ class TutorApp(App):
         self.run_checks(text, raw)
 
     def tick(self) -> None:
-        if self.running and not self.closing:
+        if self.running and not self.closing and time.monotonic() - self.run_started > SPINNER_AFTER:
             self.spin += 1
             self.render_steps()
+            self.render_results()
+            self.render_fileinfo()
 
     # ------------------------------------------------------------------ actions
 

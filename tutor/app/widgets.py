@@ -19,14 +19,24 @@ FOOTER_KEYS = (("n", "foot_next"), ("p", "foot_prev"), ("r", "foot_run"), ("e", 
 class StepList(OptionList):
     """One line per step: a status mark and the title, in the current language."""
 
+    shown_key: tuple = ()
+    shown_marks: dict = {}
+
     def show(self, lesson, marks: dict, current: int, lang: str) -> None:
-        options = []
-        for step in lesson.steps:
-            options.append(Option(marked(marks[step.id], Wrapped(step.title[lang])), id=step.id))
+        key = (lesson.id, lang)
+        seen = {sid: (m.plain, str(m.style)) for sid, m in marks.items()}
         with self.prevent(OptionList.OptionHighlighted):
-            self.clear_options()
-            self.add_options(options)
-            self.highlighted = current
+            if key != self.shown_key:
+                self.clear_options()
+                self.add_options([Option(marked(marks[s.id], Wrapped(s.title[lang])), id=s.id) for s in lesson.steps])
+            else:
+                # Only the lines whose mark changed: rebuilding all of them costs a full layout.
+                for i, step in enumerate(lesson.steps):
+                    if self.shown_marks.get(step.id) != seen[step.id]:
+                        self.replace_option_prompt_at_index(i, marked(marks[step.id], Wrapped(step.title[lang])))
+            if self.highlighted != current:
+                self.highlighted = current
+        self.shown_key, self.shown_marks = key, seen
 
 
 class Footer(Static):
