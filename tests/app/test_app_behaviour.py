@@ -18,7 +18,6 @@ from tutor.store import Store
 SIZE = (80, 24)
 # Han characters, CJK punctuation and full-width forms: what must be gone after switching to English.
 CJK = re.compile(r"[\u3000-\u303f\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff00-\uffef]")
-OTHER_LANGUAGE_LABEL = t("ui.foot_lang", "en")  # "中文": the footer names the language `l` switches to
 
 
 def render_text(widget: Static) -> str:
@@ -52,7 +51,6 @@ def doc_text(app) -> str:
 
 
 def leftover_cjk(text: str) -> list[str]:
-    text = text.replace(OTHER_LANGUAGE_LABEL, "")
     return sorted({line.strip() for line in text.splitlines() if CJK.search(line)})
 
 

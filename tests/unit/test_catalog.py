@@ -19,7 +19,7 @@ ALL_KEYS = sorted(set(EN) | set(ZH))
 # (pure code, a bare number...). Each entry must still be a real key.
 NO_CJK_OK = {
     "ui.app_title",  # the app's name
-    "ui.key_lang",  # names the other language: "中文" in English, "English" in Chinese
+    "ui.key_lang",  # names the other language: "English" in the Chinese catalog
     "ui.foot_lang",  # the same, in the footer
     "ui.memory_T",  # a column headed by the symbol T
     "ui.memory_mb",  # the unit MB
