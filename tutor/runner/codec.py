@@ -3,19 +3,29 @@
 The child (which ran learner code) encodes; the judge (which never did) decodes.
 Anything that is not a tensor, a number, a string or a plain container arrives
 as an Opaque carrying only its type name, so a check can say what came.
+
+Encoding runs in the child, after the learner's code, on values the learner
+made: it must survive hostile ones (methods that raise, lie or never end,
+tensor subclasses, patched torch methods, structures that explode when walked).
+So it reads tensors through torch's C methods captured at import, before any
+learner code ran, treats subclasses of plain types by their raw value, turns
+any error into an Opaque, and stops at a budget of nodes and bytes.
 """
 
 from __future__ import annotations
 
 import base64
 import ctypes
+import struct
 from dataclasses import dataclass
 
 import torch
 
-MAX_ELEMENTS = 1 << 22
-MAX_ITEMS = 64
+MAX_ELEMENTS = 1 << 22  # per tensor
+MAX_ITEMS = 64  # per list, tuple or dict
 MAX_DEPTH = 8
+MAX_NODES = 20_000  # per message: 64 items at 8 levels could otherwise be 64**8 nodes
+MAX_TENSOR_BYTES = 64 << 20  # per message
 
 _DTYPES = {
     str(d).removeprefix("torch."): d
@@ -24,6 +34,22 @@ _DTYPES = {
         torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8, torch.bool,
     )
 }
+
+_NAMES = {d: name for name, d in _DTYPES.items()}
+
+# The C implementations, as they were before learner code could patch torch.Tensor.
+_TB = getattr(torch._C, "TensorBase", None) or torch._C._TensorBase
+_as_plain = _TB.as_subclass
+_detach = _TB.detach
+_contiguous = _TB.contiguous
+_cpu = _TB.cpu
+_data_ptr = _TB.data_ptr
+_numel = _TB.numel
+_dtype = _TB.dtype.__get__
+_layout = _TB.layout.__get__
+_device = _TB.device.__get__
+_shape = _TB.shape.__get__
+_no_torch_function = torch._C.DisableTorchFunction
 
 
 @dataclass(frozen=True)
@@ -38,43 +64,88 @@ class Opaque:
 
 
 def type_name(value) -> str:
-    cls = type(value)
-    module = cls.__module__
-    return cls.__qualname__ if module == "builtins" else f"{module}.{cls.__qualname__}"
-
-
-def encode(value, depth: int = 0):
-    if value is None or isinstance(value, (bool, int, float, str)):
-        if isinstance(value, str):
-            return value[:2000]
-        return value
-    if isinstance(value, torch.Tensor):
-        return _encode_tensor(value)
-    if depth < MAX_DEPTH and isinstance(value, (tuple, list)):
-        kind = "torch.Size" if isinstance(value, torch.Size) else type(value).__name__
-        if kind in ("tuple", "list", "torch.Size"):
-            return {"__seq__": kind, "items": [encode(v, depth + 1) for v in value[:MAX_ITEMS]]}
-    if depth < MAX_DEPTH and type(value) is dict:
-        return {"__dict__": [[encode(k, depth + 1), encode(v, depth + 1)] for k, v in list(value.items())[:MAX_ITEMS]]}
-    shape = getattr(value, "shape", None)
+    cls = type(value)  # type() cannot be overridden; a metaclass can still lie about names
     try:
-        shape = tuple(int(s) for s in shape) if shape is not None else None
+        module, name = type.__getattribute__(cls, "__module__"), type.__getattribute__(cls, "__qualname__")
+        module, name = str.__str__(module), str.__str__(name)
     except Exception:
-        shape = None
-    return {"__opaque__": type_name(value), "shape": shape}
+        return "object"
+    return name[:200] if module == "builtins" else f"{module}.{name}"[:200]
 
 
-def _encode_tensor(t: torch.Tensor):
-    t = t.detach()
-    if type(t) is not torch.Tensor:
-        t = t.as_subclass(torch.Tensor)
-    dtype = str(t.dtype).removeprefix("torch.")
-    if dtype not in _DTYPES or t.numel() > MAX_ELEMENTS or t.layout != torch.strided:
-        return {"__opaque__": f"torch.Tensor[{dtype}]", "shape": list(t.shape)}
-    t = t.cpu().contiguous()
-    # ctypes, not .numpy(): torch does not require NumPy, and a learner's machine may lack it.
-    raw = ctypes.string_at(t.data_ptr(), t.numel() * t.element_size()) if t.numel() else b""
-    return {"__tensor__": base64.b64encode(raw).decode("ascii"), "dtype": dtype, "shape": list(t.shape)}
+class _Budget:
+    def __init__(self):
+        self.nodes = MAX_NODES
+        self.bytes = MAX_TENSOR_BYTES
+
+
+def encode(value, depth: int = 0, budget: _Budget | None = None):
+    budget = budget or _Budget()
+    budget.nodes -= 1
+    if budget.nodes < 0:
+        return {"__opaque__": "(too large to show)", "shape": None}
+    try:
+        return _encode(value, depth, budget)
+    except (Exception, SystemExit, KeyboardInterrupt):  # learner code ran inside (a property, a method)
+        return {"__opaque__": type_name(value), "shape": None}
+
+
+def _encode(value, depth: int, budget: _Budget):
+    cls = type(value)
+    if value is None or cls is bool:
+        return value
+    # Subclasses of int/float/str by their raw value: no learner __int__, __float__, __getitem__ runs.
+    # issubclass on the real type, not isinstance: an object can claim any __class__.
+    if issubclass(cls, int):
+        value = int.__index__(value)
+        # Beyond this, json.dumps would refuse to write it (int → str digit limit): no shape is that big.
+        return value if value.bit_length() <= 256 else {"__opaque__": "int (too large to show)", "shape": None}
+    if issubclass(cls, float):
+        return float.__float__(value)
+    if issubclass(cls, str):
+        return str.__str__(value)[:2000]
+    if issubclass(cls, _TB):
+        return _encode_tensor(value, budget)
+    if depth < MAX_DEPTH and cls in (tuple, list, torch.Size):
+        kind = "torch.Size" if cls is torch.Size else cls.__name__
+        items = (tuple.__getitem__ if cls is not list else list.__getitem__)(value, slice(0, MAX_ITEMS))
+        return {"__seq__": kind, "items": [encode(v, depth + 1, budget) for v in items]}
+    if depth < MAX_DEPTH and cls is dict:
+        pairs = list(dict.items(value))[:MAX_ITEMS]
+        return {"__dict__": [[encode(k, depth + 1, budget), encode(v, depth + 1, budget)] for k, v in pairs]}
+    return {"__opaque__": type_name(value), "shape": _array_shape(value)}
+
+
+def _array_shape(value):
+    """The shape of a numpy array (what a learner most often returns instead of a tensor)."""
+    if not type_name(value).startswith("numpy."):
+        return None
+    try:
+        shape = value.shape
+        return [int.__index__(s) for s in tuple.__getitem__(shape, slice(0, 16))] if type(shape) is tuple else None
+    except Exception:
+        return None
+
+
+def _encode_tensor(t, budget: _Budget):
+    with _no_torch_function():  # neither a subclass's __torch_function__ nor a mode the learner left
+        if type(t) is not torch.Tensor:
+            t = _as_plain(t, torch.Tensor)  # a subclass's Python properties (shape, dtype...) out of the way
+        t = _detach(t)
+        dtype = _dtype(t)
+        name = _NAMES.get(dtype) or str(dtype).removeprefix("torch.")
+        shape = list(_shape(t))
+        n = _numel(t)
+        if _device(t).type == "meta":
+            return {"__opaque__": f"torch.Tensor[{name}] on meta (no data)", "shape": shape}
+        size = n * dtype.itemsize
+        if name not in _DTYPES or n > MAX_ELEMENTS or _layout(t) != torch.strided or size > budget.bytes:
+            return {"__opaque__": f"torch.Tensor[{name}]", "shape": shape}
+        budget.bytes -= size
+        t = _contiguous(_cpu(t))
+        # ctypes, not .numpy(): torch does not require NumPy, and a learner's machine may lack it.
+        raw = ctypes.string_at(_data_ptr(t), size) if n else b""
+    return {"__tensor__": base64.b64encode(raw).decode("ascii"), "dtype": name, "shape": shape}
 
 
 def decode(data):
@@ -108,3 +179,68 @@ def decode(data):
         shape = data.get("shape")
         return Opaque(data["__opaque__"], tuple(shape) if shape is not None else None)
     return {k: decode(v) for k, v in data.items()}
+
+
+# ------------------------------------------------------------------ the result frame, child → worker
+#
+# The child's result pipe is an fd the learner's code can find and write to. The worker
+# reads only a frame that starts with MAGIC and the job's random token and carries its own
+# length: bytes before it (a learner's writes, a crash report) are set aside, not parsed
+# as a result, and the frame is complete without waiting for EOF (a grandchild the learner
+# forked may hold the pipe open).
+
+MAGIC = b"\x00attn-result\x00"
+_LEN = struct.Struct("!Q")
+MAX_RESULT = 256 << 20
+MAX_PREFIX = 64 << 10  # bytes kept from before the frame: a faulthandler report fits
+
+
+def pack_frame(token: bytes, payload: bytes) -> bytes:
+    return MAGIC + token + _LEN.pack(len(payload)) + payload
+
+
+class FrameReader:
+    """Feed it what the pipe gives; `payload` is set once the whole authentic frame is in."""
+
+    def __init__(self, token: bytes):
+        self.head = MAGIC + token
+        self.buf = bytearray()
+        self.prefix = bytearray()  # what came before the frame: text from faulthandler, or junk
+        self.start = -1  # where the payload starts in buf, once the head was found
+        self.size = -1
+        self.payload: bytes | None = None
+        self.too_big = False
+
+    def feed(self, chunk: bytes) -> None:
+        if self.payload is not None or self.too_big:
+            return
+        self.buf += chunk
+        if self.start < 0:
+            at = self.buf.find(self.head)
+            if at < 0:
+                keep = len(self.head) - 1  # a head split between two chunks
+                self._set_aside(len(self.buf) - keep)
+                return
+            self._set_aside(at)
+            self.start = len(self.head) + _LEN.size
+        if self.size < 0 and len(self.buf) >= self.start:
+            (self.size,) = _LEN.unpack_from(self.buf, len(self.head))
+            if self.size > MAX_RESULT:
+                self.too_big = True
+                return
+        if self.size >= 0 and len(self.buf) >= self.start + self.size:
+            self.payload = bytes(self.buf[self.start:self.start + self.size])
+            self.buf = bytearray()
+
+    def before(self) -> str:
+        """What came before the frame (all that came, if no frame did), as text."""
+        pending = self.buf if self.start < 0 else b""
+        return (bytes(self.prefix) + bytes(pending)).decode("utf-8", "replace")
+
+    def _set_aside(self, n: int) -> None:
+        if n <= 0:
+            return
+        self.prefix += self.buf[:n]
+        del self.buf[:n]
+        if len(self.prefix) > MAX_PREFIX:
+            del self.prefix[:-MAX_PREFIX]

@@ -7,6 +7,7 @@ and returns what came back as plain values and tensors. It judges nothing.
 from __future__ import annotations
 
 import copy
+import traceback
 
 import torch
 import torch.nn as nn
@@ -16,6 +17,10 @@ import torch.nn.functional as F
 _KERNEL_CALLS: set[str] = set()
 _SOFTMAX_OUT: list[torch.Tensor] = []
 _traps_installed = False
+# Captured before any learner code runs: a patched torch.no_grad or Tensor.clone cannot reach the harness.
+_no_grad = torch.no_grad
+_detach = torch.Tensor.detach
+_clone = torch.Tensor.clone
 
 
 class Missing(Exception):
@@ -31,10 +36,19 @@ class LearnerFailure(Exception):
         self.todo = todo
 
 
+_OOM_TEXTS = ("can't allocate memory", "not enough memory", "Cannot allocate memory")
+
+
 def is_out_of_memory(exc: BaseException) -> bool:
-    return isinstance(exc, MemoryError) or (
-        isinstance(exc, RuntimeError) and "can't allocate memory" in str(exc)
-    )
+    if isinstance(exc, MemoryError):
+        return True
+    if not isinstance(exc, RuntimeError):
+        return False
+    try:  # torch's allocator raises RuntimeError; str() of a learner's subclass may raise
+        text = str(exc)
+    except BaseException:
+        return False
+    return any(t in text for t in _OOM_TEXTS)
 
 
 def _trap(owner, attr: str, label: str) -> None:
@@ -77,7 +91,7 @@ def install_traps() -> None:
 
 def clone_args(args):
     if isinstance(args, torch.Tensor):
-        return args.detach().clone()
+        return _clone(_detach(args))
     if isinstance(args, (tuple, list)):
         return type(args)(clone_args(a) for a in args)
     return copy.copy(args)
@@ -112,9 +126,11 @@ class ProbeContext:
         _KERNEL_CALLS.clear()
         _SOFTMAX_OUT.clear()
         try:
-            with torch.no_grad():
+            with _no_grad():
                 value = fn(*args)
         except BaseException as exc:  # SystemExit too: the learner's code is at fault
+            # The learner's frames may hold what hit the memory limit: free it before describing.
+            traceback.clear_frames(exc.__traceback__)
             failure = self.failure(exc)
             if primary:
                 raise LearnerFailure(failure, todo=isinstance(exc, NotImplementedError)) from None

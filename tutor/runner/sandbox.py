@@ -1,16 +1,43 @@
 """The child side: runs the learner's file and one step's probe, under limits.
 
 Runs in a process forked from the worker for this one job. It may be killed at
-any moment; all it leaves behind is one encoded message on its result pipe.
+any moment; all it leaves behind is one frame on its result pipe (codec.pack_frame),
+signed with the job's token, and maybe a faulthandler report before it.
+
+What confines the learner's code here, and why (the worker adds its own watch):
+- RLIMIT_DATA over the current VmData: counts malloc, brk and private mmap (Linux ≥ 4.7),
+  so torch's allocator and Python's fail with MemoryError instead of eating the machine;
+  RLIMIT_AS would count torch's huge reservations. The hard limit is set too, a little
+  above the soft one, so the harness can still report after the learner hit the limit.
+- A larger RLIMIT_STACK for the main thread: deep recursion through C (nn.Module calls,
+  __getattr__, __repr__) then ends in RecursionError even if the learner raised the
+  recursion limit, not in a segfault.
+- A seccomp filter: no signal to the worker, the judge, the UI or every process (kill -1),
+  no ptrace, no stealing fds (pidfd_getfd). Capabilities dropped when run as root, so the
+  hard limits hold and the worker's fds cannot be opened through /proc.
+- fds: stdin is /dev/null (input() gets EOF), stdout/stderr the output pipe, the result
+  pipe also kept at a high number (survives os.closerange(0, 100)); nothing else inherited.
+
+What stays possible: code in this process can read the token from memory and forge a
+frame. It gains nothing it could not get by computing the right answer: the judge builds
+every expected value from its own inputs. See tests/reliability/README.md.
 """
 
 from __future__ import annotations
 
+import ctypes
+import errno
+import faulthandler
+import fcntl
 import json
 import os
+import platform
+import re
 import resource
 import signal
+import struct
 import sys
+import time
 import traceback
 import types
 
@@ -18,13 +45,40 @@ import torch
 
 from . import codec, probe_kit
 
-MEMORY_LIMIT = 3 << 30  # extra data segment over what the worker already holds
+DEFAULT_MEMORY_MB = 2048  # extra data segment over what the child holds when the job arrives
+HEADROOM = 64 << 20  # between soft and hard RLIMIT_DATA: for the harness's report
+STACK_LIMIT = 256 << 20
+RECURSION_LIMIT = 2000
+HIGH_FD = 900  # the result pipe's copy: above what os.closerange(0, 100) reaches, under 1024
+EXIT_NO_CHANNEL = 121  # the learner's code closed the result pipe: nothing could be reported
+DUMP_MARGIN = 0.2  # s before the deadline: faulthandler shows where the code was stuck
+
+# What the harness needs after the learner's code ran, as it was before: a file that sets
+# os._exit = print must not turn this child into a second worker, nor json.dumps = None
+# leave the result unwritten.
+_exit, _write, _dumps = os._exit, os.write, json.dumps
+
+
+def memory_limit_bytes() -> int:
+    """ATTN_TUTOR_MEMORY_MB (MiB over the baseline), default 2048; 0 or less: no limit."""
+    try:
+        mb = int(os.environ.get("ATTN_TUTOR_MEMORY_MB", DEFAULT_MEMORY_MB))
+    except ValueError:
+        mb = DEFAULT_MEMORY_MB
+    return max(mb, 0) << 20
 
 
 class LearnerImportError(Exception):
     def __init__(self, failure: dict):
         super().__init__(failure.get("detail", ""))
         self.failure = failure
+
+
+def _text(obj, limit: int = 1000) -> str:
+    try:  # a learner's exception may have a __str__ that raises or loops (the deadline covers loops)
+        return str.__str__(str(obj))[:limit]
+    except BaseException:
+        return f"<{codec.type_name(obj)}>"
 
 
 def describe_exception(exc: BaseException, filename: str, source: str) -> dict:
@@ -35,16 +89,19 @@ def describe_exception(exc: BaseException, filename: str, source: str) -> dict:
             code = lines[fs.lineno - 1] if 0 < fs.lineno <= len(lines) else ""
             frames.append({"line": fs.lineno, "function": fs.name, "code": code.rstrip()})
     caret = ""
-    if isinstance(exc, SyntaxError) and exc.lineno:
-        text = lines[exc.lineno - 1] if 0 < exc.lineno <= len(lines) else (exc.text or "")
-        col = max((exc.offset or 1) - 1, 0)
+    if isinstance(exc, SyntaxError) and isinstance(exc.lineno, int):
+        text = lines[exc.lineno - 1] if 0 < exc.lineno <= len(lines) else _text(exc.text or "")
+        col = max((exc.offset or 1) - 1, 0) if isinstance(exc.offset, int) else 0
         caret = f"{exc.lineno:>4} | {text.rstrip()}\n     | {' ' * col}^"
         frames = [{"line": exc.lineno, "function": "<module>", "code": text.rstrip()}]
-    kind = type(exc).__name__
-    detail = exc.msg if isinstance(exc, SyntaxError) else str(exc)
+    try:  # the class's own name, as Python prints it (a metaclass could lie through a property)
+        kind = str.__str__(type.__getattribute__(type(exc), "__name__"))
+    except Exception:
+        kind = "Exception"
+    detail = _text(exc.msg) if isinstance(exc, SyntaxError) else _text(exc)
     if probe_kit.is_out_of_memory(exc):
         kind = "MemoryError"
-    return {"kind": kind, "detail": detail[:1000], "frames": frames[-8:], "caret": caret}
+    return {"kind": kind, "detail": detail, "frames": frames[-8:], "caret": caret}
 
 
 def load_learner(source: str, filename: str) -> types.ModuleType:
@@ -55,18 +112,36 @@ def load_learner(source: str, filename: str) -> types.ModuleType:
         code = compile(source, filename, "exec", dont_inherit=True)
         exec(code, module.__dict__)
     except BaseException as exc:  # SystemExit and KeyboardInterrupt included: the file is at fault
+        # Free what the file built (a memory bomb's list) before describing it needs memory.
+        sys.modules.pop("learner", None)
+        module.__dict__.clear()
+        traceback.clear_frames(exc.__traceback__)
         raise LearnerImportError(describe_exception(exc, filename, source)) from None
     return module
 
 
-def _limit_resources() -> None:
-    soft, hard = resource.getrlimit(resource.RLIMIT_DATA)
-    used = _data_bytes()
-    limit = used + MEMORY_LIMIT
-    if hard == resource.RLIM_INFINITY or limit < hard:
-        resource.setrlimit(resource.RLIMIT_DATA, (limit, hard))
-    # Output floods go to a pipe the worker drains; core dumps would only fill the disk.
+# ------------------------------------------------------------------ limits and confinement
+
+def _limit_resources(memory: int) -> None:
+    if memory > 0:
+        limit = _data_bytes() + memory
+        _, hard = resource.getrlimit(resource.RLIMIT_DATA)
+        if hard == resource.RLIM_INFINITY or limit + HEADROOM <= hard:
+            resource.setrlimit(resource.RLIMIT_DATA, (limit, limit + HEADROOM))
+    soft, hard = resource.getrlimit(resource.RLIMIT_STACK)
+    if soft != resource.RLIM_INFINITY and soft < STACK_LIMIT:
+        want = STACK_LIMIT if hard == resource.RLIM_INFINITY else min(STACK_LIMIT, hard)
+        resource.setrlimit(resource.RLIMIT_STACK, (want, hard))
+    # Core dumps would only fill the disk.
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
+
+def _release_headroom() -> None:
+    try:
+        _, hard = resource.getrlimit(resource.RLIMIT_DATA)
+        resource.setrlimit(resource.RLIMIT_DATA, (hard, hard))
+    except (ValueError, OSError):
+        pass
 
 
 def _data_bytes() -> int:
@@ -81,42 +156,183 @@ def _data_bytes() -> int:
     return 0
 
 
-def serve_one(job_fd: int, result_fd: int, output_fd: int, checks_modules: dict) -> None:
+# Syscall numbers: (audit arch, signal-sending calls whose first argument is a pid,
+# calls refused outright: ptrace, process_vm_writev, pidfd_send_signal, pidfd_getfd).
+_SYSCALLS = {
+    "x86_64": (0xC000003E, (62, 200, 234, 129, 297), (101, 311, 424, 438)),
+    "aarch64": (0xC00000B7, (129, 130, 131, 138, 240), (117, 271, 424, 438)),
+}
+
+
+def _seccomp_program(protected: list[int]) -> bytes | None:
+    """A classic-BPF seccomp filter: EPERM for the calls above when aimed at a protected pid."""
+    arch = _SYSCALLS.get(platform.machine())
+    if arch is None:
+        return None
+    audit, signal_calls, refused = arch
+    ld, jeq, jset, ret = 0x20, 0x15, 0x45, 0x06
+    allow, deny = 0x7FFF0000, 0x00050000 | errno.EPERM
+    values = sorted({p & 0xFFFFFFFF for p in protected})  # pid_t: only the low 32 bits count
+    check_at = 4 + len(refused) + len(signal_calls) + 1
+    deny_at = check_at + 1 + len(values) + 1
+    prog: list[tuple[int, int, int, int]] = []
+
+    def jump(op, k, to_true):
+        prog.append((op, to_true - len(prog) - 1, 0, k))
+
+    prog.append((ld, 0, 0, 4))  # arch
+    prog.append((jeq, 0, deny_at - 2, audit))  # another ABI (int 0x80): refuse everything
+    prog.append((ld, 0, 0, 0))  # syscall number
+    jump(jset, 0x40000000, deny_at)  # the x32 ABI on x86_64
+    for nr in refused:
+        jump(jeq, nr, deny_at)
+    for nr in signal_calls:
+        jump(jeq, nr, check_at)
+    prog.append((ret, 0, 0, allow))
+    prog.append((ld, 0, 0, 16))  # args[0], low word (little-endian)
+    for value in values:
+        jump(jeq, value, deny_at)
+    prog.append((ret, 0, 0, allow))
+    prog.append((ret, 0, 0, deny))
+    return b"".join(struct.pack("HBBI", *ins) for ins in prog)
+
+
+def _confine(protected: list[int]) -> None:
+    """Best effort: on a kernel without seccomp the run goes on unconfined."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
+    _drop_capabilities(libc)
+    program = _seccomp_program(protected)
+    if program is None or libc.prctl(38, 1, 0, 0, 0) != 0:  # PR_SET_NO_NEW_PRIVS
+        return
+    filt = ctypes.create_string_buffer(program)
+    fprog = ctypes.create_string_buffer(struct.pack("HxxxxxxP", len(program) // 8, ctypes.addressof(filt)))
+    libc.prctl(22, 2, ctypes.addressof(fprog), 0, 0)  # PR_SET_SECCOMP, SECCOMP_MODE_FILTER
+
+
+def _drop_capabilities(libc) -> None:
+    """Root keeps uid 0 but loses every capability, also across exec (bounding set)."""
+    try:
+        with open("/proc/self/status") as f:
+            eff = next((int(line.split()[1], 16) for line in f if line.startswith("CapEff:")), 0)
+    except OSError:
+        return
+    if not eff:
+        return
+    for cap in range(64):
+        if libc.prctl(24, cap, 0, 0, 0) != 0 and ctypes.get_errno() == errno.EINVAL:  # PR_CAPBSET_DROP
+            break
+    libc.prctl(47, 4, 0, 0, 0)  # PR_CAP_AMBIENT_CLEAR_ALL
+    header = struct.pack("Ii", 0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3, this process
+    libc.capset(ctypes.create_string_buffer(header), ctypes.create_string_buffer(bytes(24)))
+
+
+def _arrange_fds(job_fd: int, result_fd: int, output_fd: int) -> tuple[int, int]:
+    """0 ← /dev/null, 1 and 2 ← output, 3 ← job, result at HIGH_FD; everything else closed."""
+    soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    high = fcntl.fcntl(result_fd, fcntl.F_DUPFD_CLOEXEC, max(min(HIGH_FD, soft - 8), 101))
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.dup2(output_fd, 1)
+    os.dup2(output_fd, 2)
+    if job_fd != 3:
+        os.dup2(job_fd, 3, inheritable=False)
+    os.closerange(4, high)  # the worker's epoll, other jobs' pipes: none of the learner's business
+    os.closerange(high + 1, max(soft, high + 2))
+    return 3, high
+
+
+# ------------------------------------------------------------------ the job
+
+def serve_one(job_fd: int, result_fd: int, output_fd: int, checks_modules: dict, protected=()) -> None:
     """A spare child: get ready, wait for one job on job_fd, run it, exit. Never returns.
 
     Everything that does not depend on the learner's file happens before the job
     arrives, so a save only pays for running the learner's code.
     """
+    token = b""
     try:
         os.setpgid(0, 0)
-        devnull = os.open(os.devnull, os.O_RDONLY)
-        os.dup2(devnull, 0)
-        os.dup2(output_fd, 1)
-        os.dup2(output_fd, 2)
+        job_fd, result_fd = _arrange_fds(job_fd, result_fd, output_fd)
         sys.stdin = open(os.devnull)
         sys.stdout = os.fdopen(1, "w", buffering=1, errors="replace", closefd=False)
         sys.stderr = os.fdopen(2, "w", buffering=1, errors="replace", closefd=False)
+        # A crash or a hang leaves a traceback before the frame: the worker shows the learner's line.
+        faulthandler.enable(file=result_fd, all_threads=False)
         signal.signal(signal.SIGINT, signal.SIG_DFL)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
-        sys.setrecursionlimit(2000)
+        sys.setrecursionlimit(RECURSION_LIMIT)
         torch.set_num_threads(1)
         # Inputs are made before any learner code runs, so nothing it patches can reach them.
         inputs = {lesson: module.make_inputs() for lesson, module in checks_modules.items()}
         probe_kit.install_traps()
-        _limit_resources()
+        _limit_resources(memory_limit_bytes())
+        _confine(list(protected))
         job = _read_job(job_fd)
         if job is None:
-            os._exit(0)  # the worker is shutting down or replacing us
+            _exit(0)  # the worker is shutting down or replacing us
+        token = bytes.fromhex(job.pop("token"))
+        # The worker's deadline (CLOCK_MONOTONIC is the same in every process) started when it
+        # wrote the job, which may be before we were ready to read it.
+        left = float(job.get("deadline", time.monotonic() + 3.0)) - time.monotonic()
+        faulthandler.dump_traceback_later(max(left - DUMP_MARGIN, 0.01), file=result_fd)
         message = _run(job, checks_modules[job["lesson"]], inputs[job["lesson"]])
     except BaseException as exc:  # the harness itself failed: report, do not hang
-        message = {"harness_error": f"{type(exc).__name__}: {exc}"}
+        message = _harness_failure(exc)
+    _send(result_fd, token, message)
+
+
+def _harness_failure(exc: BaseException) -> dict:
+    if probe_kit.is_out_of_memory(exc):
+        return {"failure": {"kind": "MemoryError", "detail": "", "frames": [], "caret": ""}, "todo": False}
+    return {"harness_error": f"{type(exc).__name__}: {_text(exc, 300)}"}
+
+
+def _send(result_fd: int, token: bytes, message: dict) -> None:
+    """Write the one frame and leave; threads the learner started end with us."""
     try:
-        data = json.dumps(message, allow_nan=True).encode()
-        view = memoryview(data)
+        faulthandler.cancel_dump_traceback_later()  # a late dump must not cut into the frame
+        _release_headroom()
+        try:
+            payload = _dumps(message, allow_nan=True).encode()
+        except BaseException as exc:
+            payload = _dumps(_harness_failure(exc)).encode()
+        view = memoryview(codec.pack_frame(token, payload))
         while view:
-            view = view[os.write(result_fd, view):]
+            view = view[_write(result_fd, view):]
+    except OSError:
+        _exit(EXIT_NO_CHANNEL)
     finally:
-        os._exit(0)
+        _exit(0)
+
+
+# ------------------------------------------------------------------ read by the worker
+
+_DUMP_FRAME = re.compile(r'^\s+File "(.*)", line (\d+) in (.+)$')
+
+
+def dumped_frames(text: str, filename: str, source: str) -> tuple[list[dict], bool]:
+    """The learner's frames, innermost last, from the faulthandler report a child left before
+    its frame (crash or timeout); and whether that stack was a runaway recursion."""
+    blocks, block = [], None
+    for line in text.splitlines():
+        if line.startswith(("Thread 0x", "Current thread 0x", "Stack (")):
+            block = []
+            blocks.append(block)
+        elif block is not None and line.startswith(" "):
+            block.append(line)
+    # The main thread is the one running the harness (sandbox.serve_one).
+    main = next((b for b in blocks if any("sandbox.py" in line for line in b)), blocks[0] if blocks else [])
+    lines = source.splitlines()
+    frames = []
+    for line in reversed(main):  # faulthandler lists the innermost call first
+        m = _DUMP_FRAME.match(line)
+        if m and m.group(1) == filename:
+            n = int(m.group(2))
+            code = lines[n - 1].rstrip() if 0 < n <= len(lines) else ""
+            frames.append({"line": n, "function": m.group(3), "code": code})
+    runaway = len(frames) >= 50 and any(line.strip() == "..." for line in main)
+    return frames[-8:], runaway
 
 
 def _read_job(fd: int) -> dict | None:
@@ -130,6 +346,12 @@ def _read_job(fd: int) -> dict | None:
     return json.loads(b"".join(chunks)) if chunks else None
 
 
+def _learner_at_fault(exc: BaseException, filename: str) -> bool:
+    if isinstance(exc, (SystemExit, KeyboardInterrupt, RecursionError)) or probe_kit.is_out_of_memory(exc):
+        return True
+    return any(fs.filename == filename for fs in traceback.extract_tb(exc.__traceback__))
+
+
 def _run(job: dict, checks_module, inputs) -> dict:
     spec = checks_module.STEPS[job["step"]]
     try:
@@ -140,8 +362,16 @@ def _run(job: dict, checks_module, inputs) -> dict:
     ctx.params = job.get("params") or {}  # an experiment's settings, chosen in the app
     try:
         outputs = spec.probe(ctx, inputs)
+        encoded = codec.encode(outputs)
     except probe_kit.Missing as exc:
         return {"missing": exc.name}
     except probe_kit.LearnerFailure as exc:
         return {"failure": exc.failure, "todo": exc.todo}
-    return {"outputs": codec.encode(outputs), "kernels": sorted(ctx.kernels)}
+    except BaseException as exc:
+        # The probe touched learner code outside ctx.call (an attribute, a method): the
+        # learner's fault when their file is in the traceback, the tutor's otherwise.
+        if not _learner_at_fault(exc, job["filename"]):
+            raise
+        traceback.clear_frames(exc.__traceback__)
+        return {"failure": describe_exception(exc, job["filename"], job["source"]), "todo": False}
+    return {"outputs": encoded, "kernels": sorted(ctx.kernels)}

@@ -4,14 +4,20 @@ It talks JSON lines with the UI (stdin/stdout) and never runs a torch op itself,
 so that forking stays safe: the judge, forked at start, does the tensor work.
 
     UI ──run{gen, lesson, source}──► worker ──fork──► child per step (learner code)
-                                       │ ◄──result data── child
+                                       │ ◄──result frame── child
                                        ├──child data──► judge ──verdict──► worker
-    UI ◄──step{gen, result}, done{gen}─┘
+    UI ◄──step{gen, result}, done{gen}─┘   (also ping → pong, and stats → fd and child counts, for tests)
+
+Every child ends with its run: the worker kills its process group, and as a child
+subreaper it also gets (and kills) whatever the learner's code left behind in other
+groups or sessions. While children run it ticks every TICK to watch their memory.
 """
 
 from __future__ import annotations
 
-import errno
+import ctypes
+import fcntl
+import gc
 import importlib.util
 import json
 import os
@@ -19,12 +25,19 @@ import selectors
 import signal
 import socket
 import struct
-import sys
 import time
 from dataclasses import dataclass, field
 
 OUTPUT_TAIL = 4000
-SPARES = 4  # children kept forked and ready: as many as a lesson has checked steps
+SPARES = 5  # children kept forked and ready: a lesson's checked steps and the experiment on screen
+TICK = 0.05  # s: how often the memory of running children is read, and leftovers swept
+MEMORY_SLACK = 256 << 20  # RSS above the RLIMIT_DATA budget before the watchdog kills
+DRAIN_CAP = 1 << 20  # bytes read at once from a pipe something may still be writing to
+# Output is read at each tick, not on every write: a print loop then costs the child a write
+# into a pipe nobody waits on, and the worker ≤ 20 wakeups a second (measured: 2.5× the prints).
+OUTPUT_PIPE = 256 << 10
+F_SETPIPE_SZ = 1031
+PR_SET_DUMPABLE, PR_SET_CHILD_SUBREAPER = 4, 36
 
 
 def load_checks(lessons) -> dict:
@@ -76,6 +89,40 @@ def judge_main(sock: socket.socket, modules: dict) -> None:
         send_frame(sock, {"job": req["job"], "result": result.to_dict()})
 
 
+# ------------------------------------------------------------------ /proc and faulthandler
+
+def children_of(pid: int) -> set[int]:
+    found: set[int] = set()
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return found
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/children") as f:
+                found.update(int(p) for p in f.read().split())
+        except OSError:
+            pass
+    return found
+
+
+def resident_bytes(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/statm") as f:
+            return int(f.read().split()[1]) * PAGE
+    except (OSError, IndexError, ValueError):
+        return 0
+
+
+def runnable(pid: int) -> bool:
+    """Our child is neither stopped (SIGSTOP from a learner's process) nor dead; asks, does not reap."""
+    try:
+        return os.waitid(os.P_PID, pid, os.WEXITED | os.WSTOPPED | os.WNOHANG | os.WNOWAIT) is None
+    except ChildProcessError:
+        return False
+
+
+PAGE = os.sysconf("SC_PAGE_SIZE")
 # ------------------------------------------------------------------ the worker proper
 
 @dataclass
@@ -84,6 +131,7 @@ class Spare:
     job_fd: int
     result_fd: int
     output_fd: int
+    rss_limit: int
 
 
 @dataclass
@@ -93,43 +141,55 @@ class Job:
     lesson: str
     step: str
     source: str
+    filename: str
     pid: int
     result_fd: int
     output_fd: int
     deadline: float
     started: float
     timeout: float
-    data: bytearray = field(default_factory=bytearray)
+    reader: object  # codec.FrameReader for this job's token
+    rss_limit: int
     output: bytearray = field(default_factory=bytearray)
     output_dropped: int = 0
+    status: int | None = None  # wait status, once the child is reaped
     result_done: bool = False
-    judged: bool = False
+    over_memory: bool = False
 
 
 class Worker:
     def __init__(self, modules: dict, lessons: dict, out_fd: int):
+        from .sandbox import memory_limit_bytes
+
         self.modules = modules
         self.lessons = lessons
         self.out_fd = out_fd
+        self.memory = memory_limit_bytes()
         self.sel = selectors.DefaultSelector()
         self.jobs: dict[int, Job] = {}
+        self.by_pid: dict[int, Job] = {}
+        self.dying: set[int] = set()  # killed, not yet reaped: tick until they are
         self.next_job = 0
         self.current_gen = -1
         self.pending_steps: dict[int, set] = {}  # gen -> step ids not yet reported
         self.inbuf = b""
         self.judge_sock = None
         self.judge_pid = None
-        self.exit_status: dict[int, int] = {}  # children reaped before their pipe closed
         self.spares: list[Spare] = []
+        self.next_tick = 0.0
         self.start_judge()
 
     # --- processes
 
     def start_judge(self) -> None:
         parent, child = socket.socketpair()
+        gc.freeze()  # see fork_spare
         pid = os.fork()
         if pid == 0:
             parent.close()
+            fd = child.fileno()
+            os.closerange(3, fd)  # the UI's pipes, children's pipes: the judge needs none
+            os.closerange(fd + 1, 1 << 16)
             os.setpgid(0, 0)
             signal.signal(signal.SIGINT, signal.SIG_IGN)
             judge_main(child, self.modules)
@@ -138,6 +198,17 @@ class Worker:
         self.judge_sock, self.judge_pid = parent, pid
         self.sel.register(parent, selectors.EVENT_READ, ("judge", None))
 
+    def protected_pids(self) -> list[int]:
+        """Pids a child may not signal (seccomp): us, the UI, the judge, their groups, and -1."""
+        pids = [-1, 1, os.getpid(), -os.getpgrp(), os.getppid()]
+        try:
+            pids.append(-os.getpgid(os.getppid()))
+        except OSError:
+            pass
+        if self.judge_pid:
+            pids += [self.judge_pid, -self.judge_pid]
+        return pids
+
     def fork_spare(self) -> Spare:
         """A child that prepares everything but the learner's code, then waits for a job."""
         from .sandbox import serve_one
@@ -145,17 +216,16 @@ class Worker:
         job_r, job_w = os.pipe()
         result_r, result_w = os.pipe()
         output_r, output_w = os.pipe()
-        own_fds = [self.out_fd, self.judge_sock.fileno(), job_w, result_r, output_r]
-        own_fds += [fd for j in self.jobs.values() for fd in (j.result_fd, j.output_fd)]
-        own_fds += [fd for sp in self.spares for fd in (sp.job_fd, sp.result_fd, sp.output_fd)]
+        protected = self.protected_pids()
+        # ATTN_TUTOR_MEMORY_MB=0 turns the limit off, and so the watchdog.
+        rss_limit = resident_bytes(os.getpid()) + self.memory + MEMORY_SLACK if self.memory > 0 else 1 << 62
+        # Torch's ~10^5 objects out of the collector's reach: a child's collection then neither
+        # walks them (≈10 ms, landing in some learner's run) nor copies their pages.
+        gc.freeze()
         pid = os.fork()
         if pid == 0:
-            for fd in own_fds:
-                try:
-                    os.close(fd)
-                except OSError:
-                    pass
-            serve_one(job_r, result_w, output_w, self.modules)
+            # serve_one closes every fd but these three: ours, the UI's, other children's.
+            serve_one(job_r, result_w, output_w, self.modules, protected)
             os._exit(70)  # serve_one never returns
         try:
             os.setpgid(pid, pid)
@@ -165,14 +235,25 @@ class Worker:
             os.close(fd)
         for fd in (result_r, output_r):
             os.set_blocking(fd, False)
-        return Spare(pid, job_w, result_r, output_r)
+        try:
+            fcntl.fcntl(output_r, F_SETPIPE_SZ, OUTPUT_PIPE)
+        except OSError:
+            pass  # over the user's pipe quota: the default 64 KiB will do
+        return Spare(pid, job_w, result_r, output_r, rss_limit)
 
     def spawn(self, gen: int, lesson: str, step: str, source: str, filename: str, timeout: float,
               params: dict | None = None) -> Job:
-        job_data = json.dumps({"lesson": lesson, "step": step, "source": source, "filename": filename,
-                               "params": params or {}}).encode()
+        from .codec import FrameReader
+
+        token = os.urandom(16)  # the child's frame must carry it: stray writes to its pipe do not
         while True:
             spare = self.spares.pop(0) if self.spares else self.fork_spare()
+            if not runnable(spare.pid):  # stopped or killed by the last run's code
+                self.discard_spare(spare)
+                continue
+            deadline = time.monotonic() + timeout  # from the hand-over, as the child counts it too
+            job_data = json.dumps({"lesson": lesson, "step": step, "source": source, "filename": filename,
+                                   "params": params or {}, "token": token.hex(), "deadline": deadline}).encode()
             try:
                 view = memoryview(job_data)
                 while view:
@@ -181,13 +262,12 @@ class Worker:
                 break
             except OSError:  # that spare died while it waited: take another
                 self.discard_spare(spare)
-        now = time.monotonic()
-        job = Job(self.next_job, gen, lesson, step, source, spare.pid, spare.result_fd, spare.output_fd,
-                  now + timeout, now, timeout)
+        job = Job(self.next_job, gen, lesson, step, source, filename, spare.pid, spare.result_fd, spare.output_fd,
+                  deadline, deadline - timeout, timeout, FrameReader(token), spare.rss_limit)
         self.next_job += 1
         self.jobs[job.id] = job
+        self.by_pid[job.pid] = job
         self.sel.register(job.result_fd, selectors.EVENT_READ, ("result", job.id))
-        self.sel.register(job.output_fd, selectors.EVENT_READ, ("output", job.id))
         return job
 
     def discard_spare(self, spare: Spare) -> None:
@@ -196,23 +276,27 @@ class Worker:
                 os.close(fd)
             except OSError:
                 pass
-        try:
-            os.killpg(spare.pid, signal.SIGKILL)
-        except OSError:
-            pass
+        self.kill_pid(spare.pid)
 
     def refill_spares(self) -> None:
         # Forking takes ~10 ms of this process: do it only while no run is waiting on us.
         while len(self.spares) < SPARES and not self.jobs:
             self.spares.append(self.fork_spare())
 
-    def kill(self, job: Job) -> None:
-        for target in (lambda: os.killpg(job.pid, signal.SIGKILL), lambda: os.kill(job.pid, signal.SIGKILL)):
+    def kill_pid(self, pid: int) -> None:
+        """SIGKILL a child and its process group (threads, subprocesses, forks the learner left)."""
+        for target in (lambda: os.killpg(pid, signal.SIGKILL), lambda: os.kill(pid, signal.SIGKILL)):
             try:
                 target()
-                break
             except OSError:
-                continue
+                pass
+        self.dying.add(pid)
+
+    def kill(self, job: Job) -> None:
+        # Once reaped, a pid may be reused by any process (pid_max is often 32768): never signal
+        # it again. Its group was killed at reap time (see reap).
+        if job.status is None:
+            self.kill_pid(job.pid)
 
     def close_fd(self, fd: int) -> None:
         if fd < 0:
@@ -224,25 +308,55 @@ class Worker:
         os.close(fd)
 
     def finish(self, job: Job) -> None:
-        self.kill(job)  # threads or grandchildren the learner left behind go with it
-        self.exit_status.pop(job.pid, None)
+        self.kill(job)
         self.close_fd(job.result_fd)
         self.close_fd(job.output_fd)
         job.result_fd = job.output_fd = -1
         self.jobs.pop(job.id, None)
+        if self.by_pid.get(job.pid) is job:
+            del self.by_pid[job.pid]
 
     def reap(self) -> None:
+        reaped = False
         while True:
             try:
                 pid, status = os.waitpid(-1, os.WNOHANG)
             except ChildProcessError:
-                return
+                break
             if pid == 0:
-                return
+                break
+            reaped = True
+            self.dying.discard(pid)
+            try:  # what it left in its group; the group keeps the number from reuse while it has members
+                os.killpg(pid, signal.SIGKILL)
+            except OSError:
+                pass
             if pid == self.judge_pid:
                 self.judge_pid = None
-            elif any(j.pid == pid for j in self.jobs.values()):
-                self.exit_status[pid] = status
+            for spare in [s for s in self.spares if s.pid == pid]:  # died waiting (a learner's kill)
+                self.spares.remove(spare)
+                for fd in (spare.job_fd, spare.result_fd, spare.output_fd):
+                    os.close(fd)
+            job = self.by_pid.get(pid)
+            if job is not None:
+                job.status = status
+                if not job.result_done:
+                    self.on_exit(job)
+        if reaped:
+            self.sweep()  # a dead child's own children have just been handed to us
+
+    def sweep(self) -> None:
+        """Kill children we did not fork: orphans of learner processes, handed to us as subreaper."""
+        known = {self.judge_pid} | {s.pid for s in self.spares} | set(self.by_pid) | self.dying
+        for pid in children_of(os.getpid()) - known:
+            self.kill_pid(pid)
+
+    def watch_memory(self) -> None:
+        """RLIMIT_DATA misses shared mappings, and root can raise it: kill a child whose RSS runs away."""
+        for job in list(self.jobs.values()):
+            if not job.result_done and job.status is None and resident_bytes(job.pid) > job.rss_limit:
+                job.over_memory = True
+                self.kill_pid(job.pid)
 
     # --- protocol with the UI
 
@@ -261,6 +375,10 @@ class Worker:
             raise SystemExit(0)
         if kind == "ping":
             self.emit({"type": "pong"})
+            return
+        if kind == "stats":  # for tests: what a leak would grow
+            self.emit({"type": "stats", "fds": len(os.listdir("/proc/self/fd")), "spares": len(self.spares),
+                       "jobs": len(self.jobs), "children": sorted(children_of(os.getpid()))})
             return
         if kind != "run":
             return
@@ -301,92 +419,128 @@ class Worker:
             text = f"[… {job.output_dropped} bytes not shown …]\n" + text
         return text
 
+    def report_failure(self, job: Job, status: str, failure: dict, key: str, params: dict) -> None:
+        self.finish(job)
+        self.report(job, {"id": job.step, "status": status, "failure": failure, "visuals": {},
+                          "checks": [{"id": "runs", "status": status, "message": {"key": key, "params": params}}]})
+
     # --- events
 
-    def on_output(self, job: Job) -> None:
-        try:
-            chunk = os.read(job.output_fd, 65536)
-        except BlockingIOError:
-            return
-        if not chunk:
-            self.close_fd(job.output_fd)
-            job.output_fd = -1
-            return
+    def keep_output(self, job: Job, chunk: bytes) -> None:
         job.output += chunk
         extra = len(job.output) - OUTPUT_TAIL
         if extra > 0:
             del job.output[:extra]
             job.output_dropped += extra
 
-    def on_result(self, job: Job) -> None:
-        try:
-            chunk = os.read(job.result_fd, 1 << 20)
-        except BlockingIOError:
-            return
-        if chunk:
-            job.data += chunk
-            return
-        self.close_fd(job.result_fd)
-        job.result_fd = -1
-        if job.data:
-            try:
-                child = json.loads(job.data)
-            except ValueError:
-                child = {"harness_error": "the result message was cut short"}
-            self.drain_output(job)
-            self.kill(job)
-            job.result_done = True
-            send_frame(self.judge_sock, {"job": job.id, "lesson": job.lesson, "step": job.step,
-                                         "child": child, "source": job.source})
-        else:
-            self.report_death(job)
-
     def drain_output(self, job: Job) -> None:
-        while job.output_fd >= 0:
+        """What is in the pipe now, up to DRAIN_CAP: a thread or subprocess may still be writing."""
+        got = 0
+        while job.output_fd >= 0 and got < DRAIN_CAP:
             try:
                 chunk = os.read(job.output_fd, 65536)
             except BlockingIOError:
                 return
             if not chunk:
+                self.close_fd(job.output_fd)
+                job.output_fd = -1
                 return
-            job.output += chunk
-            if len(job.output) > OUTPUT_TAIL:
-                job.output_dropped += len(job.output) - OUTPUT_TAIL
-                del job.output[:-OUTPUT_TAIL]
+            got += len(chunk)
+            self.keep_output(job, chunk)
+
+    def read_result(self, job: Job) -> bool:
+        """Feed what the result pipe holds to the frame reader; False at EOF."""
+        got = 0
+        while job.result_fd >= 0 and got < DRAIN_CAP and job.reader.payload is None:
+            try:
+                chunk = os.read(job.result_fd, 1 << 20)
+            except BlockingIOError:
+                return True
+            if not chunk:
+                self.close_fd(job.result_fd)
+                job.result_fd = -1
+                return False
+            got += len(chunk)
+            job.reader.feed(chunk)
+        return True
+
+    def on_result(self, job: Job) -> None:
+        open_ = self.read_result(job)
+        if job.reader.payload is not None or job.reader.too_big:
+            self.on_frame(job)
+        elif not open_ and job.status is not None:
+            self.report_death(job)
+        # EOF with the child still alive (it closed its fds): reap or the deadline decides.
+
+    def on_exit(self, job: Job) -> None:
+        """The child was reaped before its frame came: what it wrote is in the pipe already."""
+        self.read_result(job)
+        if job.reader.payload is not None or job.reader.too_big:
+            self.on_frame(job)
+        else:
+            self.report_death(job)
+
+    def on_frame(self, job: Job) -> None:
+        try:
+            child = json.loads(job.reader.payload)
+            if not isinstance(child, dict):
+                raise ValueError
+        except (ValueError, TypeError, RecursionError):
+            # The frame carried our token but its bytes were mixed with something else's.
+            self.report_failure(job, "error", {"kind": "channel", "detail": "", "frames": [], "caret": ""},
+                                "failure.channel", {})
+            return
+        self.drain_output(job)
+        self.kill(job)
+        job.result_done = True
+        for fd in (job.result_fd, job.output_fd):  # all we show is read: do not wake on more
+            self.close_fd(fd)
+        job.result_fd = job.output_fd = -1
+        try:
+            send_frame(self.judge_sock, {"job": job.id, "lesson": job.lesson, "step": job.step,
+                                         "child": child, "source": job.source})
+        except OSError:  # the judge died: it is restarted, and this step reported as the tutor's fault
+            self.judge_died()
 
     def report_death(self, job: Job) -> None:
-        """The child ended without a result: an exit, a signal, or the memory killer."""
-        status = self.exit_status.pop(job.pid, None)
-        if status is None:
-            try:
-                _, status = os.waitpid(job.pid, 0)
-            except ChildProcessError:
-                status = 0
+        """The child ended without a result: an exit, a signal, or a memory limit."""
+        from .sandbox import EXIT_NO_CHANNEL, dumped_frames
+
+        status = job.status or 0
         self.drain_output(job)
+        frames, runaway = dumped_frames(job.reader.before(), job.filename, job.source)
         if os.WIFSIGNALED(status):
             sig = os.WTERMSIG(status)
             name = signal.Signals(sig).name if sig in signal.Signals._value2member_map_ else str(sig)
-            key = "failure.memory" if sig == signal.SIGKILL else "failure.crash"
-            failure = {"kind": "crash", "detail": name, "frames": [], "caret": ""}
-            params = {"signal": name}
+            failure = {"kind": "crash", "detail": name, "frames": frames, "caret": ""}
+            if job.over_memory or sig == signal.SIGKILL:  # our watchdog, or the kernel's OOM killer
+                key, params = "failure.memory", {}
+                failure["kind"] = "memory"
+            elif runaway:  # the C stack overflowed: say where it recursed
+                key = "failure.recursion"
+                params = {"fn": frames[-1]["function"], "line": frames[-1]["line"], "kind": name,
+                          "detail": "stack overflow", "code": frames[-1]["code"]}
+                failure["detail"] = f"{name} (stack overflow)"
+            else:
+                key, params = "failure.crash", {"signal": name}
         else:
             code = os.WEXITSTATUS(status)
+            failure = {"kind": "exit", "detail": f"exit code {code}", "frames": frames, "caret": ""}
             key, params = "failure.exit", {"code": code}
-            failure = {"kind": "exit", "detail": f"exit code {code}", "frames": [], "caret": ""}
-        self.finish(job)
-        self.report(job, {"id": job.step, "status": "error", "failure": failure,
-                          "checks": [{"id": "runs", "status": "error", "message": {"key": key, "params": params}}],
-                          "visuals": {}})
+            if code == EXIT_NO_CHANNEL:
+                failure["kind"] = "channel"
+                key, params = "failure.channel", {}
+        self.report_failure(job, "error", failure, key, params)
 
     def on_timeout(self, job: Job) -> None:
+        from .sandbox import dumped_frames
+
+        self.read_result(job)  # faulthandler's report of where it was, written just before
         self.drain_output(job)
-        self.finish(job)
-        seconds = job.timeout
-        self.report(job, {"id": job.step, "status": "timeout",
-                          "failure": {"kind": "timeout", "detail": f"{seconds:g} s", "frames": [], "caret": ""},
-                          "checks": [{"id": "runs", "status": "timeout",
-                                      "message": {"key": "failure.timeout", "params": {"seconds": f"{seconds:g}"}}}],
-                          "visuals": {}})
+        frames, _ = dumped_frames(job.reader.before(), job.filename, job.source)
+        seconds = f"{job.timeout:g}"
+        self.report_failure(job, "timeout", {"kind": "timeout", "detail": f"{seconds} s", "frames": frames, "caret": ""},
+                            "failure.timeout", {"seconds": seconds})
 
     def on_judge(self) -> None:
         try:
@@ -420,7 +574,14 @@ class Worker:
             raise SystemExit(0)  # the UI went away
         self.inbuf += chunk
         *lines, self.inbuf = self.inbuf.split(b"\n")
-        requests = [json.loads(line) for line in lines if line.strip()]
+        requests = []
+        for line in lines:
+            try:
+                req = json.loads(line) if line.strip() else None
+            except ValueError:
+                continue
+            if isinstance(req, dict):
+                requests.append(req)
         # Only the newest run matters when saves arrive faster than we read them.
         runs = [r for r in requests if r.get("type") == "run"]
         for req in requests:
@@ -433,8 +594,10 @@ class Worker:
         self.emit({"type": "ready", "pid": os.getpid()})
         while True:
             self.refill_spares()
-            deadlines = [j.deadline for j in self.jobs.values() if not j.result_done]
-            wait = max(0.0, min(deadlines) - time.monotonic()) if deadlines else None
+            running = [j for j in self.jobs.values() if not j.result_done]
+            wait = max(0.0, min(j.deadline for j in running) - time.monotonic()) if running else None
+            if running or self.dying:
+                wait = TICK if wait is None else min(wait, TICK)
             for key, _ in self.sel.select(wait):
                 kind, job_id = key.data
                 if kind == "stdin":
@@ -443,13 +606,19 @@ class Worker:
                     self.on_judge()
                 else:
                     job = self.jobs.get(job_id)
-                    if job is None:
-                        continue
-                    (self.on_output if kind == "output" else self.on_result)(job)
+                    if job is not None and not job.result_done:
+                        self.on_result(job)
             now = time.monotonic()
             for job in list(self.jobs.values()):
-                if not job.result_done and job.result_fd >= 0 and now >= job.deadline:
+                if not job.result_done and now >= job.deadline:
                     self.on_timeout(job)
+            if now >= self.next_tick and (running or self.dying):
+                self.next_tick = now + TICK
+                for job in list(self.jobs.values()):
+                    if not job.result_done:
+                        self.drain_output(job)
+                self.watch_memory()
+                self.sweep()
             self.reap()
 
     def shutdown(self) -> None:
@@ -457,11 +626,25 @@ class Worker:
             self.finish(job)
         for spare in self.spares:
             self.discard_spare(spare)
+        for pid in children_of(os.getpid()):
+            if pid != self.judge_pid:
+                self.kill_pid(pid)
         if self.judge_pid:
             try:
                 os.killpg(self.judge_pid, signal.SIGKILL)
             except OSError:
                 pass
+
+
+def _harden_self() -> None:
+    """Subreaper: orphans of learner processes come to us to be killed. Not dumpable: a child
+    cannot open our fds through /proc/<pid>/fd (the UI's pipe!) nor read our memory."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+        libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+    except OSError:
+        pass
 
 
 def main() -> None:
@@ -470,6 +653,7 @@ def main() -> None:
     os.dup2(2, 1)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl+C belongs to the UI; it tells us to quit
     os.environ.setdefault("OMP_NUM_THREADS", "1")
+    _harden_self()
     import torch  # noqa: F401  (loaded once, shared by every fork)
     import torch.nn.functional  # noqa: F401
 
