@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 
 OUTPUT_TAIL = 4000
 SPARES = 5  # children kept forked and ready: a lesson's checked steps and the experiment on screen
+QUIET_AFTER_RUN = 0.15  # s between a run's last verdict and forking new spares
 TICK = 0.05  # s: how often the memory of running children is read, and leftovers swept
 MEMORY_SLACK = 256 << 20  # RSS above the RLIMIT_DATA budget before the watchdog kills
 DRAIN_CAP = 1 << 20  # bytes read at once from a pipe something may still be writing to
@@ -176,6 +177,7 @@ class Worker:
         self.judge_sock = None
         self.judge_pid = None
         self.spares: list[Spare] = []
+        self.quiet_until = 0.0  # no forking before this: the UI is painting the verdicts
         self.next_tick = 0.0
         self.start_judge()
 
@@ -279,7 +281,10 @@ class Worker:
         self.kill_pid(spare.pid)
 
     def refill_spares(self) -> None:
-        # Forking takes ~10 ms of this process: do it only while no run is waiting on us.
+        # Forking takes ~10 ms of this process and a core: not while a run waits on us, nor
+        # while the app draws the run that just ended.
+        if time.monotonic() < self.quiet_until:
+            return
         while len(self.spares) < SPARES and not self.jobs:
             self.spares.append(self.fork_spare())
 
@@ -412,6 +417,7 @@ class Worker:
             if not left:
                 del self.pending_steps[job.gen]
                 self.emit({"type": "done", "gen": job.gen})
+                self.quiet_until = time.monotonic() + QUIET_AFTER_RUN
 
     def output_text(self, job: Job) -> str:
         text = job.output.decode("utf-8", errors="replace")
@@ -598,6 +604,9 @@ class Worker:
             wait = max(0.0, min(j.deadline for j in running) - time.monotonic()) if running else None
             if running or self.dying:
                 wait = TICK if wait is None else min(wait, TICK)
+            if len(self.spares) < SPARES and not self.jobs:
+                until_quiet = max(0.0, self.quiet_until - time.monotonic())
+                wait = until_quiet if wait is None else min(wait, until_quiet)
             for key, _ in self.sel.select(wait):
                 kind, job_id = key.data
                 if kind == "stdin":
