@@ -81,7 +81,7 @@ class TutorApp(App):
 
     def __init__(self, *, lesson: Lesson, path: Path, created: bool, step_id: str, lang: str,
                  store: Store, poll: bool | None = None, timeout: float | None = None,
-                 start_worker: bool = True):
+                 start_worker: bool = True, worker: Worker | None = None):
         super().__init__()
         self.lesson = lesson
         self.path = path
@@ -102,7 +102,7 @@ class TutorApp(App):
         self.heatmap_mode = 0
         self.spin = 0
         self.notice = ""
-        self.worker: Worker | None = None
+        self.worker: Worker | None = worker  # may come already started (see main.run_app)
         self.closing = False
         self.shown: dict[str, object] = {}  # widget id -> what it shows now (see update_panel)
         self.versions: dict[str, int] = {}  # step id -> how many results it has had
@@ -354,10 +354,11 @@ class TutorApp(App):
 
     def start_checker(self) -> None:
         self.worker_state = "loading"
-        log = self.store.workspace / ".attn-tutor" / "worker.log" if hasattr(self.store, "workspace") else None
-        kwargs = {"timeout": self.timeout} if self.timeout else {}
-        self.worker = Worker(lambda event: self.post_message(WorkerEvent(event)), log=log, **kwargs)
-        self.worker.start()
+        if self.worker is None or self.worker.proc is None or self.worker.proc.poll() is not None:
+            kwargs = {"timeout": self.timeout} if self.timeout else {}
+            self.worker = Worker(None, log=self.store.folder / "worker.log", **kwargs)
+            self.worker.start()
+        self.worker.attach(lambda event: self.post_message(WorkerEvent(event)))
 
     def run_checks(self, text: str | None, raw: bytes) -> None:
         self.source = (text, raw)

@@ -22,12 +22,20 @@ def run_app(*, lesson_id=None, step_id=None, file=None, lang=None, poll=False, t
     remembered = state.get("lessons", {}).get(lesson.id, {})
     if step_id is None or step_id not in lesson.step_ids():
         step_id = remembered.get("step") if remembered.get("step") in lesson.step_ids() else lesson.steps[0].id
-    from .app import TutorApp
+    # The worker first: its torch import (~3 s) then overlaps the UI's own start-up.
+    from ..runner.client import Worker
 
-    app = TutorApp(
-        lesson=lesson, path=path, created=created, step_id=step_id,
-        lang=choose(lang, state.get("lang")), store=store, poll=True if poll else None,
-        timeout=timeout,
-    )
-    app.run()
+    worker = Worker(None, log=store.folder / "worker.log", **({"timeout": timeout} if timeout else {}))
+    worker.start()
+    try:
+        from .app import TutorApp
+
+        app = TutorApp(
+            lesson=lesson, path=path, created=created, step_id=step_id,
+            lang=choose(lang, state.get("lang")), store=store, poll=True if poll else None,
+            timeout=timeout, worker=worker,
+        )
+        app.run()
+    finally:
+        worker.close()
     return app.return_code or 0

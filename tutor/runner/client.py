@@ -28,8 +28,11 @@ class Worker:
     {"type": "done", "gen"}, {"type": "gone"} (the worker process ended). They run on
     a reader thread."""
 
-    def __init__(self, on_event: Callable[[dict], None], timeout: float = DEFAULT_TIMEOUT, log: Path | None = None):
-        self.on_event = on_event
+    def __init__(self, on_event: Callable[[dict], None] | None, timeout: float = DEFAULT_TIMEOUT,
+                 log: Path | None = None):
+        self.on_event = on_event  # None until attach(): events wait for it
+        self._early: list[dict] = []
+        self._events_lock = threading.Lock()
         self.timeout = timeout
         self.log = log
         self.proc: subprocess.Popen | None = None
@@ -73,10 +76,27 @@ class Worker:
                     continue  # a result for a file that has since been saved again
             if event.get("type") == "done" and event["gen"] != self.gen:
                 continue
-            self.on_event(event)
+            self._deliver(event)
         self.ready.clear()
         if not self._closing:
-            self.on_event({"type": "gone", "code": self.proc.wait()})
+            self._deliver({"type": "gone", "code": self.proc.wait()})
+
+    def _deliver(self, event: dict) -> None:
+        with self._events_lock:
+            if self.on_event is None:
+                self._early.append(event)
+                return
+            on_event = self.on_event
+        on_event(event)
+
+    def attach(self, on_event: Callable[[dict], None]) -> None:
+        """Start receiving events; those that came before (the worker can be started before
+        the app, to overlap torch's import with the UI's) are delivered first."""
+        with self._events_lock:
+            self.on_event = on_event
+            early, self._early = self._early, []
+        for event in early:
+            on_event(event)
 
     def _send(self, obj: dict) -> None:
         if not self.proc or self.proc.poll() is not None or not self.proc.stdin:
