@@ -87,6 +87,26 @@ def install_traps() -> None:
     _trap(nn.MultiheadAttention, "__init__", "nn.MultiheadAttention")
     for owner in (torch, F, torch.Tensor, torch.special):
         _capture_softmax(owner, "softmax")
+    _trap_aten_ops()
+
+
+def _trap_aten_ops() -> None:
+    """torch.ops.aten.<kernel> however it is reached (getattr with a built name included):
+    every Python call of an operator goes through these two classes."""
+    import torch._ops as ops
+
+    for cls in (ops.OpOverloadPacket, ops.OpOverload):
+        original = cls.__call__
+
+        def calling(self, *args, _original=original, **kwargs):
+            name = str(getattr(self, "_qualified_op_name", None) or getattr(self, "_name", "")).lower()
+            if "scaled_dot_product" in name:
+                _KERNEL_CALLS.add("F.scaled_dot_product_attention")
+            elif "multi_head_attention" in name:
+                _KERNEL_CALLS.add("nn.MultiheadAttention")
+            return _original(self, *args, **kwargs)
+
+        cls.__call__ = calling
 
 
 def clone_args(args):
