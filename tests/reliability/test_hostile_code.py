@@ -184,10 +184,10 @@ def test_worker_still_works_after_the_cases(live):
 
 PROCESS_CASES = {
     "thread": """
-        import threading
+        import threading, time
         def _loop():
-            while True:  # holds the GIL half the time: the probe still runs, slower
-                pass
+            while True:  # alive for ever, but not holding the GIL: a busy loop made this case timing-bound
+                time.sleep(0.01)
         threading.Thread(target=_loop, daemon=False).start()
         """,
     "fork": """
