@@ -10,8 +10,8 @@ import torch
 import torch.nn.functional as F
 
 from tutor.runner.judge_kit import (
-    Verdict, close, describe, first_nonfinite, inputs_unchanged, likely_for_value, max_error, msg, no_kernel,
-    require_pair, require_tensor, round_matrix, shape_str,
+    close, describe, first_nonfinite, inputs_unchanged, judge_other_sizes, likely_for_value, max_error, msg,
+    no_kernel, require_pair, require_ran, require_tensor, round_matrix, shape_str,
 )
 from tutor.runner.spec import StepSpec
 
@@ -48,27 +48,6 @@ def ref_weights(scores, mask):
     return torch.softmax(scores.masked_fill(mask, float("-inf")), dim=-1)
 
 
-def raised(v, call, fn):
-    if "error" in call:
-        e = call["error"]
-        v.require("runs", False, "check.raised", fn=fn, kind=e["kind"], detail=e["detail"],
-                  line=e["frames"][-1]["line"] if e["frames"] else "?")
-
-
-def judge_other_sizes(v, calls, cases, labels, judge_case):
-    for call, case, label in zip(calls[1:], cases[1:], labels[1:]):
-        sub = Verdict()
-        try:
-            judge_case(sub, call, case)
-        except Exception as exc:
-            if type(exc).__name__ != "Stop":
-                raise
-        if not sub.passed():
-            v.require("other-sizes", False, "check.other_sizes", sizes=label, reason=sub.failed_message(),
-                      likely=msg("likely.hardcoded"))
-    v.expect("other-sizes", True)
-
-
 def qkv_label(case) -> str:
     return "q, k, v " + shape_str(case["q"].shape)
 
@@ -97,7 +76,7 @@ def diagnose_scores(s, q, k):
 
 
 def judge_scores_case(v, call, case):
-    raised(v, call, "scaled_scores")
+    require_ran(v, call, "scaled_scores")
     q, k = case["q"], case["k"]
     T = q.shape[-2]
     s = require_tensor(v, "shape", "scaled_scores(q, k)", call["value"], q.shape[:-1] + (T,), msg("likely.scores_transpose"))
@@ -138,7 +117,7 @@ def diagnose_mask(m, T):
 
 
 def judge_mask_case(v, call, T):
-    raised(v, call, "causal_mask")
+    require_ran(v, call, "causal_mask")
     m = call["value"]
     v.require("tensor", isinstance(m, torch.Tensor), "check.not_tensor", what=f"causal_mask({T})",
               got=describe(m), likely=likely_for_value(m))
@@ -213,7 +192,7 @@ def judge_weights_case(v, call, case):
     scores = ref_scores(case["q"], case["k"])
     T = scores.shape[-1]
     for name, mask in (("causal", future(T)), ("other", case["other_mask"])):
-        raised(v, call[name], "attention_weights")
+        require_ran(v, call[name], "attention_weights")
         w = require_tensor(v, "shape", "attention_weights(scores, mask)", call[name]["value"], scores.shape,
                            msg("likely.weights_shape"))
         if name == "other" and torch.count_nonzero(w.masked_select(mask.expand_as(w))):
@@ -246,7 +225,7 @@ def probe_output(ctx, inputs):
 
 
 def judge_output_case(v, call, case):
-    raised(v, call, "attention")
+    require_ran(v, call, "attention")
     q, k, vv = case["q"], case["k"], case["v"]
     T = q.shape[-2]
     out, w = require_pair(v, "attention", call["value"], vv.shape, q.shape[:-1] + (T,), "likely.returns_pair_lab02")

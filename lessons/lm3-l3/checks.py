@@ -8,8 +8,8 @@ import torch
 import torch.nn.functional as F
 
 from tutor.runner.judge_kit import (
-    Stop, Verdict, close, describe, first_nonfinite, inputs_unchanged, likely_for_value, max_error, msg,
-    no_kernel, require_pair, require_tensor, round_matrix, shape_str,
+    close, describe, first_nonfinite, inputs_unchanged, judge_other_sizes, likely_for_value, max_error, msg,
+    no_kernel, require_pair, require_ran, require_tensor, round_matrix, shape_str,
 )
 from tutor.runner.spec import StepSpec
 
@@ -109,10 +109,7 @@ def diagnose_weights(w, x, Wq, Wk, Wv):
 def judge_single_case(v, call, case, size):
     x, (Wq, Wk, Wv) = case["x"], case["W"]
     B, T, d, dk = size
-    if "error" in call:
-        e = call["error"]
-        v.require("runs", False, "check.raised", fn="causal_attention", kind=e["kind"], detail=e["detail"],
-                  line=e["frames"][-1]["line"] if e["frames"] else "?")
+    require_ran(v, call, "causal_attention")
     out, w = require_pair(v, "causal_attention", call["value"], (B, T, dk), (B, T, T), "likely.returns_pair")
     ref_out, ref_w = reference_single(x, Wq, Wk, Wv)
     w = require_tensor(v, "shape", "weights", w, (B, T, T), msg("likely.weights_shape"))
@@ -153,19 +150,10 @@ def sizes_label(names, size) -> str:
     return ", ".join(f"{n}={s}" for n, s in zip(names, size))
 
 
-def judge_other_sizes(v, calls, cases, sizes, names, judge_case):
-    """Run a step's case judge at the other sizes; report the first that fails as one check."""
-    for call, case, size in zip(calls[1:], cases[1:], sizes[1:]):
-        sub = Verdict()
-        try:
-            judge_case(sub, call, case, size)
-        except Stop:
-            pass
-        if not sub.passed():
-            reason = sub.failed_message()
-            v.require("other-sizes", False, "check.other_sizes", sizes=sizes_label(names, size),
-                      reason=reason, likely=msg("likely.hardcoded"))
-    v.expect("other-sizes", True)
+def other_sizes(v, calls, cases, sizes, names, judge_case):
+    """The shared judge_other_sizes, for case judges that also take the case's sizes."""
+    judge_other_sizes(v, calls, list(zip(cases, sizes)), [sizes_label(names, size) for size in sizes],
+                      lambda sub, call, case_and_size: judge_case(sub, call, *case_and_size))
 
 
 def weights_in(call, shape):
@@ -190,7 +178,7 @@ def judge_single(v, outputs, inputs, jctx):
         for b in range(B)
     ]
     judge_single_case(v, calls[0], seed, SINGLE_SIZES[0])
-    judge_other_sizes(v, calls, inputs["single"], SINGLE_SIZES, ("B", "T", "d_in", "d_k"), judge_single_case)
+    other_sizes(v, calls, inputs["single"], SINGLE_SIZES, ("B", "T", "d_in", "d_k"), judge_single_case)
     no_kernel(v, "causal_attention", jctx.source, {"causal_attention"}, jctx.kernels)
 
 
@@ -236,10 +224,7 @@ def judge_leakage_case(v, calls, case, size):
     outs = {}
     for name in ("base", "last", "mid"):
         call = calls[name]
-        if "error" in call:
-            e = call["error"]
-            v.require("runs", False, "check.raised", fn="causal_attention", kind=e["kind"], detail=e["detail"],
-                      line=e["frames"][-1]["line"] if e["frames"] else "?")
+        require_ran(v, call, "causal_attention")
         value = call.get("value")
         out = first_output(call)
         if out is None and isinstance(value, tuple) and value:
@@ -268,7 +253,7 @@ def judge_leakage(v, outputs, inputs, jctx):
     broken = leak(unmasked(seed["x"], *seed["W"]), unmasked(seed["x_last"], *seed["W"]), SINGLE_SIZES[0][1] - 1)
     # The notebook's own demonstration that the test catches an unmasked layer, shown beside the learner's figure.
     v.visuals["leak"] = {"yours": yours, "unmasked": broken}
-    judge_other_sizes(v, calls, inputs["single"], SINGLE_SIZES, ("B", "T", "d_in", "d_k"), judge_leakage_case)
+    other_sizes(v, calls, inputs["single"], SINGLE_SIZES, ("B", "T", "d_in", "d_k"), judge_leakage_case)
 
 
 # ---------------------------------------------------------------- multi-head
@@ -365,10 +350,7 @@ def diagnose_multi(y, x, w, H):
 def judge_multi_case(v, case, inp, size):
     d_in, d_out, H, cl, B, T = size
     args = f"{d_in}, {d_out}, {H}, {cl}"
-    if "error" in case["made"]:
-        e = case["made"]["error"]
-        v.require("runs", False, "check.raised", fn=f"CausalMultiHeadAttention({args})", kind=e["kind"],
-                  detail=e["detail"], line=e["frames"][-1]["line"] if e["frames"] else "?")
+    require_ran(v, case["made"], f"CausalMultiHeadAttention({args})")
     expected_layout = {"W_q": (d_out, d_in), "W_k": (d_out, d_in), "W_v": (d_out, d_in), "out_proj": (d_out, d_out)}
     for attr, shape in expected_layout.items():
         got = case["layout"][attr]
@@ -376,10 +358,7 @@ def judge_multi_case(v, case, inp, size):
                   attr=attr, expected=shape_str(shape), got=shape_str(got) if got else "None")
     for name in ("base", "last"):
         call = case[name]
-        if "error" in call:
-            e = call["error"]
-            v.require("runs", False, "check.raised", fn="forward", kind=e["kind"], detail=e["detail"],
-                      line=e["frames"][-1]["line"] if e["frames"] else "?")
+        require_ran(v, call, "forward")
     expected_params = 3 * d_in * d_out + d_out * d_out + d_out
     v.require("parameters", case["params"] == expected_params, "check.params_count",
               expected=expected_params, got=case["params"])
@@ -419,7 +398,7 @@ def judge_multi(v, outputs, inputs, jctx):
     counts = outputs["counts"]
     v.expect("heads-share-parameters", counts.get(1) is not None and counts.get(1) == counts.get(4),
              "check.params_heads", one=counts.get(1), four=counts.get(4))
-    judge_other_sizes(v, cases, inputs["multi"], MULTI_SIZES, ("d_in", "d_out", "n_heads", "context_length", "B", "T"),
+    other_sizes(v, cases, inputs["multi"], MULTI_SIZES, ("d_in", "d_out", "n_heads", "context_length", "B", "T"),
                       judge_multi_case)
     no_kernel(v, "forward", jctx.source, {"CausalMultiHeadAttention"}, jctx.kernels)
 
@@ -453,10 +432,7 @@ SHAPE_MISTAKES = {
 
 
 def judge_shapes_case(v, call, _case, size):
-    if "error" in call:
-        e = call["error"]
-        v.require("runs", False, "check.raised", fn="expected_shapes", kind=e["kind"], detail=e["detail"],
-                  line=e["frames"][-1]["line"] if e["frames"] else "?")
+    require_ran(v, call, "expected_shapes")
     got = call["value"]
     v.require("returns-dict", isinstance(got, dict), "check.shapes_not_dict", got=describe(got))
     missing = [k for k in SHAPE_KEYS if k not in got]
@@ -478,7 +454,7 @@ def judge_shapes_case(v, call, _case, size):
 def judge_shapes(v, outputs, inputs, jctx):
     calls = outputs["calls"]
     judge_shapes_case(v, calls[0], None, SHAPE_SIZES[0])
-    judge_other_sizes(v, calls, [None] * len(calls), SHAPE_SIZES, ("B", "T", "H", "hd"), judge_shapes_case)
+    other_sizes(v, calls, [None] * len(calls), SHAPE_SIZES, ("B", "T", "H", "hd"), judge_shapes_case)
 
 
 STEPS = {

@@ -96,6 +96,27 @@ def likely_for_value(value) -> dict:
     return msg("likely.unknown")
 
 
+def require_ran(v: Verdict, call: dict, fn: str) -> None:
+    """A call that raised (at a size past the notebook's: those end the probe) fails the step here."""
+    if "error" in call:
+        e = call["error"]
+        v.require("runs", False, "check.raised", fn=fn, kind=e["kind"], detail=e["detail"],
+                  line=e["frames"][-1]["line"] if e["frames"] else "?")
+
+
+def judge_other_sizes(v: Verdict, calls: list, cases: list, labels: list[str], judge_case) -> None:
+    """Judge the sizes after the notebook's one; report the first that fails as one check."""
+    for call, case, label in zip(calls[1:], cases[1:], labels[1:]):
+        sub = Verdict()
+        try:
+            judge_case(sub, call, case)
+        except Stop:
+            pass
+        if not sub.passed():
+            v.require("other-sizes", False, "check.other_sizes", sizes=label, reason=sub.failed_message())
+    v.expect("other-sizes", True)
+
+
 def require_pair(v: Verdict, fn: str, value, out_shape: tuple, weights_shape: tuple, usual: str) -> tuple:
     """(out, weights) as the lab asks, or the step stops with why not."""
     if isinstance(value, tuple) and len(value) == 2:
