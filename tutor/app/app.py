@@ -22,7 +22,6 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.message import Message
 from textual.widgets import OptionList, ProgressBar, Static
-from textual.widgets.option_list import Option
 
 from ..i18n import t
 from ..lesson import Lesson

@@ -7,7 +7,6 @@ from rich.measure import Measurement
 from rich.rule import Rule
 from rich.segment import Segment
 from rich.syntax import Syntax
-from rich.table import Table
 from rich.text import Text
 
 from ..i18n import t
