@@ -10,8 +10,8 @@ import torch
 import torch.nn.functional as F
 
 from tutor.runner.judge_kit import (
-    close, describe, first_nonfinite, inputs_unchanged, judge_other_sizes, likely_for_value, max_error, msg,
-    no_kernel, require_pair, require_ran, require_tensor, round_matrix, shape_str,
+    close, describe, first_nonfinite, inputs_unchanged, judge_other_sizes, likely_for_value, matching_mistake,
+    max_error, msg, no_kernel, require_pair, require_ran, require_tensor, round_matrix, shape_str,
 )
 from tutor.runner.spec import StepSpec
 
@@ -155,18 +155,15 @@ def probe_weights(ctx, inputs):
 
 
 def diagnose_weights(w, scores, mask):
-    for cand, likely in (
-        (torch.softmax(scores, -1).masked_fill(mask, 0.0), msg("likely.mask_after_softmax")),
-        (torch.softmax(scores.masked_fill(mask, 0.0), -1), msg("likely.fill_zero")),
-        (torch.softmax(scores, -1), msg("likely.no_mask")),
-        (torch.softmax(scores.masked_fill(mask, float("-inf")), -2), msg("likely.softmax_dim")),
-        (torch.softmax(scores.masked_fill(~mask, float("-inf")), -1), msg("likely.mask_inverted_fill")),
-        (torch.softmax(scores.masked_fill(mask | torch.eye(mask.shape[-1], dtype=torch.bool), float("-inf")), -1),
-         msg("likely.mask_diagonal")),
-    ):
-        if cand.shape == w.shape and torch.allclose(torch.nan_to_num(cand, 7.0), torch.nan_to_num(w, 7.0), atol=1e-5):
-            return likely
-    return msg("likely.unknown")
+    hidden_diagonal = mask | torch.eye(mask.shape[-1], dtype=torch.bool)
+    return matching_mistake(w, [
+        (lambda: torch.softmax(scores, -1).masked_fill(mask, 0.0), msg("likely.mask_after_softmax")),
+        (lambda: torch.softmax(scores.masked_fill(mask, 0.0), -1), msg("likely.fill_zero")),
+        (lambda: torch.softmax(scores, -1), msg("likely.no_mask")),
+        (lambda: torch.softmax(scores.masked_fill(mask, float("-inf")), -2), msg("likely.softmax_dim")),
+        (lambda: torch.softmax(scores.masked_fill(~mask, float("-inf")), -1), msg("likely.mask_inverted_fill")),
+        (lambda: torch.softmax(scores.masked_fill(hidden_diagonal, float("-inf")), -1), msg("likely.mask_diagonal")),
+    ])
 
 
 def judge_weights_masked(v, w, scores, mask, what):

@@ -8,8 +8,8 @@ import torch
 import torch.nn.functional as F
 
 from tutor.runner.judge_kit import (
-    close, describe, first_nonfinite, inputs_unchanged, judge_other_sizes, likely_for_value, max_error, msg,
-    no_kernel, require_pair, require_ran, require_tensor, round_matrix, shape_str,
+    close, describe, first_nonfinite, inputs_unchanged, judge_other_sizes, likely_for_value, matching_mistake,
+    max_error, msg, no_kernel, require_pair, require_ran, require_tensor, round_matrix, shape_str,
 )
 from tutor.runner.spec import StepSpec
 
@@ -97,13 +97,9 @@ def diagnose_weights(w, x, Wq, Wk, Wv):
         (lambda: masked_softmax(scaled, dim=-2), msg("likely.softmax_dim")),
         (lambda: masked_softmax(scaled.transpose(-2, -1)), msg("likely.swapped_qk")),
     ]
-    for make, likely in candidates:
-        if d_in == dk and likely["key"] == "likely.scale_d_in":
-            continue
-        cand = make()
-        if cand.shape == w.shape and torch.allclose(torch.nan_to_num(cand, 7.0), torch.nan_to_num(w, 7.0), atol=1e-5):
-            return likely
-    return msg("likely.unknown")
+    if d_in == dk:  # √d_in and √d_k are the same scale then: that mistake cannot show
+        candidates = [c for c in candidates if c[1]["key"] != "likely.scale_d_in"]
+    return matching_mistake(w, candidates)
 
 
 def judge_single_case(v, call, case, size):
@@ -338,13 +334,9 @@ def diagnose_multi(y, x, w, H):
         (lambda: attend(merge="bad"), msg("likely.merge_heads")),
         (lambda: attend(proj=False), msg("likely.no_out_proj")),
     ]
-    for make, likely in candidates:
-        if likely["key"] == "likely.scale_d_out" and H == 1:
-            continue
-        cand = make()
-        if cand.shape == y.shape and torch.allclose(torch.nan_to_num(cand, 7.0), torch.nan_to_num(y, 7.0), atol=1e-5):
-            return likely
-    return msg("likely.unknown")
+    if H == 1:  # one head: head_dim is d_out, so that scale is right
+        candidates = [c for c in candidates if c[1]["key"] != "likely.scale_d_out"]
+    return matching_mistake(y, candidates)
 
 
 def judge_multi_case(v, case, inp, size):

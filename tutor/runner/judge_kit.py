@@ -166,6 +166,19 @@ def max_error(a: torch.Tensor, b: torch.Tensor):
     return float(diff.max()), tuple(reversed(where))
 
 
+def matching_mistake(got: torch.Tensor, candidates) -> dict:
+    """The likely mistake whose rebuilt result equals what came (NaN matching NaN), else unknown.
+
+    candidates: (make, likely) pairs; make is called only while nothing has matched yet.
+    """
+    for make, likely in candidates:
+        cand = make()
+        if cand.shape == got.shape and torch.allclose(torch.nan_to_num(cand, 7.0), torch.nan_to_num(got, 7.0),
+                                                      atol=1e-5):
+            return likely
+    return msg("likely.unknown")
+
+
 def close(a: torch.Tensor, b: torch.Tensor, atol: float = 1e-5, rtol: float = 1e-4) -> bool:
     return a.shape == b.shape and bool(torch.allclose(a.double(), b.double(), atol=atol, rtol=rtol))
 
