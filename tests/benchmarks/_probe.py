@@ -168,22 +168,26 @@ def install_worker(w) -> None:
     wrap(w.Worker, "handle_request",
          before=lambda self, req: emit("w_handle", type=req.get("type"), gen=req.get("gen"), d=dig(req.get("source"))),
          after=lambda r, self, req: emit("w_handle_end", type=req.get("type"), gen=req.get("gen")))
-    wrap(w.Worker, "spawn", after=lambda job, self, gen, lesson, step, source, *a, **k:
-         emit("w_spawn", step=step, gen=gen, d=dig(source), child=job.pid))
+    def after_spawn(job, self, gen, lesson, steps, source, *a, **k):
+        for step in steps:  # a job runs its steps in order, in one child
+            emit("w_spawn", step=step, gen=gen, d=dig(source), child=job.pid)
+    wrap(w.Worker, "spawn", after=after_spawn)
     wrap(w.Worker, "fork_spare", before=lambda self: emit("w_fork"), after=lambda sp, self: emit("w_fork_end", child=sp.pid))
 
-    def after_result(r, self, job):
-        if job.result_done and not getattr(job, "_probe_sent", False):
-            job._probe_sent = True
-            emit("w_to_judge", step=job.step, gen=job.gen, d=dig(job.source))
-    wrap(w.Worker, "on_result", after=after_result)
+    digests = {}  # (gen, step) -> the source's digest: report() is not given the source
+
+    def to_judge(self, job, child):
+        digests[(job.gen, job.step)] = dig(job.source)
+        emit("w_to_judge", step=job.step, gen=job.gen, d=dig(job.source))
+    wrap(w.Worker, "send_to_judge", before=to_judge)
     wrap(w.Worker, "on_judge", before=lambda self: emit("w_judge_reply"))
-    wrap(w.Worker, "report", before=lambda self, job, result: emit("w_report", step=job.step, gen=job.gen, d=dig(job.source),
-                                                                   status=result.get("status")))
+    wrap(w.Worker, "report", before=lambda self, gen, step, started, output, result: emit(
+        "w_report", step=step, gen=gen, d=digests.get((gen, step)), status=result.get("status")))
 
     def after_read_job(job, fd):
         if job is not None:
-            emit("c_job", step=job["step"], d=dig(job["source"]))
+            for step in job["steps"]:
+                emit("c_job", step=step, d=dig(job["source"]))
     # CPU time since the fork (a child's counters start at zero): the spare's preparation.
     wrap(sandbox, "_read_job", before=lambda fd: emit("c_ready", cpu=round(time.process_time() * 1000, 2)),
          after=after_read_job)
@@ -195,24 +199,21 @@ def install_worker(w) -> None:
     def cpu_ms(key):
         return round((time.process_time() - cpu0.pop(key, time.process_time())) * 1000, 2)
 
-    def run_before(job, *a):
-        emit("c_run", step=job["step"], d=dig(job["source"]))
+    def run_before(job, step, *a):
+        emit("c_run", step=step, d=dig(job["source"]))
         cpu_start("run")
 
-    # The child's result message: encoded (json.dumps in serve_one) → written → the child exits → EOF.
-    real_json = sandbox.json
-    json_shim = type(sys)("json_probe")
-    json_shim.__dict__.update(real_json.__dict__)
+    # A step's result message: encoded (the sandbox's own json.dumps) → written → the worker reads it.
+    real_dumps = sandbox._dumps
 
     def dumps(obj, *a, **k):
-        data = real_json.dumps(obj, *a, **k)
+        data = real_dumps(obj, *a, **k)
         emit("c_dumped", size=len(data), cpu=round(time.process_time() * 1000, 2))
         return data
-    json_shim.dumps = dumps
-    sandbox.json = json_shim
+    sandbox._dumps = dumps
 
     wrap(sandbox, "_run", before=run_before,
-         after=lambda r, job, *a: emit("c_run_end", step=job["step"], d=dig(job["source"]), cpu=cpu_ms("run")))
+         after=lambda r, job, step, *a: emit("c_run_end", step=step, d=dig(job["source"]), cpu=cpu_ms("run")))
 
     def judge_before(self, lesson, step, child, source):
         emit("j_start", step=step, d=dig(source))

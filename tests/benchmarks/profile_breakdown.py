@@ -11,11 +11,11 @@ the path to the verdicts on screen is cut at the step that reported last:
   read      the batch → the file read (and the settle wait after an empty read)
   submit    read → the run request written to the worker's stdin (UI event loop)
   pipe      → the worker reads it
-  dispatch  → the job for that step handed to a spare child (jobs go out one by one)
-  child_wake → the child has the job and starts the learner's code
+  dispatch  → the job holding that step handed to a spare child
+  child_wake → the child starts that step (a save's checked steps share one child, in order)
   child_run  the learner's file loaded and the step's probe run (CPU time is reported too)
   child_encode its result encoded (json.dumps in the sandbox)
-  child_exit → written, and the worker has it (to EOF: the child's exit) and sent it to the judge
+  child_exit → written, and the worker has read the step's frame and sent it to the judge
   jqueue    waiting for the judge (one judge process, the steps queue up)
   judge     the judge's verdict for that step
   report    → the worker writes the step's result to the UI

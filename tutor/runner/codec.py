@@ -209,6 +209,7 @@ class FrameReader:
         self.start = -1  # where the payload starts in buf, once the head was found
         self.size = -1
         self.payload: bytes | None = None
+        self.rest = b""
         self.too_big = False
 
     def feed(self, chunk: bytes) -> None:
@@ -230,6 +231,7 @@ class FrameReader:
                 return
         if self.size >= 0 and len(self.buf) >= self.start + self.size:
             self.payload = bytes(self.buf[self.start:self.start + self.size])
+            self.rest = bytes(self.buf[self.start + self.size:])  # the next step's, if any
             self.buf = bytearray()
 
     def before(self) -> str:

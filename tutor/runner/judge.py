@@ -6,6 +6,7 @@ executes learner code: every expected value comes from inputs it made itself.
 
 from __future__ import annotations
 
+import json
 import traceback
 
 from ..results import Check, Failure, Frame, Message, StepResult
@@ -38,6 +39,16 @@ def failure_check(status: str, failure: Failure, fn: str) -> Check:
         "fn": fn, "kind": failure.kind, "detail": failure.detail, "line": line, "code": code}))
 
 
+def _parse(payload: bytes | dict) -> dict | None:
+    if isinstance(payload, dict):
+        return payload
+    try:
+        child = json.loads(payload)
+    except (ValueError, TypeError, RecursionError):
+        return None
+    return child if isinstance(child, dict) else None
+
+
 class Judge:
     def __init__(self, checks_modules: dict):
         self.modules = checks_modules  # lesson id -> checks module
@@ -48,9 +59,13 @@ class Judge:
             self._inputs[lesson] = self.modules[lesson].make_inputs()
         return self._inputs[lesson]
 
-    def verdict(self, lesson: str, step: str, child: dict, source: str) -> StepResult:
+    def verdict(self, lesson: str, step: str, payload: bytes | dict, source: str) -> StepResult:
         spec = self.modules[lesson].STEPS[step]
         fn = " / ".join(spec.functions)
+        child = _parse(payload)
+        if child is None:  # the frame carried the job's token but its bytes were mixed with something else's
+            failure = Failure("channel", "")
+            return StepResult(step, "error", [Check("runs", "error", Message("failure.channel", {}))], failure)
         if "import_error" in child:
             failure = _failure(child["import_error"])
             check = failure_check("error", failure, fn)

@@ -1,8 +1,9 @@
-"""The child side: runs the learner's file and one step's probe, under limits.
+"""The child side: runs the learner's file and the probes of a run's steps, under limits.
 
-Runs in a process forked from the worker for this one job. It may be killed at
-any moment; all it leaves behind is one frame on its result pipe (codec.pack_frame),
-signed with the job's token, and maybe a faulthandler report before it.
+Runs in a process forked from the worker for this one job: one or more steps, in
+order. It may be killed at any moment; all it leaves behind is one frame per step
+on its result pipe (codec.pack_frame), each signed with that step's token, and maybe
+a faulthandler report before one.
 
 What confines the learner's code here, and why (the worker adds its own watch):
 - RLIMIT_DATA over the current VmData: counts malloc, brk and private mmap (Linux ≥ 4.7),
@@ -29,6 +30,7 @@ import ctypes
 import errno
 import faulthandler
 import fcntl
+import gc
 import json
 import os
 import platform
@@ -55,8 +57,10 @@ DUMP_MARGIN = 0.2  # s before the deadline: faulthandler shows where the code wa
 
 # What the harness needs after the learner's code ran, as it was before: a file that sets
 # os._exit = print must not turn this child into a second worker, nor json.dumps = None
-# leave the result unwritten.
-_exit, _write, _dumps = os._exit, os.write, json.dumps
+# leave the result unwritten, nor a patched exec or clock break the steps that follow.
+_exit, _write, _dumps, _exec, _monotonic = os._exit, os.write, json.dumps, exec, time.monotonic
+_dump_later, _cancel_dump = faulthandler.dump_traceback_later, faulthandler.cancel_dump_traceback_later
+_setrlimit, _getrlimit, _collect = resource.setrlimit, resource.getrlimit, gc.collect
 
 
 def memory_limit_bytes() -> int:
@@ -104,13 +108,22 @@ def describe_exception(exc: BaseException, filename: str, source: str) -> dict:
     return {"kind": kind, "detail": detail, "frames": frames[-8:], "caret": caret}
 
 
-def load_learner(source: str, filename: str) -> types.ModuleType:
+def compile_learner(source: str, filename: str):
+    try:
+        return compile(source, filename, "exec", dont_inherit=True)
+    except BaseException as exc:  # SyntaxError, or a MemoryError on a huge file
+        raise LearnerImportError(describe_exception(exc, filename, source)) from None
+
+
+def load_learner(source: str, filename: str, code=None) -> types.ModuleType:
+    """A fresh module from the file: every step starts from the state the file's import makes."""
+    if code is None:
+        code = compile_learner(source, filename)
     module = types.ModuleType("learner")
     module.__file__ = filename
     sys.modules["learner"] = module
     try:
-        code = compile(source, filename, "exec", dont_inherit=True)
-        exec(code, module.__dict__)
+        _exec(code, module.__dict__)
     except BaseException as exc:  # SystemExit and KeyboardInterrupt included: the file is at fault
         # Free what the file built (a memory bomb's list) before describing it needs memory.
         sys.modules.pop("learner", None)
@@ -122,26 +135,38 @@ def load_learner(source: str, filename: str) -> types.ModuleType:
 
 # ------------------------------------------------------------------ limits and confinement
 
-def _limit_resources(memory: int) -> None:
+def _limit_resources(memory: int) -> tuple[int, int] | None:
+    """Returns the RLIMIT_DATA (soft, hard) set, to set again before each step."""
+    data = None
     if memory > 0:
         limit = _data_bytes() + memory
         _, hard = resource.getrlimit(resource.RLIMIT_DATA)
         if hard == resource.RLIM_INFINITY or limit + HEADROOM <= hard:
-            resource.setrlimit(resource.RLIMIT_DATA, (limit, limit + HEADROOM))
+            data = (limit, limit + HEADROOM)
+            resource.setrlimit(resource.RLIMIT_DATA, data)
     soft, hard = resource.getrlimit(resource.RLIMIT_STACK)
     if soft != resource.RLIM_INFINITY and soft < STACK_LIMIT:
         want = STACK_LIMIT if hard == resource.RLIM_INFINITY else min(STACK_LIMIT, hard)
         resource.setrlimit(resource.RLIMIT_STACK, (want, hard))
     # Core dumps would only fill the disk.
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    return data
 
 
 def _release_headroom() -> None:
     try:
-        _, hard = resource.getrlimit(resource.RLIMIT_DATA)
-        resource.setrlimit(resource.RLIMIT_DATA, (hard, hard))
+        _, hard = _getrlimit(resource.RLIMIT_DATA)
+        _setrlimit(resource.RLIMIT_DATA, (hard, hard))
     except (ValueError, OSError):
         pass
+
+
+def _restore_headroom(data: tuple[int, int] | None) -> None:
+    if data is not None:
+        try:
+            _setrlimit(resource.RLIMIT_DATA, data)
+        except (ValueError, OSError):
+            pass
 
 
 def _data_bytes() -> int:
@@ -245,12 +270,11 @@ def _arrange_fds(job_fd: int, result_fd: int, output_fd: int) -> tuple[int, int]
 # ------------------------------------------------------------------ the job
 
 def serve_one(job_fd: int, result_fd: int, output_fd: int, checks_modules: dict, protected=()) -> None:
-    """A spare child: get ready, wait for one job on job_fd, run it, exit. Never returns.
+    """A spare child: get ready, wait for one job on job_fd, run its steps, exit. Never returns.
 
     Everything that does not depend on the learner's file happens before the job
     arrives, so a save only pays for running the learner's code.
     """
-    token = b""
     try:
         os.setpgid(0, 0)
         job_fd, result_fd = _arrange_fds(job_fd, result_fd, output_fd)
@@ -266,20 +290,70 @@ def serve_one(job_fd: int, result_fd: int, output_fd: int, checks_modules: dict,
         # Inputs are made before any learner code runs, so nothing it patches can reach them.
         inputs = {lesson: module.make_inputs() for lesson, module in checks_modules.items()}
         probe_kit.install_traps()
-        _limit_resources(memory_limit_bytes())
+        data_limit = _limit_resources(memory_limit_bytes())
         _confine(list(protected))
         job = _read_job(job_fd)
         if job is None:
             _exit(0)  # the worker is shutting down or replacing us
-        token = bytes.fromhex(job.pop("token"))
-        # The worker's deadline (CLOCK_MONOTONIC is the same in every process) started when it
-        # wrote the job, which may be before we were ready to read it.
-        left = float(job.get("deadline", time.monotonic() + 3.0)) - time.monotonic()
-        faulthandler.dump_traceback_later(max(left - DUMP_MARGIN, 0.01), file=result_fd)
-        message = _run(job, checks_modules[job["lesson"]], inputs[job["lesson"]])
-    except BaseException as exc:  # the harness itself failed: report, do not hang
-        message = _harness_failure(exc)
-    _send(result_fd, token, message)
+        tokens = [bytes.fromhex(token) for token in job.pop("tokens")]
+    except BaseException as exc:  # the harness itself failed before any step: report, do not hang
+        _send(result_fd, b"", _harness_failure(exc))
+        _exit(0)
+    _run_steps(job, tokens, result_fd, checks_modules[job["lesson"]], inputs[job["lesson"]], data_limit)
+    _exit(0)
+
+
+def _run_steps(job: dict, tokens: list[bytes], result_fd: int, checks_module, inputs, data_limit) -> None:
+    """One frame per step, in order. Each step gets a fresh module and the whole time limit,
+    counted from when it starts here; the worker counts from the previous frame, a little later."""
+    streams = sys.stdout, sys.stderr
+    state = _torch_state()
+    code = None
+    deadline = float(job.get("deadline", _monotonic() + 3.0))  # the first step's: set by the worker
+    for i, step in enumerate(job["steps"]):
+        if i:
+            # The last step's module holds what the file built (its functions' globals make a
+            # cycle): free it, or a file that builds a big tensor on import has it twice.
+            sys.modules.pop("learner", None)
+            _collect()
+            deadline = _monotonic() + float(job.get("timeout", 3.0))
+            _restore(state, streams)
+            _restore_headroom(data_limit)
+        try:
+            _dump_later(max(deadline - _monotonic() - DUMP_MARGIN, 0.01), file=result_fd)
+            if code is None:
+                code = compile_learner(job["source"], job["filename"])
+            message = _run(job, step, code, checks_module, inputs)
+        except LearnerImportError as exc:  # the file does not compile: the same for every step
+            message = {"import_error": exc.failure}
+        except BaseException as exc:  # the harness itself failed: report, do not hang
+            message = _harness_failure(exc)
+        _flush(streams)  # the step's prints reach the pipe before its frame
+        _send(result_fd, tokens[i], message)
+
+
+def _torch_state() -> tuple:
+    return torch.get_default_dtype(), torch.is_grad_enabled(), sys.getrecursionlimit()
+
+
+def _restore(state: tuple, streams: tuple) -> None:
+    """What a previous step's learner code may have changed and the next step's code relies on."""
+    dtype, grad, recursion = state
+    try:
+        torch.set_default_dtype(dtype)
+        torch.set_grad_enabled(grad)
+        sys.setrecursionlimit(recursion)
+        sys.stdout, sys.stderr = streams
+    except BaseException:
+        pass  # the learner replaced these too: the step runs in what is left
+
+
+def _flush(streams: tuple) -> None:
+    for stream in streams:
+        try:
+            stream.flush()
+        except BaseException:
+            pass
 
 
 def _harness_failure(exc: BaseException) -> dict:
@@ -289,9 +363,9 @@ def _harness_failure(exc: BaseException) -> dict:
 
 
 def _send(result_fd: int, token: bytes, message: dict) -> None:
-    """Write the one frame and leave; threads the learner started end with us."""
+    """Write one step's frame. Threads the learner started end with the child."""
     try:
-        faulthandler.cancel_dump_traceback_later()  # a late dump must not cut into the frame
+        _cancel_dump()  # a late dump must not cut into the frame
         _release_headroom()
         try:
             payload = _dumps(message, allow_nan=True).encode()
@@ -302,8 +376,6 @@ def _send(result_fd: int, token: bytes, message: dict) -> None:
             view = view[_write(result_fd, view):]
     except OSError:
         _exit(EXIT_NO_CHANNEL)
-    finally:
-        _exit(0)
 
 
 # ------------------------------------------------------------------ read by the worker
@@ -352,14 +424,14 @@ def _learner_at_fault(exc: BaseException, filename: str) -> bool:
     return any(fs.filename == filename for fs in traceback.extract_tb(exc.__traceback__))
 
 
-def _run(job: dict, checks_module, inputs) -> dict:
-    spec = checks_module.STEPS[job["step"]]
+def _run(job: dict, step: str, code, checks_module, inputs) -> dict:
+    spec = checks_module.STEPS[step]
     try:
-        module = load_learner(job["source"], job["filename"])
+        module = load_learner(job["source"], job["filename"], code)
     except LearnerImportError as exc:
         return {"import_error": exc.failure}
     ctx = probe_kit.ProbeContext(module, job["filename"], job["source"])
-    ctx.params = job.get("params") or {}  # an experiment's settings, chosen in the app
+    ctx.params = (job.get("params") or {}).get(step) or {}  # an experiment's settings, chosen in the app
     try:
         outputs = spec.probe(ctx, inputs)
         encoded = codec.encode(outputs)

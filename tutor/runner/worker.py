@@ -1,12 +1,19 @@
-"""The check worker: imports torch once, then forks a child for each step of each run.
+"""The check worker: imports torch once, then runs each save's steps in pre-forked children.
 
 It talks JSON lines with the UI (stdin/stdout) and never runs a torch op itself,
 so that forking stays safe: the judge, forked at start, does the tensor work.
 
-    UI ──run{gen, lesson, source}──► worker ──fork──► child per step (learner code)
-                                       │ ◄──result frame── child
+    UI ──run{gen, lesson, source}──► worker ──job──► child (learner code, step after step)
+                                       │ ◄──one result frame per step── child
                                        ├──child data──► judge ──verdict──► worker
     UI ◄──step{gen, result}, done{gen}─┘   (also ping → pong, and stats → fd and child counts, for tests)
+
+A save's checked steps share one child, in order: on 2 cores, four children at once
+cost more than they save, and the judge works on one step while the child runs the
+next. Each step still starts from a fresh import of the file and has the whole time
+limit. A child that crashes or times out takes only its current step with it: the
+steps after it get children of their own. So does a child still busy after HEDGE_AFTER,
+so slow code costs no more time than when every step had its own child.
 
 Every child ends with its run: the worker kills its process group, and as a child
 subreaper it also gets (and kills) whatever the learner's code left behind in other
@@ -29,7 +36,8 @@ import time
 from dataclasses import dataclass, field
 
 OUTPUT_TAIL = 4000
-SPARES = 5  # children kept forked and ready: a lesson's checked steps and the experiment on screen
+SPARES = 3  # children kept forked and ready: the checked steps, the experiment on screen, one spare
+HEDGE_AFTER = 0.3  # s: a shared child still this busy hands the steps it has not begun to children of their own
 QUIET_AFTER_RUN = 0.15  # s between a run's last verdict and forking new spares
 TICK = 0.05  # s: how often the memory of running children is read, and leftovers swept
 MEMORY_SLACK = 256 << 20  # RSS above the RLIMIT_DATA budget before the watchdog kills
@@ -53,9 +61,13 @@ def load_checks(lessons) -> dict:
 
 # ------------------------------------------------------------------ framing between worker and judge
 
-def send_frame(sock: socket.socket, obj) -> None:
+def send_frame(sock: socket.socket, obj, raw: bytes | None = None) -> None:
+    """A JSON object, and after it, if given, raw bytes (a child's payload, passed on unparsed)."""
     data = json.dumps(obj).encode()
-    sock.sendall(struct.pack("!I", len(data)) + data)
+    parts = [struct.pack("!I", len(data)), data]
+    if raw is not None:
+        parts += [struct.pack("!I", len(raw)), raw]
+    sock.sendall(b"".join(parts))
 
 
 def recv_exact(sock: socket.socket, n: int) -> bytes:
@@ -69,9 +81,13 @@ def recv_exact(sock: socket.socket, n: int) -> bytes:
     return b"".join(chunks)
 
 
-def recv_frame(sock: socket.socket):
+def recv_raw(sock: socket.socket) -> bytes:
     (n,) = struct.unpack("!I", recv_exact(sock, 4))
-    return json.loads(recv_exact(sock, n))
+    return recv_exact(sock, n)
+
+
+def recv_frame(sock: socket.socket):
+    return json.loads(recv_raw(sock))
 
 
 def judge_main(sock: socket.socket, modules: dict) -> None:
@@ -84,9 +100,10 @@ def judge_main(sock: socket.socket, modules: dict) -> None:
     while True:
         try:
             req = recv_frame(sock)
+            payload = recv_raw(sock)
         except EOFError:
             os._exit(0)
-        result = judge.verdict(req["lesson"], req["step"], req["child"], req["source"])
+        result = judge.verdict(req["lesson"], req["step"], payload, req["source"])
         send_frame(sock, {"job": req["job"], "result": result.to_dict()})
 
 
@@ -137,25 +154,44 @@ class Spare:
 
 @dataclass
 class Job:
+    """One child running a list of steps in order, one result frame each."""
     id: int
     gen: int
     lesson: str
-    step: str
+    steps: list[str]
+    tokens: list[bytes]  # one per step: a frame must carry its step's
     source: str
     filename: str
+    params: dict  # step -> an experiment's settings
     pid: int
     result_fd: int
     output_fd: int
-    deadline: float
-    started: float
+    deadline: float  # of the step running now
+    started: float  # when the step running now began
+    spawned: float
     timeout: float
-    reader: object  # codec.FrameReader for this job's token
+    reader: object  # codec.FrameReader for the step running now
     rss_limit: int
+    index: int = 0  # the step running now: steps[index]
     output: bytearray = field(default_factory=bytearray)
     output_dropped: int = 0
     status: int | None = None  # wait status, once the child is reaped
-    result_done: bool = False
+    result_done: bool = False  # every step's frame is in, or the job was cut short
     over_memory: bool = False
+    hedged: bool = False
+
+    @property
+    def step(self) -> str:
+        return self.steps[min(self.index, len(self.steps) - 1)]
+
+
+@dataclass
+class Judging:
+    """A step's child data, sent to the judge; the verdict is reported when it comes back."""
+    gen: int
+    step: str
+    started: float
+    output: str
 
 
 class Worker:
@@ -177,6 +213,8 @@ class Worker:
         self.judge_sock = None
         self.judge_pid = None
         self.spares: list[Spare] = []
+        self.judging: dict[int, Judging] = {}
+        self.next_judging = 0
         self.quiet_until = 0.0  # no forking before this: the UI is painting the verdicts
         self.next_tick = 0.0
         self.start_judge()
@@ -243,19 +281,22 @@ class Worker:
             pass  # over the user's pipe quota: the default 64 KiB will do
         return Spare(pid, job_w, result_r, output_r, rss_limit)
 
-    def spawn(self, gen: int, lesson: str, step: str, source: str, filename: str, timeout: float,
+    def spawn(self, gen: int, lesson: str, steps: list[str], source: str, filename: str, timeout: float,
               params: dict | None = None) -> Job:
         from .codec import FrameReader
 
-        token = os.urandom(16)  # the child's frame must carry it: stray writes to its pipe do not
+        # The child's frames must carry these: stray writes to its pipe do not.
+        tokens = [os.urandom(16) for _ in steps]
         while True:
             spare = self.spares.pop(0) if self.spares else self.fork_spare()
             if not runnable(spare.pid):  # stopped or killed by the last run's code
                 self.discard_spare(spare)
                 continue
-            deadline = time.monotonic() + timeout  # from the hand-over, as the child counts it too
-            job_data = json.dumps({"lesson": lesson, "step": step, "source": source, "filename": filename,
-                                   "params": params or {}, "token": token.hex(), "deadline": deadline}).encode()
+            now = time.monotonic()
+            deadline = now + timeout  # from the hand-over, as the child counts it too
+            job_data = json.dumps({"lesson": lesson, "steps": steps, "source": source, "filename": filename,
+                                   "params": params or {}, "tokens": [t.hex() for t in tokens],
+                                   "deadline": deadline, "timeout": timeout}).encode()
             try:
                 view = memoryview(job_data)
                 while view:
@@ -264,13 +305,27 @@ class Worker:
                 break
             except OSError:  # that spare died while it waited: take another
                 self.discard_spare(spare)
-        job = Job(self.next_job, gen, lesson, step, source, filename, spare.pid, spare.result_fd, spare.output_fd,
-                  deadline, deadline - timeout, timeout, FrameReader(token), spare.rss_limit)
+        job = Job(self.next_job, gen, lesson, list(steps), tokens, source, filename, params or {}, spare.pid,
+                  spare.result_fd, spare.output_fd, deadline, now, now, timeout, FrameReader(tokens[0]),
+                  spare.rss_limit)
         self.next_job += 1
         self.jobs[job.id] = job
         self.by_pid[job.pid] = job
         self.sel.register(job.result_fd, selectors.EVENT_READ, ("result", job.id))
         return job
+
+    def spawn_each(self, job: Job, steps: list[str]) -> None:
+        """Steps a job will not run: a child each, as soon as possible."""
+        for step in steps:
+            self.spawn(job.gen, job.lesson, [step], job.source, job.filename, job.timeout,
+                       {step: job.params[step]} if step in job.params else None)
+
+    def hedge(self, job: Job) -> None:
+        rest = job.steps[job.index + 1:]
+        job.steps = job.steps[:job.index + 1]
+        job.tokens = job.tokens[:job.index + 1]
+        job.hedged = True
+        self.spawn_each(job, rest)
 
     def discard_spare(self, spare: Spare) -> None:
         for fd in (spare.job_fd, spare.result_fd, spare.output_fd):
@@ -285,7 +340,7 @@ class Worker:
         # while the app draws the run that just ended.
         if time.monotonic() < self.quiet_until:
             return
-        while len(self.spares) < SPARES and not self.jobs:
+        while len(self.spares) < SPARES and not self.jobs and not self.judging:
             self.spares.append(self.fork_spare())
 
     def kill_pid(self, pid: int) -> None:
@@ -393,6 +448,7 @@ class Worker:
             if job.gen < gen:
                 self.finish(job)
         self.pending_steps = {g: s for g, s in self.pending_steps.items() if g >= gen}
+        self.judging = {k: j for k, j in self.judging.items() if j.gen >= gen}
         self.current_gen = gen
         lesson = req.get("lesson")
         if lesson not in self.modules:
@@ -401,34 +457,47 @@ class Worker:
             return
         steps = [s for s in self.modules[lesson].STEPS if not req.get("steps") or s in req["steps"]]
         self.pending_steps[gen] = set(steps)
-        for step in steps:
-            self.spawn(gen, lesson, step, req["source"], req["filename"], float(req.get("timeout", 3.0)),
-                       (req.get("params") or {}).get(step))
+        checked = {s.id for s in self.lessons[lesson].checked_steps} if lesson in self.lessons else set()
+        params = {s: p for s, p in (req.get("params") or {}).items() if s in steps}
+        timeout = float(req.get("timeout", 3.0))
+        together = [s for s in steps if s in checked]
+        # An experiment may take a second: it never holds up the verdicts.
+        groups = ([together] if together else []) + [[s] for s in steps if s not in checked]
+        for group in groups:
+            self.spawn(gen, lesson, group, req["source"], req["filename"], timeout,
+                       {s: params[s] for s in group if s in params})
         if not steps:
             self.emit({"type": "done", "gen": gen})
 
-    def report(self, job: Job, result: dict) -> None:
-        result["output"] = self.output_text(job)
-        result["ms"] = round((time.monotonic() - job.started) * 1000, 1)
-        self.emit({"type": "step", "gen": job.gen, "result": result})
-        left = self.pending_steps.get(job.gen)
+    def report(self, gen: int, step: str, started: float, output: str, result: dict) -> None:
+        result["output"] = output
+        result["ms"] = round((time.monotonic() - started) * 1000, 1)
+        self.emit({"type": "step", "gen": gen, "result": result})
+        left = self.pending_steps.get(gen)
         if left is not None:
-            left.discard(job.step)
+            left.discard(step)
             if not left:
-                del self.pending_steps[job.gen]
-                self.emit({"type": "done", "gen": job.gen})
+                del self.pending_steps[gen]
+                self.emit({"type": "done", "gen": gen})
                 self.quiet_until = time.monotonic() + QUIET_AFTER_RUN
 
-    def output_text(self, job: Job) -> str:
+    def take_output(self, job: Job) -> str:
+        """What the step running now printed; the next step starts with none."""
         text = job.output.decode("utf-8", errors="replace")
         if job.output_dropped:
             text = f"[… {job.output_dropped} bytes not shown …]\n" + text
+        job.output, job.output_dropped = bytearray(), 0
         return text
 
     def report_failure(self, job: Job, status: str, failure: dict, key: str, params: dict) -> None:
+        """The job's current step ends here, and with it the child: the steps after it go elsewhere."""
+        rest = job.steps[job.index + 1:] if job.index < len(job.steps) else []
         self.finish(job)
-        self.report(job, {"id": job.step, "status": status, "failure": failure, "visuals": {},
-                          "checks": [{"id": "runs", "status": status, "message": {"key": key, "params": params}}]})
+        self.report(job.gen, job.step, job.started, self.take_output(job),
+                    {"id": job.step, "status": status, "failure": failure, "visuals": {},
+                     "checks": [{"id": "runs", "status": status, "message": {"key": key, "params": params}}]})
+        job.result_done = True
+        self.spawn_each(job, rest)
 
     # --- events
 
@@ -472,39 +541,48 @@ class Worker:
 
     def on_result(self, job: Job) -> None:
         open_ = self.read_result(job)
-        if job.reader.payload is not None or job.reader.too_big:
+        while not job.result_done and (job.reader.payload is not None or job.reader.too_big):
             self.on_frame(job)
-        elif not open_ and job.status is not None:
+        if not job.result_done and not open_ and job.status is not None:
             self.report_death(job)
         # EOF with the child still alive (it closed its fds): reap or the deadline decides.
 
     def on_exit(self, job: Job) -> None:
-        """The child was reaped before its frame came: what it wrote is in the pipe already."""
+        """The child was reaped before all its frames came: what it wrote is in the pipe already."""
         self.read_result(job)
-        if job.reader.payload is not None or job.reader.too_big:
+        while not job.result_done and (job.reader.payload is not None or job.reader.too_big):
             self.on_frame(job)
-        else:
+        if not job.result_done:
             self.report_death(job)
 
     def on_frame(self, job: Job) -> None:
-        try:
-            child = json.loads(job.reader.payload)
-            if not isinstance(child, dict):
-                raise ValueError
-        except (ValueError, TypeError, RecursionError):
-            # The frame carried our token but its bytes were mixed with something else's.
+        """A step's frame is in. Its payload goes to the judge unread: parsing it is the judge's work."""
+        from .codec import FrameReader
+
+        if job.reader.too_big:
             self.report_failure(job, "error", {"kind": "channel", "detail": "", "frames": [], "caret": ""},
                                 "failure.channel", {})
             return
         self.drain_output(job)
-        self.kill(job)
+        self.send_to_judge(job, job.reader.payload)
+        job.index += 1
+        now = time.monotonic()
+        if job.index < len(job.steps):
+            rest = job.reader.rest
+            job.reader = FrameReader(job.tokens[job.index])
+            job.reader.feed(rest)
+            job.started, job.deadline = now, now + job.timeout
+            return
         job.result_done = True
-        for fd in (job.result_fd, job.output_fd):  # all we show is read: do not wake on more
-            self.close_fd(fd)
-        job.result_fd = job.output_fd = -1
+        self.finish(job)  # all it had to say is read: the child ends, the fds close
+
+    def send_to_judge(self, job: Job, payload: bytes) -> None:
+        key = self.next_judging
+        self.next_judging += 1
+        self.judging[key] = Judging(job.gen, job.step, job.started, self.take_output(job))
         try:
-            send_frame(self.judge_sock, {"job": job.id, "lesson": job.lesson, "step": job.step,
-                                         "child": child, "source": job.source})
+            send_frame(self.judge_sock, {"job": key, "lesson": job.lesson, "step": job.step, "source": job.source},
+                       payload)
         except OSError:  # the judge died: it is restarted, and this step reported as the tutor's fault
             self.judge_died()
 
@@ -554,21 +632,21 @@ class Worker:
         except (EOFError, OSError):
             self.judge_died()
             return
-        job = self.jobs.get(reply["job"])
-        if job is None:
+        pending = self.judging.pop(reply["job"], None)
+        if pending is None or pending.gen < self.current_gen:
             return  # superseded while the judge worked on it
-        self.finish(job)
-        self.report(job, reply["result"])
+        self.report(pending.gen, pending.step, pending.started, pending.output, reply["result"])
 
     def judge_died(self) -> None:
         self.sel.unregister(self.judge_sock)
         self.judge_sock.close()
-        for job in list(self.jobs.values()):
-            if job.result_done:
-                self.finish(job)
-                self.report(job, {"id": job.step, "status": "error", "visuals": {}, "failure": None,
-                                  "checks": [{"id": "judge", "status": "error",
-                                              "message": {"key": "failure.harness", "params": {"detail": "judge"}}}]})
+        pending, self.judging = self.judging, {}
+        for item in pending.values():
+            if item.gen >= self.current_gen:
+                self.report(item.gen, item.step, item.started, item.output,
+                            {"id": item.step, "status": "error", "visuals": {}, "failure": None,
+                             "checks": [{"id": "judge", "status": "error",
+                                         "message": {"key": "failure.harness", "params": {"detail": "judge"}}}]})
         self.start_judge()
 
     def on_stdin(self) -> None:
@@ -604,7 +682,7 @@ class Worker:
             wait = max(0.0, min(j.deadline for j in running) - time.monotonic()) if running else None
             if running or self.dying:
                 wait = TICK if wait is None else min(wait, TICK)
-            if len(self.spares) < SPARES and not self.jobs:
+            if len(self.spares) < SPARES and not self.jobs and not self.judging:
                 until_quiet = max(0.0, self.quiet_until - time.monotonic())
                 wait = until_quiet if wait is None else min(wait, until_quiet)
             for key, _ in self.sel.select(wait):
@@ -621,6 +699,9 @@ class Worker:
             for job in list(self.jobs.values()):
                 if not job.result_done and now >= job.deadline:
                     self.on_timeout(job)
+                elif not job.result_done and not job.hedged and job.index < len(job.steps) - 1 \
+                        and now >= job.spawned + HEDGE_AFTER:
+                    self.hedge(job)
             if now >= self.next_tick and (running or self.dying):
                 self.next_tick = now + TICK
                 for job in list(self.jobs.values()):
