@@ -299,11 +299,12 @@ def serve_one(job_fd: int, result_fd: int, output_fd: int, checks_modules: dict,
     except BaseException as exc:  # the harness itself failed before any step: report, do not hang
         _send(result_fd, b"", _harness_failure(exc))
         _exit(0)
-    _run_steps(job, tokens, result_fd, checks_modules[job["lesson"]], inputs[job["lesson"]], data_limit)
+    _run_steps(job, tokens, job_fd, result_fd, checks_modules[job["lesson"]], inputs[job["lesson"]], data_limit)
     _exit(0)
 
 
-def _run_steps(job: dict, tokens: list[bytes], result_fd: int, checks_module, inputs, data_limit) -> None:
+def _run_steps(job: dict, tokens: list[bytes], job_fd: int, result_fd: int, checks_module, inputs,
+               data_limit) -> None:
     """One frame per step, in order. Each step gets a fresh module and the whole time limit,
     counted from when it starts here; the worker counts from the previous frame, a little later."""
     streams = sys.stdout, sys.stderr
@@ -312,6 +313,7 @@ def _run_steps(job: dict, tokens: list[bytes], result_fd: int, checks_module, in
     deadline = float(job.get("deadline", _monotonic() + 3.0))  # the first step's: set by the worker
     for i, step in enumerate(job["steps"]):
         if i:
+            _await_go(job_fd)
             # The last step's module holds what the file built (its functions' globals make a
             # cycle): free it, or a file that builds a big tensor on import has it twice.
             sys.modules.pop("learner", None)
@@ -408,14 +410,25 @@ def dumped_frames(text: str, filename: str, source: str) -> tuple[list[dict], bo
 
 
 def _read_job(fd: int) -> dict | None:
+    """One JSON line. The pipe stays open: the worker's go-ahead for each next step comes on it."""
     chunks = []
     while True:
         chunk = os.read(fd, 1 << 16)
         if not chunk:
             break
         chunks.append(chunk)
-    os.close(fd)
+        if chunk.endswith(b"\n"):
+            break
     return json.loads(b"".join(chunks)) if chunks else None
+
+
+def _await_go(job_fd: int) -> None:
+    """Wait until the worker has read the last step's output: the next step's must not mix in."""
+    try:
+        if not os.read(job_fd, 1):
+            _exit(0)  # the worker has no more use for us
+    except OSError:
+        pass  # the learner's code closed the pipe: go on, at worst outputs mix
 
 
 def _learner_at_fault(exc: BaseException, filename: str) -> bool:

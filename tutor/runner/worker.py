@@ -164,6 +164,7 @@ class Job:
     filename: str
     params: dict  # step -> an experiment's settings
     pid: int
+    job_fd: int  # the job went out on it; a byte on it lets the child begin its next step
     result_fd: int
     output_fd: int
     deadline: float  # of the step running now
@@ -296,17 +297,16 @@ class Worker:
             deadline = now + timeout  # from the hand-over, as the child counts it too
             job_data = json.dumps({"lesson": lesson, "steps": steps, "source": source, "filename": filename,
                                    "params": params or {}, "tokens": [t.hex() for t in tokens],
-                                   "deadline": deadline, "timeout": timeout}).encode()
+                                   "deadline": deadline, "timeout": timeout}).encode() + b"\n"
             try:
                 view = memoryview(job_data)
                 while view:
                     view = view[os.write(spare.job_fd, view):]
-                os.close(spare.job_fd)
                 break
             except OSError:  # that spare died while it waited: take another
                 self.discard_spare(spare)
         job = Job(self.next_job, gen, lesson, list(steps), tokens, source, filename, params or {}, spare.pid,
-                  spare.result_fd, spare.output_fd, deadline, now, now, timeout, FrameReader(tokens[0]),
+                  spare.job_fd, spare.result_fd, spare.output_fd, deadline, now, now, timeout, FrameReader(tokens[0]),
                   spare.rss_limit)
         self.next_job += 1
         self.jobs[job.id] = job
@@ -369,9 +369,9 @@ class Worker:
 
     def finish(self, job: Job) -> None:
         self.kill(job)
-        self.close_fd(job.result_fd)
-        self.close_fd(job.output_fd)
-        job.result_fd = job.output_fd = -1
+        for fd in (job.job_fd, job.result_fd, job.output_fd):
+            self.close_fd(fd)
+        job.job_fd = job.result_fd = job.output_fd = -1
         self.jobs.pop(job.id, None)
         if self.by_pid.get(job.pid) is job:
             del self.by_pid[job.pid]
@@ -572,6 +572,10 @@ class Worker:
             job.reader = FrameReader(job.tokens[job.index])
             job.reader.feed(rest)
             job.started, job.deadline = now, now + job.timeout
+            try:
+                os.write(job.job_fd, b"\n")  # the step's output is read: the child may go on
+            except OSError:
+                pass  # it died: reap will say so
             return
         job.result_done = True
         self.finish(job)  # all it had to say is read: the child ends, the fds close
