@@ -6,7 +6,6 @@ executes learner code: every expected value comes from inputs it made itself.
 
 from __future__ import annotations
 
-import json
 import traceback
 
 from ..results import Check, Failure, Frame, Message, StepResult
@@ -39,14 +38,12 @@ def failure_check(status: str, failure: Failure, fn: str) -> Check:
         "fn": fn, "kind": failure.kind, "detail": failure.detail, "line": line, "code": code}))
 
 
-def _parse(payload: bytes | dict) -> dict | None:
-    if isinstance(payload, dict):
-        return payload
+def _parse(payload: bytes) -> tuple[dict | None, bytearray]:
     try:
-        child = json.loads(payload)
+        child, blob = codec.unpack_payload(payload)
     except (ValueError, TypeError, RecursionError):
-        return None
-    return child if isinstance(child, dict) else None
+        return None, bytearray()
+    return (child, blob) if isinstance(child, dict) else (None, blob)
 
 
 class Judge:
@@ -59,10 +56,10 @@ class Judge:
             self._inputs[lesson] = self.modules[lesson].make_inputs()
         return self._inputs[lesson]
 
-    def verdict(self, lesson: str, step: str, payload: bytes | dict, source: str) -> StepResult:
+    def verdict(self, lesson: str, step: str, payload: bytes, source: str) -> StepResult:
         spec = self.modules[lesson].STEPS[step]
         fn = " / ".join(spec.functions)
-        child = _parse(payload)
+        child, blob = _parse(payload)
         if child is None:  # the frame carried the job's token but its bytes were mixed with something else's
             failure = Failure("channel", "")
             return StepResult(step, "error", [Check("runs", "error", Message("failure.channel", {}))], failure)
@@ -83,7 +80,7 @@ class Judge:
             return StepResult(step, "error", [Check("runs", "error", Message("failure.harness", {"detail": child["harness_error"]}))], failure)
         verdict = Verdict()
         try:
-            outputs = codec.decode(child["outputs"])
+            outputs = codec.decode(child["outputs"], blob)
             spec.judge(verdict, outputs, self.inputs(lesson), JudgeContext(source, child.get("kernels", [])))
         except Stop:
             pass

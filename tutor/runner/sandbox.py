@@ -325,13 +325,13 @@ def _run_steps(job: dict, tokens: list[bytes], job_fd: int, result_fd: int, chec
             _dump_later(max(deadline - _monotonic() - DUMP_MARGIN, 0.01), file=result_fd)
             if code is None:
                 code = compile_learner(job["source"], job["filename"])
-            message = _run(job, step, code, checks_module, inputs)
+            message, blob = _run(job, step, code, checks_module, inputs)
         except LearnerImportError as exc:  # the file does not compile: the same for every step
-            message = {"import_error": exc.failure}
+            message, blob = {"import_error": exc.failure}, b""
         except BaseException as exc:  # the harness itself failed: report, do not hang
-            message = _harness_failure(exc)
+            message, blob = _harness_failure(exc), b""
         _flush(streams)  # the step's prints reach the pipe before its frame
-        _send(result_fd, tokens[i], message)
+        _send(result_fd, tokens[i], message, blob)
 
 
 def _torch_state() -> tuple:
@@ -364,15 +364,15 @@ def _harness_failure(exc: BaseException) -> dict:
     return {"harness_error": f"{type(exc).__name__}: {_text(exc, 300)}"}
 
 
-def _send(result_fd: int, token: bytes, message: dict) -> None:
+def _send(result_fd: int, token: bytes, message: dict, blob: bytes = b"") -> None:
     """Write one step's frame. Threads the learner started end with the child."""
     try:
         _cancel_dump()  # a late dump must not cut into the frame
         _release_headroom()
         try:
-            payload = _dumps(message, allow_nan=True).encode()
+            payload = codec.pack_payload(message, blob, _dumps)
         except BaseException as exc:
-            payload = _dumps(_harness_failure(exc)).encode()
+            payload = codec.pack_payload(_harness_failure(exc), b"", _dumps)
         view = memoryview(codec.pack_frame(token, payload))
         while view:
             view = view[_write(result_fd, view):]
@@ -437,26 +437,27 @@ def _learner_at_fault(exc: BaseException, filename: str) -> bool:
     return any(fs.filename == filename for fs in traceback.extract_tb(exc.__traceback__))
 
 
-def _run(job: dict, step: str, code, checks_module, inputs) -> dict:
+def _run(job: dict, step: str, code, checks_module, inputs) -> tuple[dict, bytes]:
+    """The step's message, and the blob its tensors are in."""
     spec = checks_module.STEPS[step]
     try:
         module = load_learner(job["source"], job["filename"], code)
     except LearnerImportError as exc:
-        return {"import_error": exc.failure}
+        return {"import_error": exc.failure}, b""
     ctx = probe_kit.ProbeContext(module, job["filename"], job["source"])
     ctx.params = (job.get("params") or {}).get(step) or {}  # an experiment's settings, chosen in the app
     try:
         outputs = spec.probe(ctx, inputs)
-        encoded = codec.encode(outputs)
+        encoded, blob = codec.encode(outputs)
     except probe_kit.Missing as exc:
-        return {"missing": exc.name}
+        return {"missing": exc.name}, b""
     except probe_kit.LearnerFailure as exc:
-        return {"failure": exc.failure, "todo": exc.todo}
+        return {"failure": exc.failure, "todo": exc.todo}, b""
     except BaseException as exc:
         # The probe touched learner code outside ctx.call (an attribute, a method): the
         # learner's fault when their file is in the traceback, the tutor's otherwise.
         if not _learner_at_fault(exc, job["filename"]):
             raise
         traceback.clear_frames(exc.__traceback__)
-        return {"failure": describe_exception(exc, job["filename"], job["source"]), "todo": False}
-    return {"outputs": encoded, "kernels": sorted(ctx.kernels)}
+        return {"failure": describe_exception(exc, job["filename"], job["source"]), "todo": False}, b""
+    return {"outputs": encoded, "kernels": sorted(ctx.kernels)}, blob
