@@ -9,7 +9,7 @@ import torch.nn.functional as F
 
 from tutor.runner.judge_kit import (
     close, describe, first_nonfinite, inputs_unchanged, judge_other_sizes, likely_for_value, matching_mistake,
-    max_error, msg, no_kernel, require_pair, require_ran, require_tensor, round_matrix, shape_str,
+    max_error, msg, no_kernel, of_the_inputs, require_pair, require_ran, require_tensor, round_matrix, shape_str,
 )
 from tutor.runner.spec import StepSpec
 
@@ -61,6 +61,7 @@ def probe_single(ctx, inputs):
     return {"calls": results}
 
 
+@of_the_inputs
 def reference_single(x, Wq, Wk, Wv):
     q, k, v = x @ Wq, x @ Wk, x @ Wv
     out = F.scaled_dot_product_attention(q, k, v, is_causal=True)
@@ -193,6 +194,7 @@ def probe_leakage(ctx, inputs):
     return {"calls": calls}
 
 
+@of_the_inputs
 def unmasked(x, Wq, Wk, Wv):
     """The notebook's broken layer: no mask at all."""
     q, k, v = x @ Wq, x @ Wk, x @ Wv
@@ -291,6 +293,7 @@ def probe_multi(ctx, inputs):
     return {"cases": cases, "counts": counts}
 
 
+@of_the_inputs
 def reference_multi(x, w, H):
     B, T, _ = x.shape
     d_out = w["W_q"].shape[0]
