@@ -176,9 +176,9 @@ def install_worker(w) -> None:
 
     digests = {}  # (gen, step) -> the source's digest: report() is not given the source
 
-    def to_judge(self, job, child):
-        digests[(job.gen, job.step)] = dig(job.source)
-        emit("w_to_judge", step=job.step, gen=job.gen, d=dig(job.source))
+    def to_judge(self, job, step, *a):
+        digests[(job.gen, step)] = dig(job.source)
+        emit("w_to_judge", step=step, gen=job.gen, d=dig(job.source))
     wrap(w.Worker, "send_to_judge", before=to_judge)
     wrap(w.Worker, "on_judge", before=lambda self: emit("w_judge_reply"))
     wrap(w.Worker, "report", before=lambda self, gen, step, started, output, result: emit(

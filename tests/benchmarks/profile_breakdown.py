@@ -147,7 +147,8 @@ def breakdown(row: dict, events: list[dict]) -> dict | None:
     }
     per_step = {s: {"child_run": ms(v["crun"], v["cend"]), "judge": ms(v["jstart"], v["jend"]),
                     "child_run_cpu": v["cend"] and v["cend"].get("cpu"), "judge_cpu": v["jend"] and v["jend"].get("cpu"),
-                    "spawned_after_ms": ms(t0, v["spawn"]), "reported_after_ms": ms(t0, v["report"])}
+                    "spawned_after_ms": ms(t0, v["spawn"]), "run_after_ms": ms(t0, v["crun"]),
+                    "judged_after_ms": ms(t0, v["jstart"]), "reported_after_ms": ms(t0, v["report"])}
                 for s, v in steps.items()}
     forks = [e for e in events if e["ev"] in ("w_fork", "w_fork_end") and t0 <= e["t"] <= t_end]
     ui = {}
@@ -282,7 +283,8 @@ def main(argv=None) -> int:
     total = summary_ms(b["total"] for b in parts)
     step_stats = defaultdict(dict)
     for s in ("single-head", "leakage", "multi-head", "shapes"):
-        for k in ("child_run", "judge", "child_run_cpu", "judge_cpu", "spawned_after_ms", "reported_after_ms"):
+        for k in ("child_run", "judge", "child_run_cpu", "judge_cpu", "spawned_after_ms", "run_after_ms",
+                  "judged_after_ms", "reported_after_ms"):
             step_stats[s][k] = summary_ms(b["steps"].get(s, {}).get(k) for b in parts)
     crit = defaultdict(int)
     for b in parts:
@@ -312,7 +314,8 @@ def main(argv=None) -> int:
     for s, v in step_stats.items():
         print(f"    {s:<12} child run p50 {v['child_run']['p50']} ms (CPU {v['child_run_cpu']['p50']}), "
               f"judge p50 {v['judge']['p50']} ms (CPU {v['judge_cpu']['p50']}), "
-              f"job handed out at +{v['spawned_after_ms']['p50']} ms, reported at +{v['reported_after_ms']['p50']} ms")
+              f"job handed out at +{v['spawned_after_ms']['p50']} ms, run from +{v['run_after_ms']['p50']}, "
+              f"judged from +{v['judged_after_ms']['p50']}, reported at +{v['reported_after_ms']['p50']} ms")
     print(f"  critical step: {dict(crit)}; forks inside a save window p50 {res['forks_on_path']['p50']}; "
           f"a fork_spare takes p50 {res['fork_ms']['p50']} ms")
     print("  UI work between the write and the verdicts on screen (per save, p50): "

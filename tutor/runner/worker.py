@@ -564,28 +564,29 @@ class Worker:
                                 "failure.channel", {})
             return
         self.drain_output(job)
-        self.send_to_judge(job, job.reader.payload)
+        step, started, output, payload = job.step, job.started, self.take_output(job), job.reader.payload
         job.index += 1
-        now = time.monotonic()
         if job.index < len(job.steps):
             rest = job.reader.rest
             job.reader = FrameReader(job.tokens[job.index])
             job.reader.feed(rest)
+            now = time.monotonic()
             job.started, job.deadline = now, now + job.timeout
-            try:
+            try:  # before the judge gets the step: the child need not wait for that too
                 os.write(job.job_fd, b"\n")  # the step's output is read: the child may go on
             except OSError:
                 pass  # it died: reap will say so
-            return
-        job.result_done = True
-        self.finish(job)  # all it had to say is read: the child ends, the fds close
+        else:
+            job.result_done = True
+            self.finish(job)  # all it had to say is read: the child ends, the fds close
+        self.send_to_judge(job, step, started, output, payload)
 
-    def send_to_judge(self, job: Job, payload: bytes) -> None:
+    def send_to_judge(self, job: Job, step: str, started: float, output: str, payload: bytes) -> None:
         key = self.next_judging
         self.next_judging += 1
-        self.judging[key] = Judging(job.gen, job.step, job.started, self.take_output(job))
+        self.judging[key] = Judging(job.gen, step, started, output)
         try:
-            send_frame(self.judge_sock, {"job": key, "lesson": job.lesson, "step": job.step, "source": job.source},
+            send_frame(self.judge_sock, {"job": key, "lesson": job.lesson, "step": step, "source": job.source},
                        payload)
         except OSError:  # the judge died: it is restarted, and this step reported as the tutor's fault
             self.judge_died()
