@@ -21,6 +21,7 @@ from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.message import Message
+from textual.visual import visualize
 from textual.widgets import OptionList, ProgressBar, Static
 
 from ..i18n import t
@@ -39,7 +40,7 @@ from .confirm import ConfirmScreen
 from .help import HelpScreen
 from .trace import digest, trace
 from .trace import enabled as trace_enabled
-from .widgets import Footer, StepList, step_extra
+from .widgets import DrawnOnce, Footer, StepList, step_extra
 
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 SPINNER_AFTER = 0.15  # s: a run that ends sooner shows no spinner at all, just the new marks
@@ -202,14 +203,23 @@ class TutorApp(App):
             self.notice = t("ui.os_error", self.lang, error=exc.strerror or exc)
 
     # ------------------------------------------------------------------ rendering
-    # Every Static.update lays the screen out again (~40 ms on a slow machine): panels are
-    # updated only when what they show has changed, and fixed-height ones without a layout.
+    # A layout of the screen costs more than drawing a panel: panels are updated only when
+    # what they show has changed, and lay the screen out only when their height changes.
 
-    def update_panel(self, widget_id: str, signature, make, layout: bool = True) -> None:
+    def update_panel(self, widget_id: str, signature, make) -> None:
         if self.shown.get(widget_id) == signature:
             return
         self.shown[widget_id] = signature
-        self.query_one(widget_id, Static).update(make(), layout=layout)
+        self.show_in(widget_id, make())
+
+    def show_in(self, widget_id: str, content) -> None:
+        """Put `content` in a Static, with a layout only if that changes the Static's height."""
+        widget = self.query_one(widget_id, Static)
+        content = DrawnOnce(content)
+        width, height = widget.content_size
+        # Measured the way the layout would measure it; DrawnOnce keeps the lines for the paint.
+        same = bool(width) and visualize(widget, content).get_height(widget.styles, width) == height
+        widget.update(content, layout=not same)
 
     def refresh_all(self) -> None:
         self.shown.clear()
@@ -279,7 +289,7 @@ class TutorApp(App):
             return
         self.shown["#doc"] = signature
         if self.show_weights:
-            self.query_one("#doc", Static).update(self.weights_view())
+            self.show_in("#doc", self.weights_view())
             return
         text = self.lesson.text(self.step.id, self.lang)
         heading, _, rest = text.partition("\n") if text.startswith("# ") else ("", "", text)
@@ -293,7 +303,7 @@ class TutorApp(App):
             # The live view first, under the step's heading: it is what the step is about.
             body += [extra, Text("")]
         body.append(render_markdown(rest))
-        self.query_one("#doc", Static).update(Group(*body))
+        self.show_in("#doc", Group(*body))
 
     def render_results(self) -> None:
         step = self.step
@@ -313,7 +323,7 @@ class TutorApp(App):
         hints = hints_block(step.hints.get(lang, ()), self.hints_shown.get(step.id, 0), lang)
         if hints is not None:
             parts.append(hints)
-        self.query_one("#results", Static).update(Group(*parts))
+        self.show_in("#results", Group(*parts))
         # An experiment has no verdicts: its screen gets the whole height unless a hint is open.
         self.query_one("#results-scroll").display = step.checked or hints is not None
 

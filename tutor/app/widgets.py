@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from rich.cells import cell_len
 from rich.console import RenderableType
+from rich.measure import Measurement
 from rich.text import Text
+from textual.cache import LRUCache
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
@@ -22,6 +26,10 @@ class StepList(OptionList):
     shown_key: tuple = ()
     shown_marks: dict = {}
 
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.drawn: LRUCache = LRUCache(1024)
+
     def show(self, lesson, marks: dict, current: int, lang: str) -> None:
         key = (lesson.id, lang)
         seen = {sid: (m.plain, str(m.style)) for sid, m in marks.items()}
@@ -37,6 +45,56 @@ class StepList(OptionList):
             if self.highlighted != current:
                 self.highlighted = current
         self.shown_key, self.shown_marks = key, seen
+
+    def _replace_option_prompt(self, index: int, prompt) -> None:
+        # OptionList's own version forgets every option's height and drawn lines, so each
+        # new mark re-measured and redrew the whole list. A mark never changes a line's height
+        # (`marked` wraps the title at the same width whatever the mark): repaint this option only.
+        self.get_option_at_index(index)._set_prompt(prompt)
+        self._option_render_cache.clear()  # a memo by option, now stale; `drawn` keeps the rest
+        line = self._line_cache.index_to_line.get(index)
+        if line is None:  # not laid out yet: nothing drawn to keep
+            self._clear_caches()
+        else:
+            self.refresh_lines(line, self._line_cache.heights[index])
+
+    def _get_option_render(self, option: Option, style) -> list:
+        # Marks go back and forth (todo, spinner, pass, fail) with every run: keep each line as
+        # drawn per mark, so a verdict only copies lines already drawn.
+        width = self.scrollable_content_region.width
+        key = (option.id, self.shown_marks.get(option.id), self.shown_key, style, width)
+        strips = self.drawn.get(key)
+        if strips is None:
+            strips = super()._get_option_render(option, style)
+            self.drawn.set(key, strips)
+        return strips
+
+
+class DrawnOnce:
+    """A panel's content, drawn once per width.
+
+    Textual draws a Static's Rich content twice after each update: once to count its lines
+    for the layout, once for the screen. Both ask for the same width; only the height they
+    pass differs, and nothing drawn in a panel depends on it (Rich itself drops it below the
+    top renderable). The second draw replays the lines of the first.
+    """
+
+    def __init__(self, renderable: RenderableType):
+        self.renderable = renderable
+        self.drawn_for = None
+        self.lines: list = []
+
+    def __rich_console__(self, console, options):
+        options = options.reset_height()
+        key = replace(options, max_height=0)
+        if key != self.drawn_for:
+            self.lines = console.render_lines(self.renderable, options, pad=False, new_lines=True)
+            self.drawn_for = key
+        for line in self.lines:
+            yield from line
+
+    def __rich_measure__(self, console, options):
+        return Measurement.get(console, options, self.renderable)
 
 
 class Footer(Static):

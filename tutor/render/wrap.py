@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from functools import lru_cache
 from typing import Iterable, Sequence
 
 from rich.cells import split_graphemes
@@ -59,10 +60,16 @@ def line_spans(text: str, width: int, atomic: Sequence[Span] = ()) -> list[Span]
     `atomic` lists (start, end) ranges that should stay on one line when they
     fit (inline code). `text` must not contain newlines; see `wrap_cells`.
     """
-    width = max(width, 1)
+    return list(_line_spans(text, max(width, 1), tuple(atomic)))
+
+
+# The same step titles, verdict lines and paragraphs are wrapped at the same widths on
+# every frame (Textual measures a panel, then draws it): remember the last few thousand.
+@lru_cache(maxsize=2048)
+def _line_spans(text: str, width: int, atomic: tuple[Span, ...]) -> tuple[Span, ...]:
     units, _ = split_graphemes(text)  # (start, end, cells); never split a grapheme
     if not units:
-        return [(0, 0)]
+        return ((0, 0),)
     inside = _atomic_of(text, atomic)
 
     # Candidate breaks: (line_end, next_start, grade). Grade 0 = a proper break;
@@ -120,7 +127,7 @@ def line_spans(text: str, width: int, atomic: Sequence[Span] = ()) -> list[Span]
         lines.append((start, brk[0]))
         start = brk[1]
     lines.append((start, end_of_text))
-    return lines
+    return tuple(lines)
 
 
 def _hard_break(text, units, start, width, cells) -> Span:
@@ -170,7 +177,14 @@ def wrap_text(text: Text, width: int, atomic: Sequence[Span] | None = None) -> L
     pieces = text.divide(cuts)
     index = {start: i for i, start in enumerate(bounds[:-1])}
     blank = Text("", style=text.style, justify=text.justify, overflow=text.overflow)
-    return Lines(pieces[index[s]] if e > s else blank.copy() for s, e in spans)
+    lines = Lines(pieces[index[s]] if e > s else blank.copy() for s, e in spans)
+    # Each line fits `width`: without no_wrap Rich would wrap it again when drawing it at that
+    # width, a third of the cost of a verdict panel. Not with a tab (Rich widens it) nor a
+    # grapheme wider than the line (Rich folds it).
+    for line in lines:
+        if "\t" not in line.plain and line.cell_len <= width:
+            line.no_wrap = True
+    return lines
 
 
 class Wrapped:
