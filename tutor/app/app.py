@@ -12,6 +12,7 @@ import shlex
 import signal
 import time
 import subprocess
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from rich.console import Group
@@ -121,6 +122,7 @@ class TutorApp(App):
         self.color_hint = "none" if os.environ.get("NO_COLOR") else "truecolor"
         self.source: tuple[str, bytes] | None = None  # the file content the current verdicts are for
         self.saved_status: dict[str, str] = dict(saved.get("status", {}))
+        self.saver = ThreadPoolExecutor(max_workers=1, thread_name_prefix="save")  # see remember
         if store.notice is not None:
             self.notice = t(store.notice.key, lang, **store.notice.params)
 
@@ -168,6 +170,7 @@ class TutorApp(App):
         self.closing = True
         if self.worker:
             self.worker.close()
+        self.saver.shutdown(wait=True)  # the last progress is on disk before the app ends
 
     # ------------------------------------------------------------------ state helpers
 
@@ -182,7 +185,7 @@ class TutorApp(App):
             return self.results[step_id].status
         return self.saved_status.get(step_id, "todo")
 
-    def remember(self) -> None:
+    def remember(self, wait: bool = True) -> None:
         lesson_id = self.lesson.id
         step_id = self.step.id
         status = {s: r.status for s, r in self.results.items()}
@@ -197,10 +200,24 @@ class TutorApp(App):
             entry.setdefault("status", {}).update(status)
             entry.setdefault("hints", {}).update(hints)
 
+        def save() -> None:
+            try:
+                self.store.update(change)
+            except OSError as exc:  # a full disk or a read-only home must not stop the lesson
+                self.notice = t("ui.os_error", lang, error=exc.strerror or exc)
+
+        # A save fsyncs twice (ms on a local disk, more on NFS), after a verdict it need not hold
+        # up the next frame. One writer thread keeps the saves in order; a key waits for its own,
+        # so what it changed is on disk when it returns.
         try:
-            self.store.update(change)
-        except OSError as exc:  # a full disk or a read-only home must not stop the lesson
-            self.notice = t("ui.os_error", self.lang, error=exc.strerror or exc)
+            saved = self.saver.submit(save)
+        except RuntimeError:  # the app has closed its writer: save here
+            save()
+            return
+        if wait:
+            saved.result()
+        else:  # a bug in the save still stops the app, as it did when saves ran here
+            saved.add_done_callback(lambda done: done.exception() and self.call_later(done.result))
 
     # ------------------------------------------------------------------ rendering
     # A layout of the screen costs more than drawing a panel: panels are updated only when
@@ -452,7 +469,7 @@ class TutorApp(App):
         if self.show_weights or not self.step.checked:
             self.render_main()
         if not self.running:
-            self.call_after_refresh(self.remember)  # after the paint: the verdicts first
+            self.call_after_refresh(self.remember, wait=False)  # after the paint, and not in the way of the next
         checked_running = self.running & {s.id for s in self.lesson.checked_steps}
         if self.running_digest and not checked_running:
             self.call_after_refresh(trace, "verdicts", digest=self.running_digest,
