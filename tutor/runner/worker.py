@@ -45,6 +45,8 @@ DRAIN_CAP = 1 << 20  # bytes read at once from a pipe something may still be wri
 # Output is read at each tick, not on every write: a print loop then costs the child a write
 # into a pipe nobody waits on, and the worker ≤ 20 wakeups a second (measured: 2.5× the prints).
 OUTPUT_PIPE = 256 << 10
+# A step's frame (up to ~150 KB) in one write, not in 64 KiB pieces each waiting for us to read.
+RESULT_PIPE = 512 << 10
 F_SETPIPE_SZ = 1031
 PR_SET_DUMPABLE, PR_SET_CHILD_SUBREAPER = 4, 36
 
@@ -276,10 +278,11 @@ class Worker:
             os.close(fd)
         for fd in (result_r, output_r):
             os.set_blocking(fd, False)
-        try:
-            fcntl.fcntl(output_r, F_SETPIPE_SZ, OUTPUT_PIPE)
-        except OSError:
-            pass  # over the user's pipe quota: the default 64 KiB will do
+        for fd, size in ((output_r, OUTPUT_PIPE), (result_r, RESULT_PIPE)):
+            try:
+                fcntl.fcntl(fd, F_SETPIPE_SZ, size)
+            except OSError:
+                pass  # over the user's pipe quota: the default 64 KiB will do
         return Spare(pid, job_w, result_r, output_r, rss_limit)
 
     def spawn(self, gen: int, lesson: str, steps: list[str], source: str, filename: str, timeout: float,
