@@ -252,10 +252,12 @@ def _drop_capabilities(libc) -> None:
     libc.capset(ctypes.create_string_buffer(header), ctypes.create_string_buffer(bytes(24)))
 
 
-def _arrange_fds(job_fd: int, result_fd: int, output_fd: int) -> tuple[int, int]:
-    """0 ← /dev/null, 1 and 2 ← output, 3 ← job, result at HIGH_FD; everything else closed."""
+def _arrange_fds(job_fd: int, result_fd: int, output_fd: int) -> tuple[int, int, int]:
+    """0 ← /dev/null, 1 and 2 ← output, 3 ← job, result at HIGH_FD and output just above
+    (for the step markers, whatever the learner does to 1 and 2); everything else closed."""
     soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
     high = fcntl.fcntl(result_fd, fcntl.F_DUPFD_CLOEXEC, max(min(HIGH_FD, soft - 8), 101))
+    marks = fcntl.fcntl(output_fd, fcntl.F_DUPFD_CLOEXEC, high + 1)
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)
     os.dup2(output_fd, 1)
@@ -263,8 +265,8 @@ def _arrange_fds(job_fd: int, result_fd: int, output_fd: int) -> tuple[int, int]
     if job_fd != 3:
         os.dup2(job_fd, 3, inheritable=False)
     os.closerange(4, high)  # the worker's epoll, other jobs' pipes: none of the learner's business
-    os.closerange(high + 1, max(soft, high + 2))
-    return 3, high
+    os.closerange(marks + 1, max(soft, marks + 2))
+    return 3, high, marks
 
 
 # ------------------------------------------------------------------ the job
@@ -277,7 +279,7 @@ def serve_one(job_fd: int, result_fd: int, output_fd: int, checks_modules: dict,
     """
     try:
         os.setpgid(0, 0)
-        job_fd, result_fd = _arrange_fds(job_fd, result_fd, output_fd)
+        job_fd, result_fd, marks_fd = _arrange_fds(job_fd, result_fd, output_fd)
         sys.stdin = open(os.devnull)
         sys.stdout = os.fdopen(1, "w", buffering=1, errors="replace", closefd=False)
         sys.stderr = os.fdopen(2, "w", buffering=1, errors="replace", closefd=False)
@@ -299,21 +301,22 @@ def serve_one(job_fd: int, result_fd: int, output_fd: int, checks_modules: dict,
     except BaseException as exc:  # the harness itself failed before any step: report, do not hang
         _send(result_fd, b"", _harness_failure(exc))
         _exit(0)
-    _run_steps(job, tokens, job_fd, result_fd, checks_modules[job["lesson"]], inputs[job["lesson"]], data_limit)
+    _run_steps(job, tokens, marks_fd, result_fd, checks_modules[job["lesson"]], inputs[job["lesson"]], data_limit)
     _exit(0)
 
 
-def _run_steps(job: dict, tokens: list[bytes], job_fd: int, result_fd: int, checks_module, inputs,
+def _run_steps(job: dict, tokens: list[bytes], marks_fd: int, result_fd: int, checks_module, inputs,
                data_limit) -> None:
     """One frame per step, in order. Each step gets a fresh module and the whole time limit,
-    counted from when it starts here; the worker counts from the previous frame, a little later."""
+    counted from when it starts here; the worker counts from the previous frame, a little later.
+    Between two steps' output goes a marker (MAGIC and the step's token): the worker splits
+    the output there, so each step shows only what it printed."""
     streams = sys.stdout, sys.stderr
     state = _torch_state()
     code = None
     deadline = float(job.get("deadline", _monotonic() + 3.0))  # the first step's: set by the worker
     for i, step in enumerate(job["steps"]):
         if i:
-            _await_go(job_fd)
             # The last step's module holds what the file built (its functions' globals make a
             # cycle): free it, or a file that builds a big tensor on import has it twice.
             sys.modules.pop("learner", None)
@@ -330,7 +333,9 @@ def _run_steps(job: dict, tokens: list[bytes], job_fd: int, result_fd: int, chec
             message, blob = {"import_error": exc.failure}, b""
         except BaseException as exc:  # the harness itself failed: report, do not hang
             message, blob = _harness_failure(exc), b""
-        _flush(streams)  # the step's prints reach the pipe before its frame
+        _flush(streams)  # the step's prints reach the pipe before its marker
+        if i < len(tokens) - 1:
+            _mark(marks_fd, tokens[i])
         _send(result_fd, tokens[i], message, blob)
 
 
@@ -410,25 +415,23 @@ def dumped_frames(text: str, filename: str, source: str) -> tuple[list[dict], bo
 
 
 def _read_job(fd: int) -> dict | None:
-    """One JSON line. The pipe stays open: the worker's go-ahead for each next step comes on it."""
     chunks = []
     while True:
         chunk = os.read(fd, 1 << 16)
         if not chunk:
             break
         chunks.append(chunk)
-        if chunk.endswith(b"\n"):
-            break
+    os.close(fd)
     return json.loads(b"".join(chunks)) if chunks else None
 
 
-def _await_go(job_fd: int) -> None:
-    """Wait until the worker has read the last step's output: the next step's must not mix in."""
+def _mark(marks_fd: int, token: bytes) -> None:
+    view = memoryview(codec.MAGIC + token)
     try:
-        if not os.read(job_fd, 1):
-            _exit(0)  # the worker has no more use for us
+        while view:
+            view = view[_write(marks_fd, view):]
     except OSError:
-        pass  # the learner's code closed the pipe: go on, at worst outputs mix
+        pass  # the learner's code closed it: the worker gives all output to the step it has
 
 
 def _learner_at_fault(exc: BaseException, filename: str) -> bool:

@@ -166,7 +166,6 @@ class Job:
     filename: str
     params: dict  # step -> an experiment's settings
     pid: int
-    job_fd: int  # the job went out on it; a byte on it lets the child begin its next step
     result_fd: int
     output_fd: int
     deadline: float  # of the step running now
@@ -176,8 +175,11 @@ class Job:
     reader: object  # codec.FrameReader for the step running now
     rss_limit: int
     index: int = 0  # the step running now: steps[index]
-    output: bytearray = field(default_factory=bytearray)
-    output_dropped: int = 0
+    # Output per step index: [tail, bytes dropped]. The child puts a marker (MAGIC + the
+    # step's token) between steps; `out_step` is the step the output read now belongs to.
+    outputs: dict = field(default_factory=dict)
+    out_step: int = 0
+    carry: bytes = b""  # the stream's last bytes, which may be the start of a marker
     status: int | None = None  # wait status, once the child is reaped
     result_done: bool = False  # every step's frame is in, or the job was cut short
     over_memory: bool = False
@@ -300,16 +302,17 @@ class Worker:
             deadline = now + timeout  # from the hand-over, as the child counts it too
             job_data = json.dumps({"lesson": lesson, "steps": steps, "source": source, "filename": filename,
                                    "params": params or {}, "tokens": [t.hex() for t in tokens],
-                                   "deadline": deadline, "timeout": timeout}).encode() + b"\n"
+                                   "deadline": deadline, "timeout": timeout}).encode()
             try:
                 view = memoryview(job_data)
                 while view:
                     view = view[os.write(spare.job_fd, view):]
+                os.close(spare.job_fd)
                 break
             except OSError:  # that spare died while it waited: take another
                 self.discard_spare(spare)
         job = Job(self.next_job, gen, lesson, list(steps), tokens, source, filename, params or {}, spare.pid,
-                  spare.job_fd, spare.result_fd, spare.output_fd, deadline, now, now, timeout, FrameReader(tokens[0]),
+                  spare.result_fd, spare.output_fd, deadline, now, now, timeout, FrameReader(tokens[0]),
                   spare.rss_limit)
         self.next_job += 1
         self.jobs[job.id] = job
@@ -372,9 +375,9 @@ class Worker:
 
     def finish(self, job: Job) -> None:
         self.kill(job)
-        for fd in (job.job_fd, job.result_fd, job.output_fd):
+        for fd in (job.result_fd, job.output_fd):
             self.close_fd(fd)
-        job.job_fd = job.result_fd = job.output_fd = -1
+        job.result_fd = job.output_fd = -1
         self.jobs.pop(job.id, None)
         if self.by_pid.get(job.pid) is job:
             del self.by_pid[job.pid]
@@ -485,11 +488,21 @@ class Worker:
                 self.quiet_until = time.monotonic() + QUIET_AFTER_RUN
 
     def take_output(self, job: Job) -> str:
-        """What the step running now printed; the next step starts with none."""
-        text = job.output.decode("utf-8", errors="replace")
-        if job.output_dropped:
-            text = f"[… {job.output_dropped} bytes not shown …]\n" + text
-        job.output, job.output_dropped = bytearray(), 0
+        """What the step running now printed (its marker is in the pipe before its frame)."""
+        index = job.index
+        if job.out_step <= index:  # no marker (the learner closed its fd, or the step died): all so far
+            self.keep_output(job, b"", final=True)
+            job.out_step = index + 1
+        tail, dropped = bytearray(), 0
+        for i in sorted(k for k in job.outputs if k <= index):
+            part, lost = job.outputs.pop(i)
+            tail, dropped = tail + part, dropped + lost
+        if len(tail) > OUTPUT_TAIL:
+            dropped += len(tail) - OUTPUT_TAIL
+            del tail[:-OUTPUT_TAIL]
+        text = tail.decode("utf-8", errors="replace")
+        if dropped:
+            text = f"[… {dropped} bytes not shown …]\n" + text
         return text
 
     def report_failure(self, job: Job, status: str, failure: dict, key: str, params: dict) -> None:
@@ -504,12 +517,32 @@ class Worker:
 
     # --- events
 
-    def keep_output(self, job: Job, chunk: bytes) -> None:
-        job.output += chunk
-        extra = len(job.output) - OUTPUT_TAIL
+    def keep_output(self, job: Job, chunk: bytes, final: bool = False) -> None:
+        from .codec import MAGIC
+
+        data = job.carry + chunk
+        while job.out_step < len(job.tokens):
+            marker = MAGIC + job.tokens[job.out_step]
+            at = data.find(marker)
+            if at < 0:
+                break
+            self.append_output(job, data[:at])
+            data = data[at + len(marker):]
+            job.out_step += 1
+        # Held back: the start of a marker split between two reads (not once the job's steps are done).
+        keep = 0 if final or job.out_step >= len(job.tokens) else len(MAGIC) + 15
+        job.carry = data[-keep:] if keep else b""
+        self.append_output(job, data[:len(data) - len(job.carry)])
+
+    def append_output(self, job: Job, data: bytes) -> None:
+        if job.out_step >= len(job.tokens):
+            return  # after the last step's marker: steps handed to other children (see hedge)
+        part = job.outputs.setdefault(job.out_step, [bytearray(), 0])
+        part[0] += data
+        extra = len(part[0]) - OUTPUT_TAIL
         if extra > 0:
-            del job.output[:extra]
-            job.output_dropped += extra
+            del part[0][:extra]
+            part[1] += extra
 
     def drain_output(self, job: Job) -> None:
         """What is in the pipe now, up to DRAIN_CAP: a thread or subprocess may still be writing."""
@@ -575,10 +608,6 @@ class Worker:
             job.reader.feed(rest)
             now = time.monotonic()
             job.started, job.deadline = now, now + job.timeout
-            try:  # before the judge gets the step: the child need not wait for that too
-                os.write(job.job_fd, b"\n")  # the step's output is read: the child may go on
-            except OSError:
-                pass  # it died: reap will say so
         else:
             job.result_done = True
             self.finish(job)  # all it had to say is read: the child ends, the fds close
