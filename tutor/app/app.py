@@ -41,7 +41,7 @@ from .confirm import ConfirmScreen
 from .help import HelpScreen
 from .trace import digest, trace
 from .trace import enabled as trace_enabled
-from .widgets import DrawnOnce, Footer, StepList, step_extra
+from .widgets import DrawnOnce, Footer, ScrollingStatic, StepList, step_extra
 
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 SPINNER_AFTER = 0.15  # s: a run that ends sooner shows no spinner at all, just the new marks
@@ -140,8 +140,7 @@ class TutorApp(App):
             with Vertical(id="main"):
                 with VerticalScroll(id="doc-scroll"):
                     yield Static(id="doc")
-                with VerticalScroll(id="results-scroll"):
-                    yield Static(id="results")
+                yield ScrollingStatic(id="results")
         yield Footer(id="footer")
 
     def on_mount(self) -> None:
@@ -232,6 +231,9 @@ class TutorApp(App):
     def show_in(self, widget_id: str, content) -> None:
         """Put `content` in a Static, with a layout only if that changes the Static's height."""
         widget = self.query_one(widget_id, Static)
+        if isinstance(widget, ScrollingStatic):
+            widget.update(content)  # never a layout for its height: see ScrollingStatic
+            return
         content = DrawnOnce(content)
         width, height = widget.content_size
         # Measured the way the layout would measure it; DrawnOnce keeps the lines for the paint.
@@ -342,7 +344,7 @@ class TutorApp(App):
             parts.append(hints)
         self.show_in("#results", Group(*parts))
         # An experiment has no verdicts: its screen gets the whole height unless a hint is open.
-        self.query_one("#results-scroll").display = step.checked or hints is not None
+        self.query_one("#results").display = step.checked or hints is not None
 
     def heatmaps_for_step(self) -> list[dict]:
         source = {"heatmap": "output"}.get(self.step.id, self.step.id)
@@ -519,7 +521,7 @@ class TutorApp(App):
         self.render_main()
         self.render_results()
         self.query_one("#doc-scroll").scroll_home(animate=False)
-        self.query_one("#results-scroll").scroll_home(animate=False)
+        self.query_one("#results").scroll_home(animate=False)
         self.remember()
         if not self.step.checked and self.source is not None:
             self.run_checks(*self.source)
@@ -553,7 +555,7 @@ class TutorApp(App):
             return
         self.hints_shown[self.step.id] = shown + 1
         self.render_results()
-        self.query_one("#results-scroll").scroll_end(animate=False)
+        self.query_one("#results").scroll_end(animate=False)
         self.remember()
 
     def action_language(self) -> None:

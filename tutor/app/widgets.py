@@ -7,8 +7,14 @@ from dataclasses import replace
 from rich.cells import cell_len
 from rich.console import RenderableType
 from rich.measure import Measurement
+from rich.style import Style as RichStyle
 from rich.text import Text
 from textual.cache import LRUCache
+from textual.containers import ScrollableContainer
+from textual.geometry import Size
+from textual.strip import Strip
+from textual.visual import Visual
+from textual.widget import Widget
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
@@ -95,6 +101,91 @@ class DrawnOnce:
 
     def __rich_measure__(self, console, options):
         return Measurement.get(console, options, self.renderable)
+
+
+class ScrollingStatic(Static, can_focus=True):
+    """A Static that scrolls its own content: what a Static in a VerticalScroll shows, drawn
+    the same (width, lines, scrollbar), without a layout of the screen for each new content.
+
+    In a VerticalScroll, content of another height resizes the Static, and that lays the whole
+    screen out (two or three passes, ~10 ms); a pass and a fail differ in height, so every
+    verdict paid it. Here the content's height is only the scroll range, as in Textual's
+    ScrollView: a new one moves the scrollbar's thumb, and a layout is left for when the
+    scrollbar comes or goes (the width changes). Focus and keys as a VerticalScroll has them.
+    """
+
+    DEFAULT_CSS = """
+    ScrollingStatic {
+        width: 1fr;
+        overflow-x: hidden;
+        overflow-y: auto;
+    }
+    """
+    BINDINGS = ScrollableContainer.BINDINGS
+    ALLOW_MAXIMIZE = False
+    is_scrollable = True
+
+    def __init__(self, *, id: str | None = None):
+        super().__init__(id=id)
+        self.lines: list[Strip] = []
+        self.drawn_at: int | None = None  # the width `lines` were drawn at
+        self.fitted_to: Size | None = None  # the area `virtual_size` was measured for
+
+    def update(self, content="", *, layout: bool = True) -> None:
+        super().update(content, layout=False)
+        self.drawn_at = None
+        self.fit()
+
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        self.drawn_at = None  # the lines carry the old style
+
+    def lines_at(self, width: int) -> list[Strip]:
+        if width != self.drawn_at:
+            self.lines = Visual.to_strips(self, self.visual, width, None, self.visual_style)
+            self.drawn_at = width
+        return self.lines
+
+    def fit(self) -> None:
+        """Measure the content for the area it is shown in: the scroll range."""
+        area = self.scrollable_content_region.size
+        if area.width <= 0:
+            return  # not laid out yet: _size_updated comes back here
+        self.fitted_to = area
+        width, height = area
+        if (len(self.lines_at(width)) > height) != self.show_vertical_scrollbar:
+            # The scrollbar comes or goes, and with it two columns: measured at the new width,
+            # _scroll_update shows or hides it, and that lays the screen out.
+            gutter = self.styles.scrollbar_size_vertical
+            width += gutter if self.show_vertical_scrollbar else -gutter
+        size = Size(width, len(self.lines_at(width)))
+        if size != self.virtual_size:
+            self.set_reactive(Widget.virtual_size, size)
+            self._scroll_update(size)  # the thumb, and scroll_y within the new range
+        self.refresh()
+
+    def _size_updated(self, size, virtual_size, container_size, layout: bool = True) -> bool:
+        # No children for the compositor to measure: the virtual size is the one fit() sets.
+        resized = super()._size_updated(size, self.virtual_size, container_size, layout)
+        if self.scrollable_content_region.size != self.fitted_to:
+            self.fit()  # a new width wraps the content anew
+        return resized
+
+    def watch_scroll_y(self, old_value: float, new_value: float) -> None:
+        # The lines move in render_line (as in ScrollView): a repaint, no child to move.
+        if self.show_vertical_scrollbar:
+            self.vertical_scrollbar.position = new_value
+        if round(old_value) != round(new_value):
+            self.refresh()
+
+    def render_line(self, y: int) -> Strip:
+        width = self.scrollable_content_region.width
+        lines = self.lines_at(width)
+        y += round(self.scroll_y)
+        if y < len(lines):
+            return lines[y]
+        # Below the content: the background alone, as a VerticalScroll draws it.
+        return Strip.blank(width, RichStyle.from_color(bgcolor=self.background_colors[1].rich_color))
 
 
 class Footer(Static):
