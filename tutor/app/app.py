@@ -41,7 +41,7 @@ from .confirm import ConfirmScreen
 from .help import HelpScreen
 from .trace import digest, trace
 from .trace import enabled as trace_enabled
-from .widgets import DrawnOnce, Footer, ScrollingStatic, StepList, step_extra
+from .widgets import DrawnOnce, Footer, Progress, ScrollingStatic, StepList, step_extra
 
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 SPINNER_AFTER = 0.15  # s: a run that ends sooner shows no spinner at all, just the new marks
@@ -133,8 +133,7 @@ class TutorApp(App):
         with Horizontal(id="body"):
             with Vertical(id="side"):
                 yield StepList(id="steps")
-                yield ProgressBar(total=len(self.lesson.checked_steps), show_eta=False,
-                                  show_percentage=False, id="progress")
+                yield Progress(total=len(self.lesson.checked_steps), id="progress")
                 yield Static(id="progress-label")
                 yield Static(id="fileinfo")
             with Vertical(id="main"):
