@@ -432,8 +432,11 @@ class TutorApp(App):
                 self.flush_timer = self.set_timer(GATHER, self.flush)
             return
         elif kind == "done":
-            self.running.clear()
-            self.flush()
+            # The step that emptied `running` was drawn (and saved, and traced) at once: unless a
+            # step never came back or a gathered frame is still pending, there is nothing to draw.
+            if self.running or self.flush_timer is not None:
+                self.running.clear()
+                self.flush()
             return
         elif kind == "gone":
             self.worker_state = "gone"
