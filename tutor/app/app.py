@@ -30,7 +30,7 @@ from ..lesson import Lesson
 from ..render.doc import render_markdown
 from ..render.experiments import DEFAULT_MEMORY, next_setting
 from ..render.heatmap import heatmap
-from ..render.verdicts import hints_block, status_mark, step_results
+from ..render.verdicts import hints_block, shown_of, status_mark, step_results
 from ..render.wrap import Wrapped
 from ..results import StepResult
 from ..runner.client import Worker, WorkerGone, decode_source, unreadable_results
@@ -227,11 +227,11 @@ class TutorApp(App):
         self.shown[widget_id] = signature
         self.show_in(widget_id, make())
 
-    def show_in(self, widget_id: str, content) -> None:
+    def show_in(self, widget_id: str, content, key=None) -> None:
         """Put `content` in a Static, with a layout only if that changes the Static's height."""
         widget = self.query_one(widget_id, Static)
         if isinstance(widget, ScrollingStatic):
-            widget.update(content)  # never a layout for its height: see ScrollingStatic
+            widget.update(content, key=key)  # never a layout for its height: see ScrollingStatic
             return
         content = DrawnOnce(content)
         width, height = widget.content_size
@@ -329,9 +329,10 @@ class TutorApp(App):
         # "Running" is shown only for runs long enough to notice.
         running = step.id in self.running and time.monotonic() - self.run_started > SPINNER_AFTER
         hints_shown = self.hints_shown.get(step.id, 0)
-        signature = (step.id, lang, self.versions.get(step.id), running, hints_shown)
+        shown = shown_of(self.results.get(step.id)) if step.checked else None
+        signature = (step.id, lang, shown, running, hints_shown)
         if self.shown.get("#results") == signature:
-            return
+            return  # the same verdicts as on screen (a save that changed nothing they say)
         self.shown["#results"] = signature
         parts = []
         if step.checked:
@@ -341,7 +342,7 @@ class TutorApp(App):
         hints = hints_block(step.hints.get(lang, ()), self.hints_shown.get(step.id, 0), lang)
         if hints is not None:
             parts.append(hints)
-        self.show_in("#results", Group(*parts))
+        self.show_in("#results", Group(*parts), key=signature)
         # An experiment has no verdicts: its screen gets the whole height unless a hint is open.
         self.query_one("#results").display = step.checked or hints is not None
 

@@ -131,20 +131,30 @@ class ScrollingStatic(Static, can_focus=True):
         self.lines: list[Strip] = []
         self.drawn_at: int | None = None  # the width `lines` were drawn at
         self.fitted_to: Size | None = None  # the area `virtual_size` was measured for
+        self.key = None
+        self.drawn: LRUCache = LRUCache(16)  # (key, width) -> lines
 
-    def update(self, content="", *, layout: bool = True) -> None:
+    def update(self, content="", *, layout: bool = True, key=None) -> None:
+        """`key`: what the content says, if the caller knows; lines drawn for it are reused
+        (verdicts go back and forth between a few contents)."""
         super().update(content, layout=False)
+        self.key = key
         self.drawn_at = None
         self.fit()
 
     def notify_style_update(self) -> None:
         super().notify_style_update()
         self.drawn_at = None  # the lines carry the old style
+        self.drawn.clear()
 
     def lines_at(self, width: int) -> list[Strip]:
         if width != self.drawn_at:
-            self.lines = Visual.to_strips(self, self.visual, width, None, self.visual_style)
-            self.drawn_at = width
+            lines = self.drawn.get((self.key, width)) if self.key is not None else None
+            if lines is None:
+                lines = Visual.to_strips(self, self.visual, width, None, self.visual_style)
+                if self.key is not None:
+                    self.drawn.set((self.key, width), lines)
+            self.lines, self.drawn_at = lines, width
         return self.lines
 
     def fit(self) -> None:

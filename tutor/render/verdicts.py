@@ -53,6 +53,14 @@ class marked:
         return Measurement(3, options.max_width)
 
 
+def shown_of(result: StepResult | None) -> str | None:
+    """What step_results draws of a result, as a key: the same key, the same lines (the run's
+    time and the visuals it does not draw left out). Saves often bring back the same verdicts."""
+    if result is None:
+        return None
+    return repr((result.status, result.checks, result.failure, result.output, result.visuals.get("leak")))
+
+
 def step_results(result: StepResult | None, lang: str, *, running: bool = False) -> RenderableType:
     if result is None:
         return Wrapped(t("ui.running" if running else "ui.no_results", lang), style="dim")
