@@ -235,8 +235,9 @@ class TutorApp(App):
             return
         content = DrawnOnce(content)
         width, height = widget.content_size
+        fixed = widget.styles.height is not None and not widget.styles.height.is_auto  # #fileinfo: 1fr
         # Measured the way the layout would measure it; DrawnOnce keeps the lines for the paint.
-        same = bool(width) and visualize(widget, content).get_height(widget.styles, width) == height
+        same = bool(width) and (fixed or visualize(widget, content).get_height(widget.styles, width) == height)
         widget.update(content, layout=not same)
 
     def refresh_all(self) -> None:
