@@ -10,6 +10,7 @@ import asyncio
 import os
 import shlex
 import signal
+import threading
 import time
 import subprocess
 from concurrent.futures import ThreadPoolExecutor
@@ -30,15 +31,12 @@ from ..lesson import Lesson
 from ..render.doc import render_markdown
 from ..render.experiments import DEFAULT_MEMORY, next_setting
 from ..render.heatmap import heatmap
-from ..render.verdicts import hints_block, shown_of, status_mark, step_results
+from ..render.verdicts import hints_block, load_syntax, shown_of, status_mark, step_results
 from ..render.wrap import Wrapped
 from ..results import StepResult
 from ..runner.client import Worker, WorkerGone, decode_source, unreadable_results
 from ..store import Store
 from ..watch import FileWatcher, WatchError
-from .answer import AnswerScreen
-from .confirm import ConfirmScreen
-from .help import HelpScreen
 from .trace import digest, trace
 from .trace import enabled as trace_enabled
 from .widgets import DrawnOnce, Footer, Progress, ScrollingStatic, StepList, step_extra
@@ -144,13 +142,19 @@ class TutorApp(App):
 
     def on_mount(self) -> None:
         self.title = "attn-tutor"
-        self.refresh_all()
-        self.query_one("#steps", StepList).focus()
         if self.start_worker:
             self.start_checker()
-            self.watch_file()
+            watcher = FileWatcher(self.path, poll=self.poll)
+            self.watch_state = watcher.mode  # on the first screen already
+        self.refresh_all()
+        self.query_one("#steps", StepList).focus()
         self.set_interval(0.1, self.tick)
         self.call_after_refresh(trace, "first_screen")
+        if self.start_worker:
+            # The OS watch takes tens of ms to set up, pygments ~100 ms to load: after the
+            # first screen, while the worker still imports torch.
+            self.call_after_refresh(self.watch_file, watcher)
+            self.call_after_refresh(threading.Thread(target=load_syntax, daemon=True).start)
         # A closed SSH link (SIGHUP) or a kill (SIGTERM) ends the app like q does:
         # terminal restored, worker stopped, progress saved.
         loop = asyncio.get_running_loop()
@@ -483,10 +487,7 @@ class TutorApp(App):
             self.running_digest = ""
 
     @work(exclusive=True, group="watch")
-    async def watch_file(self) -> None:
-        watcher = FileWatcher(self.path, poll=self.poll)
-        self.watch_state = watcher.mode
-        self.render_fileinfo()
+    async def watch_file(self, watcher: FileWatcher) -> None:
         try:
             async for saved in watcher.changes(initial=True):
                 self.run_checks(saved.text, saved.raw)
@@ -592,6 +593,8 @@ class TutorApp(App):
             if self.source is not None:
                 self.run_checks(*self.source)
         elif self.step.id == "reflect" and n <= len(self.step.questions.get(self.lang, ())):
+            from .answer import AnswerScreen  # TextArea: imported when first asked for
+
             question = self.step.questions[self.lang][n - 1]
             self.push_screen(AnswerScreen(n, question, self.answers.get(n - 1, ""), self.lang),
                              lambda text: self.save_answer(n - 1, text))
@@ -620,6 +623,8 @@ class TutorApp(App):
         if not names:
             self.notify(t("ui.reset_nothing", self.lang), timeout=3)
             return
+        from .confirm import ConfirmScreen
+
         question = t("ui.reset_question", self.lang, names=", ".join(names), path=self.path.name)
         self.push_screen(ConfirmScreen(question, self.lang), lambda yes: yes and self.reset_step(names))
 
@@ -645,6 +650,8 @@ class TutorApp(App):
             self.render_main()
 
     def action_help(self) -> None:
+        from .help import HelpScreen
+
         if isinstance(self.screen, HelpScreen):
             self.pop_screen()
         else:

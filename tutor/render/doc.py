@@ -18,7 +18,6 @@ from rich.cells import cell_len
 from rich.rule import Rule
 from rich.segment import Segment
 from rich.style import Style
-from rich.syntax import Syntax
 from rich.text import Text
 
 from .wrap import _is_cjk, wrap_text
@@ -183,6 +182,8 @@ class Doc:
     def _code(block: Block, console: Console, options: ConsoleOptions) -> RenderResult:
         # Code is never wrapped (that would change its meaning): long lines are
         # cropped, and a dim "…" at the edge says so.
+        from rich.syntax import Syntax  # pygments: ~30 ms to import, and few steps show code
+
         width = options.max_width
         syntax = Syntax(block.text, block.lang, theme=CODE_THEME, word_wrap=False,
                         line_numbers=False, padding=(0, 1))

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from rich.console import Group, RenderableType
+import io
+
+from rich.console import Console, Group, RenderableType
 from rich.measure import Measurement
 from rich.rule import Rule
 from rich.segment import Segment
-from rich.syntax import Syntax
 from rich.text import Text
 
 from ..i18n import t
@@ -53,6 +54,19 @@ class marked:
         return Measurement(3, options.max_width)
 
 
+def frame_code(code: str) -> RenderableType:
+    """A line of the learner's code in a traceback, highlighted."""
+    from rich.syntax import Syntax  # pygments: imported by load_syntax, or here when first needed
+
+    return Syntax(code.strip() or " ", "python", theme="monokai", word_wrap=True)
+
+
+def load_syntax() -> None:
+    """Import pygments and load its Python lexer and theme (~100 ms, once), so that the first
+    traceback does not wait for them. The app calls it in a thread after its first screen."""
+    Console(width=40, file=io.StringIO()).render_lines(frame_code("pass"))
+
+
 def shown_of(result: StepResult | None) -> str | None:
     """What step_results draws of a result, as a key: the same key, the same lines (the run's
     time and the visuals it does not draw left out). Saves often bring back the same verdicts."""
@@ -85,7 +99,7 @@ def step_results(result: StepResult | None, lang: str, *, running: bool = False)
         else:
             for frame in failure.frames[-3:]:
                 parts.append(Wrapped(t("report.frame", lang, line=frame.line, function=frame.function), style="dim"))
-                parts.append(Syntax(frame.code.strip() or " ", "python", theme="monokai", word_wrap=True))
+                parts.append(frame_code(frame.code))
     for check in passing:
         parts.append(marked(status_mark("pass"), Wrapped(check_text(check, lang))))
     leak = result.visuals.get("leak")
