@@ -90,3 +90,36 @@ def test_quit_restores_terminal_and_stops_the_worker(tmp_path, how):
     assert b"\x1b[?1049l" in tail, "the alternate screen was not left: terminal not restored"
     time.sleep(0.5)
     assert [w for w in workers if alive(w)] == []
+
+
+def test_terminal_gone_while_quitting_leaves_no_process(tmp_path):
+    # q at once, while the worker still imports torch, then the terminal closes (a tmux pane
+    # killed, an SSH link dropped) before the app is done: Textual's input thread then spun on
+    # the dead tty and the process never ended.
+    pid, fd = pty.fork()
+    if pid == 0:
+        os.chdir(tmp_path)
+        os.environ.update(PYTHONPATH=str(ROOT), TERM="xterm-256color", LANG="C.UTF-8")
+        os.execv(sys.executable, [sys.executable, "-m", "tutor", "--lang", "en"])
+    try:
+        screen, deadline = b"", time.monotonic() + 30
+        while b"attn-tutor" not in screen and time.monotonic() < deadline:
+            screen += read_for(fd, 0.1)
+        assert b"attn-tutor" in screen, "the app never drew its first screen"
+        workers = descendants(pid)
+        os.write(fd, b"q")
+        read_for(fd, 1.0)  # the app is closing: it waits for the worker
+    finally:
+        os.close(fd)  # the terminal goes away
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        done, _ = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+        time.sleep(0.05)
+    else:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        pytest.fail("the app was still running 10 s after its terminal closed")
+    time.sleep(0.5)
+    assert [w for w in workers if alive(w)] == []

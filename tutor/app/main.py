@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import sys
 from pathlib import Path
 
 from ..i18n import choose
@@ -38,4 +40,12 @@ def run_app(*, lesson_id=None, step_id=None, file=None, lang=None, poll=False, t
         app.run()
     finally:
         worker.close()
-    return app.return_code or 0
+    # Progress is on disk (the app waits for its saver when it closes). Textual's input thread is
+    # not a daemon: if the terminal went away while the app closed (an SSH link dropped, a tmux
+    # pane killed), it spins on the dead tty and a normal exit would wait for it forever.
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(app.return_code or 0)

@@ -120,6 +120,10 @@ class Worker:
         self._closing = True
         if not self.proc:
             return
+        if not self.ready.is_set():
+            # Still importing torch: it would read "quit" only after that (seconds). It has no
+            # children yet, or only ones that end when its pipes close.
+            self.proc.kill()
         try:
             self._send({"type": "quit"})
         except WorkerGone:
