@@ -183,11 +183,19 @@ class Job:
     status: int | None = None  # wait status, once the child is reaped
     result_done: bool = False  # every step's frame is in, or the job was cut short
     over_memory: bool = False
-    hedged: bool = False
 
     @property
     def step(self) -> str:
         return self.steps[min(self.index, len(self.steps) - 1)]
+
+
+def add_clipped(part: list, data: bytes) -> None:
+    """Append to an output [tail, bytes dropped], keeping the last OUTPUT_TAIL bytes."""
+    part[0] += data
+    extra = len(part[0]) - OUTPUT_TAIL
+    if extra > 0:
+        del part[0][:extra]
+        part[1] += extra
 
 
 @dataclass
@@ -330,7 +338,6 @@ class Worker:
         rest = job.steps[job.index + 1:]
         job.steps = job.steps[:job.index + 1]
         job.tokens = job.tokens[:job.index + 1]
-        job.hedged = True
         self.spawn_each(job, rest)
 
     def discard_spare(self, spare: Spare) -> None:
@@ -493,13 +500,12 @@ class Worker:
         if job.out_step <= index:  # no marker (the learner closed its fd, or the step died): all so far
             self.keep_output(job, b"", final=True)
             job.out_step = index + 1
-        tail, dropped = bytearray(), 0
+        whole = [bytearray(), 0]
         for i in sorted(k for k in job.outputs if k <= index):
             part, lost = job.outputs.pop(i)
-            tail, dropped = tail + part, dropped + lost
-        if len(tail) > OUTPUT_TAIL:
-            dropped += len(tail) - OUTPUT_TAIL
-            del tail[:-OUTPUT_TAIL]
+            whole[1] += lost
+            add_clipped(whole, part)
+        tail, dropped = whole
         text = tail.decode("utf-8", errors="replace")
         if dropped:
             text = f"[… {dropped} bytes not shown …]\n" + text
@@ -507,7 +513,7 @@ class Worker:
 
     def report_failure(self, job: Job, status: str, failure: dict, key: str, params: dict) -> None:
         """The job's current step ends here, and with it the child: the steps after it go elsewhere."""
-        rest = job.steps[job.index + 1:] if job.index < len(job.steps) else []
+        rest = job.steps[job.index + 1:]
         self.finish(job)
         self.report(job.gen, job.step, job.started, self.take_output(job),
                     {"id": job.step, "status": status, "failure": failure, "visuals": {},
@@ -537,12 +543,7 @@ class Worker:
     def append_output(self, job: Job, data: bytes) -> None:
         if job.out_step >= len(job.tokens):
             return  # after the last step's marker: steps handed to other children (see hedge)
-        part = job.outputs.setdefault(job.out_step, [bytearray(), 0])
-        part[0] += data
-        extra = len(part[0]) - OUTPUT_TAIL
-        if extra > 0:
-            del part[0][:extra]
-            part[1] += extra
+        add_clipped(job.outputs.setdefault(job.out_step, [bytearray(), 0]), data)
 
     def drain_output(self, job: Job) -> None:
         """What is in the pipe now, up to DRAIN_CAP: a thread or subprocess may still be writing."""
@@ -736,8 +737,7 @@ class Worker:
             for job in list(self.jobs.values()):
                 if not job.result_done and now >= job.deadline:
                     self.on_timeout(job)
-                elif not job.result_done and not job.hedged and job.index < len(job.steps) - 1 \
-                        and now >= job.spawned + HEDGE_AFTER:
+                elif not job.result_done and job.index < len(job.steps) - 1 and now >= job.spawned + HEDGE_AFTER:
                     self.hedge(job)
             if now >= self.next_tick and (running or self.dying):
                 self.next_tick = now + TICK
