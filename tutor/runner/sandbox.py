@@ -378,11 +378,15 @@ def _send(result_fd: int, token: bytes, message: dict, blob: bytes = b"") -> Non
             payload = codec.pack_payload(message, blob, _dumps)
         except BaseException as exc:
             payload = codec.pack_payload(_harness_failure(exc), b"", _dumps)
-        view = memoryview(codec.pack_frame(token, payload))
-        while view:
-            view = view[_write(result_fd, view):]
+        _write_all(result_fd, codec.pack_frame(token, payload))
     except OSError:
         _exit(EXIT_NO_CHANNEL)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[_write(fd, view):]
 
 
 # ------------------------------------------------------------------ read by the worker
@@ -426,10 +430,8 @@ def _read_job(fd: int) -> dict | None:
 
 
 def _mark(marks_fd: int, token: bytes) -> None:
-    view = memoryview(codec.MAGIC + token)
     try:
-        while view:
-            view = view[_write(marks_fd, view):]
+        _write_all(marks_fd, codec.MAGIC + token)
     except OSError:
         pass  # the learner's code closed it: the worker gives all output to the step it has
 
