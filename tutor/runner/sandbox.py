@@ -271,11 +271,12 @@ def _arrange_fds(job_fd: int, result_fd: int, output_fd: int) -> tuple[int, int,
 
 # ------------------------------------------------------------------ the job
 
-def serve_one(job_fd: int, result_fd: int, output_fd: int, checks_modules: dict, protected=()) -> None:
+def serve_one(job_fd: int, result_fd: int, output_fd: int, checks_modules: dict, protected=(),
+              warm=()) -> None:
     """A spare child: get ready, wait for one job on job_fd, run its steps, exit. Never returns.
 
     Everything that does not depend on the learner's file happens before the job
-    arrives, so a save only pays for running the learner's code.
+    arrives, so a save only pays for running the learner's code. warm: see _warm_up.
     """
     try:
         os.setpgid(0, 0)
@@ -292,6 +293,7 @@ def serve_one(job_fd: int, result_fd: int, output_fd: int, checks_modules: dict,
         # Inputs are made before any learner code runs, so nothing it patches can reach them.
         inputs = {lesson: module.make_inputs() for lesson, module in checks_modules.items()}
         probe_kit.install_traps()
+        _warm_up(warm, checks_modules, inputs)
         data_limit = _limit_resources(memory_limit_bytes())
         _confine(list(protected))
         job = _read_job(job_fd)
@@ -303,6 +305,30 @@ def serve_one(job_fd: int, result_fd: int, output_fd: int, checks_modules: dict,
         _exit(0)
     _run_steps(job, tokens, marks_fd, result_fd, checks_modules[job["lesson"]], inputs[job["lesson"]], data_limit)
     _exit(0)
+
+
+def _warm_up(warm, checks_modules: dict, inputs: dict) -> None:
+    """Run each lesson's checked steps once on its reference solution, before any learner code.
+    A fresh fork pays for its first touches: pages shared with the worker copied on write,
+    torch's lazy set-up. Paid here, while the child waits, they are not in the learner's run.
+    warm: (lesson id, file name, source, compiled code, step ids) per lesson."""
+    streams = sys.stdout, sys.stderr
+    rng = torch.get_rng_state()  # the reference's modules draw their initial weights from it
+    quiet = None
+    try:
+        quiet = sys.stdout = sys.stderr = open(os.devnull, "w")
+        for lesson, filename, source, code, steps in warm:
+            for step in steps:
+                _run({"source": source, "filename": filename}, step, code, checks_modules[lesson], inputs[lesson])
+    except BaseException:
+        pass  # only the learner's run is slower
+    finally:
+        sys.stdout, sys.stderr = streams
+        if quiet is not None:
+            quiet.close()
+        torch.set_rng_state(rng)
+        sys.modules.pop("learner", None)
+        _collect()
 
 
 def _run_steps(job: dict, tokens: list[bytes], marks_fd: int, result_fd: int, checks_module, inputs,

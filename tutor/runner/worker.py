@@ -51,6 +51,20 @@ F_SETPIPE_SZ = 1031
 PR_SET_DUMPABLE, PR_SET_CHILD_SUBREAPER = 4, 36
 
 
+def reference_runs(lessons) -> list[tuple]:
+    """What a spare runs before its job (sandbox._warm_up): each lesson's reference solution,
+    compiled once here, and its checked steps."""
+    runs = []
+    for lesson in lessons:
+        try:
+            source = lesson.reference_path.read_text(encoding="utf-8")
+            code = compile(source, lesson.file_name, "exec", dont_inherit=True)
+        except (OSError, SyntaxError, ValueError):
+            continue  # no warm-up for this lesson: its runs are only a little slower
+        runs.append((lesson.id, lesson.file_name, source, code, [s.id for s in lesson.checked_steps]))
+    return runs
+
+
 def load_checks(lessons) -> dict:
     modules = {}
     for lesson in lessons:
@@ -213,6 +227,7 @@ class Worker:
 
         self.modules = modules
         self.lessons = lessons
+        self.warm = reference_runs(lessons.values())
         self.out_fd = out_fd
         self.memory = memory_limit_bytes()
         self.sel = selectors.DefaultSelector()
@@ -278,7 +293,7 @@ class Worker:
         pid = os.fork()
         if pid == 0:
             # serve_one closes every fd but these three: ours, the UI's, other children's.
-            serve_one(job_r, result_w, output_w, self.modules, protected)
+            serve_one(job_r, result_w, output_w, self.modules, protected, self.warm)
             os._exit(70)  # serve_one never returns
         try:
             os.setpgid(pid, pid)

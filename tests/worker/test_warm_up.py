@@ -1,0 +1,72 @@
+"""A spare child runs each lesson's reference solution once before its job (sandbox._warm_up),
+so that the learner's run does not pay for the fork's first touches. Nothing of that run may
+reach the learner's: no output, no module, no exception, no change to torch's random state."""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+
+import torch
+
+from tutor.lesson import all_lessons
+from tutor.runner import sandbox
+from tutor.runner.worker import load_checks, reference_runs
+
+LESSONS = all_lessons()
+CHECKS = load_checks(LESSONS)
+INPUTS = {lesson_id: module.make_inputs() for lesson_id, module in CHECKS.items()}
+
+
+def runs_of(source: str, lesson_id: str = "lm3-l3") -> list[tuple]:
+    lesson = next(lesson for lesson in LESSONS if lesson.id == lesson_id)
+    return [(lesson.id, lesson.file_name, source, compile(source, lesson.file_name, "exec"),
+             [step.id for step in lesson.checked_steps])]
+
+
+def test_every_lesson_warms_up_on_its_reference_and_checked_steps():
+    runs = reference_runs(LESSONS)
+    assert [run[0] for run in runs] == [lesson.id for lesson in LESSONS]
+    for (lesson_id, file_name, source, code, steps), lesson in zip(runs, LESSONS):
+        assert file_name == lesson.file_name
+        assert source == lesson.reference_path.read_text(encoding="utf-8")
+        assert steps == [step.id for step in lesson.checked_steps] and steps
+        assert set(steps) <= set(CHECKS[lesson_id].STEPS)
+
+
+def test_the_reference_passes_every_step_it_warms_up():
+    # A warm-up that fails half-way warms only half: each step's probe must run to the end.
+    for lesson_id, file_name, source, code, steps in reference_runs(LESSONS):
+        for step in steps:
+            message, _ = sandbox._run({"source": source, "filename": file_name}, step, code,
+                                      CHECKS[lesson_id], INPUTS[lesson_id])
+            assert "outputs" in message, (lesson_id, step, message)
+
+
+def test_warm_up_leaves_no_output_module_or_random_state(capfd):
+    source = textwrap.dedent("""
+        import sys, torch
+        print("printed at import")
+        print("to stderr", file=sys.stderr)
+        torch.manual_seed(1234)
+        def causal_attention(x, Wq, Wk, Wv):
+            print("printed in a call")
+            torch.randn(100)
+            raise SystemExit(3)
+        """)
+    torch.manual_seed(7)
+    before = torch.get_rng_state()
+    streams = sys.stdout, sys.stderr
+    sandbox._warm_up(runs_of(source), CHECKS, INPUTS)
+    assert (sys.stdout, sys.stderr) == streams
+    assert torch.equal(torch.get_rng_state(), before)
+    assert "learner" not in sys.modules
+    out, err = capfd.readouterr()
+    assert out == "" and err == ""
+
+
+def test_a_failing_warm_up_is_not_the_learners_failure():
+    # A reference that cannot even be imported (say, a newer torch broke it) only costs speed.
+    sandbox._warm_up(runs_of("raise KeyboardInterrupt\n"), CHECKS, INPUTS)
+    sandbox._warm_up(runs_of("x = 1\n"), {}, INPUTS)  # no checks for the lesson: a KeyError inside
+    assert "learner" not in sys.modules
