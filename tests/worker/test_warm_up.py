@@ -4,6 +4,7 @@ reach the learner's: no output, no module, no exception, no change to torch's ra
 
 from __future__ import annotations
 
+import os
 import sys
 import textwrap
 
@@ -70,3 +71,21 @@ def test_a_failing_warm_up_is_not_the_learners_failure():
     sandbox._warm_up(runs_of("raise KeyboardInterrupt\n"), CHECKS, INPUTS)
     sandbox._warm_up(runs_of("x = 1\n"), {}, INPUTS)  # no checks for the lesson: a KeyError inside
     assert "learner" not in sys.modules
+
+
+def test_a_job_that_comes_stops_the_warm_up(monkeypatch):
+    ran = []
+    real_run = sandbox._run
+    monkeypatch.setattr(sandbox, "_run", lambda job, step, *args: ran.append(step) or real_run(job, step, *args))
+    runs = reference_runs(LESSONS)
+    read_end, write_end = os.pipe()
+    try:
+        sandbox._warm_up(runs, CHECKS, INPUTS, read_end)
+        assert len(ran) == sum(len(run[4]) for run in runs)  # nothing waiting: every step
+        ran.clear()
+        os.write(write_end, b"{}")
+        sandbox._warm_up(runs, CHECKS, INPUTS, read_end)
+        assert ran == []
+    finally:
+        os.close(read_end)
+        os.close(write_end)

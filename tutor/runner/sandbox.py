@@ -36,6 +36,7 @@ import os
 import platform
 import re
 import resource
+import select
 import signal
 import struct
 import sys
@@ -293,7 +294,7 @@ def serve_one(job_fd: int, result_fd: int, output_fd: int, checks_modules: dict,
         # Inputs are made before any learner code runs, so nothing it patches can reach them.
         inputs = {lesson: module.make_inputs() for lesson, module in checks_modules.items()}
         probe_kit.install_traps()
-        _warm_up(warm, checks_modules, inputs)
+        _warm_up(warm, checks_modules, inputs, job_fd)
         data_limit = _limit_resources(memory_limit_bytes())
         _confine(list(protected))
         job = _read_job(job_fd)
@@ -307,10 +308,11 @@ def serve_one(job_fd: int, result_fd: int, output_fd: int, checks_modules: dict,
     _exit(0)
 
 
-def _warm_up(warm, checks_modules: dict, inputs: dict) -> None:
+def _warm_up(warm, checks_modules: dict, inputs: dict, job_fd: int | None = None) -> None:
     """Run each lesson's checked steps once on its reference solution, before any learner code.
     A fresh fork pays for its first touches: pages shared with the worker copied on write,
     torch's lazy set-up. Paid here, while the child waits, they are not in the learner's run.
+    A job that comes meanwhile waits for one step at most.
     warm: (lesson id, file name, source, compiled code, step ids) per lesson."""
     streams = sys.stdout, sys.stderr
     rng = torch.get_rng_state()  # the reference's modules draw their initial weights from it
@@ -319,6 +321,8 @@ def _warm_up(warm, checks_modules: dict, inputs: dict) -> None:
         quiet = sys.stdout = sys.stderr = open(os.devnull, "w")
         for lesson, filename, source, code, steps in warm:
             for step in steps:
+                if job_fd is not None and select.select([job_fd], [], [], 0)[0]:
+                    return
                 _run({"source": source, "filename": filename}, step, code, checks_modules[lesson], inputs[lesson])
     except BaseException:
         pass  # only the learner's run is slower
