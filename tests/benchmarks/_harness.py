@@ -493,9 +493,10 @@ class AppSession:
     workdir: Path
     socket: str
     name: str
-    command: list[str] | None = None  # default: [sys.executable, "-m", "tutor"]
+    command: list[str] | None = None  # default: [python, "-m", "tutor"]
     env: dict = field(default_factory=dict)
     root: Path = ROOT  # the copy of attn-tutor to run (--root)
+    python: str = sys.executable  # the interpreter that runs it (--python); the worker uses the same
     ui_pid: int | None = None
     t_launch: float = 0.0
     trace_path: Path | None = None
@@ -513,7 +514,7 @@ class AppSession:
         self.trace_path = self.workdir / "trace.jsonl"
         env = {"ATTN_TUTOR_TRACE": str(self.trace_path), "PYTHONPATH": str(self.root), "ATTN_BENCH_ROOT": str(self.root),
                **self.env}
-        cmd = self.command or [sys.executable, "-m", "tutor"]
+        cmd = self.command or [self.python, "-m", "tutor"]
         shell = "cd {} && {} exec {}".format(
             shlex.quote(str(self.workdir)),
             " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items()),
@@ -552,6 +553,14 @@ class AppSession:
                 pass
         subprocess.run([*self.tmux, "kill-session", "-t", self.name], check=False, capture_output=True)
         return {"quit_s": round(time.time() - t0, 3), "killed": left}
+
+
+def compile_tree(root: Path, python: str) -> None:
+    """Byte-compile the app as `pip install` does. This machine sets PYTHONDONTWRITEBYTECODE=1,
+    so without it every launch of a checkout compiles each module edited since (tens of ms of
+    start-up that an installed copy does not pay)."""
+    subprocess.run([python, "-m", "compileall", "-q", str(root / "tutor"), str(root / "lessons")],
+                   check=True, stdout=subprocess.DEVNULL)
 
 
 def kill_tmux_server(socket: str) -> None:

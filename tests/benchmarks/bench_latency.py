@@ -44,7 +44,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _harness import (  # noqa: E402
     BROKEN, HERE, ROOT, SAVERS, VARIANTS, AppSession, ControlCapture, LoadWindow, MemorySampler, SpawnCapture,
-    capture_cost_ms, digest, jitter, kill_tmux_server, learner_text, loadavg, marks_for, require_tools,
+    capture_cost_ms, compile_tree, digest, jitter, kill_tmux_server, learner_text, loadavg, marks_for, require_tools,
     settled, start_tmux_server, step_marks, summary_ms,
 )
 
@@ -261,7 +261,8 @@ def print_table(res: dict) -> None:
         return f"{fmt(s['p50'])} / {fmt(s['p95'])} / {fmt(s['max'])}"
 
     print()
-    print(f"attn-tutor benchmarks   {res['when']}   {res['machine']['ncpu']} CPUs   python {res['machine']['python']}")
+    print(f"attn-tutor benchmarks   {res['when']}   {res['machine']['ncpu']} CPUs   python {res['machine']['python']}"
+          f"   app run by {res['machine'].get('app_python', sys.executable)}")
     la = res["load"]
     print(f"load average: start {la['start']['1m']:.2f}, end {la['end']['1m']:.2f}")
     for k, v in res["phase_load"].items():
@@ -338,6 +339,9 @@ def main(argv=None) -> int:
     p.add_argument("--strict", action="store_true", help="exit 1 when a target is missed")
     p.add_argument("--seed", type=int, default=7)
     p.add_argument("--root", type=Path, default=ROOT, help="the attn-tutor tree to run (default: this one)")
+    p.add_argument("--python", default=sys.executable,
+                   help="the interpreter that runs the app, e.g. a venv's made as the README says (default: this "
+                        "one); the cold pytest runs always use this one")
     p.add_argument("-v", "--verbose", action="store_true")
     args = p.parse_args(argv)
     if args.quick:
@@ -346,11 +350,13 @@ def main(argv=None) -> int:
     LOOK_PAUSE[0] = args.look_pause
     require_tools()
 
+    compile_tree(args.root, args.python)
     base = Path(tempfile.mkdtemp(prefix="attn-bench-"))
     socket = f"attn-bench-{os.getpid()}"
     start_tmux_server(socket)
     res: dict = {"when": time.strftime("%Y-%m-%d %H:%M:%S"), "root": str(args.root), "args": {k: str(v) for k, v in vars(args).items()},
-                 "machine": {"ncpu": os.cpu_count(), "python": sys.version.split()[0], "uname": os.uname().release},
+                 "machine": {"ncpu": os.cpu_count(), "python": sys.version.split()[0], "uname": os.uname().release,
+                             "app_python": args.python},
                  "load": {"start": loadavg()}, "phase_load": {}, "problems": []}
     sessions = []
     try:
@@ -358,7 +364,7 @@ def main(argv=None) -> int:
                                       capture_output=True, text=True).stdout.strip() or 0)
 
         # --- the main session: start-up, saves, bursts, memory
-        sess = AppSession(base / "app-0", socket, "app0", root=args.root)
+        sess = AppSession(base / "app-0", socket, "app0", root=args.root, python=args.python)
         sessions.append(sess)
         trace = None
         sess.trace_path = sess.workdir / "trace.jsonl"
@@ -409,7 +415,7 @@ def main(argv=None) -> int:
 
         # --- more launches: a folder that already holds a correct solution
         for k in range(1, args.startups):
-            s2 = AppSession(base / f"app-{k}", socket, f"app{k}", root=args.root)
+            s2 = AppSession(base / f"app-{k}", socket, f"app{k}", root=args.root, python=args.python)
             sessions.append(s2)
             s2.trace_path = s2.workdir / "trace.jsonl"
             print(f"start-up {k + 1} (existing solution) …", flush=True)

@@ -54,7 +54,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from _harness import (  # noqa: E402
-    ROOT, AppSession, LoadWindow, kill_tmux_server, proc_cpu_jiffies, loadavg, require_tools, start_tmux_server, summary_ms,
+    ROOT, AppSession, LoadWindow, compile_tree, kill_tmux_server, proc_cpu_jiffies, loadavg, require_tools, start_tmux_server, summary_ms,
 )
 from bench_latency import save_series  # noqa: E402
 
@@ -233,6 +233,7 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     random.seed(11)
     require_tools()
+    compile_tree(args.root, sys.executable)
     base = Path(tempfile.mkdtemp(prefix="attn-prof-"))
     socket = f"attn-prof-{os.getpid()}"
     probe = base / "probe.jsonl"
