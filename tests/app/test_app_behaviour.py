@@ -285,3 +285,19 @@ async def test_a_failing_step_still_draws_its_weights(make_app, step):
         await settle(pilot)
         assert app.results[step].status == "fail"
         assert t("ui.legend_leak", "en") in doc_text(app)
+
+
+async def test_the_gc_paused_for_the_start_up_is_back_after_the_first_screen(make_app):
+    """main.run_app pauses the cyclic GC for the start-up; the app turns it back on."""
+    import gc
+
+    app, _ = make_app("lm3-l3")
+    gc.disable()
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(pilot)
+            assert gc.isenabled()
+            assert gc.get_freeze_count() > 0  # the start-up's objects, out of later passes
+    finally:
+        gc.unfreeze()
+        gc.enable()

@@ -7,6 +7,7 @@ come back as plain data that is rendered here in the current language.
 from __future__ import annotations
 
 import asyncio
+import gc
 import os
 import shlex
 import signal
@@ -150,6 +151,7 @@ class TutorApp(App):
         self.query_one("#steps", StepList).focus()
         self.set_interval(0.1, self.tick)
         self.call_after_refresh(trace, "first_screen")
+        self.call_after_refresh(self.resume_gc)
         if self.start_worker:
             # The OS watch takes tens of ms to set up, pygments ~100 ms to load: after the
             # first screen, while the worker still imports torch.
@@ -163,6 +165,14 @@ class TutorApp(App):
                 loop.add_signal_handler(sig, self.exit)
             except (NotImplementedError, RuntimeError, ValueError):
                 pass  # not the main thread (tests), or no such signal here
+
+    @staticmethod
+    def resume_gc() -> None:
+        """After the first screen: the GC that main.run_app paused, without the start-up's objects
+        (a few thousand of them are garbage cycles, never freed: ~0.3 MB)."""
+        if not gc.isenabled():
+            gc.freeze()
+            gc.enable()
 
     def exit(self, *args, **kwargs) -> None:
         self.closing = True  # late worker events and timer ticks must not touch a screen being torn down
