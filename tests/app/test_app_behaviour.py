@@ -287,6 +287,37 @@ async def test_a_failing_step_still_draws_its_weights(make_app, step):
         assert t("ui.legend_leak", "en") in doc_text(app)
 
 
+# ---------------------------------------------------------------------------- layout
+
+
+@pytest.mark.parametrize("size, scrollbar", [(SIZE, True), ((200, 80), False)])
+async def test_the_lesson_text_is_laid_out_once_at_its_final_width(make_app, monkeypatch, size, scrollbar):
+    """DocScroll takes the scrollbar's columns in the layout that finds the text too tall
+    (Textual alone lays the text out at the full width first, then again without the columns),
+    and leaves them alone when the text fits. It overrides Textual 8 internals: this is their test."""
+    from textual.widget import Widget
+
+    widths = []
+    real = Widget._size_updated
+
+    def size_updated(self, size, virtual_size, container_size, layout=True):
+        if self.id == "doc" and size.width:
+            widths.append(size.width)
+        return real(self, size, virtual_size, container_size, layout)
+
+    monkeypatch.setattr(Widget, "_size_updated", size_updated)
+    app, results = make_app("lm3-l3")
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        scroll = app.query_one("#doc-scroll")
+        assert scroll.show_vertical_scrollbar is scrollbar
+        assert set(widths) == {scroll.scrollable_content_region.width}
+        app.apply_results(results)
+        await pilot.press("n")  # another text: the same width
+        await settle(pilot)
+        assert set(widths) == {scroll.scrollable_content_region.width}
+
+
 async def test_the_gc_paused_for_the_start_up_is_back_after_the_first_screen(make_app):
     """main.run_app pauses the cyclic GC for the start-up; the app turns it back on."""
     import gc

@@ -22,7 +22,7 @@ from rich.text import Text
 from textual import on, work
 from textual.app import App, ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.visual import visualize
 from textual.widgets import OptionList, ProgressBar, Static
@@ -40,7 +40,7 @@ from ..store import Store
 from ..watch import FileWatcher, WatchError
 from .trace import digest, trace
 from .trace import enabled as trace_enabled
-from .widgets import DrawnOnce, Footer, Progress, ScrollingStatic, StepList, step_extra
+from .widgets import DocScroll, DrawnOnce, Footer, Progress, ScrollingStatic, StepList, step_extra
 
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 SPINNER_AFTER = 0.15  # s: a run that ends sooner shows no spinner at all, just the new marks
@@ -136,7 +136,7 @@ class TutorApp(App):
                 yield Static(id="progress-label")
                 yield Static(id="fileinfo")
             with Vertical(id="main"):
-                with VerticalScroll(id="doc-scroll"):
+                with DocScroll(id="doc-scroll"):
                     yield Static(id="doc")
                 yield ScrollingStatic(id="results")
         yield Footer(id="footer")

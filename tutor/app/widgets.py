@@ -10,7 +10,7 @@ from rich.measure import Measurement
 from rich.style import Style as RichStyle
 from rich.text import Text
 from textual.cache import LRUCache
-from textual.containers import ScrollableContainer
+from textual.containers import ScrollableContainer, VerticalScroll
 from textual.geometry import Size
 from textual.strip import Strip
 from textual.visual import Visual
@@ -197,6 +197,32 @@ class ScrollingStatic(Static, can_focus=True):
             return lines[y]
         # Below the content: the background alone, as a VerticalScroll draws it.
         return Strip.blank(width, RichStyle.from_color(bgcolor=self.background_colors[1].rich_color))
+
+
+class DocScroll(VerticalScroll):
+    """A VerticalScroll that takes its scrollbar's columns in the layout that finds the content
+    taller than the panel.
+
+    Textual lays the content out at the full width, sees the overflow only afterwards (when it
+    sizes the widgets) and lays the screen out again at the narrower width: on the first screen
+    that was a paint of the lesson text at the wrong width, then a second wrap, layout and paint.
+    Here the overflow is seen in `arrange`: the layout goes on at the narrower width with the
+    scrollbar shown, as Textual's second pass would have it. (Textual 8 internals: `arrange`,
+    the `show_vertical_scrollbar` reactive; hiding the scrollbar is left to Textual.)
+    """
+
+    def arrange(self, size: Size, optimal: bool = False):
+        arrangement = super().arrange(size, optimal)
+        styles = self.styles
+        if (not optimal and not self.show_vertical_scrollbar and styles.overflow_y == "auto"
+                and styles.overflow_x == "hidden" and styles.scrollbar_gutter != "stable"
+                and arrangement.total_region.bottom > size.height):
+            gutter = styles.scrollbar_size_vertical
+            if 0 < gutter < size.width:
+                # set_reactive: no layout request for it, this layout already has the scrollbar.
+                self.set_reactive(Widget.show_vertical_scrollbar, True)
+                arrangement = super().arrange(Size(size.width - gutter, size.height), optimal)
+        return arrangement
 
 
 class PassBar(Bar):
