@@ -796,13 +796,20 @@ def main() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl+C belongs to the UI; it tells us to quit
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     _harden_self()
+    # torch's import makes ~170k long-lived objects, and the cyclic GC's passes over them while
+    # it grows cost ~0.3 s of the first verdict. Off until the checks are loaded; then those
+    # objects are frozen out of later passes (the ~7k garbage ones among them stay, ~1-2 MB).
+    gc.disable()
     import torch  # noqa: F401  (loaded once, shared by every fork)
     import torch.nn.functional  # noqa: F401
 
     from ..lesson import all_lessons
 
     lessons = {lesson.id: lesson for lesson in all_lessons()}
-    worker = Worker(load_checks(lessons.values()), lessons, out_fd)
+    checks = load_checks(lessons.values())
+    gc.freeze()
+    gc.enable()  # before the judge and the children are forked: they inherit it
+    worker = Worker(checks, lessons, out_fd)
     try:
         worker.loop()
     except SystemExit:
