@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 import re
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from . import __version__
 from .i18n import choose, t
 from .lesson import all_lessons, get_lesson, lesson_for_file
+
+if TYPE_CHECKING:
+    import argparse
 
 DEFAULT_LESSON = "lm3-l3"
 
@@ -41,6 +44,8 @@ def _remembered_lang(cwd: Path) -> str | None:
 
 
 def build_parser(lang: str) -> argparse.ArgumentParser:
+    import argparse  # here: a launch without arguments needs no parser (see main)
+
     lesson_ids = ", ".join(lesson.id for lesson in all_lessons())
     p = argparse.ArgumentParser(prog="attn-tutor", description=t("cli.description", lang))
     p.add_argument("--version", action="version", version=f"attn-tutor {__version__}")
@@ -194,6 +199,12 @@ def cmd_app(args, lang_cli: str | None) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv:
+        # The usual launch, what the parser would make of no arguments: the app, without
+        # argparse, every lesson's file and the help texts first (~10 ms of the first screen).
+        from .app.main import run_app
+
+        return run_app()
     lang = _peek_lang(argv)
     parser = build_parser(lang)
     args = parser.parse_args(argv)

@@ -25,16 +25,16 @@ that, and replacing characters would show the learner code they never wrote.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import os
 import re
 import stat
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import watchfiles
-from watchfiles import awatch
+if TYPE_CHECKING:
+    import watchfiles
 
 # Types where inotify misses changes made elsewhere (another host, the VM's
 # host, a container's host): poll these. Any "fuse*" type is polled as well.
@@ -74,6 +74,8 @@ def read_saved(path: Path) -> Saved | None:
         text: str | None = raw.decode("utf-8")
     except UnicodeDecodeError:
         text = None
+    import hashlib  # not at the top: ~3 ms that the first screen does not need
+
     return Saved(text=text, digest=hashlib.sha256(raw).hexdigest(), raw=raw)
 
 
@@ -154,6 +156,12 @@ class FileWatcher:
         watch is live, so no save can fall between "checked" and "watching".
         Raises WatchError if the folder cannot be watched.
         """
+        # Imported here (~10 ms with anyio): the app starts the watch after its first screen.
+        try:
+            from watchfiles import awatch
+        except OSError as error:  # out of file descriptors already: as when inotify_init fails
+            raise WatchError(self.path, error) from error
+
         polling = self.mode == "polling"
         batches = awatch(
             self.folder,

@@ -3,7 +3,6 @@ per event (first screen, verdicts on screen for a given file content). Off by de
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import time
@@ -12,6 +11,8 @@ _PATH = os.environ.get("ATTN_TUTOR_TRACE")
 
 
 def digest(text: str) -> str:
+    import hashlib  # only with a trace on, and not before the first screen (~3 ms)
+
     return hashlib.sha256(text.encode("utf-8", errors="surrogateescape")).hexdigest()[:16]
 
 
