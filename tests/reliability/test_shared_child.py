@@ -106,3 +106,19 @@ def test_a_crash_in_the_first_step_leaves_the_others_judged(live):
     assert statuses(run) == {"single-head": "error", "leakage": "error", "multi-head": "pass", "shapes": "pass"}, \
         summary(run.results)
     assert max(run.arrived.values()) < STEP_TIMEOUT, run.arrived
+
+
+def test_the_learners_code_runs_with_the_cyclic_gc_on(live):
+    # The worker turns the GC off while it imports torch: its children must not inherit that,
+    # or every cycle the learner's code makes would stay until the child exits.
+    source = with_code("""
+        import gc
+        _reference_attention = causal_attention
+
+        def causal_attention(x, Wq, Wk, Wv):
+            if not gc.isenabled():
+                raise RuntimeError("the cyclic GC is off")
+            return _reference_attention(x, Wq, Wk, Wv)
+        """)
+    run = live.run("lm3-l3", source)
+    assert statuses(run) == dict.fromkeys(ALL, "pass"), summary(run.results)
