@@ -124,3 +124,26 @@ def test_wrap_text_keeps_styles(width):
     assert red == "torch.softmax(scores, dim=-1)"
     if width >= 29:  # the atomic span fits, so it stays on one line
         assert any("torch.softmax(scores, dim=-1)" in line.plain for line in lines)
+
+
+
+def test_the_ascii_shortcut_breaks_where_the_general_rules_break():
+    """Printable ASCII takes a regex path; it must find the breaks the general loop finds."""
+    import random
+    from unittest import mock
+
+    from tutor.render import wrap
+
+    rng = random.Random(7)
+    alphabet = "ab  (),.;:!?[]{}%`x"
+    for _ in range(3000):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(1, 40)))
+        atomic = tuple(wrap.code_spans(text))
+        units, cands, cell_at = wrap._breaks(text, atomic)
+        assert units is None, text  # the shortcut was taken
+        _, want_cands, want_cells = wrap._breaks_any(text, atomic)
+        assert (cands, list(cell_at)) == (want_cands, want_cells), text
+        for width in (1, 3, 7, 12):  # the narrow ones cut words too (_hard_break)
+            fast = wrap._line_spans.__wrapped__(text, width, atomic)
+            with mock.patch.object(wrap, "_breaks", wrap._breaks_any):
+                assert fast == wrap._line_spans.__wrapped__(text, width, atomic), (text, width)

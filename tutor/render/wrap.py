@@ -67,14 +67,67 @@ def line_spans(text: str, width: int, atomic: Sequence[Span] = ()) -> list[Span]
 # every frame (Textual measures a panel, then draws it): remember the last few thousand.
 @lru_cache(maxsize=2048)
 def _line_spans(text: str, width: int, atomic: tuple[Span, ...]) -> tuple[Span, ...]:
-    units, _ = split_graphemes(text)  # (start, end, cells); never split a grapheme
-    if not units:
+    units, cands, cell_at = _breaks(text, atomic)
+    if units == []:  # no grapheme at all
         return ((0, 0),)
-    inside = _atomic_of(text, atomic)
 
-    # Candidate breaks: (line_end, next_start, grade). Grade 0 = a proper break;
-    # grade 1 = a space inside an atomic span (used only if nothing else fits).
-    cands: list[tuple[int, int, int]] = []
+    def cells(a: int, b: int) -> int:
+        return cell_at[b] - cell_at[a]
+
+    lines: list[Span] = []
+    start = 0
+    # Leading spaces of the paragraph are kept (indentation); trailing dropped.
+    end_of_text = len(text.rstrip())
+    c = 0
+    while cells(start, end_of_text) > width:
+        best: tuple[int, int] | None = None
+        fallback: tuple[int, int] | None = None
+        while c < len(cands) and cands[c][0] <= start:
+            c += 1
+        k = c
+        while k < len(cands) and cells(start, cands[k][0]) <= width:
+            end, nxt, grade = cands[k]
+            if grade == 0:
+                best = (end, nxt)
+            else:
+                fallback = (end, nxt)
+            k += 1
+        brk = best or fallback or _hard_break(text, units or _units(text), start, width, cells)
+        lines.append((start, brk[0]))
+        start = brk[1]
+    lines.append((start, end_of_text))
+    return tuple(lines)
+
+
+_SPACES = re.compile(" +")
+
+
+# What does not depend on the width: a panel is wrapped at two widths when its scrollbar comes.
+@lru_cache(maxsize=1024)
+def _breaks(text: str, atomic: tuple[Span, ...]) -> tuple[list | None, list, Sequence[int]]:
+    """(graphemes or None, candidate breaks, cell offset at each string index) of a paragraph.
+
+    Candidate breaks: (line_end, next_start, grade). Grade 0 = a proper break; grade 1 = a
+    space inside an atomic span (used only if nothing else fits).
+    """
+    if text and text.isascii() and text.isprintable():
+        # Printable ASCII (most English text): one cell a character, breaks only at spaces.
+        # The same breaks as _breaks_any finds, by a regex instead of character by character.
+        n = len(text)
+        cands = []
+        for m in _SPACES.finditer(text):
+            e, nxt = m.span()
+            if e == 0 or nxt == n or text[nxt] in CLOSE or text[e - 1] in OPEN:
+                continue
+            cands.append((e, nxt, 1 if any(a < nxt < b for a, b in atomic) else 0))
+        return None, cands, range(n + 1)
+    return _breaks_any(text, atomic)
+
+
+def _breaks_any(text: str, atomic: tuple[Span, ...]) -> tuple[list, list, list[int]]:
+    units = _units(text)
+    inside = _atomic_of(text, atomic)
+    cands = []
     n = len(units)
     i = 0
     while i < n - 1:
@@ -101,33 +154,11 @@ def _line_spans(text: str, width: int, atomic: tuple[Span, ...]) -> tuple[Span, 
     for s, e, w in units:
         for k in range(s + 1, e + 1):
             cell_at[k] = cell_at[s] + (w if k == e else 0)
+    return units, cands, cell_at
 
-    def cells(a: int, b: int) -> int:
-        return cell_at[b] - cell_at[a]
 
-    lines: list[Span] = []
-    start = 0
-    # Leading spaces of the paragraph are kept (indentation); trailing dropped.
-    end_of_text = len(text.rstrip())
-    c = 0
-    while cells(start, end_of_text) > width:
-        best: tuple[int, int] | None = None
-        fallback: tuple[int, int] | None = None
-        while c < len(cands) and cands[c][0] <= start:
-            c += 1
-        k = c
-        while k < len(cands) and cells(start, cands[k][0]) <= width:
-            end, nxt, grade = cands[k]
-            if grade == 0:
-                best = (end, nxt)
-            else:
-                fallback = (end, nxt)
-            k += 1
-        brk = best or fallback or _hard_break(text, units, start, width, cells)
-        lines.append((start, brk[0]))
-        start = brk[1]
-    lines.append((start, end_of_text))
-    return tuple(lines)
+def _units(text: str) -> list:
+    return split_graphemes(text)[0]  # (start, end, cells); never split a grapheme
 
 
 def _hard_break(text, units, start, width, cells) -> Span:
