@@ -15,8 +15,8 @@ from ..workspace import ensure_solution, workspace_dir
 
 def run_app(*, lesson_id=None, step_id=None, file=None, lang=None, poll=False, timeout=None) -> int:
     # Textual's import and start-up make ~80k long-lived objects, and the cyclic GC scanned them
-    # again and again before the first screen (~60 ms, one full pass ~45 ms). The app turns it back
-    # on after its first screen (TutorApp.resume_gc), with those objects frozen out of later passes.
+    # again and again before the first screen (~90 ms of collections, one full pass ~45 ms). The app
+    # turns it back on after its first screen (TutorApp.resume_gc), those objects frozen out of it.
     gc.disable()
     cwd = Path.cwd()
     store = Store(workspace_dir(cwd))
