@@ -798,7 +798,7 @@ def main() -> None:
     _harden_self()
     # torch's import makes ~170k long-lived objects, and the cyclic GC's passes over them while
     # it grows cost ~0.3 s of the first verdict. Off until the checks are loaded; then those
-    # objects are frozen out of later passes (the ~7k garbage ones among them stay, ~1-2 MB).
+    # objects are frozen out of later passes (the ~7k garbage ones among them stay, ~0.7 MB).
     gc.disable()
     import torch  # noqa: F401  (loaded once, shared by every fork)
     import torch.nn.functional  # noqa: F401
