@@ -12,7 +12,7 @@ import torch
 
 from tutor.lesson import all_lessons
 from tutor.runner import sandbox
-from tutor.runner.worker import load_checks, reference_runs
+from tutor.runner.worker import load_checks, reference_runs, runs_for
 
 LESSONS = all_lessons()
 CHECKS = load_checks(LESSONS)
@@ -33,6 +33,13 @@ def test_every_lesson_warms_up_on_its_reference_and_checked_steps():
         assert source == lesson.reference_path.read_text(encoding="utf-8")
         assert steps == [step.id for step in lesson.checked_steps] and steps
         assert set(steps) <= set(CHECKS[lesson_id].STEPS)
+
+
+def test_spares_warm_up_on_the_lesson_in_use_or_on_all_before_the_first_run():
+    runs = reference_runs(LESSONS)
+    assert runs_for(runs, None) == runs
+    for lesson in LESSONS:
+        assert [run[0] for run in runs_for(runs, lesson.id)] == [lesson.id]
 
 
 def test_the_reference_passes_every_step_it_warms_up():

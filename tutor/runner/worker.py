@@ -65,6 +65,12 @@ def reference_runs(lessons) -> list[tuple]:
     return runs
 
 
+def runs_for(runs: list[tuple], lesson: str | None) -> list[tuple]:
+    """A spare's warm-up: the lesson of the last run (its learner rarely switches), or every
+    lesson before the first run."""
+    return [run for run in runs if run[0] == lesson] or runs
+
+
 def load_checks(lessons) -> dict:
     modules = {}
     for lesson in lessons:
@@ -228,6 +234,7 @@ class Worker:
         self.modules = modules
         self.lessons = lessons
         self.warm = reference_runs(lessons.values())
+        self.lesson_in_use: str | None = None  # the last run's: spares warm up on it alone
         self.out_fd = out_fd
         self.memory = memory_limit_bytes()
         self.sel = selectors.DefaultSelector()
@@ -293,7 +300,7 @@ class Worker:
         pid = os.fork()
         if pid == 0:
             # serve_one closes every fd but these three: ours, the UI's, other children's.
-            serve_one(job_r, result_w, output_w, self.modules, protected, self.warm)
+            serve_one(job_r, result_w, output_w, self.modules, protected, runs_for(self.warm, self.lesson_in_use))
             os._exit(70)  # serve_one never returns
         try:
             os.setpgid(pid, pid)
@@ -483,6 +490,7 @@ class Worker:
             self.emit({"type": "error", "gen": gen, "detail": f"unknown lesson {lesson!r}"})
             self.emit({"type": "done", "gen": gen})
             return
+        self.lesson_in_use = lesson
         steps = [s for s in self.modules[lesson].STEPS if not req.get("steps") or s in req["steps"]]
         self.pending_steps[gen] = set(steps)
         checked = {s.id for s in self.lessons[lesson].checked_steps} if lesson in self.lessons else set()
