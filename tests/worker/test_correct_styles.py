@@ -173,6 +173,22 @@ def forward(self, x):
     context = torch.einsum("bhqk,bkhd->bqhd", weights, v).reshape(B, T, self.d_out)
     return self.out_proj(context)
 """,
+    # Names that contain a kernel's name but are the learner's own: the class itself, a local
+    # helper written by hand, a variable. Only a call of the library's kernel may fail.
+    "own_names_that_mention_the_kernel": """
+def forward(self, x):
+    assert isinstance(self, CausalMultiHeadAttention)
+    B, T, _ = x.shape
+    H, hd = self.n_heads, self.head_dim
+
+    def scaled_dot_product_attention(q, k, v, mask):
+        scores = (q @ k.transpose(-2, -1) / hd ** 0.5).masked_fill(mask, float("-inf"))
+        return self.dropout(torch.softmax(scores, dim=-1)) @ v
+
+    q, k, v = (layer(x).view(B, T, H, hd).transpose(1, 2) for layer in (self.W_q, self.W_k, self.W_v))
+    multi_head_attention_out = scaled_dot_product_attention(q, k, v, self.mask[:T, :T])
+    return self.out_proj(multi_head_attention_out.transpose(1, 2).reshape(B, T, self.d_out))
+""",
     "loop_over_heads": """
 def forward(self, x):
     B, T, _ = x.shape
@@ -186,6 +202,23 @@ def forward(self, x):
         weights = self.dropout(torch.softmax(scores.masked_fill(future, float("-inf")), dim=-1))
         heads.append(weights @ v[..., part])
     return self.out_proj(torch.cat(heads, dim=-1))
+""",
+}
+
+# ------------------------------------------------------------------ lm3-l3: multi-head constructor
+
+LM3_INIT = {
+    "super_with_the_class_named": """
+def __init__(self, d_in, d_out, n_heads, context_length, dropout=0.0):
+    super(CausalMultiHeadAttention, self).__init__()
+    assert d_out % n_heads == 0, "d_out must be divisible by n_heads"
+    self.d_out, self.n_heads, self.head_dim = d_out, n_heads, d_out // n_heads
+    self.W_q = nn.Linear(d_in, d_out, bias=False)
+    self.W_k = nn.Linear(d_in, d_out, bias=False)
+    self.W_v = nn.Linear(d_in, d_out, bias=False)
+    self.out_proj = nn.Linear(d_out, d_out)
+    self.dropout = nn.Dropout(dropout)
+    self.register_buffer("mask", torch.triu(torch.ones(context_length, context_length), diagonal=1).bool())
 """,
 }
 
@@ -349,6 +382,7 @@ def _params(lesson, name, styles, header=""):
 STYLES = (
     _params(LM3, "causal_attention", LM3_CAUSAL, "import math\nimport torch.nn.functional as F")
     + _params(LM3, "CausalMultiHeadAttention.forward", LM3_FORWARD, "import math\nimport torch.nn.functional as F")
+    + _params(LM3, "CausalMultiHeadAttention.__init__", LM3_INIT)
     + _params(LM3, "expected_shapes", LM3_SHAPES)
     + _params(LAB, "scaled_scores", LAB_SCORES)
     + _params(LAB, "causal_mask", LAB_MASK)
