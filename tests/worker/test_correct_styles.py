@@ -117,6 +117,17 @@ def causal_attention(x, Wq, Wk, Wv):
     print(weights[0])
     return weights @ v, weights
 """,
+    # A message that names the kernel is not a call of it.
+    "prints_a_message_naming_the_kernel": """
+def causal_attention(x, Wq, Wk, Wv):
+    q, k, v = x @ Wq, x @ Wk, x @ Wv
+    scores = q @ k.transpose(-2, -1) / k.shape[-1] ** 0.5
+    T = x.shape[1]
+    future = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)
+    weights = torch.softmax(scores.masked_fill(future, float("-inf")), dim=-1)
+    print(f"my scaled_dot_product_attention: weights {tuple(weights.shape)}")
+    return weights @ v, weights
+""",
     "softmax_by_hand": """
 def causal_attention(x, Wq, Wk, Wv):
     q, k, v = x @ Wq, x @ Wk, x @ Wv

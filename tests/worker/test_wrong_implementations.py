@@ -300,6 +300,22 @@ def causal_attention(x, Wq, Wk, Wv):
     return weights @ v, weights
 """)
 
+# A private builtin of torch's own, reached through a helper outside causal_attention (which
+# the source scan does not read): only the run-time trap can see it.
+CA_MATH_BUILTIN_IN_HELPER = ca("""
+def _attend(q, k, v):
+    return torch._scaled_dot_product_attention_math(q, k, v, is_causal=True)[0]
+
+
+def causal_attention(x, Wq, Wk, Wv):
+    q, k, v = x @ Wq, x @ Wk, x @ Wv
+    scores = q @ k.transpose(-2, -1) / k.shape[-1] ** 0.5
+    T = x.shape[1]
+    mask = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)
+    weights = torch.softmax(scores.masked_fill(mask, float("-inf")), dim=-1)
+    return _attend(q, k, v), weights
+""")
+
 CA_RETURNS_OUT_ONLY = ca("""
 def causal_attention(x, Wq, Wk, Wv):
     q, k, v = x @ Wq, x @ Wk, x @ Wv
@@ -402,6 +418,8 @@ SINGLE_CASES = [
     case("sdpa_imported_alias", LM3, CA_SDPA_ALIAS, {
         "single-head": fails("own-formula", "check.kernel")},
         header="from torch.nn.functional import scaled_dot_product_attention as sdpa"),
+    case("math_builtin_in_module_helper", LM3, CA_MATH_BUILTIN_IN_HELPER, {
+        "single-head": fails("own-formula", "check.kernel")}),
     case("mutates_Wq_div_", LM3, CA_MUTATES_WQ, {
         "single-head": fails("inputs-unchanged", "check.mutated")}),
     case("mutates_x_div_", LM3, CA_MUTATES_X, {
@@ -683,6 +701,26 @@ def forward(self, x):
     return self.out_proj(context.transpose(1, 2).reshape(B, T, self.d_out))
 """)
 
+# torch.nn.attention's flex_attention (a library attention kernel under another name), from a
+# helper outside the class.
+MH_FLEX_IN_HELPER = fwd("""
+def forward(self, x):
+    B, T, _ = x.shape
+    H, hd = self.n_heads, self.head_dim
+    q = self.W_q(x).view(B, T, H, hd).transpose(1, 2)
+    k = self.W_k(x).view(B, T, H, hd).transpose(1, 2)
+    v = self.W_v(x).view(B, T, H, hd).transpose(1, 2)
+    context = _attend(q, k, v)
+    return self.out_proj(context.transpose(1, 2).reshape(B, T, self.d_out))
+""")
+FLEX_HELPER = """
+from torch.nn.attention.flex_attention import flex_attention
+
+
+def _attend(q, k, v):
+    return flex_attention(q, k, v, score_mod=lambda s, b, h, i, j: torch.where(i >= j, s, -float("inf")))
+"""
+
 # Split straight into (B, H, T, hd): tokens and heads are mixed.
 MH_SPLIT_WITHOUT_TRANSPOSE = fwd("""
 def forward(self, x):
@@ -790,6 +828,8 @@ MULTI_CASES = [
     case("multi_per_head_query_layers", LM3, MH_PER_HEAD_QUERY_LAYERS, {
         "multi-head": fails("constructor", "check.constructor")}),
     case("multi_out_proj_without_bias", LM3, MH_OUT_PROJ_NO_BIAS, {"multi-head": Exp("fail")}),
+    case("multi_flex_attention_in_helper", LM3, MH_FLEX_IN_HELPER, {
+        "multi-head": fails("own-formula", "check.kernel")}, header=FLEX_HELPER),
     case("multi_aten_flash_kernel", LM3, MH_ATEN_FLASH, {"multi-head": fails("own-formula", "check.kernel")}),
 ]
 

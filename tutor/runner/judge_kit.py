@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 import functools
 import math
+import re
 
 import torch
 
@@ -21,6 +22,7 @@ KERNEL_FRAGMENTS = {
     "scaled_dot_product": "F.scaled_dot_product_attention",
     "multiheadattention": "nn.MultiheadAttention",
     "multi_head_attention": "nn.MultiheadAttention",
+    "flex_attention": "flex_attention",
 }
 
 
@@ -232,6 +234,9 @@ def _bound_names(tree) -> set[str]:
     return names
 
 
+_NAME_LIKE = re.compile(r"[\w.]+")
+
+
 def _kernel_words(node, own: set[str]) -> set[str]:
     found = set()
     # A bare string (a docstring, say) may mention the kernel: only code that uses it counts.
@@ -244,7 +249,11 @@ def _kernel_words(node, own: set[str]) -> set[str]:
         elif isinstance(sub, ast.Name):
             word = sub.id
         elif isinstance(sub, ast.Constant) and isinstance(sub.value, str):
-            word = sub.value  # getattr(torch.ops.aten, "scaled_dot_product_" + ...)
+            # getattr(torch.ops.aten, "scaled_dot_product_" + ...) names it; a message such as
+            # print("my scaled_dot_product_attention:", ...) only mentions it.
+            if not _NAME_LIKE.fullmatch(sub.value):
+                continue
+            word = sub.value
         else:
             continue
         if word in own and not isinstance(sub, ast.Constant):

@@ -85,9 +85,33 @@ def install_traps() -> None:
     _trap(F, "multi_head_attention_forward", "nn.MultiheadAttention")
     _trap(nn.MultiheadAttention, "forward", "nn.MultiheadAttention")
     _trap(nn.MultiheadAttention, "__init__", "nn.MultiheadAttention")
+    # The same kernels as torch's own builtins (torch._scaled_dot_product_attention_math, ...):
+    # a helper of the learner's outside the step's functions is not in the source scan.
+    for name in dir(torch):
+        if "scaled_dot_product" in name.lower():
+            _trap(torch, name, "F.scaled_dot_product_attention")
+        elif "multi_head_attention" in name.lower():
+            _trap(torch, name, "nn.MultiheadAttention")
     for owner in (torch, F, torch.Tensor, torch.special):
         _capture_softmax(owner, "softmax")
     _trap_aten_ops()
+    _trap_flex_attention()
+
+
+def _trap_flex_attention() -> None:
+    """torch.nn.attention.flex_attention computes attention in its own operator, whichever
+    name it is imported under: its eager path goes through this class."""
+    try:
+        from torch._higher_order_ops.flex_attention import FlexAttentionHOP
+    except ImportError:
+        return
+    original = FlexAttentionHOP.__call__
+
+    def calling(self, *args, **kwargs):
+        _KERNEL_CALLS.add("flex_attention")
+        return original(self, *args, **kwargs)
+
+    FlexAttentionHOP.__call__ = calling
 
 
 def _trap_aten_ops() -> None:
