@@ -47,7 +47,8 @@ def make_inputs():
             "out_w": torch.randn(d_out, d_out, generator=g) / d_out**0.5,
             "out_b": torch.randn(d_out, generator=g) * 0.1,
         }
-        multi.append({"x": x, "x_last": x2, "w": w})
+        # The same layer called again on a prefix: any length up to context_length must work.
+        multi.append({"x": x, "x_last": x2, "x_prefix": x[:, : max(1, T // 2)].clone(), "w": w})
     return {"single": single, "multi": multi}
 
 
@@ -281,10 +282,12 @@ def probe_multi(ctx, inputs):
             module.eval()
             base = ctx.call(module, case["x"], primary=i == 0)
             last = ctx.call(module, case["x_last"], primary=i == 0)
+            prefix = ctx.call(module, case["x_prefix"])
         else:
-            base = last = None
+            base = last = prefix = None
         n_params = sum(p.numel() for p in module.parameters())
-        cases.append({"made": {"value": None}, "layout": layout, "base": base, "last": last, "params": n_params})
+        cases.append({"made": {"value": None}, "layout": layout, "base": base, "last": last, "prefix": prefix,
+                      "params": n_params})
     counts = {}
     if "CausalMultiHeadAttention" in vars(ctx.module):
         for heads in (1, 4):
@@ -342,6 +345,29 @@ def diagnose_multi(y, x, w, H):
     return matching_mistake(y, candidates)
 
 
+def call_again(v, got, expected, what):
+    """The same layer, called once more after a right first call, must still be right."""
+    likely = msg("likely.call_again")
+    got = require_tensor(v, "call-again", what, got, tuple(expected.shape), likely)
+    if not close(got, expected):
+        err, where = max_error(got, expected)
+        v.require("call-again", False, "check.values", what=what, err=err, where=shape_str(where), tol="1e-5",
+                  likely=likely)
+    v.expect("call-again", True)
+
+
+def judge_prefix(v, case, inp, size):
+    """The layer of a size that passed, called once more on a prefix of x. Judged after the other
+    sizes: code with the notebook's numbers written in fails there, with the message that fits."""
+    H = size[2]
+    prefix, t = case["prefix"], inp["x_prefix"].shape[1]
+    if "error" in prefix:
+        e = prefix["error"]
+        v.require("call-again", False, "check.call_again_raised", t=t, kind=e["kind"], detail=e["detail"],
+                  line=e["frames"][-1]["line"] if e["frames"] else "?", likely=msg("likely.call_again"))
+    call_again(v, prefix["value"], reference_multi(inp["x_prefix"], inp["w"], H)[0], msg("value.again_prefix", t=t))
+
+
 def judge_multi_case(v, case, inp, size):
     d_in, d_out, H, cl, B, T = size
     args = f"{d_in}, {d_out}, {H}, {cl}"
@@ -365,10 +391,13 @@ def judge_multi_case(v, case, inp, size):
     bad = first_nonfinite(y)
     v.require("finite", bad is None, "check.not_finite", what="forward(x)", count=bad[1] if bad else 0,
               where=shape_str(bad[0]) if bad else "", likely=lambda: diagnose_multi(y, x, inp["w"], H))
+    ref, _ = reference_multi(x, inp["w"], H)
+    if close(y, ref) and isinstance(y2, torch.Tensor) and y2.shape == y.shape:
+        # A right first call and a wrong second one is no leak: forward changed the layer.
+        call_again(v, y2, reference_multi(inp["x_last"], inp["w"], H)[0], msg("value.again_last"))
     if isinstance(y2, torch.Tensor) and y2.shape == y.shape:
         amount = leak(y, y2, T - 1)
         v.require("no-leak", amount < 1e-6, "check.leak", pos=T - 1, got=amount, likely=lambda: diagnose_multi(y, x, inp["w"], H))
-    ref, _ = reference_multi(x, inp["w"], H)
     if not close(y, ref):
         err, where = max_error(y, ref)
         v.require("matches-pytorch", False, "check.values", what="forward(x)", err=err, where=shape_str(where),
@@ -396,6 +425,8 @@ def judge_multi(v, outputs, inputs, jctx):
     other_sizes(v, cases, inputs["multi"], MULTI_SIZES, ("d_in", "d_out", "n_heads", "context_length", "B", "T"),
                       judge_multi_case)
     no_kernel(v, "forward", jctx.source, {"CausalMultiHeadAttention"}, jctx.kernels)
+    for case, inp, size in zip(cases, inputs["multi"], MULTI_SIZES):
+        judge_prefix(v, case, inp, size)
 
 
 # ---------------------------------------------------------------- shapes

@@ -721,6 +721,40 @@ def _attend(q, k, v):
     return flex_attention(q, k, v, score_mod=lambda s, b, h, i, j: torch.where(i >= j, s, -float("inf")))
 """
 
+# The mask made on the first call, for that call's length, and kept on self: right as long as
+# every call has the first one's length (the probe's calls at one size all did).
+MH_MASK_CACHED_ON_FIRST_CALL = fwd("""
+def forward(self, x):
+    B, T, _ = x.shape
+    H, hd = self.n_heads, self.head_dim
+    if not hasattr(self, "causal"):
+        self.causal = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)
+    q = self.W_q(x).view(B, T, H, hd).transpose(1, 2)
+    k = self.W_k(x).view(B, T, H, hd).transpose(1, 2)
+    v = self.W_v(x).view(B, T, H, hd).transpose(1, 2)
+    scores = q @ k.transpose(2, 3) / hd ** 0.5
+    scores = scores.masked_fill(self.causal, float("-inf"))
+    weights = self.dropout(torch.softmax(scores, dim=-1))
+    context = (weights @ v).transpose(1, 2).contiguous().view(B, T, self.d_out)
+    return self.out_proj(context)
+""")
+
+# "Fold the scale into W_q", in place, on every call: the first call is right, the next ones not
+# (that is no leak, which is what the check said).
+MH_SCALE_FOLDED_INTO_W_Q = fwd("""
+def forward(self, x):
+    B, T, _ = x.shape
+    H, hd = self.n_heads, self.head_dim
+    self.W_q.weight.data /= hd ** 0.5
+    q = self.W_q(x).view(B, T, H, hd).transpose(1, 2)
+    k = self.W_k(x).view(B, T, H, hd).transpose(1, 2)
+    v = self.W_v(x).view(B, T, H, hd).transpose(1, 2)
+    scores = (q @ k.transpose(2, 3)).masked_fill(self.mask[:T, :T], float("-inf"))
+    weights = self.dropout(torch.softmax(scores, dim=-1))
+    context = (weights @ v).transpose(1, 2).contiguous().view(B, T, self.d_out)
+    return self.out_proj(context)
+""")
+
 # Split straight into (B, H, T, hd): tokens and heads are mixed.
 MH_SPLIT_WITHOUT_TRANSPOSE = fwd("""
 def forward(self, x):
@@ -830,6 +864,10 @@ MULTI_CASES = [
     case("multi_out_proj_without_bias", LM3, MH_OUT_PROJ_NO_BIAS, {"multi-head": Exp("fail")}),
     case("multi_flex_attention_in_helper", LM3, MH_FLEX_IN_HELPER, {
         "multi-head": fails("own-formula", "check.kernel")}, header=FLEX_HELPER),
+    case("multi_mask_cached_on_first_call", LM3, MH_MASK_CACHED_ON_FIRST_CALL, {
+        "multi-head": fails("call-again", "check.call_again_raised", "likely.call_again")}),
+    case("multi_scale_folded_into_W_q_in_place", LM3, MH_SCALE_FOLDED_INTO_W_Q, {
+        "multi-head": fails("call-again", "check.values", "likely.call_again")}),
     case("multi_aten_flash_kernel", LM3, MH_ATEN_FLASH, {"multi-head": fails("own-formula", "check.kernel")}),
 ]
 
