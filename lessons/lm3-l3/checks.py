@@ -326,6 +326,8 @@ def diagnose_multi(y, x, w, H):
             wts = torch.softmax(s.masked_fill(mask, fill), dim)
         c = wts @ v
         c = c.transpose(1, 2).reshape(B, T, d_out) if merge == "ok" else c.reshape(B, T, d_out)
+        if proj == "no bias":
+            return c @ w["out_w"].T
         return c @ w["out_w"].T + w["out_b"] if proj else c
 
     candidates = [
@@ -339,6 +341,7 @@ def diagnose_multi(y, x, w, H):
         (lambda: attend(dim=-2), msg("likely.softmax_dim")),
         (lambda: attend(merge="bad"), msg("likely.merge_heads")),
         (lambda: attend(proj=False), msg("likely.no_out_proj")),
+        (lambda: attend(proj="no bias"), msg("likely.no_out_bias")),
     ]
     if H == 1:  # one head: head_dim is d_out, so that scale is right
         candidates = [c for c in candidates if c[1]["key"] != "likely.scale_d_out"]

@@ -755,6 +755,19 @@ def forward(self, x):
     return self.out_proj(context)
 """)
 
+# The output projection by hand, without its bias (the message said only "compare with the formula").
+MH_OUT_PROJ_BIAS_LEFT_OUT = fwd("""
+def forward(self, x):
+    B, T, _ = x.shape
+    H, hd = self.n_heads, self.head_dim
+    q = self.W_q(x).view(B, T, H, hd).transpose(1, 2)
+    k = self.W_k(x).view(B, T, H, hd).transpose(1, 2)
+    v = self.W_v(x).view(B, T, H, hd).transpose(1, 2)
+    scores = (q @ k.transpose(2, 3) / hd ** 0.5).masked_fill(self.mask[:T, :T], float("-inf"))
+    context = (self.dropout(torch.softmax(scores, dim=-1)) @ v).transpose(1, 2).reshape(B, T, self.d_out)
+    return context @ self.out_proj.weight.T
+""")
+
 # Split straight into (B, H, T, hd): tokens and heads are mixed.
 MH_SPLIT_WITHOUT_TRANSPOSE = fwd("""
 def forward(self, x):
@@ -868,6 +881,8 @@ MULTI_CASES = [
         "multi-head": fails("call-again", "check.call_again_raised", "likely.call_again")}),
     case("multi_scale_folded_into_W_q_in_place", LM3, MH_SCALE_FOLDED_INTO_W_Q, {
         "multi-head": fails("call-again", "check.values", "likely.call_again")}),
+    case("multi_out_proj_bias_left_out_in_forward", LM3, MH_OUT_PROJ_BIAS_LEFT_OUT, {
+        "multi-head": fails("matches-pytorch", "check.values", "likely.no_out_bias")}),
     case("multi_aten_flash_kernel", LM3, MH_ATEN_FLASH, {"multi-head": fails("own-formula", "check.kernel")}),
 ]
 
