@@ -49,7 +49,34 @@ def t(key: str, lang: str, /, **params) -> str:
     template = catalog(lang).get(key)
     if template is None:
         template = catalog(DEFAULT_LANG).get(key, key)
-    return template.format_map(_Missing({k: localize(v, lang) for k, v in params.items()}))
+    values = {k: localize(v, lang) for k, v in params.items()}
+    if lang == "zh":
+        template = _close_up(template, values)
+    return template.format_map(_Missing(values))
+
+
+def _wide(char: str) -> bool:
+    """Han characters and full-width punctuation (False for "")."""
+    return "\u3000" <= char <= "\u303f" or "\u3400" <= char <= "\u9fff" or "\uff00" <= char <= "\uffef"
+
+
+def _close_up(template: str, values: dict) -> str:
+    """Chinese text puts a space between Han and Latin ("forward(x) 与 PyTorch"), none between two
+    Han characters. A template's space next to a parameter is written for a Latin value: it goes
+    when the value (a nested message, say) meets the template's Han text there."""
+    parts = []
+    previous = ""  # the value of the field before this literal
+    for literal, name, spec, conversion in string.Formatter().parse(template):
+        value = str(values.get(name, "")) if name else ""
+        if previous and literal[:1] == " " and _wide(previous[-1]) and _wide(literal[1:2]):
+            literal = literal[1:]  # "……的输出 与" → "……的输出与"
+        if value and literal[-1:] == " " and _wide(value[0]) and _wide(literal[-2:-1]):
+            literal = literal[:-1]  # "与 再次……" → "与再次……"
+        parts.append(literal.replace("{", "{{").replace("}", "}}"))
+        if name is not None:
+            parts.append("{" + name + ("!" + conversion if conversion else "") + (":" + spec if spec else "") + "}")
+        previous = value
+    return "".join(parts)
 
 
 def localize(value, lang: str):

@@ -162,3 +162,23 @@ def test_nested_likely_message_renders_in_chinese():
     )
     assert text.startswith("weights：")
     assert text.endswith(ZH["likely.weights_shape"])
+
+
+def test_zh_drops_the_space_between_a_nested_chinese_value_and_chinese_text():
+    # check.values is written for a Latin {what} ("forward(x) 与 PyTorch"); a nested message in
+    # Chinese must not leave a space between two Han characters.
+    nested = t("check.values", "zh", what={"key": "value.again_last", "params": {}}, err=0.5, where="(0,)",
+               tol="1e-5", likely="")
+    assert "的输出与 PyTorch" in nested
+    latin = t("check.values", "zh", what="forward(x)", err=0.5, where="(0,)", tol="1e-5", likely="")
+    assert latin.startswith("forward(x) 与 PyTorch")
+    en = t("check.values", "en", what={"key": "value.again_last", "params": {}}, err=0.5, where="(0,)",
+           tol="1e-5", likely="")
+    assert "(last token changed) differs" in en
+
+
+def test_closing_up_keeps_literal_braces_formats_and_spaces_between_fields():
+    template = "{{字面}} 与 {a} 和 {b:>3} {c} 之后"
+    out = i18n._close_up(template, {"a": "中文", "b": "x", "c": "文字"})
+    assert out == "{{字面}} 与{a}和 {b:>3} {c}之后"
+    assert out.format(a="中文", b="x", c="文字") == "{字面} 与中文和   x 文字之后"
