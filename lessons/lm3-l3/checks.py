@@ -487,11 +487,14 @@ def judge_shapes(v, outputs, inputs, jctx):
     other_sizes(v, calls, [None] * len(calls), SHAPE_SIZES, ("B", "T", "H", "hd"), judge_shapes_case)
 
 
+# A save's checked steps run in this order in one child, and the judge takes each step as the
+# child finishes it (worker.py). Multi-head is last because it takes longest to judge: shapes
+# (0.5 ms to run) is then judged while multi-head runs, not after it. The app keeps the lesson's order.
 STEPS = {
     "single-head": StepSpec(probe_single, judge_single, ("causal_attention",)),
     "leakage": StepSpec(probe_leakage, judge_leakage, ("causal_attention",)),
-    "multi-head": StepSpec(probe_multi, judge_multi, ("CausalMultiHeadAttention",)),
     "shapes": StepSpec(probe_shapes, judge_shapes, ("expected_shapes",)),
+    "multi-head": StepSpec(probe_multi, judge_multi, ("CausalMultiHeadAttention",)),
 }
 
 
