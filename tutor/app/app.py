@@ -153,8 +153,9 @@ class TutorApp(App):
         self.call_after_refresh(trace, "first_screen")
         self.call_after_refresh(self.resume_gc)
         if self.start_worker:
+            self.call_after_refresh(self.worker.go)  # torch's import waited for this (main.run_app)
             # The OS watch takes tens of ms to set up, pygments ~100 ms to load: after the
-            # first screen, while the worker still imports torch.
+            # first screen, while the worker imports torch.
             self.call_after_refresh(self.watch_file, watcher)
             self.call_after_refresh(threading.Thread(target=load_syntax, daemon=True).start)
         # A closed SSH link (SIGHUP) or a kill (SIGTERM) ends the app like q does:

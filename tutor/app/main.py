@@ -29,11 +29,12 @@ def run_app(*, lesson_id=None, step_id=None, file=None, lang=None, poll=False, t
     remembered = state.get("lessons", {}).get(lesson.id, {})
     if step_id is None or step_id not in lesson.step_ids():
         step_id = remembered.get("step") if remembered.get("step") in lesson.step_ids() else lesson.steps[0].id
-    # The worker first: its torch import (~3 s) then overlaps the UI's own start-up.
+    # The worker first: its start overlaps the UI's; it imports torch (~3 s) once the app has
+    # painted its first screen (TutorApp.on_mount calls go()).
     from ..runner.client import Worker
 
     worker = Worker(None, log=store.folder / "worker.log", **({"timeout": timeout} if timeout else {}))
-    worker.start()
+    worker.start(defer=True)
     try:
         from .app import TutorApp
 

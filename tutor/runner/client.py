@@ -41,7 +41,9 @@ class Worker:
         self._lock = threading.Lock()
         self._closing = False
 
-    def start(self) -> None:
+    def start(self, defer: bool = False) -> None:
+        """defer: the worker waits (up to worker.GO_WAIT) for go() before it imports torch, so
+        that the app's first screen does not share the machine with that import."""
         stderr = subprocess.DEVNULL
         if os.environ.get("ATTN_TUTOR_DEBUG"):
             stderr = None
@@ -60,6 +62,14 @@ class Worker:
         if stderr not in (None, subprocess.DEVNULL):
             stderr.close()
         threading.Thread(target=self._read, name="attn-worker-reader", daemon=True).start()
+        if not defer:
+            self.go()
+
+    def go(self) -> None:
+        try:
+            self._send({"type": "go"})
+        except WorkerGone:
+            pass  # reported by the reader thread as "gone"
 
     def _read(self) -> None:
         assert self.proc and self.proc.stdout

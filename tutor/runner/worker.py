@@ -28,6 +28,7 @@ import gc
 import importlib.util
 import json
 import os
+import select
 import selectors
 import signal
 import socket
@@ -37,6 +38,7 @@ from dataclasses import dataclass, field
 
 OUTPUT_TAIL = 4000
 SPARES = 3  # children kept forked and ready: the checked steps, the experiment on screen, one spare
+GO_WAIT = 1.0  # s at most before torch's import: see main
 HEDGE_AFTER = 0.3  # s: a shared child still this busy hands the steps it has not begun to children of their own
 QUIET_AFTER_RUN = 0.15  # s between a run's last verdict and forking new spares
 TICK = 0.05  # s: how often the memory of running children is read, and leftovers swept
@@ -808,6 +810,11 @@ def main() -> None:
     # it grows cost ~0.3 s of the first verdict. Off until the checks are loaded; then those
     # objects are frozen out of later passes (the ~7k garbage ones among them stay, ~0.7 MB).
     gc.disable()
+    # torch's import reads ~0.5 GB; started alongside the UI's start-up, it put ~0.2 s on the first
+    # screen when the page cache was cold (0.86-1.05 s against 0.72-0.80 s, and +0.3-0.5 s on the
+    # first verdict). So it waits for the client's first line: "go" once the app has painted
+    # (client.Worker.go), at once without an app, or a run.
+    select.select([0], [], [], GO_WAIT)
     import torch  # noqa: F401  (loaded once, shared by every fork)
     import torch.nn.functional  # noqa: F401
 
