@@ -88,10 +88,9 @@ def install_traps() -> None:
     # The same kernels as torch's own builtins (torch._scaled_dot_product_attention_math, ...):
     # a helper of the learner's outside the step's functions is not in the source scan.
     for name in dir(torch):
-        if "scaled_dot_product" in name.lower():
-            _trap(torch, name, "F.scaled_dot_product_attention")
-        elif "multi_head_attention" in name.lower():
-            _trap(torch, name, "nn.MultiheadAttention")
+        label = _kernel_label(name)
+        if label:
+            _trap(torch, name, label)
     for owner in (torch, F, torch.Tensor, torch.special):
         _capture_softmax(owner, "softmax")
     _trap_aten_ops()
@@ -114,6 +113,16 @@ def _trap_flex_attention() -> None:
     FlexAttentionHOP.__call__ = calling
 
 
+def _kernel_label(name: str) -> str | None:
+    """The library kernel a torch builtin or operator of this name is, if any."""
+    name = name.lower()
+    if "scaled_dot_product" in name:
+        return "F.scaled_dot_product_attention"
+    if "multi_head_attention" in name:
+        return "nn.MultiheadAttention"
+    return None
+
+
 def _trap_aten_ops() -> None:
     """torch.ops.aten.<kernel> however it is reached (getattr with a built name included):
     every Python call of an operator goes through these two classes."""
@@ -123,11 +132,9 @@ def _trap_aten_ops() -> None:
         original = cls.__call__
 
         def calling(self, *args, _original=original, **kwargs):
-            name = str(getattr(self, "_qualified_op_name", None) or getattr(self, "_name", "")).lower()
-            if "scaled_dot_product" in name:
-                _KERNEL_CALLS.add("F.scaled_dot_product_attention")
-            elif "multi_head_attention" in name:
-                _KERNEL_CALLS.add("nn.MultiheadAttention")
+            label = _kernel_label(str(getattr(self, "_qualified_op_name", None) or getattr(self, "_name", "")))
+            if label:
+                _KERNEL_CALLS.add(label)
             return _original(self, *args, **kwargs)
 
         cls.__call__ = calling
