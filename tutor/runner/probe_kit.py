@@ -183,20 +183,40 @@ def _trap_flex_attention() -> None:
     FlexAttentionHOP.__call__ = calling
 
 
-def scripted_kernels(module) -> set[str]:
-    """Kernels called inside TorchScript, which runs below Python where no mode sees it:
-    read from the compiled code of every scripted function and module the file defines."""
-    found = set()
-    for value in list(vars(module).values()):
-        if isinstance(value, (torch.jit.ScriptFunction, torch.jit.ScriptModule)):
+def scripted_kernels(module, root) -> set[str]:
+    """Kernels called inside TorchScript, which runs below Python where no mode sees it: read
+    from the compiled code of each scripted function that root reaches by name (through the
+    file's own functions and classes)."""
+    found: set[str] = set()
+    seen: set[int] = set()
+    stack = [root]
+    names = vars(module)
+    while stack and len(seen) < 500:
+        obj = stack.pop()
+        if id(obj) in seen:
+            continue
+        seen.add(id(obj))
+        if isinstance(obj, (torch.jit.ScriptFunction, torch.jit.ScriptModule)):
             try:
-                code = str(value.code)
+                code = str(obj.code)
             except Exception:
                 continue
             for word in code.replace("(", " ").replace(".", " ").split():
                 label = _kernel_label(word)
                 if label:
                     found.add(label)
+            continue
+        codes = []
+        if isinstance(obj, type):
+            codes = [getattr(f, "__code__", None) for f in vars(obj).values()]
+        else:
+            codes = [getattr(obj, "__code__", None)]
+        while codes:
+            code = codes.pop()
+            if code is None:
+                continue
+            codes.extend(c for c in code.co_consts if hasattr(c, "co_names"))
+            stack.extend(names[n] for n in code.co_names if n in names)
     return found
 
 
@@ -231,12 +251,13 @@ class ProbeContext:
         self.module = module
         self.filename = filename
         self.source = source
-        self.kernels: set[str] = scripted_kernels(module)
+        self.kernels: set[str] = set()
 
     def get(self, name: str):
         value = getattr(self.module, name, None)
         if value is None or not callable(value):
             raise Missing(name)
+        self.kernels |= scripted_kernels(self.module, value)
         return value
 
     def failure(self, exc: BaseException) -> dict:

@@ -32,6 +32,7 @@ import faulthandler
 import fcntl
 import gc
 import json
+import linecache
 import os
 import platform
 import re
@@ -122,6 +123,9 @@ def load_learner(source: str, filename: str, code=None) -> types.ModuleType:
         code = compile_learner(source, filename)
     module = types.ModuleType("learner")
     module.__file__ = filename
+    # The source the file had when it was saved, for torch.jit.script (it reads a function's
+    # source through linecache) even where the file is not on disk or has changed since.
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
     sys.modules["learner"] = module
     try:
         _exec(code, module.__dict__)
