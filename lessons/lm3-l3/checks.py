@@ -12,7 +12,7 @@ import torch.nn.functional as F
 
 from tutor.runner import fixed_dropout, probe_kit
 from tutor.runner.judge_kit import (
-    close, describe, first_nonfinite, inputs_unchanged, judge_other_sizes, likely_for_value, matching_mistake,
+    Stop, Verdict, close, describe, first_nonfinite, inputs_unchanged, judge_other_sizes, likely_for_value, matching_mistake,
     max_error, msg, no_kernel, of_the_inputs, require_pair, require_ran, require_tensor, round_matrix, shape_str,
 )
 from tutor.runner.spec import StepSpec
@@ -76,7 +76,8 @@ def probe_single(ctx, inputs):
     results = []
     for i, case in enumerate(inputs["single"]):
         results.append(ctx.call(fn, case["x"], *case["W"], primary=i == 0))
-    return {"calls": results}
+    again = inputs["single_again"]  # the notebook's size once more, new values: nothing kept from before
+    return {"calls": results, "again": ctx.call(fn, again["x"], *again["W"])}
 
 
 @of_the_inputs
@@ -115,6 +116,10 @@ def diagnose_weights(w, x, Wq, Wk, Wv):
         (lambda: masked_softmax(raw / dk), msg("likely.scale_d")),
         (lambda: masked_softmax(scaled, dim=-2), msg("likely.softmax_dim")),
         (lambda: masked_softmax(scaled.transpose(-2, -1)), msg("likely.swapped_qk")),
+        (lambda: torch.softmax(scaled, -1).masked_fill(future, float("-inf")), msg("likely.inf_after_softmax")),
+        (lambda: torch.softmax(scaled + future.float() * float("-inf"), -1), msg("likely.additive_mask_nan")),
+        (lambda: masked_softmax(scaled, torch.ones(T, T, dtype=torch.bool).triu(1), dim=-2)
+         .masked_fill(future, float("-inf")), msg("likely.inf_after_softmax")),
     ]
     if d_in == dk:  # √d_in and √d_k are the same scale then: that mistake cannot show
         candidates = [c for c in candidates if c[1]["key"] != "likely.scale_d_in"]
@@ -130,8 +135,6 @@ def judge_single_case(v, call, case, size):
     w = require_tensor(v, "shape", "weights", w, (B, T, T), msg("likely.weights_shape"))
     out = require_tensor(v, "shape", "out", out, (B, T, dk), msg("likely.out_shape"))
     bad = first_nonfinite(w)
-    if bad is not None and bad[0][1] == 0:
-        v.require("first-token", False, "check.first_row", got="NaN", likely=msg("likely.mask_diagonal"))
     v.require("finite", bad is None, "check.not_finite", what="weights", count=bad[1] if bad else 0,
               where=shape_str(bad[0]) if bad else "", likely=lambda: diagnose_weights(w, x, Wq, Wk, Wv))
     sums = w.double().sum(-1)
@@ -180,6 +183,18 @@ def weights_in(call, shape):
     return None
 
 
+def judge_called_again(v, fn, call, case, size, judge_case):
+    """A second call at the notebook's size, with new values, judged like the first."""
+    sub = Verdict()
+    try:
+        judge_case(sub, call, case, size)
+    except Stop:
+        pass
+    v.require("call-again", sub.passed(), "check.called_again", fn=fn, reason=sub.failed_message(),
+              likely=msg("likely.kept_state"))
+    v.expect("call-again", True)
+
+
 def judge_single(v, outputs, inputs, jctx):
     calls = outputs["calls"]
     seed = inputs["single"][0]
@@ -195,6 +210,8 @@ def judge_single(v, outputs, inputs, jctx):
     judge_single_case(v, calls[0], seed, SINGLE_SIZES[0])
     other_sizes(v, calls, inputs["single"], SINGLE_SIZES, ("B", "T", "d_in", "d_k"), judge_single_case)
     no_kernel(v, "causal_attention", jctx.source, {"causal_attention"}, jctx.kernels)
+    judge_called_again(v, "causal_attention", outputs["again"], inputs["single_again"], SINGLE_SIZES[0],
+                       judge_single_case)
 
 
 # ---------------------------------------------------------------- leakage
@@ -259,6 +276,15 @@ def judge_leakage_case(v, calls, case, size):
     for name, pos in (("last", T - 1), ("mid", T // 2)):
         amount = leak(outs["base"], outs[name], pos)
         v.require("no-leak", amount < 1e-6, "check.leak", pos=pos, got=amount, likely=msg("likely.leak"))
+    # No leak is also what a function that returns its first answer again shows.
+    if close(outs["base"], reference_single(case["x"], *case["W"])[0]):
+        for name in ("last", "mid"):
+            ref = reference_single(case[f"x_{name}"], *case["W"])[0]
+            if not close(outs[name], ref):
+                err, where = max_error(outs[name], ref)
+                v.require("call-again", False, "check.values", what=msg("value.again_new_x"), err=err,
+                          where=shape_str(where), tol="1e-5", likely=msg("likely.kept_state"))
+        v.expect("call-again", True)
 
 
 def judge_leakage(v, outputs, inputs, jctx):
@@ -802,6 +828,9 @@ def judge_shapes_case(v, call, _case, size):
         if isinstance(value, list) and all(isinstance(i, int) for i in value):
             v.require("tuples", False, "check.shapes_type", key=key, expected=shape_str(truth[key]),
                       got=str(value), type="list")
+        if isinstance(value, tuple) and any(isinstance(i, float) for i in value):
+            v.require("tuples", False, "check.shapes_float", key=key, expected=shape_str(truth[key]),
+                      got=str(value), likely=msg("likely.shapes_float"))
         is_shape = isinstance(value, tuple) and all(isinstance(i, int) and not isinstance(i, bool) for i in value)
         v.require("tuples", is_shape, "check.shapes_type", key=key, expected=shape_str(truth[key]),
                   got=describe(value) if not isinstance(value, tuple) else str(value), type=describe(value))

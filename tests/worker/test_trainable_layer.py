@@ -343,3 +343,106 @@ def _masked_softmax(scores: torch.Tensor, future: torch.Tensor) -> torch.Tensor:
 def test_correct_layer_passes(run, replace):
     results = run(LM3, learner_file(LM3, replace, SCRIPTED_HELPER))
     verify(results, LM3, {})
+
+
+# ------------------------------------------------------------------ single head and shapes
+
+CA_HEAD = """
+def causal_attention(x, Wq, Wk, Wv):
+    q, k, v = x @ Wq, x @ Wk, x @ Wv
+    scores = q @ k.transpose(-2, -1) / k.shape[-1] ** 0.5
+    T = x.shape[1]
+    future = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)
+"""
+
+
+def ca(body: str, prelude: str = "") -> dict:
+    lines = "\n".join("    " + line if line.strip() else line for line in body.strip("\n").splitlines())
+    return {"causal_attention": prelude + CA_HEAD.strip("\n") + "\n" + lines}
+
+
+SINGLE_WRONG = [
+    # State kept between calls: the leakage test alone cannot see a function that answers again.
+    case("memo_by_shape", ca("""
+key = tuple(x.shape) + tuple(Wq.shape)
+if key not in _memo:
+    weights = torch.softmax(scores.masked_fill(future, float("-inf")), dim=-1)
+    _memo[key] = (weights @ v, weights)
+return _memo[key]
+""", "_memo = {}\n\n\n"), {"single-head": fails("call-again", "check.called_again", "likely.kept_state"),
+                           "leakage": fails("call-again", "check.values", "likely.kept_state")}),
+    case("first_answer_cached", ca("""
+global _first
+if _first is None:
+    weights = torch.softmax(scores.masked_fill(future, float("-inf")), dim=-1)
+    _first = (weights @ v, weights)
+if _first[0].shape[1] != T:
+    weights = torch.softmax(scores.masked_fill(future, float("-inf")), dim=-1)
+    return weights @ v, weights
+return _first
+""", "_first = None\n\n\n"), {"single-head": fails("call-again", "check.called_again"),
+                             "leakage": fails("call-again", "check.values")}),
+    case("projections_cached_by_batch", ca("""
+if x.shape[0] in _kv:
+    k, v = _kv[x.shape[0]]
+else:
+    _kv[x.shape[0]] = (k, v)
+scores = q @ k.transpose(-2, -1) / k.shape[-1] ** 0.5
+weights = torch.softmax(scores.masked_fill(future, float("-inf")), dim=-1)
+return weights @ v, weights
+""", "_kv = {}\n\n\n"), {"single-head": Exp("fail"), "leakage": Exp("fail")}),
+    # NaN in the weights, each with its own cause, not all blamed on diagonal=0.
+    case("inf_written_after_softmax", ca("""
+weights = torch.softmax(scores, dim=-1).masked_fill(future, float("-inf"))
+return weights @ v, weights
+"""), {"single-head": Exp("fail", None, {"likely.inf_after_softmax"}), "leakage": Exp("fail")}),
+    case("additive_mask_zero_times_inf", ca("""
+weights = torch.softmax(scores + future.float() * float("-inf"), dim=-1)
+return weights @ v, weights
+"""), {"single-head": Exp("fail", None, {"likely.additive_mask_nan"}), "leakage": Exp("fail")}),
+    case("diagonal_hidden_too", ca("""
+weights = torch.softmax(scores.masked_fill(torch.triu(torch.ones(T, T, dtype=torch.bool)), float("-inf")), dim=-1)
+return weights @ v, weights
+"""), {"single-head": Exp("fail", None, {"likely.mask_diagonal"}), "leakage": Exp("fail")}),
+]
+
+SHAPES_WRONG = [
+    case("shapes_true_division", {"expected_shapes": """
+def expected_shapes(B, T, H, hd):
+    d = H * hd
+    return {"projected_q": (B, T, d), "q_split_into_heads": (B, T, H, d / H), "q_per_head": (B, H, T, d / H),
+            "scores": (B, H, T, T), "weights": (B, H, T, T), "context_per_head": (B, H, T, d / H),
+            "context_merged": (B, T, d)}
+"""}, {"shapes": fails("tuples", "check.shapes_float", "likely.shapes_float")}),
+    case("shapes_all_floats", {"expected_shapes": """
+def expected_shapes(B, T, H, hd):
+    s = {"projected_q": (B, T, H * hd), "q_split_into_heads": (B, T, H, hd), "q_per_head": (B, H, T, hd),
+         "scores": (B, H, T, T), "weights": (B, H, T, T), "context_per_head": (B, H, T, hd),
+         "context_merged": (B, T, H * hd)}
+    return {k: tuple(float(n) for n in v) for k, v in s.items()}
+"""}, {"shapes": fails("tuples", "check.shapes_float")}),
+    case("shapes_numpy_floats", {"expected_shapes": """
+def expected_shapes(B, T, H, hd):
+    import math
+    d = math.prod((H, hd)) * 1.0
+    return {"projected_q": (B, T, d), "q_split_into_heads": (B, T, H, hd), "q_per_head": (B, H, T, hd),
+            "scores": (B, H, T, T), "weights": (B, H, T, T), "context_per_head": (B, H, T, hd),
+            "context_merged": (B, T, d)}
+"""}, {"shapes": fails("tuples", "check.shapes_float")}),
+]
+
+
+@pytest.mark.parametrize("replace, header, expect", SINGLE_WRONG + SHAPES_WRONG)
+def test_wrong_function_fails_with_its_cause(run, replace, header, expect):
+    verify(run(LM3, learner_file(LM3, replace, header)), LM3, expect)
+
+
+def test_a_memo_keyed_on_the_values_is_correct(run):
+    replace = ca("""
+key = (x.sum().item(), Wq.sum().item(), tuple(x.shape))
+if key not in _memo:
+    weights = torch.softmax(scores.masked_fill(future, float("-inf")), dim=-1)
+    _memo[key] = (weights @ v, weights)
+return _memo[key]
+""", "_memo = {}\n\n\n")
+    verify(run(LM3, learner_file(LM3, replace)), LM3, {})
