@@ -126,7 +126,7 @@ class Watch(TorchFunctionMode):
             getattr(func, "__name__", "")).endswith("_")
         p, training = float(p), bool(training)
         self.dropouts.append({"shape": list(x.shape), "p": p, "training": training,
-                              "weights": _looks_like_weights(x)})
+                              "weights": training and p > 0 and _looks_like_weights(x)})
         out = fixed_dropout.apply(x, p) if training else x
         if inplace and out is not x:
             with _no_grad():
