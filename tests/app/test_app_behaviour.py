@@ -149,6 +149,24 @@ async def test_the_language_is_remembered(make_app, workspace):
     assert Store(workspace).load()["lang"] == "zh"
 
 
+async def test_a_language_nobody_chose_is_not_remembered(make_app, workspace):
+    """The language from the locale (or the default) is not a choice: saved progress leaves
+    "lang" as it was, so the next run (or `--help`) follows LANG again."""
+    app, results = make_app("lm3-l3", lang="en")
+    async with app.run_test(size=SIZE) as pilot:
+        app.apply_results(results)
+        await pilot.press("n", "h")
+        await pilot.press("q")
+    state = Store(workspace).load()
+    assert state["lessons"]["lm3-l3"]["step"] == "leakage" and state["lang"] is None
+    # --lang is a choice (main.run_app passes lang_chosen)
+    app, results = make_app("lm3-l3", lang="zh", lang_chosen=True)
+    async with app.run_test(size=SIZE) as pilot:
+        app.apply_results(results)  # saved with the verdicts
+        await pilot.press("q")
+    assert Store(workspace).load()["lang"] == "zh"
+
+
 # ---------------------------------------------------------------------------- hints
 
 

@@ -81,12 +81,15 @@ class TutorApp(App):
 
     def __init__(self, *, lesson: Lesson, path: Path, created: bool, step_id: str, lang: str,
                  store: Store, poll: bool | None = None, timeout: float | None = None,
-                 start_worker: bool = True, worker: Worker | None = None):
+                 start_worker: bool = True, worker: Worker | None = None, lang_chosen: bool = False):
         super().__init__()
         self.lesson = lesson
         self.path = path
         self.created = created
         self.lang = lang
+        # Only a language the learner chose (`l`, --lang) is remembered: one taken from the
+        # locale or the default must not override LANG for the next run (or --help).
+        self.lang_chosen = lang_chosen
         self.store = store
         self.poll = poll
         self.timeout = timeout
@@ -204,9 +207,11 @@ class TutorApp(App):
         status = {s: r.status for s, r in self.results.items()}
         hints = dict(self.hints_shown)
         lang = self.lang
+        lang_chosen = self.lang_chosen
 
         def change(state: dict) -> None:
-            state["lang"] = lang
+            if lang_chosen:
+                state["lang"] = lang
             state["lesson"] = lesson_id
             entry = state.setdefault("lessons", {}).setdefault(lesson_id, {})
             entry["step"] = step_id
@@ -576,6 +581,7 @@ class TutorApp(App):
 
     def action_language(self) -> None:
         self.lang = "zh" if self.lang == "en" else "en"
+        self.lang_chosen = True
         if self.store.notice is not None:
             self.notice = t(self.store.notice.key, self.lang, **self.store.notice.params)
         self.refresh_all()
