@@ -350,3 +350,98 @@ async def test_the_gc_paused_for_the_start_up_is_back_after_the_first_screen(mak
     finally:
         gc.unfreeze()
         gc.enable()
+
+
+# ---------------------------------------------------------------------------- reflection answers
+
+
+def edit_in_the_file(path, index: int, new: str) -> None:
+    """The learner's editor: the text between one pair of markers replaced, the file saved."""
+    text = path.read_text("utf-8")
+    found = re.search(rf"<!-- answer {index} -->\n(.*?)\n?<!-- /answer {index} -->", text, re.S)
+    assert found, f"no markers for answer {index} in {path}"
+    path.write_text(text[:found.start()] + f"<!-- answer {index} -->\n{new}\n<!-- /answer {index} -->"
+                    + text[found.end():], "utf-8")
+
+
+async def write_in_the_box(pilot, n: str, text: str, *, before_closing=None) -> str:
+    """Open answer n, type `text` at its end, run `before_closing`, close with Escape;
+    returns what the box showed when it opened."""
+    from textual.widgets import TextArea
+
+    from tutor.app.answer import AnswerScreen
+
+    await pilot.press(n)
+    await settle(pilot)
+    assert isinstance(pilot.app.screen, AnswerScreen)
+    area = pilot.app.screen.query_one(TextArea)
+    shown = area.text
+    area.move_cursor(area.document.end)
+    area.insert(text)
+    if before_closing:
+        before_closing()
+    await pilot.press("escape")
+    await settle(pilot)
+    assert not isinstance(pilot.app.screen, AnswerScreen)
+    return shown
+
+
+async def test_an_answer_written_in_the_file_is_never_overwritten(make_app, workspace):
+    """Issue #15: answer 2 written in the answers file while the app runs, then answer 1 written
+    in the app: answer 2 is still in the file, and the app shows it."""
+    app, results = make_app("lm3-l3", step_id="reflect")
+    path = workspace / "lm3-l3-answers.md"
+    async with app.run_test(size=SIZE) as pilot:
+        app.apply_results(results)
+        await write_in_the_box(pilot, "1", "Scale keeps the softmax soft.")
+        assert app.store.read_answers("lm3-l3") == {0: "Scale keeps the softmax soft."}
+        edit_in_the_file(path, 1, "The mask hides the future. (typed in my editor)")
+        # The step shows it without a key (the file is read again every ANSWERS_EVERY s)...
+        for _ in range(40):
+            if "typed in my editor" in doc_text(app):
+                break
+            await pilot.pause(0.05)
+        assert "typed in my editor" in doc_text(app)
+        # ...and answer 1 written again in the app leaves it where it is.
+        await write_in_the_box(pilot, "1", " Edited in the app.")
+        assert app.store.read_answers("lm3-l3") == {
+            0: "Scale keeps the softmax soft. Edited in the app.",
+            1: "The mask hides the future. (typed in my editor)"}
+        assert app.answers == app.store.read_answers("lm3-l3")
+        # The box opens on what the file says, even when the change is a moment old.
+        edit_in_the_file(path, 1, "Rewritten in the editor.")
+        assert await write_in_the_box(pilot, "2", "") == "Rewritten in the editor."
+        assert app.store.read_answers("lm3-l3")[1] == "Rewritten in the editor."
+        assert "Rewritten in the editor." in doc_text(app)
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+async def test_an_answer_changed_in_the_file_and_the_box_at_once_keeps_both(make_app, workspace, lang):
+    app, results = make_app("lm3-l3", step_id="reflect", lang=lang)
+    path = workspace / "lm3-l3-answers.md"
+    async with app.run_test(size=SIZE) as pilot:
+        app.apply_results(results)
+        await write_in_the_box(pilot, "3", "Heads look at different things.")
+        await write_in_the_box(pilot, "3", " (app)",
+                               before_closing=lambda: edit_in_the_file(path, 2, "Several subspaces. (file)"))
+        answer = app.store.read_answers("lm3-l3")[2]
+        assert answer == t("ui.answer_both", lang, file="Several subspaces. (file)",
+                           app="Heads look at different things. (app)")
+        assert app.answers[2] == answer
+        assert any(t("ui.answer_kept_both", lang, n=3, path=path.name) in str(n.message) for n in app._notifications)
+        # Opened again, the box holds both versions, to be made one.
+        assert await write_in_the_box(pilot, "3", "") == answer
+
+
+async def test_an_answer_that_could_not_be_saved_is_offered_again(make_app, workspace):
+    app, results = make_app("lm3-l3", step_id="reflect")
+    async with app.run_test(size=SIZE) as pilot:
+        app.apply_results(results)
+        (workspace / "lm3-l3-answers.md").mkdir()  # a folder in its place: the write fails
+        await write_in_the_box(pilot, "1", "Not lost.")
+        assert app.answers[0] == "Not lost."
+        await pilot.pause(1.2)  # the file is read again meanwhile: the unsaved answer stays on screen
+        assert "Not lost." in doc_text(app)
+        (workspace / "lm3-l3-answers.md").rmdir()
+        assert await write_in_the_box(pilot, "1", " Saved now.") == "Not lost."
+        assert app.store.read_answers("lm3-l3") == {0: "Not lost. Saved now."}

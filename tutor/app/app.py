@@ -45,6 +45,7 @@ from .widgets import DocScroll, DrawnOnce, Footer, Progress, ScrollingStatic, St
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 SPINNER_AFTER = 0.15  # s: a run that ends sooner shows no spinner at all, just the new marks
 GATHER = 0.08  # s: step results arriving this close together are drawn in one frame
+ANSWERS_EVERY = 1.0  # s: how often the reflection step reads the answers file again
 
 
 class WorkerEvent(Message):
@@ -120,6 +121,8 @@ class TutorApp(App):
         self.exercise_variant = "scaled_q"
         self.show_model = False
         self.answers: dict[int, str] = self.read_answers()
+        self.answers_checked = 0.0  # when the answers file was last read (see tick)
+        self.unsaved: dict[int, tuple[str, str]] = {}  # index -> (text, base) of a save that failed
         # Textual converts colours for the terminal itself: the heatmap can always paint in full colour.
         self.color_hint = "none" if os.environ.get("NO_COLOR") else "truecolor"
         self.source: tuple[str, bytes] | None = None  # the file content the current verdicts are for
@@ -524,6 +527,8 @@ class TutorApp(App):
         self.run_checks(text, raw)
 
     def tick(self) -> None:
+        if self.step.id == "reflect" and not self.closing and time.monotonic() - self.answers_checked > ANSWERS_EVERY:
+            self.reread_answers()  # edits made in the file show up while the step is on screen
         if self.running and not self.closing and time.monotonic() - self.run_started > SPINNER_AFTER:
             self.spin += 1
             self.render_steps()
@@ -544,6 +549,8 @@ class TutorApp(App):
         self.query_one("#doc-scroll").scroll_home(animate=False)
         self.query_one("#results").scroll_home(animate=False)
         self.remember()
+        if self.step.id == "reflect":
+            self.reread_answers()
         if not self.step.checked and self.source is not None:
             self.run_checks(*self.source)
 
@@ -612,9 +619,16 @@ class TutorApp(App):
         elif self.step.id == "reflect" and n <= len(self.step.questions.get(self.lang, ())):
             from .answer import AnswerScreen  # TextArea: imported when first asked for
 
-            question = self.step.questions[self.lang][n - 1]
-            self.push_screen(AnswerScreen(n, question, self.answers.get(n - 1, ""), self.lang),
-                             lambda text: self.save_answer(n - 1, text))
+            self.reread_answers()  # the learner may have edited the file since
+            index = n - 1
+            # An answer that could not be saved is offered again, against what the file held then.
+            if index in self.unsaved:
+                text, base = self.unsaved[index]
+            else:
+                text = base = self.answers.get(index, "")
+            question = self.step.questions[self.lang][index]
+            self.push_screen(AnswerScreen(n, question, text, self.lang),
+                             lambda new: self.save_answer(index, new, base))
 
     def read_answers(self) -> dict[int, str]:
         try:
@@ -622,16 +636,43 @@ class TutorApp(App):
         except (OSError, ValueError):
             return {}
 
-    def save_answer(self, index: int, text: str | None) -> None:
+    def reread_answers(self) -> None:
+        """The answers as the file holds them now: the learner may edit it in their editor.
+        Read, not watched: a plain read also sees edits made on NFS, where no event comes."""
+        self.answers_checked = time.monotonic()
+        answers = self.read_answers()
+        answers.update({index: text for index, (text, _) in self.unsaved.items()})
+        if answers != self.answers:
+            self.answers = answers
+            self.render_main()
+
+    def save_answer(self, index: int, text: str | None, base: str) -> None:
+        """The answer box closed: merge its text into the file (Store.save_answer keeps what the
+        learner wrote there meanwhile; if both changed this answer, both versions go in)."""
         if text is None:
             return
-        self.answers[index] = text
-        questions = list(self.step.questions.get(self.lang, ()))
+        lang = self.lang
+        questions = list(self.step.questions.get(lang, ()))
+
+        def both(theirs: str, mine: str) -> str:
+            return t("ui.answer_both", lang, file=theirs.strip("\n"), app=mine.strip("\n"))
+
         try:
-            path = self.store.write_answers(self.lesson.id, self.answers, questions)
-            self.notify(t("ui.answer_saved", self.lang, path=path.name), timeout=2)
-        except OSError as exc:
-            self.notify(str(exc), severity="error")
+            saved = self.store.save_answer(self.lesson.id, index, text, base=base, questions=questions, both=both)
+        except (OSError, ValueError) as exc:
+            self.unsaved[index] = (text, base)
+            self.answers[index] = text
+            self.notify(t("ui.os_error", lang, error=getattr(exc, "strerror", None) or exc), severity="error")
+            self.render_main()
+            return
+        self.unsaved.pop(index, None)
+        self.answers = saved.answers
+        self.answers_checked = time.monotonic()
+        if saved.kept_both:
+            self.notify(t("ui.answer_kept_both", lang, n=index + 1, path=saved.path.name), severity="warning",
+                        timeout=8)
+        elif saved.written:
+            self.notify(t("ui.answer_saved", lang, path=saved.path.name), timeout=2)
         self.render_main()
 
     def action_reset(self) -> None:
