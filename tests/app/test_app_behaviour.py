@@ -445,3 +445,61 @@ async def test_an_answer_that_could_not_be_saved_is_offered_again(make_app, work
         (workspace / "lm3-l3-answers.md").rmdir()
         assert await write_in_the_box(pilot, "1", " Saved now.") == "Not lost."
         assert app.store.read_answers("lm3-l3") == {0: "Not lost. Saved now."}
+
+
+# ---------------------------------------------------------------------------- the results panel's scroll
+
+
+def visible(app, anchor: str) -> bool:
+    """Whether the first line of the results' Anchored(anchor) part is in the panel's view."""
+    panel = app.query_one("#results")
+    lines = panel.anchor_lines(anchor)
+    assert lines is not None, f"no {anchor} in the results panel"
+    top = round(panel.scroll_y)
+    return top <= lines[0] < top + panel.scrollable_content_region.height
+
+
+async def test_a_new_failure_is_in_view_after_a_scroll(make_app, engine_results):
+    """Issue #15: after `h` or a scroll, the results panel kept its scroll position, and the ✗
+    line of the next run's verdict was above the view."""
+    app, broken = make_app("lab-02-broken", step_id="weights")
+    async with app.run_test(size=SIZE) as pilot:
+        app.apply_results(broken)
+        await settle(pilot)
+        assert visible(app, "failure")
+        await pilot.press("h", "h")
+        await settle(pilot)
+        panel = app.query_one("#results")
+        panel.scroll_end(animate=False, immediate=True)
+        await settle(pilot)
+        assert panel.max_scroll_y > 0 and not visible(app, "failure")  # as the learner left it
+        # The next save: a pass, then the failure again.
+        app.apply_results(engine_results["lab-02"])
+        await settle(pilot)
+        assert round(panel.scroll_y) == 0
+        panel.scroll_end(animate=False, immediate=True)
+        await settle(pilot)
+        app.apply_results(broken)
+        await settle(pilot)
+        assert visible(app, "failure")
+        assert round(panel.scroll_y) <= panel.anchor_lines("failure")[0]  # near the top: at most the status above
+        assert "Expected a weight of exactly 0" in screen_shot_text(app)
+
+
+async def test_h_shows_the_new_hint_and_keeps_the_failure_in_view(make_app):
+    app, broken = make_app("lab-02-broken", step_id="weights")
+    async with app.run_test(size=SIZE) as pilot:
+        app.apply_results(broken)
+        await settle(pilot)
+        for n in (1, 2, 3):
+            await pilot.press("h")
+            await settle(pilot)
+            assert visible(app, "failure"), f"hint {n} pushed the failure out of view"
+            assert visible(app, "hint"), f"hint {n} is not in view"
+            shot = screen_shot_text(app)
+            assert t("ui.hint", "en", n=n, total=3) in shot and "Expected a weight of exactly 0" in shot
+
+
+def screen_shot_text(app) -> str:
+    svg = app.export_screenshot()
+    return "".join(html.unescape(m) for m in re.findall(r"<text[^>]*>([^<]*)</text>", svg)).replace("\xa0", " ")

@@ -115,6 +115,7 @@ class TutorApp(App):
         self.flush_timer = None
         self.run_started = 0.0
         self.running_digest = ""  # the content the checks in flight belong to (for the benchmark's trace)
+        self.new_verdict = False  # the current step has had a verdict not yet scrolled to
         saved = store.load().get("lessons", {}).get(lesson.id, {})
         self.hints_shown: dict[str, int] = dict(saved.get("hints", {}))
         self.memory_settings = dict(DEFAULT_MEMORY)
@@ -358,17 +359,30 @@ class TutorApp(App):
         if self.shown.get("#results") == signature:
             return  # the same verdicts as on screen (a save that changed nothing they say)
         self.shown["#results"] = signature
-        parts = []
-        if step.checked:
-            parts.append(step_results(self.results.get(step.id), lang, running=running))
-        else:
-            parts.append(Wrapped(t("ui.not_checked", lang), style="dim"))
         hints = hints_block(step.hints.get(lang, ()), self.hints_shown.get(step.id, 0), lang)
-        if hints is not None:
-            parts.append(hints)
-        self.show_in("#results", Group(*parts), key=signature)
+        if step.checked:
+            content = step_results(self.results.get(step.id), lang, running=running, hints=hints)
+        else:
+            content = Group(*(x for x in (Wrapped(t("ui.not_checked", lang), style="dim"), hints) if x is not None))
+        self.show_in("#results", content, key=signature)
         # An experiment has no verdicts: its screen gets the whole height unless a hint is open.
         self.query_one("#results").display = step.checked or hints is not None
+
+    def show_first_failure(self) -> None:
+        """Scroll the results to what to act on: the first failing check near the top (under the
+        step's status line), then the newest hint as far as it fits without pushing that check out
+        of view. After each run (an old scroll position would hide the new failure), a step
+        change and `h`."""
+        panel = self.query_one("#results", ScrollingStatic)
+        failure = panel.anchor_lines("failure")
+        y = max(0, failure[0] - 1) if failure else 0
+        hint = panel.anchor_lines("hint")
+        if hint is not None:
+            first, last = hint
+            y = max(y, min(last - panel.scrollable_content_region.height + 1, first))
+            if failure is not None:
+                y = min(y, failure[0])
+        panel.scroll_to(y=y, animate=False, immediate=True)
 
     def heatmaps_for_step(self) -> list[dict]:
         source = {"heatmap": "output"}.get(self.step.id, self.step.id)
@@ -470,6 +484,8 @@ class TutorApp(App):
         self.render_steps()
 
     def store_result(self, result: StepResult) -> None:
+        if result.id == self.step.id:
+            self.new_verdict = True  # after_results scrolls to its first failure
         self.results[result.id] = result
         self.versions[result.id] = self.versions.get(result.id, 0) + 1
         self.running.discard(result.id)
@@ -494,6 +510,9 @@ class TutorApp(App):
         self.render_steps()
         self.render_progress()
         self.render_results()
+        if self.new_verdict:
+            self.new_verdict = False
+            self.show_first_failure()
         self.render_fileinfo()
         if self.show_weights or not self.step.checked:
             self.render_main()
@@ -547,7 +566,7 @@ class TutorApp(App):
         self.render_main()
         self.render_results()
         self.query_one("#doc-scroll").scroll_home(animate=False)
-        self.query_one("#results").scroll_home(animate=False)
+        self.show_first_failure()
         self.remember()
         if self.step.id == "reflect":
             self.reread_answers()
@@ -583,7 +602,7 @@ class TutorApp(App):
             return
         self.hints_shown[self.step.id] = shown + 1
         self.render_results()
-        self.query_one("#results").scroll_end(animate=False)
+        self.show_first_failure()
         self.remember()
 
     def action_language(self) -> None:
