@@ -243,6 +243,7 @@ class Judging:
     step: str
     started: float
     output: str
+    dropped: int  # bytes of output before the tail
 
 
 class Worker:
@@ -533,8 +534,8 @@ class Worker:
         if not steps:
             self.emit({"type": "done", "gen": gen})
 
-    def report(self, gen: int, step: str, started: float, output: str, result: dict) -> None:
-        result["output"] = output
+    def report(self, gen: int, step: str, started: float, output: tuple[str, int], result: dict) -> None:
+        result["output"], result["output_dropped"] = output
         result["ms"] = round((time.monotonic() - started) * 1000, 1)
         self.emit({"type": "step", "gen": gen, "result": result})
         left = self.pending_steps.get(gen)
@@ -545,8 +546,9 @@ class Worker:
                 self.emit({"type": "done", "gen": gen})
                 self.quiet_until = time.monotonic() + QUIET_AFTER_RUN
 
-    def take_output(self, job: Job) -> str:
-        """What the step running now printed (its marker is in the pipe before its frame)."""
+    def take_output(self, job: Job) -> tuple[str, int]:
+        """What the step running now printed (its marker is in the pipe before its frame): the
+        tail, and how many bytes came before it (the UI says so, in the learner's language)."""
         index = job.index
         if job.out_step <= index:  # no marker (the learner closed its fd, or the step died): all so far
             self.keep_output(job, b"", final=True)
@@ -557,10 +559,7 @@ class Worker:
             whole[1] += lost
             add_clipped(whole, part)
         tail, dropped = whole
-        text = tail.decode("utf-8", errors="replace")
-        if dropped:
-            text = f"[… {dropped} bytes not shown …]\n" + text
-        return text
+        return tail.decode("utf-8", errors="replace"), dropped
 
     def report_failure(self, job: Job, status: str, failure: dict, key: str, params: dict) -> None:
         """The job's current step ends here, and with it the child: the steps after it go elsewhere."""
@@ -694,10 +693,10 @@ class Worker:
             self.finish(job)  # all it had to say is read: the child ends, the fds close
         self.send_to_judge(job, step, started, output, payload)
 
-    def send_to_judge(self, job: Job, step: str, started: float, output: str, payload: bytes) -> None:
+    def send_to_judge(self, job: Job, step: str, started: float, output: tuple[str, int], payload: bytes) -> None:
         key = self.next_judging
         self.next_judging += 1
-        self.judging[key] = Judging(job.gen, step, started, output)
+        self.judging[key] = Judging(job.gen, step, started, *output)
         try:
             send_frame(self.judge_sock, {"job": key, "lesson": job.lesson, "step": step, "source": job.source},
                        payload)
@@ -753,7 +752,7 @@ class Worker:
         pending = self.judging.pop(reply["job"], None)
         if pending is None or pending.gen < self.current_gen:
             return  # superseded while the judge worked on it
-        self.report(pending.gen, pending.step, pending.started, pending.output, reply["result"])
+        self.report(pending.gen, pending.step, pending.started, (pending.output, pending.dropped), reply["result"])
 
     def judge_died(self) -> None:
         self.sel.unregister(self.judge_sock)
@@ -761,7 +760,7 @@ class Worker:
         pending, self.judging = self.judging, {}
         for item in pending.values():
             if item.gen >= self.current_gen:
-                self.report(item.gen, item.step, item.started, item.output,
+                self.report(item.gen, item.step, item.started, (item.output, item.dropped),
                             {"id": item.step, "status": "error", "visuals": {}, "failure": None,
                              "checks": [{"id": "judge", "status": "error",
                                          "message": {"key": "failure.harness", "params": {"detail": "judge"}}}]})
