@@ -121,8 +121,7 @@ def save_series(sess, trace, n: int, label: str, capture, args) -> list[dict]:
     for i in range(n):
         kind = "correct" if i % 2 == 0 else BROKEN[(i // 2) % len(BROKEN)]
         method = ("atomic", "truncate")[(i // 2) % 2]
-        row = one_save(sess, trace, kind, method, f"{label}-{i}-{random.random():.9f}", capture, args.timeout,
-                       getattr(args, "prints", 0))
+        row = one_save(sess, trace, kind, method, f"{label}-{i}-{random.random():.9f}", capture, args.timeout)
         row["i"] = i
         rows.append(row)
         if args.verbose:
