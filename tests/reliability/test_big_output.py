@@ -14,10 +14,10 @@ from __future__ import annotations
 import ast
 
 import pytest
-from reliability_kit import CHECKED, REFERENCE, LiveWorker, summary
+from reliability_kit import CHECKED, REFERENCE, STEP_TIMEOUT, LiveWorker, summary, with_code
 
 from tutor.runner.client import DEFAULT_TIMEOUT
-from tutor.runner.worker import OUTPUT_TAIL
+from tutor.runner.worker import DRAIN_CAP, FLOOD_BUDGET, OUTPUT_PIPE, OUTPUT_TAIL, READ_SIZE, TICK
 
 PER_CALL = 5_000_000
 
@@ -60,3 +60,28 @@ def test_a_correct_file_that_prints_5_mb_a_call_passes_every_checked_step(defaul
         assert len(r.output) == OUTPUT_TAIL and set(r.output) == {"x", "\n"}, report
         assert r.output_dropped >= PER_CALL - OUTPUT_TAIL and (r.output_dropped + OUTPUT_TAIL) % (PER_CALL + 1) == 0, (
             step, r.output_dropped)
+
+
+def test_a_writer_that_never_stops_is_read_at_pipe_speed_only_up_to_the_steps_budget(live):
+    # A thread writing for ever, started by each step's import; the shapes step lasts ~1.2 s.
+    # Past FLOOD_BUDGET the worker reads at ticks again, at most a drain (DRAIN_CAP, plus what
+    # the child wrote meanwhile) each: without the budget it read ~1.5 GB a step here, a core's work.
+    run = live.run("lm3-l3", with_code("""
+        import os, threading, time
+
+        def _flood():
+            while True:
+                os.write(1, b"x" * (1 << 20))
+
+        threading.Thread(target=_flood, daemon=True).start()
+        _original = expected_shapes
+
+        def expected_shapes(B, T, H, hd):
+            time.sleep(0.4)
+            return _original(B, T, H, hd)
+        """))
+    assert all(r.status == "pass" for r in run.results.values()), summary(run.results)
+    per_tick = DRAIN_CAP + READ_SIZE
+    for r in run.results.values():
+        assert r.output_dropped + len(r.output) <= FLOOD_BUDGET + (STEP_TIMEOUT / TICK + 2) * per_tick + OUTPUT_PIPE, (
+            r.id, r.output_dropped)

@@ -43,7 +43,7 @@ HEDGE_AFTER = 0.3  # s: a shared child still this busy hands the steps it has no
 QUIET_AFTER_RUN = 0.15  # s between a run's last verdict and forking new spares
 TICK = 0.05  # s: how often the memory of running children is read, and leftovers swept
 MEMORY_SLACK = 256 << 20  # RSS above the RLIMIT_DATA budget before the watchdog kills
-DRAIN_CAP = 4 << 20  # bytes read at once from a pipe something may still be writing to
+DRAIN_CAP = 1 << 20  # bytes read at once from a pipe something may still be writing to
 READ_SIZE = 1 << 20  # one read takes all a pipe holds
 # Output is read at each tick, not on every write: a print loop then costs the child a write
 # into a pipe nobody waits on, and the worker ≤ 20 wakeups a second (measured: 2.5× the prints).
@@ -51,8 +51,11 @@ READ_SIZE = 1 << 20  # one read takes all a pipe holds
 # the selector (a flood), read as it comes, until a tick's worth falls below half a pipe.
 # Every small write wakes a reader that waits in the selector: after a read of less than a
 # quarter of the pipe, it waits FLOOD_PAUSE (small writes then fill at most ~50 MB/s of it).
+# A step gets FLOOD_BUDGET read that way (~25× what a correct file printing 5 MB a call makes
+# in a step), then ticks again: a thread or `yes` writing for ever must not keep a core busy.
 OUTPUT_PIPE = 256 << 10
 FLOOD_PAUSE = 0.005
+FLOOD_BUDGET = 256 << 20
 # A step's frame (up to ~150 KB) in one write, not in 64 KiB pieces each waiting for us to read.
 RESULT_PIPE = 512 << 10
 F_SETPIPE_SZ, F_GETPIPE_SZ = 1031, 1032
@@ -214,6 +217,7 @@ class Job:
     out_watched: bool = False  # output_fd is in the selector
     out_resume: float = 0.0  # a flood of small writes: output_fd back in the selector then
     out_read: int = 0  # bytes read from output_fd since the last tick
+    step_read: int = 0  # bytes read from output_fd since the step running now began
     status: int | None = None  # wait status, once the child is reaped
     result_done: bool = False  # every step's frame is in, or the job was cut short
     over_memory: bool = False
@@ -614,11 +618,12 @@ class Worker:
             got += len(chunk)
             self.keep_output(job, chunk)
         job.out_read += got
+        job.step_read += got
 
     def pace_output(self, job: Job) -> None:
         """At a tick: read the output pipe, and read it as it comes while the child floods it."""
         self.drain_output(job)
-        job.flood = job.out_read >= job.output_pipe // 2 and job.output_fd >= 0
+        job.flood = job.out_read >= job.output_pipe // 2 and job.step_read < FLOOD_BUDGET and job.output_fd >= 0
         self.flooding[job.lesson] = job.flood
         job.out_read = 0
         job.out_resume = 0.0
@@ -627,7 +632,10 @@ class Worker:
     def on_output(self, job: Job) -> None:
         before = job.out_read
         self.drain_output(job)
-        if job.out_read - before < job.output_pipe // 4 and job.output_fd >= 0:
+        if job.step_read >= FLOOD_BUDGET:
+            job.flood = False
+            self.watch_output(job, False)
+        elif job.out_read - before < job.output_pipe // 4:
             self.watch_output(job, False)  # small writes: let them gather
             job.out_resume = time.monotonic() + FLOOD_PAUSE
 
@@ -686,6 +694,7 @@ class Worker:
             rest = job.reader.rest
             job.reader = FrameReader(job.tokens[job.index])
             job.reader.feed(rest)
+            job.step_read = 0
             now = time.monotonic()
             job.started, job.deadline = now, now + job.timeout
         else:
