@@ -50,7 +50,8 @@ READ_SIZE = 1 << 20  # one read takes all a pipe holds
 # But a child that fills the pipe between two ticks blocks on it: then its output fd joins
 # the selector (a flood), read as it comes, until a tick's worth falls below half a pipe.
 # Every small write wakes a reader that waits in the selector: after a read of less than a
-# quarter of the pipe, it waits FLOOD_PAUSE (small writes then fill at most ~50 MB/s of it).
+# quarter of the pipe, it waits FLOOD_PAUSE (≤ 200 wakeups a second; small writes would
+# need > 50 MB/s to fill the pipe meanwhile). A big print's reads take the whole pipe.
 # A step gets FLOOD_BUDGET read that way (~25× what a correct file printing 5 MB a call makes
 # in a step), then ticks again: a thread or `yes` writing for ever must not keep a core busy.
 OUTPUT_PIPE = 256 << 10
