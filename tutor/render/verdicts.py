@@ -12,7 +12,7 @@ from rich.style import Style
 from rich.text import Text
 
 from ..i18n import t
-from ..report import MARKS, check_text
+from ..report import MARKS, check_text, output_dropped_note
 from ..results import StepResult
 from .doc import render_markdown
 from .wrap import Wrapped
@@ -93,7 +93,8 @@ def shown_of(result: StepResult | None) -> str | None:
     time and the visuals it does not draw left out). Saves often bring back the same verdicts."""
     if result is None:
         return None
-    return repr((result.status, result.checks, result.failure, result.output, result.visuals.get("leak")))
+    return repr((result.status, result.checks, result.failure, result.output, result.output_dropped,
+                 result.visuals.get("leak")))
 
 
 def step_results(result: StepResult | None, lang: str, *, running: bool = False,
@@ -132,8 +133,11 @@ def step_results(result: StepResult | None, lang: str, *, running: bool = False,
     if leak:
         yours = "0" if leak["yours"] == 0 else f"{leak['yours']:.2e}"
         rest.append(render_markdown(t("ui.leak_demo", lang, yours=yours, unmasked=f"{leak['unmasked']:.4f}")))
-    if result.output.strip():
+    if result.output.strip() or result.output_dropped:
         rest.append(Wrapped(t("ui.output", lang), style="bold"))
+        note = output_dropped_note(result, lang)
+        if note:
+            rest.append(Wrapped(note, style="dim italic"))
         tail = result.output.rstrip().splitlines()[-8:]
         rest.append(Text("\n".join(tail), style="dim"))
     if hints is not None:
