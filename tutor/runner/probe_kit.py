@@ -13,6 +13,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from .origin import foreign_origin
+
 # The fused kernels the labs ask the learner to write by hand.
 _KERNEL_CALLS: set[str] = set()
 _SOFTMAX_OUT: list[torch.Tensor] = []
@@ -27,6 +29,15 @@ class Missing(Exception):
     def __init__(self, name: str):
         super().__init__(name)
         self.name = name
+
+
+class Foreign(Exception):
+    """A step's function or class that the learner's file did not make (see origin.py)."""
+
+    def __init__(self, name: str, origin: str):
+        super().__init__(name)
+        self.name = name
+        self.origin = origin
 
 
 class LearnerFailure(Exception):
@@ -149,16 +160,25 @@ def clone_args(args):
 
 
 class ProbeContext:
-    def __init__(self, module, filename: str, source: str):
+    def __init__(self, module, filename: str, source: str, codes: frozenset[int] | None = None):
         self.module = module
         self.filename = filename
         self.source = source
+        self.codes = codes  # ids of the code objects compiled from the learner's file (origin.code_ids)
         self.kernels: set[str] = set()
 
     def get(self, name: str):
+        """The learner's function or class, checked on the very object the probe then uses (a
+        module-level __getattr__ could hand out another the next time)."""
         value = getattr(self.module, name, None)
         if value is None or not callable(value):
             raise Missing(name)
+        if self.codes is not None:
+            origin = foreign_origin(value, self.codes)
+            if origin is not None:
+                if self.filename in origin:  # compiled at run time under the file's name
+                    origin = f"exec(compile(..., {self.filename!r}))"
+                raise Foreign(name, origin)
         return value
 
     def failure(self, exc: BaseException) -> dict:
