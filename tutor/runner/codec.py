@@ -162,7 +162,7 @@ def _encode_tensor(t, budget: _Budget):
             return {"__opaque__": f"torch.Tensor[{name}]", "shape": shape}
         budget.bytes -= size
         t = _contiguous(_cpu(t))
-        # ctypes, not .numpy(): torch does not require NumPy, and a learner's machine may lack it.
+        # ctypes on the data pointer, not .numpy(): one copy, and no Tensor method the learner may have patched.
         blob = budget.blob
         blob += bytes(-len(blob) % 8)
         offset = len(blob)
