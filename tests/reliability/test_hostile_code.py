@@ -115,8 +115,9 @@ CASES = [
             return Endless().shapes
         """), Exp("error", "failure.recursion", SHAPES, marked_line=True), Exp("pass", steps=CA + ["multi-head"])),
     # --------------------------------------------------------- input
+    # At import time it is the file's error, said as such (not "causal_attention raised …").
     case("import-input", at_import("answer = input('name? ')  # <-"),
-         Exp("error", "failure.exception", params={"kind": "EOFError"}, marked_line=True)),
+         Exp("error", "failure.file_exception", params={"kind": "EOFError"}, marked_line=True)),
     case("function-reads-stdin", fn_shapes("    import sys\n    return sys.stdin.read()"),
          Exp("fail", "check.shapes_not_dict", SHAPES), Exp("pass", steps=CA + ["multi-head"])),
     # --------------------------------------------------------- syntax and empty files

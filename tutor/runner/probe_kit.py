@@ -15,6 +15,8 @@ from torch.overrides import TorchFunctionMode
 
 from . import fixed_dropout
 
+from .origin import foreign_origin
+
 _SOFTMAX_OUT: list[torch.Tensor] = []
 _traps_installed = False
 # Captured before any learner code runs: a patched torch.no_grad or Tensor.clone cannot reach the harness.
@@ -29,6 +31,15 @@ class Missing(Exception):
     def __init__(self, name: str):
         super().__init__(name)
         self.name = name
+
+
+class Foreign(Exception):
+    """A step's function or class that the learner's file did not make (see origin.py)."""
+
+    def __init__(self, name: str, origin: str):
+        super().__init__(name)
+        self.name = name
+        self.origin = origin
 
 
 class LearnerFailure(Exception):
@@ -247,16 +258,25 @@ def clone_args(args):
 
 
 class ProbeContext:
-    def __init__(self, module, filename: str, source: str):
+    def __init__(self, module, filename: str, source: str, codes: frozenset[int] | None = None):
         self.module = module
         self.filename = filename
         self.source = source
+        self.codes = codes  # ids of the code objects compiled from the learner's file (origin.code_ids)
         self.kernels: set[str] = set()
 
     def get(self, name: str):
+        """The learner's function or class, checked on the very object the probe then uses (a
+        module-level __getattr__ could hand out another the next time)."""
         value = getattr(self.module, name, None)
         if value is None or not callable(value):
             raise Missing(name)
+        if self.codes is not None:
+            origin = foreign_origin(value, self.codes)
+            if origin is not None:
+                if self.filename in origin:  # compiled at run time under the file's name
+                    origin = f"exec(compile(..., {self.filename!r}))"
+                raise Foreign(name, origin)
         self.kernels |= scripted_kernels(self.module, value)
         return value
 

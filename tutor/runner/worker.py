@@ -258,6 +258,9 @@ class Worker:
         self.modules = modules
         self.lessons = lessons
         self.warm = reference_runs(lessons.values())
+        from . import fence
+
+        self.fenced = fence.inventory(fence.protected_folders())  # what the children's learner code may not read
         self.lesson_in_use: str | None = None  # the last run's: spares warm up on it alone
         # lesson -> its run flooded its output at the last tick: the next run (the same file,
         # saved again) reads its output as it comes from the start, not after a tick.
@@ -326,8 +329,13 @@ class Worker:
         gc.freeze()
         pid = os.fork()
         if pid == 0:
+            # The warm-up's runs in a list of the child's own, and none left on this object (this
+            # copy of it): the frames above the learner's code lead here, and the reference's
+            # source must be gone once the warm-up is done (serve_one empties the list).
+            warm = list(runs_for(self.warm, self.lesson_in_use))
+            self.warm = []
             # serve_one closes every fd but these three: ours, the UI's, other children's.
-            serve_one(job_r, result_w, output_w, self.modules, protected, runs_for(self.warm, self.lesson_in_use))
+            serve_one(job_r, result_w, output_w, self.modules, protected, warm, self.fenced)
             os._exit(70)  # serve_one never returns
         try:
             os.setpgid(pid, pid)
