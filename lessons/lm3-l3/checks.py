@@ -9,6 +9,7 @@ import math
 
 import torch
 import torch.nn.functional as F
+from torch.overrides import TorchFunctionMode
 
 from tutor.runner import fixed_dropout, probe_kit
 from tutor.runner.judge_kit import (
@@ -887,38 +888,21 @@ def memory_settings(params) -> dict:
     return s
 
 
-class SquareTensors:
-    """Records the largest (…, T, T) tensor that matmul, softmax or masked_fill produce:
-    the score tensor the learner's code really builds."""
-
-    TARGETS = [(torch, "matmul"), (torch, "bmm"), (torch, "einsum"), (torch, "softmax"), (F, "softmax"),
-               (torch.Tensor, "__matmul__"), (torch.Tensor, "matmul"), (torch.Tensor, "softmax"),
-               (torch.Tensor, "masked_fill"), (torch, "masked_fill"), (torch.Tensor, "__truediv__"),
-               (torch.Tensor, "__mul__")]
+class SquareTensors(TorchFunctionMode):
+    """Records the largest (…, T, T) tensor any torch function produces: the score tensor the
+    learner's code really builds. A function mode, so nothing is patched (torch.jit.script
+    still compiles)."""
 
     def __init__(self, T):
+        super().__init__()
         self.T = T
         self.bytes = 0
-        self.saved = []
 
-    def __enter__(self):
-        for owner, name in self.TARGETS:
-            original = getattr(owner, name)
-            self.saved.append((owner, name, original))
-            setattr(owner, name, self._wrap(original))
-        return self
-
-    def _wrap(self, original):
-        def recording(*args, **kwargs):
-            out = original(*args, **kwargs)
-            if isinstance(out, torch.Tensor) and out.dim() >= 2 and out.shape[-2:] == (self.T, self.T):
-                self.bytes = max(self.bytes, out.numel() * out.element_size())
-            return out
-        return recording
-
-    def __exit__(self, *exc):
-        for owner, name, original in reversed(self.saved):
-            setattr(owner, name, original)
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        if isinstance(out, torch.Tensor) and out.dim() >= 2 and out.shape[-2:] == (self.T, self.T):
+            self.bytes = max(self.bytes, out.numel() * out.element_size())
+        return out
 
 
 def probe_memory(ctx, inputs):
