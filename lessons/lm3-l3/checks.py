@@ -135,34 +135,50 @@ def judge_single_case(v, call, case, size):
     ref_out, ref_w = reference_single(x, Wq, Wk, Wv)
     w = require_tensor(v, "shape", "weights", w, (B, T, T), msg("likely.weights_shape"))
     out = require_tensor(v, "shape", "out", out, (B, T, dk), msg("likely.out_shape"))
+    # Before the values: wrong values from inputs changed in place are that mistake, not another.
+    changed = mutated_arg(call["args"], ("x", "Wq", "Wk", "Wv"), (x, Wq, Wk, Wv))
+    inputs_unchanged(v, "causal_attention", ["x", "Wq", "Wk", "Wv"], call["args"], (x, Wq, Wk, Wv))
+    if changed:
+        diagnose = lambda: msg("likely.mutated_input", arg=changed)  # noqa: E731
+    else:
+        diagnose = lambda: diagnose_weights(w, x, Wq, Wk, Wv)  # noqa: E731
     bad = first_nonfinite(w)
     v.require("finite", bad is None, "check.not_finite", what="weights", count=bad[1] if bad else 0,
-              where=shape_str(bad[0]) if bad else "", likely=lambda: diagnose_weights(w, x, Wq, Wk, Wv))
+              where=shape_str(bad[0]) if bad else "", likely=diagnose)
     sums = w.double().sum(-1)
     ok_rows = torch.isclose(sums, torch.ones_like(sums), atol=1e-5)
     if not ok_rows.all():
         b, row = (int(i) for i in (~ok_rows).nonzero()[0])
         v.require("rows-sum-to-1", False, "check.rows_sum", row=row, batch=b, got=float(sums[b, row]),
-                  likely=lambda: diagnose_weights(w, x, Wq, Wk, Wv))
+                  likely=diagnose)
     v.expect("rows-sum-to-1", True)
     upper = torch.triu(w, diagonal=1)
     if (upper != 0).any():
         b, row, col = (int(i) for i in (upper != 0).nonzero()[0])
+        # exp(-100) is tiny but not 0: a large negative fill instead of -inf.
+        tiny = float(upper.abs().max()) < 1e-6
         v.require("future-is-zero", False, "check.future", row=row, col=col, got=float(w[b, row, col]),
-                  likely=lambda: diagnose_weights(w, x, Wq, Wk, Wv))
+                  likely=msg("likely.fill_large_negative") if tiny and not changed else diagnose)
     v.expect("future-is-zero", True)
     v.require("first-token", torch.allclose(w[:, 0, 0].double(), torch.ones(B, dtype=torch.float64)),
-              "check.first_row", got=float(w[0, 0, 0]), likely=lambda: diagnose_weights(w, x, Wq, Wk, Wv))
+              "check.first_row", got=float(w[0, 0, 0]), likely=diagnose)
     if not close(w, ref_w):
         err, where = max_error(w, ref_w)
         v.require("matches-pytorch", False, "check.values", what="weights", err=err, where=shape_str(where),
-                  tol="1e-5", likely=lambda: diagnose_weights(w, x, Wq, Wk, Wv))
+                  tol="1e-5", likely=diagnose)
     if not close(out, ref_out):
         err, where = max_error(out, ref_out)
         v.require("matches-pytorch", False, "check.values", what="out", err=err, where=shape_str(where),
-                  tol="1e-5", likely=msg("likely.out_not_weights_v"))
+                  tol="1e-5", likely=msg("likely.mutated_input", arg=changed) if changed else msg("likely.out_not_weights_v"))
     v.expect("matches-pytorch", True)
-    inputs_unchanged(v, "causal_attention", ["x", "Wq", "Wk", "Wv"], call["args"], (x, Wq, Wk, Wv))
+
+
+def mutated_arg(after, names, pristine) -> str:
+    """The first input a call changed in place, or ""."""
+    for name, a, p in zip(names, after, pristine):
+        if isinstance(a, torch.Tensor) and not (a.shape == p.shape and bool(torch.equal(a.to(p.dtype), p))):
+            return name
+    return ""
 
 
 def sizes_label(names, size) -> str:
@@ -769,7 +785,7 @@ def judge_multi_case(v, case, inp, size, source=""):
     if not right:
         err, where = max_error(y, ref)
         v.require("matches-pytorch", False, "check.values", what="forward(x)", err=err, where=shape_str(where),
-                  tol="1e-5", likely=msg("likely.mutated_input") if mutated else diagnose)
+                  tol="1e-5", likely=msg("likely.mutated_input", arg="x") if mutated else diagnose)
     v.expect("matches-pytorch", True)
 
 

@@ -446,3 +446,36 @@ if key not in _memo:
 return _memo[key]
 """, "_memo = {}\n\n\n")
     verify(run(LM3, learner_file(LM3, replace)), LM3, {})
+
+
+# The leakage step passes these: no output depends on a later token.
+INPUT_AND_FILL_WRONG = [
+    case("x_zeroed_first", ca("""
+x.zero_()
+weights = torch.softmax(scores.masked_fill(future, float("-inf")), dim=-1)
+return weights @ v, weights
+""", ""), {"single-head": fails("inputs-unchanged", "check.mutated")}),
+    case("Wq_scaled_in_place_first", {"causal_attention": """
+def causal_attention(x, Wq, Wk, Wv):
+    Wq /= Wq.shape[0] ** 0.5
+    q, k, v = x @ Wq, x @ Wk, x @ Wv
+    scores = q @ k.transpose(-2, -1)
+    T = x.shape[1]
+    future = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)
+    weights = torch.softmax(scores.masked_fill(future, float("-inf")), dim=-1)
+    return weights @ v, weights
+"""}, {"single-head": Exp("fail", None, {"check.mutated", "likely.mutated_input"})}),
+    case("fill_minus_100", ca("""
+weights = torch.softmax(scores.masked_fill(future, -100.0), dim=-1)
+return weights @ v, weights
+"""), {"single-head": fails("future-is-zero", "check.future", "likely.fill_large_negative")}),
+    case("fill_minus_50", ca("""
+weights = torch.softmax(scores.masked_fill(future, -50.0), dim=-1)
+return weights @ v, weights
+"""), {"single-head": fails("future-is-zero", "check.future", "likely.fill_large_negative")}),
+]
+
+
+@pytest.mark.parametrize("replace, header, expect", INPUT_AND_FILL_WRONG)
+def test_inputs_changed_or_a_large_negative_fill_are_named(run, replace, header, expect):
+    verify(run(LM3, learner_file(LM3, replace, header)), LM3, expect)
