@@ -89,7 +89,8 @@ def main(argv=None) -> int:
     res["save_verdict"] = {name: summary_ms(r["trace_ms"] for r in rows[name]) for name in series}
     for name in series:
         res["save_verdict"][name + ":correct"] = summary_ms(r["trace_ms"] for r in rows[name] if r["kind"] == "correct")
-    res["problems"] = [f"{name} save {r['i']} ({r['kind']}): {x}" for name in series for r in rows[name] for x in r["problems"]]
+    res["problems"] = [f"{name} save {r['i']} ({r['kind']}): {x}"
+                       for name in series for r in rows[name] for x in r["problems"]]
 
     la, pl = res["load"], res["phase_load"]
     print(f"\nload average: start {la['start']['1m']:.2f}, end {la['end']['1m']:.2f}; during the saves, CPUs busy: "
