@@ -96,7 +96,7 @@ def test_list_json_and_version_and_help():
 
 def test_a_file_that_uses_numpy_passes(tmp_path):
     """NumPy is a dependency of the tutor now: a learner's file may use it (the app's process
-    still never imports it: tests/unit/test_import_contract.py)."""
+    still never imports it: tests/unit/test_import_contracts.py)."""
     source = (ROOT / "reference/lab_02.py").read_text().replace(
         "import torch\n", "import numpy as np\nimport torch\n", 1).replace(
         "    return weights @ v, weights",
