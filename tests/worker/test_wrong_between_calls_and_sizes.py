@@ -1,21 +1,27 @@
-"""Issue #12, the "other sizes" diagnosis and wrong code in float64, for lm3-l3: wrong files
-that must not pass, each with the step that must fail, the check, and the catalog keys of its
-message.
+"""Issue #12, lab-02 and the "other sizes" diagnosis: wrong files that must not pass, each
+with the step that must fail, the check, and the catalog keys of its message.
 
-A failure at a size past the notebook's must say what differs there (d_in against d_out, a
-number written in only when the source has one), and a diagnosis must not crash on float64.
-As in test_wrong_implementations.py, each file is the reference with one piece replaced, and
-every step not listed must pass. Each of these failed on the checks before issue #12: the
-message named another cause (or none), or the judge crashed (float64).
+Classes: state kept between calls (a memo keyed on the shape, a mask cached for the first
+T, a module-level tensor refilled, a mask capped below the lengths the checks try); wrong
+code computed in float64; mistakes that had no name (an inverted mask
+with a finite fill, a large negative fill such as -100, masked_fill's result thrown away);
+and the "other sizes" message, which must say what differs at that size (the rank, d_in
+against d_out, a number written in only when the source has one).
+
+As in test_wrong_implementations.py, each file is the reference with one piece replaced,
+and every step not listed must pass. Each of these failed on the checks before issue #12:
+the file passed a step it must fail, or the message named another cause, or the judge
+crashed (float64); which did which is in the commit that added them.
 """
 
 from __future__ import annotations
 
 import pytest
 
-from worker_kit import REFERENCE, Exp, learner_file, verify
+from worker_kit import REFERENCE, Exp, error, learner_file, verify
 
-LM3 = "lm3-l3"
+LM3, LAB = "lm3-l3", "lab-02"
+BLAMES = "likely.helper_first"
 LITERAL = "likely.literal"
 
 
@@ -31,6 +37,161 @@ def other_sizes(*keys, absent=()):
     return fails("other-sizes", "check.other_sizes", *keys, absent=absent)
 
 
+def again(*keys, absent=()):
+    return fails("call-again", "check.call_again", *keys, absent=absent)
+
+
+# =================================================================== state kept between calls
+
+SC_MEMO_BY_SHAPE = {"scaled_scores": """
+_memo = {}
+
+
+def scaled_scores(q, k):
+    if q.shape not in _memo:
+        _memo[q.shape] = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    return _memo[q.shape]
+"""}
+
+# Keyed on d_k alone: every size the checks try has its own, so only the second call shows it.
+SC_MEMO_BY_WIDTH = {"scaled_scores": """
+_last = {}
+
+
+def scaled_scores(q, k, _cache=_last):
+    d = q.shape[-1]
+    if d not in _cache:
+        _cache[d] = q @ k.transpose(-2, -1) / math.sqrt(d)
+    return _cache[d]
+"""}
+
+WT_MEMO_BY_SHAPE = {"attention_weights": """
+_weights = {}
+
+
+def attention_weights(scores, mask):
+    if scores.shape not in _weights:
+        _weights[scores.shape] = torch.softmax(scores.masked_fill(mask, float("-inf")), dim=-1)
+    return _weights[scores.shape]
+"""}
+
+AT_MEMO_BY_SHAPE = {"attention": """
+_done = {}
+
+
+def attention(q, k, v):
+    if q.shape not in _done:
+        weights = attention_weights(scaled_scores(q, k), causal_mask(q.shape[-2]))
+        _done[q.shape] = (weights @ v, weights)
+    return _done[q.shape]
+"""}
+
+# Built at the first call (T=6) and cut down after: right for every T up to 6.
+MK_CACHED_FIRST_T = {"causal_mask": """
+_mask = None
+
+
+def causal_mask(seq_len):
+    global _mask
+    if _mask is None:
+        _mask = torch.triu(torch.ones(seq_len, seq_len, dtype=torch.bool), diagonal=1)
+    return _mask[:seq_len, :seq_len]
+"""}
+
+# One buffer, refilled in place: each call's values are right, but the tensor handed out
+# first changes when the function runs again at that shape. attention passes: the weights
+# step's second call at the seed (another mask) refills it, attention's calls at the seed's
+# shape have other sizes between them, which make a new buffer.
+WT_REFILLED_BUFFER = {"attention_weights": """
+_out = None
+
+
+def attention_weights(scores, mask):
+    global _out
+    if _out is None or _out.shape != scores.shape:
+        _out = torch.empty_like(scores)
+    _out.copy_(torch.softmax(scores.masked_fill(mask, float("-inf")), dim=-1))
+    return _out
+"""}
+
+# A mask made once at a fixed size and sliced: right up to that size.
+MK_CAPPED_32_MODULE = {"causal_mask": """
+_FUTURE = torch.triu(torch.ones(32, 32, dtype=torch.bool), diagonal=1)
+
+
+def causal_mask(seq_len):
+    return _FUTURE[:seq_len, :seq_len]
+"""}
+MK_CAPPED_35 = {"causal_mask": """
+def causal_mask(seq_len):
+    return torch.triu(torch.ones(35, 35, dtype=torch.bool), diagonal=1)[:seq_len, :seq_len]
+"""}
+# Longer than any T that attention meets: before, no step of the lab saw it.
+MK_CAPPED_64_DEFAULT = {"causal_mask": """
+def causal_mask(seq_len, max_len=64):
+    full = torch.triu(torch.ones(max_len, max_len, dtype=torch.bool), diagonal=1)
+    return full[:seq_len, :seq_len]
+"""}
+
+STATE_CASES = [
+    case("scores_memo_keyed_on_shape", LAB, SC_MEMO_BY_SHAPE, {
+        "scores": again("check.values", "likely.kept_state"),
+        "output": again("check.values", BLAMES)}),
+    case("scores_memo_keyed_on_d_k_in_a_default_argument", LAB, SC_MEMO_BY_WIDTH, {
+        "scores": again("likely.kept_state"), "output": again(BLAMES)}),
+    # The seed's second call (another mask, same shape) already gets the first call's weights.
+    case("weights_memo_keyed_on_shape", LAB, WT_MEMO_BY_SHAPE, {
+        "weights": fails("uses-given-mask", "check.mask_ignored", "likely.kept_state"),
+        "output": again(BLAMES)}),
+    case("attention_memo_keyed_on_shape", LAB, AT_MEMO_BY_SHAPE, {
+        "output": again("likely.kept_state", absent=(BLAMES,))}),
+    case("mask_cached_for_the_first_T", LAB, MK_CACHED_FIRST_T, {
+        "mask": other_sizes("check.shape", "likely.kept_state", absent=(LITERAL,)),
+        "output": other_sizes("check.raised", BLAMES)}),
+    case("weights_refill_one_module_level_buffer", LAB, WT_REFILLED_BUFFER, {
+        "weights": fails("call-again", "check.result_reused", "likely.kept_state")}),
+    case("mask_capped_at_32_made_at_module_level", LAB, MK_CAPPED_32_MODULE, {
+        "mask": other_sizes("check.shape", "likely.mask_capped", absent=(LITERAL,)),
+        "output": other_sizes("check.raised", BLAMES)}),
+    case("mask_capped_at_35", LAB, MK_CAPPED_35, {
+        "mask": other_sizes("check.shape", "likely.mask_capped"),
+        "output": other_sizes(BLAMES)}),
+    # attention's longest T is 40: only the mask step's own lengths (48, 100) reach past 64.
+    case("mask_capped_at_64_by_a_default_argument", LAB, MK_CAPPED_64_DEFAULT, {
+        "mask": other_sizes("check.shape", "likely.mask_capped")}),
+]
+
+
+WT_NO_MASK = {"attention_weights": "def attention_weights(scores, mask):\n    return torch.softmax(scores, dim=-1)\n"}
+
+
+# =================================================================== wrong code in float64
+
+SC_FLOAT64_NO_SCALE = {"scaled_scores": """
+def scaled_scores(q, k):
+    return q.double() @ k.double().transpose(-2, -1)
+"""}
+WT_FLOAT64_AFTER_SOFTMAX = {"attention_weights": """
+def attention_weights(scores, mask):
+    return torch.softmax(scores.double(), dim=-1).masked_fill(mask, 0.0)
+"""}
+AT_FLOAT64_FILL_ZERO = {"attention": """
+def attention(q, k, v):
+    q, k, v = q.double(), k.double(), v.double()
+    T = q.shape[-2]
+    future = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    weights = torch.softmax(scores.masked_fill(future, 0.0), dim=-1)
+    return weights @ v, weights
+"""}
+AT_FLOAT64_NO_SCALE = {"attention": """
+def attention(q, k, v):
+    q, k, v = q.double(), k.double(), v.double()
+    T = q.shape[-2]
+    future = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)
+    weights = torch.softmax((q @ k.transpose(-2, -1)).masked_fill(future, float("-inf")), dim=-1)
+    return weights @ v, weights
+"""}
 CA_FLOAT64_NO_MASK = {"causal_attention": """
 def causal_attention(x, Wq, Wk, Wv):
     x, Wq, Wk, Wv = x.double(), Wq.double(), Wk.double(), Wv.double()
@@ -38,6 +199,106 @@ def causal_attention(x, Wq, Wk, Wv):
     weights = torch.softmax(q @ k.transpose(-2, -1) / k.shape[-1] ** 0.5, dim=-1)
     return weights @ v, weights
 """}
+
+FLOAT64_CASES = [
+    # The float64 scores meet attention's float32 v: the reference attention raises there.
+    case("scores_in_float64_without_the_scale", LAB, SC_FLOAT64_NO_SCALE, {
+        "scores": fails("values", "check.values", "likely.scale_none"), "output": error("RuntimeError")}),
+    case("weights_in_float64_masked_after_softmax", LAB, WT_FLOAT64_AFTER_SOFTMAX, {
+        "weights": fails("rows-sum-to-1", "check.rows_sum", "likely.mask_after_softmax"),
+        "output": error("RuntimeError")}),
+    case("attention_in_float64_fills_zero", LAB, AT_FLOAT64_FILL_ZERO, {
+        "output": fails("future-is-zero", "check.future", "likely.fill_zero")}),
+    case("attention_in_float64_without_the_scale", LAB, AT_FLOAT64_NO_SCALE, {
+        "output": fails("values", "check.values", "likely.scale_none")}),
+    case("single_head_in_float64_without_a_mask", LM3, CA_FLOAT64_NO_MASK, {
+        "single-head": fails("future-is-zero", "check.future", "likely.no_mask"),
+        "leakage": fails("no-leak", "check.leak", "likely.leak")}),
+]
+
+
+# =================================================================== mistakes that had no name
+
+def wt(body):
+    return {"attention_weights": "def attention_weights(scores, mask):\n" + body}
+
+
+def inline(fill_line):
+    return {"attention": f"""
+def attention(q, k, v):
+    T = q.shape[-2]
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    future = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)
+{fill_line}
+    weights = torch.softmax(scores, dim=-1)
+    return weights @ v, weights
+"""}
+
+
+NAMES_CASES = [
+    # Inverted, with a finite fill: no NaN, the future simply gets the weight.
+    case("weights_inverted_mask_eq_0_fill_minus_1e9", LAB, wt(
+        "    return torch.softmax(scores.masked_fill(mask == 0, -1e9), dim=-1)\n"), {
+        "weights": Exp("fail", None, {"likely.mask_inverted_fill"}), "output": Exp("fail", None, {BLAMES})}),
+    case("weights_inverted_mask_logical_not_fill_minus_1e4", LAB, wt(
+        "    return torch.softmax(scores.masked_fill(mask.logical_not(), -1e4), dim=-1)\n"), {
+        "weights": Exp("fail", None, {"likely.mask_inverted_fill"}), "output": Exp("fail", None, {BLAMES})}),
+    case("attention_inline_where_keeps_the_future", LAB, inline(
+        "    scores = torch.where(future, scores, torch.full_like(scores, -1e9))"), {
+        "output": Exp("fail", None, {"likely.mask_inverted_fill"})}),
+    # exp(-100) is about 4e-44: tiny, not 0, even in float32.
+    case("weights_fill_minus_100", LAB, wt("    return torch.softmax(scores.masked_fill(mask, -100), dim=-1)\n"), {
+        "weights": fails("future-is-zero", "check.future", "likely.fill_large_negative"),
+        "output": fails("future-is-zero", "check.future", BLAMES)}),
+    case("weights_subtract_30_where_masked", LAB, wt("    return torch.softmax(scores - 30.0 * mask, dim=-1)\n"), {
+        "weights": fails("future-is-zero", "check.future", "likely.fill_large_negative"),
+        "output": fails("future-is-zero", "check.future", BLAMES)}),
+    case("attention_inline_fill_minus_100", LAB, inline("    scores = scores.masked_fill(future, -100.0)"), {
+        "output": fails("future-is-zero", "check.future", "likely.fill_large_negative")}),
+    # masked_fill is not in place: on a line of its own its result is lost.
+    case("weights_masked_fill_result_thrown_away", LAB, wt(
+        "    scores.masked_fill(mask, float('-inf'))\n    return torch.softmax(scores, dim=-1)\n"), {
+        "weights": fails("future-is-zero", "check.future", "likely.masked_fill_discarded"),
+        "output": fails("future-is-zero", "check.future", BLAMES)}),
+    case("weights_torch_masked_fill_result_thrown_away", LAB, wt(
+        "    torch.masked_fill(scores, mask, -1e9)\n    return torch.softmax(scores, dim=-1)\n"), {
+        "weights": fails("future-is-zero", "check.future", "likely.masked_fill_discarded"),
+        "output": fails("future-is-zero", "check.future", BLAMES)}),
+    case("attention_inline_masked_fill_result_thrown_away", LAB, inline(
+        "    scores.masked_fill(future, float('-inf'))"), {
+        "output": fails("future-is-zero", "check.future", "likely.masked_fill_discarded")}),
+    # No mask at all, and no masked_fill thrown away: the message must not claim one.
+    case("weights_no_mask_names_no_mask_not_a_lost_result", LAB, WT_NO_MASK, {
+        "weights": fails("future-is-zero", "check.future", "likely.no_mask", absent=("likely.masked_fill_discarded",)),
+        "output": fails("future-is-zero", "check.future", BLAMES)}),
+]
+
+
+# =================================================================== what differs at the other sizes
+
+SC_TRANSPOSE_2_3 = {"scaled_scores": "def scaled_scores(q, k):\n"
+                                     "    return q @ k.transpose(2, 3) / math.sqrt(q.shape[-1])\n"}
+SC_UNPACKS_4 = {"scaled_scores": """
+def scaled_scores(q, k):
+    B, H, T, d_k = q.shape
+    return q @ k.transpose(-2, -1) / math.sqrt(d_k)
+"""}
+WT_DIM_3 = wt("    return torch.softmax(scores.masked_fill(mask, float('-inf')), dim=3)\n")
+AT_T_FROM_DIM_2 = {"attention": """
+def attention(q, k, v):
+    weights = attention_weights(scaled_scores(q, k), causal_mask(q.shape[2]))
+    return weights @ v, weights
+"""}
+SC_SQRT_8 = {"scaled_scores": "def scaled_scores(q, k):\n    return q @ k.transpose(-2, -1) / math.sqrt(8)\n"}
+SC_HEAD_DIM_CONSTANT = {"scaled_scores": """
+HEAD_DIM = 8
+
+
+def scaled_scores(q, k):
+    return q @ k.transpose(-2, -1) / HEAD_DIM ** 0.5
+"""}
+MK_HARDCODED_6 = {"causal_mask": "def causal_mask(seq_len):\n"
+                                 "    return torch.triu(torch.ones(6, 6, dtype=torch.bool), diagonal=1)\n"}
 
 CA_HARDCODED_SCALE_2 = {"causal_attention": """
 def causal_attention(x, Wq, Wk, Wv):
@@ -86,13 +347,19 @@ def forward(self, x):
     return self.out_proj((weights @ v).transpose(1, 2).contiguous().view(2, 6, 8))
 """}
 
-FLOAT64_CASES = [
-    case("single_head_in_float64_without_a_mask", LM3, CA_FLOAT64_NO_MASK, {
-        "single-head": fails("future-is-zero", "check.future", "likely.no_mask"),
-        "leakage": fails("no-leak", "check.leak", "likely.leak")}),
-]
-
 SIZES_CASES = [
+    # The rank: 4-D in the notebook, 3-D among the other sizes.
+    case("scores_transpose_2_3_names_the_rank", LAB, SC_TRANSPOSE_2_3, {
+        "scores": other_sizes("check.raised", "likely.rank_dims", absent=(LITERAL,)),
+        "output": other_sizes(BLAMES)}),
+    case("scores_unpack_four_dims_names_the_rank", LAB, SC_UNPACKS_4, {
+        "scores": other_sizes("check.raised", "likely.rank_dims", absent=(LITERAL,)),
+        "output": other_sizes(BLAMES)}),
+    case("weights_softmax_dim_3_names_the_rank", LAB, WT_DIM_3, {
+        "weights": other_sizes("check.raised", "likely.rank_dims", absent=(LITERAL,)),
+        "output": other_sizes(BLAMES)}),
+    case("attention_T_from_dim_2_names_the_rank", LAB, AT_T_FROM_DIM_2, {
+        "output": other_sizes("check.raised", "likely.rank_dims", absent=(LITERAL, BLAMES))}),
     # d_in where d_out or head_dim is needed (equal in the notebook: 8 and 8).
     case("multi_head_dim_from_the_width_of_x", LM3, MH_HEAD_DIM_FROM_X, {
         "multi-head": other_sizes("likely.width_d_in", absent=(LITERAL,))}),
@@ -101,6 +368,12 @@ SIZES_CASES = [
     case("multi_scale_from_the_width_of_x", LM3, MH_SCALE_FROM_X, {
         "multi-head": other_sizes("check.values", "likely.width_d_in", absent=(LITERAL,))}),
     # A number written in: named, with its line.
+    case("scores_sqrt_8_names_the_literal", LAB, SC_SQRT_8, {
+        "scores": other_sizes("check.values", LITERAL), "output": other_sizes(BLAMES)}),
+    case("scores_module_constant_8_names_the_literal", LAB, SC_HEAD_DIM_CONSTANT, {
+        "scores": other_sizes("check.values", LITERAL), "output": other_sizes(BLAMES)}),
+    case("mask_ones_6_6_names_the_literal", LAB, MK_HARDCODED_6, {
+        "mask": other_sizes("check.shape", LITERAL), "output": other_sizes(BLAMES)}),
     case("single_head_divides_by_2_names_the_root_of_d_k", LM3, CA_HARDCODED_SCALE_2, {
         "single-head": other_sizes("check.values", LITERAL)}),
     case("multi_view_2_6_2_4_names_the_literal", LM3, MH_HARDCODED_VIEW, {
@@ -108,11 +381,38 @@ SIZES_CASES = [
 ]
 
 
-ALL = FLOAT64_CASES + SIZES_CASES
+ALL = STATE_CASES + FLOAT64_CASES + NAMES_CASES + SIZES_CASES
+
+
+def unblamed(expect: dict) -> dict:
+    """Until attention's failures name the helper to fix first, the output step is held to
+    its check alone where that is what its message will say."""
+    return {step: Exp(e.status, e.check, e.keys - {BLAMES}, e.kind, e.absent - {BLAMES}) for step, e in expect.items()}
 
 
 @pytest.mark.parametrize("lesson, replace, header, expect", ALL)
 def test_wrong_file_is_caught_and_named(run, lesson, replace, header, expect):
     source = learner_file(lesson, replace, header)
     assert source != REFERENCE[lesson]
-    verify(run(lesson, source), lesson, expect)
+    verify(run(lesson, source), lesson, unblamed(expect))
+
+
+def test_the_literal_message_quotes_the_line_and_the_number(run):
+    """The literal named is the one in the file, at its line: `math.sqrt(8)`, not a guess."""
+    source = learner_file(LAB, SC_SQRT_8)
+    check = next(c for c in run(LAB, source)["scores"].checks if c.id == "other-sizes")
+    likely = nested(check.message.params, LITERAL)
+    line = next(i for i, text in enumerate(source.splitlines(), 1) if "math.sqrt(8)" in text)
+    assert likely == {"value": "8", "name": "d_k", "line": line, "code": "math.sqrt(8)", "now": "d_k=16"}
+
+
+def nested(params: dict, key: str):
+    """The parameters of the message `key` nested anywhere in params, or None."""
+    for value in params.values():
+        if isinstance(value, dict) and "key" in value:
+            if value["key"] == key:
+                return value["params"]
+            found = nested(value["params"], key)
+            if found is not None:
+                return found
+    return None
