@@ -3,11 +3,15 @@
 The seed's inputs first (batch 1, 2 heads, 6 tokens, head_dim 8, seed 7), then
 sizes the notebook never tries, including other leading dimensions; then each
 function once more at the seed's shape on new values, to catch state kept between
-calls.
+calls. `attention` is also run with the tutor's own helpers in place of the
+learner's, so that a fault in a helper is blamed on the helper's step.
 """
 
+import contextlib
 import functools
+import inspect
 import math
+import types
 
 import torch
 import torch.nn.functional as F
@@ -25,6 +29,7 @@ from tutor.runner.spec import StepSpec
 QKV_SHAPES = [(1, 2, 6, 8), (2, 3, 5, 16), (4, 9, 32), (1, 1, 1, 4), (1, 2, 40, 64)]
 # The seed's 6, small ones, every T that attention meets, and lengths past any fixed cap.
 MASK_SIZES = [6, 1, 2, 7, 13, 5, 9, 32, 40, 48, 100]
+HELPERS = ("scaled_scores", "causal_mask", "attention_weights")  # in the lesson's step order
 
 
 def make_inputs():
@@ -115,7 +120,7 @@ def again_label(names: str, shape) -> dict:
     return msg("value.again_inputs", names=names, shape=shape_str(shape))
 
 
-def judge_again(v, fn, label, defs, again, first, judge_case, case):
+def judge_again(v, fn, label, defs, again, first, judge_case, case, blame=None):
     """The second call, judged like any other; then the first call's result must be as it
     came: one tensor handed out twice and refilled has changed it."""
     sub = Verdict(v.source)
@@ -124,7 +129,7 @@ def judge_again(v, fn, label, defs, again, first, judge_case, case):
     except Stop:
         pass
     if not sub.passed():
-        likely = state_explanation(v.source, defs) or msg("likely.call_again_state")
+        likely = (blame() if blame else None) or state_explanation(v.source, defs) or msg("likely.call_again_state")
         reason, likely = nest_likely(sub.failed_message(), likely)
         v.require("call-again", False, "check.call_again", fn=fn, what=label, reason=reason, likely=likely)
     v.require("call-again", same_value(again["first_now"], first), "check.result_reused", fn=fn,
@@ -162,10 +167,11 @@ def lab_explain(defs, i):
     return explain
 
 
-def other_sizes(v, calls, cases, labels, judge_case, defs):
-    """judge_other_sizes, with the lesson's explanation of a failure at QKV_SHAPES[i]."""
+def other_sizes(v, calls, cases, labels, judge_case, defs, blame=None):
+    """judge_other_sizes, with the lesson's explanation of a failure at QKV_SHAPES[i]; for
+    attention, first the helper to fix (blame)."""
     def why(i, sub, source):
-        return lab_explain(defs, i)(i, sub, source)
+        return (blame(i) if blame else None) or lab_explain(defs, i)(i, sub, source)
 
     judge_other_sizes(v, calls, cases, labels, judge_case, explain=why)
 
@@ -411,6 +417,36 @@ def judge_weights(v, outputs, inputs, jctx):
 
 # ---------------------------------------------------------------- output
 
+def _stand_in(learner_fn, reference, params):
+    """The reference helper, called as the learner's attention calls the learner's own
+    (keyword names included, which may differ from the starter's)."""
+    def helper(*args, **kwargs):
+        if kwargs:
+            try:
+                args = tuple(inspect.signature(learner_fn).bind(*args, **kwargs).arguments.values())
+            except Exception:  # no signature to read: the starter's names
+                args = args + tuple(kwargs[p] for p in params[len(args):] if p in kwargs)
+        return reference(*args[:len(params)])
+    return helper
+
+
+STAND_INS = {"scaled_scores": (_scores, ("q", "k")), "causal_mask": (_future, ("seq_len",)),
+             "attention_weights": (_weights, ("scores", "mask"))}
+
+
+@contextlib.contextmanager
+def reference_helpers(ctx, fn):
+    """The learner's helpers replaced, in the globals attention reads them from, by correct ones."""
+    names = fn.__globals__ if type(fn) is types.FunctionType else vars(ctx.module)
+    saved = {n: names[n] for n in HELPERS if n in names}
+    try:
+        for n, learner_fn in saved.items():
+            names[n] = _stand_in(learner_fn, *STAND_INS[n])
+        yield bool(saved)
+    finally:
+        names.update(saved)
+
+
 def probe_output(ctx, inputs):
     fn = ctx.get("attention")
     cases = inputs["cases"]
@@ -420,7 +456,20 @@ def probe_output(ctx, inputs):
         calls.append(call)
         first = value if i == 0 else first
     a = inputs["again"]
-    return {"calls": calls, "again": again_of(first, call_kept(ctx, fn, a["q"], a["k"], a["v"])[0])}
+    again = again_of(first, call_kept(ctx, fn, a["q"], a["k"], a["v"])[0])
+    everything = cases + [a]
+    # Attention on its own: with correct helpers in place of the learner's.
+    with reference_helpers(ctx, fn) as replaced:
+        alone = [bare(ctx.call(fn, c["q"], c["k"], c["v"])) if replaced else None for c in everything]
+    # The learner's helpers on the inputs attention gives them, to name the first wrong one.
+    helpers = {n: getattr(ctx.module, n, None) for n in HELPERS}
+    parts = []
+    for c in everything:
+        q, k = c["q"], c["k"]
+        T = q.shape[-2]
+        given = {"scaled_scores": (q, k), "causal_mask": (T,), "attention_weights": (ref_scores(q, k), future(T))}
+        parts.append({n: bare(ctx.call(f, *given[n])) if callable(f) else None for n, f in helpers.items()})
+    return {"calls": calls, "again": again, "alone": alone, "parts": parts}
 
 
 def judge_output_case(v, call, case, defs=("attention",)):
@@ -461,6 +510,52 @@ def diagnose_scores_from_weights(w, q, k):
     return msg("likely.unknown")
 
 
+def judged(judge, *args) -> Verdict:
+    sub = Verdict(args[0])
+    try:
+        judge(sub, *args[1:])
+    except Stop:
+        pass
+    return sub
+
+
+def with_args(call, *args) -> dict:
+    """A diagnostic call (sent without its arguments) with the pristine ones: judged on its
+    values alone. A helper that changes its input in place fails its own step for that."""
+    return {**call, "args": args} if "value" in call else call
+
+
+def helper_blame(source, alone, parts, case):
+    """When attention is right with correct helpers in place of the learner's, the first of
+    the learner's helpers, in step order, that is wrong on the inputs attention gives it: the
+    step to fix first. None when attention itself is at fault, or no helper is."""
+    q, k = case["q"], case["k"]
+    T = q.shape[-2]
+    if alone is None or not judged(judge_output_case, source, with_args(alone, q, k, case["v"]), case).passed():
+        return None
+    scores, mask = ref_scores(q, k), future(T)
+    checks = {
+        "scaled_scores": lambda c: judged(judge_scores_case, source, with_args(c, q, k), case),
+        "causal_mask": lambda c: judged(judge_mask_case, source, c, T),
+        "attention_weights": lambda c: judged(judge_weights_one, source, with_args(c, scores, mask), scores, mask,
+                                              "causal"),
+    }
+    for name in HELPERS:
+        c = parts.get(name)
+        if c is not None and not checks[name](c).passed():
+            return msg("likely.helper_first", fn=name)
+    return None
+
+
+def blame_helpers(v, start: int, blame) -> None:
+    """The likely mistake of each failure since start, replaced by the helper to fix first."""
+    failed = [c for c in v.checks[start:] if c.status != "pass" and c.message and "likely" in c.message.params]
+    likely = blame() if failed else None
+    if likely:
+        for c in failed:
+            c.message.params["likely"] = likely
+
+
 def judge_output(v, outputs, inputs, jctx):
     calls, cases = outputs["calls"], inputs["cases"]
     ref = ref_weights(ref_scores(cases[0]["q"], cases[0]["k"]), future(cases[0]["q"].shape[-2]))
@@ -472,10 +567,21 @@ def judge_output(v, outputs, inputs, jctx):
          "learner": round_matrix(w[0, h]) if w is not None else None, "reference": round_matrix(ref[0, h])}
         for h in range(ref.shape[1])
     ]
-    judge_output_case(v, calls[0], cases[0])
-    other_sizes(v, calls, cases, [qkv_label(c) for c in cases], judge_output_case, ("attention",))
+    everything = cases + [inputs["again"]]
+    alone, parts = outputs["alone"], outputs["parts"]
+    blame = functools.lru_cache(maxsize=None)(lambda i: helper_blame(v.source, alone[i], parts[i], everything[i]))
+    try:
+        judge_output_case(v, calls[0], cases[0])
+    finally:
+        blame_helpers(v, 0, lambda: blame(0))
+    if alone[0] is not None:
+        c = cases[0]
+        sub = judged(judge_output_case, v.source, with_args(alone[0], c["q"], c["k"], c["v"]), c)
+        reason, likely = nest_likely(sub.failed_message(), msg("likely.compensates")) if not sub.passed() else ({}, "")
+        v.expect("reference-helpers", sub.passed(), "check.reference_helpers", reason=reason, likely=likely)
+    other_sizes(v, calls, cases, [qkv_label(c) for c in cases], judge_output_case, ("attention",), blame=blame)
     judge_again(v, "attention", again_label("q, k, v", QKV_SHAPES[0]), ("attention",), outputs["again"],
-                calls[0].get("value"), judge_output_case, inputs["again"])
+                calls[0].get("value"), judge_output_case, inputs["again"], blame=lambda: blame(len(cases)))
     no_kernel(v, "attention", jctx.source, {"attention"}, jctx.kernels)
 
 

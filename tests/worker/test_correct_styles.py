@@ -445,6 +445,24 @@ def attention(q, k, v):
 """,
 }
 
+# Helpers whose parameters are not the starter's names, called by keyword: attention must still
+# pass when the tutor's own helpers stand in for them.
+LAB_RENAMED_HELPERS = {
+    "causal_mask": """
+def causal_mask(T):
+    return torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)
+""",
+    "attention_weights": """
+def attention_weights(s, hide):
+    return torch.softmax(s.masked_fill(hide, float("-inf")), dim=-1)
+""",
+    "attention": """
+def attention(q, k, v):
+    weights = attention_weights(hide=causal_mask(T=q.shape[-2]), s=scaled_scores(q, k))
+    return weights @ v, weights
+""",
+}
+
 
 # The notebook's own self-check cells, pasted under the solution (learners do this). They
 # compare with PyTorch's kernel, as the notebooks do; the solution itself never calls it.
@@ -501,6 +519,7 @@ STYLES = (
     + _params(LAB, "causal_mask", LAB_MASK)
     + _params(LAB, "attention_weights", LAB_WEIGHTS, "import torch.nn.functional as F")
     + _params(LAB, "attention", LAB_ATTENTION)
+    + [style("lab-02-helpers-with-renamed-parameters-called-by-keyword", LAB, LAB_RENAMED_HELPERS)]
 )
 
 

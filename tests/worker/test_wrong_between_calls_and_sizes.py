@@ -2,16 +2,17 @@
 with the step that must fail, the check, and the catalog keys of its message.
 
 Classes: state kept between calls (a memo keyed on the shape, a mask cached for the first
-T, a module-level tensor refilled, a mask capped below the lengths the checks try); wrong
-code computed in float64; mistakes that had no name (an inverted mask
+T, a module-level tensor refilled, a mask capped below the lengths the checks try); a
+helper's fault that only `attention` used to show, and an `attention` that makes up for a
+wrong helper; wrong code computed in float64; mistakes that had no name (an inverted mask
 with a finite fill, a large negative fill such as -100, masked_fill's result thrown away);
 and the "other sizes" message, which must say what differs at that size (the rank, d_in
 against d_out, a number written in only when the source has one).
 
 As in test_wrong_implementations.py, each file is the reference with one piece replaced,
-and every step not listed must pass. Each of these failed on the checks before issue #12:
-the file passed a step it must fail, or the message named another cause, or the judge
-crashed (float64); which did which is in the commit that added them.
+and every step not listed must pass. Each of these (but GUARD_CASES) failed on the checks
+before issue #12: the file passed a step it must fail, or the message named another cause,
+or the judge crashed (float64); which did which is in the commit that added them.
 """
 
 from __future__ import annotations
@@ -162,7 +163,55 @@ STATE_CASES = [
 ]
 
 
+# =================================================================== each step on its own
+
+SC_NO_SCALE = {"scaled_scores": "def scaled_scores(q, k):\n    return q @ k.transpose(-2, -1)\n"}
+MK_TRIL = {"causal_mask": "def causal_mask(seq_len):\n"
+                          "    return torch.tril(torch.ones(seq_len, seq_len, dtype=torch.bool))\n"}
 WT_NO_MASK = {"attention_weights": "def attention_weights(scores, mask):\n    return torch.softmax(scores, dim=-1)\n"}
+MK_DIAGONAL_0 = {"causal_mask": "def causal_mask(seq_len):\n"
+                                "    return torch.triu(torch.ones(seq_len, seq_len, dtype=torch.bool), diagonal=0)\n"}
+
+# attention puts back the scale its scaled_scores left out: right as a whole, wrong as parts.
+AT_RESCALES = {**SC_NO_SCALE, "attention": """
+def attention(q, k, v):
+    scores = scaled_scores(q, k) / math.sqrt(q.shape[-1])
+    weights = attention_weights(scores, causal_mask(q.shape[-2]))
+    return weights @ v, weights
+"""}
+# The mask marks the visible keys; attention inverts it back.
+AT_INVERTS_MASK = {**MK_TRIL, "attention": """
+def attention(q, k, v):
+    weights = attention_weights(scaled_scores(q, k), ~causal_mask(q.shape[-2]))
+    return weights @ v, weights
+"""}
+# attention_weights ignores its mask and attention masks the scores itself: attention is right
+# with correct helpers too (masking twice changes nothing), so only the weights step fails.
+AT_MASKS_FOR_WEIGHTS = {**WT_NO_MASK, "attention": """
+def attention(q, k, v):
+    mask = causal_mask(q.shape[-2])
+    weights = attention_weights(scaled_scores(q, k).masked_fill(mask, float("-inf")), mask)
+    return weights @ v, weights
+"""}
+
+STEP_CASES = [
+    case("attention_rescales_what_scaled_scores_left_unscaled", LAB, AT_RESCALES, {
+        "scores": fails("values", "check.values", "likely.scale_none"),
+        "output": fails("reference-helpers", "check.reference_helpers", "likely.compensates")}),
+    case("attention_inverts_a_mask_built_the_wrong_way", LAB, AT_INVERTS_MASK, {
+        "mask": fails("values", "check.mask_values", "likely.mask_inverted"),
+        "output": fails("reference-helpers", "check.reference_helpers", "likely.compensates")}),
+    # A helper's fault, through the reference attention: the output step names the helper.
+    case("mask_hides_the_diagonal_output_blames_causal_mask", LAB, MK_DIAGONAL_0, {
+        "mask": fails("values", "check.mask_values", "likely.mask_diagonal_bool"),
+        "output": fails("finite", "check.not_finite", BLAMES)}),
+    case("no_scale_output_blames_scaled_scores", LAB, SC_NO_SCALE, {
+        "scores": fails("values", "check.values", "likely.scale_none"),
+        "output": fails("values", "check.values", BLAMES)}),
+    case("no_mask_output_blames_attention_weights", LAB, WT_NO_MASK, {
+        "weights": fails("future-is-zero", "check.future", "likely.no_mask"),
+        "output": fails("future-is-zero", "check.future", BLAMES)}),
+]
 
 
 # =================================================================== wrong code in float64
@@ -381,20 +430,21 @@ SIZES_CASES = [
 ]
 
 
-ALL = STATE_CASES + FLOAT64_CASES + NAMES_CASES + SIZES_CASES
+# Not a file the old checks let through: a guard that the new reference-helpers check stays
+# quiet where attention is right with correct helpers too.
+GUARD_CASES = [
+    case("attention_masks_what_attention_weights_does_not", LAB, AT_MASKS_FOR_WEIGHTS, {
+        "weights": fails("future-is-zero", "check.future", "likely.no_mask")}),
+]
 
-
-def unblamed(expect: dict) -> dict:
-    """Until attention's failures name the helper to fix first, the output step is held to
-    its check alone where that is what its message will say."""
-    return {step: Exp(e.status, e.check, e.keys - {BLAMES}, e.kind, e.absent - {BLAMES}) for step, e in expect.items()}
+ALL = STATE_CASES + STEP_CASES + FLOAT64_CASES + NAMES_CASES + SIZES_CASES + GUARD_CASES
 
 
 @pytest.mark.parametrize("lesson, replace, header, expect", ALL)
 def test_wrong_file_is_caught_and_named(run, lesson, replace, header, expect):
     source = learner_file(lesson, replace, header)
     assert source != REFERENCE[lesson]
-    verify(run(lesson, source), lesson, unblamed(expect))
+    verify(run(lesson, source), lesson, expect)
 
 
 def test_the_literal_message_quotes_the_line_and_the_number(run):
@@ -416,3 +466,12 @@ def nested(params: dict, key: str):
             if found is not None:
                 return found
     return None
+
+
+def test_a_helper_blamed_is_the_first_wrong_one_in_step_order(run):
+    """Scores and mask both wrong: the output step names scaled_scores, the first step."""
+    source = learner_file(LAB, {**SC_NO_SCALE, **MK_DIAGONAL_0})
+    results = run(LAB, source)
+    output = [c for c in results["output"].checks if c.status == "fail"]
+    assert output and all(nested(c.message.params, BLAMES) == {"fn": "scaled_scores"} for c in output), output
+    assert results["scores"].status == "fail" and results["mask"].status == "fail"
