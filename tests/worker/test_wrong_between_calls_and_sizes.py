@@ -99,6 +99,40 @@ def causal_mask(seq_len):
     return _mask[:seq_len, :seq_len]
 """}
 
+# The same, without the slice: the first call's mask for every T.
+MK_RETURNS_FIRST_MASK = {"causal_mask": """
+_made = []
+
+
+def causal_mask(seq_len):
+    if not _made:
+        _made.append(torch.triu(torch.ones(seq_len, seq_len, dtype=torch.bool), diagonal=1))
+    return _made[0]
+"""}
+# Kept on a class attribute rather than a global.
+MK_FIRST_T_ON_A_CLASS = {"causal_mask": """
+class _Cache:
+    mask = None
+
+
+def causal_mask(seq_len):
+    if _Cache.mask is None:
+        _Cache.mask = torch.triu(torch.ones(seq_len, seq_len, dtype=torch.bool), diagonal=1)
+    return _Cache.mask[:seq_len, :seq_len]
+"""}
+# attention keeps the mask of its first call (T=6) for every later one.
+AT_MASK_OF_THE_FIRST_CALL = {"attention": """
+_MASK = None
+
+
+def attention(q, k, v):
+    global _MASK
+    if _MASK is None:
+        _MASK = causal_mask(q.shape[-2])
+    weights = attention_weights(scaled_scores(q, k), _MASK)
+    return weights @ v, weights
+"""}
+
 # One buffer, refilled in place: each call's values are right, but the tensor handed out
 # first changes when the function runs again at that shape. attention passes: the weights
 # step's second call at the seed (another mask) refills it, attention's calls at the seed's
@@ -122,6 +156,11 @@ _FUTURE = torch.triu(torch.ones(32, 32, dtype=torch.bool), diagonal=1)
 
 def causal_mask(seq_len):
     return _FUTURE[:seq_len, :seq_len]
+"""}
+MK_CAPPED_20_BY_MIN = {"causal_mask": """
+def causal_mask(seq_len):
+    n = min(seq_len, 20)
+    return torch.triu(torch.ones(n, n, dtype=torch.bool), diagonal=1)
 """}
 MK_CAPPED_35 = {"causal_mask": """
 def causal_mask(seq_len):
@@ -149,11 +188,22 @@ STATE_CASES = [
     case("mask_cached_for_the_first_T", LAB, MK_CACHED_FIRST_T, {
         "mask": other_sizes("check.shape", "likely.kept_state", absent=(LITERAL,)),
         "output": other_sizes("check.raised", BLAMES)}),
+    case("mask_returns_the_first_calls_mask", LAB, MK_RETURNS_FIRST_MASK, {
+        "mask": other_sizes("check.shape", "likely.kept_state", absent=(LITERAL,)),
+        "output": other_sizes("check.raised", BLAMES)}),
+    case("mask_of_the_first_T_kept_on_a_class", LAB, MK_FIRST_T_ON_A_CLASS, {
+        "mask": other_sizes("check.shape", "likely.kept_state", absent=(LITERAL,)),
+        "output": other_sizes("check.raised", BLAMES)}),
+    case("attention_keeps_the_mask_of_its_first_call", LAB, AT_MASK_OF_THE_FIRST_CALL, {
+        "output": other_sizes("check.raised", "likely.kept_state", absent=(LITERAL, BLAMES))}),
     case("weights_refill_one_module_level_buffer", LAB, WT_REFILLED_BUFFER, {
         "weights": fails("call-again", "check.result_reused", "likely.kept_state")}),
     case("mask_capped_at_32_made_at_module_level", LAB, MK_CAPPED_32_MODULE, {
         "mask": other_sizes("check.shape", "likely.mask_capped", absent=(LITERAL,)),
         "output": other_sizes("check.raised", BLAMES)}),
+    case("mask_capped_at_20_by_min", LAB, MK_CAPPED_20_BY_MIN, {
+        "mask": other_sizes("check.shape", "likely.mask_capped", absent=(LITERAL,)),
+        "output": other_sizes(BLAMES)}),
     case("mask_capped_at_35", LAB, MK_CAPPED_35, {
         "mask": other_sizes("check.shape", "likely.mask_capped"),
         "output": other_sizes(BLAMES)}),
