@@ -6,7 +6,7 @@ import os
 import sys
 
 from .i18n import t
-from .report import MARKS, check_text, failure_lines, summary_counts
+from .report import MARKS, check_text, failure_lines, output_dropped_note, summary_counts
 
 _COLOURS = {"pass": "32", "fail": "31", "error": "31", "timeout": "33", "todo": "2"}
 
@@ -32,8 +32,11 @@ def print_report(lesson, path, steps, lang: str) -> None:
                 print(f"    {check.id}: {check_text(check, lang)}")
         for line in failure_lines(step.failure, lang):
             print(f"      {line}")
-        if step.output.strip() and step.status in ("error", "timeout"):
+        if (step.output.strip() or step.output_dropped) and step.status in ("error", "timeout"):
             print(f"    {t('report.output', lang)}")
+            note = output_dropped_note(step, lang)
+            if note:
+                print(f"      {note}")
             for line in step.output.strip().splitlines()[-5:]:
                 print(f"      {line}")
     passed, total = summary_counts(steps)

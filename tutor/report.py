@@ -27,6 +27,13 @@ def failure_lines(failure: Failure | None, lang: str) -> list[str]:
     return lines
 
 
+def output_dropped_note(step: StepResult, lang: str) -> str | None:
+    """Said above a step's output when only its tail was kept: how much came before it."""
+    if not step.output_dropped:
+        return None
+    return t("report.output_dropped", lang, bytes=f"{step.output_dropped:,}")
+
+
 def step_to_json(step: StepResult, lang: str) -> dict:
     return {
         "id": step.id,

@@ -48,6 +48,7 @@ class StepResult:
     checks: list[Check] = field(default_factory=list)
     failure: Failure | None = None
     output: str = ""  # tail of what the learner's code printed
+    output_dropped: int = 0  # bytes printed before that tail, not kept
     visuals: dict = field(default_factory=dict)  # e.g. {"heatmaps": [...]}, see checks
     ms: float = 0.0
 
@@ -63,7 +64,7 @@ class StepResult:
             "failure": None if failure is None else {
                 "kind": failure.kind, "detail": failure.detail, "caret": failure.caret,
                 "frames": [{"line": f.line, "function": f.function, "code": f.code} for f in failure.frames]},
-            "output": self.output, "visuals": self.visuals, "ms": self.ms,
+            "output": self.output, "output_dropped": self.output_dropped, "visuals": self.visuals, "ms": self.ms,
         }
 
     @classmethod
@@ -83,6 +84,7 @@ class StepResult:
             checks=checks,
             failure=failure,
             output=d.get("output", ""),
+            output_dropped=d.get("output_dropped", 0),
             visuals=d.get("visuals", {}),
             ms=d.get("ms", 0.0),
         )

@@ -10,6 +10,8 @@ State lives in attn-lab/.attn-tutor/state.json:
   workspace do not drop each other's changes.
 - A corrupt or unreadable state file is moved aside, not overwritten, and the
   app is told (self.notice) so it can say where the old file went.
+- The reflection answers are a Markdown file the learner may edit too: the app
+  saves one answer at a time into the file as it is on disk (save_answer).
 
 Stdlib only.
 """
@@ -18,12 +20,14 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import errno
 import json
 import os
 import re
 import tempfile
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 from .results import Message
@@ -56,8 +60,13 @@ def fsync_dir(folder: Path) -> None:
         os.close(fd)
 
 
-def atomic_write(path: Path, data: bytes, mode: int | None = None) -> None:
-    """Replace `path` with `data` so readers see the old bytes or the new, never half."""
+def atomic_write(path: Path, data: bytes, mode: int | None = None,
+                 still: Callable[[], bool] | None = None) -> bool:
+    """Replace `path` with `data` so readers see the old bytes or the new, never half.
+
+    `still`, if given, is asked just before the rename (after the data is on disk); if it
+    says False, nothing is replaced and False is returned.
+    """
     path = Path(path)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=_TMP_PREFIX + path.name + ".")
     try:
@@ -68,12 +77,16 @@ def atomic_write(path: Path, data: bytes, mode: int | None = None) -> None:
         if mode is None:
             mode = 0o666 & ~_umask()
         os.chmod(tmp, mode)  # mkstemp makes 0600; the learner's file must stay readable
+        if still is not None and not still():
+            os.unlink(tmp)
+            return False
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
     fsync_dir(path.parent)
+    return True
 
 
 def _umask() -> int:
@@ -188,37 +201,141 @@ class Store:
         return self.workspace / f"{lesson_id}-answers.md"
 
     def write_answers(self, lesson_id: str, answers: dict[int, str], questions: list[str]) -> Path:
-        """Write the answers as Markdown the learner can read and edit.
+        """Write the answers as Markdown the learner can read and edit, replacing the file.
 
         Keys are 0-based question indexes. Each answer sits between
         `<!-- answer N -->` and `<!-- /answer N -->` markers so it reads back
-        exactly, whatever Markdown it holds.
+        exactly, whatever Markdown it holds. The app uses save_answer, which keeps
+        what the learner wrote in the file.
         """
         path = self.answers_path(lesson_id)
-        out = [f"# {lesson_id}: reflection answers\n\n"]
-        out.append("<!-- Written by attn-tutor. Edit answers between the markers. -->\n")
-        for i in sorted(set(range(len(questions))) | set(answers)):
-            out.append(f"\n## Question {i + 1}\n\n")
-            if i < len(questions):
-                quoted = "".join(f"> {line}".rstrip() + "\n" for line in questions[i].splitlines())
-                out.append(quoted + "\n")
-            out.append(f"<!-- answer {i} -->\n{answers.get(i, '')}\n<!-- /answer {i} -->\n")
         self.workspace.mkdir(parents=True, exist_ok=True)
-        atomic_write(path, "".join(out).encode("utf-8"))
+        atomic_write(path, answers_file(lesson_id, answers, questions).encode("utf-8"))
         return path
 
     def read_answers(self, lesson_id: str) -> dict[int, str]:
         """The answers in the Markdown file (empty answers are left out)."""
         try:
-            text = self.answers_path(lesson_id).read_bytes().decode("utf-8", errors="replace")
+            raw = self.answers_path(lesson_id).read_bytes()
         except OSError:
             return {}
-        text = text.replace("\r\n", "\n")  # the learner's editor may have changed endings
-        found = {}
-        for m in re.finditer(r"<!-- answer (\d+) -->\n(.*?)\n?<!-- /answer \1 -->", text, re.S):
-            if m.group(2):
-                found[int(m.group(1))] = m.group(2)
-        return found
+        return parse_answers(raw.decode("utf-8", errors="replace"))
+
+    def save_answer(self, lesson_id: str, index: int, text: str, *, base: str, questions: list[str],
+                    both: Callable[[str, str], str]) -> AnswerSaved:
+        """Put the app's answer to question `index` into the answers file without losing what
+        the learner wrote in the file meanwhile (it says "Edit answers between the markers").
+
+        The file is read again just before the write, and once more just before the rename
+        (its bytes, not its mtime: no reliance on file-system events or NFS attribute caches);
+        if it changed in between, the merge starts over. Only this answer's lines are
+        replaced: every other byte of the file stays as the learner left it.
+
+        `base` is the answer as the app showed it when the learner started writing. If the
+        file still holds `base`, the app's text goes in; if the app's text is `base` (nothing
+        changed in the app), the file's text stays; if both changed, both(file's, app's) goes in.
+        """
+        path = self.answers_path(lesson_id)
+        if path.is_symlink():
+            path = path.resolve()  # the learner linked it elsewhere: write there, keep the link
+        with self._locked():
+            for _ in range(_MERGE_TRIES):
+                try:
+                    raw: bytes | None = path.read_bytes()
+                except FileNotFoundError:
+                    raw = None
+                # surrogateescape: bytes that are not UTF-8 are written back as they were
+                old = "" if raw is None else raw.decode("utf-8", errors="surrogateescape")
+                theirs = parse_answers(old).get(index, "")
+                kept_both = False
+                if theirs in (base, text) or not theirs.strip():  # (emptied in the file: the app's wins)
+                    new = text
+                elif text == base or not text.strip():
+                    new = theirs
+                else:
+                    new, kept_both = both(theirs, text), True
+                if new == theirs:
+                    return AnswerSaved(path, parse_answers(old), kept_both, written=False)
+                if not old.strip():
+                    merged = answers_file(lesson_id, {index: new}, questions)
+                else:
+                    merged = put_answer(old, index, new, questions)
+                path.parent.mkdir(parents=True, exist_ok=True)
+                data = merged.encode("utf-8", errors="surrogateescape")
+                if atomic_write(path, data, _mode_of(path), still=lambda: _bytes_of(path) == raw):
+                    return AnswerSaved(path, parse_answers(merged), kept_both, written=True)
+                time.sleep(0.02)  # an editor is writing the file right now: read it again
+        raise OSError(errno.EBUSY, f"{path.name} kept changing while it was being saved")
+
+
+_MERGE_TRIES = 20
+# An answer between its markers; \r?\n: the learner's editor may have changed the line endings.
+_ANSWER = re.compile(r"<!-- answer (\d+) -->\r?\n(.*?)(?:\r?\n)?<!-- /answer \1 -->", re.S)
+
+
+@dataclass(frozen=True)
+class AnswerSaved:
+    path: Path
+    answers: dict[int, str]  # the file's answers now
+    kept_both: bool  # the file and the app had both changed this answer: both are in it
+    written: bool
+
+
+def parse_answers(text: str) -> dict[int, str]:
+    """{index: answer} of a Markdown answers file (empty answers left out; for the same
+    index twice, the last one, as put_answer replaces)."""
+    found = {}
+    for m in _ANSWER.finditer(text):
+        found[int(m.group(1))] = m.group(2).replace("\r\n", "\n")
+    return {i: a for i, a in found.items() if a}
+
+
+def _section(i: int, questions: list[str], answer: str, nl: str = "\n") -> str:
+    out = f"\n## Question {i + 1}\n\n"
+    if i < len(questions):
+        out += "".join(f"> {line}".rstrip() + "\n" for line in questions[i].splitlines()) + "\n"
+    return (out + _block(i, answer)).replace("\n", nl)
+
+
+def _block(i: int, answer: str) -> str:
+    return f"<!-- answer {i} -->\n{answer}\n<!-- /answer {i} -->\n"
+
+
+def answers_file(lesson_id: str, answers: dict[int, str], questions: list[str]) -> str:
+    out = [f"# {lesson_id}: reflection answers\n\n",
+           "<!-- Written by attn-tutor. Edit answers between the markers. -->\n"]
+    for i in sorted(set(range(len(questions))) | set(answers)):
+        out.append(_section(i, questions, answers.get(i, "")))
+    return "".join(out)
+
+
+def put_answer(text: str, index: int, answer: str, questions: list[str]) -> str:
+    """`text` with answer `index` replaced (the last block of that index, which is the one
+    parse_answers reads), or added at the end if its markers are gone; nothing else changes."""
+    nl = "\r\n" if "\r\n" in text else "\n"
+    answer = answer.replace("\r\n", "\n")
+    blocks = [m for m in _ANSWER.finditer(text) if int(m.group(1)) == index]
+    if blocks:
+        m = blocks[-1]
+        block = _block(index, answer).replace("\n", nl)[: -len(nl)]  # the text after it keeps its own newline
+        return text[: m.start()] + block + text[m.end():]
+    if not text.endswith("\n"):
+        text += nl
+    return text + _section(index, questions, answer, nl)
+
+
+def _bytes_of(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        return None
+
+
+def _mode_of(path: Path) -> int | None:
+    try:
+        return os.stat(path).st_mode & 0o7777
+    except OSError:
+        return None  # a new file: the umask's mode
 
 
 def _valid(state: object) -> bool:

@@ -116,11 +116,7 @@ def again_of(first_returned, call) -> dict:
     return {"call": call, "first_now": first_returned}
 
 
-def again_label(names: str, shape) -> dict:
-    return msg("value.again_inputs", names=names, shape=shape_str(shape))
-
-
-def judge_again(v, fn, label, defs, again, first, judge_case, case, blame=None):
+def judge_again(v, fn, defs, again, first, judge_case, case, blame=None):
     """The second call, judged like any other; then the first call's result must be as it
     came: one tensor handed out twice and refilled has changed it."""
     sub = Verdict(v.source)
@@ -129,9 +125,9 @@ def judge_again(v, fn, label, defs, again, first, judge_case, case, blame=None):
     except Stop:
         pass
     if not sub.passed():
-        likely = (blame() if blame else None) or state_explanation(v.source, defs) or msg("likely.call_again_state")
+        likely = (blame() if blame else None) or state_explanation(v.source, defs) or msg("likely.kept_state")
         reason, likely = nest_likely(sub.failed_message(), likely)
-        v.require("call-again", False, "check.call_again", fn=fn, what=label, reason=reason, likely=likely)
+        v.require("call-again", False, "check.called_again", fn=fn, reason=reason, likely=likely)
     v.require("call-again", same_value(again["first_now"], first), "check.result_reused", fn=fn,
               likely=lambda: state_explanation(v.source, defs) or msg("likely.result_reused"))
 
@@ -225,8 +221,7 @@ def judge_scores(v, outputs, inputs, jctx):
     defs = ("scaled_scores",)
     judge_scores_case(v, calls[0], cases[0])
     other_sizes(v, calls, cases, [qkv_label(c) for c in cases], judge_scores_case, defs)
-    judge_again(v, "scaled_scores", again_label("q, k", QKV_SHAPES[0]), defs, outputs["again"],
-                calls[0].get("value"), judge_scores_case, inputs["again"])
+    judge_again(v, "scaled_scores", defs, outputs["again"], calls[0].get("value"), judge_scores_case, inputs["again"])
     no_kernel(v, "scaled_scores", jctx.source, {"scaled_scores"}, jctx.kernels)
 
 
@@ -308,8 +303,8 @@ def judge_mask(v, outputs, inputs, jctx):
     judge_mask_case(v, calls[0], MASK_SIZES[0])
     judge_other_sizes(v, calls, MASK_SIZES, [f"T={T}" for T in MASK_SIZES], judge_mask_case,
                       explain=mask_explain(calls))
-    judge_again(v, "causal_mask", msg("value.again_T", T=MASK_SIZES[0]), ("causal_mask",), outputs["again"],
-                calls[0].get("value"), judge_mask_case, MASK_SIZES[0])
+    judge_again(v, "causal_mask", ("causal_mask",), outputs["again"], calls[0].get("value"), judge_mask_case,
+                MASK_SIZES[0])
 
 
 # ---------------------------------------------------------------- weights
@@ -348,7 +343,7 @@ def diagnose_weights(w, scores, mask, source="", defs=("attention_weights",)):
         # The values of no mask at all, and a masked_fill on a line of its own: it is not in place.
         found = discarded_call(source, frozenset(defs), "masked_fill")
         if found:
-            return msg("likely.masked_fill_discarded", line=found.line, code=found.code)
+            return msg("likely.masked_fill_discarded_at", line=found.line, code=found.code)
     return likely
 
 
@@ -409,9 +404,8 @@ def judge_weights(v, outputs, inputs, jctx):
     defs = ("attention_weights",)
     judge_weights_case(v, calls[0], cases[0])
     other_sizes(v, calls, cases, [qkv_label(c) for c in cases], judge_weights_case, defs)
-    B, H, T, _ = QKV_SHAPES[0]
-    judge_again(v, "attention_weights", again_label("scores", (B, H, T, T)), defs, outputs["again"],
-                calls[0]["causal"].get("value"), judge_weights_case, inputs["again"])
+    judge_again(v, "attention_weights", defs, outputs["again"], calls[0]["causal"].get("value"), judge_weights_case,
+                inputs["again"])
     no_kernel(v, "attention_weights", jctx.source, {"attention_weights"}, jctx.kernels)
 
 
@@ -580,8 +574,8 @@ def judge_output(v, outputs, inputs, jctx):
         reason, likely = nest_likely(sub.failed_message(), msg("likely.compensates")) if not sub.passed() else ({}, "")
         v.expect("reference-helpers", sub.passed(), "check.reference_helpers", reason=reason, likely=likely)
     other_sizes(v, calls, cases, [qkv_label(c) for c in cases], judge_output_case, ("attention",), blame=blame)
-    judge_again(v, "attention", again_label("q, k, v", QKV_SHAPES[0]), ("attention",), outputs["again"],
-                calls[0].get("value"), judge_output_case, inputs["again"], blame=lambda: blame(len(cases)))
+    judge_again(v, "attention", ("attention",), outputs["again"], calls[0].get("value"), judge_output_case,
+                inputs["again"], blame=lambda: blame(len(cases)))
     no_kernel(v, "attention", jctx.source, {"attention"}, jctx.kernels)
 
 

@@ -4,11 +4,16 @@ Every probe calls the learner's code at the notebook's sizes first (the primary
 call), then at other sizes, so code that only works for B=2, T=6, d=8 fails.
 """
 
+import functools
+import math
+
 import torch
 import torch.nn.functional as F
+from torch.overrides import TorchFunctionMode
 
+from tutor.runner import fixed_dropout, probe_kit
 from tutor.runner.judge_kit import (
-    close, describe, first_nonfinite, inputs_unchanged, judge_other_sizes, likely_for_value, matching_mistake,
+    Stop, Verdict, close, describe, first_nonfinite, inputs_unchanged, judge_other_sizes, likely_for_value, matching_mistake,
     max_error, msg, no_kernel, of_the_inputs, require_pair, require_ran, require_tensor, round_matrix, shape_str,
 )
 from tutor.runner.spec import StepSpec
@@ -50,7 +55,19 @@ def make_inputs():
         # The same layer called again on a prefix (at the notebook's size): any length up to
         # context_length must work.
         multi.append({"x": x, "x_last": x2, "x_prefix": x[:, : max(1, T // 2)].clone(), "w": w})
-    return {"single": single, "multi": multi}
+    # Drawn after the others, which stay as they were: at the notebook's size, a second set of
+    # weights (loaded into the same layer), the gradient's direction, and new values for a
+    # second call of causal_attention.
+    d_in, d_out, H, ctx, B, T = MULTI_SIZES[0]
+    again = {
+        "w": {k: torch.randn(t.shape, generator=g) / (t.shape[-1] ** 0.5 if t.dim() == 2 else 10)
+              for k, t in multi[0]["w"].items()},
+        "g": torch.randn(B, T, d_out, generator=g),
+    }
+    B, T, d, dk = SINGLE_SIZES[0]
+    single_again = {"x": torch.randn(B, T, d, generator=g),
+                    "W": tuple(torch.randn(d, dk, generator=g) / d**0.5 for _ in range(3))}
+    return {"single": single, "multi": multi, "multi_again": again, "single_again": single_again}
 
 
 # ---------------------------------------------------------------- single head
@@ -60,7 +77,8 @@ def probe_single(ctx, inputs):
     results = []
     for i, case in enumerate(inputs["single"]):
         results.append(ctx.call(fn, case["x"], *case["W"], primary=i == 0))
-    return {"calls": results}
+    again = inputs["single_again"]  # the notebook's size once more, new values: nothing kept from before
+    return {"calls": results, "again": ctx.call(fn, again["x"], *again["W"])}
 
 
 @of_the_inputs
@@ -99,6 +117,10 @@ def diagnose_weights(w, x, Wq, Wk, Wv):
         (lambda: masked_softmax(raw / dk), msg("likely.scale_d")),
         (lambda: masked_softmax(scaled, dim=-2), msg("likely.softmax_dim")),
         (lambda: masked_softmax(scaled.transpose(-2, -1)), msg("likely.swapped_qk")),
+        (lambda: torch.softmax(scaled, -1).masked_fill(future, float("-inf")), msg("likely.inf_after_softmax")),
+        (lambda: torch.softmax(scaled + future.float() * float("-inf"), -1), msg("likely.additive_mask_nan")),
+        (lambda: masked_softmax(scaled, torch.ones(T, T, dtype=torch.bool).triu(1), dim=-2)
+         .masked_fill(future, float("-inf")), msg("likely.inf_after_softmax")),
     ]
     if d_in == dk:  # √d_in and √d_k are the same scale then: that mistake cannot show
         candidates = [c for c in candidates if c[1]["key"] != "likely.scale_d_in"]
@@ -113,36 +135,50 @@ def judge_single_case(v, call, case, size):
     ref_out, ref_w = reference_single(x, Wq, Wk, Wv)
     w = require_tensor(v, "shape", "weights", w, (B, T, T), msg("likely.weights_shape"))
     out = require_tensor(v, "shape", "out", out, (B, T, dk), msg("likely.out_shape"))
+    # Before the values: wrong values from inputs changed in place are that mistake, not another.
+    changed = mutated_arg(call["args"], ("x", "Wq", "Wk", "Wv"), (x, Wq, Wk, Wv))
+    inputs_unchanged(v, "causal_attention", ["x", "Wq", "Wk", "Wv"], call["args"], (x, Wq, Wk, Wv))
+    if changed:
+        diagnose = lambda: msg("likely.mutated_input", arg=changed)  # noqa: E731
+    else:
+        diagnose = lambda: diagnose_weights(w, x, Wq, Wk, Wv)  # noqa: E731
     bad = first_nonfinite(w)
-    if bad is not None and bad[0][1] == 0:
-        v.require("first-token", False, "check.first_row", got="NaN", likely=msg("likely.mask_diagonal"))
     v.require("finite", bad is None, "check.not_finite", what="weights", count=bad[1] if bad else 0,
-              where=shape_str(bad[0]) if bad else "", likely=lambda: diagnose_weights(w, x, Wq, Wk, Wv))
+              where=shape_str(bad[0]) if bad else "", likely=diagnose)
     sums = w.double().sum(-1)
     ok_rows = torch.isclose(sums, torch.ones_like(sums), atol=1e-5)
     if not ok_rows.all():
         b, row = (int(i) for i in (~ok_rows).nonzero()[0])
         v.require("rows-sum-to-1", False, "check.rows_sum", row=row, batch=b, got=float(sums[b, row]),
-                  likely=lambda: diagnose_weights(w, x, Wq, Wk, Wv))
+                  likely=diagnose)
     v.expect("rows-sum-to-1", True)
     upper = torch.triu(w, diagonal=1)
     if (upper != 0).any():
         b, row, col = (int(i) for i in (upper != 0).nonzero()[0])
+        # exp(-100) is tiny but not 0: a large negative fill instead of -inf.
+        tiny = float(upper.abs().max()) < 1e-6
         v.require("future-is-zero", False, "check.future", row=row, col=col, got=float(w[b, row, col]),
-                  likely=lambda: diagnose_weights(w, x, Wq, Wk, Wv))
+                  likely=msg("likely.fill_large_negative") if tiny and not changed else diagnose)
     v.expect("future-is-zero", True)
     v.require("first-token", torch.allclose(w[:, 0, 0].double(), torch.ones(B, dtype=torch.float64)),
-              "check.first_row", got=float(w[0, 0, 0]), likely=lambda: diagnose_weights(w, x, Wq, Wk, Wv))
+              "check.first_row", got=float(w[0, 0, 0]), likely=diagnose)
     if not close(w, ref_w):
         err, where = max_error(w, ref_w)
         v.require("matches-pytorch", False, "check.values", what="weights", err=err, where=shape_str(where),
-                  tol="1e-5", likely=lambda: diagnose_weights(w, x, Wq, Wk, Wv))
+                  tol="1e-5", likely=diagnose)
     if not close(out, ref_out):
         err, where = max_error(out, ref_out)
         v.require("matches-pytorch", False, "check.values", what="out", err=err, where=shape_str(where),
-                  tol="1e-5", likely=msg("likely.out_not_weights_v"))
+                  tol="1e-5", likely=msg("likely.mutated_input", arg=changed) if changed else msg("likely.out_not_weights_v"))
     v.expect("matches-pytorch", True)
-    inputs_unchanged(v, "causal_attention", ["x", "Wq", "Wk", "Wv"], call["args"], (x, Wq, Wk, Wv))
+
+
+def mutated_arg(after, names, pristine) -> str:
+    """The first input a call changed in place, or ""."""
+    for name, a, p in zip(names, after, pristine):
+        if isinstance(a, torch.Tensor) and not (a.shape == p.shape and bool(torch.equal(a.to(p.dtype), p))):
+            return name
+    return ""
 
 
 def sizes_label(names, size) -> str:
@@ -196,6 +232,18 @@ def weights_in(call, shape):
     return None
 
 
+def judge_called_again(v, fn, call, case, size, judge_case):
+    """A second call at the notebook's size, with new values, judged like the first."""
+    sub = Verdict()
+    try:
+        judge_case(sub, call, case, size)
+    except Stop:
+        pass
+    v.require("call-again", sub.passed(), "check.called_again", fn=fn, reason=sub.failed_message(),
+              likely=msg("likely.kept_state"))
+    v.expect("call-again", True)
+
+
 def judge_single(v, outputs, inputs, jctx):
     calls = outputs["calls"]
     seed = inputs["single"][0]
@@ -211,6 +259,8 @@ def judge_single(v, outputs, inputs, jctx):
     judge_single_case(v, calls[0], seed, SINGLE_SIZES[0])
     other_sizes(v, calls, inputs["single"], SINGLE_SIZES, ("B", "T", "d_in", "d_k"), judge_single_case)
     no_kernel(v, "causal_attention", jctx.source, {"causal_attention"}, jctx.kernels)
+    judge_called_again(v, "causal_attention", outputs["again"], inputs["single_again"], SINGLE_SIZES[0],
+                       judge_single_case)
 
 
 # ---------------------------------------------------------------- leakage
@@ -275,6 +325,15 @@ def judge_leakage_case(v, calls, case, size):
     for name, pos in (("last", T - 1), ("mid", T // 2)):
         amount = leak(outs["base"], outs[name], pos)
         v.require("no-leak", amount < 1e-6, "check.leak", pos=pos, got=amount, likely=msg("likely.leak"))
+    # No leak is also what a function that returns its first answer again shows.
+    if close(outs["base"], reference_single(case["x"], *case["W"])[0]):
+        for name in ("last", "mid"):
+            ref = reference_single(case[f"x_{name}"], *case["W"])[0]
+            if not close(outs[name], ref):
+                err, where = max_error(outs[name], ref)
+                v.require("call-again", False, "check.values", what=msg("value.again_new_x"), err=err,
+                          where=shape_str(where), tol="1e-5", likely=msg("likely.kept_state"))
+        v.expect("call-again", True)
 
 
 def judge_leakage(v, outputs, inputs, jctx):
@@ -290,38 +349,108 @@ def judge_leakage(v, outputs, inputs, jctx):
 
 # ---------------------------------------------------------------- multi-head
 
+SIGNATURE = [["d_in", None], ["d_out", None], ["n_heads", None], ["context_length", None], ["dropout", 0.0]]
+DROPOUT_P = 0.3  # with dropout in train mode: judged with fixed_dropout in place of torch's
+NOTEBOOK_SEED = 1  # self-check 3: torch.manual_seed(1), then the layer with its own initial weights
+PARAM_NAMES = {"W_q.weight": "W_q", "W_k.weight": "W_k", "W_v.weight": "W_v", "out_proj.weight": "out_w",
+               "out_proj.bias": "out_b"}
+
+
+def build(cls, size, **extra):
+    """As the notebook builds it: by keyword, left in its default (train) mode."""
+    d_in, d_out, H, cl = size[:4]
+    return cls(d_in=d_in, d_out=d_out, n_heads=H, context_length=cl, **extra)
+
+
+def load_weights(module, w) -> None:
+    """Our own weights, so the judge knows them without trusting the learner's process."""
+    with torch.no_grad():
+        for name, key in PARAM_NAMES.items():
+            owner, attr = name.split(".")
+            param = getattr(getattr(module, owner), attr)
+            if param is not None:
+                param.copy_(w[key])
+
+
+def layout_of(module, d_in, d_out) -> dict:
+    layout = {}
+    for attr in ("W_q", "W_k", "W_v", "out_proj"):
+        layer = getattr(module, attr, None)
+        layout[attr] = tuple(layer.weight.shape) if isinstance(layer, torch.nn.Linear) else None
+    layout["ok"] = (all(layout.values()) and layout["W_q"] == (d_out, d_in) and layout["W_k"] == (d_out, d_in)
+                    and layout["W_v"] == (d_out, d_in) and layout["out_proj"] == (d_out, d_out))
+    return layout
+
+
+def constructor_facts(cls, module) -> dict:
+    """What the given constructor promises: its signature, attributes and the mask buffer."""
+    import inspect
+
+    try:
+        params = list(inspect.signature(cls.__init__).parameters.values())[1:]
+        # *args / **kwargs forward to the given constructor: what they accept is judged by building.
+        signature = [["*", None] if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) else
+                     [p.name, None if p.default is inspect.Parameter.empty else p.default] for p in params]
+    except (TypeError, ValueError):
+        signature = None
+    dropout = getattr(module, "dropout", None)
+    buffers = dict(module.named_buffers())
+    return {
+        "signature": signature,
+        "attrs": {a: getattr(module, a, None) for a in ("d_out", "n_heads", "head_dim")},
+        "dropout": dropout.p if isinstance(dropout, torch.nn.Dropout) else None,
+        "buffers": sorted(buffers),
+        "mask": buffers.get("mask"),
+    }
+
+
+def state_of(module) -> dict:
+    """A copy: the tensors of state_dict() share storage with the layer, which the probe changes next."""
+    return {name: t.detach().clone() for name, t in module.state_dict().items()}
+
+
+def train_step(module, x, g):
+    """One forward and backward with gradients on, as in training: the gradient of sum(y·g)."""
+    module.zero_grad(set_to_none=True)
+    y = module(x)
+    if not isinstance(y, torch.Tensor) or not y.requires_grad:
+        return {"y": y, "connected": False, "grads": {}}
+    (y * g).sum().backward()
+    grads = {name: (p.grad.detach().clone() if p.grad is not None else None)
+             for name, p in module.named_parameters()}
+    return {"y": y.detach(), "connected": True, "grads": grads, "kernels": sorted(probe_kit.graph_kernels(y))}
+
+
 def probe_multi(ctx, inputs):
     cls = ctx.get("CausalMultiHeadAttention")
     cases = []
-    for i, ((d_in, d_out, H, cl, B, T), case) in enumerate(zip(MULTI_SIZES, inputs["multi"])):
-        made = ctx.call(lambda: cls(d_in, d_out, H, cl), primary=i == 0)
+    for i, (size, case) in enumerate(zip(MULTI_SIZES, inputs["multi"])):
+        d_in, d_out = size[:2]
+        made = ctx.call(lambda: build(cls, size), primary=i == 0)
         if "error" in made:
             cases.append({"made": made})
             continue
         module = made["value"]
-        layout = {}
-        for attr in ("W_q", "W_k", "W_v", "out_proj"):
-            layer = getattr(module, attr, None)
-            layout[attr] = tuple(layer.weight.shape) if isinstance(layer, torch.nn.Linear) else None
-        if all(layout.values()) and layout["W_q"] == (d_out, d_in) and layout["out_proj"] == (d_out, d_out):
-            # Our own weights, so the judge knows them without trusting the learner's process.
-            with torch.no_grad():
-                module.W_q.weight.copy_(case["w"]["W_q"])
-                module.W_k.weight.copy_(case["w"]["W_k"])
-                module.W_v.weight.copy_(case["w"]["W_v"])
-                module.out_proj.weight.copy_(case["w"]["out_w"])
-                if module.out_proj.bias is not None:
-                    module.out_proj.bias.copy_(case["w"]["out_b"])
-            module.eval()
-            base = ctx.call(module, case["x"], primary=i == 0)
-            last = ctx.call(module, case["x_last"], primary=i == 0)
-            # Once is enough: keeping state from the first call is a bug of the code, not of a size.
-            prefix = ctx.call(module, case["x_prefix"]) if i == 0 else None
-        else:
-            base = last = prefix = None
-        n_params = sum(p.numel() for p in module.parameters())
-        cases.append({"made": {"value": None}, "layout": layout, "base": base, "last": last, "prefix": prefix,
-                      "params": n_params})
+        out = {"made": {"value": None}, "layout": layout_of(module, d_in, d_out),
+               "params": sum(p.numel() for p in module.parameters())}
+        cases.append(out)
+        if not out["layout"]["ok"]:
+            continue
+        if i == 0:
+            out["constructor"] = constructor_facts(cls, module)
+        load_weights(module, case["w"])
+        # Every call with fixed_dropout in place of torch's: no randomness reaches a verdict.
+        out["base"] = ctx.call(module, case["x"], primary=i == 0, dropout=True)
+        if i:
+            continue
+        # The notebook's size: the layer as it is used, not only one frozen call.
+        out["last"] = ctx.call(module, case["x_last"], primary=True, dropout=True)
+        out["prefix"] = ctx.call(module, case["x_prefix"], dropout=True)  # the same layer, a shorter input
+        out["state"] = ctx.call(lambda: state_of(module)).get("value")
+        load_weights(module, inputs["multi_again"]["w"])
+        out["new_weights"] = ctx.call(module, case["x"], dropout=True)  # nothing kept from the old weights
+        out["dropout"] = probe_dropout(ctx, cls, size, case)
+        out["notebook"] = probe_notebook(ctx, cls, size, case, inputs["multi_again"]["g"])
     counts = {}
     if "CausalMultiHeadAttention" in vars(ctx.module):
         for heads in (1, 4):
@@ -330,61 +459,157 @@ def probe_multi(ctx, inputs):
     return {"cases": cases, "counts": counts}
 
 
+def probe_dropout(ctx, cls, size, case):
+    """A new layer with dropout: in eval mode on a short input, then on the whole one (so also
+    a layer that first sees a short input), then in train mode."""
+    made = ctx.call(lambda: build(cls, size, dropout=DROPOUT_P))
+    if "error" in made:
+        return {"made": made}
+    module = made["value"]
+    load_weights(module, case["w"])
+    ctx.call(module.eval)
+    short = ctx.call(module, case["x_prefix"], dropout=True)
+    evaluated = ctx.call(module, case["x"], dropout=True)
+    ctx.call(module.train)
+    return {"made": {"value": None}, "short": short, "eval": evaluated,
+            "train": ctx.call(module, case["x"], dropout=True)}
+
+
+def probe_notebook(ctx, cls, size, case, g):
+    """Self-check 3 as the notebook runs it: torch.manual_seed(1), built by keyword, its own
+    weights, train mode, gradients on; then one backward, as training would."""
+    torch.manual_seed(NOTEBOOK_SEED)
+    made = ctx.call(lambda: build(cls, size), grad=True)
+    if "error" in made:
+        return {"made": made}
+    module = made["value"]
+    step = ctx.call(lambda: train_step(module, case["x"], g), grad=True, dropout=True)
+    last = ctx.call(module, case["x_last"], grad=True, dropout=True)
+    return {"made": {"value": None}, "step": step, "last": last,
+            "state": ctx.call(lambda: state_of(module)).get("value"),
+            "params": sum(p.numel() for p in module.parameters())}
+
+
+def weights_from_state(state) -> dict | None:
+    """The layer's weights as the judge's reference takes them, from a state_dict sent back."""
+    try:
+        w = {key: state[name] for name, key in PARAM_NAMES.items() if name in state}
+    except TypeError:
+        return None
+    if set(w) != set(PARAM_NAMES.values()) or not all(isinstance(t, torch.Tensor) for t in w.values()):
+        return None
+    return {k: t.float() for k, t in w.items()}
+
+
 @of_the_inputs
-def reference_multi(x, w, H):
+def reference_multi(x, w, H, p=0.0):
+    """(output, weights) of the lab's layer with weights w; p > 0: fixed_dropout on the weights."""
     B, T, _ = x.shape
     d_out = w["W_q"].shape[0]
     hd = d_out // H
     q, k, v = (
         (x @ w[n].T).view(B, T, H, hd).transpose(1, 2) for n in ("W_q", "W_k", "W_v")
     )
-    ctx = F.scaled_dot_product_attention(q, k, v, is_causal=True).transpose(1, 2).reshape(B, T, d_out)
     scores = q @ k.transpose(2, 3) / hd**0.5
     future = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)
     weights = torch.softmax(scores.masked_fill(future, float("-inf")), dim=-1)
+    if p:
+        ctx = fixed_dropout.apply(weights, p) @ v
+    else:
+        ctx = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    ctx = ctx.transpose(1, 2).reshape(B, T, d_out)
     return ctx @ w["out_w"].T + w["out_b"], weights
 
 
-def diagnose_multi(y, x, w, H):
-    B, T, _ = x.shape
+_BY_VALUE: dict = {}
+
+
+def of_these_weights(x, w, H, g):
+    """The reference's output and gradients for weights the layer made itself: keyed on their
+    bytes, since a correct constructor under torch.manual_seed(1) makes the same ones every save."""
+    key = (id(x), id(g), H, tuple((k, t.numpy().tobytes()) for k, t in sorted(w.items())))
+    hit = _BY_VALUE.get(key)
+    if hit is None:
+        if len(_BY_VALUE) >= 16:
+            _BY_VALUE.clear()
+        hit = _BY_VALUE[key] = (reference_multi.__wrapped__(x, w, H)[0], reference_grads(x, w, H, g))
+    return hit
+
+
+def reference_grads(x, w, H, g) -> dict:
+    leaves = {k: t.detach().clone().requires_grad_(True) for k, t in w.items()}
+    with torch.enable_grad():
+        y, _ = reference_multi.__wrapped__(x, leaves, H)
+        (y * g).sum().backward()
+    return {name: leaves[key].grad for name, key in PARAM_NAMES.items()}
+
+
+def diagnose_multi(y, x, w, H, source=""):
+    B, T, d_in = x.shape
     d_out = w["W_q"].shape[0]
     hd = d_out // H
-    q, k, v = ((x @ w[n].T).view(B, T, H, hd).transpose(1, 2) for n in ("W_q", "W_k", "W_v"))
+    proj = {n: x @ w[n].T for n in ("W_q", "W_k", "W_v")}
+    q, k, v = (proj[n].view(B, T, H, hd).transpose(1, 2) for n in ("W_q", "W_k", "W_v"))
     future = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)
 
-    def attend(scale=hd**0.5, mask=future, fill=float("-inf"), merge="ok", proj=True, after=False, dim=-1):
-        s = q @ k.transpose(2, 3) / scale
+    def attend(scale=hd**0.5, mask=future, fill=float("-inf"), merge="ok", proj_out=True, after=False, dim=-1,
+               heads=(q, k, v)):
+        qq, kk, vv = heads
+        s = qq @ kk.transpose(2, 3) / scale
         if after:
             wts = torch.softmax(s, -1).masked_fill(mask, 0.0)
         else:
             wts = torch.softmax(s.masked_fill(mask, fill), dim)
-        c = wts @ v
+        c = wts @ vv
         c = c.transpose(1, 2).reshape(B, T, d_out) if merge == "ok" else c.reshape(B, T, d_out)
-        if proj == "no bias":
+        if proj_out == "no bias":
             return c @ w["out_w"].T
-        return c @ w["out_w"].T + w["out_b"] if proj else c
+        return c @ w["out_w"].T + w["out_b"] if proj_out else c
 
+    no_transpose = tuple(proj[n].view(B, H, T, hd) for n in ("W_q", "W_k", "W_v"))
+    no_mask = msg("likely.masked_fill_discarded") if masked_fill_discarded(source) else msg("likely.no_mask")
+    # Where d_in = d_out (the notebook's size), √d_in and √d_out are one mistake.
+    wide = msg("likely.scale_width", width=d_out, hd=hd) if d_in == d_out else msg("likely.scale_d_out")
     candidates = [
-        (lambda: attend(scale=d_out**0.5), msg("likely.scale_d_out")),
+        (lambda: attend(scale=d_out**0.5), wide),
+        (lambda: attend(scale=d_in**0.5), msg("likely.scale_d_in_multi", d_in=d_in, hd=hd)),
         (lambda: attend(scale=1.0), msg("likely.scale_none")),
-        (lambda: attend(mask=torch.zeros(T, T, dtype=torch.bool)), msg("likely.no_mask")),
+        (lambda: attend(mask=torch.zeros(T, T, dtype=torch.bool)), no_mask),
         (lambda: attend(fill=0.0), msg("likely.fill_zero")),
         (lambda: attend(after=True), msg("likely.mask_after_softmax")),
         (lambda: attend(mask=future.T), msg("likely.mask_transposed")),
+        (lambda: attend(mask=~future), msg("likely.mask_inverted_fill")),
         (lambda: attend(mask=torch.ones(T, T, dtype=torch.bool).triu()), msg("likely.mask_diagonal")),
         (lambda: attend(dim=-2), msg("likely.softmax_dim")),
+        (lambda: attend(heads=no_transpose, merge="bad"), msg("likely.heads_no_transpose")),
+        (lambda: attend(heads=no_transpose), msg("likely.heads_no_transpose")),
         (lambda: attend(merge="bad"), msg("likely.merge_heads")),
-        (lambda: attend(proj=False), msg("likely.no_out_proj")),
-        (lambda: attend(proj="no bias"), msg("likely.no_out_bias")),
+        (lambda: attend(proj_out=False), msg("likely.no_out_proj")),
+        (lambda: attend(proj_out="no bias"), msg("likely.no_out_bias")),
     ]
-    if H == 1:  # one head: head_dim is d_out, so that scale is right
-        candidates = [c for c in candidates if c[1]["key"] != "likely.scale_d_out"]
-    return matching_mistake(y, candidates)
+    skip = set()
+    if H == 1:  # one head: head_dim is d_out, so that scale is right, and no split to get wrong
+        skip |= {"likely.scale_d_out", "likely.scale_width", "likely.heads_no_transpose", "likely.merge_heads"}
+    if d_in == hd or d_in == d_out:
+        skip.add("likely.scale_d_in_multi")
+    return matching_mistake(y, [c for c in candidates if c[1]["key"] not in skip])
 
 
-def call_again(v, got, expected, what):
-    """The same layer, called once more after a right first call, must still be right."""
-    likely = msg("likely.call_again")
+def masked_fill_discarded(source: str) -> bool:
+    """`scores.masked_fill(...)` as a statement of its own: its result is thrown away."""
+    import ast
+
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return False
+    return any(isinstance(n, ast.Expr) and isinstance(n.value, ast.Call) and isinstance(n.value.func, ast.Attribute)
+               and n.value.func.attr == "masked_fill" for n in ast.walk(tree))
+
+
+def call_again(v, got, expected, what, likely=None):
+    """The same layer (or function), called once more after a right first call, must still be right."""
+    likely = likely or msg("likely.call_again")
     got = require_tensor(v, "call-again", what, got, tuple(expected.shape), likely)
     if not close(got, expected):
         err, where = max_error(got, expected)
@@ -393,30 +618,176 @@ def call_again(v, got, expected, what):
     v.expect("call-again", True)
 
 
-def judge_prefix(v, case, inp, size):
-    """The notebook's layer, called once more on a prefix of x. Judged after the other sizes:
-    code with the notebook's numbers written in fails there, with the message that fits."""
-    H = size[2]
-    prefix, t = case["prefix"], inp["x_prefix"].shape[1]
-    if "error" in prefix:
-        e = prefix["error"]
+def require_again_ran(v, call, t):
+    if "error" in call:
+        e = call["error"]
         v.require("call-again", False, "check.call_again_raised", t=t, kind=e["kind"], detail=e["detail"],
                   line=e["frames"][-1]["line"] if e["frames"] else "?", likely=msg("likely.call_again"))
-    call_again(v, prefix["value"], reference_multi(inp["x_prefix"], inp["w"], H)[0], msg("value.again_prefix", t=t))
 
 
-def judge_multi_case(v, case, inp, size):
+def judge_again(v, case, inp, size):
+    """The layer of the notebook's size used again: on a shorter input, after new weights are
+    loaded, and a new layer on a short input first. Judged after the other sizes: code with the
+    notebook's numbers written in fails there, with the message that fits."""
+    H = size[2]
+    t = inp["x_prefix"].shape[1]
+    require_again_ran(v, case["prefix"], t)
+    call_again(v, case["prefix"]["value"], reference_multi(inp["x_prefix"], inp["w"], H)[0],
+               msg("value.again_prefix", t=t))
+    w2 = case["new_weights_w"]
+    require_again_ran(v, case["new_weights"], inp["x"].shape[1])
+    call_again(v, case["new_weights"]["value"], reference_multi(inp["x"], w2, H)[0], msg("value.again_new_weights"),
+               likely=msg("likely.cached_weights"))
+    dropout = case.get("dropout") or {}
+    # Eval mode: no dropout, so the reference without it. A call that raised is judge_dropout's to say.
+    if "short" in dropout and "error" not in dropout["short"] and "error" not in dropout["eval"]:
+        short = dropout["short"]["value"]
+        # A wrong short call is dropout in eval mode, said by judge_dropout; a right one then a wrong longer one is state.
+        if isinstance(short, torch.Tensor) and close(short, reference_multi(inp["x_prefix"], inp["w"], H)[0]):
+            call_again(v, dropout["eval"]["value"], reference_multi(inp["x"], inp["w"], H)[0],
+                       msg("value.again_longer", t=t))
+
+
+def judge_state(v, case, inp, size):
+    """forward must leave the layer's weights and buffers as they were."""
+    T_ctx = size[3]
+    state = case.get("state") or {}
+    expected = {name: inp["w"][key] for name, key in PARAM_NAMES.items()}
+    expected["mask"] = torch.triu(torch.ones(T_ctx, T_ctx), diagonal=1).bool()
+    for name, want in expected.items():
+        got = state.get(name)
+        same = isinstance(got, torch.Tensor) and got.shape == want.shape and bool(torch.equal(got.to(want.dtype), want))
+        if not same:
+            detail = shape_str(got.shape) if isinstance(got, torch.Tensor) and got.shape != want.shape else (
+                f"{max_error(got, want)[0]:.3g}" if isinstance(got, torch.Tensor) else "—")
+            v.expect("state-unchanged", False, "check.state_changed", name=name, got=detail,
+                     likely=msg("likely.mask_sliced_in_place") if name == "mask" else msg("likely.weights_changed"))
+            return
+    v.expect("state-unchanged", True)
+
+
+def judge_constructor(v, facts, size):
+    d_in, d_out, H, cl = size[:4]
+    sig = facts.get("signature")
+    forwards = sig is not None and ["*", None] in sig
+    v.require("constructor", sig == SIGNATURE or forwards, "check.constructor_signature",
+              got=", ".join(n if d is None else f"{n}={d!r}" for n, d in (sig or [])) or "?")
+    want = {"d_out": d_out, "n_heads": H, "head_dim": d_out // H}
+    for attr, value in want.items():
+        got = facts["attrs"].get(attr)
+        v.require("constructor", got == value and type(got) is int, "check.constructor_attr", attr=attr,
+                  expected=str(value), got=describe(got) if type(got) is not int else str(got))
+    v.require("constructor", facts.get("dropout") == 0.0, "check.constructor_attr", attr="dropout",
+              expected="nn.Dropout(0.0)", got=str(facts.get("dropout")))
+    mask = facts.get("mask")
+    expected = torch.triu(torch.ones(cl, cl), diagonal=1).bool()
+    ok = isinstance(mask, torch.Tensor) and mask.dtype == torch.bool and mask.shape == expected.shape \
+        and bool(torch.equal(mask, expected))
+    v.require("constructor", ok, "check.mask_buffer", n=cl,
+              got=describe(mask) if mask is None or not isinstance(mask, torch.Tensor) else msg(
+                  "value.tensor", dtype=str(mask.dtype).removeprefix("torch."), shape=shape_str(mask.shape)))
+    v.expect("constructor", True)
+
+
+def judge_dropout(v, case, inp, size):
+    """With dropout in train mode: dropout on the attention weights, once, with the layer's p;
+    in eval mode: none. fixed_dropout stands in for torch's, so the reference gives the same."""
+    H = size[2]
+    made = case.get("made") or {}
+    if "error" in made:
+        e = made["error"]
+        v.require("dropout", False, "check.dropout_raised", p=DROPOUT_P, kind=e["kind"], detail=e["detail"],
+                  line=e["frames"][-1]["line"] if e["frames"] else "?")
+    for call in (case["short"], case["eval"], case["train"]):
+        if "error" in call:
+            e = call["error"]
+            v.require("dropout", False, "check.dropout_raised", p=DROPOUT_P, kind=e["kind"], detail=e["detail"],
+                      line=e["frames"][-1]["line"] if e["frames"] else "?")
+    for mode in ("train", "eval"):
+        call = case[mode]
+        p = DROPOUT_P if mode == "train" else 0.0
+        expected = reference_multi(inp["x"], inp["w"], H, p)[0]
+        y = require_tensor(v, "dropout", f"forward(x) ({mode})", call["value"], tuple(expected.shape))
+        if not close(y, expected):
+            err, where = max_error(y, expected)
+            v.require("dropout", False, f"check.dropout_{mode}", p=DROPOUT_P, err=err, where=shape_str(where),
+                      likely=lambda: diagnose_dropout(y, call.get("dropouts") or [], mode, inp, H))
+    v.expect("dropout", True)
+
+
+def diagnose_dropout(y, calls, mode, inp, H):
+    x, w = inp["x"], inp["w"]
+    if mode == "eval":
+        return msg("likely.dropout_in_eval") if any(c["training"] for c in calls) else msg("likely.dropout_unknown")
+    if not calls:
+        return msg("likely.dropout_missing")
+    if any(abs(c["p"] - DROPOUT_P) > 1e-9 for c in calls):
+        return msg("likely.dropout_p", got=next(c["p"] for c in calls if abs(c["p"] - DROPOUT_P) > 1e-9), p=DROPOUT_P)
+    B, T, _ = x.shape
+    if calls[0]["weights"] and sum(math.prod(c["shape"]) for c in calls) > B * H * T * T:
+        return msg("likely.dropout_twice")
+    if any(not c["weights"] for c in calls):
+        shape = next(c["shape"] for c in calls if not c["weights"])
+        return msg("likely.dropout_place", shape=shape_str(shape))
+    return msg("likely.dropout_unknown")
+
+
+def judge_notebook(v, nb, inp, size, g):
+    """Self-check 3 as written: the reference is rebuilt from the layer's own weights after the
+    call; then the gradients of one backward pass must be the reference's."""
+    H = size[2]
+    made = nb.get("made") or {}
+    require_ran(v, made, "CausalMultiHeadAttention(d_in=…, d_out=…, n_heads=…, context_length=…)")
+    step = nb["step"]
+    if "error" in step:
+        e = step["error"]
+        v.require("trainable", False, "check.backward_raised", kind=e["kind"], detail=e["detail"],
+                  line=e["frames"][-1]["line"] if e["frames"] else "?", likely=likely_for_backward(e))
+    w = weights_from_state(nb.get("state"))
+    v.require("notebook", w is not None, "check.state_keys", got=", ".join(sorted(nb.get("state") or {})) or "—")
+    expected, want = of_these_weights(inp["x"], w, H, g)
+    value = step["value"]
+    y = require_tensor(v, "notebook", "forward(x)", value.get("y") if isinstance(value, dict) else None,
+                       tuple(expected.shape))
+    if not close(y, expected):
+        err, where = max_error(y, expected)
+        v.require("notebook", False, "check.notebook_values", err=err, where=shape_str(where),
+                  likely=msg("likely.notebook_mode"))
+    last = nb["last"]
+    if "value" in last and isinstance(last["value"], torch.Tensor) and last["value"].shape == y.shape:
+        amount = leak(y, last["value"], y.shape[1] - 1)
+        v.require("notebook", amount < 1e-6, "check.leak", pos=y.shape[1] - 1, got=amount, likely=msg("likely.leak"))
+    v.expect("notebook", True)
+    v.require("trainable", value.get("connected"), "check.not_trainable", likely=msg("likely.grad_blocked"))
+    for name, ref in want.items():
+        got = value["grads"].get(name)
+        if got is None:
+            v.require("trainable", False, "check.no_grad", name=name, likely=msg("likely.grad_blocked"))
+        if not close(got, ref, atol=1e-4, rtol=1e-3):
+            err, where = max_error(got, ref) if got.shape == ref.shape else (float("nan"), ())
+            v.require("trainable", False, "check.grad_values", name=name, err=err, likely=msg("likely.grad_wrong"))
+    v.expect("trainable", True)
+
+
+def likely_for_backward(e) -> dict:
+    detail = e.get("detail", "")
+    if "inplace" in detail or "in-place" in detail:
+        return msg("likely.inplace_backward")
+    if "does not require grad" in detail or "numpy" in detail.lower():
+        return msg("likely.grad_blocked")
+    return msg("likely.unknown")
+
+
+def judge_multi_case(v, case, inp, size, source=""):
     d_in, d_out, H, cl, B, T = size
-    args = f"{d_in}, {d_out}, {H}, {cl}"
+    args = f"d_in={d_in}, d_out={d_out}, n_heads={H}, context_length={cl}"
     require_ran(v, case["made"], f"CausalMultiHeadAttention({args})")
     expected_layout = {"W_q": (d_out, d_in), "W_k": (d_out, d_in), "W_v": (d_out, d_in), "out_proj": (d_out, d_out)}
     for attr, shape in expected_layout.items():
         got = case["layout"][attr]
         v.require("constructor", got is not None and tuple(got) == shape, "check.constructor", args=args,
                   attr=attr, expected=shape_str(shape), got=shape_str(got) if got else "None")
-    for name in ("base", "last"):
-        call = case[name]
-        require_ran(v, call, "forward")
+    require_ran(v, case["base"], "forward")
     expected_params = 3 * d_in * d_out + d_out * d_out + d_out
     v.require("parameters", case["params"] == expected_params, "check.params_count",
               expected=expected_params, got=case["params"])
@@ -424,29 +795,38 @@ def judge_multi_case(v, case, inp, size):
     value = case["base"]["value"]
     shape_likely = msg("likely.forward_tuple") if isinstance(value, tuple) else msg("likely.multi_shape")
     y = require_tensor(v, "shape", "forward(x)", value, (B, T, d_out), shape_likely)
-    y2 = case["last"]["value"]
+    mutated = not inputs_unchanged(v, "forward", ["x"], case["base"]["args"], (x,))
+    written_in = [c["p"] for c in case["base"].get("dropouts", []) if c["training"] and c["p"]]
+    if written_in:  # the layer was built with dropout 0
+        diagnose = lambda: msg("likely.dropout_p", got=written_in[0], p=0.0)  # noqa: E731
+    else:
+        diagnose = lambda: diagnose_multi(y, x, inp["w"], H, source)  # noqa: E731
     bad = first_nonfinite(y)
     v.require("finite", bad is None, "check.not_finite", what="forward(x)", count=bad[1] if bad else 0,
-              where=shape_str(bad[0]) if bad else "", likely=lambda: diagnose_multi(y, x, inp["w"], H))
+              where=shape_str(bad[0]) if bad else "", likely=diagnose)
     ref, _ = reference_multi(x, inp["w"], H)
     right = close(y, ref)
-    if isinstance(y2, torch.Tensor) and y2.shape == y.shape:
-        if right:  # a right first call and a wrong second one is no leak: forward changed the layer
-            call_again(v, y2, reference_multi(inp["x_last"], inp["w"], H)[0], msg("value.again_last"))
-        amount = leak(y, y2, T - 1)
-        v.require("no-leak", amount < 1e-6, "check.leak", pos=T - 1, got=amount, likely=lambda: diagnose_multi(y, x, inp["w"], H))
+    if "last" in case:
+        require_ran(v, case["last"], "forward")
+        y2 = case["last"]["value"]
+        if isinstance(y2, torch.Tensor) and y2.shape == y.shape:
+            if right:  # a right first call and a wrong second one is no leak: forward changed the layer
+                call_again(v, y2, reference_multi(inp["x_last"], inp["w"], H)[0], msg("value.again_last"))
+            amount = leak(y, y2, T - 1)
+            v.require("no-leak", amount < 1e-6, "check.leak", pos=T - 1, got=amount, likely=diagnose)
     if not right:
         err, where = max_error(y, ref)
         v.require("matches-pytorch", False, "check.values", what="forward(x)", err=err, where=shape_str(where),
-                  tol="1e-5", likely=lambda: diagnose_multi(y, x, inp["w"], H))
+                  tol="1e-5", likely=msg("likely.mutated_input", arg="x") if mutated else diagnose)
     v.expect("matches-pytorch", True)
-    inputs_unchanged(v, "forward", ["x"], case["base"]["args"], (x,))
 
 
 def judge_multi(v, outputs, inputs, jctx):
     cases = outputs["cases"]
+    judge_case = functools.partial(judge_multi_case, source=jctx.source)
     soft = (cases[0].get("base") or {}).get("softmax")
-    _, ref_w = reference_multi(inputs["multi"][0]["x"], inputs["multi"][0]["w"], MULTI_SIZES[0][2])
+    seed, size = inputs["multi"][0], MULTI_SIZES[0]
+    _, ref_w = reference_multi(seed["x"], seed["w"], size[2])
     have = isinstance(soft, torch.Tensor) and soft.shape == ref_w.shape
     # Drawn before judging: a failing step is where the heatmap helps most.
     v.visuals["heatmaps"] = [
@@ -455,14 +835,23 @@ def judge_multi(v, outputs, inputs, jctx):
          "reference": round_matrix(ref_w[0, h])}
         for h in range(ref_w.shape[1])
     ]
-    judge_multi_case(v, cases[0], inputs["multi"][0], MULTI_SIZES[0])
+    first = cases[0]
+    if "constructor" in first:
+        judge_constructor(v, first["constructor"], size)
+    judge_case(v, first, seed, size)
     counts = outputs["counts"]
     v.expect("heads-share-parameters", counts.get(1) is not None and counts.get(1) == counts.get(4),
              "check.params_heads", one=counts.get(1), four=counts.get(4))
     other_sizes(v, cases, inputs["multi"], MULTI_SIZES, ("d_in", "d_out", "n_heads", "context_length", "B", "T"),
-                      judge_multi_case)
-    no_kernel(v, "forward", jctx.source, {"CausalMultiHeadAttention"}, jctx.kernels)
-    judge_prefix(v, cases[0], inputs["multi"][0], MULTI_SIZES[0])
+                judge_case)
+    trained = ((first.get("notebook") or {}).get("step") or {}).get("value")
+    in_graph = trained.get("kernels") or [] if isinstance(trained, dict) else []
+    no_kernel(v, "forward", jctx.source, {"CausalMultiHeadAttention"}, sorted(set(jctx.kernels) | set(in_graph)))
+    judge_state(v, first, seed, size)
+    first["new_weights_w"] = inputs["multi_again"]["w"]
+    judge_again(v, first, seed, size)
+    judge_notebook(v, first["notebook"], seed, size, inputs["multi_again"]["g"])
+    judge_dropout(v, first["dropout"], seed, size)
 
 
 # ---------------------------------------------------------------- shapes
@@ -505,6 +894,9 @@ def judge_shapes_case(v, call, _case, size):
         if isinstance(value, list) and all(isinstance(i, int) for i in value):
             v.require("tuples", False, "check.shapes_type", key=key, expected=shape_str(truth[key]),
                       got=str(value), type="list")
+        if isinstance(value, tuple) and any(isinstance(i, float) for i in value):
+            v.require("tuples", False, "check.shapes_float", key=key, expected=shape_str(truth[key]),
+                      got=str(value), likely=msg("likely.shapes_float"))
         is_shape = isinstance(value, tuple) and all(isinstance(i, int) and not isinstance(i, bool) for i in value)
         v.require("tuples", is_shape, "check.shapes_type", key=key, expected=shape_str(truth[key]),
                   got=describe(value) if not isinstance(value, tuple) else str(value), type=describe(value))
@@ -544,38 +936,21 @@ def memory_settings(params) -> dict:
     return s
 
 
-class SquareTensors:
-    """Records the largest (…, T, T) tensor that matmul, softmax or masked_fill produce:
-    the score tensor the learner's code really builds."""
-
-    TARGETS = [(torch, "matmul"), (torch, "bmm"), (torch, "einsum"), (torch, "softmax"), (F, "softmax"),
-               (torch.Tensor, "__matmul__"), (torch.Tensor, "matmul"), (torch.Tensor, "softmax"),
-               (torch.Tensor, "masked_fill"), (torch, "masked_fill"), (torch.Tensor, "__truediv__"),
-               (torch.Tensor, "__mul__")]
+class SquareTensors(TorchFunctionMode):
+    """Records the largest (…, T, T) tensor any torch function produces: the score tensor the
+    learner's code really builds. A function mode, so nothing is patched (torch.jit.script
+    still compiles)."""
 
     def __init__(self, T):
+        super().__init__()
         self.T = T
         self.bytes = 0
-        self.saved = []
 
-    def __enter__(self):
-        for owner, name in self.TARGETS:
-            original = getattr(owner, name)
-            self.saved.append((owner, name, original))
-            setattr(owner, name, self._wrap(original))
-        return self
-
-    def _wrap(self, original):
-        def recording(*args, **kwargs):
-            out = original(*args, **kwargs)
-            if isinstance(out, torch.Tensor) and out.dim() >= 2 and out.shape[-2:] == (self.T, self.T):
-                self.bytes = max(self.bytes, out.numel() * out.element_size())
-            return out
-        return recording
-
-    def __exit__(self, *exc):
-        for owner, name, original in reversed(self.saved):
-            setattr(owner, name, original)
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        if isinstance(out, torch.Tensor) and out.dim() >= 2 and out.shape[-2:] == (self.T, self.T):
+            self.bytes = max(self.bytes, out.numel() * out.element_size())
+        return out
 
 
 def probe_memory(ctx, inputs):

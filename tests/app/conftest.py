@@ -90,13 +90,14 @@ def make_app(workspace, engine_results):
 
     sources = _sources()
 
-    def make(name: str = "lm3-l3", step_id: str | None = None, lang: str = "en", store: Store | None = None):
+    def make(name: str = "lm3-l3", step_id: str | None = None, lang: str = "en", store: Store | None = None,
+             **kwargs):
         lesson_id, file_name, source = sources[name]
         lesson = get_lesson(lesson_id)
         path = workspace / file_name
         path.write_text(source, encoding="utf-8")
         app = TutorApp(lesson=lesson, path=path, created=False, step_id=step_id or lesson.steps[0].id,
-                       lang=lang, store=store or Store(workspace), start_worker=False)
+                       lang=lang, store=store or Store(workspace), start_worker=False, **kwargs)
         return app, engine_results[name]
 
     return make

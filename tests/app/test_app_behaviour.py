@@ -149,6 +149,24 @@ async def test_the_language_is_remembered(make_app, workspace):
     assert Store(workspace).load()["lang"] == "zh"
 
 
+async def test_a_language_nobody_chose_is_not_remembered(make_app, workspace):
+    """The language from the locale (or the default) is not a choice: saved progress leaves
+    "lang" as it was, so the next run (or `--help`) follows LANG again."""
+    app, results = make_app("lm3-l3", lang="en")
+    async with app.run_test(size=SIZE) as pilot:
+        app.apply_results(results)
+        await pilot.press("n", "h")
+        await pilot.press("q")
+    state = Store(workspace).load()
+    assert state["lessons"]["lm3-l3"]["step"] == "leakage" and state["lang"] is None
+    # --lang is a choice (main.run_app passes lang_chosen)
+    app, results = make_app("lm3-l3", lang="zh", lang_chosen=True)
+    async with app.run_test(size=SIZE) as pilot:
+        app.apply_results(results)  # saved with the verdicts
+        await pilot.press("q")
+    assert Store(workspace).load()["lang"] == "zh"
+
+
 # ---------------------------------------------------------------------------- hints
 
 
@@ -332,3 +350,156 @@ async def test_the_gc_paused_for_the_start_up_is_back_after_the_first_screen(mak
     finally:
         gc.unfreeze()
         gc.enable()
+
+
+# ---------------------------------------------------------------------------- reflection answers
+
+
+def edit_in_the_file(path, index: int, new: str) -> None:
+    """The learner's editor: the text between one pair of markers replaced, the file saved."""
+    text = path.read_text("utf-8")
+    found = re.search(rf"<!-- answer {index} -->\n(.*?)\n?<!-- /answer {index} -->", text, re.S)
+    assert found, f"no markers for answer {index} in {path}"
+    path.write_text(text[:found.start()] + f"<!-- answer {index} -->\n{new}\n<!-- /answer {index} -->"
+                    + text[found.end():], "utf-8")
+
+
+async def write_in_the_box(pilot, n: str, text: str, *, before_closing=None) -> str:
+    """Open answer n, type `text` at its end, run `before_closing`, close with Escape;
+    returns what the box showed when it opened."""
+    from textual.widgets import TextArea
+
+    from tutor.app.answer import AnswerScreen
+
+    await pilot.press(n)
+    await settle(pilot)
+    assert isinstance(pilot.app.screen, AnswerScreen)
+    area = pilot.app.screen.query_one(TextArea)
+    shown = area.text
+    area.move_cursor(area.document.end)
+    area.insert(text)
+    if before_closing:
+        before_closing()
+    await pilot.press("escape")
+    await settle(pilot)
+    assert not isinstance(pilot.app.screen, AnswerScreen)
+    return shown
+
+
+async def test_an_answer_written_in_the_file_is_never_overwritten(make_app, workspace):
+    """Issue #15: answer 2 written in the answers file while the app runs, then answer 1 written
+    in the app: answer 2 is still in the file, and the app shows it."""
+    app, results = make_app("lm3-l3", step_id="reflect")
+    path = workspace / "lm3-l3-answers.md"
+    async with app.run_test(size=SIZE) as pilot:
+        app.apply_results(results)
+        await write_in_the_box(pilot, "1", "Scale keeps the softmax soft.")
+        assert app.store.read_answers("lm3-l3") == {0: "Scale keeps the softmax soft."}
+        edit_in_the_file(path, 1, "The mask hides the future. (typed in my editor)")
+        # The step shows it without a key (the file is read again every ANSWERS_EVERY s)...
+        for _ in range(40):
+            if "typed in my editor" in doc_text(app):
+                break
+            await pilot.pause(0.05)
+        assert "typed in my editor" in doc_text(app)
+        # ...and answer 1 written again in the app leaves it where it is.
+        await write_in_the_box(pilot, "1", " Edited in the app.")
+        assert app.store.read_answers("lm3-l3") == {
+            0: "Scale keeps the softmax soft. Edited in the app.",
+            1: "The mask hides the future. (typed in my editor)"}
+        assert app.answers == app.store.read_answers("lm3-l3")
+        # The box opens on what the file says, even when the change is a moment old.
+        edit_in_the_file(path, 1, "Rewritten in the editor.")
+        assert await write_in_the_box(pilot, "2", "") == "Rewritten in the editor."
+        assert app.store.read_answers("lm3-l3")[1] == "Rewritten in the editor."
+        assert "Rewritten in the editor." in doc_text(app)
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+async def test_an_answer_changed_in_the_file_and_the_box_at_once_keeps_both(make_app, workspace, lang):
+    app, results = make_app("lm3-l3", step_id="reflect", lang=lang)
+    path = workspace / "lm3-l3-answers.md"
+    async with app.run_test(size=SIZE) as pilot:
+        app.apply_results(results)
+        await write_in_the_box(pilot, "3", "Heads look at different things.")
+        await write_in_the_box(pilot, "3", " (app)",
+                               before_closing=lambda: edit_in_the_file(path, 2, "Several subspaces. (file)"))
+        answer = app.store.read_answers("lm3-l3")[2]
+        assert answer == t("ui.answer_both", lang, file="Several subspaces. (file)",
+                           app="Heads look at different things. (app)")
+        assert app.answers[2] == answer
+        assert any(t("ui.answer_kept_both", lang, n=3, path=path.name) in str(n.message) for n in app._notifications)
+        # Opened again, the box holds both versions, to be made one.
+        assert await write_in_the_box(pilot, "3", "") == answer
+
+
+async def test_an_answer_that_could_not_be_saved_is_offered_again(make_app, workspace):
+    app, results = make_app("lm3-l3", step_id="reflect")
+    async with app.run_test(size=SIZE) as pilot:
+        app.apply_results(results)
+        (workspace / "lm3-l3-answers.md").mkdir()  # a folder in its place: the write fails
+        await write_in_the_box(pilot, "1", "Not lost.")
+        assert app.answers[0] == "Not lost."
+        await pilot.pause(1.2)  # the file is read again meanwhile: the unsaved answer stays on screen
+        assert "Not lost." in doc_text(app)
+        (workspace / "lm3-l3-answers.md").rmdir()
+        assert await write_in_the_box(pilot, "1", " Saved now.") == "Not lost."
+        assert app.store.read_answers("lm3-l3") == {0: "Not lost. Saved now."}
+
+
+# ---------------------------------------------------------------------------- the results panel's scroll
+
+
+def visible(app, anchor: str) -> bool:
+    """Whether the first line of the results' Anchored(anchor) part is in the panel's view."""
+    panel = app.query_one("#results")
+    lines = panel.anchor_lines(anchor)
+    assert lines is not None, f"no {anchor} in the results panel"
+    top = round(panel.scroll_y)
+    return top <= lines[0] < top + panel.scrollable_content_region.height
+
+
+async def test_a_new_failure_is_in_view_after_a_scroll(make_app, engine_results):
+    """Issue #15: after `h` or a scroll, the results panel kept its scroll position, and the ✗
+    line of the next run's verdict was above the view."""
+    app, broken = make_app("lab-02-broken", step_id="weights")
+    async with app.run_test(size=SIZE) as pilot:
+        app.apply_results(broken)
+        await settle(pilot)
+        assert visible(app, "failure")
+        await pilot.press("h", "h")
+        await settle(pilot)
+        panel = app.query_one("#results")
+        panel.scroll_end(animate=False, immediate=True)
+        await settle(pilot)
+        assert panel.max_scroll_y > 0 and not visible(app, "failure")  # as the learner left it
+        # The next save: a pass, then the failure again.
+        app.apply_results(engine_results["lab-02"])
+        await settle(pilot)
+        assert round(panel.scroll_y) == 0
+        panel.scroll_end(animate=False, immediate=True)
+        await settle(pilot)
+        app.apply_results(broken)
+        await settle(pilot)
+        assert visible(app, "failure")
+        assert round(panel.scroll_y) <= panel.anchor_lines("failure")[0]  # near the top: at most the status above
+        assert "Expected a weight of exactly 0" in screen_shot_text(app)
+
+
+async def test_h_shows_the_new_hint_and_keeps_the_failure_in_view(make_app):
+    app, broken = make_app("lab-02-broken", step_id="weights")
+    async with app.run_test(size=SIZE) as pilot:
+        app.apply_results(broken)
+        await settle(pilot)
+        for n in (1, 2, 3):
+            await pilot.press("h")
+            await settle(pilot)
+            assert visible(app, "failure"), f"hint {n} pushed the failure out of view"
+            assert visible(app, "hint"), f"hint {n} is not in view"
+            shot = screen_shot_text(app)
+            assert t("ui.hint", "en", n=n, total=3) in shot and "Expected a weight of exactly 0" in shot
+
+
+def screen_shot_text(app) -> str:
+    svg = app.export_screenshot()
+    return "".join(html.unescape(m) for m in re.findall(r"<text[^>]*>([^<]*)</text>", svg)).replace("\xa0", " ")

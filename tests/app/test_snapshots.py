@@ -73,6 +73,13 @@ def test_hints_open(snap_compare, make_app, lang):
     assert snap_compare(app, run_before=driver(results, "h", "h"))
 
 
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_failure_with_hints_open(snap_compare, make_app, lang):
+    """The newest hint under the failure, the failure's ✗ line still in view."""
+    app, results = make_app("lab-02-broken", step_id="weights", lang=lang)
+    assert snap_compare(app, run_before=driver(results, "h", "h"))
+
+
 @pytest.mark.parametrize("lesson,step,keys,lang", [
     pytest.param("lm3-l3", "single-head", ("w",), "en", id="lm3-l3-weights-en"),
     pytest.param("lab-02", "heatmap", (), "zh", id="lab-02-heatmap-zh"),

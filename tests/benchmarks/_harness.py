@@ -10,6 +10,7 @@ import hashlib
 import json
 import os
 import random
+import re
 import shlex
 import shutil
 import signal
@@ -59,10 +60,21 @@ VARIANTS = {
 BROKEN = ("no_mask", "mha_no_mask", "shapes_wrong", "syntax", "todo")
 
 
-def learner_text(kind: str, uid: str) -> str:
-    """A distinct content per save (the app ignores a save that changes nothing)."""
+def learner_text(kind: str, uid: str, prints: int = 0) -> str:
+    """A distinct content per save (the app ignores a save that changes nothing); with prints,
+    every function prints that many bytes a call (see with_prints)."""
     make, _ = VARIANTS[kind]
-    return make(REFERENCE) + f"\n# benchmark save {uid}\n"
+    text = make(REFERENCE)
+    return (with_prints(text, prints) if prints else text) + f"\n# benchmark save {uid}\n"
+
+
+# A one-line def of a function or method (the syntax variant's `def unfinished(:` is not one).
+_DEF = re.compile(r"^( *)def \w+\(.*\).*:[ \t]*$", re.M)
+
+
+def with_prints(text: str, nbytes: int) -> str:
+    """`print("x" * nbytes)` first in every function: output as debugging prints make it."""
+    return _DEF.sub(lambda m: f'{m.group(0)}\n{m.group(1)}    print("x" * {nbytes})', text)
 
 
 def digest(text: str) -> str:  # the same as tutor.app.trace.digest

@@ -80,14 +80,14 @@ def screen_marks(capture) -> str | None:
     return step_marks(capture.capture()) if capture else None
 
 
-def one_save(sess, trace, kind: str, method: str, uid: str, capture, timeout: float) -> dict:
+def one_save(sess, trace, kind: str, method: str, uid: str, capture, timeout: float, prints: int = 0) -> dict:
     prev = screen_marks(capture)
     if capture is not None and not settled(prev):  # still showing a run: let it finish
         time.sleep(0.5)
         prev = screen_marks(capture)
     if capture is not None and VARIANTS[kind][1] == prev:  # the pane could not tell this save happened
         kind = next(k for k in ("correct",) + BROKEN if VARIANTS[k][1] != prev)
-    text = learner_text(kind, uid)
+    text = learner_text(kind, uid, prints)
     d = digest(text)
     t0 = SAVERS[method](sess.learner, text)
     row = {"kind": kind, "method": method, "digest": d, "t_write": t0, "expected": VARIANTS[kind][1]}

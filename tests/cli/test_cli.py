@@ -12,15 +12,20 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def run(*args, cwd=None, env=None):
+    """The CLI in `cwd`, by default the test's own empty folder (tests/conftest.py): never the
+    checkout, where an `attn-tutor` run leaves an attn-lab/ with its state."""
     environ = dict(os.environ, PYTHONPATH=str(ROOT))
     environ.update(env or {})
-    environ.pop("LC_ALL", None)
     return subprocess.run([sys.executable, "-m", "tutor", *args], capture_output=True, text=True,
-                          cwd=cwd or ROOT, env=environ, timeout=120)
+                          cwd=cwd or Path.cwd(), env=environ, timeout=120)
+
+
+def here(relative: str) -> str:
+    return str(ROOT / relative)
 
 
 def test_reference_passes_and_json_is_one_object():
-    for lesson, file in (("lm3-l3", "reference/lm3_l3.py"), ("lab-02", "reference/lab_02.py")):
+    for lesson, file in (("lm3-l3", here("reference/lm3_l3.py")), ("lab-02", here("reference/lab_02.py"))):
         out = run("check", file, "--lesson", lesson, "--json")
         assert out.returncode == 0, out.stderr
         data = json.loads(out.stdout)
@@ -34,7 +39,7 @@ def test_reference_passes_and_json_is_one_object():
 
 
 def test_starter_is_all_todo_and_exits_1(tmp_path):
-    out = run("check", "lessons/lab-02/starter.py", "--lesson", "lab-02", "--json")
+    out = run("check", here("lessons/lab-02/starter.py"), "--lesson", "lab-02", "--json")
     assert out.returncode == 1
     data = json.loads(out.stdout)
     assert [s["status"] for s in data["steps"]] == ["todo"] * 4
@@ -62,8 +67,8 @@ def test_default_file_is_the_workspace_file(tmp_path):
 
 @pytest.mark.parametrize("args", [
     ("check", "no/such/file.py"),
-    ("check", "reference/lm3_l3.py", "--lesson", "nope"),
-    ("check", "reference"),
+    ("check", here("reference/lm3_l3.py"), "--lesson", "nope"),
+    ("check", here("reference")),
 ])
 def test_bad_usage_exits_2_with_one_line(args):
     out = run(*args)
@@ -89,18 +94,30 @@ def test_list_json_and_version_and_help():
     assert "检查" in run("--help", env={"LANG": "zh_CN.UTF-8"}).stdout
 
 
-def test_runs_without_numpy(tmp_path):
-    """torch does not require NumPy and neither may the tutor: block it, and check still works."""
-    blocker = tmp_path / "block"
-    blocker.mkdir()
-    (blocker / "sitecustomize.py").write_text(
-        "import sys\n"
-        "class Block:\n"
-        "    def find_spec(self, name, path=None, target=None):\n"
-        "        if name == 'numpy' or name.startswith('numpy.'):\n"
-        "            raise ModuleNotFoundError('numpy is blocked for this test', name=name)\n"
-        "sys.meta_path.insert(0, Block())\n")
-    out = run("check", "reference/lab_02.py", "--json",
-              env={"PYTHONPATH": f"{ROOT}{os.pathsep}{blocker}"})
+def test_a_file_that_uses_numpy_passes(tmp_path):
+    """NumPy is a dependency of the tutor now: a learner's file may use it (the app's process
+    still never imports it: tests/unit/test_import_contract.py)."""
+    source = (ROOT / "reference/lab_02.py").read_text().replace(
+        "import torch\n", "import numpy as np\nimport torch\n", 1).replace(
+        "    return weights @ v, weights",
+        "    print('weights as numpy:', weights.numpy().shape)\n    return weights @ v, weights")
+    assert "numpy()" in source
+    path = tmp_path / "lab_02.py"
+    path.write_text(source)
+    out = run("check", str(path), "--json")
     assert out.returncode == 0, out.stdout + out.stderr
     assert json.loads(out.stdout)["passed"] == 4
+
+
+def test_help_follows_the_locale_unless_the_workspace_remembers_a_choice(tmp_path):
+    """The README's test command after its run command: the app leaves a state file with
+    progress but no language (nobody chose one), so --help follows LANG; a language chosen
+    with `l` or --lang is remembered and wins."""
+    state = tmp_path / "attn-lab" / ".attn-tutor" / "state.json"
+    state.parent.mkdir(parents=True)
+    progress = {"version": 1, "lang": None, "lesson": "lm3-l3", "lessons": {"lm3-l3": {"step": "single-head"}}}
+    state.write_text(json.dumps(progress))
+    assert "检查" in run("--help", cwd=tmp_path, env={"LANG": "zh_CN.UTF-8"}).stdout
+    assert "检查" not in run("--help", cwd=tmp_path).stdout
+    state.write_text(json.dumps({**progress, "lang": "en"}))
+    assert "检查" not in run("--help", cwd=tmp_path, env={"LANG": "zh_CN.UTF-8"}).stdout

@@ -2,6 +2,8 @@
 and the screen changes — no mocks."""
 
 import asyncio
+import html
+import re
 import shutil
 from pathlib import Path
 
@@ -93,3 +95,32 @@ async def test_reset_asks_first_and_keeps_a_backup(tmp_path, monkeypatch):
     assert "def causal_attention(x, Wq, Wk, Wv):\n    q, k, v = x @ Wq" in text  # other steps kept
     backups = list((tmp_path / "attn-lab" / ".attn-tutor" / "backups").iterdir())
     assert len(backups) == 1 and backups[0].read_text() == mine
+
+
+async def test_after_a_scroll_the_next_failure_is_in_view(tmp_path, monkeypatch):
+    """A real save after `h` and a scroll to the end of the results: the new verdict's first
+    failing check is on screen."""
+    monkeypatch.chdir(tmp_path)
+    lesson = get_lesson("lab-02")
+    path, _ = ensure_solution(tmp_path, lesson)
+    reference = (ROOT / "reference" / "lab_02.py").read_text()
+    path.write_text(reference.replace('float("-inf")', "0.0"))
+    app = TutorApp(lesson=lesson, path=path, created=False, step_id="weights", lang="en",
+                   store=Store(workspace_dir(tmp_path)))
+    async with app.run_test(size=(80, 24)) as pilot:
+        assert await wait_for(pilot, lambda: statuses(app)["weights"] == "fail" and not app.running)
+        await pilot.press("h", "h")
+        panel = app.query_one("#results")
+        panel.scroll_end(animate=False, immediate=True)
+        await pilot.pause()
+        failure = panel.anchor_lines("failure")
+        assert failure[0] < round(panel.scroll_y)  # above the view, as the learner left it
+        seen = app.versions["weights"]
+        path.write_text(reference.replace('float("-inf")', "-1.0"))  # another wrong fill
+        assert await wait_for(pilot, lambda: app.versions["weights"] > seen and not app.running)
+        await pilot.pause()
+        failure = panel.anchor_lines("failure")
+        top = round(panel.scroll_y)
+        assert top <= failure[0] < top + panel.scrollable_content_region.height
+        shot = html.unescape(re.sub(r"<[^>]+>", "", app.export_screenshot())).replace("\xa0", " ")
+        assert "Expected a weight of exactly 0" in shot and "0.07762" in shot  # the new run's numbers

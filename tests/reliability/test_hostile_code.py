@@ -115,8 +115,9 @@ CASES = [
             return Endless().shapes
         """), Exp("error", "failure.recursion", SHAPES, marked_line=True), Exp("pass", steps=CA + ["multi-head"])),
     # --------------------------------------------------------- input
+    # At import time it is the file's error, said as such (not "causal_attention raised …").
     case("import-input", at_import("answer = input('name? ')  # <-"),
-         Exp("error", "failure.exception", params={"kind": "EOFError"}, marked_line=True)),
+         Exp("error", "failure.file_exception", params={"kind": "EOFError"}, marked_line=True)),
     case("function-reads-stdin", fn_shapes("    import sys\n    return sys.stdin.read()"),
          Exp("fail", "check.shapes_not_dict", SHAPES), Exp("pass", steps=CA + ["multi-head"])),
     # --------------------------------------------------------- syntax and empty files
@@ -280,7 +281,7 @@ def test_output_floods_are_bounded(live, kind):
         assert r.status in ("pass", "timeout"), summary(run.results)
         assert run.arrived[step] <= STEP_TIMEOUT + 1.0
         assert len(r.output) < 4200, len(r.output)
-        assert "bytes not shown" in r.output and ("flood line" in r.output or "out " in r.output), r.output[-300:]
+        assert r.output_dropped > 0 and ("flood line" in r.output or "out " in r.output), r.output[-300:]
     for step in set(ALL) - set(flooded):
         assert run.results[step].status == "pass", summary(run.results)
     # Still responsive: the next run is judged at once.

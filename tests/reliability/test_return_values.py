@@ -24,6 +24,23 @@ def causal_attention(x, Wq, Wk, Wv):
 """)
 
 
+TUPLE_LIARS = """
+class Lying(tuple):
+    def __new__(cls, real, shown):
+        self = super().__new__(cls, real)
+        self.shown = shown
+        return self
+    def __getitem__(self, i): return self.shown[i]
+    def __iter__(self): return iter(self.shown)
+
+class LongerThanItSays(tuple):
+    def __len__(self): return 2
+    def __iter__(self): return iter(tuple.__getitem__(self, slice(0, 2)))
+
+class ListPretendingTuple(list):
+    __class__ = property(lambda self: tuple)
+"""
+
 HOSTILE = """
 class Hostile:
     def __eq__(self, other): raise RuntimeError("eq")
@@ -72,8 +89,13 @@ CASES = {
                               "check.future"),
     "generator": ("(t for t in (out, weights))", "", "check.returns_pair"),
     "huge-nested-list": ("nested()", HOSTILE, "check.returns_pair"),
-    "namedtuple": ("Pair(out, weights)", "import collections\nPair = collections.namedtuple('Pair', 'out weights')",
-                   "check.returns_pair"),
+    # Subclasses are read through the base type's own methods: what they hold is judged, not what
+    # their methods claim.
+    "tuple-subclass-whose-getitem-lies": ("Lying(unmasked(x, Wq, Wk, Wv), (out, weights))", HOSTILE + TUPLE_LIARS,
+                                          "check.future"),
+    "tuple-subclass-of-three-claiming-two": ("LongerThanItSays((out, weights, weights))", HOSTILE + TUPLE_LIARS,
+                                             "check.returns_pair"),
+    "list-subclass-claiming-to-be-a-tuple": ("ListPretendingTuple([out, weights])", TUPLE_LIARS, "check.returns_pair"),
     "meta-tensors": ("(torch.empty(out.shape, device='meta'), weights)", "", "check.not_tensor"),
     "complex-tensors": ("(out.to(torch.complex64), weights)", "", "check.not_tensor"),
     "too-large-tensor": ("(torch.zeros(5_000_000), weights)", "", "check.not_tensor"),
@@ -91,6 +113,73 @@ def test_wrong_return_value_fails_clearly(live, case):
     assert run.results["shapes"].status == "pass", summary(run.results)
 
 
+# Values of other Python types that are still what was asked: a namedtuple is a tuple, an
+# OrderedDict a dict, whatever their methods do.
+RIGHT_TYPES = {
+    "namedtuple-pair": ("single-head", """
+        import collections
+        Pair = collections.namedtuple("Pair", "out weights")
+        _original = causal_attention
+        def causal_attention(x, Wq, Wk, Wv):
+            return Pair(*_original(x, Wq, Wk, Wv))
+        """),
+    "typing-namedtuple-pair": ("single-head", """
+        from typing import NamedTuple
+        class Attended(NamedTuple):
+            out: torch.Tensor
+            weights: torch.Tensor
+        _original = causal_attention
+        def causal_attention(x, Wq, Wk, Wv):
+            return Attended(*_original(x, Wq, Wk, Wv))
+        """),
+    "tuple-subclass-whose-methods-raise": ("single-head", """
+        class Sealed(tuple):
+            def __iter__(self): raise RuntimeError("no iterating")
+            def __getitem__(self, i): raise RuntimeError("no indexing")
+            def __len__(self): raise RuntimeError("no len")
+            def __eq__(self, other): raise RuntimeError("no eq")
+        _original = causal_attention
+        def causal_attention(x, Wq, Wk, Wv):
+            return Sealed(_original(x, Wq, Wk, Wv))
+        """),
+    "ordered-dict-of-namedtuple-shapes": ("shapes", """
+        import collections
+        Shape3 = collections.namedtuple("Shape3", "a b c")
+        Shape4 = collections.namedtuple("Shape4", "a b c d")
+        _original = expected_shapes
+        def expected_shapes(B, T, H, hd):
+            return collections.OrderedDict((k, (Shape3 if len(v) == 3 else Shape4)(*v))
+                                           for k, v in _original(B, T, H, hd).items())
+        """),
+    "dict-subclass-whose-methods-raise": ("shapes", """
+        class Sealed(dict):
+            def __getitem__(self, key): raise RuntimeError("no getitem")
+            def items(self): raise RuntimeError("no items")
+            def keys(self): raise RuntimeError("no keys")
+            def __iter__(self): raise RuntimeError("no iter")
+            def __len__(self): raise RuntimeError("no len")
+        _original = expected_shapes
+        def expected_shapes(B, T, H, hd):
+            return Sealed(_original(B, T, H, hd))
+        """),
+    "defaultdict-shapes": ("shapes", """
+        import collections
+        _original = expected_shapes
+        def expected_shapes(B, T, H, hd):
+            out = collections.defaultdict(tuple)
+            out.update(_original(B, T, H, hd))
+            return out
+        """),
+}
+
+
+@pytest.mark.parametrize("case", list(RIGHT_TYPES))
+def test_values_of_subclasses_of_what_was_asked_pass(live, case):
+    step, code = RIGHT_TYPES[case]
+    run = live.run("lm3-l3", with_code(code), steps=[step])
+    assert run.results[step].status == "pass", summary(run.results)
+
+
 def test_correct_values_in_a_tensor_subclass_pass(live):
     source = returning("(out.as_subclass(Sneaky), weights.as_subclass(Sneaky))", HOSTILE)
     run = live.run("lm3-l3", source, steps=["single-head"])
@@ -98,6 +187,17 @@ def test_correct_values_in_a_tensor_subclass_pass(live):
 
 
 SHAPES_CASES = {
+    "dict-subclass-whose-items-lie": """
+        class Claims(dict):
+            def items(self): return _original(2, 6, 2, 4).items()
+            def __getitem__(self, key): return _original(2, 6, 2, 4)[key]
+            def keys(self): return _original(2, 6, 2, 4).keys()
+            def __contains__(self, key): return True
+            def __len__(self): return 7
+        _original = expected_shapes
+        def expected_shapes(B, T, H, hd):
+            return Claims(projected_q=(B, T, H * hd))
+        """,
     "dict-subclass-that-raises": """
         class Shapes(dict):
             def __getitem__(self, key): raise RuntimeError("no")

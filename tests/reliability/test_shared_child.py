@@ -30,10 +30,10 @@ def test_each_step_imports_the_file_afresh(live):
         _ReferenceMHA = CausalMultiHeadAttention
 
         class CausalMultiHeadAttention(_ReferenceMHA):
-            def __init__(self, *args):
+            def __init__(self, *args, **kwargs):
                 if _calls:
                     raise RuntimeError("module state from another step")
-                super().__init__(*args)
+                super().__init__(*args, **kwargs)
         """)
     run = live.run("lm3-l3", source)
     assert statuses(run) == dict.fromkeys(ALL, "pass"), summary(run.results)

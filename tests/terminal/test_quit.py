@@ -1,8 +1,10 @@
 """Quitting in a real pseudo-terminal: q, Ctrl+C, SIGTERM and SIGHUP (an SSH link dropping)
 all restore the terminal and leave no worker process behind."""
 
+import json
 import os
 import pty
+import subprocess
 import select
 import signal
 import sys
@@ -123,3 +125,32 @@ def test_terminal_gone_while_quitting_leaves_no_process(tmp_path):
         pytest.fail("the app was still running 10 s after its terminal closed")
     time.sleep(0.5)
     assert [w for w in workers if alive(w)] == []
+
+
+def test_a_language_nobody_chose_is_not_remembered(tmp_path):
+    """The README's run command, then its test command: `attn-tutor` started and quit with q in
+    an English locale, then `--help` under LANG=zh_CN.UTF-8 in the same folder is in Chinese.
+    (The app used to store "lang": "en" with its progress, and that overrode LANG.)"""
+    env = dict(os.environ, PYTHONPATH=str(ROOT), TERM="xterm-256color", LANG="C.UTF-8")
+    pid, fd = pty.fork()
+    if pid == 0:
+        os.chdir(tmp_path)
+        os.execve(sys.executable, [sys.executable, "-m", "tutor"], env)
+    try:
+        screen, deadline = b"", time.monotonic() + 30
+        while b"checks ready" not in screen and time.monotonic() < deadline:
+            screen += read_for(fd, 0.2)
+        assert b"checks ready" in screen, "the app never reported the checker ready"
+        os.write(fd, b"n")  # a step change: progress is saved
+        read_for(fd, 0.5)
+        os.write(fd, b"q")
+        read_for(fd, 5)
+        _, status = os.waitpid(pid, 0)
+    finally:
+        os.close(fd)
+    assert os.waitstatus_to_exitcode(status) == 0
+    state = json.loads((tmp_path / "attn-lab" / ".attn-tutor" / "state.json").read_text())
+    assert state["lessons"]["lm3-l3"]["step"] == "leakage" and state["lang"] is None
+    out = subprocess.run([sys.executable, "-m", "tutor", "--help"], capture_output=True, text=True,
+                         cwd=tmp_path, env=dict(env, LANG="zh_CN.UTF-8"), timeout=60)
+    assert "检查" in out.stdout

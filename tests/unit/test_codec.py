@@ -59,3 +59,52 @@ def test_the_json_part_carries_no_tensor_bytes():
     tree, blob = codec.encode({"w": torch.ones(1000)})
     assert len(blob) == 4000
     assert len(json.dumps(tree)) < 100
+
+
+class _Sealed(tuple):
+    def __iter__(self):
+        raise RuntimeError("no iter")
+
+    def __getitem__(self, i):
+        raise RuntimeError("no getitem")
+
+    def __len__(self):
+        return 99
+
+
+class _SealedDict(dict):
+    def items(self):
+        return [("forged", 1)]
+
+    def __iter__(self):
+        raise RuntimeError("no iter")
+
+    def __getitem__(self, key):
+        raise RuntimeError("no getitem")
+
+
+class _SealedList(list):
+    def __iter__(self):
+        return iter(["forged"])
+
+
+def test_subclasses_of_tuple_list_and_dict_come_as_their_base_type_with_what_they_hold():
+    import collections
+
+    Pair = collections.namedtuple("Pair", "out weights")
+    x = torch.arange(4.0)
+    got = round_trip({"pair": Pair(x, x * 2), "sealed": _Sealed((1, 2)), "list": _SealedList([3, 4]),
+                      "ordered": collections.OrderedDict(a=(1, 2)), "dict": _SealedDict(b=5)})
+    assert type(got["pair"]) is tuple and torch.equal(got["pair"][1], x * 2)
+    assert got["sealed"] == (1, 2) and type(got["sealed"]) is tuple
+    assert got["list"] == [3, 4] and type(got["list"]) is list
+    assert got["ordered"] == {"a": (1, 2)} and type(got["ordered"]) is dict
+    assert got["dict"] == {"b": 5}
+
+
+def test_an_object_only_claiming_to_be_a_tuple_stays_opaque():
+    class Liar:
+        __class__ = property(lambda self: tuple)
+
+    got = round_trip(Liar())
+    assert isinstance(got, codec.Opaque)

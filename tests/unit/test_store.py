@@ -223,3 +223,136 @@ def test_answers_missing_file_and_bad_id(tmp_path: Path):
     assert store.read_answers("nothing-yet") == {}
     with pytest.raises(ValueError):
         store.write_answers("../escape", {0: "x"}, ["q"])
+
+
+# -- one answer saved into a file the learner also edits ----------------------------------
+
+QUESTIONS = ["Why divide by sqrt(d)?", "What does the mask do?", "Why several heads?"]
+
+
+def both(theirs: str, mine: str) -> str:
+    return f"FILE: {theirs} | APP: {mine}"
+
+
+def edit_answer(path: Path, index: int, old: str, new: str) -> None:
+    """What the learner does in their editor: change the text between one pair of markers."""
+    text = path.read_text("utf-8")
+    block = f"<!-- answer {index} -->\n{old}\n<!-- /answer {index} -->"
+    assert block in text
+    path.write_text(text.replace(block, f"<!-- answer {index} -->\n{new}\n<!-- /answer {index} -->"), "utf-8")
+
+
+def test_save_answer_keeps_what_the_file_says_for_the_other_questions(tmp_path: Path):
+    store = Store(tmp_path)
+    path = store.write_answers("l", {0: "first"}, QUESTIONS)
+    edit_answer(path, 1, "", "Blocks the future (written in the file).")
+    path.write_text(path.read_text("utf-8") + "\nMy own notes, outside the markers.\n", "utf-8")
+    before = path.read_text("utf-8")
+    saved = store.save_answer("l", 0, "first, rewritten in the app", base="first", questions=QUESTIONS, both=both)
+    assert saved.written and not saved.kept_both
+    assert saved.answers == store.read_answers("l") == {
+        0: "first, rewritten in the app", 1: "Blocks the future (written in the file)."}
+    # Nothing but answer 0's line changed.
+    assert path.read_text("utf-8") == before.replace("\nfirst\n", "\nfirst, rewritten in the app\n")
+
+
+def test_save_answer_when_both_changed_the_same_answer_keeps_both(tmp_path: Path):
+    store = Store(tmp_path)
+    path = store.write_answers("l", {0: "start"}, QUESTIONS)
+    edit_answer(path, 0, "start", "changed in the file")
+    saved = store.save_answer("l", 0, "changed in the app", base="start", questions=QUESTIONS, both=both)
+    assert saved.kept_both and saved.written
+    assert store.read_answers("l") == {0: "FILE: changed in the file | APP: changed in the app"}
+
+
+def test_save_answer_unchanged_in_the_app_leaves_the_file_alone(tmp_path: Path):
+    store = Store(tmp_path)
+    path = store.write_answers("l", {0: "start"}, QUESTIONS)
+    edit_answer(path, 0, "start", "changed in the file")
+    before = path.read_bytes()
+    saved = store.save_answer("l", 0, "start", base="start", questions=QUESTIONS, both=both)
+    assert not saved.written and not saved.kept_both
+    assert saved.answers == {0: "changed in the file"} and path.read_bytes() == before
+    # The same text in both places is no conflict either.
+    saved = store.save_answer("l", 0, "changed in the file", base="start", questions=QUESTIONS, both=both)
+    assert not saved.written and not saved.kept_both and path.read_bytes() == before
+
+
+def test_save_answer_emptied_on_one_side(tmp_path: Path):
+    store = Store(tmp_path)
+    path = store.write_answers("l", {0: "start", 1: "two"}, QUESTIONS)
+    edit_answer(path, 0, "start", "")  # cleared in the file, rewritten in the app: the app's
+    assert store.save_answer("l", 0, "new", base="start", questions=QUESTIONS, both=both).answers[0] == "new"
+    edit_answer(path, 1, "two", "two, edited")  # changed in the file, cleared in the app: the file's
+    assert store.save_answer("l", 1, "", base="two", questions=QUESTIONS, both=both).answers[1] == "two, edited"
+    # cleared in the app, the file unchanged: cleared
+    assert 0 not in store.save_answer("l", 0, "", base="new", questions=QUESTIONS, both=both).answers
+
+
+def test_save_answer_creates_the_file_and_adds_a_deleted_section(tmp_path: Path):
+    store = Store(tmp_path / "attn-lab")
+    saved = store.save_answer("l", 1, "two", base="", questions=QUESTIONS, both=both)
+    assert saved.path == tmp_path / "attn-lab" / "l-answers.md" and saved.answers == {1: "two"}
+    text = saved.path.read_text("utf-8")
+    assert "Edit answers between the markers" in text and "## Question 3" in text
+    # The learner deleted question 3's section (markers and all), then answers it in the app.
+    start, end = text.index("\n## Question 3"), text.index("<!-- /answer 2 -->\n") + len("<!-- /answer 2 -->\n")
+    saved.path.write_text(text[:start] + text[end:], "utf-8")
+    saved = store.save_answer("l", 2, "three", base="", questions=QUESTIONS, both=both)
+    assert saved.answers == {1: "two", 2: "three"}
+    assert saved.path.read_text("utf-8").count("## Question 3") == 1
+
+
+def test_save_answer_keeps_crlf_and_bytes_that_are_not_utf8(tmp_path: Path):
+    store = Store(tmp_path)
+    path = store.write_answers("l", {0: "one"}, QUESTIONS)
+    raw = path.read_bytes().replace(b"\n", b"\r\n").replace(b"> Why several", b"> \xff Why several")
+    path.write_bytes(raw)
+    store.save_answer("l", 1, "two\nlines", base="", questions=QUESTIONS, both=both)
+    assert path.read_bytes() == raw.replace(b"<!-- answer 1 -->\r\n\r\n", b"<!-- answer 1 -->\r\ntwo\r\nlines\r\n")
+    assert store.read_answers("l") == {0: "one", 1: "two\nlines"}
+
+
+def test_save_answer_keeps_the_mode_and_a_symlink(tmp_path: Path):
+    store = Store(tmp_path / "ws")
+    notes = tmp_path / "notes.md"
+    notes.write_text(store.write_answers("l", {}, QUESTIONS).read_text("utf-8"))
+    store.answers_path("l").unlink()
+    store.answers_path("l").symlink_to(notes)
+    os.chmod(notes, 0o600)
+    store.save_answer("l", 0, "one", base="", questions=QUESTIONS, both=both)
+    assert store.answers_path("l").is_symlink() and store.read_answers("l") == {0: "one"}
+    assert os.stat(notes).st_mode & 0o777 == 0o600
+
+
+def test_save_answer_reads_again_if_the_file_changes_before_the_rename(tmp_path: Path, monkeypatch):
+    """An editor saves the file between the read and the rename: the rename does not happen,
+    the merge starts over from the file as the editor left it."""
+    import tutor.store as store_module
+
+    store = Store(tmp_path)
+    path = store.write_answers("l", {}, QUESTIONS)
+    real = store_module.atomic_write
+    calls = []
+
+    def editor_saves_first(target, data, mode=None, still=None):
+        if not calls:
+            edit_answer(path, 2, "", "three, saved by the editor just now")
+        calls.append(target)
+        return real(target, data, mode, still)
+
+    monkeypatch.setattr(store_module, "atomic_write", editor_saves_first)
+    saved = store.save_answer("l", 0, "one", base="", questions=QUESTIONS, both=both)
+    assert len(calls) == 2 and saved.written
+    assert store.read_answers("l") == {0: "one", 2: "three, saved by the editor just now"}
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".tmp-")) == []
+
+
+def test_atomic_write_still_false_replaces_nothing(tmp_path: Path):
+    from tutor.store import atomic_write
+
+    path = tmp_path / "f"
+    path.write_bytes(b"old")
+    assert atomic_write(path, b"new", still=lambda: False) is False
+    assert path.read_bytes() == b"old" and [p.name for p in tmp_path.iterdir()] == ["f"]
+    assert atomic_write(path, b"new", still=lambda: True) is True and path.read_bytes() == b"new"

@@ -39,7 +39,7 @@ def other_sizes(*keys, absent=()):
 
 
 def again(*keys, absent=()):
-    return fails("call-again", "check.call_again", *keys, absent=absent)
+    return fails("call-again", "check.called_again", *keys, absent=absent)
 
 
 # =================================================================== state kept between calls
@@ -175,29 +175,29 @@ def causal_mask(seq_len, max_len=64):
 
 STATE_CASES = [
     case("scores_memo_keyed_on_shape", LAB, SC_MEMO_BY_SHAPE, {
-        "scores": again("check.values", "likely.kept_state"),
+        "scores": again("check.values", "likely.kept_state_at"),
         "output": again("check.values", BLAMES)}),
     case("scores_memo_keyed_on_d_k_in_a_default_argument", LAB, SC_MEMO_BY_WIDTH, {
-        "scores": again("likely.kept_state"), "output": again(BLAMES)}),
+        "scores": again("likely.kept_state_at"), "output": again(BLAMES)}),
     # The seed's second call (another mask, same shape) already gets the first call's weights.
     case("weights_memo_keyed_on_shape", LAB, WT_MEMO_BY_SHAPE, {
-        "weights": fails("uses-given-mask", "check.mask_ignored", "likely.kept_state"),
+        "weights": fails("uses-given-mask", "check.mask_ignored", "likely.kept_state_at"),
         "output": again(BLAMES)}),
     case("attention_memo_keyed_on_shape", LAB, AT_MEMO_BY_SHAPE, {
-        "output": again("likely.kept_state", absent=(BLAMES,))}),
+        "output": again("likely.kept_state_at", absent=(BLAMES,))}),
     case("mask_cached_for_the_first_T", LAB, MK_CACHED_FIRST_T, {
-        "mask": other_sizes("check.shape", "likely.kept_state", absent=(LITERAL,)),
+        "mask": other_sizes("check.shape", "likely.kept_state_at", absent=(LITERAL,)),
         "output": other_sizes("check.raised", BLAMES)}),
     case("mask_returns_the_first_calls_mask", LAB, MK_RETURNS_FIRST_MASK, {
-        "mask": other_sizes("check.shape", "likely.kept_state", absent=(LITERAL,)),
+        "mask": other_sizes("check.shape", "likely.kept_state_at", absent=(LITERAL,)),
         "output": other_sizes("check.raised", BLAMES)}),
     case("mask_of_the_first_T_kept_on_a_class", LAB, MK_FIRST_T_ON_A_CLASS, {
-        "mask": other_sizes("check.shape", "likely.kept_state", absent=(LITERAL,)),
+        "mask": other_sizes("check.shape", "likely.kept_state_at", absent=(LITERAL,)),
         "output": other_sizes("check.raised", BLAMES)}),
     case("attention_keeps_the_mask_of_its_first_call", LAB, AT_MASK_OF_THE_FIRST_CALL, {
-        "output": other_sizes("check.raised", "likely.kept_state", absent=(LITERAL, BLAMES))}),
+        "output": other_sizes("check.raised", "likely.kept_state_at", absent=(LITERAL, BLAMES))}),
     case("weights_refill_one_module_level_buffer", LAB, WT_REFILLED_BUFFER, {
-        "weights": fails("call-again", "check.result_reused", "likely.kept_state")}),
+        "weights": fails("call-again", "check.result_reused", "likely.kept_state_at")}),
     case("mask_capped_at_32_made_at_module_level", LAB, MK_CAPPED_32_MODULE, {
         "mask": other_sizes("check.shape", "likely.mask_capped", absent=(LITERAL,)),
         "output": other_sizes("check.raised", BLAMES)}),
@@ -357,18 +357,18 @@ NAMES_CASES = [
     # masked_fill is not in place: on a line of its own its result is lost.
     case("weights_masked_fill_result_thrown_away", LAB, wt(
         "    scores.masked_fill(mask, float('-inf'))\n    return torch.softmax(scores, dim=-1)\n"), {
-        "weights": fails("future-is-zero", "check.future", "likely.masked_fill_discarded"),
+        "weights": fails("future-is-zero", "check.future", "likely.masked_fill_discarded_at"),
         "output": fails("future-is-zero", "check.future", BLAMES)}),
     case("weights_torch_masked_fill_result_thrown_away", LAB, wt(
         "    torch.masked_fill(scores, mask, -1e9)\n    return torch.softmax(scores, dim=-1)\n"), {
-        "weights": fails("future-is-zero", "check.future", "likely.masked_fill_discarded"),
+        "weights": fails("future-is-zero", "check.future", "likely.masked_fill_discarded_at"),
         "output": fails("future-is-zero", "check.future", BLAMES)}),
     case("attention_inline_masked_fill_result_thrown_away", LAB, inline(
         "    scores.masked_fill(future, float('-inf'))"), {
-        "output": fails("future-is-zero", "check.future", "likely.masked_fill_discarded")}),
+        "output": fails("future-is-zero", "check.future", "likely.masked_fill_discarded_at")}),
     # No mask at all, and no masked_fill thrown away: the message must not claim one.
     case("weights_no_mask_names_no_mask_not_a_lost_result", LAB, WT_NO_MASK, {
-        "weights": fails("future-is-zero", "check.future", "likely.no_mask", absent=("likely.masked_fill_discarded",)),
+        "weights": fails("future-is-zero", "check.future", "likely.no_mask", absent=("likely.masked_fill_discarded_at",)),
         "output": fails("future-is-zero", "check.future", BLAMES)}),
 ]
 

@@ -45,6 +45,7 @@ from .widgets import DocScroll, DrawnOnce, Footer, Progress, ScrollingStatic, St
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 SPINNER_AFTER = 0.15  # s: a run that ends sooner shows no spinner at all, just the new marks
 GATHER = 0.08  # s: step results arriving this close together are drawn in one frame
+ANSWERS_EVERY = 1.0  # s: how often the reflection step reads the answers file again
 
 
 class WorkerEvent(Message):
@@ -81,12 +82,15 @@ class TutorApp(App):
 
     def __init__(self, *, lesson: Lesson, path: Path, created: bool, step_id: str, lang: str,
                  store: Store, poll: bool | None = None, timeout: float | None = None,
-                 start_worker: bool = True, worker: Worker | None = None):
+                 start_worker: bool = True, worker: Worker | None = None, lang_chosen: bool = False):
         super().__init__()
         self.lesson = lesson
         self.path = path
         self.created = created
         self.lang = lang
+        # Only a language the learner chose (`l`, --lang) is remembered: one taken from the
+        # locale or the default must not override LANG for the next run (or --help).
+        self.lang_chosen = lang_chosen
         self.store = store
         self.poll = poll
         self.timeout = timeout
@@ -111,12 +115,15 @@ class TutorApp(App):
         self.flush_timer = None
         self.run_started = 0.0
         self.running_digest = ""  # the content the checks in flight belong to (for the benchmark's trace)
+        self.new_verdict = False  # the current step has had a verdict not yet scrolled to
         saved = store.load().get("lessons", {}).get(lesson.id, {})
         self.hints_shown: dict[str, int] = dict(saved.get("hints", {}))
         self.memory_settings = dict(DEFAULT_MEMORY)
         self.exercise_variant = "scaled_q"
         self.show_model = False
         self.answers: dict[int, str] = self.read_answers()
+        self.answers_checked = 0.0  # when the answers file was last read (see tick)
+        self.unsaved: dict[int, tuple[str, str]] = {}  # index -> (text, base) of a save that failed
         # Textual converts colours for the terminal itself: the heatmap can always paint in full colour.
         self.color_hint = "none" if os.environ.get("NO_COLOR") else "truecolor"
         self.source: tuple[str, bytes] | None = None  # the file content the current verdicts are for
@@ -204,9 +211,11 @@ class TutorApp(App):
         status = {s: r.status for s, r in self.results.items()}
         hints = dict(self.hints_shown)
         lang = self.lang
+        lang_chosen = self.lang_chosen
 
         def change(state: dict) -> None:
-            state["lang"] = lang
+            if lang_chosen:
+                state["lang"] = lang
             state["lesson"] = lesson_id
             entry = state.setdefault("lessons", {}).setdefault(lesson_id, {})
             entry["step"] = step_id
@@ -350,17 +359,30 @@ class TutorApp(App):
         if self.shown.get("#results") == signature:
             return  # the same verdicts as on screen (a save that changed nothing they say)
         self.shown["#results"] = signature
-        parts = []
-        if step.checked:
-            parts.append(step_results(self.results.get(step.id), lang, running=running))
-        else:
-            parts.append(Wrapped(t("ui.not_checked", lang), style="dim"))
         hints = hints_block(step.hints.get(lang, ()), self.hints_shown.get(step.id, 0), lang)
-        if hints is not None:
-            parts.append(hints)
-        self.show_in("#results", Group(*parts), key=signature)
+        if step.checked:
+            content = step_results(self.results.get(step.id), lang, running=running, hints=hints)
+        else:
+            content = Group(*(x for x in (Wrapped(t("ui.not_checked", lang), style="dim"), hints) if x is not None))
+        self.show_in("#results", content, key=signature)
         # An experiment has no verdicts: its screen gets the whole height unless a hint is open.
         self.query_one("#results").display = step.checked or hints is not None
+
+    def show_first_failure(self) -> None:
+        """Scroll the results to what to act on: the first failing check near the top (under the
+        step's status line), then the newest hint as far as it fits without pushing that check out
+        of view. After each run (an old scroll position would hide the new failure), a step
+        change and `h`."""
+        panel = self.query_one("#results", ScrollingStatic)
+        failure = panel.anchor_lines("failure")
+        y = max(0, failure[0] - 1) if failure else 0
+        hint = panel.anchor_lines("hint")
+        if hint is not None:
+            first, last = hint
+            y = max(y, min(last - panel.scrollable_content_region.height + 1, first))
+            if failure is not None:
+                y = min(y, failure[0])
+        panel.scroll_to(y=y, animate=False, immediate=True)
 
     def heatmaps_for_step(self) -> list[dict]:
         source = {"heatmap": "output"}.get(self.step.id, self.step.id)
@@ -462,6 +484,8 @@ class TutorApp(App):
         self.render_steps()
 
     def store_result(self, result: StepResult) -> None:
+        if result.id == self.step.id:
+            self.new_verdict = True  # after_results scrolls to its first failure
         self.results[result.id] = result
         self.versions[result.id] = self.versions.get(result.id, 0) + 1
         self.running.discard(result.id)
@@ -486,6 +510,9 @@ class TutorApp(App):
         self.render_steps()
         self.render_progress()
         self.render_results()
+        if self.new_verdict:
+            self.new_verdict = False
+            self.show_first_failure()
         self.render_fileinfo()
         if self.show_weights or not self.step.checked:
             self.render_main()
@@ -519,6 +546,8 @@ class TutorApp(App):
         self.run_checks(text, raw)
 
     def tick(self) -> None:
+        if self.step.id == "reflect" and not self.closing and time.monotonic() - self.answers_checked > ANSWERS_EVERY:
+            self.reread_answers()  # edits made in the file show up while the step is on screen
         if self.running and not self.closing and time.monotonic() - self.run_started > SPINNER_AFTER:
             self.spin += 1
             self.render_steps()
@@ -537,8 +566,10 @@ class TutorApp(App):
         self.render_main()
         self.render_results()
         self.query_one("#doc-scroll").scroll_home(animate=False)
-        self.query_one("#results").scroll_home(animate=False)
+        self.show_first_failure()
         self.remember()
+        if self.step.id == "reflect":
+            self.reread_answers()
         if not self.step.checked and self.source is not None:
             self.run_checks(*self.source)
 
@@ -571,11 +602,12 @@ class TutorApp(App):
             return
         self.hints_shown[self.step.id] = shown + 1
         self.render_results()
-        self.query_one("#results").scroll_end(animate=False)
+        self.show_first_failure()
         self.remember()
 
     def action_language(self) -> None:
         self.lang = "zh" if self.lang == "en" else "en"
+        self.lang_chosen = True
         if self.store.notice is not None:
             self.notice = t(self.store.notice.key, self.lang, **self.store.notice.params)
         self.refresh_all()
@@ -606,9 +638,16 @@ class TutorApp(App):
         elif self.step.id == "reflect" and n <= len(self.step.questions.get(self.lang, ())):
             from .answer import AnswerScreen  # TextArea: imported when first asked for
 
-            question = self.step.questions[self.lang][n - 1]
-            self.push_screen(AnswerScreen(n, question, self.answers.get(n - 1, ""), self.lang),
-                             lambda text: self.save_answer(n - 1, text))
+            self.reread_answers()  # the learner may have edited the file since
+            index = n - 1
+            # An answer that could not be saved is offered again, against what the file held then.
+            if index in self.unsaved:
+                text, base = self.unsaved[index]
+            else:
+                text = base = self.answers.get(index, "")
+            question = self.step.questions[self.lang][index]
+            self.push_screen(AnswerScreen(n, question, text, self.lang),
+                             lambda new: self.save_answer(index, new, base))
 
     def read_answers(self) -> dict[int, str]:
         try:
@@ -616,16 +655,43 @@ class TutorApp(App):
         except (OSError, ValueError):
             return {}
 
-    def save_answer(self, index: int, text: str | None) -> None:
+    def reread_answers(self) -> None:
+        """The answers as the file holds them now: the learner may edit it in their editor.
+        Read, not watched: a plain read also sees edits made on NFS, where no event comes."""
+        self.answers_checked = time.monotonic()
+        answers = self.read_answers()
+        answers.update({index: text for index, (text, _) in self.unsaved.items()})
+        if answers != self.answers:
+            self.answers = answers
+            self.render_main()
+
+    def save_answer(self, index: int, text: str | None, base: str) -> None:
+        """The answer box closed: merge its text into the file (Store.save_answer keeps what the
+        learner wrote there meanwhile; if both changed this answer, both versions go in)."""
         if text is None:
             return
-        self.answers[index] = text
-        questions = list(self.step.questions.get(self.lang, ()))
+        lang = self.lang
+        questions = list(self.step.questions.get(lang, ()))
+
+        def both(theirs: str, mine: str) -> str:
+            return t("ui.answer_both", lang, file=theirs.strip("\n"), app=mine.strip("\n"))
+
         try:
-            path = self.store.write_answers(self.lesson.id, self.answers, questions)
-            self.notify(t("ui.answer_saved", self.lang, path=path.name), timeout=2)
-        except OSError as exc:
-            self.notify(str(exc), severity="error")
+            saved = self.store.save_answer(self.lesson.id, index, text, base=base, questions=questions, both=both)
+        except (OSError, ValueError) as exc:
+            self.unsaved[index] = (text, base)
+            self.answers[index] = text
+            self.notify(t("ui.os_error", lang, error=getattr(exc, "strerror", None) or exc), severity="error")
+            self.render_main()
+            return
+        self.unsaved.pop(index, None)
+        self.answers = saved.answers
+        self.answers_checked = time.monotonic()
+        if saved.kept_both:
+            self.notify(t("ui.answer_kept_both", lang, n=index + 1, path=saved.path.name), severity="warning",
+                        timeout=8)
+        elif saved.written:
+            self.notify(t("ui.answer_saved", lang, path=saved.path.name), timeout=2)
         self.render_main()
 
     def action_reset(self) -> None:

@@ -41,7 +41,7 @@ def run_app(*, lesson_id=None, step_id=None, file=None, lang=None, poll=False, t
         app = TutorApp(
             lesson=lesson, path=path, created=created, step_id=step_id,
             lang=choose(lang, state.get("lang")), store=store, poll=True if poll else None,
-            timeout=timeout, worker=worker,
+            timeout=timeout, worker=worker, lang_chosen=lang is not None,
         )
         app.run()
     finally:

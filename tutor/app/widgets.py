@@ -20,7 +20,7 @@ from textual.widgets._progress_bar import Bar
 from textual.widgets.option_list import Option
 
 from ..i18n import t
-from ..render.verdicts import marked
+from ..render.verdicts import ANCHOR, marked
 from ..render.wrap import Wrapped
 
 FOOTER_KEYS = (("n", "foot_next"), ("p", "foot_prev"), ("r", "foot_run"), ("e", "foot_edit"), ("h", "foot_hint"),
@@ -174,6 +174,15 @@ class ScrollingStatic(Static, can_focus=True):
             self.set_reactive(Widget.virtual_size, size)
             self._scroll_update(size)  # the thumb, and scroll_y within the new range
         self.refresh()
+
+    def anchor_lines(self, name: str) -> tuple[int, int] | None:
+        """The first and last line the content's Anchored(name) part is drawn on, or None."""
+        width = self.scrollable_content_region.width
+        if width <= 0:
+            return None  # not laid out (or hidden): nothing drawn yet
+        found = [y for y, line in enumerate(self.lines_at(width))
+                 if any(seg.style is not None and seg.style.meta.get(ANCHOR) == name for seg in line)]
+        return (found[0], found[-1]) if found else None
 
     def _size_updated(self, size, virtual_size, container_size, layout: bool = True) -> bool:
         # No children for the compositor to measure: the virtual size is the one fit() sets.

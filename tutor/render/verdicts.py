@@ -8,10 +8,11 @@ from rich.console import Console, Group, RenderableType
 from rich.measure import Measurement
 from rich.rule import Rule
 from rich.segment import Segment
+from rich.style import Style
 from rich.text import Text
 
 from ..i18n import t
-from ..report import MARKS, check_text
+from ..report import MARKS, check_text, output_dropped_note
 from ..results import StepResult
 from .doc import render_markdown
 from .wrap import Wrapped
@@ -54,6 +55,26 @@ class marked:
         return Measurement(3, options.max_width)
 
 
+ANCHOR = "anchor"  # the style meta key Anchored tags its segments with
+
+
+class Anchored:
+    """A renderable drawn as it is, each of its segments tagged {"anchor": name} in its style's
+    meta, so that the panel showing it can tell which lines it was drawn on (to scroll there)."""
+
+    def __init__(self, name: str, renderable: RenderableType):
+        self.name, self.renderable = name, renderable
+
+    def __rich_console__(self, console, options):
+        tag = Style(meta={ANCHOR: self.name})
+        for line in console.render_lines(self.renderable, options, pad=False):
+            yield from Segment.apply_style(line, post_style=tag)
+            yield Segment.line()
+
+    def __rich_measure__(self, console, options):
+        return Measurement.get(console, options, self.renderable)
+
+
 def frame_code(code: str) -> RenderableType:
     """A line of the learner's code in a traceback, highlighted."""
     from rich.syntax import Syntax  # pygments: imported by load_syntax, or here when first needed
@@ -72,12 +93,17 @@ def shown_of(result: StepResult | None) -> str | None:
     time and the visuals it does not draw left out). Saves often bring back the same verdicts."""
     if result is None:
         return None
-    return repr((result.status, result.checks, result.failure, result.output, result.visuals.get("leak")))
+    return repr((result.status, result.checks, result.failure, result.output, result.output_dropped,
+                 result.visuals.get("leak")))
 
 
-def step_results(result: StepResult | None, lang: str, *, running: bool = False) -> RenderableType:
+def step_results(result: StepResult | None, lang: str, *, running: bool = False,
+                 hints: RenderableType | None = None) -> RenderableType:
+    """The verdicts, the first failing check tagged Anchored("failure"); `hints` go right
+    after the failures (the hints are about them), before the checks that pass."""
     if result is None:
-        return Wrapped(t("ui.running" if running else "ui.no_results", lang), style="dim")
+        waiting = Wrapped(t("ui.running" if running else "ui.no_results", lang), style="dim")
+        return waiting if hints is None else Group(waiting, hints)
     parts: list[RenderableType] = []
     header = Text.assemble(status_mark(result.status), " ",
                            (f" {t(f'status.{result.status}', lang)} " if result.status in ("fail", "error", "timeout")
@@ -88,9 +114,9 @@ def step_results(result: StepResult | None, lang: str, *, running: bool = False)
     failing = [c for c in result.checks if c.status != "pass"]
     passing = [c for c in result.checks if c.status == "pass"]
     # Failures first and in full: they are what the learner acts on.
-    for check in failing:
-        parts.append(marked(status_mark(check.status if check.status != "fail" else "fail"),
-                            render_markdown(check_text(check, lang))))
+    for i, check in enumerate(failing):
+        line = marked(status_mark(check.status), render_markdown(check_text(check, lang)))
+        parts.append(Anchored("failure", line) if i == 0 else line)
     failure = result.failure
     if failure and (failure.frames or failure.caret) and result.status != "todo":
         parts.append(Wrapped(t("ui.traceback", lang), style="bold"))
@@ -100,23 +126,34 @@ def step_results(result: StepResult | None, lang: str, *, running: bool = False)
             for frame in failure.frames[-3:]:
                 parts.append(Wrapped(t("report.frame", lang, line=frame.line, function=frame.function), style="dim"))
                 parts.append(frame_code(frame.code))
+    rest: list[RenderableType] = []
     for check in passing:
-        parts.append(marked(status_mark("pass"), Wrapped(check_text(check, lang))))
+        rest.append(marked(status_mark("pass"), Wrapped(check_text(check, lang))))
     leak = result.visuals.get("leak")
     if leak:
         yours = "0" if leak["yours"] == 0 else f"{leak['yours']:.2e}"
-        parts.append(render_markdown(t("ui.leak_demo", lang, yours=yours, unmasked=f"{leak['unmasked']:.4f}")))
-    if result.output.strip():
-        parts.append(Wrapped(t("ui.output", lang), style="bold"))
+        rest.append(render_markdown(t("ui.leak_demo", lang, yours=yours, unmasked=f"{leak['unmasked']:.4f}")))
+    if result.output.strip() or result.output_dropped:
+        rest.append(Wrapped(t("ui.output", lang), style="bold"))
+        note = output_dropped_note(result, lang)
+        if note:
+            rest.append(Wrapped(note, style="dim italic"))
         tail = result.output.rstrip().splitlines()[-8:]
-        parts.append(Text("\n".join(tail), style="dim"))
-    return Group(*parts)
+        rest.append(Text("\n".join(tail), style="dim"))
+    if hints is not None:
+        parts.append(hints)
+        if rest:
+            parts.append(Rule(style="dim"))  # the hints end here
+    return Group(*parts, *rest)
 
 
 def hints_block(hints: tuple[str, ...], shown: int, lang: str) -> RenderableType | None:
     if shown <= 0 or not hints:
         return None
+    # The newest first, right under the failures: at 80×24 the panel has room for a failure and
+    # one hint, and `h` must show the hint it opened without scrolling the failure away.
     parts: list[RenderableType] = [Rule(style="dim")]
-    for i, hint in enumerate(hints[:shown], 1):
-        parts.append(render_markdown(f"**{t('ui.hint', lang, n=i, total=len(hints))}** {hint}"))
+    for i in range(min(shown, len(hints)), 0, -1):
+        text = render_markdown(f"**{t('ui.hint', lang, n=i, total=len(hints))}** {hints[i - 1]}")
+        parts.append(Anchored("hint", text) if i == shown else text)
     return Group(*parts)

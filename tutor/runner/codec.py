@@ -11,13 +11,15 @@ Encoding runs in the child, after the learner's code, on values the learner
 made: it must survive hostile ones (methods that raise, lie or never end,
 tensor subclasses, patched torch methods, structures that explode when walked).
 So it reads tensors through torch's C methods captured at import, before any
-learner code ran, treats subclasses of plain types by their raw value, turns
-any error into an Opaque, and stops at a budget of nodes and bytes.
+learner code ran, treats subclasses of plain types (int, float, str, tuple, list,
+dict: a namedtuple, an OrderedDict) by their raw value through the base type's
+own methods, turns any error into an Opaque, and stops at a budget of nodes and bytes.
 """
 
 from __future__ import annotations
 
 import ctypes
+import itertools
 import json
 import struct
 from dataclasses import dataclass
@@ -116,12 +118,18 @@ def _encode(value, depth: int, budget: _Budget):
         return str.__str__(value)[:2000]
     if issubclass(cls, _TB):
         return _encode_tensor(value, budget)
-    if depth < MAX_DEPTH and cls in (tuple, list, torch.Size):
-        kind = "torch.Size" if cls is torch.Size else cls.__name__
-        items = (tuple.__getitem__ if cls is not list else list.__getitem__)(value, slice(0, MAX_ITEMS))
+    # Subclasses of tuple, list and dict (a namedtuple, an OrderedDict) as their base type, read
+    # through the base type's own C methods: the items they hold, whatever their __iter__,
+    # __getitem__, __len__ or items() would say.
+    if depth < MAX_DEPTH and issubclass(cls, (tuple, list)):
+        if issubclass(cls, list):
+            kind, items = "list", list.__getitem__(value, slice(0, MAX_ITEMS))
+        else:
+            kind = "torch.Size" if issubclass(cls, torch.Size) else "tuple"
+            items = tuple.__getitem__(value, slice(0, MAX_ITEMS))
         return {"__seq__": kind, "items": [_encode_node(v, depth + 1, budget) for v in items]}
-    if depth < MAX_DEPTH and cls is dict:
-        pairs = list(dict.items(value))[:MAX_ITEMS]
+    if depth < MAX_DEPTH and issubclass(cls, dict):
+        pairs = list(itertools.islice(dict.items(value), MAX_ITEMS))
         return {"__dict__": [[_encode_node(k, depth + 1, budget), _encode_node(v, depth + 1, budget)]
                              for k, v in pairs]}
     return {"__opaque__": type_name(value), "shape": _array_shape(value)}
@@ -154,7 +162,7 @@ def _encode_tensor(t, budget: _Budget):
             return {"__opaque__": f"torch.Tensor[{name}]", "shape": shape}
         budget.bytes -= size
         t = _contiguous(_cpu(t))
-        # ctypes, not .numpy(): torch does not require NumPy, and a learner's machine may lack it.
+        # ctypes on the data pointer, not .numpy(): one copy, and no Tensor method the learner may have patched.
         blob = budget.blob
         blob += bytes(-len(blob) % 8)
         offset = len(blob)

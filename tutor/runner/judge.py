@@ -21,9 +21,9 @@ def _failure(data: dict) -> Failure:
     )
 
 
-def failure_check(status: str, failure: Failure, fn: str) -> Check:
-    line = failure.frames[-1].line if failure.frames else "?"
-    code = failure.frames[-1].code.strip() if failure.frames else ""
+def failure_check(status: str, failure: Failure, fn: str, raw: dict | None = None) -> Check:
+    """A step's learner code raised, crashed or hit a limit while the step ran."""
+    line, code = _where(failure)
     if failure.kind == "MemoryError":
         key = "failure.memory"
     elif failure.kind == "RecursionError":
@@ -32,10 +32,42 @@ def failure_check(status: str, failure: Failure, fn: str) -> Check:
         key = "failure.system_exit"
     elif failure.kind in ("SyntaxError", "IndentationError", "TabError"):
         key = "failure.syntax"
+    elif raw and raw.get("refused"):
+        key = "failure.refused"
+    elif raw and raw.get("module"):
+        key = "failure.missing_package"
     else:
         key = "failure.exception"
     return Check("runs", status, Message(key, {
-        "fn": fn, "kind": failure.kind, "detail": failure.detail, "line": line, "code": code}))
+        "fn": fn, "kind": failure.kind, "detail": failure.detail, "line": line, "code": code,
+        **({"module": raw["module"]} if raw and raw.get("module") else {})}))
+
+
+def file_failure_check(failure: Failure, raw: dict) -> Check:
+    """The file itself did not load (it raised, or cannot be parsed): the same for every step,
+    so the message is about the file, not about the step's functions."""
+    line, code = _where(failure)
+    params = {"kind": failure.kind, "detail": failure.detail, "line": line, "code": code}
+    if failure.kind in ("SyntaxError", "IndentationError", "TabError"):
+        key = "failure.syntax"
+    elif failure.kind == "MemoryError":
+        key = "failure.memory"
+    elif failure.kind == "SystemExit":
+        key = "failure.system_exit"
+    elif raw.get("refused"):
+        key = "failure.refused"
+    elif raw.get("module"):
+        key = "failure.missing_package"
+        params["module"] = raw["module"]
+    else:
+        key = "failure.file_exception"
+    return Check("file-loads", "error", Message(key, params))
+
+
+def _where(failure: Failure) -> tuple:
+    line = failure.frames[-1].line if failure.frames else "?"
+    code = failure.frames[-1].code.strip() if failure.frames else ""
+    return line, code
 
 
 def _parse(payload: bytes) -> tuple[dict | None, bytearray]:
@@ -65,16 +97,17 @@ class Judge:
             return StepResult(step, "error", [Check("runs", "error", Message("failure.channel", {}))], failure)
         if "import_error" in child:
             failure = _failure(child["import_error"])
-            check = failure_check("error", failure, fn)
-            check.id = "file-loads"
-            return StepResult(step, "error", [check], failure)
+            return StepResult(step, "error", [file_failure_check(failure, child["import_error"])], failure)
         if "missing" in child:
             return StepResult(step, "fail", [Check("defined", "fail", Message("check.missing", {"name": child["missing"]}))])
+        if "foreign" in child:
+            params = {"name": str(child["foreign"].get("name", "")), "origin": str(child["foreign"].get("origin", "?"))}
+            return StepResult(step, "fail", [Check("own-code", "fail", Message("check.not_in_file", params))])
         if "failure" in child:
             failure = _failure(child["failure"])
             if child.get("todo"):
                 return StepResult(step, "todo", [Check("implemented", "todo", Message("check.todo", {"fn": fn}))], failure)
-            return StepResult(step, "error", [failure_check("error", failure, fn)], failure)
+            return StepResult(step, "error", [failure_check("error", failure, fn, child["failure"])], failure)
         if "harness_error" in child:
             failure = Failure("HarnessError", child["harness_error"])
             return StepResult(step, "error", [Check("runs", "error", Message("failure.harness", {"detail": child["harness_error"]}))], failure)

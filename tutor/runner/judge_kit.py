@@ -198,7 +198,7 @@ def literal_explanation(source: str, defs, names, seed, size) -> dict | None:
 
 def state_explanation(source: str, defs) -> dict | None:
     found = kept_state(source, frozenset(defs))
-    return msg("likely.kept_state", line=found.line, code=found.code) if found else None
+    return msg("likely.kept_state_at", line=found.line, code=found.code) if found else None
 
 
 def squeeze_explanation(source: str, defs, names, seed, size) -> dict | None:
@@ -287,15 +287,15 @@ def close(a: torch.Tensor, b: torch.Tensor, atol: float = 1e-5, rtol: float = 1e
     return a.shape == b.shape and bool(torch.allclose(a.double(), b.double(), atol=atol, rtol=rtol))
 
 
-def inputs_unchanged(v: Verdict, fn: str, names: list[str], after: tuple, pristine: tuple) -> None:
+def inputs_unchanged(v: Verdict, fn: str, names: list[str], after: tuple, pristine: tuple) -> bool:
+    """Whether the call left its inputs as they were (recorded as a check either way)."""
     for name, a, p in zip(names, after, pristine):
         if isinstance(p, torch.Tensor) and isinstance(a, torch.Tensor):
             same = a.shape == p.shape and bool(torch.equal(a.to(p.dtype), p))
             if not same:
                 err = max_error(a, p)[0] if a.shape == p.shape else float("nan")
-                v.expect("inputs-unchanged", False, "check.mutated", fn=fn, arg=name, err=err)
-                return
-    v.expect("inputs-unchanged", True)
+                return v.expect("inputs-unchanged", False, "check.mutated", fn=fn, arg=name, err=err)
+    return v.expect("inputs-unchanged", True)
 
 
 def _bound_names(tree) -> set[str]:

@@ -11,22 +11,35 @@ import traceback
 
 import torch
 import torch.nn as nn
-import torch.nn.functional as F
+from torch.overrides import TorchFunctionMode
 
-# The fused kernels the labs ask the learner to write by hand.
-_KERNEL_CALLS: set[str] = set()
+from . import fixed_dropout
+
+from .origin import foreign_origin
+
 _SOFTMAX_OUT: list[torch.Tensor] = []
 _traps_installed = False
 # Captured before any learner code runs: a patched torch.no_grad or Tensor.clone cannot reach the harness.
 _no_grad = torch.no_grad
+_enable_grad = torch.enable_grad
 _detach = torch.Tensor.detach
 _clone = torch.Tensor.clone
+_KERNEL_CALLS: set[str] = set()  # also filled by the class-level traps below
 
 
 class Missing(Exception):
     def __init__(self, name: str):
         super().__init__(name)
         self.name = name
+
+
+class Foreign(Exception):
+    """A step's function or class that the learner's file did not make (see origin.py)."""
+
+    def __init__(self, name: str, origin: str):
+        super().__init__(name)
+        self.name = name
+        self.origin = origin
 
 
 class LearnerFailure(Exception):
@@ -51,6 +64,100 @@ def is_out_of_memory(exc: BaseException) -> bool:
     return any(t in text for t in _OOM_TEXTS)
 
 
+def _kernel_label(name: str) -> str | None:
+    """The library kernel a torch function or operator of this name is, if any."""
+    name = name.lower()
+    if "scaled_dot_product" in name:
+        return "F.scaled_dot_product_attention"
+    if "multi_head_attention" in name:
+        return "nn.MultiheadAttention"
+    if "flex_attention" in name:
+        return "flex_attention"
+    return None
+
+
+_SOFTMAX_NAMES = {"softmax", "_softmax", "_safe_softmax"}
+_DROPOUT_NAMES = {"dropout", "dropout_", "native_dropout"}
+_KINDS: dict = {}  # func -> ("kernel", label) | ("softmax",) | ("dropout",) | None
+
+
+def _kind(func):
+    try:
+        return _KINDS[func]
+    except (KeyError, TypeError):
+        pass
+    name = str(getattr(func, "__name__", "") or "")
+    if not name or name.startswith("<"):
+        name = str(func)
+    base = name.rsplit(".", 2)[0] if name.startswith("aten.") else name  # aten.softmax.int → aten.softmax
+    base = base.removeprefix("aten.")
+    label = _kernel_label(name)
+    kind = ("kernel", label) if label else ("softmax",) if base in _SOFTMAX_NAMES else \
+        ("dropout",) if base in _DROPOUT_NAMES else None
+    try:
+        _KINDS[func] = kind
+    except TypeError:
+        pass
+    return kind
+
+
+class Watch(TorchFunctionMode):
+    """Active around every call of learner code. A torch function mode sees every torch function
+    and operator called from Python, however it is reached (torch.*, F.*, Tensor methods,
+    torch._C._VariableFunctions, torch._VF, torch.ops): the library kernels are recorded, softmax
+    outputs kept for the heatmap, and, when asked, dropout replaced by fixed_dropout. Nothing is
+    patched, so functions compiled with torch.jit.script still compile."""
+
+    def __init__(self, dropout: bool = False):
+        super().__init__()
+        self.stand_in = dropout
+        self.dropouts: list[dict] = []  # what each dropout call was given, for the judge
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        kind = _kind(func)
+        if kind is None:
+            return func(*args, **kwargs)
+        if kind[0] == "kernel":
+            _KERNEL_CALLS.add(kind[1])
+            return func(*args, **kwargs)
+        if kind[0] == "dropout" and self.stand_in and args and isinstance(args[0], torch.Tensor):
+            return self._dropout(func, args, kwargs)
+        out = func(*args, **kwargs)
+        if kind[0] == "softmax" and isinstance(out, torch.Tensor):
+            _SOFTMAX_OUT.append(_clone(_detach(out)))
+            del _SOFTMAX_OUT[:-4]
+        return out
+
+    def _dropout(self, func, args, kwargs):
+        x = args[0]
+        p = args[1] if len(args) > 1 else kwargs.get("p", 0.5)
+        training = args[2] if len(args) > 2 else kwargs.get("training", kwargs.get("train", True))
+        inplace = (args[3] if len(args) > 3 else kwargs.get("inplace", False)) or str(
+            getattr(func, "__name__", "")).endswith("_")
+        p, training = float(p), bool(training)
+        self.dropouts.append({"shape": list(x.shape), "p": p, "training": training,
+                              "weights": training and p > 0 and _looks_like_weights(x)})
+        out = fixed_dropout.apply(x, p) if training else x
+        if inplace and out is not x:
+            with _no_grad():
+                x.copy_(out)
+            out = x
+        if "native_dropout" in str(getattr(func, "__name__", "")):
+            return out, torch.ones_like(x, dtype=torch.bool)
+        return out
+
+
+def _looks_like_weights(x: torch.Tensor) -> bool:
+    """Rows of attention weights: finite, in [0, 1], each summing to 1."""
+    with _no_grad():
+        if x.dim() < 2 or not bool(torch.isfinite(x).all()):
+            return False
+        if bool((x < 0).any()) or bool((x > 1 + 1e-6).any()):
+            return False
+        return bool(torch.allclose(x.double().sum(-1), torch.ones((), dtype=torch.float64), atol=1e-4))
+
+
 def _trap(owner, attr: str, label: str) -> None:
     original = getattr(owner, attr)
 
@@ -61,45 +168,19 @@ def _trap(owner, attr: str, label: str) -> None:
     setattr(owner, attr, trapped)
 
 
-def _capture_softmax(owner, attr: str) -> None:
-    original = getattr(owner, attr)
-
-    def capturing(*args, **kwargs):
-        out = original(*args, **kwargs)
-        if isinstance(out, torch.Tensor):
-            _SOFTMAX_OUT.append(out.detach().clone())
-            del _SOFTMAX_OUT[:-4]
-        return out
-
-    setattr(owner, attr, capturing)
-
-
 def install_traps() -> None:
-    """Record calls to the library's attention kernels, and keep softmax outputs for the heatmap."""
+    """What the torch function mode cannot see: an nn.MultiheadAttention built (its forward may
+    take a fused path in C++) and flex_attention's operator, a higher-order op."""
     global _traps_installed
     if _traps_installed:
         return
     _traps_installed = True
-    _trap(F, "scaled_dot_product_attention", "F.scaled_dot_product_attention")
-    _trap(torch._C._nn, "scaled_dot_product_attention", "F.scaled_dot_product_attention")
-    _trap(F, "multi_head_attention_forward", "nn.MultiheadAttention")
     _trap(nn.MultiheadAttention, "forward", "nn.MultiheadAttention")
     _trap(nn.MultiheadAttention, "__init__", "nn.MultiheadAttention")
-    # The same kernels as torch's own builtins (torch._scaled_dot_product_attention_math, ...):
-    # a helper of the learner's outside the step's functions is not in the source scan.
-    for name in dir(torch):
-        label = _kernel_label(name)
-        if label:
-            _trap(torch, name, label)
-    for owner in (torch, F, torch.Tensor, torch.special):
-        _capture_softmax(owner, "softmax")
-    _trap_aten_ops()
     _trap_flex_attention()
 
 
 def _trap_flex_attention() -> None:
-    """torch.nn.attention.flex_attention computes attention in its own operator, whichever
-    name it is imported under: its eager path goes through this class."""
     try:
         from torch._higher_order_ops.flex_attention import FlexAttentionHOP
     except ImportError:
@@ -113,31 +194,59 @@ def _trap_flex_attention() -> None:
     FlexAttentionHOP.__call__ = calling
 
 
-def _kernel_label(name: str) -> str | None:
-    """The library kernel a torch builtin or operator of this name is, if any."""
-    name = name.lower()
-    if "scaled_dot_product" in name:
-        return "F.scaled_dot_product_attention"
-    if "multi_head_attention" in name:
-        return "nn.MultiheadAttention"
-    return None
+def scripted_kernels(module, root) -> set[str]:
+    """Kernels called inside TorchScript, which runs below Python where no mode sees it: read
+    from the compiled code of each scripted function that root reaches by name (through the
+    file's own functions and classes)."""
+    found: set[str] = set()
+    seen: set[int] = set()
+    stack = [root]
+    names = vars(module)
+    while stack and len(seen) < 500:
+        obj = stack.pop()
+        if id(obj) in seen:
+            continue
+        seen.add(id(obj))
+        if isinstance(obj, (torch.jit.ScriptFunction, torch.jit.ScriptModule)):
+            try:
+                code = str(obj.code)
+            except Exception:
+                continue
+            for word in code.replace("(", " ").replace(".", " ").split():
+                label = _kernel_label(word)
+                if label:
+                    found.add(label)
+            continue
+        codes = []
+        if isinstance(obj, type):
+            codes = [getattr(f, "__code__", None) for f in vars(obj).values()]
+        else:
+            codes = [getattr(obj, "__code__", None)]
+        while codes:
+            code = codes.pop()
+            if code is None:
+                continue
+            codes.extend(c for c in code.co_consts if hasattr(c, "co_names"))
+            stack.extend(names[n] for n in code.co_names if n in names)
+    return found
 
 
-def _trap_aten_ops() -> None:
-    """torch.ops.aten.<kernel> however it is reached (getattr with a built name included):
-    every Python call of an operator goes through these two classes."""
-    import torch._ops as ops
-
-    for cls in (ops.OpOverloadPacket, ops.OpOverload):
-        original = cls.__call__
-
-        def calling(self, *args, _original=original, **kwargs):
-            label = _kernel_label(str(getattr(self, "_qualified_op_name", None) or getattr(self, "_name", "")))
-            if label:
-                _KERNEL_CALLS.add(label)
-            return _original(self, *args, **kwargs)
-
-        cls.__call__ = calling
+def graph_kernels(t) -> set[str]:
+    """Kernels found in the autograd graph behind a tensor: every path to an operator, compiled
+    or not, leaves its node there when gradients are on."""
+    found, seen = set(), set()
+    stack = [getattr(t, "grad_fn", None)]
+    while stack and len(seen) < 5000:
+        node = stack.pop()
+        if node is None or id(node) in seen:
+            continue
+        seen.add(id(node))
+        label = _kernel_label(type(node).__name__.replace("ScaledDotProduct", "scaled_dot_product")
+                              .replace("MultiHeadAttention", "multi_head_attention"))
+        if label:
+            found.add(label)
+        stack.extend(n for n, _ in getattr(node, "next_functions", ()))
+    return found
 
 
 def clone_args(args):
@@ -149,16 +258,26 @@ def clone_args(args):
 
 
 class ProbeContext:
-    def __init__(self, module, filename: str, source: str):
+    def __init__(self, module, filename: str, source: str, codes: frozenset[int] | None = None):
         self.module = module
         self.filename = filename
         self.source = source
+        self.codes = codes  # ids of the code objects compiled from the learner's file (origin.code_ids)
         self.kernels: set[str] = set()
 
     def get(self, name: str):
+        """The learner's function or class, checked on the very object the probe then uses (a
+        module-level __getattr__ could hand out another the next time)."""
         value = getattr(self.module, name, None)
         if value is None or not callable(value):
             raise Missing(name)
+        if self.codes is not None:
+            origin = foreign_origin(value, self.codes)
+            if origin is not None:
+                if self.filename in origin:  # compiled at run time under the file's name
+                    origin = f"exec(compile(..., {self.filename!r}))"
+                raise Foreign(name, origin)
+        self.kernels |= scripted_kernels(self.module, value)
         return value
 
     def failure(self, exc: BaseException) -> dict:
@@ -166,18 +285,21 @@ class ProbeContext:
 
         return describe_exception(exc, self.filename, self.source)
 
-    def call(self, fn, *args, primary: bool = False):
-        """Call learner code on copies of args.
+    def call(self, fn, *args, primary: bool = False, grad: bool = False, dropout: bool = False):
+        """Call learner code on copies of args, under Watch.
 
         Returns {"value", "args", "softmax"} on success, {"error": failure} otherwise.
+        grad: with gradients on, as in training (else under no_grad); dropout: torch's dropout
+        replaced by fixed_dropout, and the result has "dropouts", what each dropout call got.
         A primary call (the notebook's own sizes) that raises ends the probe: the
         step is then `todo` (NotImplementedError) or `error`.
         """
         args = clone_args(args)
         _KERNEL_CALLS.clear()
         _SOFTMAX_OUT.clear()
+        watch = Watch(dropout)
         try:
-            with _no_grad():
+            with (_enable_grad() if grad else _no_grad()), watch:
                 value = fn(*args)
         except BaseException as exc:  # SystemExit too: the learner's code is at fault
             # The learner's frames may hold what hit the memory limit: free it before describing.
@@ -189,4 +311,7 @@ class ProbeContext:
         finally:
             self.kernels |= _KERNEL_CALLS
         softmax = _SOFTMAX_OUT[-1] if _SOFTMAX_OUT else None
-        return {"value": value, "args": args, "softmax": softmax}
+        result = {"value": value, "args": args, "softmax": softmax}
+        if dropout:
+            result["dropouts"] = watch.dropouts[:16]
+        return result

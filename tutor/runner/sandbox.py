@@ -32,6 +32,7 @@ import faulthandler
 import fcntl
 import gc
 import json
+import linecache
 import os
 import platform
 import re
@@ -46,7 +47,7 @@ import types
 
 import torch
 
-from . import codec, probe_kit
+from . import codec, fence, origin, probe_kit
 
 DEFAULT_MEMORY_MB = 2048  # extra data segment over what the child holds when the job arrives
 HEADROOM = 64 << 20  # between soft and hard RLIMIT_DATA: for the harness's report
@@ -106,7 +107,33 @@ def describe_exception(exc: BaseException, filename: str, source: str) -> dict:
     detail = _text(exc.msg) if isinstance(exc, SyntaxError) else _text(exc)
     if probe_kit.is_out_of_memory(exc):
         kind = "MemoryError"
-    return {"kind": kind, "detail": detail, "frames": frames[-8:], "caret": caret}
+    described = {"kind": kind, "detail": detail, "frames": frames[-8:], "caret": caret}
+    described.update(_import_problem(exc))
+    return described
+
+
+def _import_problem(exc: BaseException) -> dict:
+    """{"refused": True} when the fence refused something on the way (runpy and importlib wrap
+    its error in their own), {"module": name} for a package Python could not find, else {}."""
+    seen, module = 0, {}
+    imports = True  # a ValueError raised while handling an ImportError is not about a package
+    while isinstance(exc, BaseException) and seen < 8:
+        seen += 1
+        if isinstance(exc, (fence.RefusedOpen, fence.RefusedImport)):
+            return {"refused": True}  # the tutor's reference or checks: a message of its own
+        imports = imports and isinstance(exc, ImportError)
+        if imports and not module and isinstance(exc, ModuleNotFoundError):
+            try:  # ImportError.name: the module Python could not find
+                name = BaseException.__getattribute__(exc, "name")
+            except Exception:
+                name = None
+            if isinstance(name, str) and name:
+                module = {"module": str.__str__(name)[:200]}
+        try:
+            exc = BaseException.__getattribute__(exc, "__cause__") or BaseException.__getattribute__(exc, "__context__")
+        except Exception:
+            break
+    return module
 
 
 def compile_learner(source: str, filename: str):
@@ -122,6 +149,9 @@ def load_learner(source: str, filename: str, code=None) -> types.ModuleType:
         code = compile_learner(source, filename)
     module = types.ModuleType("learner")
     module.__file__ = filename
+    # The source the file had when it was saved, for torch.jit.script (it reads a function's
+    # source through linecache) even where the file is not on disk or has changed since.
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
     sys.modules["learner"] = module
     try:
         _exec(code, module.__dict__)
@@ -273,11 +303,13 @@ def _arrange_fds(job_fd: int, result_fd: int, output_fd: int) -> tuple[int, int,
 # ------------------------------------------------------------------ the job
 
 def serve_one(job_fd: int, result_fd: int, output_fd: int, checks_modules: dict, protected=(),
-              warm=()) -> None:
+              warm=None, fenced=None) -> None:
     """A spare child: get ready, wait for one job on job_fd, run its steps, exit. Never returns.
 
     Everything that does not depend on the learner's file happens before the job
-    arrives, so a save only pays for running the learner's code. warm: see _warm_up.
+    arrives, so a save only pays for running the learner's code. warm: a list, see _warm_up;
+    emptied after it, so that the reference's source and code are gone before the learner's
+    code runs. fenced: fence.inventory(), what the learner's code may not open or import.
     """
     try:
         os.setpgid(0, 0)
@@ -294,9 +326,12 @@ def serve_one(job_fd: int, result_fd: int, output_fd: int, checks_modules: dict,
         # Inputs are made before any learner code runs, so nothing it patches can reach them.
         inputs = {lesson: module.make_inputs() for lesson, module in checks_modules.items()}
         probe_kit.install_traps()
-        _warm_up(warm, checks_modules, inputs, job_fd)
+        _warm_up(warm or (), checks_modules, inputs, job_fd)
+        _forget_warm_up(warm)
         data_limit = _limit_resources(memory_limit_bytes())
         _confine(list(protected))
+        if fenced is not None:
+            fence.install(fenced)
         job = _read_job(job_fd)
         if job is None:
             _exit(0)  # the worker is shutting down or replacing us
@@ -333,6 +368,16 @@ def _warm_up(warm, checks_modules: dict, inputs: dict, job_fd: int | None = None
         torch.set_rng_state(rng)
         sys.modules.pop("learner", None)
         _collect()
+
+
+def _forget_warm_up(warm) -> None:
+    """Nothing of the reference may stay reachable from the learner's code (gc.get_objects(),
+    the frames above it): its source and code objects are freed here, not merely unused."""
+    if warm is not None:
+        warm.clear()
+    _codes[:] = [None, frozenset()]
+    sys.modules.pop("learner", None)
+    _collect()
 
 
 def _run_steps(job: dict, tokens: list[bytes], marks_fd: int, result_fd: int, checks_module, inputs,
@@ -472,6 +517,15 @@ def _learner_at_fault(exc: BaseException, filename: str) -> bool:
     return any(fs.filename == filename for fs in traceback.extract_tb(exc.__traceback__))
 
 
+_codes: list = [None, frozenset()]  # (code object, its code_ids): once per file, not per step
+
+
+def _code_ids(code) -> frozenset[int]:
+    if _codes[0] is not code:
+        _codes[:] = [code, origin.code_ids(code)]  # holding code keeps the ids valid
+    return _codes[1]
+
+
 def _run(job: dict, step: str, code, checks_module, inputs) -> tuple[dict, bytes]:
     """The step's message, and the blob its tensors are in."""
     spec = checks_module.STEPS[step]
@@ -479,13 +533,15 @@ def _run(job: dict, step: str, code, checks_module, inputs) -> tuple[dict, bytes
         module = load_learner(job["source"], job["filename"], code)
     except LearnerImportError as exc:
         return {"import_error": exc.failure}, b""
-    ctx = probe_kit.ProbeContext(module, job["filename"], job["source"])
+    ctx = probe_kit.ProbeContext(module, job["filename"], job["source"], _code_ids(code))
     ctx.params = (job.get("params") or {}).get(step) or {}  # an experiment's settings, chosen in the app
     try:
         outputs = spec.probe(ctx, inputs)
         encoded, blob = codec.encode(outputs)
     except probe_kit.Missing as exc:
         return {"missing": exc.name}, b""
+    except probe_kit.Foreign as exc:
+        return {"foreign": {"name": exc.name, "origin": _text(exc.origin, 300)}}, b""
     except probe_kit.LearnerFailure as exc:
         return {"failure": exc.failure, "todo": exc.todo}, b""
     except BaseException as exc:

@@ -44,12 +44,22 @@ QUIET_AFTER_RUN = 0.15  # s between a run's last verdict and forking new spares
 TICK = 0.05  # s: how often the memory of running children is read, and leftovers swept
 MEMORY_SLACK = 256 << 20  # RSS above the RLIMIT_DATA budget before the watchdog kills
 DRAIN_CAP = 1 << 20  # bytes read at once from a pipe something may still be writing to
+READ_SIZE = 1 << 20  # one read takes all a pipe holds
 # Output is read at each tick, not on every write: a print loop then costs the child a write
 # into a pipe nobody waits on, and the worker ≤ 20 wakeups a second (measured: 2.5× the prints).
+# But a child that fills the pipe between two ticks blocks on it: then its output fd joins
+# the selector (a flood), read as it comes, until a tick's worth falls below half a pipe.
+# Every small write wakes a reader that waits in the selector: after a read of less than a
+# quarter of the pipe, it waits FLOOD_PAUSE (≤ 200 wakeups a second; small writes would
+# need > 50 MB/s to fill the pipe meanwhile). A big print's reads take the whole pipe.
+# A step gets FLOOD_BUDGET read that way (~25× what a correct file printing 5 MB a call makes
+# in a step), then ticks again: a thread or `yes` writing for ever must not keep a core busy.
 OUTPUT_PIPE = 256 << 10
+FLOOD_PAUSE = 0.005
+FLOOD_BUDGET = 256 << 20
 # A step's frame (up to ~150 KB) in one write, not in 64 KiB pieces each waiting for us to read.
 RESULT_PIPE = 512 << 10
-F_SETPIPE_SZ = 1031
+F_SETPIPE_SZ, F_GETPIPE_SZ = 1031, 1032
 PR_SET_DUMPABLE, PR_SET_CHILD_SUBREAPER = 4, 36
 
 
@@ -174,6 +184,7 @@ class Spare:
     result_fd: int
     output_fd: int
     rss_limit: int
+    output_pipe: int  # the output pipe's capacity, bytes
 
 
 @dataclass
@@ -196,12 +207,18 @@ class Job:
     timeout: float
     reader: object  # codec.FrameReader for the step running now
     rss_limit: int
+    output_pipe: int = 64 << 10
     index: int = 0  # the step running now: steps[index]
     # Output per step index: [tail, bytes dropped]. The child puts a marker (MAGIC + the
     # step's token) between steps; `out_step` is the step the output read now belongs to.
     outputs: dict = field(default_factory=dict)
     out_step: int = 0
     carry: bytes = b""  # the stream's last bytes, which may be the start of a marker
+    flood: bool = False  # output is read as it comes, not at ticks (see OUTPUT_PIPE)
+    out_watched: bool = False  # output_fd is in the selector
+    out_resume: float = 0.0  # a flood of small writes: output_fd back in the selector then
+    out_read: int = 0  # bytes read from output_fd since the last tick
+    step_read: int = 0  # bytes read from output_fd since the step running now began
     status: int | None = None  # wait status, once the child is reaped
     result_done: bool = False  # every step's frame is in, or the job was cut short
     over_memory: bool = False
@@ -211,8 +228,12 @@ class Job:
         return self.steps[min(self.index, len(self.steps) - 1)]
 
 
-def add_clipped(part: list, data: bytes) -> None:
+def add_clipped(part: list, data) -> None:
     """Append to an output [tail, bytes dropped], keeping the last OUTPUT_TAIL bytes."""
+    if len(data) >= OUTPUT_TAIL:  # a flood's chunk: copy only its tail
+        part[1] += len(part[0]) + len(data) - OUTPUT_TAIL
+        part[0] = bytearray(data[-OUTPUT_TAIL:])
+        return
     part[0] += data
     extra = len(part[0]) - OUTPUT_TAIL
     if extra > 0:
@@ -227,6 +248,7 @@ class Judging:
     step: str
     started: float
     output: str
+    dropped: int  # bytes of output before the tail
 
 
 class Worker:
@@ -236,7 +258,13 @@ class Worker:
         self.modules = modules
         self.lessons = lessons
         self.warm = reference_runs(lessons.values())
+        from . import fence
+
+        self.fenced = fence.inventory(fence.protected_folders())  # what the children's learner code may not read
         self.lesson_in_use: str | None = None  # the last run's: spares warm up on it alone
+        # lesson -> its run flooded its output at the last tick: the next run (the same file,
+        # saved again) reads its output as it comes from the start, not after a tick.
+        self.flooding: dict[str, bool] = {}
         self.out_fd = out_fd
         self.memory = memory_limit_bytes()
         self.sel = selectors.DefaultSelector()
@@ -301,8 +329,13 @@ class Worker:
         gc.freeze()
         pid = os.fork()
         if pid == 0:
+            # The warm-up's runs in a list of the child's own, and none left on this object (this
+            # copy of it): the frames above the learner's code lead here, and the reference's
+            # source must be gone once the warm-up is done (serve_one empties the list).
+            warm = list(runs_for(self.warm, self.lesson_in_use))
+            self.warm = []
             # serve_one closes every fd but these three: ours, the UI's, other children's.
-            serve_one(job_r, result_w, output_w, self.modules, protected, runs_for(self.warm, self.lesson_in_use))
+            serve_one(job_r, result_w, output_w, self.modules, protected, warm, self.fenced)
             os._exit(70)  # serve_one never returns
         try:
             os.setpgid(pid, pid)
@@ -317,7 +350,11 @@ class Worker:
                 fcntl.fcntl(fd, F_SETPIPE_SZ, size)
             except OSError:
                 pass  # over the user's pipe quota: the default 64 KiB will do
-        return Spare(pid, job_w, result_r, output_r, rss_limit)
+        try:
+            output_pipe = fcntl.fcntl(output_r, F_GETPIPE_SZ)
+        except OSError:
+            output_pipe = 64 << 10
+        return Spare(pid, job_w, result_r, output_r, rss_limit, output_pipe)
 
     def spawn(self, gen: int, lesson: str, steps: list[str], source: str, filename: str, timeout: float,
               params: dict | None = None) -> Job:
@@ -345,11 +382,14 @@ class Worker:
                 self.discard_spare(spare)
         job = Job(self.next_job, gen, lesson, list(steps), tokens, source, filename, params or {}, spare.pid,
                   spare.result_fd, spare.output_fd, deadline, now, now, timeout, FrameReader(tokens[0]),
-                  spare.rss_limit)
+                  spare.rss_limit, spare.output_pipe)
         self.next_job += 1
         self.jobs[job.id] = job
         self.by_pid[job.pid] = job
         self.sel.register(job.result_fd, selectors.EVENT_READ, ("result", job.id))
+        if self.flooding.get(lesson):
+            job.flood = True
+            self.watch_output(job, True)
         return job
 
     def spawn_each(self, job: Job, steps: list[str]) -> None:
@@ -507,8 +547,8 @@ class Worker:
         if not steps:
             self.emit({"type": "done", "gen": gen})
 
-    def report(self, gen: int, step: str, started: float, output: str, result: dict) -> None:
-        result["output"] = output
+    def report(self, gen: int, step: str, started: float, output: tuple[str, int], result: dict) -> None:
+        result["output"], result["output_dropped"] = output
         result["ms"] = round((time.monotonic() - started) * 1000, 1)
         self.emit({"type": "step", "gen": gen, "result": result})
         left = self.pending_steps.get(gen)
@@ -519,8 +559,9 @@ class Worker:
                 self.emit({"type": "done", "gen": gen})
                 self.quiet_until = time.monotonic() + QUIET_AFTER_RUN
 
-    def take_output(self, job: Job) -> str:
-        """What the step running now printed (its marker is in the pipe before its frame)."""
+    def take_output(self, job: Job) -> tuple[str, int]:
+        """What the step running now printed (its marker is in the pipe before its frame): the
+        tail, and how many bytes came before it (the UI says so, in the learner's language)."""
         index = job.index
         if job.out_step <= index:  # no marker (the learner closed its fd, or the step died): all so far
             self.keep_output(job, b"", final=True)
@@ -531,10 +572,7 @@ class Worker:
             whole[1] += lost
             add_clipped(whole, part)
         tail, dropped = whole
-        text = tail.decode("utf-8", errors="replace")
-        if dropped:
-            text = f"[… {dropped} bytes not shown …]\n" + text
-        return text
+        return tail.decode("utf-8", errors="replace"), dropped
 
     def report_failure(self, job: Job, status: str, failure: dict, key: str, params: dict) -> None:
         """The job's current step ends here, and with it the child: the steps after it go elsewhere."""
@@ -551,19 +589,22 @@ class Worker:
     def keep_output(self, job: Job, chunk: bytes, final: bool = False) -> None:
         from .codec import MAGIC
 
-        data = job.carry + chunk
+        data = job.carry + chunk if job.carry else chunk
+        view = memoryview(data)  # slices of a flood's chunk without copying it
+        start = 0
         while job.out_step < len(job.tokens):
             marker = MAGIC + job.tokens[job.out_step]
-            at = data.find(marker)
+            at = data.find(marker, start)
             if at < 0:
                 break
-            self.append_output(job, data[:at])
-            data = data[at + len(marker):]
+            self.append_output(job, view[start:at])
+            start = at + len(marker)
             job.out_step += 1
         # Held back: the start of a marker split between two reads (not once the job's steps are done).
-        keep = 0 if final or job.out_step >= len(job.tokens) else len(MAGIC) + 15
-        job.carry = data[-keep:] if keep else b""
-        self.append_output(job, data[:len(data) - len(job.carry)])
+        keep = 0 if final or job.out_step >= len(job.tokens) else min(len(MAGIC) + 15, len(data) - start)
+        end = len(data) - keep
+        job.carry = bytes(view[end:])
+        self.append_output(job, view[start:end])
 
     def append_output(self, job: Job, data: bytes) -> None:
         if job.out_step >= len(job.tokens):
@@ -575,15 +616,45 @@ class Worker:
         got = 0
         while job.output_fd >= 0 and got < DRAIN_CAP:
             try:
-                chunk = os.read(job.output_fd, 65536)
+                chunk = os.read(job.output_fd, READ_SIZE)
             except BlockingIOError:
-                return
+                break
             if not chunk:
                 self.close_fd(job.output_fd)
                 job.output_fd = -1
-                return
+                job.flood = job.out_watched = False
+                break
             got += len(chunk)
             self.keep_output(job, chunk)
+        job.out_read += got
+        job.step_read += got
+
+    def pace_output(self, job: Job) -> None:
+        """At a tick: read the output pipe, and read it as it comes while the child floods it."""
+        self.drain_output(job)
+        job.flood = job.out_read >= job.output_pipe // 2 and job.step_read < FLOOD_BUDGET and job.output_fd >= 0
+        self.flooding[job.lesson] = job.flood
+        job.out_read = 0
+        job.out_resume = 0.0
+        self.watch_output(job, job.flood)
+
+    def on_output(self, job: Job) -> None:
+        before = job.out_read
+        self.drain_output(job)
+        if job.step_read >= FLOOD_BUDGET:
+            job.flood = False
+            self.watch_output(job, False)
+        elif job.out_read - before < job.output_pipe // 4:
+            self.watch_output(job, False)  # small writes: let them gather
+            job.out_resume = time.monotonic() + FLOOD_PAUSE
+
+    def watch_output(self, job: Job, on: bool) -> None:
+        if on != job.out_watched and job.output_fd >= 0:
+            if on:
+                self.sel.register(job.output_fd, selectors.EVENT_READ, ("output", job.id))
+            else:
+                self.sel.unregister(job.output_fd)
+            job.out_watched = on
 
     def read_result(self, job: Job) -> bool:
         """Feed what the result pipe holds to the frame reader; False at EOF."""
@@ -632,6 +703,7 @@ class Worker:
             rest = job.reader.rest
             job.reader = FrameReader(job.tokens[job.index])
             job.reader.feed(rest)
+            job.step_read = 0
             now = time.monotonic()
             job.started, job.deadline = now, now + job.timeout
         else:
@@ -639,10 +711,10 @@ class Worker:
             self.finish(job)  # all it had to say is read: the child ends, the fds close
         self.send_to_judge(job, step, started, output, payload)
 
-    def send_to_judge(self, job: Job, step: str, started: float, output: str, payload: bytes) -> None:
+    def send_to_judge(self, job: Job, step: str, started: float, output: tuple[str, int], payload: bytes) -> None:
         key = self.next_judging
         self.next_judging += 1
-        self.judging[key] = Judging(job.gen, step, started, output)
+        self.judging[key] = Judging(job.gen, step, started, *output)
         try:
             send_frame(self.judge_sock, {"job": key, "lesson": job.lesson, "step": step, "source": job.source},
                        payload)
@@ -698,7 +770,7 @@ class Worker:
         pending = self.judging.pop(reply["job"], None)
         if pending is None or pending.gen < self.current_gen:
             return  # superseded while the judge worked on it
-        self.report(pending.gen, pending.step, pending.started, pending.output, reply["result"])
+        self.report(pending.gen, pending.step, pending.started, (pending.output, pending.dropped), reply["result"])
 
     def judge_died(self) -> None:
         self.sel.unregister(self.judge_sock)
@@ -706,7 +778,7 @@ class Worker:
         pending, self.judging = self.judging, {}
         for item in pending.values():
             if item.gen >= self.current_gen:
-                self.report(item.gen, item.step, item.started, item.output,
+                self.report(item.gen, item.step, item.started, (item.output, item.dropped),
                             {"id": item.step, "status": "error", "visuals": {}, "failure": None,
                              "checks": [{"id": "judge", "status": "error",
                                          "message": {"key": "failure.harness", "params": {"detail": "judge"}}}]})
@@ -745,6 +817,9 @@ class Worker:
             wait = max(0.0, min(j.deadline for j in running) - time.monotonic()) if running else None
             if running or self.dying:
                 wait = TICK if wait is None else min(wait, TICK)
+            paused = [j for j in running if j.flood and not j.out_watched]
+            if paused:
+                wait = max(0.0, min(min(j.out_resume for j in paused) - time.monotonic(), wait))
             if len(self.spares) < SPARES and not self.jobs and not self.judging:
                 until_quiet = max(0.0, self.quiet_until - time.monotonic())
                 wait = until_quiet if wait is None else min(wait, until_quiet)
@@ -756,9 +831,16 @@ class Worker:
                     self.on_judge()
                 else:
                     job = self.jobs.get(job_id)
-                    if job is not None and not job.result_done:
+                    if job is None or job.result_done:
+                        continue
+                    if kind == "output":
+                        self.on_output(job)
+                    else:
                         self.on_result(job)
             now = time.monotonic()
+            for job in paused:
+                if now >= job.out_resume:
+                    self.watch_output(job, True)
             for job in list(self.jobs.values()):
                 if not job.result_done and now >= job.deadline:
                     self.on_timeout(job)
@@ -768,7 +850,7 @@ class Worker:
                 self.next_tick = now + TICK
                 for job in list(self.jobs.values()):
                     if not job.result_done:
-                        self.drain_output(job)
+                        self.pace_output(job)
                 self.watch_memory()
                 self.sweep()
             self.reap()

@@ -1,0 +1,187 @@
+"""What the learner's code may not reach in a child: the tutor's reference solutions and the
+lessons' folders (their checks, starters and texts).
+
+A file that imports or reads the reference that ships inside the package would pass every
+step without a line of its own. So, in the child, before the learner's code runs:
+
+- the modules of those folders leave sys.modules, so an import has to find them again;
+- an audit hook (sys.addaudithook: it cannot be removed, and it sees every open(), os.open(),
+  io.open_code() — imports, runpy, importlib, linecache and inspect all read through them)
+  refuses to open a file or folder that is one of those folders or lies inside one, and the
+  import of the packages by name.
+
+A path is judged by what it opens, not by how it is spelt: each folder on the way to the
+file is stat()ed (following links, as the kernel does) and its (device, inode) compared with
+the protected folders'. So symbolic links, hard links, `..`, /proc/self/root and a changed
+working directory lead to the same refusal. A relative path may be meant for a directory fd
+(os.open(..., dir_fd=fd)): the audit event does not carry the fd, so the path is also tried
+against each directory this process holds open. The folders above the protected ones cannot
+be opened as fds at all (a dir_fd pointing at /, say).
+
+What stays reachable is listed in tests/reliability/README.md: another program (a subprocess
+runs `cat`), raw syscalls (ctypes), and the harness's own objects in this process.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import posix
+import sys
+
+# Import names refused outright (whatever file they would come from).
+BLOCKED_PACKAGES = ("tutor.reference", "tutor.lessons")
+# Events that name a path to judge (args[0], and args[1] for the two-path ones).
+_PATH_EVENTS = frozenset({
+    "open", "os.rename", "os.remove", "os.rmdir", "os.link", "os.truncate", "os.chmod", "os.chown",
+    "os.utime", "shutil.copyfile", "shutil.copytree", "shutil.rmtree",
+})
+_TWO_PATHS = frozenset({"os.rename", "os.link", "shutil.copyfile", "shutil.copytree"})
+REFUSAL = "attn-tutor keeps its reference solutions and lesson checks away from your code"
+
+
+class RefusedOpen(PermissionError):
+    """A protected file or folder: the file's own code must do the work."""
+
+
+class RefusedImport(ModuleNotFoundError):
+    """A protected package (tutor.reference, tutor.lessons)."""
+
+
+def protected_folders() -> list[str]:
+    """The folders to protect, as real paths: this tutor's reference/ and lessons/, and those an
+    import of tutor.reference / tutor.lessons would find (an editable install may map them to
+    another checkout). Worker side, once."""
+    from importlib.util import find_spec
+
+    from ..paths import lessons_dir, reference_dir
+
+    found = {os.path.realpath(str(reference_dir())), os.path.realpath(str(lessons_dir()))}
+    for name in BLOCKED_PACKAGES:
+        try:
+            spec = find_spec(name)
+        except (ImportError, ValueError):
+            continue
+        for location in (spec.submodule_search_locations or []) if spec else []:
+            found.add(os.path.realpath(location))
+    return sorted(found)
+
+
+def inventory(folders: list[str]) -> tuple[frozenset, frozenset, tuple[str, ...]]:
+    """(inodes inside the folders, inodes of the folders above them, the folders).
+    Every file is listed too, so that a hard link to one elsewhere is refused."""
+    inside, above = set(), set()
+    for folder in folders:
+        for root, dirs, files in os.walk(folder):
+            for name in [*dirs, *files, ""]:
+                try:
+                    st = os.stat(os.path.join(root, name))
+                except OSError:
+                    continue
+                inside.add((st.st_dev, st.st_ino))
+        parent = os.path.dirname(folder)
+        while True:
+            try:
+                st = os.stat(parent)
+                above.add((st.st_dev, st.st_ino))
+            except OSError:
+                pass
+            if parent == os.path.dirname(parent):
+                break
+            parent = os.path.dirname(parent)
+    return frozenset(inside), frozenset(above - inside), tuple(folders)
+
+
+def evict_modules(folders: tuple[str, ...]) -> None:
+    """Modules of the protected packages, or loaded from the folders, out of sys.modules (and
+    off their parent package), so that no import finds them without reading the files."""
+    prefixes = tuple(f.rstrip(os.sep) + os.sep for f in folders)
+    for name, module in list(sys.modules.items()):
+        blocked = any(name == p or name.startswith(p + ".") for p in BLOCKED_PACKAGES)
+        if not blocked:
+            file = getattr(module, "__file__", None)
+            blocked = isinstance(file, str) and os.path.realpath(file).startswith(prefixes)
+        if blocked:
+            del sys.modules[name]
+            parent, _, child = name.rpartition(".")
+            if parent in sys.modules:
+                try:
+                    delattr(sys.modules[parent], child)
+                except AttributeError:
+                    pass
+
+
+def install(fence: tuple[frozenset, frozenset, tuple[str, ...]]) -> None:
+    """The child side, before the learner's code: evict, then hook. For the rest of the process."""
+    inside, above, folders = fence
+    evict_modules(folders)
+    # The hook's tools, taken now: the learner's code may patch os, os.path or str afterwards.
+    stat, getcwd, readlink, listdir, fspath = posix.stat, posix.getcwd, posix.readlink, posix.listdir, os.fspath
+    fsdecode, isinstance_, str_, bytes_ = os.fsdecode, isinstance, str, bytes
+    path_events, two_paths, packages = _PATH_EVENTS, _TWO_PATHS, BLOCKED_PACKAGES
+
+    def key(path: str):
+        try:
+            st = stat(path)
+        except (OSError, ValueError):
+            return None
+        return st.st_dev, st.st_ino
+
+    def protected(path: str, as_fd_dir: bool) -> bool:
+        """Is path, or a folder on its way, protected? (path absolute, not normalised: each
+        prefix is stat()ed as the kernel would walk it)."""
+        k = key(path)
+        if k is not None and (k in inside or (as_fd_dir and k in above)):
+            return True
+        head = path
+        while True:
+            cut = head.rstrip("/").rfind("/")
+            if cut <= 0:
+                return False
+            head = head[:cut]
+            k = key(head)
+            if k is not None and k in inside:
+                return True
+
+    def refused(raw, as_fd_dir: bool) -> bool:
+        if isinstance_(raw, int):
+            return False  # an fd already open: it was judged when opened
+        try:
+            path = raw if isinstance_(raw, str_) else fsdecode(raw) if isinstance_(raw, bytes_) else fspath(raw)
+            if isinstance_(path, bytes_):
+                path = fsdecode(path)
+        except Exception:
+            return False  # not a path: the call itself fails
+        if not path:
+            return False
+        if path[0] == "/":
+            return protected(path, as_fd_dir)
+        try:
+            if protected(getcwd() + "/" + path, as_fd_dir):
+                return True
+            # Perhaps meant for a directory fd (dir_fd=): try it against each directory held open.
+            fds = listdir("/proc/self/fd")
+        except OSError:
+            fds = []
+        for fd in fds:
+            try:
+                where = readlink("/proc/self/fd/" + fd)
+            except OSError:
+                continue
+            if where[:1] == "/" and protected(where + "/" + path, as_fd_dir):
+                return True
+        return False
+
+    def hook(event, args):
+        if event in path_events:
+            if not args:
+                return
+            if refused(args[0], event == "open") or (event in two_paths and len(args) > 1
+                                                       and refused(args[1], False)):
+                raise RefusedOpen(errno.EACCES, REFUSAL, args[0] if isinstance_(args[0], str_) else str_(args[0]))
+        elif event == "import" and args:
+            name = args[0]
+            if isinstance_(name, str_) and any(name == p or name.startswith(p + ".") for p in packages):
+                raise RefusedImport(f"No module named {name!r} ({REFUSAL})", name=name)
+
+    sys.addaudithook(hook)

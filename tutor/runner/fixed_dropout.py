@@ -1,0 +1,35 @@
+"""The dropout the checks put in place of torch's while they judge a layer in train mode.
+
+Torch's dropout draws random numbers, and a per-head loop draws them in another order than
+one call on all heads, so no seed makes two correct layers agree. This one drops by position
+instead: element (…, i, j) is dropped when a hash of (i, j) falls below p. A correct layer
+then gives exactly what the reference gives, however it splits the heads; dropout on the
+scores, the output or twice does not. Used by the child (probe_kit) and the judge alike.
+"""
+
+from __future__ import annotations
+
+import torch
+
+_GOLDEN = 2654435761  # Knuth's multiplicative hash: the high bits of (h * _GOLDEN) mod 2³² mix well
+
+
+def keep_mask(rows: int, cols: int, p: float) -> torch.Tensor:
+    """(rows, cols) bool: True where an element survives dropout with probability p."""
+    i = torch.arange(rows, dtype=torch.int64).unsqueeze(1)
+    j = torch.arange(cols, dtype=torch.int64).unsqueeze(0)
+    h = ((i % 4096) * 4096 + (j % 4096)) * _GOLDEN % (1 << 32)
+    return (h >> 8).double() / float(1 << 24) >= p
+
+
+def apply(x: torch.Tensor, p: float) -> torch.Tensor:
+    """x with the fixed mask of its last two dimensions applied, survivors scaled by 1/(1-p)."""
+    if p <= 0:
+        return x
+    if p >= 1:
+        return x * 0
+    rows, cols = (x.shape[-2], x.shape[-1]) if x.dim() >= 2 else (1, x.shape[-1] if x.dim() else 1)
+    keep = keep_mask(rows, cols, p).to(x.dtype)
+    if x.dim() < 2:
+        keep = keep.reshape(x.shape)
+    return x * keep / (1.0 - p)
