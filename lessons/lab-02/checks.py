@@ -69,7 +69,8 @@ def _weights(scores, mask):
 # Plain functions of this file around the caches: code that reaches them is named as taking
 # them from here (origin.py reports where a function's own code is).
 future = functools.lru_cache(maxsize=None)(_future)
-_scores_once, _weights_once = of_the_inputs(_scores), of_the_inputs(_weights)
+_scores_once = of_the_inputs(_scores)
+_weights_once = of_the_inputs(_weights)
 _output_once = of_the_inputs(lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True))
 
 
