@@ -1,23 +1,35 @@
 """Checks for lesson lab-02: causal attention from the formula.
 
 The seed's inputs first (batch 1, 2 heads, 6 tokens, head_dim 8, seed 7), then
-sizes the notebook never tries, including other leading dimensions.
+sizes the notebook never tries, including other leading dimensions; then each
+function once more at the seed's shape on new values, to catch state kept between
+calls. `attention` is also run with the tutor's own helpers in place of the
+learner's, so that a fault in a helper is blamed on the helper's step.
 """
 
+import contextlib
+import functools
+import inspect
 import math
+import types
 
 import torch
 import torch.nn.functional as F
 
 from tutor.runner.judge_kit import (
-    close, describe, first_nonfinite, inputs_unchanged, judge_other_sizes, likely_for_value, matching_mistake,
-    max_error, msg, no_kernel, require_pair, require_ran, require_tensor, round_matrix, shape_str,
+    Stop, Verdict, close, describe, differ_explanation, discarded_call, first_nonfinite, front_dims,
+    inputs_unchanged, judge_other_sizes, likely_for_value, literal_explanation, matching_mistake, max_error, msg,
+    no_kernel, of_the_inputs, require_pair, require_ran, require_tensor, round_matrix, shape_str,
+    nest_likely, squeeze_explanation, state_explanation,
 )
+from tutor.runner.probe_kit import clone_args
 from tutor.runner.spec import StepSpec
 
 # q, k, v shapes: the seed's, then others (a 3-D batch, one token, long and wide).
 QKV_SHAPES = [(1, 2, 6, 8), (2, 3, 5, 16), (4, 9, 32), (1, 1, 1, 4), (1, 2, 40, 64)]
-MASK_SIZES = [6, 1, 2, 7, 13]
+# The seed's 6, small ones, every T that attention meets, and lengths past any fixed cap.
+MASK_SIZES = [6, 1, 2, 7, 13, 5, 9, 32, 40, 48, 100]
+HELPERS = ("scaled_scores", "causal_mask", "attention_weights")  # in the lesson's step order
 
 
 def make_inputs():
@@ -33,35 +45,160 @@ def make_inputs():
         other = torch.rand(T, T, generator=g) < 0.4
         other.fill_diagonal_(False)
         cases.append({"q": q, "k": k, "v": v, "other_mask": other})
-    return {"cases": cases}
+    # New values at the seed's shape, for the second call of each function (after the other sizes).
+    g = torch.Generator().manual_seed(8)
+    q, k, v = (torch.randn(QKV_SHAPES[0], generator=g) for _ in range(3))
+    other = torch.rand(QKV_SHAPES[0][-2], QKV_SHAPES[0][-2], generator=g) < 0.4
+    other.fill_diagonal_(False)
+    return {"cases": cases, "again": {"q": q, "k": k, "v": v, "other_mask": other}}
 
 
-def future(T):
+def _future(T):
     return torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)
 
 
-def ref_scores(q, k):
+def _scores(q, k):
     return q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
 
 
-def ref_weights(scores, mask):
+def _weights(scores, mask):
     return torch.softmax(scores.masked_fill(mask, float("-inf")), dim=-1)
+
+
+# The references, computed once per input (judge and probe alike); never handed to learner code.
+# Plain functions of this file around the caches: code that reaches them is named as taking
+# them from here (origin.py reports where a function's own code is).
+future = functools.lru_cache(maxsize=None)(_future)
+_scores_once = of_the_inputs(_scores)
+_weights_once = of_the_inputs(_weights)
+_output_once = of_the_inputs(lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True))
+
+
+def ref_scores(q, k):
+    return _scores_once(q, k)
+
+
+def ref_weights(scores, mask):
+    return _weights_once(scores, mask)
+
+
+def ref_output(q, k, v):
+    return _output_once(q, k, v)
 
 
 def qkv_label(case) -> str:
     return "q, k, v " + shape_str(case["q"].shape)
 
 
+# ---------------------------------------------------------------- calls kept apart
+
+def snapshot(value):
+    """A copy of a returned tensor (or pair of tensors), taken at once: a function that hands
+    out one buffer and refills it on its next call must be judged on what each call gave."""
+    if type(value) is torch.Tensor:
+        return clone_args(value)
+    if type(value) is tuple and all(type(x) is torch.Tensor for x in value):
+        return tuple(clone_args(x) for x in value)
+    return value
+
+
+def bare(call, args=False) -> dict:
+    """A call without what this lesson never reads: the last softmax output (lab-02 judges the
+    weights returned), and, for calls made only to diagnose, the arguments. Less to encode."""
+    call.pop("softmax", None)
+    if not args:
+        call.pop("args", None)
+    return call
+
+
+def call_kept(ctx, fn, *args, primary=False):
+    """ctx.call with the value snapshot; and the object itself, to look at again later."""
+    call = bare(ctx.call(fn, *args, primary=primary), args=True)
+    if "value" not in call:
+        return call, None
+    value = call["value"]
+    call["value"] = snapshot(value)
+    return call, value
+
+
+def again_of(first_returned, call) -> dict:
+    """The second call at the seed's shape, and the first call's result as it is after it."""
+    return {"call": call, "first_now": first_returned}
+
+
+def judge_again(v, fn, defs, again, first, judge_case, case, blame=None):
+    """The second call, judged like any other; then the first call's result must be as it
+    came: one tensor handed out twice and refilled has changed it."""
+    sub = Verdict(v.source)
+    try:
+        judge_case(sub, again["call"], case)
+    except Stop:
+        pass
+    if not sub.passed():
+        likely = (blame() if blame else None) or state_explanation(v.source, defs) or msg("likely.kept_state")
+        reason, likely = nest_likely(sub.failed_message(), likely)
+        v.require("call-again", False, "check.called_again", fn=fn, reason=reason, likely=likely)
+    v.require("call-again", same_value(again["first_now"], first), "check.result_reused", fn=fn,
+              likely=lambda: state_explanation(v.source, defs) or msg("likely.result_reused"))
+
+
+def same_value(a, b) -> bool:
+    if isinstance(a, tuple) and isinstance(b, tuple):
+        return len(a) == len(b) and all(same_value(x, y) for x, y in zip(a, b))
+    if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
+        return a.shape == b.shape and a.dtype == b.dtype and bool(torch.equal(a, b))
+    return True  # not tensors: nothing a later call could have refilled
+
+
+def lab_explain(defs, i):
+    """The likely mistake when a step is right at the seed's q, k, v but not at QKV_SHAPES[i]:
+    a number of the lab's written in, dimensions counted from the front (the 3-D case), a bare
+    squeeze() at a size of 1, state kept between calls, else what differs there."""
+    seed, shape = QKV_SHAPES[0], QKV_SHAPES[i]
+
+    def explain(_i, sub, source):
+        names = ("T", "d_k") if len(shape) != len(seed) else ("B", "H", "T", "d_k")
+        here, lab = shape[-len(names):], seed[-len(names):]
+        literal = literal_explanation(source, defs, names, lab, here)
+        if literal:
+            return literal
+        if len(shape) != len(seed):
+            found = front_dims(source, frozenset(defs))
+            if found:
+                return msg("likely.rank_dims", line=found.line, code=found.code, rank=len(shape), lab_rank=len(seed))
+            return msg("likely.rank", rank=len(shape), lab_rank=len(seed))
+        return (squeeze_explanation(source, defs, names, lab, here) or state_explanation(source, defs)
+                or differ_explanation(names, lab, here))
+
+    return explain
+
+
+def other_sizes(v, calls, cases, labels, judge_case, defs, blame=None):
+    """judge_other_sizes, with the lesson's explanation of a failure at QKV_SHAPES[i]; for
+    attention, first the helper to fix (blame)."""
+    def why(i, sub, source):
+        return (blame(i) if blame else None) or lab_explain(defs, i)(i, sub, source)
+
+    judge_other_sizes(v, calls, cases, labels, judge_case, explain=why)
+
+
 # ---------------------------------------------------------------- scores
 
 def probe_scores(ctx, inputs):
     fn = ctx.get("scaled_scores")
-    return {"calls": [ctx.call(fn, c["q"], c["k"], primary=i == 0) for i, c in enumerate(inputs["cases"])]}
+    calls, first = [], None
+    for i, c in enumerate(inputs["cases"]):
+        call, value = call_kept(ctx, fn, c["q"], c["k"], primary=i == 0)
+        calls.append(call)
+        first = value if i == 0 else first
+    a = inputs["again"]
+    return {"calls": calls, "again": again_of(first, call_kept(ctx, fn, a["q"], a["k"])[0])}
 
 
 def diagnose_scores(s, q, k):
-    raw = q @ k.transpose(-2, -1)
+    raw = q.double() @ k.double().transpose(-2, -1)  # in double: a float64 result is compared, not a crash
     dk, T = q.shape[-1], q.shape[-2]
+    s = s.double()
     for cand, likely in (
         (raw, msg("likely.scale_none")),
         (raw / dk, msg("likely.scale_d")),
@@ -91,8 +228,10 @@ def judge_scores_case(v, call, case):
 
 def judge_scores(v, outputs, inputs, jctx):
     calls, cases = outputs["calls"], inputs["cases"]
+    defs = ("scaled_scores",)
     judge_scores_case(v, calls[0], cases[0])
-    judge_other_sizes(v, calls, cases, [qkv_label(c) for c in cases], judge_scores_case)
+    other_sizes(v, calls, cases, [qkv_label(c) for c in cases], judge_scores_case, defs)
+    judge_again(v, "scaled_scores", defs, outputs["again"], calls[0].get("value"), judge_scores_case, inputs["again"])
     no_kernel(v, "scaled_scores", jctx.source, {"scaled_scores"}, jctx.kernels)
 
 
@@ -100,7 +239,12 @@ def judge_scores(v, outputs, inputs, jctx):
 
 def probe_mask(ctx, inputs):
     fn = ctx.get("causal_mask")
-    return {"calls": [ctx.call(fn, T, primary=i == 0) for i, T in enumerate(MASK_SIZES)]}
+    calls, first = [], None
+    for i, T in enumerate(MASK_SIZES):
+        call, value = call_kept(ctx, fn, T, primary=i == 0)
+        calls.append(call)
+        first = value if i == 0 else first
+    return {"calls": calls, "again": again_of(first, call_kept(ctx, fn, MASK_SIZES[0])[0])}
 
 
 def diagnose_mask(m, T):
@@ -116,6 +260,15 @@ def diagnose_mask(m, T):
     return msg("likely.unknown")
 
 
+def mask_row_text(row, col: int) -> str:
+    """A mask row as T/F, at most 16 entries around column col (a row of 100 would not fit)."""
+    flags = ["T" if b else "F" for b in row.tolist()]
+    if len(flags) <= 16:
+        return " ".join(flags)
+    start = max(0, min(col - 8, len(flags) - 16))
+    return ("… " if start else "") + " ".join(flags[start:start + 16]) + (" …" if start + 16 < len(flags) else "")
+
+
 def judge_mask_case(v, call, T):
     require_ran(v, call, "causal_mask")
     m = call["value"]
@@ -126,102 +279,204 @@ def judge_mask_case(v, call, T):
     v.require("bool", m.dtype == torch.bool, "check.mask_dtype", T=T, got=str(m.dtype).removeprefix("torch."))
     expected = future(T)
     if not torch.equal(m, expected):
-        row = int((m != expected).any(-1).nonzero()[0])
-        as_text = lambda r: " ".join("T" if b else "F" for b in r.tolist())  # noqa: E731
-        v.require("values", False, "check.mask_values", T=T, row=row, got=as_text(m[row]),
-                  expected=as_text(expected[row]), likely=lambda: diagnose_mask(m, T))
+        wrong = m != expected
+        row = int(wrong.any(-1).nonzero()[0])
+        col = int(wrong[row].nonzero()[0])
+        v.require("values", False, "check.mask_values", T=T, row=row, got=mask_row_text(m[row], col),
+                  expected=mask_row_text(expected[row], col), likely=lambda: diagnose_mask(m, T))
     v.expect("values", True)
+
+
+def mask_explain(calls):
+    """Why causal_mask fails at a T past the seed's: a 6 written in, state kept from the first
+    call, a mask of fixed size cut down (the same size comes back for every longer T)."""
+    defs = ("causal_mask",)
+
+    def explain(i, sub, source):
+        T = MASK_SIZES[i]
+        literal = literal_explanation(source, defs, ("T",), (MASK_SIZES[0],), (T,))
+        if literal:
+            return literal
+        state = state_explanation(source, defs)
+        if state:
+            return state
+        m = calls[i].get("value")
+        if isinstance(m, torch.Tensor) and m.dim() == 2 and m.shape[0] == m.shape[1] < T:
+            return msg("likely.mask_capped", size=int(m.shape[0]), T=T)
+        return differ_explanation(("T",), (MASK_SIZES[0],), (T,))
+
+    return explain
 
 
 def judge_mask(v, outputs, inputs, jctx):
     calls = outputs["calls"]
     judge_mask_case(v, calls[0], MASK_SIZES[0])
-    judge_other_sizes(v, calls, MASK_SIZES, [f"T={T}" for T in MASK_SIZES], judge_mask_case)
+    judge_other_sizes(v, calls, MASK_SIZES, [f"T={T}" for T in MASK_SIZES], judge_mask_case,
+                      explain=mask_explain(calls))
+    judge_again(v, "causal_mask", ("causal_mask",), outputs["again"], calls[0].get("value"), judge_mask_case,
+                MASK_SIZES[0])
 
 
 # ---------------------------------------------------------------- weights
 
 def probe_weights(ctx, inputs):
     fn = ctx.get("attention_weights")
-    calls = []
-    for i, c in enumerate(inputs["cases"]):
+    calls, first = [], None
+    for i, c in enumerate(inputs["cases"] + [inputs["again"]]):
         scores = ref_scores(c["q"], c["k"])
         T = scores.shape[-1]
-        calls.append({
-            "causal": ctx.call(fn, scores, future(T), primary=i == 0),
-            "other": ctx.call(fn, scores, c["other_mask"], primary=i == 0),
-        })
-    return {"calls": calls}
+        causal, value = call_kept(ctx, fn, scores, future(T), primary=i == 0)
+        calls.append({"causal": causal, "other": call_kept(ctx, fn, scores, c["other_mask"], primary=i == 0)[0]})
+        first = value if i == 0 else first
+    *calls, again = calls
+    return {"calls": calls, "again": again_of(first, again)}
 
 
-def diagnose_weights(w, scores, mask):
+def diagnose_weights(w, scores, mask, source="", defs=("attention_weights",)):
+    w, scores = w.double(), scores.double()  # in double: a float64 result is compared, not a crash
     hidden_diagonal = mask | torch.eye(mask.shape[-1], dtype=torch.bool)
-    return matching_mistake(w, [
+    if w.shape == scores.shape:
+        hidden = w.masked_select(mask.expand_as(w))
+        # Right but for tiny weights on the future: exp of a large negative number, not of -inf.
+        if hidden.numel() and 0 < float(hidden.abs().max()) < 1e-6 and close(w, ref_weights_double(scores, mask)):
+            return msg("likely.fill_large_negative")
+    likely = matching_mistake(w, [
         (lambda: torch.softmax(scores, -1).masked_fill(mask, 0.0), msg("likely.mask_after_softmax")),
         (lambda: torch.softmax(scores.masked_fill(mask, 0.0), -1), msg("likely.fill_zero")),
         (lambda: torch.softmax(scores, -1), msg("likely.no_mask")),
         (lambda: torch.softmax(scores.masked_fill(mask, float("-inf")), -2), msg("likely.softmax_dim")),
         (lambda: torch.softmax(scores.masked_fill(~mask, float("-inf")), -1), msg("likely.mask_inverted_fill")),
+        (lambda: torch.softmax(scores.masked_fill(~mask, -1e9), -1), msg("likely.mask_inverted_fill")),
         (lambda: torch.softmax(scores.masked_fill(hidden_diagonal, float("-inf")), -1), msg("likely.mask_diagonal")),
     ])
+    if likely["key"] == "likely.no_mask":
+        # The values of no mask at all, and a masked_fill on a line of its own: it is not in place.
+        found = discarded_call(source, frozenset(defs), "masked_fill")
+        if found:
+            return msg("likely.masked_fill_discarded_at", line=found.line, code=found.code)
+    return likely
 
 
-def judge_weights_masked(v, w, scores, mask, what):
+def ref_weights_double(scores, mask):
+    return _weights(scores.double(), mask)
+
+
+def judge_weights_masked(v, w, scores, mask, what, defs=("attention_weights",)):
+    diagnose = lambda: diagnose_weights(w, scores, mask, v.source, defs)  # noqa: E731
     bad = first_nonfinite(w)
     v.require("finite", bad is None, "check.not_finite", what=what, count=bad[1] if bad else 0,
-              where=shape_str(bad[0]) if bad else "", likely=lambda: diagnose_weights(w, scores, mask))
+              where=shape_str(bad[0]) if bad else "", likely=diagnose)
     sums = w.double().sum(-1)
     ok = torch.isclose(sums, torch.ones_like(sums), atol=1e-5)
     if not ok.all():
         where = tuple(int(i) for i in (~ok).nonzero()[0])
         v.require("rows-sum-to-1", False, "check.rows_sum", row=where[-1], batch=shape_str(where[:-1]),
-                  got=float(sums[where]), likely=lambda: diagnose_weights(w, scores, mask))
+                  got=float(sums[where]), likely=diagnose)
     v.expect("rows-sum-to-1", True)
     hidden = w.masked_select(mask.expand_as(w))
     if torch.count_nonzero(hidden):
         where = tuple(int(i) for i in ((w != 0) & mask).nonzero()[0])
         v.require("future-is-zero", False, "check.future", row=where[-2], col=where[-1], got=float(w[where]),
-                  likely=lambda: diagnose_weights(w, scores, mask))
+                  likely=diagnose)
     v.expect("future-is-zero", True)
+
+
+def judge_weights_one(v, call, scores, mask, name):
+    require_ran(v, call, "attention_weights")
+    w = require_tensor(v, "shape", "attention_weights(scores, mask)", call["value"], scores.shape,
+                       msg("likely.weights_shape"))
+    if name == "other" and torch.count_nonzero(w.masked_select(mask.expand_as(w))):
+        where = tuple(int(i) for i in ((w != 0) & mask).nonzero()[0])
+        # A result kept from the call before (a memo keyed on the shape) ignores the mask too.
+        v.require("uses-given-mask", False, "check.mask_ignored", row=where[-2], col=where[-1], got=float(w[where]),
+                  likely=lambda: state_explanation(v.source, ("attention_weights",)) or msg("likely.own_mask"))
+    judge_weights_masked(v, w, scores, mask, "attention_weights(scores, mask)")
+    expected = ref_weights(scores, mask)
+    if not close(w, expected):
+        err, where = max_error(w, expected)
+        v.require("values", False, "check.values", what="attention_weights(scores, mask)", err=err,
+                  where=shape_str(where), tol="1e-5", likely=lambda: diagnose_weights(w, scores, mask, v.source))
+    v.expect("values", True)
+    if name == "other":
+        v.expect("uses-given-mask", True)
+    inputs_unchanged(v, "attention_weights", ["scores", "mask"], call["args"], (scores, mask))
 
 
 def judge_weights_case(v, call, case):
     scores = ref_scores(case["q"], case["k"])
     T = scores.shape[-1]
     for name, mask in (("causal", future(T)), ("other", case["other_mask"])):
-        require_ran(v, call[name], "attention_weights")
-        w = require_tensor(v, "shape", "attention_weights(scores, mask)", call[name]["value"], scores.shape,
-                           msg("likely.weights_shape"))
-        if name == "other" and torch.count_nonzero(w.masked_select(mask.expand_as(w))):
-            where = tuple(int(i) for i in ((w != 0) & mask).nonzero()[0])
-            v.require("uses-given-mask", False, "check.mask_ignored", row=where[-2], col=where[-1], got=float(w[where]))
-        judge_weights_masked(v, w, scores, mask, "attention_weights(scores, mask)")
-        expected = ref_weights(scores, mask)
-        if not close(w, expected):
-            err, where = max_error(w, expected)
-            v.require("values", False, "check.values", what="attention_weights(scores, mask)", err=err,
-                      where=shape_str(where), tol="1e-5", likely=lambda: diagnose_weights(w, scores, mask))
-        v.expect("values", True)
-        if name == "other":
-            v.expect("uses-given-mask", True)
-        inputs_unchanged(v, "attention_weights", ["scores", "mask"], call[name]["args"], (scores, mask))
+        judge_weights_one(v, call[name], scores, mask, name)
 
 
 def judge_weights(v, outputs, inputs, jctx):
     calls, cases = outputs["calls"], inputs["cases"]
+    defs = ("attention_weights",)
     judge_weights_case(v, calls[0], cases[0])
-    judge_other_sizes(v, calls, cases, [qkv_label(c) for c in cases], judge_weights_case)
+    other_sizes(v, calls, cases, [qkv_label(c) for c in cases], judge_weights_case, defs)
+    judge_again(v, "attention_weights", defs, outputs["again"], calls[0]["causal"].get("value"), judge_weights_case,
+                inputs["again"])
     no_kernel(v, "attention_weights", jctx.source, {"attention_weights"}, jctx.kernels)
 
 
 # ---------------------------------------------------------------- output
 
+def _stand_in(learner_fn, reference, params):
+    """The reference helper, called as the learner's attention calls the learner's own
+    (keyword names included, which may differ from the starter's)."""
+    def helper(*args, **kwargs):
+        if kwargs:
+            try:
+                args = tuple(inspect.signature(learner_fn).bind(*args, **kwargs).arguments.values())
+            except Exception:  # no signature to read: the starter's names
+                args = args + tuple(kwargs[p] for p in params[len(args):] if p in kwargs)
+        return reference(*args[:len(params)])
+    return helper
+
+
+STAND_INS = {"scaled_scores": (_scores, ("q", "k")), "causal_mask": (_future, ("seq_len",)),
+             "attention_weights": (_weights, ("scores", "mask"))}
+
+
+@contextlib.contextmanager
+def reference_helpers(ctx, fn):
+    """The learner's helpers replaced, in the globals attention reads them from, by correct ones."""
+    names = fn.__globals__ if type(fn) is types.FunctionType else vars(ctx.module)
+    saved = {n: names[n] for n in HELPERS if n in names}
+    try:
+        for n, learner_fn in saved.items():
+            names[n] = _stand_in(learner_fn, *STAND_INS[n])
+        yield bool(saved)
+    finally:
+        names.update(saved)
+
+
 def probe_output(ctx, inputs):
     fn = ctx.get("attention")
-    return {"calls": [ctx.call(fn, c["q"], c["k"], c["v"], primary=i == 0) for i, c in enumerate(inputs["cases"])]}
+    cases = inputs["cases"]
+    calls, first = [], None
+    for i, c in enumerate(cases):
+        call, value = call_kept(ctx, fn, c["q"], c["k"], c["v"], primary=i == 0)
+        calls.append(call)
+        first = value if i == 0 else first
+    a = inputs["again"]
+    again = again_of(first, call_kept(ctx, fn, a["q"], a["k"], a["v"])[0])
+    everything = cases + [a]
+    # Attention on its own: with correct helpers in place of the learner's.
+    with reference_helpers(ctx, fn) as replaced:
+        alone = [bare(ctx.call(fn, c["q"], c["k"], c["v"])) if replaced else None for c in everything]
+    # The learner's helpers on the inputs attention gives them, to name the first wrong one.
+    helpers = {n: getattr(ctx.module, n, None) for n in HELPERS}
+    parts = []
+    for c in everything:
+        q, k = c["q"], c["k"]
+        T = q.shape[-2]
+        given = {"scaled_scores": (q, k), "causal_mask": (T,), "attention_weights": (ref_scores(q, k), future(T))}
+        parts.append({n: bare(ctx.call(f, *given[n])) if callable(f) else None for n, f in helpers.items()})
+    return {"calls": calls, "again": again, "alone": alone, "parts": parts}
 
 
-def judge_output_case(v, call, case):
+def judge_output_case(v, call, case, defs=("attention",)):
     require_ran(v, call, "attention")
     q, k, vv = case["q"], case["k"], case["v"]
     T = q.shape[-2]
@@ -229,19 +484,21 @@ def judge_output_case(v, call, case):
     w = require_tensor(v, "shape", "weights", w, q.shape[:-1] + (T,), msg("likely.weights_shape"))
     out = require_tensor(v, "shape", "output", out, vv.shape, msg("likely.out_shape"))
     scores = ref_scores(q, k)
-    judge_weights_masked(v, w, scores, future(T), "weights")
+    judge_weights_masked(v, w, scores, future(T), "weights", defs + ("attention_weights",))
     ref_w = ref_weights(scores, future(T))
     if not close(w, ref_w):  # the weights returned must be the ones used, not merely well-formed
         err, where = max_error(w, ref_w)
         v.require("values", False, "check.values", what="weights", err=err, where=shape_str(where), tol="1e-5",
                   likely=lambda: diagnose_scores_from_weights(w, q, k))
     v.expect("values", True)
-    expected = F.scaled_dot_product_attention(q, k, vv, is_causal=True)
+    expected = ref_output(q, k, vv)
     err, where = max_error(out, expected)
     if not err < 1e-5:
-        likely = msg("likely.out_not_weights_v") if close(w, ref_w) else diagnose_weights(w, scores, future(T))
-        if likely["key"] == "likely.unknown":
-            likely = diagnose_scores_from_weights(w, q, k)
+        def likely():
+            if close(w, ref_w):
+                return msg("likely.out_not_weights_v")
+            found = diagnose_weights(w, scores, future(T), v.source, defs + ("attention_weights",))
+            return diagnose_scores_from_weights(w, q, k) if found["key"] == "likely.unknown" else found
         v.require("matches-pytorch", False, "check.values", what="output", err=err, where=shape_str(where),
                   tol="1e-5", likely=likely)
     v.expect("matches-pytorch", True)
@@ -249,12 +506,58 @@ def judge_output_case(v, call, case):
 
 
 def diagnose_scores_from_weights(w, q, k):
-    raw = q @ k.transpose(-2, -1)
+    raw = q.double() @ k.double().transpose(-2, -1)
     T, dk = q.shape[-2], q.shape[-1]
     for cand, likely in ((raw, msg("likely.scale_none")), (raw / dk, msg("likely.scale_d"))):
-        if torch.allclose(ref_weights(cand, future(T)), w, atol=1e-5):
+        if torch.allclose(_weights(cand, future(T)), w.double(), atol=1e-5):
             return likely
     return msg("likely.unknown")
+
+
+def judged(judge, *args) -> Verdict:
+    sub = Verdict(args[0])
+    try:
+        judge(sub, *args[1:])
+    except Stop:
+        pass
+    return sub
+
+
+def with_args(call, *args) -> dict:
+    """A diagnostic call (sent without its arguments) with the pristine ones: judged on its
+    values alone. A helper that changes its input in place fails its own step for that."""
+    return {**call, "args": args} if "value" in call else call
+
+
+def helper_blame(source, alone, parts, case):
+    """When attention is right with correct helpers in place of the learner's, the first of
+    the learner's helpers, in step order, that is wrong on the inputs attention gives it: the
+    step to fix first. None when attention itself is at fault, or no helper is."""
+    q, k = case["q"], case["k"]
+    T = q.shape[-2]
+    if alone is None or not judged(judge_output_case, source, with_args(alone, q, k, case["v"]), case).passed():
+        return None
+    scores, mask = ref_scores(q, k), future(T)
+    checks = {
+        "scaled_scores": lambda c: judged(judge_scores_case, source, with_args(c, q, k), case),
+        "causal_mask": lambda c: judged(judge_mask_case, source, c, T),
+        "attention_weights": lambda c: judged(judge_weights_one, source, with_args(c, scores, mask), scores, mask,
+                                              "causal"),
+    }
+    for name in HELPERS:
+        c = parts.get(name)
+        if c is not None and not checks[name](c).passed():
+            return msg("likely.helper_first", fn=name)
+    return None
+
+
+def blame_helpers(v, start: int, blame) -> None:
+    """The likely mistake of each failure since start, replaced by the helper to fix first."""
+    failed = [c for c in v.checks[start:] if c.status != "pass" and c.message and "likely" in c.message.params]
+    likely = blame() if failed else None
+    if likely:
+        for c in failed:
+            c.message.params["likely"] = likely
 
 
 def judge_output(v, outputs, inputs, jctx):
@@ -268,8 +571,21 @@ def judge_output(v, outputs, inputs, jctx):
          "learner": round_matrix(w[0, h]) if w is not None else None, "reference": round_matrix(ref[0, h])}
         for h in range(ref.shape[1])
     ]
-    judge_output_case(v, calls[0], cases[0])
-    judge_other_sizes(v, calls, cases, [qkv_label(c) for c in cases], judge_output_case)
+    everything = cases + [inputs["again"]]
+    alone, parts = outputs["alone"], outputs["parts"]
+    blame = functools.lru_cache(maxsize=None)(lambda i: helper_blame(v.source, alone[i], parts[i], everything[i]))
+    try:
+        judge_output_case(v, calls[0], cases[0])
+    finally:
+        blame_helpers(v, 0, lambda: blame(0))
+    if alone[0] is not None:
+        c = cases[0]
+        sub = judged(judge_output_case, v.source, with_args(alone[0], c["q"], c["k"], c["v"]), c)
+        reason, likely = nest_likely(sub.failed_message(), msg("likely.compensates")) if not sub.passed() else ({}, "")
+        v.expect("reference-helpers", sub.passed(), "check.reference_helpers", reason=reason, likely=likely)
+    other_sizes(v, calls, cases, [qkv_label(c) for c in cases], judge_output_case, ("attention",), blame=blame)
+    judge_again(v, "attention", ("attention",), outputs["again"], calls[0].get("value"), judge_output_case,
+                inputs["again"], blame=lambda: blame(len(cases)))
     no_kernel(v, "attention", jctx.source, {"attention"}, jctx.kernels)
 
 

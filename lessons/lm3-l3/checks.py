@@ -185,10 +185,42 @@ def sizes_label(names, size) -> str:
     return ", ".join(f"{n}={s}" for n, s in zip(names, size))
 
 
+# Kept beside the functions that use them, apart from the imports at the top.
+from tutor.runner.judge_kit import last_dim_of, literal_explanation, size_explanation  # noqa: E402
+
+
+def explain_single(seed, size, source):
+    """Why causal_attention fails at a size past the notebook's (B, T, d_in, d_k)."""
+    return size_explanation(source, ("causal_attention",), ("B", "T", "d_in", "d_k"), seed, size)
+
+
+def explain_multi(seed, size, source):
+    """Why the layer fails at (d_in, d_out, n_heads, context_length, B, T): a number written in,
+    then d_in read where d_out or head_dim is needed (equal at the notebook's sizes), then the rest."""
+    names = ("d_in", "d_out", "n_heads", "context_length", "B", "T", "head_dim")
+    seed, size = tuple(seed) + (seed[1] // seed[2],), tuple(size) + (size[1] // size[2],)
+    defs = ("CausalMultiHeadAttention",)
+    literal = literal_explanation(source, defs, names, seed, size)
+    if literal:
+        return literal
+    if seed[0] == seed[1] and size[0] != size[1]:
+        found = last_dim_of(source, frozenset(defs), 1)  # forward(self, x): the width of x
+        if found:
+            return msg("likely.width_d_in", line=found.line, code=found.code, d_in=size[0], d_out=size[1])
+    return size_explanation(source, defs, names, seed, size)
+
+
+EXPLAIN = {("B", "T", "d_in", "d_k"): explain_single,
+           ("d_in", "d_out", "n_heads", "context_length", "B", "T"): explain_multi}
+
+
 def other_sizes(v, calls, cases, sizes, names, judge_case):
-    """The shared judge_other_sizes, for case judges that also take the case's sizes."""
+    """The shared judge_other_sizes, for case judges that also take the case's sizes; a failure
+    names what differs at that size (EXPLAIN, chosen by the sizes' names)."""
+    explain = EXPLAIN.get(tuple(names))
     judge_other_sizes(v, calls, list(zip(cases, sizes)), [sizes_label(names, size) for size in sizes],
-                      lambda sub, call, case_and_size: judge_case(sub, call, *case_and_size))
+                      lambda sub, call, case_and_size: judge_case(sub, call, *case_and_size),
+                      explain=explain and (lambda i, sub, source: explain(sizes[0], sizes[i], source)))
 
 
 def weights_in(call, shape):

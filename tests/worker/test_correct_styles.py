@@ -281,6 +281,30 @@ def scaled_scores(q, k):
     d_k = q.size(-1)
     return torch.matmul(q, k.mT) * (1.0 / math.sqrt(d_k))
 """,
+    "float64_then_cast_back": """
+def scaled_scores(q, k):
+    scores = q.double() @ k.double().transpose(-2, -1) / math.sqrt(q.shape[-1])
+    return scores.to(q.dtype)
+""",
+    # A memo that is right: its key holds every value the result depends on.
+    "memo_keyed_on_the_values": """
+_seen = {}
+
+
+def scaled_scores(q, k):
+    key = (tuple(q.shape), tuple(q.flatten().tolist()), tuple(k.flatten().tolist()))
+    if key not in _seen:
+        _seen[key] = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    return _seen[key]
+""",
+    "a_callable_class_instance": """
+class ScaledScores:
+    def __call__(self, q, k):
+        return q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+
+
+scaled_scores = ScaledScores()
+""",
 }
 
 LAB_MASK = {
@@ -300,6 +324,42 @@ def causal_mask(seq_len):
     "float_triu_then_bool": """
 def causal_mask(seq_len):
     return torch.triu(torch.ones(seq_len, seq_len), diagonal=1).bool()
+""",
+    "arange_unsqueeze_comparison": """
+def causal_mask(seq_len):
+    return torch.arange(seq_len).unsqueeze(0) > torch.arange(seq_len).unsqueeze(1)
+""",
+    "lru_cache_keyed_on_seq_len": """
+import functools
+
+
+@functools.lru_cache(maxsize=None)
+def causal_mask(seq_len):
+    return torch.triu(torch.ones(seq_len, seq_len, dtype=torch.bool), diagonal=1)
+""",
+    # Kept between calls, but made longer whenever a call needs more, and cut to each T.
+    "module_mask_grown_when_too_short": """
+_future = torch.zeros(0, 0, dtype=torch.bool)
+
+
+def causal_mask(seq_len):
+    global _future
+    if _future.shape[0] < seq_len:
+        _future = torch.triu(torch.ones(seq_len, seq_len, dtype=torch.bool), diagonal=1)
+    return _future[:seq_len, :seq_len]
+""",
+    "a_class_with_a_cache_per_length": """
+class CausalMask:
+    def __init__(self):
+        self.made = {}
+
+    def __call__(self, seq_len):
+        if seq_len not in self.made:
+            self.made[seq_len] = torch.tril(torch.ones(seq_len, seq_len)) == 0
+        return self.made[seq_len]
+
+
+causal_mask = CausalMask()
 """,
 }
 
@@ -322,6 +382,21 @@ def attention_weights(scores, mask):
 def attention_weights(scores, mask):
     return torch.softmax(torch.where(mask, float("-inf"), scores), dim=-1)
 """,
+    "float64_then_cast_back": """
+def attention_weights(scores, mask):
+    weights = torch.softmax(scores.double().masked_fill(mask, float("-inf")), dim=-1)
+    return weights.to(scores.dtype)
+""",
+    # exp(-1e4) is exactly 0 in float32: unlike -100, this fill hides the future entirely.
+    "fill_minus_1e4": """
+def attention_weights(scores, mask):
+    return torch.softmax(scores.masked_fill(mask, -1e4), dim=-1)
+""",
+    "masked_fill_assigned_back": """
+def attention_weights(scores, mask):
+    scores = scores.masked_fill(mask, float("-inf"))
+    return torch.softmax(scores, dim=-1)
+""",
 }
 
 LAB_ATTENTION = {
@@ -340,6 +415,51 @@ def attention(q, k, v):
     weights = attention_weights(scores=scores, mask=causal_mask(seq_len))
     output = weights @ v
     return output, weights
+""",
+    "einsum_inline_with_tril_eq_0": """
+def attention(q, k, v):
+    T = q.shape[-2]
+    scores = torch.einsum("...qd,...kd->...qk", q, k) / math.sqrt(q.shape[-1])
+    hidden = torch.tril(torch.ones(T, T)) == 0
+    weights = torch.softmax(scores.masked_fill(hidden, float("-inf")), dim=-1)
+    return torch.einsum("...qk,...kd->...qd", weights, v), weights
+""",
+    "float64_inline_then_cast_back": """
+def attention(q, k, v):
+    T = q.shape[-2]
+    scores = q.double() @ k.double().transpose(-2, -1) / math.sqrt(q.shape[-1])
+    future = torch.arange(T)[None, :] > torch.arange(T)[:, None]
+    weights = torch.softmax(scores.masked_fill(future, float("-inf")), dim=-1)
+    return (weights @ v.double()).to(q.dtype), weights.to(q.dtype)
+""",
+    "mask_cache_keyed_on_T": """
+_masks = {}
+
+
+def attention(q, k, v):
+    T = q.shape[-2]
+    if T not in _masks:
+        _masks[T] = causal_mask(T)
+    weights = attention_weights(scaled_scores(q, k), _masks[T])
+    return weights @ v, weights
+""",
+}
+
+# Helpers whose parameters are not the starter's names, called by keyword: attention must still
+# pass when the tutor's own helpers stand in for them.
+LAB_RENAMED_HELPERS = {
+    "causal_mask": """
+def causal_mask(T):
+    return torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)
+""",
+    "attention_weights": """
+def attention_weights(s, hide):
+    return torch.softmax(s.masked_fill(hide, float("-inf")), dim=-1)
+""",
+    "attention": """
+def attention(q, k, v):
+    weights = attention_weights(hide=causal_mask(T=q.shape[-2]), s=scaled_scores(q, k))
+    return weights @ v, weights
 """,
 }
 
@@ -399,6 +519,7 @@ STYLES = (
     + _params(LAB, "causal_mask", LAB_MASK)
     + _params(LAB, "attention_weights", LAB_WEIGHTS, "import torch.nn.functional as F")
     + _params(LAB, "attention", LAB_ATTENTION)
+    + [style("lab-02-helpers-with-renamed-parameters-called-by-keyword", LAB, LAB_RENAMED_HELPERS)]
 )
 
 

@@ -38,8 +38,9 @@ def test_kit_reads_nested_message_keys_and_verify_is_not_vacuous():
     verify(ok, "lab-02", {})
     bad = dict(ok, mask=StepResult("mask", "fail", [Check("values", "fail", m)]))
     verify(bad, "lab-02", {"mask": Exp("fail", "values", {"likely.scale_d"})})
+    verify(bad, "lab-02", {"mask": Exp("fail", "values", {"likely.scale_d"}, absent={"likely.fill_zero"})})
     for wrong in ({}, {"mask": Exp("fail", "values", {"likely.fill_zero"})}, {"mask": Exp("fail", "bool")},
-                  {"mask": Exp("error")}):
+                  {"mask": Exp("error")}, {"mask": Exp("fail", "values", absent={"likely.hardcoded"})}):
         with pytest.raises(AssertionError):
             verify(bad, "lab-02", wrong)
     with pytest.raises(AssertionError):  # a "pass" with a failing check in it is not a pass
@@ -65,10 +66,12 @@ def test_reference_passes_every_check(run, lesson):
                 "own-formula"} <= ids["multi-head"]
         assert {"values", "tuples", "other-sizes"} <= ids["shapes"]
     else:
-        assert {"values", "other-sizes", "own-formula", "inputs-unchanged"} <= ids["scores"]
-        assert {"bool", "values", "other-sizes"} <= ids["mask"]
-        assert {"future-is-zero", "uses-given-mask", "values", "inputs-unchanged", "other-sizes"} <= ids["weights"]
-        assert {"future-is-zero", "matches-pytorch", "other-sizes", "own-formula"} <= ids["output"]
+        assert {"values", "other-sizes", "own-formula", "inputs-unchanged", "call-again"} <= ids["scores"]
+        assert {"bool", "values", "other-sizes", "call-again"} <= ids["mask"]
+        assert {"future-is-zero", "uses-given-mask", "values", "inputs-unchanged", "other-sizes",
+                "call-again"} <= ids["weights"]
+        assert {"future-is-zero", "matches-pytorch", "other-sizes", "own-formula", "call-again",
+                "reference-helpers"} <= ids["output"]
 
 
 @pytest.mark.parametrize("lesson", LESSONS)

@@ -182,13 +182,16 @@ def summary(results: dict[str, StepResult]) -> str:
 class Exp:
     """What one step of a run must give: a status, optionally the check that must not
     pass, and catalog keys that must appear in that check's message (nested ones too;
-    without a check, in the messages of all the checks that did not pass)."""
+    without a check, in the messages of all the checks that did not pass); `absent`:
+    keys that must not appear there (a cause the message must not name)."""
 
-    def __init__(self, status: str, check: str | None = None, keys=(), kind: str | None = None):
+    def __init__(self, status: str, check: str | None = None, keys=(), kind: str | None = None, absent=()):
         self.status, self.check, self.keys, self.kind = status, check, frozenset(keys), kind
+        self.absent = frozenset(absent)
 
     def __repr__(self) -> str:
-        return f"Exp({self.status!r}, {self.check!r}, {sorted(self.keys)}, kind={self.kind!r})"
+        return (f"Exp({self.status!r}, {self.check!r}, {sorted(self.keys)}, kind={self.kind!r}"
+                + (f", absent={sorted(self.absent)})" if self.absent else ")"))
 
 
 PASS = Exp("pass")
@@ -219,5 +222,7 @@ def verify(results: dict[str, StepResult], lesson: str, expect: dict[str, Exp]) 
             keys = set().union(*fails.values()) if fails else set()
         missing = e.keys - keys
         assert not missing, f"step {step}: message lacks {sorted(missing)}; has {sorted(keys)}\n{report}"
+        named = e.absent & keys
+        assert not named, f"step {step}: message names {sorted(named)}, which it must not\n{report}"
         if e.kind is not None:
             assert r.failure is not None and r.failure.kind == e.kind, f"step {step}: failure {r.failure}\n{report}"

@@ -111,7 +111,7 @@ class Judge:
         if "harness_error" in child:
             failure = Failure("HarnessError", child["harness_error"])
             return StepResult(step, "error", [Check("runs", "error", Message("failure.harness", {"detail": child["harness_error"]}))], failure)
-        verdict = Verdict()
+        verdict = Verdict(source)
         try:
             outputs = codec.decode(child["outputs"], blob)
             spec.judge(verdict, outputs, self.inputs(lesson), JudgeContext(source, child.get("kernels", [])))

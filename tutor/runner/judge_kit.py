@@ -15,6 +15,7 @@ import torch
 
 from ..results import Check, Message
 from .codec import Opaque, type_name
+from .source_kit import discarded_call, front_dims, kept_state, last_dim_of, size_literals, squeezes  # noqa: F401
 
 # Fragments of the library's attention kernels' names: F.scaled_dot_product_attention, the
 # torch.ops.aten variants (_scaled_dot_product_flash_attention_for_cpu, ...), nn.MultiheadAttention.
@@ -74,9 +75,10 @@ def describe(value) -> dict:
 
 
 class Verdict:
-    def __init__(self):
+    def __init__(self, source: str = ""):
         self.checks: list[Check] = []
         self.visuals: dict = {}
+        self.source = source  # the learner's file, for diagnoses that read it (source_kit)
 
     def _record(self, check_id: str, ok: bool, key: str, params: dict) -> None:
         if not ok:
@@ -125,17 +127,98 @@ def require_ran(v: Verdict, call: dict, fn: str) -> None:
                   line=e["frames"][-1]["line"] if e["frames"] else "?")
 
 
-def judge_other_sizes(v: Verdict, calls: list, cases: list, labels: list[str], judge_case) -> None:
-    """Judge the sizes after the notebook's one; report the first that fails as one check."""
-    for call, case, label in zip(calls[1:], cases[1:], labels[1:]):
-        sub = Verdict()
+def judge_other_sizes(v: Verdict, calls: list, cases: list, labels: list[str], judge_case, explain=None) -> None:
+    """Judge the sizes after the notebook's one; report the first that fails as one check.
+
+    explain(case_index, sub_verdict, source) -> the likely mistake at that size, or None:
+    what differs there (the rank, a width, T, the batch), a number of the lab's only where
+    the source really has one (see size_explanation). Without one, the failure's own.
+    """
+    for i, (call, case, label) in enumerate(zip(calls[1:], cases[1:], labels[1:]), 1):
+        sub = Verdict(v.source)
         try:
             judge_case(sub, call, case)
         except Stop:
             pass
         if not sub.passed():
-            v.require("other-sizes", False, "check.other_sizes", sizes=label, reason=sub.failed_message())
+            reason = sub.failed_message()
+            reason, likely = nest_likely(reason, _other_sizes_likely(explain, i, sub, reason))
+            v.require("other-sizes", False, "check.other_sizes", sizes=label, reason=reason, likely=likely)
     v.expect("other-sizes", True)
+
+
+def _other_sizes_likely(explain, i: int, sub: Verdict, reason: dict) -> dict:
+    likely = None
+    if explain is not None:
+        try:
+            likely = explain(i, sub, sub.source)
+        except Exception:  # a diagnosis that trips must not hide the failure it explains
+            likely = None
+    if likely is None:
+        own = reason["params"].get("likely")
+        likely = own if isinstance(own, dict) and own.get("key") != "likely.unknown" else msg("likely.other_sizes")
+    return likely
+
+
+def nest_likely(reason: dict, likely) -> tuple[dict, object]:
+    """(reason, likely) for a message that nests a failure: the likely mistake takes the place
+    of the failure's own, at its end; a failure without one gets it after it. One likely
+    mistake per message, where the reader expects it."""
+    if "likely" in reason["params"]:
+        return {"key": reason["key"], "params": {**reason["params"], "likely": likely}}, ""
+    return reason, likely
+
+
+def _fmt(value) -> str:
+    return str(int(value)) if float(value).is_integer() else f"{value:.4g}"
+
+
+def literal_explanation(source: str, defs, names, seed, size) -> dict | None:
+    """A number of the lab's written in the definitions of defs, where a size that differs
+    here should be read from a shape. names, seed, size: parallel tuples, e.g. ("T", "d_k"),
+    (6, 8), (9, 32). 0 and 1 are everywhere (`dim=1`, `diagonal=1`): never a sign."""
+    by_value: dict = {}
+    for n, a, b in zip(names, seed, size):
+        if a != b and a not in (0, 1):
+            by_value.setdefault(a, []).append((n, b))
+    wanted, size_of = [], {}
+    for a, named in by_value.items():
+        label = "/".join(n for n, _ in named)
+        # The scale: math.sqrt(8) has the 8 itself; `/ 2.83`, `/ 2` (√4) and `* 0.354` (1/√8) do not.
+        for value, shown in ((a, label), (math.sqrt(a), "√" + label), (1 / math.sqrt(a), "1/√" + label)):
+            wanted.append((value, shown))
+            size_of[shown] = a
+    found = size_literals(source, frozenset(defs), tuple(wanted))
+    if not found:
+        return None
+    label, value, where = found[0]
+    return msg("likely.literal", value=_fmt(value), name=label, line=where.line, code=where.code,
+               now=", ".join(f"{n}={b}" for n, b in by_value[size_of[label]]))
+
+
+def state_explanation(source: str, defs) -> dict | None:
+    found = kept_state(source, frozenset(defs))
+    return msg("likely.kept_state_at", line=found.line, code=found.code) if found else None
+
+
+def squeeze_explanation(source: str, defs, names, seed, size) -> dict | None:
+    """A bare `squeeze()`, at a size with a 1 where the lab has none."""
+    ones = [n for n, a, b in zip(names, seed, size) if b == 1 and a != 1]
+    found = squeezes(source, frozenset(defs)) if ones else None
+    return msg("likely.squeeze", line=found.line, code=found.code, ones=", ".join(ones)) if found else None
+
+
+def differ_explanation(names, seed, size) -> dict:
+    """What differs at this size, the lab's value in brackets: T=9 (6), d_k=32 (8)."""
+    return msg("likely.sizes_differ", diff=", ".join(f"{n}={b} ({a})" for n, a, b in zip(names, seed, size) if a != b))
+
+
+def size_explanation(source: str, defs, names, seed, size) -> dict:
+    """Why code right at the lab's sizes (seed) fails at size, in the generic order: a number
+    of the lab's written in, a bare squeeze() at a size of 1, state kept from an earlier call,
+    else what differs at this size."""
+    return (literal_explanation(source, defs, names, seed, size) or squeeze_explanation(source, defs, names, seed, size)
+            or state_explanation(source, defs) or differ_explanation(names, seed, size))
 
 
 def require_pair(v: Verdict, fn: str, value, out_shape: tuple, weights_shape: tuple, usual: str) -> tuple:
@@ -192,10 +275,10 @@ def matching_mistake(got: torch.Tensor, candidates) -> dict:
 
     candidates: (make, likely) pairs; make is called only while nothing has matched yet.
     """
+    got = torch.nan_to_num(got.double(), 7.0)  # in double: code in float64 is compared, not a crash
     for make, likely in candidates:
         cand = make()
-        if cand.shape == got.shape and torch.allclose(torch.nan_to_num(cand, 7.0), torch.nan_to_num(got, 7.0),
-                                                      atol=1e-5):
+        if cand.shape == got.shape and torch.allclose(torch.nan_to_num(cand.double(), 7.0), got, atol=1e-5):
             return likely
     return msg("likely.unknown")
 
