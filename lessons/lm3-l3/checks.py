@@ -13,7 +13,7 @@ from torch.overrides import TorchFunctionMode
 
 from tutor.runner import fixed_dropout, probe_kit
 from tutor.runner.judge_kit import (
-    Stop, Verdict, close, describe, first_nonfinite, inputs_unchanged, judge_other_sizes, likely_for_value, matching_mistake,
+    Stop, Verdict, close, nest_likely, describe, first_nonfinite, inputs_unchanged, judge_other_sizes, likely_for_value, matching_mistake,
     max_error, msg, no_kernel, of_the_inputs, require_pair, require_ran, require_tensor, round_matrix, shape_str,
 )
 from tutor.runner.spec import StepSpec
@@ -239,8 +239,9 @@ def judge_called_again(v, fn, call, case, size, judge_case):
         judge_case(sub, call, case, size)
     except Stop:
         pass
-    v.require("call-again", sub.passed(), "check.called_again", fn=fn, reason=sub.failed_message(),
-              likely=msg("likely.kept_state"))
+    if not sub.passed():
+        reason, likely = nest_likely(sub.failed_message(), msg("likely.kept_state"))
+        v.require("call-again", False, "check.called_again", fn=fn, reason=reason, likely=likely)
     v.expect("call-again", True)
 
 
