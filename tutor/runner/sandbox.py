@@ -30,6 +30,7 @@ import ctypes
 import errno
 import faulthandler
 import fcntl
+import functools
 import gc
 import json
 import os
@@ -487,6 +488,40 @@ def dumped_frames(text: str, filename: str, source: str) -> tuple[list[dict], bo
             frames.append({"line": n, "function": m.group(3), "code": code})
     runaway = len(frames) >= 50 and any(line.strip() == "..." for line in main)
     return frames[-8:], runaway
+
+
+# Where torch.compile spends its first call: tracing (dynamo), lowering (functorch), compiling (inductor).
+_COMPILER_FRAMES = ("/torch/_dynamo/", "/torch/_inductor/", "/torch/_functorch/")
+
+
+def compiling(dump: str, source: str) -> str | None:
+    """Was the code that ran out of time compiling with torch.compile? "stack" when its frames
+    are in the stack faulthandler dumped, "source" when the file calls torch.compile (the dump
+    may show only where a compile worker was awaited), else None."""
+    for line in dump.splitlines():
+        if line.lstrip().startswith('File "') and any(fragment in line for fragment in _COMPILER_FRAMES):
+            return "stack"
+    return "source" if _uses_torch_compile(source) else None
+
+
+@functools.lru_cache(maxsize=8)
+def _uses_torch_compile(source: str) -> bool:
+    import ast
+
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return False
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and node.attr == "compile" and isinstance(node.value, ast.Name) \
+                and node.value.id == "torch":
+            return True  # torch.compile(...), @torch.compile
+        if isinstance(node, ast.ImportFrom) and node.module == "torch" and any(a.name == "compile" for a in node.names):
+            return True
+        if isinstance(node, ast.Attribute) and node.attr == "optimize" and isinstance(node.value, ast.Attribute) \
+                and node.value.attr == "_dynamo":
+            return True  # torch._dynamo.optimize(...)
+    return False
 
 
 def _read_job(fd: int) -> dict | None:

@@ -43,6 +43,7 @@ HEDGE_AFTER = 0.3  # s: a shared child still this busy hands the steps it has no
 QUIET_AFTER_RUN = 0.15  # s between a run's last verdict and forking new spares
 TICK = 0.05  # s: how often the memory of running children is read, and leftovers swept
 MEMORY_SLACK = 256 << 20  # RSS above the RLIMIT_DATA budget before the watchdog kills
+MEMORY_NEAR = 0.5  # a step that times out holding this share of its memory budget is said to use too much
 DRAIN_CAP = 1 << 20  # bytes read at once from a pipe something may still be writing to
 # Output is read at each tick, not on every write: a print loop then costs the child a write
 # into a pipe nobody waits on, and the worker ≤ 20 wakeups a second (measured: 2.5× the prints).
@@ -688,14 +689,30 @@ class Worker:
         self.report_failure(job, "error", failure, key, params)
 
     def on_timeout(self, job: Job) -> None:
-        from .sandbox import dumped_frames
+        """Out of time: said with the likely why when it shows. Memory held near the limit (the
+        child still runs: its RSS now), torch.compile compiling (its frames in the stack
+        faulthandler dumped, or torch.compile in the file); else a loop or a sleep."""
+        from .sandbox import compiling, dumped_frames
 
+        rss = resident_bytes(job.pid) if job.status is None else 0
         self.read_result(job)  # faulthandler's report of where it was, written just before
         self.drain_output(job)
-        frames, _ = dumped_frames(job.reader.before(), job.filename, job.source)
+        dump = job.reader.before()
+        frames, _ = dumped_frames(dump, job.filename, job.source)
         seconds = f"{job.timeout:g}"
+        key, params = "failure.timeout", {"seconds": seconds}
+        # What the child holds over what it was forked with (the watchdog's own baseline).
+        grown = rss - (job.rss_limit - MEMORY_SLACK - self.memory)
+        compiler = compiling(dump, job.source)
+        if compiler == "stack":  # caught compiling: whatever it held, that is why it was slow
+            key = "failure.timeout_compile"
+        elif self.memory > 0 and grown >= MEMORY_NEAR * self.memory:
+            key = "failure.timeout_memory"
+            params.update(mb=grown >> 20, limit=self.memory >> 20)
+        elif compiler:
+            key = "failure.timeout_compile"
         self.report_failure(job, "timeout", {"kind": "timeout", "detail": f"{seconds} s", "frames": frames, "caret": ""},
-                            "failure.timeout", {"seconds": seconds})
+                            key, params)
 
     def on_judge(self) -> None:
         try:
