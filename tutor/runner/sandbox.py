@@ -371,10 +371,8 @@ def _forget_warm_up(warm) -> None:
     """Nothing of the reference may stay reachable from the learner's code (gc.get_objects(),
     the frames above it): its source and code objects are freed here, not merely unused."""
     if warm is not None:
-        warm.clear()
+        warm.clear()  # the runs' tuples hold the only references: freed here (no cycle)
     _codes[:] = [None, frozenset()]
-    sys.modules.pop("learner", None)
-    _collect()
 
 
 def _run_steps(job: dict, tokens: list[bytes], marks_fd: int, result_fd: int, checks_module, inputs,
