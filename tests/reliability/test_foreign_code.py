@@ -23,6 +23,7 @@ STEAL = REF + "import subprocess\nSTOLEN = subprocess.check_output(['cat', str(R
 REFUSED = {
     "import-star": "from tutor.reference.lm3_l3 import *",
     "import-by-the-folder-name": "from reference.lm3_l3 import *",  # the checkout's root is on sys.path
+    "import-of-a-checks-modules-name": "import attn_checks_lm3_l3",
     "importlib-import-module": """
         import importlib
         _m = importlib.import_module("tutor.reference.lm3_l3")

@@ -29,8 +29,10 @@ import os
 import posix
 import sys
 
-# Import names refused outright (whatever file they would come from).
+# Import names refused outright (whatever file they would come from); and the checks modules'
+# names (worker.load_checks), which no folder on sys.path holds anyway.
 BLOCKED_PACKAGES = ("tutor.reference", "tutor.lessons")
+_BLOCKED_PREFIXES = tuple(p + "." for p in BLOCKED_PACKAGES) + ("attn_checks_",)
 # Events that name a path to judge (args[0], and args[1] for the two-path ones).
 _PATH_EVENTS = frozenset({
     "open", "os.rename", "os.remove", "os.rmdir", "os.link", "os.truncate", "os.chmod", "os.chown",
@@ -98,7 +100,7 @@ def to_evict(folders: tuple[str, ...]) -> tuple[str, ...]:
     (and so copied) their pages, ~10 ms a save."""
     # Paths as the import system wrote them, against the folders as found and as real paths.
     prefixes = tuple(f.rstrip(os.sep) + os.sep for f in folders)
-    dotted = tuple(p + "." for p in BLOCKED_PACKAGES)
+    dotted = _BLOCKED_PREFIXES
     names = []
     for name, module in list(sys.modules.items()):
         blocked = name in BLOCKED_PACKAGES or name.startswith(dotted)
@@ -131,8 +133,7 @@ def install(fence: tuple[frozenset, frozenset, tuple[str, ...]]) -> None:
     # The hook's tools, taken now: the learner's code may patch os, os.path or str afterwards.
     stat, getcwd, readlink, listdir, fspath = posix.stat, posix.getcwd, posix.readlink, posix.listdir, os.fspath
     fsdecode, isinstance_, str_, bytes_ = os.fsdecode, isinstance, str, bytes
-    path_events, two_paths, packages = _PATH_EVENTS, _TWO_PATHS, BLOCKED_PACKAGES
-    dotted = tuple(p + "." for p in packages)
+    path_events, two_paths, packages, dotted = _PATH_EVENTS, _TWO_PATHS, BLOCKED_PACKAGES, _BLOCKED_PREFIXES
 
     def key(path: str):
         try:

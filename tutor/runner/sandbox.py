@@ -565,6 +565,11 @@ def _run(job: dict, step: str, code, checks_module, inputs) -> tuple[dict, bytes
     ctx = probe_kit.ProbeContext(module, job["filename"], job["source"], _code_ids(code))
     ctx.params = (job.get("params") or {}).get(step) or {}  # an experiment's settings, chosen in the app
     try:
+        for name in spec.functions:  # each of the step's names, whether or not its probe gets it
+            try:
+                ctx.get(name)
+            except probe_kit.Missing:
+                pass  # the probe says so, if it needs the name
         outputs = spec.probe(ctx, inputs)
         encoded, blob = codec.encode(outputs)
     except probe_kit.Missing as exc:
