@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import errno
 import os
+import pathlib
 import posix
 import sys
 
@@ -132,7 +133,10 @@ def install(fence: tuple[frozenset, frozenset, tuple[str, ...]]) -> None:
     evict(names)
     # The hook's tools, taken now: the learner's code may patch os, os.path or str afterwards.
     stat, getcwd, readlink, listdir, fspath = posix.stat, posix.getcwd, posix.readlink, posix.listdir, os.fspath
-    fsdecode, isinstance_, str_, bytes_ = os.fsdecode, isinstance, str, bytes
+    fsdecode, isinstance_, str_, bytes_, type_ = os.fsdecode, isinstance, str, bytes, type
+    # open() and os.open() hand the hook the path they will use; other calls may pass a path
+    # object, asked again after the hook: only pathlib's (unpatched) are trusted to answer the same.
+    trusted = {cls: cls.__fspath__ for cls in (pathlib.PurePosixPath, pathlib.PosixPath, os.DirEntry)}
     path_events, two_paths, packages, dotted = _PATH_EVENTS, _TWO_PATHS, BLOCKED_PACKAGES, _BLOCKED_PREFIXES
 
     def key(path: str):
@@ -159,14 +163,23 @@ def install(fence: tuple[frozenset, frozenset, tuple[str, ...]]) -> None:
                 return True
 
     def refused(raw, as_fd_dir: bool) -> bool:
-        if isinstance_(raw, int):
+        kind = type_(raw)
+        if kind is int:
             return False  # an fd already open: it was judged when opened
         try:
-            path = raw if isinstance_(raw, str_) else fsdecode(raw) if isinstance_(raw, bytes_) else fspath(raw)
-            if isinstance_(path, bytes_):
-                path = fsdecode(path)
+            if isinstance_(raw, str_):
+                path = str_.__str__(raw)  # a subclass's raw text: what the system call gets
+            elif isinstance_(raw, bytes_):
+                path = fsdecode(bytes_.__getitem__(raw, slice(None)))
+            elif trusted.get(kind) is not None and kind.__fspath__ is trusted[kind]:
+                path = fspath(raw)
+                path = fsdecode(path) if type_(path) is bytes_ else path
+            elif hasattr(kind, "__fspath__"):
+                return True  # a path object of the learner's: asked again, it could answer otherwise
+            else:
+                return False  # not a path: the call itself fails
         except Exception:
-            return False  # not a path: the call itself fails
+            return False
         if not path:
             return False
         if path[0] == "/":
