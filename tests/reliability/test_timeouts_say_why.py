@@ -3,12 +3,12 @@ on its first call, or memory grown near the limit; an endless loop or a long sle
 
 `small` is a worker of its own with a short step timeout and a small memory limit, so that a
 file holding most of that limit reaches the deadline quickly (the default 2 GiB would take
-seconds of page faults to fill)."""
+seconds of page faults to fill). The torch.compile cases use the shared `live` worker."""
 
 from __future__ import annotations
 
 import pytest
-from reliability_kit import LiveWorker, first_message, summary, with_code
+from reliability_kit import STEP_TIMEOUT, LiveWorker, first_message, summary, with_code
 
 SMALL_TIMEOUT = 1.5
 SMALL_MEMORY_MB = 320
@@ -54,11 +54,12 @@ COMPILED = {
 }
 
 
+# The default memory limit (`live`): under `small`'s, torch's compiler itself may outgrow it.
 @pytest.mark.parametrize("case", list(COMPILED))
-def test_a_timeout_while_torch_compile_compiles_says_so(small, case):
-    run = small.run("lm3-l3", with_code(COMPILED[case]), steps=["single-head"])
+def test_a_timeout_while_torch_compile_compiles_says_so(live, case):
+    run = live.run("lm3-l3", with_code(COMPILED[case]), steps=["single-head"])
     params = timed_out_with(run, "single-head", "failure.timeout_compile")
-    assert params["seconds"] == f"{SMALL_TIMEOUT:g}"
+    assert params["seconds"] == f"{STEP_TIMEOUT:g}"
 
 
 MEMORY_HOGS = {
