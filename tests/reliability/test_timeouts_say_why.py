@@ -97,3 +97,21 @@ def test_a_plain_timeout_is_still_a_loop_or_a_sleep(small, code):
     run = small.run("lm3-l3", with_code(code), steps=["shapes"])
     params = timed_out_with(run, "shapes", "failure.timeout")
     assert set(params) == {"seconds"}
+
+
+def test_a_crash_inside_faulthandlers_timeout_dump_is_a_timeout(live):
+    """faulthandler's dump of where the code was, 0.2 s before the deadline, can itself crash
+    the child (seen while torch.compile traced). Simulated: the dump's first line on every fd
+    the child holds (the result pipe among them), then a segfault."""
+    run = live.run("lm3-l3", with_code("""
+        import ctypes, os
+        _plain = causal_attention
+        def causal_attention(x, Wq, Wk, Wv):
+            for fd in range(3, 1024):
+                try:
+                    os.write(fd, b"Timeout (0:00:01.800000)!\\n")
+                except OSError:
+                    pass
+            ctypes.string_at(0)
+        """), steps=["single-head"])
+    timed_out_with(run, "single-head", "failure.timeout")

@@ -127,8 +127,10 @@ def evict(names: tuple[str, ...]) -> None:
                     pass
 
 
-def install(fence: tuple[frozenset, frozenset, tuple[str, ...]]) -> None:
-    """The child side, before the learner's code: evict, then hook. For the rest of the process."""
+def install(fence: tuple[frozenset, frozenset, tuple[str, ...]], on_import=None) -> None:
+    """The child side, before the learner's code: evict, then hook. For the rest of the process.
+    on_import(name): called for each module imported from then on (the sandbox watches for
+    torch.compile's)."""
     inside, above, names = fence
     evict(names)
     # The hook's tools, taken now: the learner's code may patch os, os.path or str afterwards.
@@ -211,5 +213,7 @@ def install(fence: tuple[frozenset, frozenset, tuple[str, ...]]) -> None:
             name = args[0]
             if isinstance_(name, str_) and (name in packages or name.startswith(dotted)):
                 raise RefusedImport(f"No module named {name!r} ({REFUSAL})", name=name)
+            if on_import is not None:
+                on_import(name)
 
     sys.addaudithook(hook)

@@ -328,7 +328,7 @@ def serve_one(job_fd: int, result_fd: int, output_fd: int, checks_modules: dict,
         data_limit = _limit_resources(memory_limit_bytes())
         _confine(list(protected))
         if fenced is not None:
-            fence.install(fenced)
+            fence.install(fenced, _compile_watch(result_fd))
         job = _read_job(job_fd)
         if job is None:
             _exit(0)  # the worker is shutting down or replacing us
@@ -488,14 +488,34 @@ def dumped_frames(text: str, filename: str, source: str) -> tuple[list[dict], bo
     return frames[-8:], runaway
 
 
-# Where torch.compile spends its first call: tracing (dynamo), lowering (functorch), compiling (inductor).
-_COMPILER_FRAMES = ("/torch/_dynamo/", "/torch/_inductor/", "/torch/_functorch/")
+# Where torch.compile spends its first call: tracing (dynamo, which stays in the stack under
+# everything it calls) and compiling (inductor). Not _functorch: torch.func.vmap lives there too.
+_COMPILER_FRAMES = ("/torch/_dynamo/", "/torch/_inductor/")
+# Written on the result pipe, before the step's frame, when the step imports torch's compiler
+# (the worker never does): the dump may not show it, cut at 100 frames deep in its imports.
+COMPILE_MARK = "attn-tutor: torch.compile is compiling"
+
+
+def _compile_watch(result_fd: int):
+    said = []
+
+    def on_import(name) -> None:
+        if not said and name in ("torch._dynamo", "torch._inductor"):
+            said.append(name)
+            try:
+                _write(result_fd, f"\n{COMPILE_MARK}\n".encode())
+            except OSError:
+                pass
+
+    return on_import
 
 
 def compiling(dump: str, source: str) -> str | None:
-    """Was the code that ran out of time compiling with torch.compile? "stack" when its frames
-    are in the stack faulthandler dumped, "source" when the file calls torch.compile (the dump
-    may show only where a compile worker was awaited), else None."""
+    """Was the code that ran out of time compiling with torch.compile? "stack" when it imported
+    torch's compiler in this step (COMPILE_MARK) or its frames are in the stack faulthandler
+    dumped, "source" when the file calls torch.compile, else None."""
+    if COMPILE_MARK in dump:
+        return "stack"
     for line in dump.splitlines():
         if line.lstrip().startswith('File "') and any(fragment in line for fragment in _COMPILER_FRAMES):
             return "stack"
