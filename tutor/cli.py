@@ -125,7 +125,7 @@ def cmd_check(args, lang: str) -> int:
     except WorkerGone as exc:
         print(t("cli.worker_failed", lang, detail=exc), file=sys.stderr)
         return 3
-    from .report import step_to_json, summary_counts
+    from .report import file_error_to_json, step_to_json, summary_counts
 
     passed, total = summary_counts(steps)
     if args.json:
@@ -133,6 +133,7 @@ def cmd_check(args, lang: str) -> int:
             "lesson": lesson.id, "file": str(path),
             "steps": [step_to_json(s, lang) for s in steps],
             "passed": passed, "total": total,
+            "file_error": file_error_to_json(steps, lang),
         }, ensure_ascii=False))
     else:
         from .cli_text import print_report

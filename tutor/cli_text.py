@@ -6,7 +6,7 @@ import os
 import sys
 
 from .i18n import t
-from .report import MARKS, check_text, failure_lines, output_dropped_note, summary_counts
+from .report import MARKS, check_text, failure_lines, file_check, file_error, output_dropped_note, summary_counts
 
 _COLOURS = {"pass": "32", "fail": "31", "error": "31", "timeout": "33", "todo": "2"}
 
@@ -21,24 +21,38 @@ def print_report(lesson, path, steps, lang: str) -> None:
     print(f"{lesson.id} · {lesson.title[lang]}")
     print(f"{path}")
     print()
+    broken = file_error(steps)
+    if broken is not None:
+        # The file did not load: its error once, then each step as not run because of it.
+        print(f"{_paint(MARKS['error'], 'error')} {check_text(file_check(broken), lang)}")
+        _print_details(broken, lang, indent="  ")
+        print()
     for step in steps:
         title = lesson.step(step.id).title[lang]
         mark = _paint(MARKS.get(step.status, "?"), step.status)
+        if broken is not None:
+            print(f"{mark} {step.id:<12} {title} — {t('report.not_run', lang)}")
+            continue
         print(f"{mark} {step.id:<12} {title} — {t('status.' + step.status, lang)}")
         if step.status == "pass":
             continue
         for check in step.checks:
             if check.status != "pass":
                 print(f"    {check.id}: {check_text(check, lang)}")
-        for line in failure_lines(step.failure, lang):
-            print(f"      {line}")
-        if (step.output.strip() or step.output_dropped) and step.status in ("error", "timeout"):
-            print(f"    {t('report.output', lang)}")
-            note = output_dropped_note(step, lang)
-            if note:
-                print(f"      {note}")
-            for line in step.output.strip().splitlines()[-5:]:
-                print(f"      {line}")
+        _print_details(step, lang, indent="    ")
     passed, total = summary_counts(steps)
     print()
     print(t("report.summary", lang, passed=passed, total=total))
+
+
+def _print_details(step, lang: str, indent: str) -> None:
+    """The learner's lines from the traceback, and what the code printed before it failed."""
+    for line in failure_lines(step.failure, lang):
+        print(f"{indent}  {line}")
+    if (step.output.strip() or step.output_dropped) and step.status in ("error", "timeout"):
+        print(f"{indent}{t('report.output', lang)}")
+        note = output_dropped_note(step, lang)
+        if note:
+            print(f"{indent}  {note}")
+        for line in step.output.strip().splitlines()[-5:]:
+            print(f"{indent}  {line}")

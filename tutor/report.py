@@ -44,5 +44,35 @@ def step_to_json(step: StepResult, lang: str) -> dict:
     }
 
 
+def file_error(steps: list[StepResult]) -> StepResult | None:
+    """The step that says why the file itself did not load, when every step says the same
+    (a syntax error, an import that fails, an exception at the top level): that is the
+    file's error, to be said once. None when any step ran."""
+    first, said = None, None
+    for step in steps:
+        failing = [c for c in step.checks if c.status != "pass"]
+        if len(failing) != 1 or failing[0].id != "file-loads" or failing[0].message is None:
+            return None
+        this = (failing[0].message.key, failing[0].message.params)
+        if first is None:
+            first, said = step, this
+        elif this != said:
+            return None
+    return first
+
+
+def file_check(step: StepResult) -> Check:
+    return next(c for c in step.checks if c.id == "file-loads")
+
+
+def file_error_to_json(steps: list[StepResult], lang: str) -> dict | None:
+    step = file_error(steps)
+    if step is None:
+        return None
+    check = file_check(step)
+    line = check.message.params.get("line")
+    return {"message": check_text(check, lang), "line": line if isinstance(line, int) else None}
+
+
 def summary_counts(steps: list[StepResult]) -> tuple[int, int]:
     return sum(s.status == "pass" for s in steps), len(steps)

@@ -29,8 +29,8 @@ def test_reference_passes_and_json_is_one_object():
         out = run("check", file, "--lesson", lesson, "--json")
         assert out.returncode == 0, out.stderr
         data = json.loads(out.stdout)
-        assert set(data) == {"lesson", "file", "steps", "passed", "total"}
-        assert data["lesson"] == lesson and data["file"] == file
+        assert set(data) == {"lesson", "file", "steps", "passed", "total", "file_error"}
+        assert data["lesson"] == lesson and data["file"] == file and data["file_error"] is None
         assert data["passed"] == data["total"] == 4
         for step in data["steps"]:
             assert set(step) == {"id", "status", "checks"}
@@ -121,3 +121,33 @@ def test_help_follows_the_locale_unless_the_workspace_remembers_a_choice(tmp_pat
     assert "检查" not in run("--help", cwd=tmp_path).stdout
     state.write_text(json.dumps({**progress, "lang": "en"}))
     assert "检查" not in run("--help", cwd=tmp_path, env={"LANG": "zh_CN.UTF-8"}).stdout
+
+
+@pytest.mark.parametrize("lang, not_run", [("en", "not run: your file does not load"), ("zh", "未运行：你的文件无法加载")])
+def test_a_file_that_does_not_load_is_said_once(tmp_path, lang, not_run):
+    """An import that fails is the file's error: printed once, each step shown as not run
+    because of it; --json keeps every step's status and adds file_error."""
+    source = (ROOT / "reference/lab_02.py").read_text().replace(
+        "import torch\n", "import torch\nimport attn_tutor_no_such_package.pyplot as plt\n", 1)
+    path = tmp_path / "lab_02.py"
+    path.write_text(source)
+    out = run("check", str(path), "--lang", lang)
+    assert out.returncode == 1
+    assert out.stdout.count("`attn_tutor_no_such_package`") == 1, out.stdout  # the message, once
+    assert out.stdout.count(not_run) == 4, out.stdout
+    for step in ("scores", "mask", "weights", "output"):
+        assert any(line.startswith("✗ " + step) and line.endswith(not_run) for line in out.stdout.splitlines())
+    data = json.loads(run("check", str(path), "--json", "--lang", lang).stdout)
+    assert [s["status"] for s in data["steps"]] == ["error"] * 4 and data["passed"] == 0
+    assert [c["id"] for s in data["steps"] for c in s["checks"]] == ["file-loads"] * 4
+    line = source.splitlines().index("import attn_tutor_no_such_package.pyplot as plt") + 1
+    assert data["file_error"]["line"] == line and "attn_tutor_no_such_package" in data["file_error"]["message"]
+    assert data["file_error"]["message"] == data["steps"][0]["checks"][0]["message"]
+
+
+def test_a_file_whose_steps_fail_on_their_own_has_no_file_error(tmp_path):
+    broken = (ROOT / "reference/lab_02.py").read_text().replace('float("-inf")', "0.0")
+    path = tmp_path / "lab_02.py"
+    path.write_text(broken)
+    data = json.loads(run("check", str(path), "--json").stdout)
+    assert data["file_error"] is None and data["passed"] < 4

@@ -23,6 +23,7 @@ STEAL = REF + "import subprocess\nSTOLEN = subprocess.check_output(['cat', str(R
 REFUSED = {
     "import-star": "from tutor.reference.lm3_l3 import *",
     "import-by-the-folder-name": "from reference.lm3_l3 import *",  # the checkout's root is on sys.path
+    "import-of-a-checks-modules-name": "import attn_checks_lm3_l3",
     "importlib-import-module": """
         import importlib
         _m = importlib.import_module("tutor.reference.lm3_l3")
@@ -117,7 +118,7 @@ def test_linecache_gets_nothing_from_the_reference(live):
 # The spare child ran the reference before the job (sandbox._warm_up): its source and code
 # must be gone, not merely out of sys.modules. These look where a learner would.
 FRAMES_AND_GC = """
-import gc, sys
+import gc, sys, types
 _MARK = "Reference solution" + " for lesson lm3-l3"
 _found = []
 
@@ -146,7 +147,15 @@ while _frame is not None and not _found:  # the harness's frames: serve_one, the
 for _o in gc.get_objects():
     if not _found:
         _look(_o, 2)
-print("found" if _found else "nothing found")
+_taken = []
+for _o in gc.get_objects():  # functions and classes named like the reference's, made elsewhere
+    _name = getattr(_o, "__name__", None) if isinstance(_o, (types.FunctionType, type)) else None
+    if _name in ("causal_attention", "expected_shapes", "CausalMultiHeadAttention"):
+        _code = getattr(_o, "__code__", None) or getattr(getattr(_o, "forward", None), "__code__", None)
+        if _code is not None and _code.co_filename != __file__:
+            globals()[_name] = _o
+            _taken.append(_name)
+print("found" if _found or _taken else "nothing found")
 if _found:
     exec(_found[0])
 """

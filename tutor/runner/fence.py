@@ -26,11 +26,14 @@ from __future__ import annotations
 
 import errno
 import os
+import pathlib
 import posix
 import sys
 
-# Import names refused outright (whatever file they would come from).
+# Import names refused outright (whatever file they would come from); and the checks modules'
+# names (worker.load_checks), which no folder on sys.path holds anyway.
 BLOCKED_PACKAGES = ("tutor.reference", "tutor.lessons")
+_BLOCKED_PREFIXES = tuple(p + "." for p in BLOCKED_PACKAGES) + ("attn_checks_",)
 # Events that name a path to judge (args[0], and args[1] for the two-path ones).
 _PATH_EVENTS = frozenset({
     "open", "os.rename", "os.remove", "os.rmdir", "os.link", "os.truncate", "os.chmod", "os.chown",
@@ -49,27 +52,27 @@ class RefusedImport(ModuleNotFoundError):
 
 
 def protected_folders() -> list[str]:
-    """The folders to protect, as real paths: this tutor's reference/ and lessons/, and those an
-    import of tutor.reference / tutor.lessons would find (an editable install may map them to
-    another checkout). Worker side, once."""
+    """The folders to protect: this tutor's reference/ and lessons/, and those an import of
+    tutor.reference / tutor.lessons would find (an editable install may map them to another
+    checkout); each as found and as its real path. Worker side, once."""
     from importlib.util import find_spec
 
     from ..paths import lessons_dir, reference_dir
 
-    found = {os.path.realpath(str(reference_dir())), os.path.realpath(str(lessons_dir()))}
+    found = [str(reference_dir()), str(lessons_dir())]
     for name in BLOCKED_PACKAGES:
         try:
             spec = find_spec(name)
         except (ImportError, ValueError):
             continue
-        for location in (spec.submodule_search_locations or []) if spec else []:
-            found.add(os.path.realpath(location))
-    return sorted(found)
+        found += list((spec.submodule_search_locations or []) if spec else [])
+    found += [os.path.realpath(f) for f in found]
+    return sorted({os.path.abspath(f) for f in found})
 
 
 def inventory(folders: list[str]) -> tuple[frozenset, frozenset, tuple[str, ...]]:
-    """(inodes inside the folders, inodes of the folders above them, the folders).
-    Every file is listed too, so that a hard link to one elsewhere is refused."""
+    """(inodes inside the folders, inodes of the folders above them, the modules to evict).
+    Every file is listed too, so that a hard link to one elsewhere is refused. Worker side."""
     inside, above = set(), set()
     for folder in folders:
         for root, dirs, files in os.walk(folder):
@@ -89,20 +92,33 @@ def inventory(folders: list[str]) -> tuple[frozenset, frozenset, tuple[str, ...]
             if parent == os.path.dirname(parent):
                 break
             parent = os.path.dirname(parent)
-    return frozenset(inside), frozenset(above - inside), tuple(folders)
+    return frozenset(inside), frozenset(above - inside), to_evict(tuple(folders))
 
 
-def evict_modules(folders: tuple[str, ...]) -> None:
-    """Modules of the protected packages, or loaded from the folders, out of sys.modules (and
-    off their parent package), so that no import finds them without reading the files."""
+def to_evict(folders: tuple[str, ...]) -> tuple[str, ...]:
+    """Names in sys.modules of the protected packages, or of modules loaded from the folders.
+    Worker side, once, before any child is forked: walking ~1100 modules in each spare touched
+    (and so copied) their pages, ~10 ms a save."""
+    # Paths as the import system wrote them, against the folders as found and as real paths.
     prefixes = tuple(f.rstrip(os.sep) + os.sep for f in folders)
+    dotted = _BLOCKED_PREFIXES
+    names = []
     for name, module in list(sys.modules.items()):
-        blocked = any(name == p or name.startswith(p + ".") for p in BLOCKED_PACKAGES)
+        blocked = name in BLOCKED_PACKAGES or name.startswith(dotted)
         if not blocked:
-            file = getattr(module, "__file__", None)
-            blocked = isinstance(file, str) and os.path.realpath(file).startswith(prefixes)
+            attrs = getattr(module, "__dict__", None)  # not getattr(module, "__file__"): a lazy
+            file = attrs.get("__file__") if isinstance(attrs, dict) else None  # module __getattr__ runs
+            blocked = isinstance(file, str) and file.startswith(prefixes)
         if blocked:
-            del sys.modules[name]
+            names.append(name)
+    return tuple(names)
+
+
+def evict(names: tuple[str, ...]) -> None:
+    """Out of sys.modules (and off their parent package), so that no import finds them without
+    reading the files."""
+    for name in names:
+        if sys.modules.pop(name, None) is not None:
             parent, _, child = name.rpartition(".")
             if parent in sys.modules:
                 try:
@@ -111,14 +127,19 @@ def evict_modules(folders: tuple[str, ...]) -> None:
                     pass
 
 
-def install(fence: tuple[frozenset, frozenset, tuple[str, ...]]) -> None:
-    """The child side, before the learner's code: evict, then hook. For the rest of the process."""
-    inside, above, folders = fence
-    evict_modules(folders)
+def install(fence: tuple[frozenset, frozenset, tuple[str, ...]], on_import=None) -> None:
+    """The child side, before the learner's code: evict, then hook. For the rest of the process.
+    on_import(name): called for each module imported from then on (the sandbox watches for
+    torch.compile's)."""
+    inside, above, names = fence
+    evict(names)
     # The hook's tools, taken now: the learner's code may patch os, os.path or str afterwards.
     stat, getcwd, readlink, listdir, fspath = posix.stat, posix.getcwd, posix.readlink, posix.listdir, os.fspath
-    fsdecode, isinstance_, str_, bytes_ = os.fsdecode, isinstance, str, bytes
-    path_events, two_paths, packages = _PATH_EVENTS, _TWO_PATHS, BLOCKED_PACKAGES
+    fsdecode, isinstance_, str_, bytes_, type_ = os.fsdecode, isinstance, str, bytes, type
+    # open() and os.open() hand the hook the path they will use; other calls may pass a path
+    # object, asked again after the hook: only pathlib's (unpatched) are trusted to answer the same.
+    trusted = {cls: cls.__fspath__ for cls in (pathlib.PurePosixPath, pathlib.PosixPath, os.DirEntry)}
+    path_events, two_paths, packages, dotted = _PATH_EVENTS, _TWO_PATHS, BLOCKED_PACKAGES, _BLOCKED_PREFIXES
 
     def key(path: str):
         try:
@@ -144,14 +165,23 @@ def install(fence: tuple[frozenset, frozenset, tuple[str, ...]]) -> None:
                 return True
 
     def refused(raw, as_fd_dir: bool) -> bool:
-        if isinstance_(raw, int):
+        kind = type_(raw)
+        if kind is int:
             return False  # an fd already open: it was judged when opened
         try:
-            path = raw if isinstance_(raw, str_) else fsdecode(raw) if isinstance_(raw, bytes_) else fspath(raw)
-            if isinstance_(path, bytes_):
-                path = fsdecode(path)
+            if isinstance_(raw, str_):
+                path = str_.__str__(raw)  # a subclass's raw text: what the system call gets
+            elif isinstance_(raw, bytes_):
+                path = fsdecode(bytes_.__getitem__(raw, slice(None)))
+            elif trusted.get(kind) is not None and kind.__fspath__ is trusted[kind]:
+                path = fspath(raw)
+                path = fsdecode(path) if type_(path) is bytes_ else path
+            elif hasattr(kind, "__fspath__"):
+                return True  # a path object of the learner's: asked again, it could answer otherwise
+            else:
+                return False  # not a path: the call itself fails
         except Exception:
-            return False  # not a path: the call itself fails
+            return False
         if not path:
             return False
         if path[0] == "/":
@@ -181,7 +211,9 @@ def install(fence: tuple[frozenset, frozenset, tuple[str, ...]]) -> None:
                 raise RefusedOpen(errno.EACCES, REFUSAL, args[0] if isinstance_(args[0], str_) else str_(args[0]))
         elif event == "import" and args:
             name = args[0]
-            if isinstance_(name, str_) and any(name == p or name.startswith(p + ".") for p in packages):
+            if isinstance_(name, str_) and (name in packages or name.startswith(dotted)):
                 raise RefusedImport(f"No module named {name!r} ({REFUSAL})", name=name)
+            if on_import is not None:
+                on_import(name)
 
     sys.addaudithook(hook)

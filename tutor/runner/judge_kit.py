@@ -9,7 +9,6 @@ from __future__ import annotations
 import ast
 import functools
 import math
-import re
 
 import torch
 
@@ -317,29 +316,19 @@ def _bound_names(tree) -> set[str]:
     return names
 
 
-_NAME_LIKE = re.compile(r"[\w.]+")
-
-
 def _kernel_words(node, own: set[str]) -> set[str]:
+    """Library kernels the code names: attributes and names only. A string is never a call:
+    a profiler label (record_function("scaled_dot_product_attention")) or a log line only
+    mentions the kernel, and getattr(F, "scaled_dot_" + ...) is caught when it runs (the traps)."""
     found = set()
-    # A bare string (a docstring, say) may mention the kernel: only code that uses it counts.
-    prose = {id(sub.value) for sub in ast.walk(node) if isinstance(sub, ast.Expr) and isinstance(sub.value, ast.Constant)}
     for sub in ast.walk(node):
-        if id(sub) in prose:
-            continue
         if isinstance(sub, ast.Attribute):
             word = sub.attr
         elif isinstance(sub, ast.Name):
             word = sub.id
-        elif isinstance(sub, ast.Constant) and isinstance(sub.value, str):
-            # getattr(torch.ops.aten, "scaled_dot_product_" + ...) names it; a message such as
-            # print("my scaled_dot_product_attention:", ...) only mentions it.
-            if not _NAME_LIKE.fullmatch(sub.value):
-                continue
-            word = sub.value
         else:
             continue
-        if word in own and not isinstance(sub, ast.Constant):
+        if word in own:
             continue
         for fragment, label in KERNEL_FRAGMENTS.items():
             if fragment in word.lower():

@@ -100,9 +100,10 @@ def _resolve(value, codes: frozenset[int]) -> tuple[bool, str, bool]:
             code = _function_code(value)
             if id(code) in codes:
                 return True, "", False
-            where = where or _where(code, _function_module(value))
+            here = _where(code, _function_module(value))
             if not _library(code.co_filename):
-                return False, where, False
+                return False, here, False  # the foreign code itself, not the wrapper around it
+            where = where or here
         value = _inner(value)
         if value is None:
             break

@@ -274,7 +274,7 @@ class ProbeContext:
         if self.codes is not None:
             origin = foreign_origin(value, self.codes)
             if origin is not None:
-                if self.filename in origin:  # compiled at run time under the file's name
+                if origin == self.filename or origin.endswith(f"({self.filename})"):  # compiled at run time under its name
                     origin = f"exec(compile(..., {self.filename!r}))"
                 raise Foreign(name, origin)
         self.kernels |= scripted_kernels(self.module, value)

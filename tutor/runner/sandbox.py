@@ -30,6 +30,7 @@ import ctypes
 import errno
 import faulthandler
 import fcntl
+import functools
 import gc
 import json
 import linecache
@@ -331,7 +332,7 @@ def serve_one(job_fd: int, result_fd: int, output_fd: int, checks_modules: dict,
         data_limit = _limit_resources(memory_limit_bytes())
         _confine(list(protected))
         if fenced is not None:
-            fence.install(fenced)
+            fence.install(fenced, _compile_watch(result_fd))
         job = _read_job(job_fd)
         if job is None:
             _exit(0)  # the worker is shutting down or replacing us
@@ -374,10 +375,8 @@ def _forget_warm_up(warm) -> None:
     """Nothing of the reference may stay reachable from the learner's code (gc.get_objects(),
     the frames above it): its source and code objects are freed here, not merely unused."""
     if warm is not None:
-        warm.clear()
+        warm.clear()  # the runs' tuples hold the only references: freed here (no cycle)
     _codes[:] = [None, frozenset()]
-    sys.modules.pop("learner", None)
-    _collect()
 
 
 def _run_steps(job: dict, tokens: list[bytes], marks_fd: int, result_fd: int, checks_module, inputs,
@@ -493,6 +492,60 @@ def dumped_frames(text: str, filename: str, source: str) -> tuple[list[dict], bo
     return frames[-8:], runaway
 
 
+# Where torch.compile spends its first call: tracing (dynamo, which stays in the stack under
+# everything it calls) and compiling (inductor). Not _functorch: torch.func.vmap lives there too.
+_COMPILER_FRAMES = ("/torch/_dynamo/", "/torch/_inductor/")
+# Written on the result pipe, before the step's frame, when the step imports torch's compiler
+# (the worker never does): the dump may not show it, cut at 100 frames deep in its imports.
+COMPILE_MARK = "attn-tutor: torch.compile is compiling"
+
+
+def _compile_watch(result_fd: int):
+    said = []
+
+    def on_import(name) -> None:
+        if not said and name in ("torch._dynamo", "torch._inductor"):
+            said.append(name)
+            try:
+                _write(result_fd, f"\n{COMPILE_MARK}\n".encode())
+            except OSError:
+                pass
+
+    return on_import
+
+
+def compiling(dump: str, source: str) -> str | None:
+    """Was the code that ran out of time compiling with torch.compile? "stack" when it imported
+    torch's compiler in this step (COMPILE_MARK) or its frames are in the stack faulthandler
+    dumped, "source" when the file calls torch.compile, else None."""
+    if COMPILE_MARK in dump:
+        return "stack"
+    for line in dump.splitlines():
+        if line.lstrip().startswith('File "') and any(fragment in line for fragment in _COMPILER_FRAMES):
+            return "stack"
+    return "source" if _uses_torch_compile(source) else None
+
+
+@functools.lru_cache(maxsize=8)
+def _uses_torch_compile(source: str) -> bool:
+    import ast
+
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return False
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and node.attr == "compile" and isinstance(node.value, ast.Name) \
+                and node.value.id == "torch":
+            return True  # torch.compile(...), @torch.compile
+        if isinstance(node, ast.ImportFrom) and node.module == "torch" and any(a.name == "compile" for a in node.names):
+            return True
+        if isinstance(node, ast.Attribute) and node.attr == "optimize" and isinstance(node.value, ast.Attribute) \
+                and node.value.attr == "_dynamo":
+            return True  # torch._dynamo.optimize(...)
+    return False
+
+
 def _read_job(fd: int) -> dict | None:
     chunks = []
     while True:
@@ -536,6 +589,11 @@ def _run(job: dict, step: str, code, checks_module, inputs) -> tuple[dict, bytes
     ctx = probe_kit.ProbeContext(module, job["filename"], job["source"], _code_ids(code))
     ctx.params = (job.get("params") or {}).get(step) or {}  # an experiment's settings, chosen in the app
     try:
+        for name in spec.functions:  # each of the step's names, whether or not its probe gets it
+            try:
+                ctx.get(name)
+            except probe_kit.Missing:
+                pass  # the probe says so, if it needs the name
         outputs = spec.probe(ctx, inputs)
         encoded, blob = codec.encode(outputs)
     except probe_kit.Missing as exc:

@@ -43,6 +43,8 @@ HEDGE_AFTER = 0.3  # s: a shared child still this busy hands the steps it has no
 QUIET_AFTER_RUN = 0.15  # s between a run's last verdict and forking new spares
 TICK = 0.05  # s: how often the memory of running children is read, and leftovers swept
 MEMORY_SLACK = 256 << 20  # RSS above the RLIMIT_DATA budget before the watchdog kills
+TIMEOUT_DUMP = "Timeout ("  # how faulthandler.dump_traceback_later starts its report
+MEMORY_NEAR = 0.5  # a step that times out holding this share of its memory budget is said to use too much
 DRAIN_CAP = 1 << 20  # bytes read at once from a pipe something may still be writing to
 READ_SIZE = 1 << 20  # one read takes all a pipe holds
 # Output is read at each tick, not on every write: a print loop then costs the child a write
@@ -727,7 +729,8 @@ class Worker:
 
         status = job.status or 0
         self.drain_output(job)
-        frames, runaway = dumped_frames(job.reader.before(), job.filename, job.source)
+        dump = job.reader.before()
+        frames, runaway = dumped_frames(dump, job.filename, job.source)
         if os.WIFSIGNALED(status):
             sig = os.WTERMSIG(status)
             name = signal.Signals(sig).name if sig in signal.Signals._value2member_map_ else str(sig)
@@ -735,6 +738,11 @@ class Worker:
             if job.over_memory or sig == signal.SIGKILL:  # our watchdog, or the kernel's OOM killer
                 key, params = "failure.memory", {}
                 failure["kind"] = "memory"
+            elif TIMEOUT_DUMP in dump:
+                # It crashed in faulthandler's dump of where it was, just before its deadline (seen
+                # while torch.compile traced): out of time, as a timeout would have said.
+                self.report_timeout(job, dump, 0)
+                return
             elif runaway:  # the C stack overflowed: say where it recursed
                 key = "failure.recursion"
                 params = {"fn": frames[-1]["function"], "line": frames[-1]["line"], "kind": name,
@@ -752,14 +760,32 @@ class Worker:
         self.report_failure(job, "error", failure, key, params)
 
     def on_timeout(self, job: Job) -> None:
-        from .sandbox import dumped_frames
-
+        rss = resident_bytes(job.pid) if job.status is None else 0  # while it still runs
         self.read_result(job)  # faulthandler's report of where it was, written just before
         self.drain_output(job)
-        frames, _ = dumped_frames(job.reader.before(), job.filename, job.source)
+        self.report_timeout(job, job.reader.before(), rss)
+
+    def report_timeout(self, job: Job, dump: str, rss: int) -> None:
+        """Out of time: said with the likely why when it shows. torch.compile compiling (its
+        frames in the stack faulthandler dumped, or torch.compile in the file), memory held
+        near the limit (rss: the child's, at the deadline); else a loop or a sleep."""
+        from .sandbox import compiling, dumped_frames
+
+        frames, _ = dumped_frames(dump, job.filename, job.source)
         seconds = f"{job.timeout:g}"
+        key, params = "failure.timeout", {"seconds": seconds}
+        # What the child holds over what it was forked with (the watchdog's own baseline).
+        grown = rss - (job.rss_limit - MEMORY_SLACK - self.memory)
+        compiler = compiling(dump, job.source)
+        if compiler == "stack":  # caught compiling: whatever it held, that is why it was slow
+            key = "failure.timeout_compile"
+        elif self.memory > 0 and grown >= MEMORY_NEAR * self.memory:
+            key = "failure.timeout_memory"
+            params.update(mb=grown >> 20, limit=self.memory >> 20)
+        elif compiler:
+            key = "failure.timeout_compile"
         self.report_failure(job, "timeout", {"kind": "timeout", "detail": f"{seconds} s", "frames": frames, "caret": ""},
-                            "failure.timeout", {"seconds": seconds})
+                            key, params)
 
     def on_judge(self) -> None:
         try:
