@@ -36,6 +36,9 @@ import struct
 import time
 from dataclasses import dataclass, field
 
+from ..results import Failure, Frame
+from . import messages
+
 OUTPUT_TAIL = 4000
 SPARES = 3  # children kept forked and ready: the checked steps, the experiment on screen, one spare
 GO_WAIT = 1.0  # s at most before torch's import: see main
@@ -228,6 +231,11 @@ class Job:
     @property
     def step(self) -> str:
         return self.steps[min(self.index, len(self.steps) - 1)]
+
+
+def _frames(frames: list[dict]) -> list[Frame]:
+    """sandbox.dumped_frames' dicts as results' frames."""
+    return [Frame(f["line"], f["function"], f["code"]) for f in frames]
 
 
 def add_clipped(part: list, data) -> None:
@@ -576,13 +584,12 @@ class Worker:
         tail, dropped = whole
         return tail.decode("utf-8", errors="replace"), dropped
 
-    def report_failure(self, job: Job, status: str, failure: dict, key: str, params: dict) -> None:
+    def report_failure(self, job: Job, status: str, failure: Failure, key: str, params: dict) -> None:
         """The job's current step ends here, and with it the child: the steps after it go elsewhere."""
         rest = job.steps[job.index + 1:]
         self.finish(job)
-        self.report(job.gen, job.step, job.started, self.take_output(job),
-                    {"id": job.step, "status": status, "failure": failure, "visuals": {},
-                     "checks": [{"id": "runs", "status": status, "message": {"key": key, "params": params}}]})
+        result = messages.failed_step(job.step, status, failure, key, params)
+        self.report(job.gen, job.step, job.started, self.take_output(job), result.to_dict())
         job.result_done = True
         self.spawn_each(job, rest)
 
@@ -695,8 +702,7 @@ class Worker:
         from .codec import FrameReader
 
         if job.reader.too_big:
-            self.report_failure(job, "error", {"kind": "channel", "detail": "", "frames": [], "caret": ""},
-                                "failure.channel", {})
+            self.report_failure(job, "error", Failure("channel", ""), "failure.channel", {})
             return
         self.drain_output(job)
         step, started, output, payload = job.step, job.started, self.take_output(job), job.reader.payload
@@ -734,10 +740,10 @@ class Worker:
         if os.WIFSIGNALED(status):
             sig = os.WTERMSIG(status)
             name = signal.Signals(sig).name if sig in signal.Signals._value2member_map_ else str(sig)
-            failure = {"kind": "crash", "detail": name, "frames": frames, "caret": ""}
+            failure = Failure("crash", name, _frames(frames))
             if job.over_memory or sig == signal.SIGKILL:  # our watchdog, or the kernel's OOM killer
                 key, params = "failure.memory", {}
-                failure["kind"] = "memory"
+                failure.kind = "memory"
             elif TIMEOUT_DUMP in dump:
                 # It crashed in faulthandler's dump of where it was, just before its deadline (seen
                 # while torch.compile traced): out of time, as a timeout would have said.
@@ -747,15 +753,15 @@ class Worker:
                 key = "failure.recursion"
                 params = {"fn": frames[-1]["function"], "line": frames[-1]["line"], "kind": name,
                           "detail": "stack overflow", "code": frames[-1]["code"]}
-                failure["detail"] = f"{name} (stack overflow)"
+                failure.detail = f"{name} (stack overflow)"
             else:
                 key, params = "failure.crash", {"signal": name}
         else:
             code = os.WEXITSTATUS(status)
-            failure = {"kind": "exit", "detail": f"exit code {code}", "frames": frames, "caret": ""}
+            failure = Failure("exit", f"exit code {code}", _frames(frames))
             key, params = "failure.exit", {"code": code}
             if code == EXIT_NO_CHANNEL:
-                failure["kind"] = "channel"
+                failure.kind = "channel"
                 key, params = "failure.channel", {}
         self.report_failure(job, "error", failure, key, params)
 
@@ -784,8 +790,7 @@ class Worker:
             params.update(mb=grown >> 20, limit=self.memory >> 20)
         elif compiler:
             key = "failure.timeout_compile"
-        self.report_failure(job, "timeout", {"kind": "timeout", "detail": f"{seconds} s", "frames": frames, "caret": ""},
-                            key, params)
+        self.report_failure(job, "timeout", Failure("timeout", f"{seconds} s", _frames(frames)), key, params)
 
     def on_judge(self) -> None:
         try:
@@ -804,10 +809,9 @@ class Worker:
         pending, self.judging = self.judging, {}
         for item in pending.values():
             if item.gen >= self.current_gen:
-                self.report(item.gen, item.step, item.started, (item.output, item.dropped),
-                            {"id": item.step, "status": "error", "visuals": {}, "failure": None,
-                             "checks": [{"id": "judge", "status": "error",
-                                         "message": {"key": "failure.harness", "params": {"detail": "judge"}}}]})
+                result = messages.failed_step(item.step, "error", None, "failure.harness", {"detail": "judge"},
+                                              check="judge")
+                self.report(item.gen, item.step, item.started, (item.output, item.dropped), result.to_dict())
         self.start_judge()
 
     def on_stdin(self) -> None:
