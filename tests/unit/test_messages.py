@@ -3,6 +3,8 @@ survives the wire as it was sent, and the judge turns anything else into a chann
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from tutor.lesson import all_lessons
@@ -81,3 +83,23 @@ def test_a_file_that_does_not_load_is_said_about_the_file():
     assert key == "failure.file_exception" and "fn" not in params
     key, params = messages.learner_failure_message(learner_failure("RecursionError"), "f")
     assert key == "failure.recursion" and params["fn"] == "f" and params["line"] == 3 and params["code"] == "return x"
+
+
+EVENTS = [messages.Ready(123), messages.Done(4), messages.RunError(4, "unknown lesson 'x'"), messages.Pong(),
+          messages.Stats(12, 3, 0, [5, 6]),
+          messages.StepVerdict(4, messages.failed_step("single-head", "timeout", Failure("timeout", "3 s", list(FRAMES)),
+                                                      "failure.timeout", {"seconds": "3"}))]
+
+
+@pytest.mark.parametrize("event", EVENTS, ids=lambda e: type(e).__name__)
+def test_an_event_comes_back_as_it_was_sent(event):
+    line = json.dumps(messages.event_to_json(event))
+    assert messages.event_from_json(json.loads(line)) == event
+    assert json.loads(line)["type"] == event.type
+
+
+@pytest.mark.parametrize("data", [{}, [], {"type": "gone"}, {"type": "done"}, {"type": "step", "gen": "1", "result": {}},
+                                  {"type": "step", "gen": 1}, {"type": "stats", "fds": 1}, {"type": "nope"}], ids=repr)
+def test_an_event_line_that_is_none_of_them_is_malformed(data):
+    with pytest.raises(messages.Malformed):
+        messages.event_from_json(data)

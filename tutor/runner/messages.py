@@ -10,8 +10,8 @@ process imports the worker's events from here (client.py).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, Union
+from dataclasses import dataclass, field, fields
+from typing import Any, ClassVar, Union
 
 from ..results import Check, Failure, Frame, Message, StepResult
 
@@ -195,3 +195,86 @@ def learner_failure_message(error: LearnerFailure, fn: str | None) -> tuple[str,
 
 
 # ------------------------------------------------------------------ worker → UI events
+# One JSON line each, {"type": ..., fields}. The client delivers these objects to its callback;
+# Gone is the client's own (the worker process ended), never on the wire.
+
+@dataclass(frozen=True)
+class Ready:
+    """Torch is imported and the checks loaded: runs are answered from now on."""
+    pid: int = 0
+    type: ClassVar[str] = "ready"
+
+
+@dataclass(frozen=True)
+class StepVerdict:
+    """One step's result for the run numbered gen."""
+    gen: int
+    result: StepResult
+    type: ClassVar[str] = "step"
+
+    def to_json(self) -> dict:  # not asdict: it would deep-copy the visuals
+        return {"type": self.type, "gen": self.gen, "result": self.result.to_dict()}
+
+
+@dataclass(frozen=True)
+class Done:
+    """Every step of run gen has been reported."""
+    gen: int
+    type: ClassVar[str] = "done"
+
+
+@dataclass(frozen=True)
+class RunError:
+    """The run could not start (an unknown lesson); its Done follows."""
+    gen: int
+    detail: str
+    type: ClassVar[str] = "error"
+
+
+@dataclass(frozen=True)
+class Pong:
+    type: ClassVar[str] = "pong"
+
+
+@dataclass(frozen=True)
+class Stats:
+    """For tests: what a leak would grow."""
+    fds: int
+    spares: int
+    jobs: int
+    children: list
+    type: ClassVar[str] = "stats"
+
+
+@dataclass(frozen=True)
+class Gone:
+    """The worker process ended (client side only)."""
+    code: int | None = None
+    type: ClassVar[str] = "gone"
+
+
+Event = Union[Ready, StepVerdict, Done, RunError, Pong, Stats, Gone]
+_EVENTS = {cls.type: cls for cls in (Ready, Done, RunError, Pong, Stats)}
+
+
+def event_to_json(event: Event) -> dict:
+    if isinstance(event, StepVerdict):
+        return event.to_json()
+    return {"type": event.type, **{f.name: getattr(event, f.name) for f in fields(event)}}
+
+
+def event_from_json(d) -> Event:
+    """The worker's event line, parsed. Raises Malformed for anything else."""
+    if not isinstance(d, dict):
+        raise Malformed("event")
+    kind = d.get("type")
+    try:
+        if kind == "step":
+            gen = d["gen"]
+            if not isinstance(gen, int):
+                raise Malformed("gen")
+            return StepVerdict(gen, StepResult.from_dict(d["result"]))
+        cls = _EVENTS[kind]
+        return cls(**{f.name: d[f.name] for f in fields(cls) if f.name in d})
+    except (KeyError, TypeError, AttributeError) as exc:
+        raise Malformed(f"event {kind!r}") from exc

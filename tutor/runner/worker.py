@@ -36,7 +36,7 @@ import struct
 import time
 from dataclasses import dataclass, field
 
-from ..results import Failure, Frame
+from ..results import Failure, Frame, StepResult
 from . import messages
 
 OUTPUT_TAIL = 4000
@@ -507,8 +507,8 @@ class Worker:
 
     # --- protocol with the UI
 
-    def emit(self, obj) -> None:
-        data = (json.dumps(obj) + "\n").encode()
+    def emit(self, event: messages.Event) -> None:
+        data = (json.dumps(messages.event_to_json(event)) + "\n").encode()
         view = memoryview(data)
         while view:
             try:
@@ -521,11 +521,11 @@ class Worker:
         if kind == "quit":
             raise SystemExit(0)
         if kind == "ping":
-            self.emit({"type": "pong"})
+            self.emit(messages.Pong())
             return
         if kind == "stats":  # for tests: what a leak would grow
-            self.emit({"type": "stats", "fds": len(os.listdir("/proc/self/fd")), "spares": len(self.spares),
-                       "jobs": len(self.jobs), "children": sorted(children_of(os.getpid()))})
+            self.emit(messages.Stats(len(os.listdir("/proc/self/fd")), len(self.spares), len(self.jobs),
+                                     sorted(children_of(os.getpid()))))
             return
         if kind != "run":
             return
@@ -539,8 +539,8 @@ class Worker:
         self.current_gen = gen
         lesson = req.get("lesson")
         if lesson not in self.modules:
-            self.emit({"type": "error", "gen": gen, "detail": f"unknown lesson {lesson!r}"})
-            self.emit({"type": "done", "gen": gen})
+            self.emit(messages.RunError(gen, f"unknown lesson {lesson!r}"))
+            self.emit(messages.Done(gen))
             return
         self.lesson_in_use = lesson
         steps = [s for s in self.modules[lesson].STEPS if not req.get("steps") or s in req["steps"]]
@@ -555,18 +555,18 @@ class Worker:
             self.spawn(gen, lesson, group, req["source"], req["filename"], timeout,
                        {s: params[s] for s in group if s in params})
         if not steps:
-            self.emit({"type": "done", "gen": gen})
+            self.emit(messages.Done(gen))
 
-    def report(self, gen: int, step: str, started: float, output: tuple[str, int], result: dict) -> None:
-        result["output"], result["output_dropped"] = output
-        result["ms"] = round((time.monotonic() - started) * 1000, 1)
-        self.emit({"type": "step", "gen": gen, "result": result})
+    def report(self, gen: int, step: str, started: float, output: tuple[str, int], result: StepResult) -> None:
+        result.output, result.output_dropped = output
+        result.ms = round((time.monotonic() - started) * 1000, 1)
+        self.emit(messages.StepVerdict(gen, result))
         left = self.pending_steps.get(gen)
         if left is not None:
             left.discard(step)
             if not left:
                 del self.pending_steps[gen]
-                self.emit({"type": "done", "gen": gen})
+                self.emit(messages.Done(gen))
                 self.quiet_until = time.monotonic() + QUIET_AFTER_RUN
 
     def take_output(self, job: Job) -> tuple[str, int]:
@@ -589,7 +589,7 @@ class Worker:
         rest = job.steps[job.index + 1:]
         self.finish(job)
         result = messages.failed_step(job.step, status, failure, key, params)
-        self.report(job.gen, job.step, job.started, self.take_output(job), result.to_dict())
+        self.report(job.gen, job.step, job.started, self.take_output(job), result)
         job.result_done = True
         self.spawn_each(job, rest)
 
@@ -801,7 +801,8 @@ class Worker:
         pending = self.judging.pop(reply["job"], None)
         if pending is None or pending.gen < self.current_gen:
             return  # superseded while the judge worked on it
-        self.report(pending.gen, pending.step, pending.started, (pending.output, pending.dropped), reply["result"])
+        self.report(pending.gen, pending.step, pending.started, (pending.output, pending.dropped),
+                    StepResult.from_dict(reply["result"]))
 
     def judge_died(self) -> None:
         self.sel.unregister(self.judge_sock)
@@ -811,7 +812,7 @@ class Worker:
             if item.gen >= self.current_gen:
                 result = messages.failed_step(item.step, "error", None, "failure.harness", {"detail": "judge"},
                                               check="judge")
-                self.report(item.gen, item.step, item.started, (item.output, item.dropped), result.to_dict())
+                self.report(item.gen, item.step, item.started, (item.output, item.dropped), result)
         self.start_judge()
 
     def on_stdin(self) -> None:
@@ -840,7 +841,7 @@ class Worker:
     def loop(self) -> None:
         os.set_blocking(0, False)
         self.sel.register(0, selectors.EVENT_READ, ("stdin", None))
-        self.emit({"type": "ready", "pid": os.getpid()})
+        self.emit(messages.Ready(os.getpid()))
         while True:
             self.refill_spares()
             running = [j for j in self.jobs.values() if not j.result_done]
