@@ -103,3 +103,10 @@ def test_an_event_comes_back_as_it_was_sent(event):
 def test_an_event_line_that_is_none_of_them_is_malformed(data):
     with pytest.raises(messages.Malformed):
         messages.event_from_json(data)
+
+
+def test_the_judge_frames_come_back_as_they_were_sent():
+    request = messages.JudgeRequest(7, "lm3-l3", "single-head", "def f(): pass\n")
+    assert messages.JudgeRequest.from_json(json.loads(json.dumps(request.to_json()))) == request
+    reply = messages.JudgeReply(7, EVENTS[-1].result)
+    assert messages.JudgeReply.from_json(json.loads(json.dumps(reply.to_json()))) == reply

@@ -4,7 +4,9 @@ process imports the worker's events from here (client.py).
 - A child's report on one step (sandbox → judge): one of the `Report` kinds. It travels as
   the JSON head of codec.pack_payload (to_json() gives that object, the same keys as ever)
   with the tensors in the blob; the judge reads it back with report_from_json().
+- The worker's frames to the judge and back: JudgeRequest, JudgeReply (worker.send_frame).
 - The worker's events for the UI (worker → client), one JSON line each: see `Event`.
+  (The UI's requests to the worker, "run", "go", "ping", ..., are still plain dicts.)
 - failed_step: the one place a failure becomes a step's result (worker and judge).
 """
 
@@ -192,6 +194,37 @@ def learner_failure_message(error: LearnerFailure, fn: str | None) -> tuple[str,
     if error.module and fn is not None:
         params["module"] = error.module  # a step's message always had it, whatever its key
     return key, params
+
+
+# ------------------------------------------------------------------ worker ⇄ judge
+
+@dataclass(frozen=True)
+class JudgeRequest:
+    """Judge this step; the child's payload follows the frame, unparsed (see worker.send_frame)."""
+    job: int
+    lesson: str
+    step: str
+    source: str
+
+    def to_json(self) -> dict:
+        return {"job": self.job, "lesson": self.lesson, "step": self.step, "source": self.source}
+
+    @classmethod
+    def from_json(cls, d: dict) -> "JudgeRequest":
+        return cls(d["job"], d["lesson"], d["step"], d["source"])
+
+
+@dataclass(frozen=True)
+class JudgeReply:
+    job: int
+    result: StepResult
+
+    def to_json(self) -> dict:
+        return {"job": self.job, "result": self.result.to_dict()}
+
+    @classmethod
+    def from_json(cls, d: dict) -> "JudgeReply":
+        return cls(d["job"], StepResult.from_dict(d["result"]))
 
 
 # ------------------------------------------------------------------ worker → UI events

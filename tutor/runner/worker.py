@@ -138,12 +138,12 @@ def judge_main(sock: socket.socket, modules: dict) -> None:
     judge = Judge(modules)
     while True:
         try:
-            req = recv_frame(sock)
+            req = messages.JudgeRequest.from_json(recv_frame(sock))
             payload = recv_raw(sock)
         except EOFError:
             os._exit(0)
-        result = judge.verdict(req["lesson"], req["step"], payload, req["source"])
-        send_frame(sock, {"job": req["job"], "result": result.to_dict()})
+        result = judge.verdict(req.lesson, req.step, payload, req.source)
+        send_frame(sock, messages.JudgeReply(req.job, result).to_json())
 
 
 # ------------------------------------------------------------------ /proc and faulthandler
@@ -724,8 +724,7 @@ class Worker:
         self.next_judging += 1
         self.judging[key] = Judging(job.gen, step, started, *output)
         try:
-            send_frame(self.judge_sock, {"job": key, "lesson": job.lesson, "step": step, "source": job.source},
-                       payload)
+            send_frame(self.judge_sock, messages.JudgeRequest(key, job.lesson, step, job.source).to_json(), payload)
         except OSError:  # the judge died: it is restarted, and this step reported as the tutor's fault
             self.judge_died()
 
@@ -794,15 +793,14 @@ class Worker:
 
     def on_judge(self) -> None:
         try:
-            reply = recv_frame(self.judge_sock)
+            reply = messages.JudgeReply.from_json(recv_frame(self.judge_sock))
         except (EOFError, OSError):
             self.judge_died()
             return
-        pending = self.judging.pop(reply["job"], None)
+        pending = self.judging.pop(reply.job, None)
         if pending is None or pending.gen < self.current_gen:
             return  # superseded while the judge worked on it
-        self.report(pending.gen, pending.step, pending.started, (pending.output, pending.dropped),
-                    StepResult.from_dict(reply["result"]))
+        self.report(pending.gen, pending.step, pending.started, (pending.output, pending.dropped), reply.result)
 
     def judge_died(self) -> None:
         self.sel.unregister(self.judge_sock)
