@@ -106,8 +106,8 @@ def install_ui() -> None:
 
     def init(self, on_event, *args, **kwargs):
         def on_event_probe(event):
-            result = event.get("result")
-            emit("ui_recv", type=event.get("type"), gen=event.get("gen"), step=getattr(result, "id", None))
+            result = getattr(event, "result", None)
+            emit("ui_recv", type=event.type, gen=getattr(event, "gen", None), step=getattr(result, "id", None))
             return on_event(event)
         original_init(self, on_event_probe, *args, **kwargs)
 
@@ -162,7 +162,7 @@ def install_worker(w) -> None:
 
     wrap(w, "load_checks", after=lambda r, lessons: emit("w_checks_loaded"))
     wrap(w.Worker, "loop", before=lambda self: emit("w_loop"))
-    wrap(w.Worker, "emit", before=lambda self, obj: obj.get("type") == "ready" and emit("w_ready"))
+    wrap(w.Worker, "emit", before=lambda self, obj: obj.type == "ready" and emit("w_ready"))
 
     wrap(w.Worker, "on_stdin", before=lambda self: emit("w_stdin"))
     wrap(w.Worker, "handle_request",

@@ -7,6 +7,7 @@ real child that runs it; the judge process gives the verdicts.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import textwrap
 import threading
@@ -137,13 +138,13 @@ class LiveWorker:
         now = time.monotonic()
         with self.lock:
             self.events.append(event)
-            run = self.runs.get(event.get("gen"))
-        if event["type"] == "step" and run is not None:
-            run.results[event["result"].id] = event["result"]
-            run.arrived[event["result"].id] = now - run.started
-        elif event["type"] == "done" and run is not None:
+            run = self.runs.get(getattr(event, "gen", None))
+        if event.type == "step" and run is not None:
+            run.results[event.result.id] = event.result
+            run.arrived[event.result.id] = now - run.started
+        elif event.type == "done" and run is not None:
             run.done.set()
-        elif event["type"] == "gone":
+        elif event.type == "gone":
             self.gone.append(event)
             for r in list(self.runs.values()):
                 r.done.set()
@@ -163,16 +164,16 @@ class LiveWorker:
         return run
 
     def request(self, obj: dict, reply: str, wait: float = 5) -> dict:
-        """A raw protocol request (ping, stats) and the first reply of that type after it."""
+        """A raw protocol request (ping, stats) and the first reply of that type after it, as a dict."""
         with self.lock:
             start = len(self.events)
         self.worker._send(obj)
         deadline = time.monotonic() + wait
         while time.monotonic() < deadline:
             with self.lock:
-                found = next((e for e in self.events[start:] if e.get("type") == reply), None)
+                found = next((e for e in self.events[start:] if e.type == reply), None)
             if found:
-                return found
+                return {"type": found.type, **dataclasses.asdict(found)}
             time.sleep(0.01)
         raise TimeoutError(f"no {reply!r} from the worker")
 

@@ -138,10 +138,10 @@ def test_wrong_file_still_fails(live, attempt):
         assert not problem_keys(run.results[step]) & {"failure.judge", "failure.harness"}, summary(run.results)
     # No forged event reached the client: every step event of this run is the real one.
     with live.lock:
-        delivered = [e for e in live.events if e.get("type") == "step" and e["gen"] == run.gen]
+        delivered = [e for e in live.events if e.type == "step" and e.gen == run.gen]
     # (A step may be "error": the signal attempt kills the sibling children of its run, which
     # are not protected; only its own verdicts suffer.)
-    statuses = [e["result"].status for e in delivered if e["result"].id == "single-head"]
+    statuses = [e.result.status for e in delivered if e.result.id == "single-head"]
     assert len(statuses) == 1 and statuses[0] in ("fail", "error"), delivered
     assert live.worker.proc.poll() is None and live.request({"type": "ping"}, "pong")
 

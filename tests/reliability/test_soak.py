@@ -78,9 +78,9 @@ def test_soak(live, tmp_path):
         assert got == EXPECTED[kinds[gen]], f"generation {gen} ({kinds[gen]}):\n{summary(results)}"
     # And so does every verdict delivered for a run later superseded.
     with live.lock:
-        delivered = [e for e in live.events if e.get("type") == "step" and e["gen"] in kinds]
+        delivered = [e for e in live.events if e.type == "step" and e.gen in kinds]
     for e in delivered:
-        assert e["result"].status == EXPECTED[kinds[e["gen"]]][e["result"].id], e
+        assert e.result.status == EXPECTED[kinds[e.gen]][e.result.id], e
     assert after == before, f"before {before}, after {after}"
     print(f"\nsoak: {RUNS} runs ({len(waited)} waited for, {RUNS - len(waited)} superseded) "
           f"in {elapsed:.1f} s; {len(delivered)} verdicts; before {before}; after {after}")

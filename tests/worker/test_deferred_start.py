@@ -16,9 +16,9 @@ def run_deferred(go: bool, wait_ready: bool) -> dict:
     results, done = {}, threading.Event()
 
     def on_event(event):
-        if event["type"] == "step":
-            results[event["result"].id] = event["result"].status
-        elif event["type"] in ("done", "gone"):
+        if event.type == "step":
+            results[event.result.id] = event.result.status
+        elif event.type in ("done", "gone"):
             done.set()
 
     w = Worker(on_event, timeout=15.0)

@@ -11,7 +11,7 @@ import textwrap
 import torch
 
 from tutor.lesson import all_lessons
-from tutor.runner import sandbox
+from tutor.runner import messages, sandbox
 from tutor.runner.worker import load_checks, reference_runs, runs_for
 
 LESSONS = all_lessons()
@@ -48,7 +48,7 @@ def test_the_reference_passes_every_step_it_warms_up():
         for step in steps:
             message, _ = sandbox._run({"source": source, "filename": file_name}, step, code,
                                       CHECKS[lesson_id], INPUTS[lesson_id])
-            assert "outputs" in message, (lesson_id, step, message)
+            assert isinstance(message, messages.Outputs), (lesson_id, step, message)
 
 
 def test_warm_up_leaves_no_output_module_or_random_state(capfd):

@@ -45,13 +45,13 @@ class SessionWorker:
         with self._lock:
             return self._done.setdefault(gen, threading.Event())
 
-    def _on_event(self, event: dict) -> None:
-        kind = event["type"]
+    def _on_event(self, event) -> None:
+        kind = event.type
         if kind == "step":
             with self._lock:
-                self._results.setdefault(event["gen"], {})[event["result"].id] = event["result"]
+                self._results.setdefault(event.gen, {})[event.result.id] = event.result
         elif kind == "done":
-            self._event_for(event["gen"]).set()
+            self._event_for(event.gen).set()
         elif kind == "gone":
             self._gone.append(event)
             with self._lock:

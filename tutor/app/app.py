@@ -36,6 +36,7 @@ from ..render.verdicts import hints_block, load_syntax, shown_of, status_mark, s
 from ..render.wrap import Wrapped
 from ..results import StepResult
 from ..runner.client import Worker, WorkerGone, decode_source, unreadable_results
+from ..runner.messages import Done, Event, Gone, Ready, StepVerdict
 from ..store import Store
 from ..watch import FileWatcher, WatchError
 from .trace import digest, trace
@@ -49,7 +50,7 @@ ANSWERS_EVERY = 1.0  # s: how often the reflection step reads the answers file a
 
 
 class WorkerEvent(Message):
-    def __init__(self, event: dict):
+    def __init__(self, event: Event):
         super().__init__()
         self.event = event
 
@@ -460,24 +461,23 @@ class TutorApp(App):
         if self.closing:
             return
         event = message.event
-        kind = event.get("type")
-        if kind == "ready":
+        if isinstance(event, Ready):
             self.worker_state = "ready"
-        elif kind == "step":
-            self.store_result(event["result"])
+        elif isinstance(event, StepVerdict):
+            self.store_result(event.result)
             if not self.running & self.checked_ids:
                 self.flush()  # the last verdict of the save: draw now
             elif self.flush_timer is None:
                 self.flush_timer = self.set_timer(GATHER, self.flush)
             return
-        elif kind == "done":
+        elif isinstance(event, Done):
             # The step that emptied `running` was drawn (and saved, and traced) at once: unless a
             # step never came back or a gathered frame is still pending, there is nothing to draw.
             if self.running or self.flush_timer is not None:
                 self.running.clear()
                 self.flush()
             return
-        elif kind == "gone":
+        elif isinstance(event, Gone):
             self.worker_state = "gone"
             self.running.clear()
         self.render_fileinfo()

@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import Callable
 
 from ..results import StepResult
+from . import messages
+from .messages import Done, Event, Gone, Ready, StepVerdict
 
 DEFAULT_TIMEOUT = 3.0
 
@@ -24,14 +26,14 @@ class WorkerGone(RuntimeError):
 
 
 class Worker:
-    """Callbacks get dicts: {"type": "ready"}, {"type": "step", "gen", "result": StepResult},
-    {"type": "done", "gen"}, {"type": "gone"} (the worker process ended). They run on
-    a reader thread."""
+    """Callbacks get messages.Event objects: Ready, StepVerdict(gen, result), Done(gen),
+    Gone(code) (the worker process ended), and the replies to raw requests (Pong, Stats).
+    They run on a reader thread."""
 
-    def __init__(self, on_event: Callable[[dict], None] | None, timeout: float = DEFAULT_TIMEOUT,
+    def __init__(self, on_event: Callable[[Event], None] | None, timeout: float = DEFAULT_TIMEOUT,
                  log: Path | None = None):
         self.on_event = on_event  # None until attach(): events wait for it
-        self._early: list[dict] = []
+        self._early: list[Event] = []
         self._events_lock = threading.Lock()
         self.timeout = timeout
         self.log = log
@@ -75,23 +77,19 @@ class Worker:
         assert self.proc and self.proc.stdout
         for line in self.proc.stdout:
             try:
-                event = json.loads(line)
-            except ValueError:
+                event = messages.event_from_json(json.loads(line))
+            except ValueError:  # not JSON, or no event we know (messages.Malformed): not for us
                 continue
-            if event.get("type") == "ready":
+            if isinstance(event, Ready):
                 self.ready.set()
-            if event.get("type") == "step":
-                event["result"] = StepResult.from_dict(event["result"])
-                if event["gen"] != self.gen:
-                    continue  # a result for a file that has since been saved again
-            if event.get("type") == "done" and event["gen"] != self.gen:
-                continue
+            elif isinstance(event, (StepVerdict, Done)) and event.gen != self.gen:
+                continue  # a result for a file that has since been saved again
             self._deliver(event)
         self.ready.clear()
         if not self._closing:
-            self._deliver({"type": "gone", "code": self.proc.wait()})
+            self._deliver(Gone(self.proc.wait()))
 
-    def _deliver(self, event: dict) -> None:
+    def _deliver(self, event: Event) -> None:
         with self._events_lock:
             if self.on_event is None:
                 self._early.append(event)
@@ -99,7 +97,7 @@ class Worker:
             on_event = self.on_event
         on_event(event)
 
-    def attach(self, on_event: Callable[[dict], None]) -> None:
+    def attach(self, on_event: Callable[[Event], None]) -> None:
         """Start receiving events; those that came before (the worker can be started before
         the app, to overlap torch's import with the UI's) are delivered first."""
         with self._events_lock:
@@ -155,14 +153,14 @@ def check_source(lesson_id: str, filename: str, source: str, timeout: float = DE
     """Run every checked step once and wait for all verdicts (for `attn-tutor check`)."""
     results: dict[str, StepResult] = {}
     done = threading.Event()
-    gone: list[dict] = []
+    gone: list[Gone] = []
 
-    def on_event(event: dict) -> None:
-        if event["type"] == "step":
-            results[event["result"].id] = event["result"]
-        elif event["type"] == "done":
+    def on_event(event: Event) -> None:
+        if isinstance(event, StepVerdict):
+            results[event.result.id] = event.result
+        elif isinstance(event, Done):
             done.set()
-        elif event["type"] == "gone":
+        elif isinstance(event, Gone):
             gone.append(event)
             done.set()
 
@@ -174,7 +172,7 @@ def check_source(lesson_id: str, filename: str, source: str, timeout: float = DE
     finally:
         worker.close()
     if gone and not results:
-        raise WorkerGone(f"the check worker ended (exit code {gone[0].get('code')})")
+        raise WorkerGone(f"the check worker ended (exit code {gone[0].code})")
     return list(results.values())
 
 

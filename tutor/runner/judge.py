@@ -8,74 +8,18 @@ from __future__ import annotations
 
 import traceback
 
-from ..results import Check, Failure, Frame, Message, StepResult
-from . import codec
+from ..results import Check, Failure, Message, StepResult
+from . import codec, messages
 from .judge_kit import Stop, Verdict
 from .spec import JudgeContext
 
 
-def _failure(data: dict) -> Failure:
-    return Failure(
-        kind=data["kind"], detail=data["detail"], caret=data.get("caret", ""),
-        frames=[Frame(**f) for f in data.get("frames", [])],
-    )
-
-
-def failure_check(status: str, failure: Failure, fn: str, raw: dict | None = None) -> Check:
-    """A step's learner code raised, crashed or hit a limit while the step ran."""
-    line, code = _where(failure)
-    if failure.kind == "MemoryError":
-        key = "failure.memory"
-    elif failure.kind == "RecursionError":
-        key = "failure.recursion"
-    elif failure.kind == "SystemExit":
-        key = "failure.system_exit"
-    elif failure.kind in ("SyntaxError", "IndentationError", "TabError"):
-        key = "failure.syntax"
-    elif raw and raw.get("refused"):
-        key = "failure.refused"
-    elif raw and raw.get("module"):
-        key = "failure.missing_package"
-    else:
-        key = "failure.exception"
-    return Check("runs", status, Message(key, {
-        "fn": fn, "kind": failure.kind, "detail": failure.detail, "line": line, "code": code,
-        **({"module": raw["module"]} if raw and raw.get("module") else {})}))
-
-
-def file_failure_check(failure: Failure, raw: dict) -> Check:
-    """The file itself did not load (it raised, or cannot be parsed): the same for every step,
-    so the message is about the file, not about the step's functions."""
-    line, code = _where(failure)
-    params = {"kind": failure.kind, "detail": failure.detail, "line": line, "code": code}
-    if failure.kind in ("SyntaxError", "IndentationError", "TabError"):
-        key = "failure.syntax"
-    elif failure.kind == "MemoryError":
-        key = "failure.memory"
-    elif failure.kind == "SystemExit":
-        key = "failure.system_exit"
-    elif raw.get("refused"):
-        key = "failure.refused"
-    elif raw.get("module"):
-        key = "failure.missing_package"
-        params["module"] = raw["module"]
-    else:
-        key = "failure.file_exception"
-    return Check("file-loads", "error", Message(key, params))
-
-
-def _where(failure: Failure) -> tuple:
-    line = failure.frames[-1].line if failure.frames else "?"
-    code = failure.frames[-1].code.strip() if failure.frames else ""
-    return line, code
-
-
-def _parse(payload: bytes) -> tuple[dict | None, bytearray]:
+def _parse(payload: bytes) -> tuple[messages.Report | None, bytearray]:
     try:
         child, blob = codec.unpack_payload(payload)
-    except (ValueError, TypeError, RecursionError):
+        return messages.report_from_json(child), blob
+    except (ValueError, TypeError, RecursionError):  # messages.Malformed is a ValueError
         return None, bytearray()
-    return (child, blob) if isinstance(child, dict) else (None, blob)
 
 
 class Judge:
@@ -91,30 +35,30 @@ class Judge:
     def verdict(self, lesson: str, step: str, payload: bytes, source: str) -> StepResult:
         spec = self.modules[lesson].STEPS[step]
         fn = " / ".join(spec.functions)
-        child, blob = _parse(payload)
-        if child is None:  # the frame carried the job's token but its bytes were mixed with something else's
-            failure = Failure("channel", "")
-            return StepResult(step, "error", [Check("runs", "error", Message("failure.channel", {}))], failure)
-        if "import_error" in child:
-            failure = _failure(child["import_error"])
-            return StepResult(step, "error", [file_failure_check(failure, child["import_error"])], failure)
-        if "missing" in child:
-            return StepResult(step, "fail", [Check("defined", "fail", Message("check.missing", {"name": child["missing"]}))])
-        if "foreign" in child:
-            params = {"name": str(child["foreign"].get("name", "")), "origin": str(child["foreign"].get("origin", "?"))}
-            return StepResult(step, "fail", [Check("own-code", "fail", Message("check.not_in_file", params))])
-        if "failure" in child:
-            failure = _failure(child["failure"])
-            if child.get("todo"):
-                return StepResult(step, "todo", [Check("implemented", "todo", Message("check.todo", {"fn": fn}))], failure)
-            return StepResult(step, "error", [failure_check("error", failure, fn, child["failure"])], failure)
-        if "harness_error" in child:
-            failure = Failure("HarnessError", child["harness_error"])
-            return StepResult(step, "error", [Check("runs", "error", Message("failure.harness", {"detail": child["harness_error"]}))], failure)
+        report, blob = _parse(payload)
+        match report:
+            case None:  # the frame carried the job's token but its bytes were mixed with something else's
+                return messages.failed_step(step, "error", Failure("channel", ""), "failure.channel", {})
+            case messages.ImportFailed(error):
+                return messages.failed_step(step, "error", error.failure,
+                                            *messages.learner_failure_message(error, None), check="file-loads")
+            case messages.Missing(name):
+                return StepResult(step, "fail", [Check("defined", "fail", Message("check.missing", {"name": name}))])
+            case messages.Foreign(name, origin):
+                params = {"name": name, "origin": origin}
+                return StepResult(step, "fail", [Check("own-code", "fail", Message("check.not_in_file", params))])
+            case messages.Raised(error, todo=True):
+                return StepResult(step, "todo", [Check("implemented", "todo", Message("check.todo", {"fn": fn}))],
+                                  error.failure)
+            case messages.Raised(error):
+                return messages.failed_step(step, "error", error.failure, *messages.learner_failure_message(error, fn))
+            case messages.HarnessError(detail):
+                return messages.failed_step(step, "error", Failure("HarnessError", detail), "failure.harness",
+                                            {"detail": detail})
         verdict = Verdict(source)
         try:
-            outputs = codec.decode(child["outputs"], blob)
-            spec.judge(verdict, outputs, self.inputs(lesson), JudgeContext(source, child.get("kernels", [])))
+            outputs = codec.decode(report.tree, blob)
+            spec.judge(verdict, outputs, self.inputs(lesson), JudgeContext(source, report.kernels))
         except Stop:
             pass
         except Exception as exc:  # a value the judge did not foresee: say so, do not die

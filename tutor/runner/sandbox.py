@@ -48,7 +48,7 @@ import types
 
 import torch
 
-from . import codec, fence, origin, probe_kit
+from . import codec, fence, messages, origin, probe_kit
 
 DEFAULT_MEMORY_MB = 2048  # extra data segment over what the child holds when the job arrives
 HEADROOM = 64 << 20  # between soft and hard RLIMIT_DATA: for the harness's report
@@ -404,7 +404,7 @@ def _run_steps(job: dict, tokens: list[bytes], marks_fd: int, result_fd: int, ch
                 code = compile_learner(job["source"], job["filename"])
             message, blob = _run(job, step, code, checks_module, inputs)
         except LearnerImportError as exc:  # the file does not compile: the same for every step
-            message, blob = {"import_error": exc.failure}, b""
+            message, blob = messages.ImportFailed(messages.LearnerFailure.from_dict(exc.failure)), b""
         except BaseException as exc:  # the harness itself failed: report, do not hang
             message, blob = _harness_failure(exc), b""
         _flush(streams)  # the step's prints reach the pipe before its marker
@@ -437,21 +437,21 @@ def _flush(streams: tuple) -> None:
             pass
 
 
-def _harness_failure(exc: BaseException) -> dict:
+def _harness_failure(exc: BaseException) -> messages.Report:
     if probe_kit.is_out_of_memory(exc):
-        return {"failure": {"kind": "MemoryError", "detail": "", "frames": [], "caret": ""}, "todo": False}
-    return {"harness_error": f"{type(exc).__name__}: {_text(exc, 300)}"}
+        return messages.Raised(messages.LearnerFailure(messages.Failure("MemoryError", "")))
+    return messages.HarnessError(f"{type(exc).__name__}: {_text(exc, 300)}")
 
 
-def _send(result_fd: int, token: bytes, message: dict, blob: bytes = b"") -> None:
+def _send(result_fd: int, token: bytes, message: messages.Report, blob: bytes = b"") -> None:
     """Write one step's frame. Threads the learner started end with the child."""
     try:
         _cancel_dump()  # a late dump must not cut into the frame
         _release_headroom()
         try:
-            payload = codec.pack_payload(message, blob, _dumps)
+            payload = codec.pack_payload(message.to_json(), blob, _dumps)
         except BaseException as exc:
-            payload = codec.pack_payload(_harness_failure(exc), b"", _dumps)
+            payload = codec.pack_payload(_harness_failure(exc).to_json(), b"", _dumps)
         _write_all(result_fd, codec.pack_frame(token, payload))
     except OSError:
         _exit(EXIT_NO_CHANNEL)
@@ -579,13 +579,13 @@ def _code_ids(code) -> frozenset[int]:
     return _codes[1]
 
 
-def _run(job: dict, step: str, code, checks_module, inputs) -> tuple[dict, bytes]:
+def _run(job: dict, step: str, code, checks_module, inputs) -> tuple[messages.Report, bytes]:
     """The step's message, and the blob its tensors are in."""
     spec = checks_module.STEPS[step]
     try:
         module = load_learner(job["source"], job["filename"], code)
     except LearnerImportError as exc:
-        return {"import_error": exc.failure}, b""
+        return messages.ImportFailed(messages.LearnerFailure.from_dict(exc.failure)), b""
     ctx = probe_kit.ProbeContext(module, job["filename"], job["source"], _code_ids(code))
     ctx.params = (job.get("params") or {}).get(step) or {}  # an experiment's settings, chosen in the app
     try:
@@ -597,16 +597,16 @@ def _run(job: dict, step: str, code, checks_module, inputs) -> tuple[dict, bytes
         outputs = spec.probe(ctx, inputs)
         encoded, blob = codec.encode(outputs)
     except probe_kit.Missing as exc:
-        return {"missing": exc.name}, b""
+        return messages.Missing(exc.name), b""
     except probe_kit.Foreign as exc:
-        return {"foreign": {"name": exc.name, "origin": _text(exc.origin, 300)}}, b""
+        return messages.Foreign(exc.name, _text(exc.origin, 300)), b""
     except probe_kit.LearnerFailure as exc:
-        return {"failure": exc.failure, "todo": exc.todo}, b""
+        return messages.Raised(messages.LearnerFailure.from_dict(exc.failure), bool(exc.todo)), b""
     except BaseException as exc:
         # The probe touched learner code outside ctx.call (an attribute, a method): the
         # learner's fault when their file is in the traceback, the tutor's otherwise.
         if not _learner_at_fault(exc, job["filename"]):
             raise
         traceback.clear_frames(exc.__traceback__)
-        return {"failure": describe_exception(exc, job["filename"], job["source"]), "todo": False}, b""
-    return {"outputs": encoded, "kernels": sorted(ctx.kernels)}, blob
+        return messages.Raised(messages.LearnerFailure.from_dict(describe_exception(exc, job["filename"], job["source"]))), b""
+    return messages.Outputs(encoded, sorted(ctx.kernels)), blob

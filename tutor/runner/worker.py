@@ -36,6 +36,9 @@ import struct
 import time
 from dataclasses import dataclass, field
 
+from ..results import Failure, Frame, StepResult
+from . import messages
+
 OUTPUT_TAIL = 4000
 SPARES = 3  # children kept forked and ready: the checked steps, the experiment on screen, one spare
 GO_WAIT = 1.0  # s at most before torch's import: see main
@@ -135,12 +138,12 @@ def judge_main(sock: socket.socket, modules: dict) -> None:
     judge = Judge(modules)
     while True:
         try:
-            req = recv_frame(sock)
+            req = messages.JudgeRequest.from_json(recv_frame(sock))
             payload = recv_raw(sock)
         except EOFError:
             os._exit(0)
-        result = judge.verdict(req["lesson"], req["step"], payload, req["source"])
-        send_frame(sock, {"job": req["job"], "result": result.to_dict()})
+        result = judge.verdict(req.lesson, req.step, payload, req.source)
+        send_frame(sock, messages.JudgeReply(req.job, result).to_json())
 
 
 # ------------------------------------------------------------------ /proc and faulthandler
@@ -228,6 +231,11 @@ class Job:
     @property
     def step(self) -> str:
         return self.steps[min(self.index, len(self.steps) - 1)]
+
+
+def _frames(frames: list[dict]) -> list[Frame]:
+    """sandbox.dumped_frames' dicts as results' frames."""
+    return [Frame(f["line"], f["function"], f["code"]) for f in frames]
 
 
 def add_clipped(part: list, data) -> None:
@@ -499,8 +507,8 @@ class Worker:
 
     # --- protocol with the UI
 
-    def emit(self, obj) -> None:
-        data = (json.dumps(obj) + "\n").encode()
+    def emit(self, event: messages.Event) -> None:
+        data = (json.dumps(messages.event_to_json(event)) + "\n").encode()
         view = memoryview(data)
         while view:
             try:
@@ -513,11 +521,11 @@ class Worker:
         if kind == "quit":
             raise SystemExit(0)
         if kind == "ping":
-            self.emit({"type": "pong"})
+            self.emit(messages.Pong())
             return
         if kind == "stats":  # for tests: what a leak would grow
-            self.emit({"type": "stats", "fds": len(os.listdir("/proc/self/fd")), "spares": len(self.spares),
-                       "jobs": len(self.jobs), "children": sorted(children_of(os.getpid()))})
+            self.emit(messages.Stats(len(os.listdir("/proc/self/fd")), len(self.spares), len(self.jobs),
+                                     sorted(children_of(os.getpid()))))
             return
         if kind != "run":
             return
@@ -531,8 +539,8 @@ class Worker:
         self.current_gen = gen
         lesson = req.get("lesson")
         if lesson not in self.modules:
-            self.emit({"type": "error", "gen": gen, "detail": f"unknown lesson {lesson!r}"})
-            self.emit({"type": "done", "gen": gen})
+            self.emit(messages.RunError(gen, f"unknown lesson {lesson!r}"))
+            self.emit(messages.Done(gen))
             return
         self.lesson_in_use = lesson
         steps = [s for s in self.modules[lesson].STEPS if not req.get("steps") or s in req["steps"]]
@@ -547,18 +555,18 @@ class Worker:
             self.spawn(gen, lesson, group, req["source"], req["filename"], timeout,
                        {s: params[s] for s in group if s in params})
         if not steps:
-            self.emit({"type": "done", "gen": gen})
+            self.emit(messages.Done(gen))
 
-    def report(self, gen: int, step: str, started: float, output: tuple[str, int], result: dict) -> None:
-        result["output"], result["output_dropped"] = output
-        result["ms"] = round((time.monotonic() - started) * 1000, 1)
-        self.emit({"type": "step", "gen": gen, "result": result})
+    def report(self, gen: int, step: str, started: float, output: tuple[str, int], result: StepResult) -> None:
+        result.output, result.output_dropped = output
+        result.ms = round((time.monotonic() - started) * 1000, 1)
+        self.emit(messages.StepVerdict(gen, result))
         left = self.pending_steps.get(gen)
         if left is not None:
             left.discard(step)
             if not left:
                 del self.pending_steps[gen]
-                self.emit({"type": "done", "gen": gen})
+                self.emit(messages.Done(gen))
                 self.quiet_until = time.monotonic() + QUIET_AFTER_RUN
 
     def take_output(self, job: Job) -> tuple[str, int]:
@@ -576,13 +584,12 @@ class Worker:
         tail, dropped = whole
         return tail.decode("utf-8", errors="replace"), dropped
 
-    def report_failure(self, job: Job, status: str, failure: dict, key: str, params: dict) -> None:
+    def report_failure(self, job: Job, status: str, failure: Failure, key: str, params: dict) -> None:
         """The job's current step ends here, and with it the child: the steps after it go elsewhere."""
         rest = job.steps[job.index + 1:]
         self.finish(job)
-        self.report(job.gen, job.step, job.started, self.take_output(job),
-                    {"id": job.step, "status": status, "failure": failure, "visuals": {},
-                     "checks": [{"id": "runs", "status": status, "message": {"key": key, "params": params}}]})
+        result = messages.failed_step(job.step, status, failure, key, params)
+        self.report(job.gen, job.step, job.started, self.take_output(job), result)
         job.result_done = True
         self.spawn_each(job, rest)
 
@@ -695,8 +702,7 @@ class Worker:
         from .codec import FrameReader
 
         if job.reader.too_big:
-            self.report_failure(job, "error", {"kind": "channel", "detail": "", "frames": [], "caret": ""},
-                                "failure.channel", {})
+            self.report_failure(job, "error", Failure("channel", ""), "failure.channel", {})
             return
         self.drain_output(job)
         step, started, output, payload = job.step, job.started, self.take_output(job), job.reader.payload
@@ -718,8 +724,7 @@ class Worker:
         self.next_judging += 1
         self.judging[key] = Judging(job.gen, step, started, *output)
         try:
-            send_frame(self.judge_sock, {"job": key, "lesson": job.lesson, "step": step, "source": job.source},
-                       payload)
+            send_frame(self.judge_sock, messages.JudgeRequest(key, job.lesson, step, job.source).to_json(), payload)
         except OSError:  # the judge died: it is restarted, and this step reported as the tutor's fault
             self.judge_died()
 
@@ -734,10 +739,10 @@ class Worker:
         if os.WIFSIGNALED(status):
             sig = os.WTERMSIG(status)
             name = signal.Signals(sig).name if sig in signal.Signals._value2member_map_ else str(sig)
-            failure = {"kind": "crash", "detail": name, "frames": frames, "caret": ""}
+            failure = Failure("crash", name, _frames(frames))
             if job.over_memory or sig == signal.SIGKILL:  # our watchdog, or the kernel's OOM killer
                 key, params = "failure.memory", {}
-                failure["kind"] = "memory"
+                failure.kind = "memory"
             elif TIMEOUT_DUMP in dump:
                 # It crashed in faulthandler's dump of where it was, just before its deadline (seen
                 # while torch.compile traced): out of time, as a timeout would have said.
@@ -747,15 +752,15 @@ class Worker:
                 key = "failure.recursion"
                 params = {"fn": frames[-1]["function"], "line": frames[-1]["line"], "kind": name,
                           "detail": "stack overflow", "code": frames[-1]["code"]}
-                failure["detail"] = f"{name} (stack overflow)"
+                failure.detail = f"{name} (stack overflow)"
             else:
                 key, params = "failure.crash", {"signal": name}
         else:
             code = os.WEXITSTATUS(status)
-            failure = {"kind": "exit", "detail": f"exit code {code}", "frames": frames, "caret": ""}
+            failure = Failure("exit", f"exit code {code}", _frames(frames))
             key, params = "failure.exit", {"code": code}
             if code == EXIT_NO_CHANNEL:
-                failure["kind"] = "channel"
+                failure.kind = "channel"
                 key, params = "failure.channel", {}
         self.report_failure(job, "error", failure, key, params)
 
@@ -784,19 +789,18 @@ class Worker:
             params.update(mb=grown >> 20, limit=self.memory >> 20)
         elif compiler:
             key = "failure.timeout_compile"
-        self.report_failure(job, "timeout", {"kind": "timeout", "detail": f"{seconds} s", "frames": frames, "caret": ""},
-                            key, params)
+        self.report_failure(job, "timeout", Failure("timeout", f"{seconds} s", _frames(frames)), key, params)
 
     def on_judge(self) -> None:
         try:
-            reply = recv_frame(self.judge_sock)
+            reply = messages.JudgeReply.from_json(recv_frame(self.judge_sock))
         except (EOFError, OSError):
             self.judge_died()
             return
-        pending = self.judging.pop(reply["job"], None)
+        pending = self.judging.pop(reply.job, None)
         if pending is None or pending.gen < self.current_gen:
             return  # superseded while the judge worked on it
-        self.report(pending.gen, pending.step, pending.started, (pending.output, pending.dropped), reply["result"])
+        self.report(pending.gen, pending.step, pending.started, (pending.output, pending.dropped), reply.result)
 
     def judge_died(self) -> None:
         self.sel.unregister(self.judge_sock)
@@ -804,10 +808,9 @@ class Worker:
         pending, self.judging = self.judging, {}
         for item in pending.values():
             if item.gen >= self.current_gen:
-                self.report(item.gen, item.step, item.started, (item.output, item.dropped),
-                            {"id": item.step, "status": "error", "visuals": {}, "failure": None,
-                             "checks": [{"id": "judge", "status": "error",
-                                         "message": {"key": "failure.harness", "params": {"detail": "judge"}}}]})
+                result = messages.failed_step(item.step, "error", None, "failure.harness", {"detail": "judge"},
+                                              check="judge")
+                self.report(item.gen, item.step, item.started, (item.output, item.dropped), result)
         self.start_judge()
 
     def on_stdin(self) -> None:
@@ -836,7 +839,7 @@ class Worker:
     def loop(self) -> None:
         os.set_blocking(0, False)
         self.sel.register(0, selectors.EVENT_READ, ("stdin", None))
-        self.emit({"type": "ready", "pid": os.getpid()})
+        self.emit(messages.Ready(os.getpid()))
         while True:
             self.refill_spares()
             running = [j for j in self.jobs.values() if not j.result_done]

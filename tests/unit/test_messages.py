@@ -1,0 +1,112 @@
+"""Typed messages between the engine's processes (tutor/runner/messages.py): each child report
+survives the wire as it was sent, and the judge turns anything else into a channel error."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tutor.lesson import all_lessons
+from tutor.results import Failure, Frame
+from tutor.runner import codec, messages
+from tutor.runner.judge import Judge
+from tutor.runner.worker import load_checks
+
+FRAMES = [Frame(3, "causal_attention", "    return x")]
+
+
+def learner_failure(kind="ValueError", **kw):
+    return messages.LearnerFailure(Failure(kind, "bad", list(FRAMES), ""), **kw)
+
+
+REPORTS = [
+    messages.ImportFailed(learner_failure("SyntaxError")),
+    messages.ImportFailed(learner_failure("ModuleNotFoundError", module="numpyx")),
+    messages.Missing("causal_attention"),
+    messages.Foreign("causal_attention", "torch.nn.functional"),
+    messages.Raised(learner_failure(), todo=False),
+    messages.Raised(learner_failure("NotImplementedError"), todo=True),
+    messages.Raised(learner_failure("FileNotFoundError", refused=True)),
+    messages.HarnessError("KeyError: 'x'"),
+    messages.Outputs({"calls": [1, 2]}, ["aten::softmax"]),
+]
+
+
+@pytest.mark.parametrize("report", REPORTS, ids=lambda r: type(r).__name__)
+def test_a_report_comes_back_as_it_was_sent(report):
+    message, _ = codec.unpack_payload(codec.pack_payload(report.to_json()))
+    assert messages.report_from_json(message) == report
+
+
+def test_the_wire_keeps_its_keys():
+    # The JSON head is what it always was: one key tells the kind (old children, forged frames).
+    assert REPORTS[2].to_json() == {"missing": "causal_attention"}
+    assert REPORTS[-1].to_json() == {"outputs": {"calls": [1, 2]}, "kernels": ["aten::softmax"]}
+    assert set(REPORTS[1].to_json()["import_error"]) == {"kind", "detail", "frames", "caret", "module"}
+
+
+MALFORMED = [{}, [], 3, {"import_error": 1}, {"failure": {"kind": "X"}}, {"failure": {"kind": 1, "detail": ""}},
+             {"failure": {"kind": "X", "detail": "", "frames": [{"line": 1}]}}, {"missing": 5},
+             {"foreign": "x"}, {"harness_error": None}, {"outputs": {}, "kernels": 3}, {"unknown": 1}]
+
+
+@pytest.mark.parametrize("data", MALFORMED, ids=repr)
+def test_anything_else_is_malformed(data):
+    with pytest.raises(messages.Malformed):
+        messages.report_from_json(data)
+
+
+@pytest.fixture(scope="module")
+def judge():
+    return Judge(load_checks(all_lessons()))
+
+
+@pytest.mark.parametrize("data", MALFORMED, ids=repr)
+def test_the_judge_says_channel_for_a_malformed_report_and_does_not_crash(judge, data):
+    result = judge.verdict("lm3-l3", "single-head", codec.pack_payload(data), "")
+    assert result.status == "error" and result.checks[0].message.key == "failure.channel"
+
+
+@pytest.mark.parametrize("report, key", [
+    (REPORTS[0], "failure.syntax"), (REPORTS[1], "failure.missing_package"), (REPORTS[2], "check.missing"),
+    (REPORTS[3], "check.not_in_file"), (REPORTS[4], "failure.exception"), (REPORTS[5], "check.todo"),
+    (REPORTS[6], "failure.refused"), (REPORTS[7], "failure.harness"),
+], ids=lambda x: x if isinstance(x, str) else type(x).__name__)
+def test_each_kind_gets_its_message(judge, report, key):
+    result = judge.verdict("lm3-l3", "single-head", codec.pack_payload(report.to_json()), "")
+    assert result.checks[0].message.key == key
+
+
+def test_a_file_that_does_not_load_is_said_about_the_file():
+    key, params = messages.learner_failure_message(learner_failure("RecursionError"), None)
+    assert key == "failure.file_exception" and "fn" not in params
+    key, params = messages.learner_failure_message(learner_failure("RecursionError"), "f")
+    assert key == "failure.recursion" and params["fn"] == "f" and params["line"] == 3 and params["code"] == "return x"
+
+
+EVENTS = [messages.Ready(123), messages.Done(4), messages.RunError(4, "unknown lesson 'x'"), messages.Pong(),
+          messages.Stats(12, 3, 0, [5, 6]),
+          messages.StepVerdict(4, messages.failed_step("single-head", "timeout", Failure("timeout", "3 s", list(FRAMES)),
+                                                      "failure.timeout", {"seconds": "3"}))]
+
+
+@pytest.mark.parametrize("event", EVENTS, ids=lambda e: type(e).__name__)
+def test_an_event_comes_back_as_it_was_sent(event):
+    line = json.dumps(messages.event_to_json(event))
+    assert messages.event_from_json(json.loads(line)) == event
+    assert json.loads(line)["type"] == event.type
+
+
+@pytest.mark.parametrize("data", [{}, [], {"type": "gone"}, {"type": "done"}, {"type": "step", "gen": "1", "result": {}},
+                                  {"type": "step", "gen": 1}, {"type": "stats", "fds": 1}, {"type": "nope"}], ids=repr)
+def test_an_event_line_that_is_none_of_them_is_malformed(data):
+    with pytest.raises(messages.Malformed):
+        messages.event_from_json(data)
+
+
+def test_the_judge_frames_come_back_as_they_were_sent():
+    request = messages.JudgeRequest(7, "lm3-l3", "single-head", "def f(): pass\n")
+    assert messages.JudgeRequest.from_json(json.loads(json.dumps(request.to_json()))) == request
+    reply = messages.JudgeReply(7, EVENTS[-1].result)
+    assert messages.JudgeReply.from_json(json.loads(json.dumps(reply.to_json()))) == reply
