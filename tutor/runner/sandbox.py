@@ -129,7 +129,12 @@ def _import_problem(exc: BaseException) -> dict:
             except Exception:
                 name = None
             if isinstance(name, str) and name:
-                module = {"module": str.__str__(name)[:200]}
+                name = str.__str__(name)
+                # Not found where it is not shipped (a checkout: reference/ lies beside tutor/),
+                # but the same refusal as where it is.
+                if name in fence.BLOCKED_PACKAGES or name.startswith(fence._BLOCKED_PREFIXES):
+                    return {"refused": True}
+                module = {"module": name[:200]}
         try:
             exc = BaseException.__getattribute__(exc, "__cause__") or BaseException.__getattribute__(exc, "__context__")
         except Exception:
