@@ -134,6 +134,21 @@ def check_files(lesson: Lesson) -> list[Line]:
         for step in lesson.checked_steps:
             if step.id not in declared:
                 lines.append(Line(False, "dev.no_spec", {"step": step.id}))
+    # The names a step is about must be in both files: reset cuts them out of the starter,
+    # and a variant replaces them in the reference.
+    for path in (lesson.starter_path, lesson.reference_path):
+        if not path.is_file():
+            continue
+        try:
+            names = {n.name for n in ast.parse(path.read_text(encoding="utf-8")).body
+                     if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+        except SyntaxError as exc:
+            lines.append(Line(False, "dev.syntax", {"path": path, "line": exc.lineno}))
+            continue
+        for step in lesson.checked_steps:
+            for name in step.functions:
+                if name not in names:
+                    lines.append(Line(False, "dev.function_missing", {"step": step.id, "name": name, "path": path.name}))
     return lines or [Line(True, "dev.files_ok", {"n": len(lesson.checked_steps)})]
 
 

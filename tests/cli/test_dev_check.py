@@ -131,6 +131,15 @@ def test_schema_problems_are_each_a_line(tmp_path):
     ], out.stdout
 
 
+def test_a_step_function_the_starter_lacks_is_named(tmp_path):
+    folder = copy_lesson(tmp_path, "lab-02")
+    starter = folder / "starter.py"
+    starter.write_text(starter.read_text().replace("def causal_mask(", "def causal_mask_renamed("))
+    out = run("dev", "check", str(folder))
+    assert out.returncode == 1
+    assert "✗ files: step 'mask' is about causal_mask, which starter.py does not define" in failed(out), out.stdout
+
+
 @pytest.mark.parametrize("args", [("dev", "check", "no-such-lesson"), ("dev", "check", "/"), ("dev",)])
 def test_bad_usage_exits_2(args):
     out = run(*args)
