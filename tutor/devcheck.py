@@ -376,11 +376,25 @@ def judge_mistake(m: Mistake, results) -> Line:
     return Line(True, "dev.mistake_ok", {**base, "check": m.expect_check, "keys": ", ".join(m.expect_keys) or "-"})
 
 
-def _first_failure(result) -> str:
-    for c in result.checks:
-        if c.status != "pass":
-            return f"{c.id}: {c.message.key if c.message else c.status}"
-    return result.status
+def _off(results, order: list[str], wanted: str) -> list[dict]:
+    """The steps whose status is not the wanted one, as messages (rendered in the reader's
+    language): the status, and the first check that did not pass with its message key."""
+    by_id = {r.id: r for r in results}
+    off = []
+    for step in order:
+        r = by_id.get(step)
+        if r is None:
+            off.append({"key": "dev.step_missing", "params": {"step": step}})
+        elif r.status != wanted:
+            first = next((c for c in r.checks if c.status != "pass"), None)
+            status = {"key": f"status.{r.status}", "params": {}}
+            if first is None or r.status == "pass":
+                off.append({"key": "dev.step_status", "params": {"step": step, "status": status}})
+            else:
+                off.append({"key": "dev.step_failing", "params": {
+                    "step": step, "status": status, "check": first.id,
+                    "message": first.message.key if first.message else first.status}})
+    return off
 
 
 # ------------------------------------------------------------------ the whole check
@@ -436,14 +450,10 @@ def run_checks(lesson: Lesson, mistakes: list[Mistake], timeout: float) -> list[
     except WorkerGone as exc:
         return [Line(False, "dev.worker_failed", {"detail": exc})] + unusable
     starter, ref, *variants = got
-    by_id = {r.id: r for r in starter}
-    not_todo = [f"{s}: {by_id[s].status}" if s in by_id else f"{s}: -" for s in order
-                if s not in by_id or by_id[s].status != "todo"]
+    not_todo = _off(starter, order, "todo")
     lines = [Line(not not_todo, "dev.starter_ok" if not not_todo else "dev.starter_bad",
-                  {"n": len(order), "steps": ", ".join(not_todo)})]
-    by_id = {r.id: r for r in ref}
-    bad = [f"{s}: {by_id[s].status} ({_first_failure(by_id[s])})" if s in by_id else f"{s}: -" for s in order
-           if s not in by_id or by_id[s].status != "pass"]
+                  {"n": len(order), "steps": not_todo})]
+    bad = _off(ref, order, "pass")
     lines.append(Line(not bad, "dev.reference_ok" if not bad else "dev.reference_bad",
-                      {"n": len(order), "steps": "; ".join(bad)}))
+                      {"n": len(order), "steps": bad}))
     return lines + [judge_mistake(m, results) for m, results in zip(ready, variants)] + unusable

@@ -55,6 +55,16 @@ def test_dev_check_of_a_copy_by_path_passes_in_chinese(tmp_path):
     assert "✓ 参考答案：" in out.stdout and "项检查通过" in out.stdout
 
 
+def test_a_failing_step_is_told_in_the_readers_language(tmp_path):
+    folder = copy_lesson(tmp_path, "lab-02")
+    reference = tmp_path / "reference" / "lab_02.py"
+    reference.write_text(reference.read_text().replace('float("-inf")', "0.0"))
+    out = run("dev", "check", str(folder), "--lang", "zh")
+    assert out.returncode == 1
+    assert "✗ 参考答案：并非每个需要检查的步骤都通过（步骤 weights：未通过，检查 future-is-zero（check.future）" in out.stdout, \
+        out.stdout
+
+
 def test_a_missing_catalog_key_is_named_with_where_it_is_used(tmp_path):
     folder = copy_lesson(tmp_path, "lab-02")
     checks = folder / "checks.py"
@@ -83,7 +93,7 @@ def test_a_starter_that_passes_fails_the_starter_check(tmp_path):
     out = run("dev", "check", str(folder))
     assert out.returncode == 1
     assert failed(out) == ["✗ starter: not todo on every checked step "
-                           "(scores: pass, mask: pass, weights: pass, output: pass)"], out.stdout
+                           "(scores: passed, mask: passed, weights: passed, output: passed)"], out.stdout
 
 
 def test_a_reference_with_a_bug_fails_the_reference_check(tmp_path):
@@ -93,7 +103,7 @@ def test_a_reference_with_a_bug_fails_the_reference_check(tmp_path):
     out = run("dev", "check", str(folder))
     assert out.returncode == 1
     bad = [line for line in failed(out) if line.startswith("✗ reference: ")]
-    assert bad and "weights: fail (future-is-zero: check.future)" in bad[0], out.stdout
+    assert bad and "weights: failed, future-is-zero (check.future)" in bad[0], out.stdout
 
 
 def test_a_variant_the_checks_let_through_fails(tmp_path):
