@@ -48,6 +48,14 @@ def test_dev_check_passes_for_the_lesson(lesson):
     assert out.stdout.rstrip().endswith(f"{len(lines)}/{len(lines)} checks passed")
 
 
+def test_without_an_argument_every_lesson_is_checked():
+    out = run("dev", "check", "--timeout", "30")
+    assert out.returncode == 0, out.stdout + out.stderr
+    headers = [line for line in out.stdout.splitlines() if line.startswith("dev check ")]
+    assert [h.split()[2] for h in headers] == ["lm3-l3", "lab-02"]
+    assert not failed(out)
+
+
 def test_dev_check_of_a_copy_by_path_passes_in_chinese(tmp_path):
     folder = copy_lesson(tmp_path, "lab-02")
     out = run("dev", "check", str(folder / "lesson.toml"), "--lang", "zh")
