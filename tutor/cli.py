@@ -55,7 +55,7 @@ def build_parser(lang: str) -> argparse.ArgumentParser:
     p.add_argument("--lang", choices=["en", "zh"], help=t("cli.opt_lang", lang))
     p.add_argument("--poll", action="store_true", help=t("cli.opt_poll", lang))
     p.add_argument("--timeout", type=float, default=None, help=t("cli.opt_timeout", lang))
-    sub = p.add_subparsers(dest="command", metavar="{check,list,reset}")
+    sub = p.add_subparsers(dest="command", metavar="{check,list,reset,dev}")
 
     c = sub.add_parser("check", help=t("cli.check_help", lang), description=t("cli.check_help", lang))
     c.add_argument("file", nargs="?", type=Path, help=t("cli.opt_check_file", lang))
@@ -73,6 +73,13 @@ def build_parser(lang: str) -> argparse.ArgumentParser:
     r.add_argument("--all", action="store_true", help=t("cli.opt_reset_all", lang))
     r.add_argument("--lesson", dest="reset_lesson", help=t("cli.opt_lesson", lang, ids=lesson_ids))
     r.add_argument("--lang", dest="reset_lang", choices=["en", "zh"], help=t("cli.opt_lang", lang))
+
+    d = sub.add_parser("dev", help=t("cli.dev_help", lang), description=t("cli.dev_help", lang))
+    dsub = d.add_subparsers(dest="dev_command", metavar="{check}", required=True)
+    dc = dsub.add_parser("check", help=t("cli.dev_check_help", lang), description=t("cli.dev_check_help", lang))
+    dc.add_argument("target", nargs="?", metavar="LESSON|PATH", help=t("cli.opt_dev_lesson", lang))
+    dc.add_argument("--lang", dest="dev_lang", choices=["en", "zh"], help=t("cli.opt_lang", lang))
+    dc.add_argument("--timeout", dest="dev_timeout", type=float, help=t("cli.opt_dev_timeout", lang))
     return p
 
 
@@ -189,6 +196,44 @@ def lesson_functions(lesson, step_id: str) -> list[str]:
     return list(lesson.step(step_id).functions)
 
 
+DEV_TIMEOUT = 15.0  # per step: an author's busy machine must not turn a verdict into a timeout
+
+
+def _dev_folders(target: str | None, lang: str) -> list[Path]:
+    """The lesson folders to prove: a lesson id, a lesson folder (or its lesson.toml), or all."""
+    if target is None:
+        return [lesson.folder for lesson in all_lessons()]
+    for lesson in all_lessons():
+        if lesson.id == target:
+            return [lesson.folder]
+    path = Path(target)
+    if path.name == "lesson.toml" and path.is_file():
+        return [path.parent]
+    if (path / "lesson.toml").is_file():
+        return [path]
+    ids = ", ".join(lesson.id for lesson in all_lessons())
+    raise UsageError(t("cli.not_a_lesson", lang, path=target, ids=ids))
+
+
+def cmd_dev_check(args, lang: str) -> int:
+    from .devcheck import dev_check
+    from .report import MARKS
+
+    folders = _dev_folders(args.target, lang)
+    ok = True
+    for i, folder in enumerate(folders):
+        if i:
+            print()
+        print(t("dev.header", lang, lesson=folder.name, path=folder))
+        lines = dev_check(folder, timeout=args.dev_timeout or args.timeout or DEV_TIMEOUT)
+        for line in lines:
+            print(f"{MARKS['pass'] if line.ok else MARKS['fail']} {t(line.key, lang, **line.params)}")
+        passed = sum(line.ok for line in lines)
+        print(t("dev.summary", lang, passed=passed, total=len(lines)))
+        ok = ok and passed == len(lines)
+    return 0 if ok else 1
+
+
 def cmd_app(args, lang_cli: str | None) -> int:
     from .app.main import run_app
 
@@ -210,7 +255,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser(lang)
     args = parser.parse_args(argv)
     lang_cli = getattr(args, "check_lang", None) or getattr(args, "list_lang", None) \
-        or getattr(args, "reset_lang", None) or args.lang
+        or getattr(args, "reset_lang", None) or getattr(args, "dev_lang", None) or args.lang
     lang = choose(lang_cli, _remembered_lang(Path.cwd()))
     try:
         if args.command == "check":
@@ -219,6 +264,8 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_list(args, lang)
         if args.command == "reset":
             return cmd_reset(args, lang)
+        if args.command == "dev":
+            return cmd_dev_check(args, lang)
         if args.lesson:
             _lesson(args.lesson, lang)
         return cmd_app(args, lang_cli)

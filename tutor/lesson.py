@@ -67,7 +67,9 @@ class Lesson:
 
     @property
     def reference_path(self) -> Path:
-        return reference_dir() / self.file_name
+        # The reference/ folder beside the lessons' folder: reference_dir() for the installed
+        # lessons (checkout and wheel alike), and a copy's own for a lesson loaded by path.
+        return self.folder.parent.parent / reference_dir().name / self.file_name
 
 
 def _per_lang(table: dict, key: str, where: str) -> dict:
@@ -77,7 +79,8 @@ def _per_lang(table: dict, key: str, where: str) -> dict:
     return value
 
 
-def _load(folder: Path) -> Lesson:
+def load_lesson(folder: Path) -> Lesson:
+    """The lesson in this folder (KeyError, ValueError or a TOML error when lesson.toml is not one)."""
     data = toml.loads((folder / "lesson.toml").read_text(encoding="utf-8"))
     steps = []
     for raw in data["steps"]:
@@ -109,7 +112,7 @@ def all_lessons() -> tuple[Lesson, ...]:
     found = []
     for folder in sorted(lessons_dir().iterdir()):
         if (folder / "lesson.toml").is_file():
-            found.append(_load(folder))
+            found.append(load_lesson(folder))
     return tuple(sorted(found, key=lambda l: (l.id != "lm3-l3", l.id)))
 
 

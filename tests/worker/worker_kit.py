@@ -4,14 +4,13 @@ reference solutions, and readers for verdicts. Imported by the tests in this fol
 
 from __future__ import annotations
 
-import ast
-import textwrap
 import threading
 from pathlib import Path
 
 from tutor.lesson import all_lessons
 from tutor.results import StepResult
 from tutor.runner.client import Worker, WorkerGone
+from tutor.variants import apply_replacements, message_keys, replace_def, replace_method  # noqa: F401
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -92,73 +91,18 @@ class SessionWorker:
 
 # ------------------------------------------------------------------ building learner files
 
-def replace_def(source: str, name: str, new_code: str) -> str:
-    """The source with the top-level def/class `name` replaced by new_code (dedented)."""
-    tree = ast.parse(source)
-    for node in tree.body:
-        if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and node.name == name:
-            start = (node.decorator_list[0].lineno if node.decorator_list else node.lineno) - 1
-            lines = source.splitlines(keepends=True)
-            new = textwrap.dedent(new_code).strip("\n") + "\n"
-            return "".join(lines[:start]) + new + "".join(lines[node.end_lineno:])
-    raise KeyError(name)
-
-
-def replace_method(source: str, cls: str, method: str, new_code: str) -> str:
-    """The source with method `method` of top-level class `cls` replaced (new_code at class indent + 4)."""
-    tree = ast.parse(source)
-    for node in tree.body:
-        if isinstance(node, ast.ClassDef) and node.name == cls:
-            for item in node.body:
-                if isinstance(item, ast.FunctionDef) and item.name == method:
-                    lines = source.splitlines(keepends=True)
-                    new = textwrap.indent(textwrap.dedent(new_code).strip("\n"), " " * item.col_offset) + "\n"
-                    return "".join(lines[: item.lineno - 1]) + new + "".join(lines[item.end_lineno:])
-    raise KeyError(f"{cls}.{method}")
-
-
 def learner_file(lesson: str, replacements: dict[str, str], extra_header: str = "") -> str:
     """The reference solution with some top-level defs replaced.
 
     Keys are top-level names, or "Class.method" for one method. extra_header goes
     after the reference's imports (for an extra import a wrong version needs).
     """
-    source = REFERENCE[lesson]
-    for name, code in replacements.items():
-        if "." in name:
-            cls, method = name.split(".", 1)
-            source = replace_method(source, cls, method, code)
-        else:
-            source = replace_def(source, name, code)
-    if extra_header:
-        source = extra_header.strip("\n") + "\n" + source
+    source = apply_replacements(REFERENCE[lesson], replacements, extra_header)
     compile(source, FILENAME[lesson], "exec")  # a test's own typo must not pass as a learner's
     return source
 
 
 # ------------------------------------------------------------------ reading verdicts
-
-def message_keys(message) -> set[str]:
-    """Every catalog key in a message, nested references (likely, reason …) included."""
-    keys: set[str] = set()
-
-    def walk(value):
-        if isinstance(value, dict):
-            if set(value) == {"key", "params"} and isinstance(value["key"], str):  # a nested message
-                keys.add(value["key"])
-                walk(value["params"])
-                return
-            for v in value.values():
-                walk(v)
-        elif isinstance(value, (list, tuple)):
-            for v in value:
-                walk(v)
-
-    if message is not None:
-        keys.add(message.key)
-        walk(message.params)
-    return keys
-
 
 def failing(result: StepResult) -> dict[str, set[str]]:
     """{check id: keys of its message} for every check that did not pass."""

@@ -19,6 +19,7 @@ from . import messages
 from .messages import Done, Event, Gone, Ready, StepVerdict
 
 DEFAULT_TIMEOUT = 3.0
+LESSON_DIR_ENV = "ATTN_TUTOR_LESSON_DIR"  # read by worker.main
 
 
 class WorkerGone(RuntimeError):
@@ -31,7 +32,10 @@ class Worker:
     They run on a reader thread."""
 
     def __init__(self, on_event: Callable[[Event], None] | None, timeout: float = DEFAULT_TIMEOUT,
-                 log: Path | None = None):
+                 log: Path | None = None, lesson_dir: Path | None = None):
+        # lesson_dir: a lesson folder the worker loads in place of the installed lesson of its
+        # id (`attn-tutor dev check PATH`: an author's copy, its checks.py included).
+        self.lesson_dir = lesson_dir
         self.on_event = on_event  # None until attach(): events wait for it
         self._early: list[Event] = []
         self._events_lock = threading.Lock()
@@ -56,6 +60,8 @@ class Worker:
         # Run our own copy of the package, wherever the caller's cwd is.
         root = str(Path(__file__).resolve().parents[2])
         env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "") if env.get("PYTHONPATH") else root
+        if self.lesson_dir is not None:
+            env[LESSON_DIR_ENV] = str(Path(self.lesson_dir).resolve())
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "tutor.runner.worker"],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, env=env,
@@ -151,6 +157,13 @@ class Worker:
 def check_source(lesson_id: str, filename: str, source: str, timeout: float = DEFAULT_TIMEOUT,
                  steps: list[str] | None = None, params: dict | None = None) -> list[StepResult]:
     """Run every checked step once and wait for all verdicts (for `attn-tutor check`)."""
+    return check_sources(lesson_id, [(filename, source, steps)], timeout=timeout, params=params)[0]
+
+
+def check_sources(lesson_id: str, runs: list[tuple[str, str, list[str] | None]], timeout: float = DEFAULT_TIMEOUT,
+                  params: dict | None = None, lesson_dir: Path | None = None) -> list[list[StepResult]]:
+    """Each (filename, source, steps) in turn through one worker (torch imported once), the
+    verdicts of each run once all have come."""
     results: dict[str, StepResult] = {}
     done = threading.Event()
     gone: list[Gone] = []
@@ -164,16 +177,22 @@ def check_source(lesson_id: str, filename: str, source: str, timeout: float = DE
             gone.append(event)
             done.set()
 
-    worker = Worker(on_event, timeout=timeout)
+    worker = Worker(on_event, timeout=timeout, lesson_dir=lesson_dir)
     worker.start()
+    out: list[list[StepResult]] = []
     try:
-        worker.submit(lesson_id, filename, source, steps, params)
-        done.wait()
+        for filename, source, steps in runs:
+            # One run at a time: the worker drops a run when a newer one comes.
+            results, done = {}, threading.Event()
+            worker.submit(lesson_id, filename, source, steps, params)
+            if not gone:  # a worker gone before this run's event existed set only the last one
+                done.wait()
+            if gone and not results:
+                raise WorkerGone(f"the check worker ended (exit code {gone[0].code})")
+            out.append(list(results.values()))
     finally:
         worker.close()
-    if gone and not results:
-        raise WorkerGone(f"the check worker ended (exit code {gone[0].code})")
-    return list(results.values())
+    return out
 
 
 def unreadable_results(lesson, key: str, params: dict) -> list[StepResult]:

@@ -929,9 +929,15 @@ def main() -> None:
     import torch  # noqa: F401  (loaded once, shared by every fork)
     import torch.nn.functional  # noqa: F401
 
-    from ..lesson import all_lessons
+    from pathlib import Path
+
+    from ..lesson import all_lessons, load_lesson
+    from .client import LESSON_DIR_ENV
 
     lessons = {lesson.id: lesson for lesson in all_lessons()}
+    if os.environ.get(LESSON_DIR_ENV):  # an author's copy of a lesson (`dev check PATH`) instead of ours
+        lesson = load_lesson(Path(os.environ[LESSON_DIR_ENV]))
+        lessons[lesson.id] = lesson
     checks = load_checks(lessons.values())
     gc.freeze()
     gc.enable()  # before the judge and the children are forked: they inherit it

@@ -1,0 +1,169 @@
+"""`attn-tutor dev check [LESSON|PATH]`: a line per check, exit 0 only when all pass.
+
+The failing cases work on a copy of a lesson in tmp_path, laid out as the checkout is
+(lessons/<id>/ beside reference/), loaded through the PATH argument: the worker then runs
+the copy's checks.py and reference, not the installed ones.
+"""
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from test_cli import ROOT, run
+from tutor import toml
+
+LESSONS = {"lm3-l3": "lm3_l3.py", "lab-02": "lab_02.py"}
+
+
+def lines_of(out) -> list[str]:
+    """The check lines (✓/✗), without the header and the summary."""
+    return [line for line in out.stdout.splitlines() if line[:2] in ("✓ ", "✗ ")]
+
+
+def failed(out) -> list[str]:
+    return [line for line in lines_of(out) if line.startswith("✗ ")]
+
+
+def copy_lesson(tmp_path: Path, lesson: str) -> Path:
+    folder = tmp_path / "lessons" / lesson
+    shutil.copytree(ROOT / "lessons" / lesson, folder)
+    (tmp_path / "reference").mkdir()
+    shutil.copy(ROOT / "reference" / LESSONS[lesson], tmp_path / "reference" / LESSONS[lesson])
+    return folder
+
+
+@pytest.mark.parametrize("lesson", list(LESSONS))
+def test_dev_check_passes_for_the_lesson(lesson):
+    out = run("dev", "check", lesson)
+    assert out.returncode == 0, out.stdout + out.stderr
+    lines = lines_of(out)
+    assert lines and not failed(out), out.stdout
+    mistakes = toml.loads((ROOT / "lessons" / lesson / "mistakes.toml").read_text())["mistakes"]
+    assert 4 <= len(mistakes) <= 6
+    for m in mistakes:  # each variant said, as caught
+        assert any(line.startswith(f"✓ mistake {m['id']}: ") for line in lines), out.stdout
+    for word in ("schema", "files", "texts", "hints", "message keys", "catalogs", "starter", "reference"):
+        assert any(line.startswith(f"✓ {word}: ") for line in lines), (word, out.stdout)
+    assert out.stdout.rstrip().endswith(f"{len(lines)}/{len(lines)} checks passed")
+
+
+def test_without_an_argument_every_lesson_is_checked():
+    out = run("dev", "check", "--timeout", "30")
+    assert out.returncode == 0, out.stdout + out.stderr
+    headers = [line for line in out.stdout.splitlines() if line.startswith("dev check ")]
+    assert [h.split()[2] for h in headers] == ["lm3-l3", "lab-02"]
+    assert not failed(out)
+
+
+def test_dev_check_of_a_copy_by_path_passes_in_chinese(tmp_path):
+    folder = copy_lesson(tmp_path, "lab-02")
+    out = run("dev", "check", str(folder / "lesson.toml"), "--lang", "zh")
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "✓ 参考答案：" in out.stdout and "项检查通过" in out.stdout
+
+
+def test_a_failing_step_is_told_in_the_readers_language(tmp_path):
+    folder = copy_lesson(tmp_path, "lab-02")
+    reference = tmp_path / "reference" / "lab_02.py"
+    reference.write_text(reference.read_text().replace('float("-inf")', "0.0"))
+    out = run("dev", "check", str(folder), "--lang", "zh")
+    assert out.returncode == 1
+    assert "✗ 参考答案：并非每个需要检查的步骤都通过（步骤 weights：未通过，检查 future-is-zero（check.future）" in out.stdout, \
+        out.stdout
+
+
+def test_a_missing_catalog_key_is_named_with_where_it_is_used(tmp_path):
+    folder = copy_lesson(tmp_path, "lab-02")
+    checks = folder / "checks.py"
+    source = checks.read_text()
+    assert source.count('msg("likely.scale_none")') >= 1
+    checks.write_text(source.replace('msg("likely.scale_none")', 'msg("likely.no_such_key")', 1))
+    out = run("dev", "check", str(folder))
+    assert out.returncode == 1
+    bad = failed(out)
+    assert any("'likely.no_such_key' (checks.py:" in line and "en.toml" in line for line in bad), out.stdout
+    assert any("'likely.no_such_key' (checks.py:" in line and "zh.toml" in line for line in bad), out.stdout
+
+
+def test_a_key_built_at_run_time_that_cannot_be_resolved_fails(tmp_path):
+    folder = copy_lesson(tmp_path, "lab-02")
+    checks = folder / "checks.py"
+    checks.write_text(checks.read_text() + '\n\ndef _later(name):\n    return msg(f"likely.{name}")\n')
+    out = run("dev", "check", str(folder))
+    assert out.returncode == 1
+    assert any("built at run time at checks.py:" in line for line in failed(out)), out.stdout
+
+
+def test_a_starter_that_passes_fails_the_starter_check(tmp_path):
+    folder = copy_lesson(tmp_path, "lab-02")
+    shutil.copy(ROOT / "reference" / "lab_02.py", folder / "starter.py")
+    out = run("dev", "check", str(folder))
+    assert out.returncode == 1
+    assert failed(out) == ["✗ starter: not todo on every checked step "
+                           "(scores: passed, mask: passed, weights: passed, output: passed)"], out.stdout
+
+
+def test_a_reference_with_a_bug_fails_the_reference_check(tmp_path):
+    folder = copy_lesson(tmp_path, "lab-02")
+    reference = tmp_path / "reference" / "lab_02.py"
+    reference.write_text(reference.read_text().replace('float("-inf")', "0.0"))
+    out = run("dev", "check", str(folder))
+    assert out.returncode == 1
+    bad = [line for line in failed(out) if line.startswith("✗ reference: ")]
+    assert bad and "weights: failed, future-is-zero (check.future)" in bad[0], out.stdout
+
+
+def test_a_variant_the_checks_let_through_fails(tmp_path):
+    folder = copy_lesson(tmp_path, "lab-02")
+    mistakes = folder / "mistakes.toml"
+    # "Wrong" only in form: the same formula written another way must pass, so it is reported.
+    mistakes.write_text(mistakes.read_text() + '''
+[[mistakes]]
+id = "not-wrong"
+step = "scores"
+function = "scaled_scores"
+expect_check = "values"
+expect_keys = ["check.values"]
+code = """
+def scaled_scores(q, k):
+    return (q @ k.transpose(-2, -1)) * q.shape[-1] ** -0.5
+"""
+''')
+    out = run("dev", "check", str(folder))
+    assert out.returncode == 1
+    assert failed(out) == ["✗ mistake not-wrong: step scores passes; the checks let this wrong variant through"], \
+        out.stdout
+
+
+def test_schema_problems_are_each_a_line(tmp_path):
+    folder = copy_lesson(tmp_path, "lm3-l3")
+    toml_path = folder / "lesson.toml"
+    text = toml_path.read_text().replace("format_version = 1", "format_version = 2")
+    toml_path.write_text(text.replace('kind = "reflect"', 'kind = "essay"'))
+    out = run("dev", "check", str(folder))
+    assert out.returncode == 1
+    assert failed(out) == [
+        "✗ schema: format_version is 2; this tutor reads format_version = 1",
+        "✗ schema: step reflect has kind 'essay'; the kinds are: checked, experiment, reflect",
+    ], out.stdout
+
+
+def test_a_step_function_the_starter_lacks_is_named(tmp_path):
+    folder = copy_lesson(tmp_path, "lab-02")
+    starter = folder / "starter.py"
+    starter.write_text(starter.read_text().replace("def causal_mask(", "def causal_mask_renamed("))
+    out = run("dev", "check", str(folder))
+    assert out.returncode == 1
+    assert "✗ files: step 'mask' is about causal_mask, which starter.py does not define" in failed(out), out.stdout
+
+
+@pytest.mark.parametrize("args", [("dev", "check", "no-such-lesson"), ("dev", "check", "/"), ("dev",)])
+def test_bad_usage_exits_2(args):
+    out = run(*args)
+    assert out.returncode == 2 and out.stdout == ""
+
+
+def test_dev_check_help_in_both_languages():
+    assert "LESSON|PATH" in run("dev", "check", "--help").stdout
+    assert "课程" in run("dev", "check", "--help", "--lang", "zh").stdout

@@ -1,0 +1,80 @@
+"""The parts of `attn-tutor dev check` that read files without running anything."""
+
+from __future__ import annotations
+
+import textwrap
+
+from tutor import devcheck
+from tutor.devcheck import declared_steps, keys_in, schema_problems
+from tutor.lesson import all_lessons
+from tutor.variants import apply_replacements
+
+
+def keys(tmp_path, code: str) -> list:
+    path = tmp_path / "checks.py"
+    path.write_text(textwrap.dedent(code))
+    return [(u.key, u.line) for u in keys_in(path)]
+
+
+def test_literal_keys_anywhere_and_fstrings_over_a_literal_loop(tmp_path):
+    found = keys(tmp_path, '''
+        TABLE = {"q": "likely.per_head_transpose"}
+        def judge(v):
+            v.require("x", False, "check.values", likely=msg("likely.scale_none"))
+            for mode in ("train", "eval"):
+                v.require("d", False, f"check.dropout_{mode}")
+            print("not a key: check. spaced", "checks.py")
+    ''')
+    assert sorted(found) == sorted([("likely.per_head_transpose", 2), ("check.values", 4),
+                                    ("likely.scale_none", 4), ("check.dropout_train", 6), ("check.dropout_eval", 6)])
+
+
+def test_keys_built_from_unknown_values_are_reported_not_guessed(tmp_path):
+    found = keys(tmp_path, '''
+        def judge(v, name, mode):
+            v.expect("a", False, f"likely.{name}")
+            v.expect("b", False, "check." + mode)
+    ''')
+    assert sorted(found, key=lambda k: k[1]) == [(None, 3), (None, 4)]
+
+
+def test_every_installed_lesson_uses_only_keys_the_catalogs_have():
+    for lesson in all_lessons():
+        lines = devcheck.check_keys(lesson, [])
+        assert [line.ok for line in lines] == [True], (lesson.id, lines)
+
+
+def test_the_engine_modules_are_read_through_the_checks_imports():
+    lesson = next(l for l in all_lessons() if l.id == "lm3-l3")
+    names = {p.name for p in devcheck.key_sources(lesson)}
+    assert {"checks.py", "judge_kit.py", "probe_kit.py", "fixed_dropout.py", "judge.py", "worker.py"} <= names
+
+
+def test_declared_steps_reads_the_dict_and_later_assignments():
+    source = 'STEPS = {"a": StepSpec(p, j, ("f",))}\nSTEPS["b"] = StepSpec(p, j, ())\nOTHER = {"c": 1}\n'
+    assert declared_steps(source) == {"a", "b"}
+
+
+def test_schema_names_what_is_missing():
+    lines = schema_problems({"id": "x", "file": "x.txt", "title": {"en": "X"},
+                             "steps": [{"id": "s", "kind": "checked", "title": {"en": "S", "zh": "S"}}]})
+    got = [(line.key, line.params) for line in lines]
+    assert ("dev.field_missing", {"field": "format_version", "where": "lesson.toml"}) in got
+    assert ("dev.field_type", {"field": "file", "where": "lesson.toml", "type": "*.py"}) in got
+    assert ("dev.lang_missing", {"field": "title", "where": "lesson.toml", "lang": "zh"}) in got
+    assert ("dev.field_missing", {"field": "functions", "where": "s"}) in got
+
+
+def test_a_catalog_key_without_its_twin_or_with_other_placeholders(monkeypatch):
+    cats = {"en": {"a.x": "{n} things", "a.y": "y"}, "zh": {"a.x": "{m} 个东西"}}
+    monkeypatch.setattr(devcheck, "catalog", lambda lang: cats[lang])
+    got = [(line.key, line.params.get("key")) for line in devcheck.check_catalogs()]
+    assert got == [("dev.twin_missing", "a.y"), ("dev.placeholders_differ", "a.x")]
+
+
+def test_apply_replacements_replaces_a_function_and_a_method():
+    source = "import torch\n\ndef f(x):\n    return x\n\nclass C:\n    def m(self):\n        return 1\n"
+    out = apply_replacements(source, {"f": "def f(x):\n    return 2 * x\n", "C.m": "def m(self):\n    return 2\n"},
+                             "import math")
+    assert out == ("import math\nimport torch\n\ndef f(x):\n    return 2 * x\n\nclass C:\n"
+                   "    def m(self):\n        return 2\n")
