@@ -30,6 +30,28 @@ TAIL = """
 """
 
 
+INIT = """
+def __init__(self, d_in, d_out, n_heads, context_length, dropout=0.0):
+    super().__init__()
+    self.d_out, self.n_heads, self.head_dim = d_out, n_heads, d_out // n_heads
+    self.W_q = nn.Linear(d_in, d_out, bias=False)
+    self.W_k = nn.Linear(d_in, d_out, bias=False)
+    self.W_v = nn.Linear(d_in, d_out, bias=False)
+    self.out_proj = nn.Linear(d_out, d_out)
+    self.dropout = nn.Dropout(dropout)
+    self.register_buffer("mask", torch.triu(torch.ones(context_length, context_length), diagonal=1).bool())
+"""
+
+
+def init(*changes) -> str:
+    """The given constructor with lines replaced: (old line, new line), stripped."""
+    lines = INIT.strip("\n").splitlines()
+    for old, new in changes:
+        at = next(i for i, line in enumerate(lines) if line.strip() == old)
+        lines[at] = lines[at][: len(lines[at]) - len(lines[at].lstrip())] + new
+    return "\n".join(lines) + "\n"
+
+
 def fwd(middle: str, head: str = HEAD, tail: str = TAIL) -> dict:
     """A forward made of the reference's start, `middle` (which sets weights), and its end."""
     body = "\n".join("    " + line if line.strip() else line for line in middle.strip("\n").splitlines())
@@ -67,17 +89,7 @@ WRONG = [
 assert self.dropout.p == 0, "no dropout here"
 weights = torch.softmax(scores, dim=-1)
 """), fails("dropout", "check.dropout_raised")),
-    case("dropout_default_changed", {"CausalMultiHeadAttention.__init__": """
-def __init__(self, d_in, d_out, n_heads, context_length, dropout=0.1):
-    super().__init__()
-    self.d_out, self.n_heads, self.head_dim = d_out, n_heads, d_out // n_heads
-    self.W_q = nn.Linear(d_in, d_out, bias=False)
-    self.W_k = nn.Linear(d_in, d_out, bias=False)
-    self.W_v = nn.Linear(d_in, d_out, bias=False)
-    self.out_proj = nn.Linear(d_out, d_out)
-    self.dropout = nn.Dropout(dropout)
-    self.register_buffer("mask", torch.triu(torch.ones(context_length, context_length), diagonal=1).bool())
-"""}, fails("constructor", "check.constructor_signature")),
+    case("dropout_default_changed", {"CausalMultiHeadAttention.__init__": init(('def __init__(self, d_in, d_out, n_heads, context_length, dropout=0.0):', 'def __init__(self, d_in, d_out, n_heads, context_length, dropout=0.1):'))}, fails("constructor", "check.constructor_signature")),
     # ---- gradients: the layer must be trainable
     case("no_grad_inside", fwd(f"""
 with torch.no_grad():
@@ -112,17 +124,7 @@ weights = torch.softmax(scores, dim=-1)
 weights *= 1.0
 """), fails("trainable", "check.backward_raised", "likely.inplace_backward")),
     # ---- the given constructor, intact
-    case("head_dim_float", {"CausalMultiHeadAttention.__init__": """
-def __init__(self, d_in, d_out, n_heads, context_length, dropout=0.0):
-    super().__init__()
-    self.d_out, self.n_heads, self.head_dim = d_out, n_heads, d_out / n_heads
-    self.W_q = nn.Linear(d_in, d_out, bias=False)
-    self.W_k = nn.Linear(d_in, d_out, bias=False)
-    self.W_v = nn.Linear(d_in, d_out, bias=False)
-    self.out_proj = nn.Linear(d_out, d_out)
-    self.dropout = nn.Dropout(dropout)
-    self.register_buffer("mask", torch.triu(torch.ones(context_length, context_length), diagonal=1).bool())
-""", "CausalMultiHeadAttention.forward": """
+    case("head_dim_float", {"CausalMultiHeadAttention.__init__": init(('self.d_out, self.n_heads, self.head_dim = d_out, n_heads, d_out // n_heads', 'self.d_out, self.n_heads, self.head_dim = d_out, n_heads, d_out / n_heads')), "CausalMultiHeadAttention.forward": """
 def forward(self, x):
     B, T, _ = x.shape
     H, hd = self.n_heads, int(self.head_dim)
@@ -135,41 +137,11 @@ def forward(self, x):
     context = (weights @ v).transpose(1, 2).contiguous().view(B, T, self.d_out)
     return self.out_proj(context)
 """}, fails("constructor", "check.constructor_attr")),
-    case("mask_not_a_buffer", {"CausalMultiHeadAttention.__init__": """
-def __init__(self, d_in, d_out, n_heads, context_length, dropout=0.0):
-    super().__init__()
-    self.d_out, self.n_heads, self.head_dim = d_out, n_heads, d_out // n_heads
-    self.W_q = nn.Linear(d_in, d_out, bias=False)
-    self.W_k = nn.Linear(d_in, d_out, bias=False)
-    self.W_v = nn.Linear(d_in, d_out, bias=False)
-    self.out_proj = nn.Linear(d_out, d_out)
-    self.dropout = nn.Dropout(dropout)
-    self.mask = torch.triu(torch.ones(context_length, context_length), diagonal=1).bool()
-"""}, fails("constructor", "check.mask_buffer")),
-    case("mask_float_buffer", {"CausalMultiHeadAttention.__init__": """
-def __init__(self, d_in, d_out, n_heads, context_length, dropout=0.0):
-    super().__init__()
-    self.d_out, self.n_heads, self.head_dim = d_out, n_heads, d_out // n_heads
-    self.W_q = nn.Linear(d_in, d_out, bias=False)
-    self.W_k = nn.Linear(d_in, d_out, bias=False)
-    self.W_v = nn.Linear(d_in, d_out, bias=False)
-    self.out_proj = nn.Linear(d_out, d_out)
-    self.dropout = nn.Dropout(dropout)
-    self.register_buffer("mask", torch.triu(torch.ones(context_length, context_length), diagonal=1))
-""", "CausalMultiHeadAttention.forward": fwd("weights = self.dropout(torch.softmax(scores, dim=-1))", head=HEAD.replace(
+    case("mask_not_a_buffer", {"CausalMultiHeadAttention.__init__": init(('self.register_buffer("mask", torch.triu(torch.ones(context_length, context_length), diagonal=1).bool())', 'self.mask = torch.triu(torch.ones(context_length, context_length), diagonal=1).bool()'))}, fails("constructor", "check.mask_buffer")),
+    case("mask_float_buffer", {"CausalMultiHeadAttention.__init__": init(('self.register_buffer("mask", torch.triu(torch.ones(context_length, context_length), diagonal=1).bool())', 'self.register_buffer("mask", torch.triu(torch.ones(context_length, context_length), diagonal=1))')), "CausalMultiHeadAttention.forward": fwd("weights = self.dropout(torch.softmax(scores, dim=-1))", head=HEAD.replace(
         "self.mask[:T, :T]", "self.mask[:T, :T].bool()"))["CausalMultiHeadAttention.forward"]},
         fails("constructor", "check.mask_buffer")),
-    case("arguments_renamed", {"CausalMultiHeadAttention.__init__": """
-def __init__(self, din, dout, n_heads, context_length, dropout=0.0):
-    super().__init__()
-    self.d_out, self.n_heads, self.head_dim = dout, n_heads, dout // n_heads
-    self.W_q = nn.Linear(din, dout, bias=False)
-    self.W_k = nn.Linear(din, dout, bias=False)
-    self.W_v = nn.Linear(din, dout, bias=False)
-    self.out_proj = nn.Linear(dout, dout)
-    self.dropout = nn.Dropout(dropout)
-    self.register_buffer("mask", torch.triu(torch.ones(context_length, context_length), diagonal=1).bool())
-"""}, error("TypeError")),
+    case("arguments_renamed", {"CausalMultiHeadAttention.__init__": init(('def __init__(self, d_in, d_out, n_heads, context_length, dropout=0.0):', 'def __init__(self, din, dout, n_heads, context_length, dropout=0.0):'), ('self.d_out, self.n_heads, self.head_dim = d_out, n_heads, d_out // n_heads', 'self.d_out, self.n_heads, self.head_dim = dout, n_heads, dout // n_heads'), ('self.W_q = nn.Linear(d_in, d_out, bias=False)', 'self.W_q = nn.Linear(din, dout, bias=False)'), ('self.W_k = nn.Linear(d_in, d_out, bias=False)', 'self.W_k = nn.Linear(din, dout, bias=False)'), ('self.W_v = nn.Linear(d_in, d_out, bias=False)', 'self.W_v = nn.Linear(din, dout, bias=False)'), ('self.out_proj = nn.Linear(d_out, d_out)', 'self.out_proj = nn.Linear(dout, dout)'))}, error("TypeError")),
     # ---- state kept between calls
     case("mask_sliced_in_place", fwd(f"""
 {REF_WEIGHTS}
