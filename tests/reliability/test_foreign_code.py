@@ -9,6 +9,7 @@ an inherited constructor) must still pass: tests/worker/test_correct_styles.py h
 
 from __future__ import annotations
 
+import importlib.util
 import textwrap
 
 import pytest
@@ -88,6 +89,12 @@ REFUSED = {
 }
 
 
+# In a checkout (tests run on its tutor/, beside reference/) there is no package tutor.reference to
+# find: pkgutil.get_data then gives None and the file's own code fails on it, which is no pass either.
+ALLOWED = {"failure.refused"} | ({"failure.file_exception"} if importlib.util.find_spec("tutor.reference") is None
+                                 else set())
+
+
 @pytest.mark.parametrize("route", list(REFUSED))
 def test_the_reference_cannot_be_imported_or_read(live, route):
     run = live.run(LM3, "import torch\n" + _(REFUSED[route]))
@@ -95,7 +102,7 @@ def test_the_reference_cannot_be_imported_or_read(live, route):
         r = run.results[step]
         assert r.status == "error", summary(run.results)
         message = first_message(r)
-        assert [c.id for c in r.checks] == ["file-loads"] and message.key == "failure.refused", summary(run.results)
+        assert [c.id for c in r.checks] == ["file-loads"] and message.key in ALLOWED, summary(run.results)
         assert message.params["line"] != "?" and "fn" not in message.params, message
 
 

@@ -227,6 +227,7 @@ class Job:
     status: int | None = None  # wait status, once the child is reaped
     result_done: bool = False  # every step's frame is in, or the job was cut short
     over_memory: bool = False
+    rss_start: int = 0  # the child's own RSS when it got the job: what it then holds is the job's
 
     @property
     def step(self) -> str:
@@ -393,6 +394,9 @@ class Worker:
         job = Job(self.next_job, gen, lesson, list(steps), tokens, source, filename, params or {}, spare.pid,
                   spare.result_fd, spare.output_fd, deadline, now, now, timeout, FrameReader(tokens[0]),
                   spare.rss_limit, spare.output_pipe)
+        # The worker's RSS at fork (rss_limit's baseline) counts file pages a fresh child has not
+        # touched yet: measured against it, what a job holds came out up to ~100 MB short.
+        job.rss_start = resident_bytes(job.pid)
         self.next_job += 1
         self.jobs[job.id] = job
         self.by_pid[job.pid] = job
@@ -779,8 +783,8 @@ class Worker:
         frames, _ = dumped_frames(dump, job.filename, job.source)
         seconds = f"{job.timeout:g}"
         key, params = "failure.timeout", {"seconds": seconds}
-        # What the child holds over what it was forked with (the watchdog's own baseline).
-        grown = rss - (job.rss_limit - MEMORY_SLACK - self.memory)
+        # What the child holds over what it held when the job came.
+        grown = rss - (job.rss_start or job.rss_limit - MEMORY_SLACK - self.memory)
         compiler = compiling(dump, job.source)
         if compiler == "stack":  # caught compiling: whatever it held, that is why it was slow
             key = "failure.timeout_compile"
