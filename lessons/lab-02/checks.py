@@ -17,8 +17,8 @@ import torch
 import torch.nn.functional as F
 
 from tutor.runner.judge_kit import (
-    Stop, Verdict, close, describe, differ_explanation, discarded_call, first_nonfinite, front_dims,
-    inputs_unchanged, judge_other_sizes, likely_for_value, literal_explanation, matching_mistake, max_error, msg,
+    close, describe, differ_explanation, discarded_call, first_nonfinite, front_dims,
+    changed_input, judge_other_sizes, judged, likely_for_value, literal_explanation, matching_mistake, max_error, msg,
     no_kernel, of_the_inputs, require_pair, require_ran, require_tensor, round_matrix, shape_str,
     nest_likely, squeeze_explanation, state_explanation,
 )
@@ -129,11 +129,7 @@ def again_of(first_returned, call) -> dict:
 def judge_again(v, fn, defs, again, first, judge_case, case, blame=None):
     """The second call, judged like any other; then the first call's result must be as it
     came: one tensor handed out twice and refilled has changed it."""
-    sub = Verdict(v.source)
-    try:
-        judge_case(sub, again["call"], case)
-    except Stop:
-        pass
+    sub = judged(v.source, judge_case, again["call"], case)
     if not sub.passed():
         likely = (blame() if blame else None) or state_explanation(v.source, defs) or msg("likely.kept_state")
         reason, likely = nest_likely(sub.failed_message(), likely)
@@ -223,7 +219,7 @@ def judge_scores_case(v, call, case):
         v.require("values", False, "check.values", what="scaled_scores(q, k)", err=err, where=shape_str(where),
                   tol="1e-5", likely=lambda: diagnose_scores(s, q, k))
     v.expect("values", True)
-    inputs_unchanged(v, "scaled_scores", ["q", "k"], call["args"], (q, k))
+    changed_input(v, "scaled_scores", ["q", "k"], call["args"], (q, k))
 
 
 def judge_scores(v, outputs, inputs, jctx):
@@ -399,7 +395,7 @@ def judge_weights_one(v, call, scores, mask, name):
     v.expect("values", True)
     if name == "other":
         v.expect("uses-given-mask", True)
-    inputs_unchanged(v, "attention_weights", ["scores", "mask"], call["args"], (scores, mask))
+    changed_input(v, "attention_weights", ["scores", "mask"], call["args"], (scores, mask))
 
 
 def judge_weights_case(v, call, case):
@@ -502,7 +498,7 @@ def judge_output_case(v, call, case, defs=("attention",)):
         v.require("matches-pytorch", False, "check.values", what="output", err=err, where=shape_str(where),
                   tol="1e-5", likely=likely)
     v.expect("matches-pytorch", True)
-    inputs_unchanged(v, "attention", ["q", "k", "v"], call["args"], (q, k, vv))
+    changed_input(v, "attention", ["q", "k", "v"], call["args"], (q, k, vv))
 
 
 def diagnose_scores_from_weights(w, q, k):
@@ -514,13 +510,6 @@ def diagnose_scores_from_weights(w, q, k):
     return msg("likely.unknown")
 
 
-def judged(judge, *args) -> Verdict:
-    sub = Verdict(args[0])
-    try:
-        judge(sub, *args[1:])
-    except Stop:
-        pass
-    return sub
 
 
 def with_args(call, *args) -> dict:
@@ -535,13 +524,13 @@ def helper_blame(source, alone, parts, case):
     step to fix first. None when attention itself is at fault, or no helper is."""
     q, k = case["q"], case["k"]
     T = q.shape[-2]
-    if alone is None or not judged(judge_output_case, source, with_args(alone, q, k, case["v"]), case).passed():
+    if alone is None or not judged(source, judge_output_case, with_args(alone, q, k, case["v"]), case).passed():
         return None
     scores, mask = ref_scores(q, k), future(T)
     checks = {
-        "scaled_scores": lambda c: judged(judge_scores_case, source, with_args(c, q, k), case),
-        "causal_mask": lambda c: judged(judge_mask_case, source, c, T),
-        "attention_weights": lambda c: judged(judge_weights_one, source, with_args(c, scores, mask), scores, mask,
+        "scaled_scores": lambda c: judged(source, judge_scores_case, with_args(c, q, k), case),
+        "causal_mask": lambda c: judged(source, judge_mask_case, c, T),
+        "attention_weights": lambda c: judged(source, judge_weights_one, with_args(c, scores, mask), scores, mask,
                                               "causal"),
     }
     for name in HELPERS:
@@ -580,7 +569,7 @@ def judge_output(v, outputs, inputs, jctx):
         blame_helpers(v, 0, lambda: blame(0))
     if alone[0] is not None:
         c = cases[0]
-        sub = judged(judge_output_case, v.source, with_args(alone[0], c["q"], c["k"], c["v"]), c)
+        sub = judged(v.source, judge_output_case, with_args(alone[0], c["q"], c["k"], c["v"]), c)
         reason, likely = nest_likely(sub.failed_message(), msg("likely.compensates")) if not sub.passed() else ({}, "")
         v.expect("reference-helpers", sub.passed(), "check.reference_helpers", reason=reason, likely=likely)
     other_sizes(v, calls, cases, [qkv_label(c) for c in cases], judge_output_case, ("attention",), blame=blame)

@@ -13,7 +13,7 @@ from torch.overrides import TorchFunctionMode
 
 from tutor.runner import fixed_dropout, probe_kit
 from tutor.runner.judge_kit import (
-    Stop, Verdict, close, nest_likely, describe, first_nonfinite, inputs_unchanged, judge_other_sizes, likely_for_value, matching_mistake,
+    close, failure_params, judged, nest_likely, describe, first_nonfinite, changed_input, judge_other_sizes, likely_for_value, matching_mistake,
     max_error, msg, no_kernel, of_the_inputs, require_pair, require_ran, require_tensor, round_matrix, shape_str,
 )
 from tutor.runner.spec import StepSpec
@@ -136,8 +136,7 @@ def judge_single_case(v, call, case, size):
     w = require_tensor(v, "shape", "weights", w, (B, T, T), msg("likely.weights_shape"))
     out = require_tensor(v, "shape", "out", out, (B, T, dk), msg("likely.out_shape"))
     # Before the values: wrong values from inputs changed in place are that mistake, not another.
-    changed = mutated_arg(call["args"], ("x", "Wq", "Wk", "Wv"), (x, Wq, Wk, Wv))
-    inputs_unchanged(v, "causal_attention", ["x", "Wq", "Wk", "Wv"], call["args"], (x, Wq, Wk, Wv))
+    changed = changed_input(v, "causal_attention", ["x", "Wq", "Wk", "Wv"], call["args"], (x, Wq, Wk, Wv))
     if changed:
         diagnose = lambda: msg("likely.mutated_input", arg=changed)  # noqa: E731
     else:
@@ -171,14 +170,6 @@ def judge_single_case(v, call, case, size):
         v.require("matches-pytorch", False, "check.values", what="out", err=err, where=shape_str(where),
                   tol="1e-5", likely=msg("likely.mutated_input", arg=changed) if changed else msg("likely.out_not_weights_v"))
     v.expect("matches-pytorch", True)
-
-
-def mutated_arg(after, names, pristine) -> str:
-    """The first input a call changed in place, or ""."""
-    for name, a, p in zip(names, after, pristine):
-        if isinstance(a, torch.Tensor) and not (a.shape == p.shape and bool(torch.equal(a.to(p.dtype), p))):
-            return name
-    return ""
 
 
 def sizes_label(names, size) -> str:
@@ -234,11 +225,7 @@ def weights_in(call, shape):
 
 def judge_called_again(v, fn, call, case, size, judge_case):
     """A second call at the notebook's size, with new values, judged like the first."""
-    sub = Verdict()
-    try:
-        judge_case(sub, call, case, size)
-    except Stop:
-        pass
+    sub = judged("", judge_case, call, case, size)
     if not sub.passed():
         reason, likely = nest_likely(sub.failed_message(), msg("likely.kept_state"))
         v.require("call-again", False, "check.called_again", fn=fn, reason=reason, likely=likely)
@@ -621,9 +608,8 @@ def call_again(v, got, expected, what, likely=None):
 
 def require_again_ran(v, call, t):
     if "error" in call:
-        e = call["error"]
-        v.require("call-again", False, "check.call_again_raised", t=t, kind=e["kind"], detail=e["detail"],
-                  line=e["frames"][-1]["line"] if e["frames"] else "?", likely=msg("likely.call_again"))
+        v.require("call-again", False, "check.call_again_raised", t=t, **failure_params(call["error"]),
+                  likely=msg("likely.call_again"))
 
 
 def judge_again(v, case, inp, size):
@@ -694,16 +680,10 @@ def judge_dropout(v, case, inp, size):
     """With dropout in train mode: dropout on the attention weights, once, with the layer's p;
     in eval mode: none. fixed_dropout stands in for torch's, so the reference gives the same."""
     H = size[2]
-    made = case.get("made") or {}
-    if "error" in made:
-        e = made["error"]
-        v.require("dropout", False, "check.dropout_raised", p=DROPOUT_P, kind=e["kind"], detail=e["detail"],
-                  line=e["frames"][-1]["line"] if e["frames"] else "?")
-    for call in (case["short"], case["eval"], case["train"]):
+    # The build, then the calls (there are none when the build raised).
+    for call in (case.get("made") or {}, *(case[k] for k in ("short", "eval", "train") if k in case)):
         if "error" in call:
-            e = call["error"]
-            v.require("dropout", False, "check.dropout_raised", p=DROPOUT_P, kind=e["kind"], detail=e["detail"],
-                      line=e["frames"][-1]["line"] if e["frames"] else "?")
+            v.require("dropout", False, "check.dropout_raised", p=DROPOUT_P, **failure_params(call["error"]))
     for mode in ("train", "eval"):
         call = case[mode]
         p = DROPOUT_P if mode == "train" else 0.0
@@ -712,19 +692,20 @@ def judge_dropout(v, case, inp, size):
         if not close(y, expected):
             err, where = max_error(y, expected)
             v.require("dropout", False, f"check.dropout_{mode}", p=DROPOUT_P, err=err, where=shape_str(where),
-                      likely=lambda: diagnose_dropout(y, call.get("dropouts") or [], mode, inp, H))
+                      likely=lambda: diagnose_dropout(call.get("dropouts") or [], mode, inp["x"].shape, H))
     v.expect("dropout", True)
 
 
-def diagnose_dropout(y, calls, mode, inp, H):
-    x, w = inp["x"], inp["w"]
+def diagnose_dropout(calls, mode, x_shape, H):
+    """From what each dropout call was given (the child's record), what went wrong with it."""
     if mode == "eval":
         return msg("likely.dropout_in_eval") if any(c["training"] for c in calls) else msg("likely.dropout_unknown")
     if not calls:
         return msg("likely.dropout_missing")
-    if any(abs(c["p"] - DROPOUT_P) > 1e-9 for c in calls):
-        return msg("likely.dropout_p", got=next(c["p"] for c in calls if abs(c["p"] - DROPOUT_P) > 1e-9), p=DROPOUT_P)
-    B, T, _ = x.shape
+    other_p = [c["p"] for c in calls if abs(c["p"] - DROPOUT_P) > 1e-9]
+    if other_p:
+        return msg("likely.dropout_p", got=other_p[0], p=DROPOUT_P)
+    B, T, _ = x_shape
     if calls[0]["weights"] and sum(math.prod(c["shape"]) for c in calls) > B * H * T * T:
         return msg("likely.dropout_twice")
     if any(not c["weights"] for c in calls):
@@ -742,8 +723,7 @@ def judge_notebook(v, nb, inp, size, g):
     step = nb["step"]
     if "error" in step:
         e = step["error"]
-        v.require("trainable", False, "check.backward_raised", kind=e["kind"], detail=e["detail"],
-                  line=e["frames"][-1]["line"] if e["frames"] else "?", likely=likely_for_backward(e))
+        v.require("trainable", False, "check.backward_raised", **failure_params(e), likely=likely_for_backward(e))
     w = weights_from_state(nb.get("state"))
     v.require("notebook", w is not None, "check.state_keys", got=", ".join(sorted(nb.get("state") or {})) or "—")
     expected, want = of_these_weights(inp["x"], w, H, g)
@@ -796,7 +776,7 @@ def judge_multi_case(v, case, inp, size, source=""):
     value = case["base"]["value"]
     shape_likely = msg("likely.forward_tuple") if isinstance(value, tuple) else msg("likely.multi_shape")
     y = require_tensor(v, "shape", "forward(x)", value, (B, T, d_out), shape_likely)
-    mutated = not inputs_unchanged(v, "forward", ["x"], case["base"]["args"], (x,))
+    mutated = changed_input(v, "forward", ["x"], case["base"]["args"], (x,))
     written_in = [c["p"] for c in case["base"].get("dropouts", []) if c["training"] and c["p"]]
     if written_in:  # the layer was built with dropout 0
         diagnose = lambda: msg("likely.dropout_p", got=written_in[0], p=0.0)  # noqa: E731
@@ -818,7 +798,7 @@ def judge_multi_case(v, case, inp, size, source=""):
     if not right:
         err, where = max_error(y, ref)
         v.require("matches-pytorch", False, "check.values", what="forward(x)", err=err, where=shape_str(where),
-                  tol="1e-5", likely=msg("likely.mutated_input", arg="x") if mutated else diagnose)
+                  tol="1e-5", likely=msg("likely.mutated_input", arg=mutated) if mutated else diagnose)
     v.expect("matches-pytorch", True)
 
 

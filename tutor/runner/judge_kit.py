@@ -118,12 +118,25 @@ def likely_for_value(value) -> dict:
     return msg("likely.unknown")
 
 
+def failure_params(e: dict) -> dict:
+    """kind, detail and the learner's innermost line of a call's error, for a message."""
+    return {"kind": e["kind"], "detail": e["detail"], "line": e["frames"][-1]["line"] if e["frames"] else "?"}
+
+
 def require_ran(v: Verdict, call: dict, fn: str) -> None:
     """A call that raised (at a size past the notebook's: those end the probe) fails the step here."""
     if "error" in call:
-        e = call["error"]
-        v.require("runs", False, "check.raised", fn=fn, kind=e["kind"], detail=e["detail"],
-                  line=e["frames"][-1]["line"] if e["frames"] else "?")
+        v.require("runs", False, "check.raised", fn=fn, **failure_params(call["error"]))
+
+
+def judged(source: str, judge_case, *args) -> Verdict:
+    """judge_case(sub, *args) on a verdict of its own, stopped at its first required failure."""
+    sub = Verdict(source)
+    try:
+        judge_case(sub, *args)
+    except Stop:
+        pass
+    return sub
 
 
 def judge_other_sizes(v: Verdict, calls: list, cases: list, labels: list[str], judge_case, explain=None) -> None:
@@ -134,11 +147,7 @@ def judge_other_sizes(v: Verdict, calls: list, cases: list, labels: list[str], j
     the source really has one (see size_explanation). Without one, the failure's own.
     """
     for i, (call, case, label) in enumerate(zip(calls[1:], cases[1:], labels[1:]), 1):
-        sub = Verdict(v.source)
-        try:
-            judge_case(sub, call, case)
-        except Stop:
-            pass
+        sub = judged(v.source, judge_case, call, case)
         if not sub.passed():
             reason = sub.failed_message()
             reason, likely = nest_likely(reason, _other_sizes_likely(explain, i, sub, reason))
@@ -286,15 +295,17 @@ def close(a: torch.Tensor, b: torch.Tensor, atol: float = 1e-5, rtol: float = 1e
     return a.shape == b.shape and bool(torch.allclose(a.double(), b.double(), atol=atol, rtol=rtol))
 
 
-def inputs_unchanged(v: Verdict, fn: str, names: list[str], after: tuple, pristine: tuple) -> bool:
-    """Whether the call left its inputs as they were (recorded as a check either way)."""
+def changed_input(v: Verdict, fn: str, names: list[str], after: tuple, pristine: tuple) -> str:
+    """Check inputs-unchanged; the name of the first input the call changed in place, or ""."""
     for name, a, p in zip(names, after, pristine):
         if isinstance(p, torch.Tensor) and isinstance(a, torch.Tensor):
             same = a.shape == p.shape and bool(torch.equal(a.to(p.dtype), p))
             if not same:
                 err = max_error(a, p)[0] if a.shape == p.shape else float("nan")
-                return v.expect("inputs-unchanged", False, "check.mutated", fn=fn, arg=name, err=err)
-    return v.expect("inputs-unchanged", True)
+                v.expect("inputs-unchanged", False, "check.mutated", fn=fn, arg=name, err=err)
+                return name
+    v.expect("inputs-unchanged", True)
+    return ""
 
 
 def _bound_names(tree) -> set[str]:
