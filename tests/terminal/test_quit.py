@@ -5,13 +5,13 @@ import json
 import os
 import pty
 import subprocess
-import select
 import signal
 import sys
 import time
 from pathlib import Path
 
 import pytest
+from pty_kit import read_for
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -46,19 +46,6 @@ def alive(pid: int) -> bool:
     return state != "Z"
 
 
-def read_for(fd: int, seconds: float) -> bytes:
-    out, end = b"", time.monotonic() + seconds
-    while time.monotonic() < end:
-        ready, _, _ = select.select([fd], [], [], 0.05)
-        if ready:
-            try:
-                chunk = os.read(fd, 65536)
-            except OSError:
-                break
-            if not chunk:
-                break
-            out += chunk
-    return out
 
 
 @pytest.mark.parametrize("how", ["q", "ctrl+c", "SIGTERM", "SIGHUP"])

@@ -10,12 +10,13 @@ on sys.meta_path (the worker and its children inherit PYTHONPATH, so they record
 import json
 import os
 import pty
-import select
 import shutil
 import subprocess
 import sys
 import time
 from pathlib import Path
+
+from pty_kit import read_for
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -42,18 +43,6 @@ if _LOG:
 '''
 
 
-def read_for(fd: int, seconds: float) -> bytes:
-    out, end = b"", time.monotonic() + seconds
-    while time.monotonic() < end:
-        if select.select([fd], [], [], 0.05)[0]:
-            try:
-                chunk = os.read(fd, 65536)
-            except OSError:
-                break
-            if not chunk:
-                break
-            out += chunk
-    return out
 
 
 def recording_env(tmp_path: Path) -> dict:
