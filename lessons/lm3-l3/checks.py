@@ -11,12 +11,12 @@ import torch
 import torch.nn.functional as F
 from torch.overrides import TorchFunctionMode
 
-from tutor.runner import fixed_dropout, probe_kit
-from tutor.runner.judge_kit import (
-    close, failure_params, judged, nest_likely, describe, first_nonfinite, changed_input, judge_other_sizes, likely_for_value, matching_mistake,
-    max_error, msg, no_kernel, of_the_inputs, require_pair, require_ran, require_tensor, round_matrix, shape_str,
+from tutor.kit import (
+    StepSpec, changed_input, close, describe, failure_params, first_nonfinite, fixed_dropout, graph_kernels,
+    judge_other_sizes, judged, last_dim_of, likely_for_value, literal_explanation, matching_mistake, max_error,
+    msg, nest_likely, no_kernel, of_the_inputs, require_pair, require_ran, require_tensor, round_matrix,
+    shape_str, size_explanation,
 )
-from tutor.runner.spec import StepSpec
 
 # (B, T, d_in, d_k): the notebook's first, then sizes it never tries.
 SINGLE_SIZES = [(2, 6, 8, 4), (3, 11, 16, 5), (1, 1, 7, 3), (2, 37, 12, 16)]
@@ -175,9 +175,6 @@ def judge_single_case(v, call, case, size):
 def sizes_label(names, size) -> str:
     return ", ".join(f"{n}={s}" for n, s in zip(names, size))
 
-
-# Kept beside the functions that use them, apart from the imports at the top.
-from tutor.runner.judge_kit import last_dim_of, literal_explanation, size_explanation  # noqa: E402
 
 
 def explain_single(seed, size, source):
@@ -406,7 +403,7 @@ def train_step(module, x, g):
     (y * g).sum().backward()
     grads = {name: (p.grad.detach().clone() if p.grad is not None else None)
              for name, p in module.named_parameters()}
-    return {"y": y.detach(), "connected": True, "grads": grads, "kernels": sorted(probe_kit.graph_kernels(y))}
+    return {"y": y.detach(), "connected": True, "grads": grads, "kernels": sorted(graph_kernels(y))}
 
 
 def probe_multi(ctx, inputs):
