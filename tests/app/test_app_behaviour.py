@@ -254,13 +254,13 @@ async def test_w_shows_the_heatmap_of_single_head(make_app):
         assert app.show_weights
         text = doc_text(app)
         assert t("ui.weights", "en") in text
-        assert t("visual.batch", "en", n=0) in text
+        assert t("lm3-l3.visual.batch", "en", n=0) in text
         assert t("ui.axis_keys", "en") in text and t("ui.axis_queries", "en") in text
         assert t("ui.legend_learner", "en") in text
         assert lesson_heading not in text
         await pilot.press("b")  # the next batch
         await settle(pilot)
-        assert t("visual.batch", "en", n=1) in doc_text(app)
+        assert t("lm3-l3.visual.batch", "en", n=1) in doc_text(app)
         await pilot.press("w")
         await settle(pilot)
         assert not app.show_weights
