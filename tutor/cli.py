@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import json
-import re
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from . import __version__
 from .i18n import choose, t
-from .lesson import all_lessons, get_lesson, lesson_for_file
+from .lesson import LESSONS_ENV, all_lessons, get_lesson, lesson_for_file, lesson_for_source
 
 if TYPE_CHECKING:
     import argparse
@@ -33,6 +33,23 @@ def _peek_lang(argv: list[str]) -> str:
     return choose(cli, _remembered_lang(Path.cwd()))
 
 
+def _peek_lessons(argv: list[str]) -> list[str]:
+    """--lessons DIR, before anything lists the lessons: put in the environment, so that the
+    app, `check` and the worker they start all see the same lessons. The folders that are missing."""
+    dirs = [argv[i + 1] for i, arg in enumerate(argv[:-1]) if arg == "--lessons"]
+    dirs += [arg.split("=", 1)[1] for arg in argv if arg.startswith("--lessons=")]
+    if not dirs:
+        return []
+    resolved = [str(Path(d).expanduser().resolve()) for d in dirs]
+    before = [p for p in os.environ.get(LESSONS_ENV, "").split(os.pathsep) if p]
+    os.environ[LESSONS_ENV] = os.pathsep.join(resolved + before)
+    all_lessons.cache_clear()
+    from .i18n import catalog
+
+    catalog.cache_clear()
+    return [d for d, r in zip(dirs, resolved) if not Path(r).is_dir()]
+
+
 def _remembered_lang(cwd: Path) -> str | None:
     try:
         from .store import Store
@@ -49,6 +66,7 @@ def build_parser(lang: str) -> argparse.ArgumentParser:
     lesson_ids = ", ".join(lesson.id for lesson in all_lessons())
     p = argparse.ArgumentParser(prog="attn-tutor", description=t("cli.description", lang))
     p.add_argument("--version", action="version", version=f"attn-tutor {__version__}")
+    p.add_argument("--lessons", action="append", metavar="DIR", help=t("cli.opt_lessons", lang))
     p.add_argument("--lesson", help=t("cli.opt_lesson", lang, ids=lesson_ids))
     p.add_argument("--step", help=t("cli.opt_step", lang))
     p.add_argument("--file", type=Path, help=t("cli.opt_file", lang))
@@ -93,15 +111,7 @@ def _lesson(lesson_id: str | None, lang: str):
 
 def _guess_lesson(path: Path, raw: bytes):
     """By file name, else by the functions the file defines."""
-    by_name = lesson_for_file(path)
-    if by_name:
-        return by_name
-    text = raw.decode("utf-8", errors="replace")
-    if re.search(r"^\s*(def scaled_scores|def causal_mask)\b", text, re.M):
-        return get_lesson("lab-02")
-    if re.search(r"^\s*(def causal_attention|class CausalMultiHeadAttention)\b", text, re.M):
-        return get_lesson("lm3-l3")
-    return None
+    return lesson_for_file(path) or lesson_for_source(raw.decode("utf-8", errors="replace"))
 
 
 def cmd_check(args, lang: str) -> int:
@@ -251,9 +261,13 @@ def main(argv: list[str] | None = None) -> int:
         from .app.main import run_app
 
         return run_app()
+    missing = _peek_lessons(argv)
     lang = _peek_lang(argv)
     parser = build_parser(lang)
     args = parser.parse_args(argv)
+    if missing:
+        print(f"attn-tutor: {t('cli.no_lessons_dir', lang, path=', '.join(missing))}", file=sys.stderr)
+        return 2
     lang_cli = getattr(args, "check_lang", None) or getattr(args, "list_lang", None) \
         or getattr(args, "reset_lang", None) or getattr(args, "dev_lang", None) or args.lang
     lang = choose(lang_cli, _remembered_lang(Path.cwd()))

@@ -9,6 +9,7 @@ with --lessons DIR or ATTN_TUTOR_LESSONS (folders separated by the path separato
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -161,6 +162,17 @@ def get_lesson(lesson_id: str) -> Lesson:
         if lesson.id == lesson_id:
             return lesson
     raise KeyError(lesson_id)
+
+
+def lesson_for_source(text: str) -> Lesson | None:
+    """The lesson whose learner's names (its steps' functions) this source defines at top level
+    the most of; None when it defines none, or two lessons tie."""
+    defined = set(re.findall(r"^(?:async\s+)?(?:def|class)\s+(\w+)", text, re.M))
+    scores = sorted(((len(defined & {f for s in lesson.steps for f in s.functions}), lesson)
+                     for lesson in all_lessons()), key=lambda pair: -pair[0])
+    if not scores or scores[0][0] == 0 or (len(scores) > 1 and scores[1][0] == scores[0][0]):
+        return None
+    return scores[0][1]
 
 
 def lesson_for_file(path: Path) -> Lesson | None:
