@@ -12,7 +12,7 @@ import torch.nn.functional as F
 from torch.overrides import TorchFunctionMode
 
 from tutor.kit import (
-    StepSpec, changed_input, close, describe, failure_params, first_nonfinite, fixed_dropout, graph_kernels,
+    StepSpec, changed_input, weights, close, describe, failure_params, first_nonfinite, fixed_dropout, graph_kernels,
     judge_other_sizes, judged, last_dim_of, likely_for_value, literal_explanation, matching_mistake, max_error,
     msg, nest_likely, no_kernel, of_the_inputs, require_pair, require_ran, require_tensor, round_matrix,
     shape_str, size_explanation,
@@ -67,7 +67,57 @@ def make_inputs():
     B, T, d, dk = SINGLE_SIZES[0]
     single_again = {"x": torch.randn(B, T, d, generator=g),
                     "W": tuple(torch.randn(d, dk, generator=g) / d**0.5 for _ in range(3))}
-    return {"single": single, "multi": multi, "multi_again": again, "single_again": single_again}
+    # Last of all: the change made to one token at a time for the leakage maps.
+    leak_delta = {"single": torch.randn(SINGLE_SIZES[0][0], SINGLE_SIZES[0][2], generator=g) * 3,
+                  "multi": torch.randn(MULTI_SIZES[0][4], MULTI_SIZES[0][0], generator=g) * 3}
+    return {"single": single, "multi": multi, "multi_again": again, "single_again": single_again,
+            "leak_delta": leak_delta}
+
+
+# ---------------------------------------------------------------- leakage maps
+
+def probe_leak_map(ctx, fn, x, delta, *rest, **how):
+    """fn(x, *rest) with each token j of x changed in turn: what a leakage map is drawn from."""
+    moved = []
+    for j in range(x.shape[1]):
+        changed = x.clone()
+        changed[:, j] = changed[:, j] + delta
+        moved.append(ctx.call(fn, changed, *rest, **how))
+    return moved
+
+
+def leak_map(base, moved) -> torch.Tensor | None:
+    """M[i, j]: how far output i moved when token j changed (the largest change over the batch
+    and the features). A causal layer has exactly 0 wherever j > i."""
+    if not isinstance(base, torch.Tensor) or base.dim() != 3:
+        return None
+    cols = []
+    for m in moved:
+        if not isinstance(m, torch.Tensor) or m.shape != base.shape:
+            return None
+        cols.append((m.double() - base.double()).abs().amax(dim=(0, 2)))
+    return torch.stack(cols, dim=1)
+
+
+def leak_map_entry(base, moved, ref_base, ref_moved) -> dict:
+    """The learner's map beside the reference's, both on the reference's scale: a leak shows at
+    the very cell that leaks, as large as it is."""
+    ref = leak_map(ref_base, ref_moved)
+    top = float(ref.max()) or 1.0
+    mine = leak_map(base, moved)
+    return weights(msg("visual.leak_map"), round_matrix(mine / top) if mine is not None else None,
+                   round_matrix(ref / top))
+
+
+def single_leak_entry(outputs_map, base_call, case, delta) -> dict:
+    x, W = case["x"], case["W"]
+    moved = [first_output(c) for c in outputs_map]
+    ref_moved = []
+    for j in range(x.shape[1]):
+        changed = x.clone()
+        changed[:, j] = changed[:, j] + delta
+        ref_moved.append(reference_single(changed, *W)[0])
+    return leak_map_entry(first_output(base_call), moved, reference_single(x, *W)[0], ref_moved)
 
 
 # ---------------------------------------------------------------- single head
@@ -78,7 +128,9 @@ def probe_single(ctx, inputs):
     for i, case in enumerate(inputs["single"]):
         results.append(ctx.call(fn, case["x"], *case["W"], primary=i == 0))
     again = inputs["single_again"]  # the notebook's size once more, new values: nothing kept from before
-    return {"calls": results, "again": ctx.call(fn, again["x"], *again["W"])}
+    seed = inputs["single"][0]
+    return {"calls": results, "again": ctx.call(fn, again["x"], *again["W"]),
+            "leak_map": probe_leak_map(ctx, fn, seed["x"], inputs["leak_delta"]["single"], *seed["W"])}
 
 
 @of_the_inputs
@@ -240,7 +292,7 @@ def judge_single(v, outputs, inputs, jctx):
         {"label": {"key": "visual.batch", "params": {"n": b}},
          "learner": round_matrix(w[b]) if w is not None else None, "reference": round_matrix(ref_w[b])}
         for b in range(B)
-    ]
+    ] + [single_leak_entry(outputs["leak_map"], calls[0], seed, inputs["leak_delta"]["single"])]
     judge_single_case(v, calls[0], seed, SINGLE_SIZES[0])
     other_sizes(v, calls, inputs["single"], SINGLE_SIZES, ("B", "T", "d_in", "d_k"), judge_single_case)
     no_kernel(v, "causal_attention", jctx.source, {"causal_attention"}, jctx.kernels)
@@ -260,7 +312,8 @@ def probe_leakage(ctx, inputs):
             "last": ctx.call(fn, case["x_last"], *W, primary=i == 0),
             "mid": ctx.call(fn, case["x_mid"], *W, primary=i == 0),
         })
-    return {"calls": calls}
+    seed = inputs["single"][0]
+    return {"calls": calls, "leak_map": probe_leak_map(ctx, fn, seed["x"], inputs["leak_delta"]["single"], *seed["W"])}
 
 
 @of_the_inputs
@@ -323,8 +376,10 @@ def judge_leakage_case(v, calls, case, size):
 
 def judge_leakage(v, outputs, inputs, jctx):
     calls = outputs["calls"]
-    judge_leakage_case(v, calls[0], inputs["single"][0], SINGLE_SIZES[0])
     seed = inputs["single"][0]
+    # Drawn before judging: a leak is where the map helps most.
+    v.visuals["heatmaps"] = [single_leak_entry(outputs["leak_map"], calls[0]["base"], seed, inputs["leak_delta"]["single"])]
+    judge_leakage_case(v, calls[0], seed, SINGLE_SIZES[0])
     yours = leak(first_output(calls[0]["base"]), first_output(calls[0]["last"]), SINGLE_SIZES[0][1] - 1)
     broken = leak(unmasked(seed["x"], *seed["W"]), unmasked(seed["x_last"], *seed["W"]), SINGLE_SIZES[0][1] - 1)
     # The notebook's own demonstration that the test catches an unmasked layer, shown beside the learner's figure.
@@ -436,6 +491,8 @@ def probe_multi(ctx, inputs):
         out["new_weights"] = ctx.call(module, case["x"], dropout=True)  # nothing kept from the old weights
         out["dropout"] = probe_dropout(ctx, cls, size, case)
         out["notebook"] = probe_notebook(ctx, cls, size, case, inputs["multi_again"]["g"])
+        # Last: the layer with the second weights, each token changed in turn.
+        out["leak_map"] = probe_leak_map(ctx, module, case["x"], inputs["leak_delta"]["multi"], dropout=True)
     counts = {}
     if "CausalMultiHeadAttention" in vars(ctx.module):
         for heads in (1, 4):
@@ -799,6 +856,17 @@ def judge_multi_case(v, case, inp, size, source=""):
     v.expect("matches-pytorch", True)
 
 
+def multi_leak_entry(first, seed, size, inputs) -> dict:
+    w, delta, x = inputs["multi_again"]["w"], inputs["leak_delta"]["multi"], seed["x"]
+    ref_moved = []
+    for j in range(x.shape[1]):
+        changed = x.clone()
+        changed[:, j] = changed[:, j] + delta
+        ref_moved.append(reference_multi(changed, w, size[2])[0])
+    moved = [c.get("value") for c in first["leak_map"]]
+    return leak_map_entry(first.get("new_weights", {}).get("value"), moved, reference_multi(x, w, size[2])[0], ref_moved)
+
+
 def judge_multi(v, outputs, inputs, jctx):
     cases = outputs["cases"]
     judge_case = functools.partial(judge_multi_case, source=jctx.source)
@@ -814,6 +882,8 @@ def judge_multi(v, outputs, inputs, jctx):
         for h in range(ref_w.shape[1])
     ]
     first = cases[0]
+    if "leak_map" in first:
+        v.visuals["heatmaps"].append(multi_leak_entry(first, seed, size, inputs))
     if "constructor" in first:
         judge_constructor(v, first["constructor"], size)
     judge_case(v, first, seed, size)

@@ -173,3 +173,19 @@ def test_bad_input():
         heatmap(causal(3), mode="sideways")
     # Ragged rows and None do not crash the UI: they show as NaN.
     assert "NaN" in "\n".join(render(heatmap([[1.0], [0.5, None, 0.1]])))
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_a_leakage_map_reads_without_colour_at_80_columns(lang):
+    from tutor.i18n import t
+
+    leaky = causal(6)
+    leaky[2][4] = 0.3  # output 2 moved when token 4 changed: a leak
+    title = t("lm3-l3.visual.leak_map", lang)
+    lines = render(heatmap(leaky, title=title), 78, None)
+    assert lines[0].strip() == title  # the title on one line
+    from rich.cells import cell_len
+
+    assert max(cell_len(line) for line in lines) <= 78
+    row = grid(lines, 6)[2]
+    assert "0.3" in row or ".30" in row  # the leaking cell shows its value, not the masked pattern
