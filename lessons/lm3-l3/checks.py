@@ -12,7 +12,7 @@ import torch.nn.functional as F
 from torch.overrides import TorchFunctionMode
 
 from tutor.kit import (
-    StepSpec, changed_input, weights, close, describe, failure_params, first_nonfinite, fixed_dropout, graph_kernels,
+    StepSpec, changed_input, heading, note, table, waiting, weights, close, describe, failure_params, first_nonfinite, fixed_dropout, graph_kernels,
     judge_other_sizes, judged, last_dim_of, likely_for_value, literal_explanation, matching_mistake, max_error,
     msg, nest_likely, no_kernel, of_the_inputs, require_pair, require_ran, require_tensor, round_matrix,
     shape_str, size_explanation,
@@ -70,8 +70,9 @@ def make_inputs():
     # Last of all: the change made to one token at a time for the leakage maps.
     leak_delta = {"single": torch.randn(SINGLE_SIZES[0][0], SINGLE_SIZES[0][2], generator=g) * 3,
                   "multi": torch.randn(MULTI_SIZES[0][4], MULTI_SIZES[0][0], generator=g) * 3}
+    trace_x = torch.randn(TRACE_SIZE[4], TRACE_SIZE[5], TRACE_SIZE[0], generator=g)
     return {"single": single, "multi": multi, "multi_again": again, "single_again": single_again,
-            "leak_delta": leak_delta}
+            "leak_delta": leak_delta, "trace_x": trace_x}
 
 
 # ---------------------------------------------------------------- leakage maps
@@ -396,6 +397,99 @@ PARAM_NAMES = {"W_q.weight": "W_q", "W_k.weight": "W_k", "W_v.weight": "W_v", "o
                "out_proj.bias": "out_b"}
 
 
+# ---------------------------------------------------------------- shape trace
+
+TRACE_LIMIT = 48  # ops kept of one forward: within the codec's 64 items
+# (d_in, d_out, n_heads, context_length, B, T): every dimension a different number, so that a
+# shape says which dimension went where (the notebook's B = H = 2 would hide a swap).
+TRACE_SIZE = (6, 12, 3, 16, 2, 5)
+TRACE_SKIP = {"size", "dim", "numel", "stride", "is_contiguous", "__len__", "__bool__", "item", "tolist"}
+OP_NAMES = {"__matmul__": "@", "__rmatmul__": "@", "matmul": "@", "__truediv__": "/", "__mul__": "*",
+            "__rmul__": "*", "__add__": "+", "__radd__": "+", "__sub__": "-", "__getitem__": "[…]"}
+
+
+class ShapeTrace(TorchFunctionMode):
+    """Every torch function and tensor method a forward calls, with the shape it made (a mode,
+    as the kernel trap: nothing is patched)."""
+
+    def __init__(self):
+        super().__init__()
+        self.ops: list = []
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        name = getattr(func, "__name__", "?")
+        if name == "__get__":  # a property: x.T, x.mT
+            name = getattr(getattr(func, "__self__", None), "__name__", name)
+        first = out[0] if isinstance(out, (tuple, list)) and out else out
+        if name not in TRACE_SKIP and isinstance(first, torch.Tensor) and len(self.ops) < TRACE_LIMIT:
+            self.ops.append([OP_NAMES.get(name, name), list(first.shape)])
+        return out
+
+
+def traced_forward(module, x):
+    with ShapeTrace() as trace:
+        module(x)
+    return trace.ops
+
+
+def lab_trace(size) -> list[tuple[str, tuple]]:
+    """The lab's forward, op by op, with the shape each makes."""
+    d_in, d_out, H, _, B, T = size
+    hd = d_out // H
+    split = [("linear", (B, T, d_out)), ("view(B, T, H, hd)", (B, T, H, hd)), ("transpose(1, 2)", (B, H, T, hd))]
+    return split * 3 + [
+        ("k.transpose(2, 3)", (B, H, hd, T)), ("q @ kᵀ", (B, H, T, T)), ("/ √hd", (B, H, T, T)),
+        ("mask[:T, :T]", (T, T)), ("masked_fill", (B, H, T, T)), ("softmax", (B, H, T, T)),
+        ("dropout", (B, H, T, T)), ("w @ v", (B, H, T, hd)), ("transpose(1, 2)", (B, T, H, hd)),
+        ("contiguous", (B, T, H, hd)), ("view(B, T, d_out)", (B, T, d_out)), ("out_proj", (B, T, d_out)),
+    ]
+
+
+def trace_parting(ops: list, size) -> tuple[int, str, tuple] | None:
+    """(index, expected op, its shape) at the first op whose shape the lab's forward never makes:
+    the op the lab makes after the learner's last shape that it also makes. None: no parting."""
+    lab = lab_trace(size)
+    shapes = {shape for _, shape in lab}
+    for i, (_, shape) in enumerate(ops):
+        if tuple(shape) not in shapes:
+            before = tuple(ops[i - 1][1]) if i else None
+            at = next((k for k, (_, s) in enumerate(lab) if s == before), -1)
+            name, made = lab[at + 1] if at + 1 < len(lab) else lab[-1]
+            return i, name, made
+    return None
+
+
+def trace_view(ops, size, wrong: bool) -> list:
+    """The learner's trace; for a layer that fails, cut at the first shape the lab's never makes.
+    A right layer may take another route (a loop over heads, einsum): no parting is marked then."""
+    if not isinstance(ops, list) or not ops:
+        return [waiting(msg("ui.trace_none"))]
+    parting = trace_parting(ops, size)
+    if parting and not wrong:
+        parting, other_route = None, True
+    else:
+        other_route = False
+    rows = []
+    for i, (name, shape) in enumerate(ops):
+        mark = "✗" if parting and i == parting[0] else ""
+        rows.append([str(i + 1), f"`{name}`", shape_str(shape), mark])
+        if parting and i == parting[0]:
+            break  # what follows a wrong shape is its consequence
+    d_in, d_out, H, _, B, T = size
+    view = [heading(msg("ui.trace_title", B=B, T=T, H=H, hd=d_out // H, d_in=d_in)),
+            table([msg("ui.trace_step"), msg("ui.trace_op"), msg("ui.trace_shape"), ""], rows,
+                  ["right", "left", "left", "left"])]
+    if parting:
+        i, expected, made = parting
+        view.append(note(msg("ui.trace_parts", op=ops[i][0], shape=shape_str(ops[i][1]),
+                             before=shape_str(ops[i - 1][1]) if i else "x", expected=expected,
+                             expected_shape=shape_str(made))))
+    else:
+        view.append(note(msg("ui.trace_other_route" if other_route else "ui.trace_same")))
+    return view
+
+
 def build(cls, size, **extra):
     """As the notebook builds it: by keyword, left in its default (train) mode."""
     d_in, d_out, H, cl = size[:4]
@@ -483,6 +577,9 @@ def probe_multi(ctx, inputs):
         out["base"] = ctx.call(module, case["x"], primary=i == 0, dropout=True)
         if i:
             continue
+        traced = ctx.call(lambda: build(cls, TRACE_SIZE))
+        if "value" in traced:
+            out["trace"] = ctx.call(lambda x: traced_forward(traced["value"], x), inputs["trace_x"], dropout=True)
         # The notebook's size: the layer as it is used, not only one frozen call.
         out["last"] = ctx.call(module, case["x_last"], primary=True, dropout=True)
         out["prefix"] = ctx.call(module, case["x_prefix"], dropout=True)  # the same layer, a shorter input
@@ -884,6 +981,17 @@ def judge_multi(v, outputs, inputs, jctx):
     first = cases[0]
     if "leak_map" in first:
         v.visuals["heatmaps"].append(multi_leak_entry(first, seed, size, inputs))
+    try:
+        judge_multi_checks(v, outputs, inputs, jctx, judge_case)
+    finally:  # after the verdict: a route other than the lab's is only pointed at when the layer is wrong
+        if "trace" in first:
+            v.visuals["view"] = trace_view(first["trace"].get("value"), TRACE_SIZE, wrong=not v.passed())
+
+
+def judge_multi_checks(v, outputs, inputs, jctx, judge_case):
+    cases = outputs["cases"]
+    seed, size = inputs["multi"][0], MULTI_SIZES[0]
+    first = cases[0]
     if "constructor" in first:
         judge_constructor(v, first["constructor"], size)
     judge_case(v, first, seed, size)
