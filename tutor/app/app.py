@@ -59,6 +59,10 @@ class TutorApp(App):
     CSS_PATH = "tutor.tcss"
     TITLE = "attn-tutor"
     ENABLE_COMMAND_PALETTE = False  # its texts are English only
+    # Classes on the screen by its size, for the layout in tutor.tcss.
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (72, "-normal"), (100, "-wide"), (120, "-xwide")]
+    VERTICAL_BREAKPOINTS = [(0, "-short"), (36, "-tall")]
+
     BINDINGS = [
         Binding("n", "step(1)", id="next", show=False),
         Binding("p", "step(-1)", id="prev", show=False),
@@ -136,6 +140,14 @@ class TutorApp(App):
     # ------------------------------------------------------------------ layout
 
     def compose(self) -> ComposeResult:
+        # Textual sets the breakpoint classes on the first resize, after the first layout: set
+        # them now, so that the lesson text is laid out once, at its final width.
+        width, height = self.size
+        self.screen.update_classes({
+            name: name in self.screen._get_breakpoint_classes(width, self.HORIZONTAL_BREAKPOINTS)
+            | self.screen._get_breakpoint_classes(height, self.VERTICAL_BREAKPOINTS)
+            for _, name in self.HORIZONTAL_BREAKPOINTS + self.VERTICAL_BREAKPOINTS
+        }, animate=False)
         yield Static(id="title")
         with Horizontal(id="body"):
             with Vertical(id="side"):
