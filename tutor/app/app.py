@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import gc
 import os
-import shlex
 import signal
 import threading
 import time
@@ -20,7 +19,7 @@ from pathlib import Path
 from rich.console import Group
 from rich.text import Text
 from textual import on, work
-from textual.app import App, ComposeResult
+from textual.app import App, ComposeResult, SuspendNotSupported
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
@@ -751,10 +750,18 @@ class TutorApp(App):
         if not editor:
             self.notify(t("ui.no_editor", self.lang, path=self.path), timeout=5)
             return
+        from ..editor import editor_command, function_line
+
         try:
+            source = self.path.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            source = ""
+        line = function_line(source, self.step.functions)
+        try:
+            command = editor_command(editor, self.path, line)
             with self.suspend():
-                subprocess.call([*shlex.split(editor), str(self.path)])
-        except (OSError, ValueError) as exc:
+                subprocess.call(command)
+        except (OSError, ValueError, SuspendNotSupported) as exc:
             self.notify(t("ui.editor_failed", self.lang, editor=editor, error=exc), severity="error")
             return
         self.rerun_from_disk()
