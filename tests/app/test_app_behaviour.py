@@ -62,6 +62,25 @@ async def settle(pilot) -> None:
 # ---------------------------------------------------------------------------- navigation
 
 
+async def test_on_launch_the_arrows_scroll_the_text_and_tab_moves_the_focus(make_app):
+    app, results = make_app("lm3-l3")
+    async with app.run_test(size=SIZE) as pilot:
+        app.apply_results(results)
+        await settle(pilot)
+        doc = app.query_one("#doc-scroll")
+        assert app.focused is doc
+        await pilot.press("down", "down", "pagedown")
+        await settle(pilot)
+        assert doc.scroll_y > 0 and app.step.id == "single-head"  # the text moved, not the step
+        await pilot.press("tab")
+        assert app.focused is app.query_one("#results")
+        await pilot.press("tab")
+        assert app.focused is app.query_one("#steps")
+        await pilot.press("down")
+        await settle(pilot)
+        assert app.step.id == "leakage"  # focused, the list follows the arrows
+
+
 @pytest.mark.parametrize("lesson", ["lm3-l3", "lab-02"])
 async def test_n_and_p_walk_the_steps_and_stop_at_the_ends(make_app, lesson):
     app, results = make_app(lesson)

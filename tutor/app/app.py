@@ -167,7 +167,9 @@ class TutorApp(App):
             watcher = FileWatcher(self.path, poll=self.poll)
             self.watch_state = watcher.mode  # on the first screen already
         self.refresh_all()
-        self.query_one("#steps", StepList).focus()
+        # The text has the focus: the arrows and PageUp/PageDown scroll what the learner reads;
+        # the step list moves with n/p, or with the arrows once Tab has focused it.
+        self.query_one("#doc-scroll").focus()
         self.set_interval(0.1, self.tick)
         self.call_after_refresh(trace, "first_screen")
         self.call_after_refresh(self.resume_gc)
