@@ -79,6 +79,7 @@ class TutorApp(App):
         Binding("m", "model_answers", id="model-answers", show=False),
         Binding("R", "reset", id="reset", show=False),
         Binding("x", "exercise_variant", id="exercise-variant", show=False),
+        Binding("s", "solution", id="solution", show=False),
         Binding("question_mark", "help", id="help", show=False),
         Binding("q", "quit", id="quit", show=False),
         Binding("ctrl+c", "quit", id="quit-ctrl-c", show=False, priority=True),
@@ -212,6 +213,15 @@ class TutorApp(App):
     def step(self):
         return self.lesson.steps[self.step_index]
 
+    def after_pass(self, step) -> str:
+        """What comes after this step has passed: the next step, or the end of the lab; and
+        the reference solution to compare with."""
+        steps = self.lesson.steps
+        index = steps.index(step)
+        if index + 1 < len(steps):
+            return t("ui.after_pass_next", self.lang, title=steps[index + 1].title[self.lang])
+        return t("ui.after_pass_last", self.lang)
+
     def status_of(self, step_id: str) -> str:
         if step_id in self.running:
             return "running"
@@ -304,7 +314,11 @@ class TutorApp(App):
         for s in self.lesson.steps:
             status = self.status_of(s.id)
             if not s.checked:
-                marks[s.id] = Text("·", style="dim")
+                # An experiment's run shows how it went on the learner's code (dim: it does not
+                # count towards progress); · until it has run.
+                shown = self.results.get(s.id)
+                marks[s.id] = Text("·", style="dim") if shown is None else \
+                    Text(status_mark(shown.status).plain, style="dim " + str(status_mark(shown.status).style))
             elif status == "running" and time.monotonic() - self.run_started > SPINNER_AFTER:
                 marks[s.id] = Text(SPINNER[self.spin % len(SPINNER)], style="yellow")
             elif status == "running":
@@ -375,7 +389,8 @@ class TutorApp(App):
         self.shown["#results"] = signature
         hints = hints_block(step.hints.get(lang, ()), self.hints_shown.get(step.id, 0), lang)
         if step.checked:
-            content = step_results(self.results.get(step.id), lang, running=running, hints=hints)
+            content = step_results(self.results.get(step.id), lang, running=running, hints=hints,
+                                   after_pass=self.after_pass(step))
         else:
             content = Group(*(x for x in (Wrapped(t("ui.not_checked", lang), style="dim"), hints) if x is not None))
         self.show_in("#results", content, key=signature)
@@ -738,6 +753,25 @@ class TutorApp(App):
         if self.step.id == "exercises":
             self.exercise_variant = "shuffled_q" if self.exercise_variant == "scaled_q" else "scaled_q"
             self.render_main()
+
+    def action_solution(self) -> None:
+        """The reference's code of this step beside the learner's, once the step has passed."""
+        from ..solution import solution_diff, step_solution
+        from .solution import SolutionScreen
+
+        step = self.step
+        if not step.functions:
+            return
+        if self.status_of(step.id) != "pass":
+            self.notify(t("ui.solution_locked", self.lang), timeout=4)
+            return
+        try:
+            mine = self.path.read_text(encoding="utf-8", errors="replace")
+            reference = step_solution(self.lesson, step.id)
+        except OSError:
+            return
+        self.push_screen(SolutionScreen(self.lang, step.title[self.lang], solution_diff(mine, self.lesson, step.id),
+                                        reference))
 
     def action_help(self) -> None:
         from .help import HelpScreen
