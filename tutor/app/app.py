@@ -406,6 +406,9 @@ class TutorApp(App):
         failure = panel.anchor_lines("failure")
         y = max(0, failure[0] - 1) if failure else 0
         hint = panel.anchor_lines("hint")
+        result = self.results.get(self.step.id)
+        if result is not None and result.status == "pass":
+            hint = None  # passed: what to act on is the line that says what next, at the top
         if hint is not None:
             first, last = hint
             y = max(y, min(last - panel.scrollable_content_region.height + 1, first))
