@@ -598,3 +598,32 @@ async def test_an_experiment_shows_in_the_step_list_how_its_run_went(make_app):
         app.apply_results(results)
         await settle(pilot)
         assert steps.render_line(memory).text.strip().startswith("✓")
+
+
+async def test_L_switches_the_lesson_and_keeps_the_worker_for_the_next(make_app, workspace):
+    from tutor.app.lessons import LessonScreen
+
+    app, results = make_app("lm3-l3")
+    async with app.run_test(size=SIZE) as pilot:
+        app.apply_results(results)
+        await pilot.press("L")
+        await settle(pilot)
+        assert isinstance(app.screen, LessonScreen)
+        text = "\n".join(str(o.prompt) for o in app.screen.query_one("#lessons-list").options)
+        assert "lm3-l3 · 4/4 passed" in text and "lab-02 · 0/4 passed" in text
+        await pilot.press("down", "enter")
+        await settle(pilot)
+    assert app.switch_to == "lab-02"
+    assert Store(workspace).load()["lesson"] == "lm3-l3"  # its progress saved before it went
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+async def test_the_command_palette_speaks_the_learners_language(make_app, lang):
+    app, _ = make_app("lm3-l3", lang=lang)
+    async with app.run_test(size=SIZE) as pilot:
+        commands = [c.title for c in app.get_system_commands(app.screen)]
+        assert commands[0] == t("ui.command_lesson", lang, title=get_lesson("lab-02").title[lang])
+        assert t("ui.key_quit", lang) in commands
+        await pilot.press("ctrl+p")
+        await settle(pilot)
+        assert t("ui.command_search", lang) in screen_shot_text(app)
