@@ -355,13 +355,18 @@ async def test_the_gc_paused_for_the_start_up_is_back_after_the_first_screen(mak
 # ---------------------------------------------------------------------------- reflection answers
 
 
-def edit_in_the_file(path, index: int, new: str) -> None:
+def edit_in_the_file(path, index: int, new: str, step: str = "reflect") -> None:
     """The learner's editor: the text between one pair of markers replaced, the file saved."""
     text = path.read_text("utf-8")
-    found = re.search(rf"<!-- answer {index} -->\n(.*?)\n?<!-- /answer {index} -->", text, re.S)
-    assert found, f"no markers for answer {index} in {path}"
-    path.write_text(text[:found.start()] + f"<!-- answer {index} -->\n{new}\n<!-- /answer {index} -->"
+    found = re.search(rf"<!-- answer {step} {index} -->\n(.*?)\n?<!-- /answer {step} {index} -->", text, re.S)
+    assert found, f"no markers for answer {step} {index} in {path}"
+    path.write_text(text[:found.start()] + f"<!-- answer {step} {index} -->\n{new}\n<!-- /answer {step} {index} -->"
                     + text[found.end():], "utf-8")
+
+
+def answers_of(app, step: str = "reflect") -> dict:
+    """The answers file's answers to one step's questions, as the store reads them."""
+    return app.store.read_answers(app.answer_sheet()).get(step, {})
 
 
 async def write_in_the_box(pilot, n: str, text: str, *, before_closing=None) -> str:
@@ -394,7 +399,7 @@ async def test_an_answer_written_in_the_file_is_never_overwritten(make_app, work
     async with app.run_test(size=SIZE) as pilot:
         app.apply_results(results)
         await write_in_the_box(pilot, "1", "Scale keeps the softmax soft.")
-        assert app.store.read_answers("lm3-l3") == {0: "Scale keeps the softmax soft."}
+        assert answers_of(app) == {0: "Scale keeps the softmax soft."}
         edit_in_the_file(path, 1, "The mask hides the future. (typed in my editor)")
         # The step shows it without a key (the file is read again every ANSWERS_EVERY s)...
         for _ in range(40):
@@ -404,14 +409,14 @@ async def test_an_answer_written_in_the_file_is_never_overwritten(make_app, work
         assert "typed in my editor" in doc_text(app)
         # ...and answer 1 written again in the app leaves it where it is.
         await write_in_the_box(pilot, "1", " Edited in the app.")
-        assert app.store.read_answers("lm3-l3") == {
+        assert answers_of(app) == {
             0: "Scale keeps the softmax soft. Edited in the app.",
             1: "The mask hides the future. (typed in my editor)"}
-        assert app.answers == app.store.read_answers("lm3-l3")
+        assert app.answers["reflect"] == answers_of(app)
         # The box opens on what the file says, even when the change is a moment old.
         edit_in_the_file(path, 1, "Rewritten in the editor.")
         assert await write_in_the_box(pilot, "2", "") == "Rewritten in the editor."
-        assert app.store.read_answers("lm3-l3")[1] == "Rewritten in the editor."
+        assert answers_of(app)[1] == "Rewritten in the editor."
         assert "Rewritten in the editor." in doc_text(app)
 
 
@@ -424,10 +429,10 @@ async def test_an_answer_changed_in_the_file_and_the_box_at_once_keeps_both(make
         await write_in_the_box(pilot, "3", "Heads look at different things.")
         await write_in_the_box(pilot, "3", " (app)",
                                before_closing=lambda: edit_in_the_file(path, 2, "Several subspaces. (file)"))
-        answer = app.store.read_answers("lm3-l3")[2]
+        answer = answers_of(app)[2]
         assert answer == t("ui.answer_both", lang, file="Several subspaces. (file)",
                            app="Heads look at different things. (app)")
-        assert app.answers[2] == answer
+        assert app.answers["reflect"][2] == answer
         assert any(t("ui.answer_kept_both", lang, n=3, path=path.name) in str(n.message) for n in app._notifications)
         # Opened again, the box holds both versions, to be made one.
         assert await write_in_the_box(pilot, "3", "") == answer
@@ -439,12 +444,12 @@ async def test_an_answer_that_could_not_be_saved_is_offered_again(make_app, work
         app.apply_results(results)
         (workspace / "lm3-l3-answers.md").mkdir()  # a folder in its place: the write fails
         await write_in_the_box(pilot, "1", "Not lost.")
-        assert app.answers[0] == "Not lost."
+        assert app.answers["reflect"][0] == "Not lost."
         await pilot.pause(1.2)  # the file is read again meanwhile: the unsaved answer stays on screen
         assert "Not lost." in doc_text(app)
         (workspace / "lm3-l3-answers.md").rmdir()
         assert await write_in_the_box(pilot, "1", " Saved now.") == "Not lost."
-        assert app.store.read_answers("lm3-l3") == {0: "Not lost. Saved now."}
+        assert answers_of(app) == {0: "Not lost. Saved now."}
 
 
 # ---------------------------------------------------------------------------- the results panel's scroll
