@@ -508,3 +508,113 @@ async def test_h_shows_the_new_hint_and_keeps_the_failure_in_view(make_app):
 def screen_shot_text(app) -> str:
     svg = app.export_screenshot()
     return "".join(html.unescape(m) for m in re.findall(r"<text[^>]*>([^<]*)</text>", svg)).replace("\xa0", " ")
+
+
+# ---------------------------------------------------------------------------- a step's own keys (lesson.toml)
+
+
+async def wait_for(pilot, done, seconds: float = 30.0) -> None:
+    for _ in range(int(seconds / 0.05)):
+        if done():
+            return
+        await pilot.pause(0.05)
+    assert done(), "timed out"
+
+
+async def test_settings_keys_rerun_the_step_with_the_new_settings_in_the_real_worker(workspace):
+    """Issue #14: the memory step's keys come from lesson.toml; a key changes the setting, the step
+    runs again with it (ctx.params), the last table stays on screen, marked "updating…", until
+    the new one comes; the setting is remembered for the next start."""
+    from tutor.app.app import TutorApp
+
+    lesson = get_lesson("lm3-l3")
+    path = workspace / lesson.file_name
+    path.write_text((get_lesson("lm3-l3").reference_path).read_text("utf-8"), "utf-8")
+    app = TutorApp(lesson=lesson, path=path, created=False, step_id="memory", lang="en", store=Store(workspace))
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: "memory" in app.views and not app.running)
+        assert "Keys: 1 heads: 12" in doc_text(app) and re.search(r"1024 +12,582,912", doc_text(app))
+        await pilot.press("1")
+        assert app.settings["memory"]["heads"] == 16
+        assert "memory" in app.running and re.search(r"1024 +12,582,912", doc_text(app))  # the old table, kept meanwhile
+        assert "Keys: 1 heads: 16" in doc_text(app)
+        await wait_for(pilot, lambda: app.updating())
+        await pilot.pause(0.15)
+        assert t("ui.updating", "en") in doc_text(app)
+        await wait_for(pilot, lambda: "memory" not in app.running)
+        await settle(pilot)
+        shown = doc_text(app)
+        assert re.search(r"1024 +16,777,216", shown) and not re.search(r"1024 +12,582,912", shown)  # 16 heads · 1024²
+        assert "16 heads, batch 1, float32" in shown and t("ui.updating", "en") not in shown
+        for key in "234":
+            await pilot.press(key)
+        await wait_for(pilot, lambda: not app.running)
+        await settle(pilot)
+        assert app.settings["memory"] == {"heads": 16, "batch": 2, "dtype": "bfloat16", "range": [128, 2048]}
+        assert "2048" in doc_text(app) and "bfloat16" in doc_text(app)
+    saved = Store(workspace).load()["lessons"]["lm3-l3"]["settings"]["memory"]
+    assert saved == {"heads": 16, "batch": 2, "dtype": "bfloat16", "range": [128, 2048]}
+    again = TutorApp(lesson=lesson, path=path, created=False, step_id="memory", lang="en", store=Store(workspace),
+                     start_worker=False)
+    assert again.settings["memory"]["heads"] == 16
+
+
+async def test_x_is_the_exercises_setting_and_questions_keys_are_the_steps_own(make_app):
+    app, results = make_app("lab-02", step_id="exercises")
+    async with app.run_test(size=SIZE) as pilot:
+        app.apply_results(results)
+        await settle(pilot)
+        assert "x change: head 0's Q × 4" in doc_text(app)
+        await pilot.press("x")
+        assert app.settings["exercises"] == {"variant": "shuffled_q"}
+        assert "x change: head 0's Q rows shuffled" in doc_text(app)
+        await pilot.press("p")  # the heatmap step has neither settings nor questions: x and 1 do nothing
+        await pilot.press("x", "1")
+        await settle(pilot)
+        assert app.settings["exercises"] == {"variant": "shuffled_q"} and len(app.screen_stack) == 1
+
+
+async def test_the_exercises_questions_can_be_answered(make_app, workspace):
+    """Issue #15 bug 3: lab-02's exercises step has questions in lesson.toml: they are shown, 1–3
+    open their boxes, the answers go to the lesson's answers file, m shows the model answers."""
+    app, results = make_app("lab-02", step_id="exercises")
+    lesson = get_lesson("lab-02")
+    questions, models = lesson.step("exercises").questions["en"], lesson.step("exercises").answers["en"]
+    async with app.run_test(size=SIZE) as pilot:
+        app.apply_results(results)
+        await settle(pilot)
+        shown = doc_text(app)
+        assert "1–3 write an answer" in shown and "attn-lab/lab-02-answers.md" in shown
+        assert "Remove the 1/√d_k scale" in shown and "Change the Q of one head only" in shown
+        await write_in_the_box(pilot, "2", "Row 0 sees nothing: 0/0.")
+        path = workspace / "lab-02-answers.md"
+        assert "<!-- answer exercises 1 -->\nRow 0 sees nothing: 0/0.\n" in path.read_text("utf-8")
+        assert answers_of(app, "exercises") == {1: "Row 0 sees nothing: 0/0."}
+        assert models[1][:40] not in doc_text(app)
+        await pilot.press("m")
+        await settle(pilot)
+        plain = lambda text: " ".join(text.replace("`", "").split())  # noqa: E731
+        assert plain(models[1])[:60] in plain(doc_text(app))
+        assert plain(models[0])[:30] not in plain(doc_text(app))  # question 1 is not answered: no model answer yet
+    assert questions[1].split()[0] in path.read_text("utf-8")
+
+
+async def test_question_4s_numbers_only_after_it_is_answered_or_m(make_app):
+    """Issue #15 bug 4: the reflect step's numbers (head_dim 64, 1,769,472 parameters) are question
+    4's answer: not on screen before it is answered or `m` is pressed."""
+    app, results = make_app("lm3-l3", step_id="reflect")
+    async with app.run_test(size=SIZE) as pilot:
+        app.apply_results(results)
+        await settle(pilot)
+        assert "1,769,472" not in doc_text(app)
+        assert "once you have, m shows the model answer" in " ".join(doc_text(app).split())
+        await write_in_the_box(pilot, "1", "Before: it renormalises.")
+        assert "1,769,472" not in doc_text(app)  # another question answered: still hidden
+        await pilot.press("m")
+        await settle(pilot)
+        assert "1,769,472" in doc_text(app) and "head_dim = 64" in doc_text(app)
+        await pilot.press("m")
+        await settle(pilot)
+        assert "1,769,472" not in doc_text(app)
+        await write_in_the_box(pilot, "4", "64, and 3·768·768.")
+        assert "1,769,472" in doc_text(app)
