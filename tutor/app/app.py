@@ -570,7 +570,7 @@ class TutorApp(App):
             self.new_verdict = False
             self.show_first_failure()
         self.render_fileinfo()
-        if self.show_weights or not self.step.checked:
+        if self.show_weights or not self.step.checked or self.step.id in self.views:  # a checked step may have a view too
             self.render_main()
         if not self.running:
             self.call_after_refresh(self.remember, wait=False)  # after the paint, and not in the way of the next
