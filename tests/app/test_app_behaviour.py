@@ -607,7 +607,7 @@ async def test_question_4s_numbers_only_after_it_is_answered_or_m(make_app):
         app.apply_results(results)
         await settle(pilot)
         assert "1,769,472" not in doc_text(app)
-        assert "once you have, m shows the model answer" in " ".join(doc_text(app).split())
+        assert "once you have, press m for the model answer" in " ".join(doc_text(app).split())
         await write_in_the_box(pilot, "1", "Before: it renormalises.")
         assert "1,769,472" not in doc_text(app)  # another question answered: still hidden
         await pilot.press("m")

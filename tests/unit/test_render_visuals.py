@@ -85,7 +85,7 @@ def test_the_questions_say_truly_when_the_model_answer_appears():
     q = Questions(("Why?",), {}, ("Because.",), False, "attn-lab/l-answers.md")
     text = "\n".join(lines(draw_questions(q, Context("en")), width=100))
     assert "1 write an answer" in text and "attn-lab/l-answers.md" in text
-    assert "Press 1 to write your answer; once you have, m shows the model answer." in text
+    assert "Press 1 to write your answer; once you have, press m for the model answer." in text
     answered = Questions(("Why?",), {0: "Mine."}, ("Because.",), True, "f.md")
     assert "Because." in "\n".join(lines(draw_questions(answered, Context("en"))))
 
