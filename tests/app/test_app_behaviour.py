@@ -618,3 +618,24 @@ async def test_question_4s_numbers_only_after_it_is_answered_or_m(make_app):
         assert "1,769,472" not in doc_text(app)
         await write_in_the_box(pilot, "4", "64, and 3·768·768.")
         assert "1,769,472" in doc_text(app)
+
+
+async def test_an_answers_file_from_before_the_sections_is_read_and_nothing_in_it_is_lost(make_app, workspace):
+    """An attn-lab/lm3-l3-answers.md written by the version before answers had a section per step
+    (markers `<!-- answer N -->`): its answers show on the reflect step, and answering another
+    question keeps them, byte for byte outside the new answer."""
+    old = ("# lm3-l3: reflection answers\n\n<!-- Written by attn-tutor. Edit answers between the markers. -->\n"
+           "\n## Question 1\n\n> Why must the causal mask be applied before the softmax, not after it?\n\n"
+           "<!-- answer 0 -->\nThe old answer, kept.\n<!-- /answer 0 -->\n"
+           "\n## Question 2\n\n> You double the context length.\n\n<!-- answer 1 -->\n\n<!-- /answer 1 -->\n")
+    path = workspace / "lm3-l3-answers.md"
+    path.write_text(old, "utf-8")
+    app, results = make_app("lm3-l3", step_id="reflect")
+    async with app.run_test(size=SIZE) as pilot:
+        app.apply_results(results)
+        await settle(pilot)
+        assert "The old answer, kept." in doc_text(app)
+        assert await write_in_the_box(pilot, "1", "") == "The old answer, kept."
+        await write_in_the_box(pilot, "3", "transpose only swaps strides.")
+    assert answers_of(app) == {0: "The old answer, kept.", 2: "transpose only swaps strides."}
+    assert path.read_text("utf-8").startswith(old)
