@@ -17,10 +17,11 @@ import torch
 import torch.nn.functional as F
 
 from tutor.kit import (
-    StepSpec, bar, declared_settings, heading, heatmap, keys, note, row, table, waiting, changed_input, clone_args, close, describe, differ_explanation, discarded_call, first_nonfinite,
-    front_dims, judge_other_sizes, judged, likely_for_value, literal_explanation, matching_mistake, max_error,
-    msg, nest_likely, no_kernel, of_the_inputs, require_pair, require_ran, require_tensor, round_matrix,
-    shape_str, squeeze_explanation, state_explanation,
+    StepSpec, bar, changed_input, clone_args, close, declared_settings, describe, differ_explanation,
+    discarded_call, first_nonfinite, front_dims, heading, heatmap, judge_other_sizes, judged, keys,
+    likely_for_value, literal_explanation, matching_mistake, max_error, msg, nest_likely, no_kernel, note,
+    of_the_inputs, require_pair, require_ran, require_tensor, round_matrix, row, shape_str, squeeze_explanation,
+    state_explanation, table, waiting,
 )
 
 # q, k, v shapes: the seed's, then others (a 3-D batch, one token, long and wide).

@@ -536,7 +536,8 @@ async def test_settings_keys_rerun_the_step_with_the_new_settings_in_the_real_wo
         assert "Keys: 1 heads: 12" in doc_text(app) and re.search(r"1024 +12,582,912", doc_text(app))
         await pilot.press("1")
         assert app.settings["memory"]["heads"] == 16
-        assert "memory" in app.running and re.search(r"1024 +12,582,912", doc_text(app))  # the old table, kept meanwhile
+        # The old table stays on screen meanwhile.
+        assert "memory" in app.running and re.search(r"1024 +12,582,912", doc_text(app))
         assert "Keys: 1 heads: 16" in doc_text(app)
         await wait_for(pilot, lambda: app.updating())
         await pilot.pause(0.15)
