@@ -81,6 +81,7 @@ def schema_problems(data: dict) -> list[Line]:
     if not need(data, "steps", list, "lesson.toml"):
         return bad
     seen: set[str] = set()
+    ids = {raw.get("id") for raw in data["steps"] if isinstance(raw, dict)}
     for i, raw in enumerate(data["steps"]):
         where = f"steps[{i}]"
         if not isinstance(raw, dict):
@@ -103,6 +104,62 @@ def schema_problems(data: dict) -> list[Line]:
                                                                   "type": "list of strings"}))
         if raw.get("kind") == "checked" and need(raw, "functions", list, where) and not raw["functions"]:
             bad.append(Line(False, "dev.field_missing", {"field": "functions", "where": where}))
+        if "weights_from" in raw and need(raw, "weights_from", str, where) and raw["weights_from"] not in ids:
+            bad.append(Line(False, "dev.weights_from", {"where": where, "step": raw["weights_from"]}))
+        if "settings" in raw and need(raw, "settings", list, where):
+            bad += setting_problems(raw, where)
+    if "answers" in data and need(data, "answers", dict, "lesson.toml") and "file" in data["answers"]:
+        name = data["answers"]["file"]
+        if not isinstance(name, str) or not name.endswith(".md") or "/" in name or name.startswith("."):
+            bad.append(Line(False, "dev.field_type", {"field": "answers.file", "where": "lesson.toml",
+                                                      "type": "a file name ending in .md"}))
+    return bad
+
+
+# The app's own keys: a step's setting may not take one (nor a question's number, on its step).
+APP_KEYS = frozenset("n p r e h l w b d m R q ? s L".split())  # the app's own keys: a step's may not take them
+
+
+def setting_problems(raw: dict, where: str) -> list[Line]:
+    """[[steps.settings]]: id, key, values (ints, strings or arrays), a default among them, a
+    label in every language; keys unique on the step, none the app's, none a question's."""
+    bad: list[Line] = []
+    questions = max((len(v) for v in raw.get("questions", {}).values() if isinstance(v, list)), default=0)
+    taken: dict[str, str] = {str(i + 1): "question" for i in range(questions)}
+    for i, setting in enumerate(raw["settings"]):
+        at = f"{where}.settings[{i}]"
+        if not isinstance(setting, dict):
+            bad.append(Line(False, "dev.field_type", {"field": "settings", "where": at, "type": "table"}))
+            continue
+        for name, kind in (("id", str), ("key", str), ("values", list)):
+            if name not in setting:
+                bad.append(Line(False, "dev.field_missing", {"field": name, "where": at}))
+            elif not isinstance(setting[name], kind):
+                bad.append(Line(False, "dev.field_type", {"field": name, "where": at, "type": kind.__name__}))
+        values = setting.get("values")
+        if isinstance(values, list):
+            if not values or not all(isinstance(v, (int, str, list)) and not isinstance(v, bool) for v in values):
+                bad.append(Line(False, "dev.field_type", {"field": "values", "where": at,
+                                                          "type": "a non-empty list of ints, strings or arrays"}))
+            elif "default" in setting and setting["default"] not in values:
+                bad.append(Line(False, "dev.setting_default", {"where": at}))
+        if "label" not in setting:
+            bad.append(Line(False, "dev.field_missing", {"field": "label", "where": at}))
+        elif not isinstance(setting["label"], dict) or any(not setting["label"].get(lang) for lang in LANGS):
+            bad.append(Line(False, "dev.lang_missing", {"field": "label", "where": at,
+                                                        "lang": "/".join(LANGS)}))
+        names = setting.get("names", {})
+        if names and (not isinstance(names, dict) or any(
+                not isinstance(names.get(lang), list) or len(names[lang]) != len(values or []) for lang in LANGS)):
+            bad.append(Line(False, "dev.field_type", {"field": "names", "where": at,
+                                                      "type": "one name per value in every language"}))
+        key = setting.get("key")
+        if isinstance(key, str):
+            if len(key) != 1 or key in APP_KEYS:
+                bad.append(Line(False, "dev.setting_key", {"where": at, "key": key}))
+            elif key in taken:
+                bad.append(Line(False, "dev.key_collision", {"where": at, "key": key, "other": taken[key]}))
+            taken[key] = f"setting {setting.get('id')}"
     return bad
 
 

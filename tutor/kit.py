@@ -8,19 +8,23 @@ probe runs in the child beside the learner's code, its judge in the judge proces
   the pristine inputs and a JudgeContext (source, kernels seen).
 - Verdicts: v.expect / v.require (a check id, a condition, a message key and its parameters);
   msg() for nested messages; Stop ends a judge early.
+- Settings: declared_settings(__file__, step) gives lesson.toml's defaults for ctx.params.
 - Generic helpers: sizes (judge_other_sizes, size_explanation, literal_explanation, ...),
   values (close, max_error, first_nonfinite, describe, shape_str, require_tensor, require_pair),
   inputs unchanged (clone_args, changed_input), kernel traps (no_kernel, graph_kernels),
   mistake matching (matching_mistake, likely_for_value, nest_likely), dropout that is the
   same for any correct code (fixed_dropout).
 - Visuals: the vocabulary in tutor.visuals (heading, note, table, bar, heatmap, row, waiting,
-  weights), which the UI draws without knowing the lesson.
+  keys, after_answer, weights), which the UI draws without knowing the lesson.
 
 docs/writing-a-lesson.md is the guide. The engine's modules behind these names may move; this
 list is the contract (tests/unit/test_import_contracts.py holds lessons to it).
 """
 
+from pathlib import Path
+
 from . import visuals
+from .lesson import load_lesson
 from .runner import fixed_dropout
 from .runner.judge_kit import (
     KERNEL_FRAGMENTS, Stop, Verdict, changed_input, close, describe, differ_explanation, discarded_call,
@@ -31,13 +35,21 @@ from .runner.judge_kit import (
 )
 from .runner.probe_kit import ProbeContext, clone_args, graph_kernels
 from .runner.spec import JudgeContext, StepSpec
-from .visuals import bar, heading, heatmap, note, row, table, waiting, weights
+from .visuals import after_answer, bar, heading, heatmap, keys, note, row, table, waiting, weights
+
+
+
+def declared_settings(checks_file: str, step_id: str) -> dict:
+    """A step's settings as lesson.toml declares their defaults ({id: default}): what a probe
+    gets when no one chose (attn-tutor check); the app sends the learner's current ones."""
+    return load_lesson(Path(checks_file).resolve().parent).step(step_id).default_settings()
+
 
 __all__ = [
     "KERNEL_FRAGMENTS", "JudgeContext", "ProbeContext", "StepSpec", "Stop", "Verdict",
-    "bar", "changed_input", "clone_args", "close", "describe", "differ_explanation", "discarded_call",
+    "after_answer", "bar", "changed_input", "clone_args", "close", "declared_settings", "describe", "differ_explanation", "discarded_call",
     "failure_params", "first_nonfinite", "fixed_dropout", "front_dims", "graph_kernels", "heading", "heatmap",
-    "judge_other_sizes", "judged", "kept_state", "last_dim_of", "likely_for_value", "literal_explanation",
+    "judge_other_sizes", "judged", "keys", "kept_state", "last_dim_of", "likely_for_value", "literal_explanation",
     "matching_mistake", "max_error", "msg", "nest_likely", "no_kernel", "note", "of_the_inputs",
     "require_pair", "require_ran", "require_tensor", "round_matrix", "row", "shape_str", "size_explanation",
     "size_literals", "squeeze_explanation", "squeezes", "state_explanation", "table", "visuals", "waiting",

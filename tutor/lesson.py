@@ -23,6 +23,39 @@ STEP_KINDS = ("checked", "experiment", "reflect")
 
 
 @dataclass(frozen=True)
+class Setting:
+    """One setting of a step's run, cycled by its key in the app ([[steps.settings]]): the probe
+    reads the current value as ctx.params[id]."""
+
+    id: str
+    key: str  # the key that moves it to the next value
+    values: tuple  # ints, strings, or lists (a range such as [64, 1024]) as lesson.toml has them
+    default: object
+    label: dict[str, str]  # per language
+    names: dict[str, tuple[str, ...]] = field(default_factory=dict)  # per language, one per value (optional)
+
+    def next(self, value):
+        """The value after `value` (the default's successor if value is not one of them)."""
+        values = list(self.values)
+        start = values.index(value) if value in values else values.index(self.default)
+        return values[(start + 1) % len(values)]
+
+    def shown(self, value, lang: str) -> str:
+        """How the value reads in the settings line: its name, or the value (a range as a–b)."""
+        names = self.names.get(lang, ())
+        if value in self.values and list(self.values).index(value) < len(names):
+            return names[list(self.values).index(value)]
+        if isinstance(value, (list, tuple)):
+            return "–".join(str(v) for v in value)
+        return str(value)
+
+
+def _plain(value):
+    """A TOML value as it crosses to the probe (JSON): arrays as lists."""
+    return [_plain(v) for v in value] if isinstance(value, (list, tuple)) else value
+
+
+@dataclass(frozen=True)
 class Step:
     id: str
     kind: str
@@ -31,10 +64,30 @@ class Step:
     questions: dict[str, tuple[str, ...]] = field(default_factory=dict)
     answers: dict[str, tuple[str, ...]] = field(default_factory=dict)
     functions: tuple[str, ...] = ()  # the learner's top-level names this step is about
+    settings: tuple[Setting, ...] = ()
+    # The step whose result's visuals["heatmaps"] the weights panel (`w`) draws, as lesson.toml
+    # names it (weights_from = "output"; its own id for a step that draws its own). Without it,
+    # the panel draws whatever heatmaps the step's own results carry.
+    weights_declared: str = ""
+
+    @property
+    def weights_from(self) -> str:
+        return self.weights_declared or self.id
 
     @property
     def checked(self) -> bool:
         return self.kind == "checked"
+
+    def default_settings(self) -> dict:
+        return {s.id: _plain(s.default) for s in self.settings}
+
+    def setting_for_key(self, key: str) -> Setting | None:
+        return next((s for s in self.settings if s.key == key), None)
+
+    def question_keys(self) -> tuple[str, ...]:
+        """The key of each question: 1, 2, ... (dev check reports a setting on one of them)."""
+        n = max((len(v) for v in self.questions.values()), default=0)
+        return tuple(str(i + 1) for i in range(n))
 
 
 @dataclass(frozen=True)
@@ -44,6 +97,11 @@ class Lesson:
     file_name: str  # the learner's file, under the workspace folder
     folder: Path
     steps: tuple[Step, ...]
+    answers_name: str = ""  # the answers file's name in the workspace ([answers] file)
+
+    @property
+    def answers_file(self) -> str:
+        return self.answers_name or f"{self.id}-answers.md"
 
     @property
     def checked_steps(self) -> tuple[Step, ...]:
@@ -118,6 +176,8 @@ def load_lesson(folder: Path) -> Lesson:
                 questions={k: tuple(v) for k, v in _per_lang(raw, "questions", where).items()},
                 answers={k: tuple(v) for k, v in _per_lang(raw, "answers", where).items()},
                 functions=tuple(raw.get("functions", ())),
+                settings=tuple(_setting(s, where) for s in raw.get("settings", ())),
+                weights_declared=str(raw.get("weights_from", "")),
             )
         )
     return Lesson(
@@ -126,7 +186,18 @@ def load_lesson(folder: Path) -> Lesson:
         file_name=data["file"],
         folder=folder,
         steps=tuple(steps),
+        answers_name=str(data.get("answers", {}).get("file", "")),
     )
+
+
+def _setting(raw: dict, where: str) -> Setting:
+    values = tuple(_plain(v) for v in raw["values"])
+    default = _plain(raw.get("default", values[0] if values else None))
+    if default not in values:
+        raise ValueError(f"{where}: setting {raw.get('id')!r} has a default that is not one of its values")
+    return Setting(id=raw["id"], key=str(raw["key"]), values=values, default=default,
+                   label=dict(_per_lang(raw, "label", where)),
+                   names={k: tuple(v) for k, v in _per_lang(raw, "names", where).items()})
 
 
 def extra_dirs(environ=os.environ) -> tuple[Path, ...]:

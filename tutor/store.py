@@ -1,4 +1,4 @@
-"""Progress and reflection answers, kept in the workspace and never lost.
+"""Progress and answers, kept in the workspace and never lost.
 
 State lives in attn-lab/.attn-tutor/state.json:
     {"version": 1, "lang": "en"|"zh"|None, "lesson": id|None,
@@ -10,8 +10,10 @@ State lives in attn-lab/.attn-tutor/state.json:
   workspace do not drop each other's changes.
 - A corrupt or unreadable state file is moved aside, not overwritten, and the
   app is told (self.notice) so it can say where the old file went.
-- The reflection answers are a Markdown file the learner may edit too: the app
-  saves one answer at a time into the file as it is on disk (save_answer).
+- The answers to a lesson's questions are one Markdown file per lesson, a section per step
+  with questions, that the learner may edit too: the app saves one answer at a time into the
+  file as it is on disk (save_answer). Files from before the sections (markers without a step
+  id) are read as the answers of the lesson's first step with questions.
 
 Stdlib only.
 """
@@ -193,38 +195,40 @@ class Store:
             atomic_write(self.path, data, 0o644)
             return copy.deepcopy(state)
 
-    # -- reflection answers -------------------------------------------------
+    # -- answers to a lesson's questions ------------------------------------
 
-    def answers_path(self, lesson_id: str) -> Path:
-        if not lesson_id or "/" in lesson_id or "\\" in lesson_id or lesson_id.startswith("."):
-            raise ValueError(f"bad lesson id {lesson_id!r}")
-        return self.workspace / f"{lesson_id}-answers.md"
+    def answers_path(self, sheet: "AnswerSheet | str") -> Path:
+        name = sheet.name if isinstance(sheet, AnswerSheet) else sheet
+        if not name or "/" in name or "\\" in name or name.startswith("."):
+            raise ValueError(f"bad answers file name {name!r}")
+        return self.workspace / name
 
-    def write_answers(self, lesson_id: str, answers: dict[int, str], questions: list[str]) -> Path:
+    def write_answers(self, sheet: "AnswerSheet", answers: dict[str, dict[int, str]]) -> Path:
         """Write the answers as Markdown the learner can read and edit, replacing the file.
 
-        Keys are 0-based question indexes. Each answer sits between
-        `<!-- answer N -->` and `<!-- /answer N -->` markers so it reads back
-        exactly, whatever Markdown it holds. The app uses save_answer, which keeps
-        what the learner wrote in the file.
+        answers: step id -> {0-based question index: text}. Each answer sits between
+        `<!-- answer STEP N -->` and `<!-- /answer STEP N -->` markers so it reads back
+        exactly, whatever Markdown it holds. The app uses save_answer, which keeps what the
+        learner wrote in the file.
         """
-        path = self.answers_path(lesson_id)
+        path = self.answers_path(sheet)
         self.workspace.mkdir(parents=True, exist_ok=True)
-        atomic_write(path, answers_file(lesson_id, answers, questions).encode("utf-8"))
+        atomic_write(path, answers_file(sheet, answers).encode("utf-8"))
         return path
 
-    def read_answers(self, lesson_id: str) -> dict[int, str]:
-        """The answers in the Markdown file (empty answers are left out)."""
+    def read_answers(self, sheet: "AnswerSheet") -> dict[str, dict[int, str]]:
+        """The answers in the Markdown file, by step (empty answers are left out)."""
         try:
-            raw = self.answers_path(lesson_id).read_bytes()
+            raw = self.answers_path(sheet).read_bytes()
         except OSError:
             return {}
-        return parse_answers(raw.decode("utf-8", errors="replace"))
+        return parse_answers(raw.decode("utf-8", errors="replace"), sheet.legacy_step)
 
-    def save_answer(self, lesson_id: str, index: int, text: str, *, base: str, questions: list[str],
+    def save_answer(self, sheet: "AnswerSheet", step: str, index: int, text: str, *, base: str,
                     both: Callable[[str, str], str]) -> AnswerSaved:
-        """Put the app's answer to question `index` into the answers file without losing what
-        the learner wrote in the file meanwhile (it says "Edit answers between the markers").
+        """Put the app's answer to question `index` of `step` into the answers file without
+        losing what the learner wrote in the file meanwhile (it says "Edit answers between the
+        markers").
 
         The file is read again just before the write, and once more just before the rename
         (its bytes, not its mtime: no reliance on file-system events or NFS attribute caches);
@@ -235,7 +239,7 @@ class Store:
         file still holds `base`, the app's text goes in; if the app's text is `base` (nothing
         changed in the app), the file's text stays; if both changed, both(file's, app's) goes in.
         """
-        path = self.answers_path(lesson_id)
+        path = self.answers_path(sheet)
         if path.is_symlink():
             path = path.resolve()  # the learner linked it elsewhere: write there, keep the link
         with self._locked():
@@ -246,7 +250,8 @@ class Store:
                     raw = None
                 # surrogateescape: bytes that are not UTF-8 are written back as they were
                 old = "" if raw is None else raw.decode("utf-8", errors="surrogateescape")
-                theirs = parse_answers(old).get(index, "")
+                found = parse_answers(old, sheet.legacy_step)
+                theirs = found.get(step, {}).get(index, "")
                 kept_both = False
                 if theirs in (base, text) or not theirs.strip():  # (emptied in the file: the app's wins)
                     new = text
@@ -255,73 +260,127 @@ class Store:
                 else:
                     new, kept_both = both(theirs, text), True
                 if new == theirs:
-                    return AnswerSaved(path, parse_answers(old), kept_both, written=False)
+                    return AnswerSaved(path, found, kept_both, written=False)
                 if not old.strip():
-                    merged = answers_file(lesson_id, {index: new}, questions)
+                    merged = answers_file(sheet, {step: {index: new}})
                 else:
-                    merged = put_answer(old, index, new, questions)
+                    merged = put_answer(old, sheet, step, index, new)
                 path.parent.mkdir(parents=True, exist_ok=True)
                 data = merged.encode("utf-8", errors="surrogateescape")
                 if atomic_write(path, data, _mode_of(path), still=lambda: _bytes_of(path) == raw):
-                    return AnswerSaved(path, parse_answers(merged), kept_both, written=True)
+                    return AnswerSaved(path, parse_answers(merged, sheet.legacy_step), kept_both, written=True)
                 time.sleep(0.02)  # an editor is writing the file right now: read it again
         raise OSError(errno.EBUSY, f"{path.name} kept changing while it was being saved")
 
 
 _MERGE_TRIES = 20
 # An answer between its markers; \r?\n: the learner's editor may have changed the line endings.
-_ANSWER = re.compile(r"<!-- answer (\d+) -->\r?\n(.*?)(?:\r?\n)?<!-- /answer \1 -->", re.S)
+# The step id is new (a lesson's questions may sit on several steps): a marker without one is a
+# file from before, and its answers belong to the sheet's legacy step.
+_ANSWER = re.compile(r"<!-- answer (?P<step>(?:[\w.-]+ )?)(?P<i>\d+) -->\r?\n(?P<text>.*?)(?:\r?\n)?"
+                     r"<!-- /answer (?P=step)(?P=i) -->", re.S)
+
+
+@dataclass(frozen=True)
+class Section:
+    """One step's questions in the answers file."""
+
+    step: str
+    heading: str  # the step's title, in the language the file is written in
+    questions: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class AnswerSheet:
+    """A lesson's answers file: its name, its headings (already in the learner's language) and
+    the steps with questions, in the lesson's order. The store knows no lesson: the app makes it."""
+
+    name: str
+    title: str = "Answers"
+    note: str = "Written by attn-tutor. Edit answers between the markers."
+    sections: tuple[Section, ...] = ()
+    question: str = "Question {n}"  # the heading of each question; {n} is its number
+    # Where answers with a marker without a step id belong (the one-step files written before).
+    legacy_step: str = ""
+
+    def section(self, step: str) -> Section:
+        return next((s for s in self.sections if s.step == step), Section(step, step, ()))
 
 
 @dataclass(frozen=True)
 class AnswerSaved:
     path: Path
-    answers: dict[int, str]  # the file's answers now
+    answers: dict[str, dict[int, str]]  # the file's answers now, by step
     kept_both: bool  # the file and the app had both changed this answer: both are in it
     written: bool
 
 
-def parse_answers(text: str) -> dict[int, str]:
-    """{index: answer} of a Markdown answers file (empty answers left out; for the same
-    index twice, the last one, as put_answer replaces)."""
-    found = {}
+def _blocks(text: str, legacy_step: str):
+    """(step, index, match) of every answer block in text, in order."""
     for m in _ANSWER.finditer(text):
-        found[int(m.group(1))] = m.group(2).replace("\r\n", "\n")
-    return {i: a for i, a in found.items() if a}
+        yield (m.group("step").strip() or legacy_step), int(m.group("i")), m
 
 
-def _section(i: int, questions: list[str], answer: str, nl: str = "\n") -> str:
-    out = f"\n## Question {i + 1}\n\n"
+def parse_answers(text: str, legacy_step: str = "") -> dict[str, dict[int, str]]:
+    """{step: {index: answer}} of a Markdown answers file (empty answers left out; for the same
+    question twice, the last one, as put_answer replaces)."""
+    found: dict[str, dict[int, str]] = {}
+    for step, i, m in _blocks(text, legacy_step):
+        found.setdefault(step, {})[i] = m.group("text").replace("\r\n", "\n")
+    return {step: kept for step, got in found.items() if (kept := {i: a for i, a in got.items() if a})}
+
+
+def _question(sheet: AnswerSheet, step: str, i: int, answer: str, nl: str = "\n") -> str:
+    questions = sheet.section(step).questions
+    out = f"\n### {sheet.question.format(n=i + 1)}\n\n"
     if i < len(questions):
         out += "".join(f"> {line}".rstrip() + "\n" for line in questions[i].splitlines()) + "\n"
-    return (out + _block(i, answer)).replace("\n", nl)
+    return (out + _block(step, i, answer)).replace("\n", nl)
 
 
-def _block(i: int, answer: str) -> str:
-    return f"<!-- answer {i} -->\n{answer}\n<!-- /answer {i} -->\n"
+def _heading(sheet: AnswerSheet, step: str, nl: str = "\n") -> str:
+    return f"\n## {sheet.section(step).heading}\n".replace("\n", nl)
 
 
-def answers_file(lesson_id: str, answers: dict[int, str], questions: list[str]) -> str:
-    out = [f"# {lesson_id}: reflection answers\n\n",
-           "<!-- Written by attn-tutor. Edit answers between the markers. -->\n"]
-    for i in sorted(set(range(len(questions))) | set(answers)):
-        out.append(_section(i, questions, answers.get(i, "")))
+def _block(step: str, i: int, answer: str) -> str:
+    return f"<!-- answer {step} {i} -->\n{answer}\n<!-- /answer {step} {i} -->\n"
+
+
+def answers_file(sheet: AnswerSheet, answers: dict[str, dict[int, str]]) -> str:
+    out = [f"# {sheet.title}\n\n", f"<!-- {sheet.note} -->\n"]
+    steps = [s.step for s in sheet.sections] + sorted(set(answers) - {s.step for s in sheet.sections})
+    for step in steps:
+        given = answers.get(step, {})
+        out.append(_heading(sheet, step))
+        for i in sorted(set(range(len(sheet.section(step).questions))) | set(given)):
+            out.append(_question(sheet, step, i, given.get(i, "")))
     return "".join(out)
 
 
-def put_answer(text: str, index: int, answer: str, questions: list[str]) -> str:
-    """`text` with answer `index` replaced (the last block of that index, which is the one
-    parse_answers reads), or added at the end if its markers are gone; nothing else changes."""
+def put_answer(text: str, sheet: AnswerSheet, step: str, index: int, answer: str) -> str:
+    """`text` with answer `index` of `step` replaced (the last block of that question, which is
+    the one parse_answers reads; a block in the format from before gets the step in its
+    markers), or added after the step's last answer, or at the end with the step's heading if
+    the file has none of its answers; nothing else changes."""
     nl = "\r\n" if "\r\n" in text else "\n"
     answer = answer.replace("\r\n", "\n")
-    blocks = [m for m in _ANSWER.finditer(text) if int(m.group(1)) == index]
-    if blocks:
-        m = blocks[-1]
-        block = _block(index, answer).replace("\n", nl)[: -len(nl)]  # the text after it keeps its own newline
+    blocks = [(s, i, m) for s, i, m in _blocks(text, sheet.legacy_step) if s == step]
+    same = [m for _, i, m in blocks if i == index]
+    if same:
+        m = same[-1]
+        block = _block(step, index, answer).replace("\n", nl)[: -len(nl)]  # the text after it keeps its own newline
         return text[: m.start()] + block + text[m.end():]
+    if blocks:  # under the step's other answers
+        end = blocks[-1][2].end()
+        if text.startswith(nl, end):
+            end += len(nl)
+        else:
+            text = text[:end] + nl + text[end:]
+            end += len(nl)
+        return text[:end] + _question(sheet, step, index, answer, nl) + text[end:]
     if not text.endswith("\n"):
         text += nl
-    return text + _section(index, questions, answer, nl)
+    return text + _heading(sheet, step, nl) + _question(sheet, step, index, answer, nl)
 
 
 def _bytes_of(path: Path) -> bytes | None:

@@ -1,15 +1,31 @@
 """The vocabulary of what a step shows under its text: plain data a lesson's judge builds (through
 tutor.kit) and the UI draws (tutor.render.visuals) without knowing the lesson.
 
-A view is a list of items, each a dict with a "kind". Every text is a message reference
-({"key": ..., "params": {...}}, rendered in the reader's language) or a plain string shown as
-it is (numbers, code). Pure: no torch, no Textual; the items cross the process boundary as JSON.
+A step's judge puts a view in `verdict.visuals["view"]`: a list of items, each a dict with a
+"kind". Every text is a message reference ({"key": ..., "params": {...}}, rendered in the
+reader's language) or a plain string shown as it is (numbers, code). Pure: no torch, no
+Textual; the items cross the process boundary as JSON.
+
+Items:
+- heading(text): a bold line; note(text): a paragraph of Markdown; waiting(text): a dim line in
+  place of something not computed yet.
+- table(columns, rows, align): cells are text, numbers, None ("—") or bar(value, top, style, width).
+- heatmap(matrix, title, reference): a T×T matrix of weights (None for NaN).
+- row(*items): side by side when the screen is wide enough, else one under the other.
+- keys(): where the step's settings line goes (the keys declared in lesson.toml's
+  [[steps.settings]] and their current values); without one, the app draws it first.
+- after_answer(question, *items): items that give a question's answer away (question is
+  1-based): drawn under that question, and only once the learner has answered it or asked for
+  the model answers (`m`).
+
+Besides the view, `verdict.visuals["heatmaps"]` holds the step's weights panel: weights(...) entries.
 """
 
 from __future__ import annotations
 
-KINDS = ("heading", "note", "table", "heatmap", "row", "waiting")
-CELL_KINDS = ("bar",)  # a table cell may be a bar: {"kind": "bar", "value": v, "top": max, "style": "green"}
+KINDS = ("heading", "note", "table", "heatmap", "row", "waiting", "keys", "after_answer")
+CELL_KINDS = ("bar",)  # a table cell may be a bar: {"kind": "bar", "value": v, "top": max, ...}
+BAR_WIDTH = 8  # cells
 
 
 def text(key: str, **params) -> dict:
@@ -31,9 +47,9 @@ def waiting(body) -> dict:
     return {"kind": "waiting", "text": body}
 
 
-def bar(value: float | None, top: float, style: str = "green") -> dict:
-    """A table cell drawn as a bar of value/top, beside or instead of the number."""
-    return {"kind": "bar", "value": value, "top": top, "style": style}
+def bar(value: float | None, top: float, style: str = "green", width: int = BAR_WIDTH) -> dict:
+    """A table cell drawn as a bar of value/top, `width` cells at most (None or 0: no bar)."""
+    return {"kind": "bar", "value": value, "top": top, "style": style, "width": width}
 
 
 def table(columns: list, rows: list[list], align: list[str] | None = None) -> dict:
@@ -53,12 +69,26 @@ def row(*items: dict) -> dict:
     return {"kind": "row", "items": list(items)}
 
 
+def keys() -> dict:
+    """The place of the step's settings line (keys and current values, drawn by the app)."""
+    return {"kind": "keys"}
+
+
+def after_answer(question: int, *items: dict) -> dict:
+    """Items that answer question `question` (1-based): hidden until it is answered or `m` is pressed."""
+    return {"kind": "after_answer", "question": int(question), "items": list(items)}
+
+
 def is_item(value) -> bool:
     return isinstance(value, dict) and value.get("kind") in KINDS
 
 
-def weights(label, learner: list | None, reference: list) -> dict:
+def weights(label, learner: list | None, reference: list, why=None) -> dict:
     """One entry of a step's weights panel (`w`, `h`, `d` in the app): the learner's matrix, or
-    None when it could not be had, beside the reference's. A step's entries go in
-    verdict.visuals["heatmaps"], in order (one per head, say)."""
-    return {"label": label, "learner": learner, "reference": reference}
+    None when it could not be had (why: the text that says why; a generic one if not given),
+    beside the reference's. A step's entries go in verdict.visuals["heatmaps"], in order (one
+    per head, say)."""
+    entry = {"label": label, "learner": learner, "reference": reference}
+    if why is not None:
+        entry["why"] = why
+    return entry

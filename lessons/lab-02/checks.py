@@ -17,10 +17,11 @@ import torch
 import torch.nn.functional as F
 
 from tutor.kit import (
-    StepSpec, changed_input, clone_args, close, describe, differ_explanation, discarded_call, first_nonfinite,
-    front_dims, judge_other_sizes, judged, likely_for_value, literal_explanation, matching_mistake, max_error,
-    msg, nest_likely, no_kernel, of_the_inputs, require_pair, require_ran, require_tensor, round_matrix,
-    shape_str, squeeze_explanation, state_explanation,
+    StepSpec, bar, changed_input, clone_args, close, declared_settings, describe, differ_explanation,
+    discarded_call, first_nonfinite, front_dims, heading, heatmap, judge_other_sizes, judged, keys,
+    likely_for_value, literal_explanation, matching_mistake, max_error, msg, nest_likely, no_kernel, note,
+    of_the_inputs, require_pair, require_ran, require_tensor, round_matrix, row, shape_str, squeeze_explanation,
+    state_explanation, table, waiting,
 )
 
 # q, k, v shapes: the seed's, then others (a 3-D batch, one token, long and wide).
@@ -608,20 +609,24 @@ def judge_heatmap(v, outputs, inputs, jctx):
     ref = ref_weights(ref_scores(c["q"], c["k"]), future(c["q"].shape[-2]))
     w = weights_of(outputs["call"])
     ok = w is not None and w.shape == ref.shape
-    v.visuals["heatmaps"] = [
-        {"label": {"key": "visual.head_title", "params": {"h": h}},
-         "learner": round_matrix(w[0, h]) if ok else None, "reference": round_matrix(ref[0, h])}
-        for h in range(ref.shape[1])
-    ]
+    # The seed's plot: head 0 and head 1 side by side, the learner's own weights (the
+    # reference's where the learner's cannot be drawn; the check below says why).
+    shown = w if ok else ref
+    v.visuals["view"] = [row(*(heatmap(round_matrix(shown[0, h]), msg("visual.head_title", h=h))
+                              for h in range(min(2, ref.shape[1]))))]
     v.expect("returns", ok, "check.returns_pair", fn="attention", got=describe(outputs["call"].get("value")),
              likely=msg("likely.returns_pair_lab02"))
+
+
+EXERCISE_DEFAULTS = declared_settings(__file__, "exercises")
 
 
 def probe_exercises(ctx, inputs):
     scores_fn, mask_fn = ctx.get("scaled_scores"), ctx.get("causal_mask")
     weights_fn, attention_fn = ctx.get("attention_weights"), ctx.get("attention")
+    variant = {**EXERCISE_DEFAULTS, **ctx.params}["variant"]
     g = torch.Generator().manual_seed(11)
-    out = {"entropy": []}
+    out = {"entropy": [], "variant": variant}
     mask = ctx.call(mask_fn, ENTROPY_T, primary=True)["value"]
     for hd in HEAD_DIMS:
         q, k = torch.randn(1, 2, ENTROPY_T, hd, generator=g), torch.randn(1, 2, ENTROPY_T, hd, generator=g)
@@ -635,12 +640,12 @@ def probe_exercises(ctx, inputs):
     diag = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=0)
     out["diagonal"] = ctx.call(weights_fn, ref_scores(c["q"], c["k"]), diag)
     changed = c["q"].clone()
-    changed[:, 0] = changed[:, 0] * 4.0  # sharpen head 0 only
-    shuffled = c["q"].clone()
-    shuffled[:, 0] = shuffled[:, 0, torch.randperm(T, generator=g)]
+    if variant == "shuffled_q":
+        changed[:, 0] = changed[:, 0, torch.randperm(T, generator=g)]
+    else:
+        changed[:, 0] = changed[:, 0] * 4.0  # sharpen head 0 only
     out["before"] = ctx.call(attention_fn, c["q"], c["k"], c["v"])
-    out["scaled_q"] = ctx.call(attention_fn, changed, c["k"], c["v"])
-    out["shuffled_q"] = ctx.call(attention_fn, shuffled, c["k"], c["v"])
+    out["after"] = ctx.call(attention_fn, changed, c["k"], c["v"])
     return out
 
 
@@ -654,21 +659,42 @@ def mean_entropy(w):
     return round(float(ent.mean()), 4) if ent.numel() else None
 
 
-def judge_exercises(v, outputs, inputs, jctx):
-    ent = [{"hd": e["hd"], "with": mean_entropy(e["with"]), "without": mean_entropy(e["without"])}
-           for e in outputs["entropy"]]
+def entropy_view(outputs) -> list:
+    """Exercise 1: the scale keeps the softmax from saturating as head_dim grows."""
+    ent = [(e["hd"], mean_entropy(e["with"]), mean_entropy(e["without"])) for e in outputs["entropy"]]
+    top = max([x for _, a, b in ent for x in (a, b) if x is not None] or [1.0])
+    fmt = lambda x: None if x is None else f"{x:.2f}"  # noqa: E731
+    rows = [[str(hd), fmt(a), bar(a, top, "green"), fmt(b), bar(b, top, "red")] for hd, a, b in ent]
+    columns = ["head_dim", msg("visual.ex1_with"), "", msg("visual.ex1_without"), ""]
+    return [heading(msg("visual.ex1_title")), table(columns, rows, align=["left", "right", "left", "right", "left"]),
+            note(msg("visual.ex1_note"))]
+
+
+def diagonal_view(outputs) -> list:
+    """Exercise 2: with diagonal=0 the first query has nothing left to attend to."""
     diag = outputs["diagonal"].get("value")
-    visuals = {"entropy": ent}
-    if isinstance(diag, torch.Tensor) and diag.dim() == 4:
-        visuals["diagonal"] = round_matrix(diag[0, 0])
-        visuals["diagonal_nan_rows"] = [i for i, row in enumerate(diag[0, 0]) if not torch.isfinite(row).all()]
-    heads = {}
-    for name in ("before", "scaled_q", "shuffled_q"):
-        w = weights_of(outputs[name])
-        if w is not None and w.dim() == 4:
-            heads[name] = [round_matrix(w[0, h]) for h in range(w.shape[1])]
-    visuals["heads"] = heads
-    v.visuals["exercises"] = visuals
+    if not (isinstance(diag, torch.Tensor) and diag.dim() == 4):
+        return [heading(msg("visual.ex2_title")), waiting(msg("visual.ex_waiting"))]
+    rows = [i for i, r in enumerate(diag[0, 0]) if not torch.isfinite(r).all()]
+    said = msg("visual.ex2_nan", rows=", ".join(map(str, rows))) if rows else msg("visual.ex2_no_nan")
+    return [heading(msg("visual.ex2_title")), heatmap(round_matrix(diag[0, 0]), msg("visual.ex2_heatmap")),
+            note(said)]
+
+
+def heads_view(outputs) -> list:
+    """Exercise 3: one head's Q changed: its pattern moves, the other head's does not."""
+    before, after = weights_of(outputs["before"]), weights_of(outputs["after"])
+    out = [heading(msg("visual.ex3_title")), keys()]
+    if not all(isinstance(w, torch.Tensor) and w.dim() == 4 for w in (before, after)):
+        return out + [waiting(msg("visual.ex_waiting"))]
+    for h in range(min(2, before.shape[1], after.shape[1])):
+        out.append(row(heatmap(round_matrix(before[0, h]), msg("visual.ex3_before", h=h)),
+                       heatmap(round_matrix(after[0, h]), msg("visual.ex3_after", h=h))))
+    return out + [note(msg("visual.ex3_note"))]
+
+
+def judge_exercises(v, outputs, inputs, jctx):
+    v.visuals["view"] = entropy_view(outputs) + diagonal_view(outputs) + heads_view(outputs)
     v.expect("runs", True)
 
 

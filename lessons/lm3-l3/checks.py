@@ -12,10 +12,11 @@ import torch.nn.functional as F
 from torch.overrides import TorchFunctionMode
 
 from tutor.kit import (
-    StepSpec, changed_input, heading, note, table, waiting, weights, close, describe, failure_params, first_nonfinite, fixed_dropout, graph_kernels,
-    judge_other_sizes, judged, last_dim_of, likely_for_value, literal_explanation, matching_mistake, max_error,
-    msg, nest_likely, no_kernel, of_the_inputs, require_pair, require_ran, require_tensor, round_matrix,
-    shape_str, size_explanation,
+    StepSpec, after_answer, bar, changed_input, close, declared_settings, describe, failure_params,
+    first_nonfinite, fixed_dropout, graph_kernels, heading, judge_other_sizes, judged, keys, last_dim_of,
+    likely_for_value, literal_explanation, matching_mistake, max_error, msg, nest_likely, no_kernel, note,
+    of_the_inputs, require_pair, require_ran, require_tensor, round_matrix, shape_str, size_explanation, table,
+    waiting, weights,
 )
 
 # (B, T, d_in, d_k): the notebook's first, then sizes it never tries.
@@ -473,7 +474,7 @@ def trace_view(ops, size, wrong: bool) -> list:
     rows = []
     for i, (name, shape) in enumerate(ops):
         mark = "✗" if parting and i == parting[0] else ""
-        rows.append([str(i + 1), f"`{name}`", shape_str(shape), mark])
+        rows.append([str(i + 1), name, shape_str(shape), mark])
         if parting and i == parting[0]:
             break  # what follows a wrong shape is its consequence
     d_in, d_out, H, _, B, T = size
@@ -972,10 +973,10 @@ def judge_multi(v, outputs, inputs, jctx):
     _, ref_w = reference_multi(seed["x"], seed["w"], size[2])
     have = isinstance(soft, torch.Tensor) and soft.shape == ref_w.shape
     # Drawn before judging: a failing step is where the heatmap helps most.
+    # The weights are the last softmax the forward pass ran: without one, they cannot be had.
     v.visuals["heatmaps"] = [
-        {"label": {"key": "visual.batch_head", "params": {"b": 0, "h": h}},
-         "learner": round_matrix(soft[0, h]) if have else None,
-         "reference": round_matrix(ref_w[0, h])}
+        weights(msg("visual.batch_head", b=0, h=h), round_matrix(soft[0, h]) if have else None,
+                round_matrix(ref_w[0, h]), why=None if have else msg("visual.weights_not_captured"))
         for h in range(ref_w.shape[1])
     ]
     first = cases[0]
@@ -1081,15 +1082,44 @@ STEPS = {
 # ---------------------------------------------------------------- experiments (no verdict, just data)
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
-MEMORY_DEFAULTS = {"heads": 12, "batch": 1, "dtype": "float32", "t_min": 64, "t_max": 1024}
+BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
+# The app sends the memory step's current settings; a run without them gets lesson.toml's defaults.
+MEMORY_DEFAULTS = declared_settings(__file__, "memory")
 MEASURE_LIMIT = 1 << 24  # score elements per run; larger settings show only the formula
-MEASURE_BUDGET = 2.0  # seconds for the measured column, within the step's time limit
+# Seconds for the measured column, within the step's time limit. A settings key waits for this
+# run: ~0.5 s at the default settings, nearly all of it T = 1024 (MEASURE_LIMIT bounds the
+# larger settings before this does).
+MEASURE_BUDGET = 2.0
+D_OUT = 768  # the width q, k and v are counted at (GPT-2 small's), whatever the heads
 
 
 def memory_settings(params) -> dict:
     s = dict(MEMORY_DEFAULTS)
     s.update({k: v for k, v in (params or {}).items() if k in MEMORY_DEFAULTS})
+    if s["dtype"] not in DTYPES:
+        s["dtype"] = MEMORY_DEFAULTS["dtype"]
     return s
+
+
+def seq_lens(t_min: int, t_max: int) -> list[int]:
+    out, n = [], t_min
+    while n <= t_max:
+        out.append(n)
+        n *= 2
+    return out
+
+
+def memory_rows(lens, heads: int = 12, batch: int = 1, bytes_per: int = 4, d_out: int = D_OUT) -> list[dict]:
+    """One dict per T, as the lab's loop prints it: scores = batch·heads·T², MB = scores·bytes/1e6
+    (decimal megabytes). q, k and v are (batch, T, d_out) each: linear in T, and independent of
+    the number of heads, which only splits d_out."""
+    rows = []
+    for t in lens:
+        scores = batch * heads * t * t
+        qkv = 3 * batch * t * d_out * bytes_per
+        rows.append({"T": t, "scores": scores, "bytes": scores * bytes_per, "mb": scores * bytes_per / 1e6,
+                     "qkv_mb": qkv / 1e6, "ratio": scores * bytes_per / qkv})
+    return rows
 
 
 class SquareTensors(TorchFunctionMode):
@@ -1112,32 +1142,61 @@ class SquareTensors(TorchFunctionMode):
 def probe_memory(ctx, inputs):
     import time
 
-    cls = ctx.get("CausalMultiHeadAttention")
     s = memory_settings(ctx.params)
-    dtype = DTYPES.get(s["dtype"], torch.float32)
+    # The formula's columns do not need the learner's class: a missing or unfinished one only
+    # leaves the measured column empty (so no primary call, and a missing class is no failure).
+    try:
+        cls = ctx.get("CausalMultiHeadAttention")
+    except Exception:  # the harness's Missing or Foreign: nothing of the learner's to measure
+        cls = None
+    dtype = DTYPES[s["dtype"]]
+    heads, batch = int(s["heads"]), int(s["batch"])
     measured = {}
     deadline = time.monotonic() + MEASURE_BUDGET
-    T = int(s["t_min"])
     g = torch.Generator().manual_seed(3)
-    while T <= int(s["t_max"]):
-        if s["batch"] * s["heads"] * T * T > MEASURE_LIMIT or time.monotonic() > deadline:
+    for T in seq_lens(*map(int, s["range"])) if cls is not None else ():
+        if batch * heads * T * T > MEASURE_LIMIT or time.monotonic() > deadline:
             break
-        width = 4 * int(s["heads"])  # the head width does not change the size of the scores
-        made = ctx.call(lambda: cls(width, width, int(s["heads"]), T).to(dtype).eval(), primary=T == s["t_min"])
+        width = 4 * heads  # the head width does not change the size of the scores
+        made = ctx.call(lambda: cls(width, width, heads, T).to(dtype).eval())
         if "error" in made:
             break
-        x = torch.randn(int(s["batch"]), T, width, generator=g).to(dtype)
+        x = torch.randn(batch, T, width, generator=g).to(dtype)
         with SquareTensors(T) as seen:
-            run = ctx.call(made["value"], x, primary=T == s["t_min"])
+            run = ctx.call(made["value"], x)
         if "error" in run:
             break
         measured[T] = seen.bytes or None
-        T *= 2
     return {"settings": s, "measured": [[t, b] for t, b in measured.items()]}
 
 
+def memory_view(settings: dict, measured: dict) -> list:
+    """The memory step's table: the formula's columns for these settings, and what the learner's
+    own layer built at each T."""
+    t_min, t_max = settings["range"]
+    rows = memory_rows(seq_lens(t_min, t_max), heads=settings["heads"], batch=settings["batch"],
+                       bytes_per=BYTES[settings["dtype"]])
+    top = max(r["mb"] for r in rows)
+    cells = [[str(r["T"]), f"{r['scores']:,}", f"{r['mb']:.1f}", f"{r['qkv_mb']:.1f}", f"{r['ratio']:.1f}×",
+              "—" if measured.get(r["T"]) is None else f"{measured[r['T']] / 1e6:.1f}",
+              bar(r["mb"], top, "cyan", 6)] for r in rows]
+    columns = [msg("visual.memory_T"), msg("visual.memory_scores"), msg("visual.memory_mb"),
+               msg("visual.memory_qkv"), msg("visual.memory_ratio"), msg("visual.memory_measured"), ""]
+    first, last = rows[0], rows[-1]
+    return [
+        heading(msg("visual.memory_title")),
+        keys(),
+        table(columns, cells, align=["right"] * 6 + ["left"]),
+        note(msg("visual.memory_growth", t1=first["T"], t2=last["T"], scores=f"{last['mb'] / first['mb']:.0f}",
+                 qkv=f"{last['qkv_mb'] / first['qkv_mb']:.0f}")),
+        note(msg("visual.memory_measured_note", heads=settings["heads"], batch=settings["batch"],
+                 dtype=settings["dtype"])),
+    ]
+
+
 def judge_memory(v, outputs, inputs, jctx):
-    v.visuals["memory"] = {"settings": outputs["settings"], "measured": outputs["measured"]}
+    settings = memory_settings(outputs["settings"])
+    v.visuals["view"] = memory_view(settings, {t: b for t, b in outputs["measured"]})
     v.expect("runs", True)
 
 
@@ -1155,7 +1214,11 @@ def probe_reflect(ctx, inputs):
 
 
 def judge_reflect(v, outputs, inputs, jctx):
-    v.visuals["reflect"] = {k: outputs.get(k) for k in ("head_dim", "qkv", "total")}
+    # Question 4's numbers from the learner's own class: its answer, so shown only after it.
+    if isinstance(outputs.get("head_dim"), int):
+        v.visuals["view"] = [after_answer(4, note(msg(
+            "visual.reflect_numbers", head_dim=outputs["head_dim"], qkv=f"{outputs['qkv']:,}",
+            total=f"{outputs['total']:,}")))]
     v.expect("runs", True)
 
 

@@ -374,13 +374,18 @@ async def test_the_gc_paused_for_the_start_up_is_back_after_the_first_screen(mak
 # ---------------------------------------------------------------------------- reflection answers
 
 
-def edit_in_the_file(path, index: int, new: str) -> None:
+def edit_in_the_file(path, index: int, new: str, step: str = "reflect") -> None:
     """The learner's editor: the text between one pair of markers replaced, the file saved."""
     text = path.read_text("utf-8")
-    found = re.search(rf"<!-- answer {index} -->\n(.*?)\n?<!-- /answer {index} -->", text, re.S)
-    assert found, f"no markers for answer {index} in {path}"
-    path.write_text(text[:found.start()] + f"<!-- answer {index} -->\n{new}\n<!-- /answer {index} -->"
+    found = re.search(rf"<!-- answer {step} {index} -->\n(.*?)\n?<!-- /answer {step} {index} -->", text, re.S)
+    assert found, f"no markers for answer {step} {index} in {path}"
+    path.write_text(text[:found.start()] + f"<!-- answer {step} {index} -->\n{new}\n<!-- /answer {step} {index} -->"
                     + text[found.end():], "utf-8")
+
+
+def answers_of(app, step: str = "reflect") -> dict:
+    """The answers file's answers to one step's questions, as the store reads them."""
+    return app.store.read_answers(app.answer_sheet()).get(step, {})
 
 
 async def write_in_the_box(pilot, n: str, text: str, *, before_closing=None) -> str:
@@ -413,7 +418,7 @@ async def test_an_answer_written_in_the_file_is_never_overwritten(make_app, work
     async with app.run_test(size=SIZE) as pilot:
         app.apply_results(results)
         await write_in_the_box(pilot, "1", "Scale keeps the softmax soft.")
-        assert app.store.read_answers("lm3-l3") == {0: "Scale keeps the softmax soft."}
+        assert answers_of(app) == {0: "Scale keeps the softmax soft."}
         edit_in_the_file(path, 1, "The mask hides the future. (typed in my editor)")
         # The step shows it without a key (the file is read again every ANSWERS_EVERY s)...
         for _ in range(40):
@@ -423,14 +428,14 @@ async def test_an_answer_written_in_the_file_is_never_overwritten(make_app, work
         assert "typed in my editor" in doc_text(app)
         # ...and answer 1 written again in the app leaves it where it is.
         await write_in_the_box(pilot, "1", " Edited in the app.")
-        assert app.store.read_answers("lm3-l3") == {
+        assert answers_of(app) == {
             0: "Scale keeps the softmax soft. Edited in the app.",
             1: "The mask hides the future. (typed in my editor)"}
-        assert app.answers == app.store.read_answers("lm3-l3")
+        assert app.answers["reflect"] == answers_of(app)
         # The box opens on what the file says, even when the change is a moment old.
         edit_in_the_file(path, 1, "Rewritten in the editor.")
         assert await write_in_the_box(pilot, "2", "") == "Rewritten in the editor."
-        assert app.store.read_answers("lm3-l3")[1] == "Rewritten in the editor."
+        assert answers_of(app)[1] == "Rewritten in the editor."
         assert "Rewritten in the editor." in doc_text(app)
 
 
@@ -443,10 +448,10 @@ async def test_an_answer_changed_in_the_file_and_the_box_at_once_keeps_both(make
         await write_in_the_box(pilot, "3", "Heads look at different things.")
         await write_in_the_box(pilot, "3", " (app)",
                                before_closing=lambda: edit_in_the_file(path, 2, "Several subspaces. (file)"))
-        answer = app.store.read_answers("lm3-l3")[2]
+        answer = answers_of(app)[2]
         assert answer == t("ui.answer_both", lang, file="Several subspaces. (file)",
                            app="Heads look at different things. (app)")
-        assert app.answers[2] == answer
+        assert app.answers["reflect"][2] == answer
         assert any(t("ui.answer_kept_both", lang, n=3, path=path.name) in str(n.message) for n in app._notifications)
         # Opened again, the box holds both versions, to be made one.
         assert await write_in_the_box(pilot, "3", "") == answer
@@ -458,12 +463,12 @@ async def test_an_answer_that_could_not_be_saved_is_offered_again(make_app, work
         app.apply_results(results)
         (workspace / "lm3-l3-answers.md").mkdir()  # a folder in its place: the write fails
         await write_in_the_box(pilot, "1", "Not lost.")
-        assert app.answers[0] == "Not lost."
+        assert app.answers["reflect"][0] == "Not lost."
         await pilot.pause(1.2)  # the file is read again meanwhile: the unsaved answer stays on screen
         assert "Not lost." in doc_text(app)
         (workspace / "lm3-l3-answers.md").rmdir()
         assert await write_in_the_box(pilot, "1", " Saved now.") == "Not lost."
-        assert app.store.read_answers("lm3-l3") == {0: "Not lost. Saved now."}
+        assert answers_of(app) == {0: "Not lost. Saved now."}
 
 
 # ---------------------------------------------------------------------------- the results panel's scroll
@@ -627,3 +632,135 @@ async def test_the_command_palette_speaks_the_learners_language(make_app, lang):
         await pilot.press("ctrl+p")
         await settle(pilot)
         assert t("ui.command_search", lang) in screen_shot_text(app)
+
+
+# ---------------------------------------------------------------------------- a step's own keys (lesson.toml)
+
+
+async def wait_for(pilot, done, seconds: float = 30.0) -> None:
+    for _ in range(int(seconds / 0.05)):
+        if done():
+            return
+        await pilot.pause(0.05)
+    assert done(), "timed out"
+
+
+async def test_settings_keys_rerun_the_step_with_the_new_settings_in_the_real_worker(workspace):
+    """Issue #14: the memory step's keys come from lesson.toml; a key changes the setting, the step
+    runs again with it (ctx.params), the last table stays on screen, marked "updating…", until
+    the new one comes; the setting is remembered for the next start."""
+    from tutor.app.app import TutorApp
+
+    lesson = get_lesson("lm3-l3")
+    path = workspace / lesson.file_name
+    path.write_text((get_lesson("lm3-l3").reference_path).read_text("utf-8"), "utf-8")
+    app = TutorApp(lesson=lesson, path=path, created=False, step_id="memory", lang="en", store=Store(workspace))
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: "memory" in app.views and not app.running)
+        assert "Keys: 1 heads: 12" in doc_text(app) and re.search(r"1024 +12,582,912", doc_text(app))
+        await pilot.press("1")
+        assert app.settings["memory"]["heads"] == 16
+        # The old table stays on screen meanwhile.
+        assert "memory" in app.running and re.search(r"1024 +12,582,912", doc_text(app))
+        assert "Keys: 1 heads: 16" in doc_text(app)
+        await wait_for(pilot, lambda: app.updating())
+        await pilot.pause(0.15)
+        assert t("ui.updating", "en") in doc_text(app)
+        await wait_for(pilot, lambda: "memory" not in app.running)
+        await settle(pilot)
+        shown = doc_text(app)
+        assert re.search(r"1024 +16,777,216", shown) and not re.search(r"1024 +12,582,912", shown)  # 16 heads · 1024²
+        assert "16 heads, batch 1, float32" in shown and t("ui.updating", "en") not in shown
+        for key in "234":
+            await pilot.press(key)
+        await wait_for(pilot, lambda: not app.running)
+        await settle(pilot)
+        assert app.settings["memory"] == {"heads": 16, "batch": 2, "dtype": "bfloat16", "range": [128, 2048]}
+        assert "2048" in doc_text(app) and "bfloat16" in doc_text(app)
+    saved = Store(workspace).load()["lessons"]["lm3-l3"]["settings"]["memory"]
+    assert saved == {"heads": 16, "batch": 2, "dtype": "bfloat16", "range": [128, 2048]}
+    again = TutorApp(lesson=lesson, path=path, created=False, step_id="memory", lang="en", store=Store(workspace),
+                     start_worker=False)
+    assert again.settings["memory"]["heads"] == 16
+
+
+async def test_x_is_the_exercises_setting_and_questions_keys_are_the_steps_own(make_app):
+    app, results = make_app("lab-02", step_id="exercises")
+    async with app.run_test(size=SIZE) as pilot:
+        app.apply_results(results)
+        await settle(pilot)
+        assert "x change: head 0's Q × 4" in doc_text(app)
+        await pilot.press("x")
+        assert app.settings["exercises"] == {"variant": "shuffled_q"}
+        assert "x change: head 0's Q rows shuffled" in doc_text(app)
+        await pilot.press("p")  # the heatmap step has neither settings nor questions: x and 1 do nothing
+        await pilot.press("x", "1")
+        await settle(pilot)
+        assert app.settings["exercises"] == {"variant": "shuffled_q"} and len(app.screen_stack) == 1
+
+
+async def test_the_exercises_questions_can_be_answered(make_app, workspace):
+    """Issue #15 bug 3: lab-02's exercises step has questions in lesson.toml: they are shown, 1–3
+    open their boxes, the answers go to the lesson's answers file, m shows the model answers."""
+    app, results = make_app("lab-02", step_id="exercises")
+    lesson = get_lesson("lab-02")
+    questions, models = lesson.step("exercises").questions["en"], lesson.step("exercises").answers["en"]
+    async with app.run_test(size=SIZE) as pilot:
+        app.apply_results(results)
+        await settle(pilot)
+        shown = doc_text(app)
+        assert "1–3 write an answer" in shown and "attn-lab/lab-02-answers.md" in shown
+        assert "Remove the 1/√d_k scale" in shown and "Change the Q of one head only" in shown
+        await write_in_the_box(pilot, "2", "Row 0 sees nothing: 0/0.")
+        path = workspace / "lab-02-answers.md"
+        assert "<!-- answer exercises 1 -->\nRow 0 sees nothing: 0/0.\n" in path.read_text("utf-8")
+        assert answers_of(app, "exercises") == {1: "Row 0 sees nothing: 0/0."}
+        assert models[1][:40] not in doc_text(app)
+        await pilot.press("m")
+        await settle(pilot)
+        plain = lambda text: " ".join(text.replace("`", "").split())  # noqa: E731
+        assert plain(models[1])[:60] in plain(doc_text(app))
+        assert plain(models[0])[:30] not in plain(doc_text(app))  # question 1 is not answered: no model answer yet
+    assert questions[1].split()[0] in path.read_text("utf-8")
+
+
+async def test_question_4s_numbers_only_after_it_is_answered_or_m(make_app):
+    """Issue #15 bug 4: the reflect step's numbers (head_dim 64, 1,769,472 parameters) are question
+    4's answer: not on screen before it is answered or `m` is pressed."""
+    app, results = make_app("lm3-l3", step_id="reflect")
+    async with app.run_test(size=SIZE) as pilot:
+        app.apply_results(results)
+        await settle(pilot)
+        assert "1,769,472" not in doc_text(app)
+        assert "once you have, press m for the model answer" in " ".join(doc_text(app).split())
+        await write_in_the_box(pilot, "1", "Before: it renormalises.")
+        assert "1,769,472" not in doc_text(app)  # another question answered: still hidden
+        await pilot.press("m")
+        await settle(pilot)
+        assert "1,769,472" in doc_text(app) and "head_dim = 64" in doc_text(app)
+        await pilot.press("m")
+        await settle(pilot)
+        assert "1,769,472" not in doc_text(app)
+        await write_in_the_box(pilot, "4", "64, and 3·768·768.")
+        assert "1,769,472" in doc_text(app)
+
+
+async def test_an_answers_file_from_before_the_sections_is_read_and_nothing_in_it_is_lost(make_app, workspace):
+    """An attn-lab/lm3-l3-answers.md written by the version before answers had a section per step
+    (markers `<!-- answer N -->`): its answers show on the reflect step, and answering another
+    question keeps them, byte for byte outside the new answer."""
+    old = ("# lm3-l3: reflection answers\n\n<!-- Written by attn-tutor. Edit answers between the markers. -->\n"
+           "\n## Question 1\n\n> Why must the causal mask be applied before the softmax, not after it?\n\n"
+           "<!-- answer 0 -->\nThe old answer, kept.\n<!-- /answer 0 -->\n"
+           "\n## Question 2\n\n> You double the context length.\n\n<!-- answer 1 -->\n\n<!-- /answer 1 -->\n")
+    path = workspace / "lm3-l3-answers.md"
+    path.write_text(old, "utf-8")
+    app, results = make_app("lm3-l3", step_id="reflect")
+    async with app.run_test(size=SIZE) as pilot:
+        app.apply_results(results)
+        await settle(pilot)
+        assert "The old answer, kept." in doc_text(app)
+        assert await write_in_the_box(pilot, "1", "") == "The old answer, kept."
+        await write_in_the_box(pilot, "3", "transpose only swaps strides.")
+    assert answers_of(app) == {0: "The old answer, kept.", 2: "transpose only swaps strides."}
+    assert path.read_text("utf-8").startswith(old)

@@ -1,11 +1,11 @@
-"""The experiment and reflection steps: their numbers, from the learner's own code."""
+"""The experiment and reflection steps: their views, built by the lessons' judges from the
+learner's own code (the tables' numbers, the heatmaps, question 4's numbers)."""
 
 from pathlib import Path
 
 import pytest
 
-from tutor.render.experiments import next_setting, seq_lens
-from tutor.render.memory import memory_rows
+from tutor.lesson import get_lesson
 from tutor.runner.client import check_source
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -18,43 +18,57 @@ def run(lesson, source, steps, params=None):
     return {r.id: r for r in results}
 
 
-def test_memory_table_follows_the_formula():
-    rows = memory_rows(seq_lens(64, 1024), heads=12, batch=1, bytes_per=4)
-    assert [r["T"] for r in rows] == [64, 128, 256, 512, 1024]
-    for r in rows:
-        assert r["scores"] == 12 * r["T"] ** 2
-        assert r["qkv_mb"] == pytest.approx(3 * r["T"] * 768 * 4 / 1e6)
-    assert f"{rows[-1]['mb']:.1f}" == "50.3" and rows[-1]["scores"] == 12_582_912
-    assert f"{rows[0]['mb']:.1f}" == "0.2"
-    # Doubling T: four times the scores, twice q, k and v.
-    assert rows[1]["mb"] / rows[0]["mb"] == 4 and rows[1]["qkv_mb"] / rows[0]["qkv_mb"] == 2
-    half = memory_rows([1024], heads=12, batch=2, bytes_per=2)[0]
-    assert half["bytes"] == 2 * 12 * 1024 * 1024 * 2
+def items(view, kind):
+    """The view's items of one kind, those inside rows and after_answer too, in order."""
+    out = []
+    for item in view:
+        if item["kind"] == kind:
+            out.append(item)
+        out += items(item.get("items", []), kind)
+    return out
 
 
-def test_settings_cycle_and_come_back():
-    s = {"heads": 12, "batch": 1, "dtype": "float32", "t_min": 64, "t_max": 1024}
-    seen = {next_setting(s, "heads")["heads"]}
-    x = s
-    for _ in range(6):
-        x = next_setting(x, "heads")
-        seen.add(x["heads"])
-    assert x["heads"] == 12 and seen == {1, 2, 4, 8, 12, 16}
-    assert next_setting(s, "dtype")["dtype"] == "bfloat16"
-    assert next_setting(s, "range")[ "t_max"] == 2048
+def key_of(text) -> str:
+    return text["key"] if isinstance(text, dict) else text
 
 
-def test_measured_scores_agree_with_the_formula_and_reflect_numbers():
-    params = {"memory": {"heads": 4, "batch": 2, "dtype": "bfloat16", "t_min": 64, "t_max": 512}}
+def memory_table(result) -> dict[int, list]:
+    """The memory step's table: T -> its row's cells."""
+    (table,) = items(result.visuals["view"], "table")
+    return {int(row[0]): row for row in table["rows"]}
+
+
+def test_memory_table_follows_the_formula_for_the_default_settings():
+    rows = memory_table(run("lm3-l3", LM3, ["memory"])["memory"])
+    assert sorted(rows) == [64, 128, 256, 512, 1024]
+    # T, scores (batch·heads·T²), MB, q,k,v MB (3·T·768·4 bytes), ratio, measured, bar
+    assert rows[64][1:6] == ["49,152", "0.2", "0.6", "0.3×", "0.2"]
+    assert rows[1024][1:6] == ["12,582,912", "50.3", "9.4", "5.3×", "50.3"]
+    assert rows[1024][6]["kind"] == "bar" and rows[1024][6]["value"] == rows[1024][6]["top"]
+
+
+def test_measured_scores_agree_with_the_formula_and_say_for_which_settings():
+    params = {"memory": {"heads": 4, "batch": 2, "dtype": "bfloat16", "range": [64, 512]}}
     got = run("lm3-l3", LM3, ["memory", "reflect"], params)
-    memory = got["memory"].visuals["memory"]
-    assert memory["settings"]["heads"] == 4
-    measured = dict((t, b) for t, b in memory["measured"])
-    assert sorted(measured) == [64, 128, 256, 512]
-    for T, b in measured.items():
-        assert b == 2 * 4 * T * T * 2  # batch · heads · T² · 2 bytes
-    reflect = got["reflect"].visuals["reflect"]
-    assert reflect == {"head_dim": 64, "qkv": 1_769_472, "total": 2_360_064}
+    rows = memory_table(got["memory"])
+    assert sorted(rows) == [64, 128, 256, 512]
+    for T, row in rows.items():
+        assert row[1] == f"{2 * 4 * T * T:,}"  # batch · heads · T²
+        assert row[5] == f"{2 * 4 * T * T * 2 / 1e6:.1f}"  # measured: · 2 bytes
+    (said,) = [n for n in items(got["memory"].visuals["view"], "note")
+               if key_of(n["text"]).endswith("memory_measured_note")]
+    assert said["text"]["params"] == {"heads": 4, "batch": 2, "dtype": "bfloat16"}
+    (numbers,) = items(got["reflect"].visuals["view"], "after_answer")
+    assert numbers["question"] == 4
+    assert numbers["items"][0]["text"]["params"] == {"head_dim": 64, "qkv": "1,769,472", "total": "2,360,064"}
+
+
+def test_the_memory_formula_shows_without_the_learners_class():
+    """The formula's columns need no learner code: the starter (forward not written) still gets
+    the table, with its measured column empty."""
+    starter = (ROOT / "lessons" / "lm3-l3" / "starter.py").read_text()
+    rows = memory_table(run("lm3-l3", starter, ["memory"])["memory"])
+    assert rows[1024][1] == "12,582,912" and all(row[5] == "—" for row in rows.values())
 
 
 def test_a_learner_that_builds_the_scores_per_head_in_a_loop_is_still_measured():
@@ -62,37 +76,54 @@ def test_a_learner_that_builds_the_scores_per_head_in_a_loop_is_still_measured()
         "        scores = q @ k.transpose(2, 3) / hd**0.5\n",
         "        scores = torch.stack([q[:, h] @ k[:, h].transpose(1, 2) for h in range(H)], 1) / hd**0.5\n")
     assert looped != LM3
-    got = run("lm3-l3", looped, ["memory"], {"memory": {"t_min": 64, "t_max": 128}})
-    measured = dict((t, b) for t, b in got["memory"].visuals["memory"]["measured"])
-    assert measured[64] == 12 * 64 * 64 * 4
+    got = run("lm3-l3", looped, ["memory"], {"memory": {"range": [64, 128]}})
+    assert memory_table(got["memory"])[64][5] == f"{12 * 64 * 64 * 4 / 1e6:.1f}"
+
+
+def entropy(result) -> dict[int, tuple]:
+    table = items(result.visuals["view"], "table")[0]
+    return {int(r[0]): (float(r[1]), float(r[3])) for r in table["rows"]}
 
 
 def test_exercises_entropy_nan_row_and_heads():
     ex = run("lab-02", LAB, ["exercises", "heatmap"])
-    data = ex["exercises"].visuals["exercises"]
-    entropy = {e["hd"]: e for e in data["entropy"]}
+    view = ex["exercises"].visuals["view"]
+    e = entropy(ex["exercises"])
     # With the scale the entropy stays put; without it, it collapses as head_dim grows.
-    assert entropy[512]["with"] > 1.0 and abs(entropy[512]["with"] - entropy[8]["with"]) < 0.5
-    assert entropy[512]["without"] < 0.35 * entropy[8]["without"]
-    assert all(e["without"] < e["with"] for e in data["entropy"])
-    # diagonal=0: the first query has nothing to attend to.
-    assert data["diagonal_nan_rows"] == [0]
-    assert all(v is None for v in data["diagonal"][0])
-    # Changing head 0's Q moves head 0 only.
-    before, after = data["heads"]["before"], data["heads"]["scaled_q"]
-    assert before[1] == after[1] and before[0] != after[0]
-    maps = ex["heatmap"].visuals["heatmaps"]
-    assert [m["label"]["params"]["h"] for m in maps] == [0, 1]
-    assert maps[0]["learner"] == maps[0]["reference"]
+    assert e[512][0] > 1.0 and abs(e[512][0] - e[8][0]) < 0.5
+    assert e[512][1] < 0.35 * e[8][1]
+    assert all(without < with_ for with_, without in e.values())
+    # diagonal=0: the first query has nothing to attend to, and the note says which row.
+    diagonal = items(view, "heatmap")[0]
+    assert all(v is None for v in diagonal["matrix"][0])
+    (nan,) = [n for n in items(view, "note") if key_of(n["text"]).endswith("ex2_nan")]
+    assert nan["text"]["params"]["rows"] == "0"
+    # Changing head 0's Q moves head 0 only: before and after side by side, per head.
+    pairs = [r["items"] for r in items(view, "row")]
+    assert len(pairs) == 2
+    (before0, after0), (before1, after1) = pairs
+    assert before1["matrix"] == after1["matrix"] and before0["matrix"] != after0["matrix"]
+    assert items(view, "keys"), "exercise 3 has its settings line (x)"
+    # The heatmap step: heads 0 and 1, the learner's weights; its weights panel is the output step's.
+    maps = items(ex["heatmap"].visuals["view"], "heatmap")
+    assert [m["title"]["params"]["h"] for m in maps] == [0, 1]
+    assert get_lesson("lab-02").step("heatmap").weights_from == "output"
+
+
+def test_the_exercise_variant_is_a_setting():
+    view = lambda variant: run("lab-02", LAB, ["exercises"], {"exercises": {"variant": variant}})[  # noqa: E731
+        "exercises"].visuals["view"]
+    scaled, shuffled = view("scaled_q"), view("shuffled_q")
+    after = lambda v: [r["items"][1]["matrix"] for r in items(v, "row")]  # noqa: E731
+    assert after(scaled)[1] == after(shuffled)[1] and after(scaled)[0] != after(shuffled)[0]
 
 
 def test_exercises_follow_the_learners_code():
     unscaled = LAB.replace("return q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])",
                            "return q @ k.transpose(-2, -1)")
     assert unscaled != LAB
-    data = run("lab-02", unscaled, ["exercises"])["exercises"].visuals["exercises"]
-    for e in data["entropy"]:  # the learner's "scaled" scores are now the unscaled ones
-        assert e["with"] == pytest.approx(e["without"], abs=1e-6)
+    for with_, without in entropy(run("lab-02", unscaled, ["exercises"])["exercises"]).values():
+        assert with_ == pytest.approx(without, abs=0.01)  # the learner's "scaled" scores are the unscaled ones
     zero_fill = LAB.replace('float("-inf")', "0.0")
-    data = run("lab-02", zero_fill, ["exercises"])["exercises"].visuals["exercises"]
-    assert data["diagonal_nan_rows"] == []
+    view = run("lab-02", zero_fill, ["exercises"])["exercises"].visuals["view"]
+    assert [n for n in items(view, "note") if key_of(n["text"]).endswith("ex2_no_nan")]

@@ -65,6 +65,37 @@ def test_schema_names_what_is_missing():
     assert ("dev.field_missing", {"field": "functions", "where": "s"}) in got
 
 
+def lesson_with(step: dict) -> dict:
+    return {"format_version": 1, "id": "x", "file": "x.py", "title": {"en": "X", "zh": "X"},
+            "steps": [{"id": "s", "kind": "experiment", "title": {"en": "S", "zh": "S"}, **step}]}
+
+
+def setting(**fields) -> dict:
+    return {"id": "heads", "key": "1", "values": [1, 2], "default": 1, "label": {"en": "heads", "zh": "头数"},
+            **fields}
+
+
+def test_settings_are_checked_and_their_keys_may_not_collide():
+    assert schema_problems(lesson_with({"settings": [setting(), setting(id="range", key="2",
+                                                                        values=[[64, 1024], [128, 2048]],
+                                                                        default=[64, 1024])]})) == []
+    got = [(line.key, line.params.get("key")) for line in schema_problems(lesson_with({
+        "questions": {"en": ["Q1?", "Q2?"], "zh": ["一？", "二？"]},
+        "settings": [setting(), setting(id="b", key="x"), setting(id="c", key="x"), setting(id="d", key="n")]}))]
+    # "1" is question 1's key on this step; "x" twice; "n" is the app's next-step key.
+    assert got == [("dev.key_collision", "1"), ("dev.key_collision", "x"), ("dev.setting_key", "n")]
+    got = [line.key for line in schema_problems(lesson_with({"settings": [
+        setting(default=3), setting(id="b", key="2", label={"en": "b"}), setting(id="c", key="3", values=[]),
+        {"key": "4", "values": [1], "label": {"en": "d", "zh": "d"}}]}))]
+    assert got == ["dev.setting_default", "dev.lang_missing", "dev.field_type", "dev.field_missing"]
+
+
+def test_weights_from_names_a_step_and_the_answers_file_a_markdown_file():
+    got = [line.key for line in schema_problems({**lesson_with({"weights_from": "nowhere"}),
+                                                 "answers": {"file": "../x.txt"}})]
+    assert got == ["dev.weights_from", "dev.field_type"]
+
+
 def test_a_catalog_key_without_its_twin_or_with_other_placeholders(monkeypatch):
     cats = {"en": {"a.x": "{n} things", "a.y": "y"}, "zh": {"a.x": "{m} 个东西"}}
     monkeypatch.setattr(devcheck, "catalog", lambda lesson, lang: cats[lang])

@@ -42,3 +42,45 @@ def test_checked_steps_match_checks_py_and_the_starter(lesson):
     for step in lesson.checked_steps:
         assert list(step.functions) == declared[step.id]
         assert set(step.functions) <= starter_names
+
+
+def test_settings_are_read_from_lesson_toml_and_cycle():
+    memory = get_lesson("lm3-l3").step("memory")
+    assert [s.id for s in memory.settings] == ["heads", "batch", "dtype", "range"]
+    assert [s.key for s in memory.settings] == ["1", "2", "3", "4"]
+    assert memory.default_settings() == {"heads": 12, "batch": 1, "dtype": "float32", "range": [64, 1024]}
+    heads, _, dtype, span = memory.settings
+    seen, value = [], 12
+    for _ in range(6):
+        value = heads.next(value)
+        seen.append(value)
+    assert seen == [16, 1, 2, 4, 8, 12]  # round and back to the default
+    assert heads.next(7) == 16  # a value not among them (an old state file): the default's successor
+    assert dtype.next("float32") == "bfloat16" and span.next([512, 8192]) == [64, 1024]
+    assert span.shown([128, 2048], "en") == "128–2048" and heads.label["zh"] == "头数"
+    variant = get_lesson("lab-02").step("exercises").settings[0]
+    assert variant.key == "x" and variant.shown("shuffled_q", "en") == "head 0's Q rows shuffled"
+    assert memory.setting_for_key("3") is dtype and memory.setting_for_key("x") is None
+
+
+def test_questions_weights_and_the_answers_file_are_declared():
+    lm3, lab = get_lesson("lm3-l3"), get_lesson("lab-02")
+    assert lm3.step("reflect").question_keys() == ("1", "2", "3", "4")
+    assert lab.step("exercises").question_keys() == ("1", "2", "3")
+    assert lab.step("heatmap").weights_from == "output" and lm3.step("multi-head").weights_from == "multi-head"
+    assert lm3.step("shapes").weights_declared == ""
+    assert (lm3.answers_file, lab.answers_file) == ("lm3-l3-answers.md", "lab-02-answers.md")
+
+
+def test_a_lessons_own_answers_file_and_a_bad_default(tmp_path):
+    from tutor.lesson import load_lesson
+
+    step = '[[steps]]\nid = "s"\nkind = "experiment"\ntitle = { en = "S", zh = "S" }\n'
+    (tmp_path / "lesson.toml").write_text(
+        'id = "c"\nfile = "c.py"\ntitle = { en = "C", zh = "C" }\n[answers]\nfile = "notes.md"\n' + step, "utf-8")
+    assert load_lesson(tmp_path).answers_file == "notes.md"
+    (tmp_path / "lesson.toml").write_text('id = "c"\nfile = "c.py"\ntitle = { en = "C", zh = "C" }\n' + step +
+                                          '[[steps.settings]]\nid = "n"\nkey = "1"\nvalues = [1, 2]\ndefault = 3\n'
+                                          'label = { en = "n", zh = "n" }\n', "utf-8")
+    with pytest.raises(ValueError, match="default"):
+        load_lesson(tmp_path)

@@ -27,7 +27,6 @@ SCANNED = sorted(
 ALLOWED_WORDS = {
     "attn-tutor": "the app's own name; the glossary keeps it in both languages",
     "attn-lab/": "the workspace folder, a path on disk (`attn-tutor list`)",
-    "head_dim": "code: the variable the exercises' entropy table is indexed by",
 }
 
 # Findings already reported to whoever owns the file, with the fix proposed. The scan still
@@ -86,7 +85,6 @@ VISIBLE_ATTRIBUTES = {"title", "sub_title", "notice", "tooltip", "border_title",
 # Renderers whose English defaults must always be overridden by the caller: name -> (position, keyword).
 LOCALISED_ARGS = {
     "heatmap": [(None, "legend"), (None, "axis_labels")],
-    "memory_table": [(1, "labels")],
 }
 TRANSLATE = "t"  # tutor.i18n.t(key, lang, **params): the key is not text, the params are
 
@@ -190,7 +188,7 @@ def scan_source(source: str, path: str = "<string>") -> list[Finding]:
 
 
 def unlocalised_calls(source: str, path: str = "<string>") -> list[str]:
-    """Calls to heatmap()/memory_table() that leave an English default in place."""
+    """Calls to heatmap() that leave an English default in place."""
     out = []
     for node in ast.walk(ast.parse(source, filename=path)):
         if isinstance(node, ast.Call) and _name(node.func) in LOCALISED_ARGS:
@@ -233,8 +231,8 @@ def test_known_findings_are_still_there():
 
 @pytest.mark.parametrize("path", SCANNED, ids=_rel)
 def test_renderers_get_localised_labels(path):
-    """heatmap() and memory_table() have English defaults for tests; the UI must always pass its own."""
-    if path.name in ("heatmap.py", "memory.py"):
+    """heatmap() has English defaults for tests; the UI must always pass its own."""
+    if path.name == "heatmap.py":
         pytest.skip("the renderers' own modules define the defaults")
     bad = unlocalised_calls(path.read_text(encoding="utf-8"), _rel(path))
     assert not bad, "\n".join(bad)
@@ -291,7 +289,6 @@ ALLOWED = [
     'Text.assemble((lesson.id, "cyan"), " · ", title)',
     'Text.assemble((lead, "bold") if n == 0 else " " * hang, line)',
     'Text(d["label"])',  # a subscript's key is not text
-    'table.add_column("head_dim", justify="right")',
     'heatmap(m, title=t("ui.ex2_heatmap", lang), legend=l, axis_labels=a)',
     'self.title = "attn-tutor"',
     'print(f"{l.id}  {title}  (attn-lab/{l.file_name})")',
@@ -316,9 +313,6 @@ def test_scanner_allows(snippet):
 @pytest.mark.parametrize("snippet,expected", [
     ("heatmap(m, title=x)", 2),
     ("heatmap(m, legend=l, axis_labels=a)", 0),
-    ("memory_table(rows)", 1),
-    ("memory_table(rows, labels)", 0),
-    ("memory_table(rows, labels=labels)", 0),
 ])
 def test_unlocalised_renderer_calls(snippet, expected):
     assert len(unlocalised_calls(snippet)) == expected

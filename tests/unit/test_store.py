@@ -15,7 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from tutor.store import Store, fresh_state
+from dataclasses import replace
+
+from tutor.store import AnswerSheet, Section, Store, fresh_state, parse_answers
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -194,6 +196,27 @@ def test_kill_during_writes_leaves_valid_json(tmp_path: Path):
     assert sorted(p.name for p in state_file.parent.iterdir()) == ["state.json", "state.lock"]
 
 
+QUESTIONS = ["Why divide by sqrt(d)?", "What does the mask do?", "Why several heads?"]
+
+
+# -- answers: one file per lesson, a section per step with questions -------------------------
+
+def sheet(lesson: str, questions=(), step: str = "q") -> AnswerSheet:
+    """An answers file with one step of questions (the app builds these from the lesson)."""
+    return AnswerSheet(f"{lesson}-answers.md", f"{lesson}: answers",
+                       sections=(Section(step, "Questions", tuple(questions)),), legacy_step=step)
+
+
+def read(store: Store, lesson: str, step: str = "q") -> dict:
+    return store.read_answers(sheet(lesson)).get(step, {})
+
+
+def save(store: Store, lesson: str, index: int, text: str, *, base: str):
+    """save_answer on step q; its answers as {index: text}, as one step's are compared below."""
+    saved = store.save_answer(sheet(lesson, QUESTIONS), "q", index, text, base=base, both=both)
+    return replace(saved, answers=saved.answers.get("q", {}))
+
+
 def test_answers_round_trip(tmp_path: Path):
     store = Store(tmp_path / "attn-lab")
     questions = ["Why divide by sqrt(d)?", "What does the mask do?\nSecond line.", "Unanswered?"]
@@ -201,33 +224,32 @@ def test_answers_round_trip(tmp_path: Path):
         0: "Keeps the softmax from saturating.\n\n## Not a heading of ours\n- a list",
         1: "Blocks the future.\n",  # a trailing newline survives
     }
-    path = store.write_answers("lm3-l3", answers, questions)
+    path = store.write_answers(sheet("lm3-l3", questions), {"q": answers})
     assert path == tmp_path / "attn-lab" / "lm3-l3-answers.md"
     text = path.read_text("utf-8")
-    assert "> What does the mask do?\n> Second line." in text and "## Question 3" in text
-    assert store.read_answers("lm3-l3") == answers
+    assert "> What does the mask do?\n> Second line." in text and "### Question 3" in text
+    assert read(store, "lm3-l3") == answers
     # rewriting replaces the file as a whole
-    store.write_answers("lm3-l3", {2: "中文回答"}, questions)
-    assert Store(tmp_path / "attn-lab").read_answers("lm3-l3") == {2: "中文回答"}
+    store.write_answers(sheet("lm3-l3", questions), {"q": {2: "中文回答"}})
+    assert read(Store(tmp_path / "attn-lab"), "lm3-l3") == {2: "中文回答"}
 
 
 def test_answers_edited_by_hand_with_crlf(tmp_path: Path):
     store = Store(tmp_path)
-    path = store.write_answers("l", {0: "one"}, ["Q?"])
+    path = store.write_answers(sheet("l", ["Q?"]), {"q": {0: "one"}})
     path.write_bytes(path.read_bytes().replace(b"one", b"one, edited").replace(b"\n", b"\r\n"))
-    assert store.read_answers("l") == {0: "one, edited"}
+    assert read(store, "l") == {0: "one, edited"}
 
 
 def test_answers_missing_file_and_bad_id(tmp_path: Path):
     store = Store(tmp_path)
-    assert store.read_answers("nothing-yet") == {}
+    assert read(store, "nothing-yet") == {}
     with pytest.raises(ValueError):
-        store.write_answers("../escape", {0: "x"}, ["q"])
+        store.write_answers(sheet("../escape", ["q"]), {"q": {0: "x"}})
 
 
 # -- one answer saved into a file the learner also edits ----------------------------------
 
-QUESTIONS = ["Why divide by sqrt(d)?", "What does the mask do?", "Why several heads?"]
 
 
 def both(theirs: str, mine: str) -> str:
@@ -237,20 +259,20 @@ def both(theirs: str, mine: str) -> str:
 def edit_answer(path: Path, index: int, old: str, new: str) -> None:
     """What the learner does in their editor: change the text between one pair of markers."""
     text = path.read_text("utf-8")
-    block = f"<!-- answer {index} -->\n{old}\n<!-- /answer {index} -->"
+    block = f"<!-- answer q {index} -->\n{old}\n<!-- /answer q {index} -->"
     assert block in text
-    path.write_text(text.replace(block, f"<!-- answer {index} -->\n{new}\n<!-- /answer {index} -->"), "utf-8")
+    path.write_text(text.replace(block, f"<!-- answer q {index} -->\n{new}\n<!-- /answer q {index} -->"), "utf-8")
 
 
 def test_save_answer_keeps_what_the_file_says_for_the_other_questions(tmp_path: Path):
     store = Store(tmp_path)
-    path = store.write_answers("l", {0: "first"}, QUESTIONS)
+    path = store.write_answers(sheet("l", QUESTIONS), {"q": {0: "first"}})
     edit_answer(path, 1, "", "Blocks the future (written in the file).")
     path.write_text(path.read_text("utf-8") + "\nMy own notes, outside the markers.\n", "utf-8")
     before = path.read_text("utf-8")
-    saved = store.save_answer("l", 0, "first, rewritten in the app", base="first", questions=QUESTIONS, both=both)
+    saved = save(store, "l", 0, "first, rewritten in the app", base="first")
     assert saved.written and not saved.kept_both
-    assert saved.answers == store.read_answers("l") == {
+    assert saved.answers == read(store, "l") == {
         0: "first, rewritten in the app", 1: "Blocks the future (written in the file)."}
     # Nothing but answer 0's line changed.
     assert path.read_text("utf-8") == before.replace("\nfirst\n", "\nfirst, rewritten in the app\n")
@@ -258,70 +280,70 @@ def test_save_answer_keeps_what_the_file_says_for_the_other_questions(tmp_path: 
 
 def test_save_answer_when_both_changed_the_same_answer_keeps_both(tmp_path: Path):
     store = Store(tmp_path)
-    path = store.write_answers("l", {0: "start"}, QUESTIONS)
+    path = store.write_answers(sheet("l", QUESTIONS), {"q": {0: "start"}})
     edit_answer(path, 0, "start", "changed in the file")
-    saved = store.save_answer("l", 0, "changed in the app", base="start", questions=QUESTIONS, both=both)
+    saved = save(store, "l", 0, "changed in the app", base="start")
     assert saved.kept_both and saved.written
-    assert store.read_answers("l") == {0: "FILE: changed in the file | APP: changed in the app"}
+    assert read(store, "l") == {0: "FILE: changed in the file | APP: changed in the app"}
 
 
 def test_save_answer_unchanged_in_the_app_leaves_the_file_alone(tmp_path: Path):
     store = Store(tmp_path)
-    path = store.write_answers("l", {0: "start"}, QUESTIONS)
+    path = store.write_answers(sheet("l", QUESTIONS), {"q": {0: "start"}})
     edit_answer(path, 0, "start", "changed in the file")
     before = path.read_bytes()
-    saved = store.save_answer("l", 0, "start", base="start", questions=QUESTIONS, both=both)
+    saved = save(store, "l", 0, "start", base="start")
     assert not saved.written and not saved.kept_both
     assert saved.answers == {0: "changed in the file"} and path.read_bytes() == before
     # The same text in both places is no conflict either.
-    saved = store.save_answer("l", 0, "changed in the file", base="start", questions=QUESTIONS, both=both)
+    saved = save(store, "l", 0, "changed in the file", base="start")
     assert not saved.written and not saved.kept_both and path.read_bytes() == before
 
 
 def test_save_answer_emptied_on_one_side(tmp_path: Path):
     store = Store(tmp_path)
-    path = store.write_answers("l", {0: "start", 1: "two"}, QUESTIONS)
+    path = store.write_answers(sheet("l", QUESTIONS), {"q": {0: "start", 1: "two"}})
     edit_answer(path, 0, "start", "")  # cleared in the file, rewritten in the app: the app's
-    assert store.save_answer("l", 0, "new", base="start", questions=QUESTIONS, both=both).answers[0] == "new"
+    assert save(store, "l", 0, "new", base="start").answers[0] == "new"
     edit_answer(path, 1, "two", "two, edited")  # changed in the file, cleared in the app: the file's
-    assert store.save_answer("l", 1, "", base="two", questions=QUESTIONS, both=both).answers[1] == "two, edited"
+    assert save(store, "l", 1, "", base="two").answers[1] == "two, edited"
     # cleared in the app, the file unchanged: cleared
-    assert 0 not in store.save_answer("l", 0, "", base="new", questions=QUESTIONS, both=both).answers
+    assert 0 not in save(store, "l", 0, "", base="new").answers
 
 
 def test_save_answer_creates_the_file_and_adds_a_deleted_section(tmp_path: Path):
     store = Store(tmp_path / "attn-lab")
-    saved = store.save_answer("l", 1, "two", base="", questions=QUESTIONS, both=both)
+    saved = save(store, "l", 1, "two", base="")
     assert saved.path == tmp_path / "attn-lab" / "l-answers.md" and saved.answers == {1: "two"}
     text = saved.path.read_text("utf-8")
-    assert "Edit answers between the markers" in text and "## Question 3" in text
+    assert "Edit answers between the markers" in text and "### Question 3" in text
     # The learner deleted question 3's section (markers and all), then answers it in the app.
-    start, end = text.index("\n## Question 3"), text.index("<!-- /answer 2 -->\n") + len("<!-- /answer 2 -->\n")
+    start, end = text.index("\n### Question 3"), text.index("<!-- /answer q 2 -->\n") + len("<!-- /answer q 2 -->\n")
     saved.path.write_text(text[:start] + text[end:], "utf-8")
-    saved = store.save_answer("l", 2, "three", base="", questions=QUESTIONS, both=both)
+    saved = save(store, "l", 2, "three", base="")
     assert saved.answers == {1: "two", 2: "three"}
-    assert saved.path.read_text("utf-8").count("## Question 3") == 1
+    assert saved.path.read_text("utf-8").count("### Question 3") == 1
 
 
 def test_save_answer_keeps_crlf_and_bytes_that_are_not_utf8(tmp_path: Path):
     store = Store(tmp_path)
-    path = store.write_answers("l", {0: "one"}, QUESTIONS)
+    path = store.write_answers(sheet("l", QUESTIONS), {"q": {0: "one"}})
     raw = path.read_bytes().replace(b"\n", b"\r\n").replace(b"> Why several", b"> \xff Why several")
     path.write_bytes(raw)
-    store.save_answer("l", 1, "two\nlines", base="", questions=QUESTIONS, both=both)
-    assert path.read_bytes() == raw.replace(b"<!-- answer 1 -->\r\n\r\n", b"<!-- answer 1 -->\r\ntwo\r\nlines\r\n")
-    assert store.read_answers("l") == {0: "one", 1: "two\nlines"}
+    save(store, "l", 1, "two\nlines", base="")
+    assert path.read_bytes() == raw.replace(b"<!-- answer q 1 -->\r\n\r\n", b"<!-- answer q 1 -->\r\ntwo\r\nlines\r\n")
+    assert read(store, "l") == {0: "one", 1: "two\nlines"}
 
 
 def test_save_answer_keeps_the_mode_and_a_symlink(tmp_path: Path):
     store = Store(tmp_path / "ws")
     notes = tmp_path / "notes.md"
-    notes.write_text(store.write_answers("l", {}, QUESTIONS).read_text("utf-8"))
-    store.answers_path("l").unlink()
-    store.answers_path("l").symlink_to(notes)
+    notes.write_text(store.write_answers(sheet("l", QUESTIONS), {"q": {}}).read_text("utf-8"))
+    store.answers_path("l-answers.md").unlink()
+    store.answers_path("l-answers.md").symlink_to(notes)
     os.chmod(notes, 0o600)
-    store.save_answer("l", 0, "one", base="", questions=QUESTIONS, both=both)
-    assert store.answers_path("l").is_symlink() and store.read_answers("l") == {0: "one"}
+    save(store, "l", 0, "one", base="")
+    assert store.answers_path("l-answers.md").is_symlink() and read(store, "l") == {0: "one"}
     assert os.stat(notes).st_mode & 0o777 == 0o600
 
 
@@ -331,7 +353,7 @@ def test_save_answer_reads_again_if_the_file_changes_before_the_rename(tmp_path:
     import tutor.store as store_module
 
     store = Store(tmp_path)
-    path = store.write_answers("l", {}, QUESTIONS)
+    path = store.write_answers(sheet("l", QUESTIONS), {"q": {}})
     real = store_module.atomic_write
     calls = []
 
@@ -342,10 +364,77 @@ def test_save_answer_reads_again_if_the_file_changes_before_the_rename(tmp_path:
         return real(target, data, mode, still)
 
     monkeypatch.setattr(store_module, "atomic_write", editor_saves_first)
-    saved = store.save_answer("l", 0, "one", base="", questions=QUESTIONS, both=both)
+    saved = save(store, "l", 0, "one", base="")
     assert len(calls) == 2 and saved.written
-    assert store.read_answers("l") == {0: "one", 2: "three, saved by the editor just now"}
+    assert read(store, "l") == {0: "one", 2: "three, saved by the editor just now"}
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".tmp-")) == []
+
+
+OLD_FORMAT = """# lm3-l3: reflection answers
+
+<!-- Written by attn-tutor. Edit answers between the markers. -->
+
+## Question 1
+
+> Why must the causal mask be applied before the softmax?
+
+<!-- answer 0 -->
+Masked scores become exp(-inf) = 0.
+<!-- /answer 0 -->
+
+## Question 2
+
+> You double the context length...
+
+<!-- answer 1 -->
+
+<!-- /answer 1 -->
+
+## Question 4
+
+<!-- answer 3 -->
+head_dim = 64
+<!-- /answer 3 -->
+"""
+
+
+def two_steps() -> AnswerSheet:
+    return AnswerSheet("lm3-l3-answers.md", "lm3-l3: answers", legacy_step="reflect", sections=(
+        Section("reflect", "Reflection questions", ("Q1?", "Q2?", "Q3?", "Q4?")),
+        Section("exercises", "Exercises", ("E1?", "E2?"))))
+
+
+def test_an_answers_file_in_the_format_from_before_steps_is_read_and_kept(tmp_path: Path):
+    """Files written before answers had a section per step (markers without a step id) are
+    the first questions step's answers: read as such, and nothing in them lost on a save."""
+    store = Store(tmp_path)
+    path = store.answers_path(two_steps())
+    path.write_text(OLD_FORMAT, "utf-8")
+    assert store.read_answers(two_steps()) == {"reflect": {0: "Masked scores become exp(-inf) = 0.",
+                                                           3: "head_dim = 64"}}
+    # Answer 2 of the same step: its old block is rewritten in place, with the step in its markers.
+    store.save_answer(two_steps(), "reflect", 1, "×4 and ×2", base="", both=both)
+    # An answer of another step: its own section, added at the end.
+    store.save_answer(two_steps(), "exercises", 0, "It collapses.", base="", both=both)
+    assert store.read_answers(two_steps()) == {
+        "reflect": {0: "Masked scores become exp(-inf) = 0.", 1: "×4 and ×2", 3: "head_dim = 64"},
+        "exercises": {0: "It collapses."}}
+    text = path.read_text("utf-8")
+    assert text.startswith(OLD_FORMAT.split("<!-- answer 1 -->")[0])  # the learner's file as it was
+    assert "<!-- answer reflect 1 -->\n×4 and ×2\n<!-- /answer reflect 1 -->" in text
+    assert "<!-- answer 0 -->" in text and "\n## Exercises\n" in text
+
+
+def test_answers_of_several_steps_each_in_its_section(tmp_path: Path):
+    store = Store(tmp_path)
+    store.save_answer(two_steps(), "exercises", 1, "two", base="", both=both)
+    store.save_answer(two_steps(), "reflect", 0, "one", base="", both=both)
+    store.save_answer(two_steps(), "exercises", 0, "first", base="", both=both)
+    text = store.answers_path(two_steps()).read_text("utf-8")
+    # A new file has every step's section, in the lesson's order, each question in its place.
+    assert text.index("## Reflection questions") < text.index("<!-- answer reflect 0 -->") \
+        < text.index("## Exercises") < text.index("<!-- answer exercises 0 -->") < text.index("<!-- answer exercises 1 -->")
+    assert parse_answers(text, "reflect") == {"reflect": {0: "one"}, "exercises": {0: "first", 1: "two"}}
 
 
 def test_atomic_write_still_false_replaces_nothing(tmp_path: Path):

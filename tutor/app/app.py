@@ -29,14 +29,14 @@ from textual.widgets import OptionList, ProgressBar, Static
 from ..i18n import t
 from ..lesson import Lesson
 from ..render.doc import render_markdown
-from ..render.experiments import DEFAULT_MEMORY, next_setting
 from ..render.heatmap import heatmap
+from ..render.visuals import text_of
 from ..render.verdicts import hints_block, load_syntax, shown_of, status_mark, step_results
 from ..render.wrap import Wrapped
 from ..results import StepResult
 from ..runner.client import Worker, WorkerGone, decode_source, unreadable_results
 from ..runner.messages import Done, Event, Gone, Ready, StepVerdict
-from ..store import Store
+from ..store import AnswerSheet, Section, Store
 from ..watch import FileWatcher, WatchError
 from .trace import digest, trace
 from .trace import enabled as trace_enabled
@@ -45,7 +45,16 @@ from .widgets import DocScroll, DrawnOnce, Footer, Progress, ScrollingStatic, St
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 SPINNER_AFTER = 0.15  # s: a run that ends sooner shows no spinner at all, just the new marks
 GATHER = 0.08  # s: step results arriving this close together are drawn in one frame
-ANSWERS_EVERY = 1.0  # s: how often the reflection step reads the answers file again
+ANSWERS_EVERY = 1.0  # s: how often a step with questions reads the answers file again
+
+
+def chosen_settings(step, saved) -> dict:
+    """A step's settings: the saved values that are still among its values, the defaults else."""
+    values = step.default_settings()
+    for setting in step.settings:
+        if isinstance(saved, dict) and saved.get(setting.id) in setting.values:
+            values[setting.id] = saved[setting.id]
+    return values
 
 
 class WorkerEvent(Message):
@@ -74,13 +83,10 @@ class TutorApp(App):
         Binding("w", "weights", id="weights", show=False),
         Binding("b", "cycle", id="cycle", show=False),
         Binding("d", "mode", id="mode", show=False),
-        Binding("1", "setting(1)", id="setting-1", show=False),
-        Binding("2", "setting(2)", id="setting-2", show=False),
-        Binding("3", "setting(3)", id="setting-3", show=False),
-        Binding("4", "setting(4)", id="setting-4", show=False),
+        # A step's own keys (its settings, its questions' 1–N) are declared in lesson.toml:
+        # see on_key and step_key.
         Binding("m", "model_answers", id="model-answers", show=False),
         Binding("R", "reset", id="reset", show=False),
-        Binding("x", "exercise_variant", id="exercise-variant", show=False),
         Binding("s", "solution", id="solution", show=False),
         Binding("L", "lessons", id="lessons", show=False),
         Binding("question_mark", "help", id="help", show=False),
@@ -127,12 +133,15 @@ class TutorApp(App):
         self.new_verdict = False  # the current step has had a verdict not yet scrolled to
         saved = store.load().get("lessons", {}).get(lesson.id, {})
         self.hints_shown: dict[str, int] = dict(saved.get("hints", {}))
-        self.memory_settings = dict(DEFAULT_MEMORY)
-        self.exercise_variant = "scaled_q"
+        # step id -> its settings now ({setting id: value}), the saved ones where still valid
+        self.settings: dict[str, dict] = {s.id: chosen_settings(s, saved.get("settings", {}).get(s.id))
+                                          for s in lesson.steps if s.settings}
+        self.drew_weights: set[str] = set()  # steps whose results have had weights to draw
+        self.views: dict[str, list] = {}  # step id -> the last view its judge sent (kept through a re-run)
         self.show_model = False
-        self.answers: dict[int, str] = self.read_answers()
+        self.answers: dict[str, dict[int, str]] = self.read_answers()  # step id -> {index: answer}
         self.answers_checked = 0.0  # when the answers file was last read (see tick)
-        self.unsaved: dict[int, tuple[str, str]] = {}  # index -> (text, base) of a save that failed
+        self.unsaved: dict[tuple[str, int], tuple[str, str]] = {}  # (step, index) -> (text, base) of a save that failed
         # Textual converts colours for the terminal itself: the heatmap can always paint in full colour.
         self.color_hint = "none" if os.environ.get("NO_COLOR") else "truecolor"
         self.source: tuple[str, bytes] | None = None  # the file content the current verdicts are for
@@ -238,6 +247,7 @@ class TutorApp(App):
         step_id = self.step.id
         status = {s: r.status for s, r in self.results.items()}
         hints = dict(self.hints_shown)
+        settings = {sid: dict(v) for sid, v in self.settings.items()}
         lang = self.lang
         lang_chosen = self.lang_chosen
 
@@ -249,6 +259,8 @@ class TutorApp(App):
             entry["step"] = step_id
             entry.setdefault("status", {}).update(status)
             entry.setdefault("hints", {}).update(hints)
+            if settings:
+                entry.setdefault("settings", {}).update(settings)
 
         def save() -> None:
             try:
@@ -301,6 +313,14 @@ class TutorApp(App):
         self.render_main()
         self.render_results()
         self.query_one("#footer", Footer).show(self.lang)
+
+    def answers_shown_path(self) -> str:
+        """The answers file as the learner finds it from here (attn-lab/lm3-l3-answers.md)."""
+        path = self.store.workspace / self.lesson.answers_file
+        try:
+            return str(path.relative_to(Path.cwd()))
+        except ValueError:
+            return str(path)
 
     def shown_path(self) -> str:
         try:
@@ -356,10 +376,11 @@ class TutorApp(App):
         self.update_panel("#fileinfo", signature, lambda: Group(*parts))
 
     def render_main(self) -> None:
-        source = {"heatmap": "output"}.get(self.step.id, self.step.id)
-        signature = (self.step.id, self.lang, self.show_weights, self.versions.get(source),
-                     self.heatmap_index, self.heatmap_mode, tuple(self.memory_settings.items()),
-                     tuple(sorted(self.answers.items())), self.show_model, self.exercise_variant)
+        step = self.step
+        signature = (step.id, self.lang, self.show_weights, self.versions.get(step.id),
+                     self.versions.get(step.weights_from), self.heatmap_index, self.heatmap_mode,
+                     repr(self.settings.get(step.id)), repr(sorted(self.answers.get(step.id, {}).items())),
+                     self.show_model, self.updating())
         if self.shown.get("#doc") == signature:
             return
         self.shown["#doc"] = signature
@@ -373,7 +394,7 @@ class TutorApp(App):
             body.append(Wrapped(t("ui.file_created", self.lang, path=self.shown_path()), style="bold green"))
         if heading:
             body.append(render_markdown(heading))
-        extra = step_extra(self)
+        extra = step_extra(self, self.views.get(self.step.id))
         if extra is not None:
             # The live view first, under the step's heading: it is what the step is about.
             body += [extra, Text("")]
@@ -420,17 +441,20 @@ class TutorApp(App):
                 y = min(y, failure[0])
         panel.scroll_to(y=y, animate=False, immediate=True)
 
-    def heatmaps_for_step(self) -> list[dict]:
-        source = {"heatmap": "output"}.get(self.step.id, self.step.id)
-        result = self.results.get(source)
-        return (result.visuals.get("heatmaps") or []) if result else []
+    def heatmaps_for_step(self) -> list[dict] | None:
+        """The weights panel's entries: from the step lesson.toml names (weights_from), its own
+        by default; None while that step has given no result yet."""
+        result = self.results.get(self.step.weights_from)
+        return None if result is None else (result.visuals.get("heatmaps") or [])
 
     def weights_view(self):
         lang = self.lang
         maps = self.heatmaps_for_step()
         if not maps:
-            has = self.step.id in ("single-head", "multi-head", "output", "heatmap")
-            return Wrapped(t("ui.weights_waiting" if has else "ui.weights_none", lang), style="dim")
+            # "Waiting" where weights are to come (lesson.toml names their step, or this step has
+            # drawn some before); else this step draws none, as far as its results say.
+            drawn = bool(self.step.weights_declared) or self.step.weights_from in self.drew_weights
+            return Wrapped(t("ui.weights_waiting" if drawn else "ui.weights_none", lang), style="dim")
         index = self.heatmap_index % len(maps)
         entry = maps[index]
         mode = ("learner", "reference", "diff")[self.heatmap_mode % 3]
@@ -438,8 +462,9 @@ class TutorApp(App):
         note = None
         if learner is None:
             learner, mode = entry["reference"], "reference"
-            why = "ui.weights_not_captured" if self.step.id == "multi-head" else "ui.weights_unavailable"
-            note = Wrapped(t(why, lang), style="yellow")
+            # The judge may say why it has none (kit.weights(..., why=...)).
+            why = text_of(entry["why"], lang) if entry.get("why") else t("ui.weights_unavailable", lang)
+            note = Wrapped(why, style="yellow")
         nan = float("nan")
         as_floats = lambda m: [[nan if v is None else v for v in row] for row in m]  # noqa: E731
         label = t(entry["label"]["key"], lang, **entry["label"]["params"])
@@ -481,8 +506,7 @@ class TutorApp(App):
         if self.worker is None or self.worker_state == "gone":
             return
         try:
-            self.worker.submit(self.lesson.id, str(self.path), text, checked + extra,
-                               params={"memory": self.memory_settings})
+            self.worker.submit(self.lesson.id, str(self.path), text, checked + extra, params=self.params())
         except WorkerGone:
             self.worker_state = "gone"
             self.render_fileinfo()
@@ -492,6 +516,34 @@ class TutorApp(App):
         self.render_steps()
         self.render_results()
         self.render_fileinfo()
+
+    def params(self) -> dict:
+        """Each step's current settings, as its probe reads them (ctx.params)."""
+        return {sid: dict(values) for sid, values in self.settings.items()}
+
+    def rerun_step(self) -> None:
+        """The current step again with its new settings, and whatever else is still running (a
+        new run supersedes the one in flight)."""
+        if self.source is None or self.source[0] is None or self.worker is None or self.worker_state == "gone":
+            return
+        steps = [s.id for s in self.lesson.steps if s.id in self.running or s.id == self.step.id]
+        try:
+            self.worker.submit(self.lesson.id, str(self.path), self.source[0], steps, params=self.params())
+        except WorkerGone:
+            self.worker_state = "gone"
+            self.render_fileinfo()
+            return
+        if not self.running:
+            self.run_started = time.monotonic()
+        self.running |= set(steps)
+        self.render_steps()
+        self.render_results()
+
+    def updating(self) -> bool:
+        """A run of the current step is out while an older view of it is on screen (shown dim
+        "updating…" after SPINNER_AFTER, as the spinner is)."""
+        return (self.step.id in self.running and self.step.id in self.views
+                and time.monotonic() - self.run_started > SPINNER_AFTER)
 
     @on(WorkerEvent)
     def on_worker_event(self, message: WorkerEvent) -> None:
@@ -524,6 +576,10 @@ class TutorApp(App):
         if result.id == self.step.id:
             self.new_verdict = True  # after_results scrolls to its first failure
         self.results[result.id] = result
+        if "view" in result.visuals:
+            self.views[result.id] = result.visuals["view"]  # a run without one (a file that does not load) keeps the last
+        if result.visuals.get("heatmaps"):
+            self.drew_weights.add(result.id)
         self.versions[result.id] = self.versions.get(result.id, 0) + 1
         self.running.discard(result.id)
 
@@ -551,7 +607,7 @@ class TutorApp(App):
             self.new_verdict = False
             self.show_first_failure()
         self.render_fileinfo()
-        if self.show_weights or not self.step.checked:
+        if self.show_weights or not self.step.checked or self.step.id in self.views:  # a checked step may have a view too
             self.render_main()
         if not self.running:
             self.call_after_refresh(self.remember, wait=False)  # after the paint, and not in the way of the next
@@ -583,13 +639,15 @@ class TutorApp(App):
         self.run_checks(text, raw)
 
     def tick(self) -> None:
-        if self.step.id == "reflect" and not self.closing and time.monotonic() - self.answers_checked > ANSWERS_EVERY:
+        if self.step.questions and not self.closing and time.monotonic() - self.answers_checked > ANSWERS_EVERY:
             self.reread_answers()  # edits made in the file show up while the step is on screen
         if self.running and not self.closing and time.monotonic() - self.run_started > SPINNER_AFTER:
             self.spin += 1
             self.render_steps()
             self.render_results()
             self.render_fileinfo()
+            if not self.step.checked or self.step.settings:
+                self.render_main()  # its "updating…" line (drawn only when it changes)
 
     # ------------------------------------------------------------------ actions
 
@@ -605,7 +663,7 @@ class TutorApp(App):
         self.query_one("#doc-scroll").scroll_home(animate=False)
         self.show_first_failure()
         self.remember()
-        if self.step.id == "reflect":
+        if self.step.questions:
             self.reread_answers()
         if not self.step.checked and self.source is not None:
             self.run_checks(*self.source)
@@ -665,30 +723,62 @@ class TutorApp(App):
         if self.show_weights:
             self.render_main()
 
-    def action_setting(self, n: int) -> None:
-        """1–4: the memory screen's settings, or the reflection's questions."""
-        if self.step.id == "memory":
-            self.memory_settings = next_setting(self.memory_settings, ("heads", "batch", "dtype", "range")[n - 1])
+    def on_key(self, event) -> None:
+        """A step's own keys, as lesson.toml declares them: a setting's key cycles it, a
+        question's number opens its answer box. Only on the lesson's screen (not in a box)."""
+        if len(self.screen_stack) > 1 or self.closing:
+            return
+        if self.step_key(event.character or event.key):
+            event.stop()
+            event.prevent_default()
+
+    def step_key(self, key: str) -> bool:
+        step = self.step
+        setting = step.setting_for_key(key)
+        if setting is not None:
+            values = self.settings.setdefault(step.id, step.default_settings())
+            values[setting.id] = setting.next(values.get(setting.id))
             self.render_main()
-            if self.source is not None:
-                self.run_checks(*self.source)
-        elif self.step.id == "reflect" and n <= len(self.step.questions.get(self.lang, ())):
-            from .answer import AnswerScreen  # TextArea: imported when first asked for
+            self.remember(wait=False)
+            self.rerun_step()
+            return True
+        if key in step.question_keys() and step.questions.get(self.lang):
+            self.open_answer(step.question_keys().index(key))
+            return True
+        return False
 
-            self.reread_answers()  # the learner may have edited the file since
-            index = n - 1
-            # An answer that could not be saved is offered again, against what the file held then.
-            if index in self.unsaved:
-                text, base = self.unsaved[index]
-            else:
-                text = base = self.answers.get(index, "")
-            question = self.step.questions[self.lang][index]
-            self.push_screen(AnswerScreen(n, question, text, self.lang),
-                             lambda new: self.save_answer(index, new, base))
+    def open_answer(self, index: int) -> None:
+        from .answer import AnswerScreen  # TextArea: imported when first asked for
 
-    def read_answers(self) -> dict[int, str]:
+        step = self.step
+        questions = step.questions.get(self.lang, ())
+        if index >= len(questions):
+            return
+        self.reread_answers()  # the learner may have edited the file since
+        # An answer that could not be saved is offered again, against what the file held then.
+        if (step.id, index) in self.unsaved:
+            text, base = self.unsaved[(step.id, index)]
+        else:
+            text = base = self.answers.get(step.id, {}).get(index, "")
+        self.push_screen(AnswerScreen(index + 1, questions[index], text, self.lang),
+                         lambda new: self.save_answer(step.id, index, new, base))
+
+    def answer_sheet(self) -> AnswerSheet:
+        """The lesson's answers file, its headings in the current language."""
+        lang = self.lang
+        asked = [s for s in self.lesson.steps if s.questions]
+        return AnswerSheet(
+            name=self.lesson.answers_file,
+            title=t("store.answers_title", lang, lesson=self.lesson.id),
+            note=t("store.answers_note", lang),
+            sections=tuple(Section(s.id, s.title.get(lang, s.id), tuple(s.questions.get(lang, ()))) for s in asked),
+            question=t("store.answers_question", lang),  # "{n}" left in: the store numbers them
+            legacy_step=asked[0].id if asked else "",
+        )
+
+    def read_answers(self) -> dict[str, dict[int, str]]:
         try:
-            return self.store.read_answers(self.lesson.id)
+            return self.store.read_answers(self.answer_sheet())
         except (OSError, ValueError):
             return {}
 
@@ -697,32 +787,34 @@ class TutorApp(App):
         Read, not watched: a plain read also sees edits made on NFS, where no event comes."""
         self.answers_checked = time.monotonic()
         answers = self.read_answers()
-        answers.update({index: text for index, (text, _) in self.unsaved.items()})
+        for (step, index), (text, _) in self.unsaved.items():
+            answers.setdefault(step, {})[index] = text
         if answers != self.answers:
             self.answers = answers
             self.render_main()
 
-    def save_answer(self, index: int, text: str | None, base: str) -> None:
+    def save_answer(self, step: str, index: int, text: str | None, base: str) -> None:
         """The answer box closed: merge its text into the file (Store.save_answer keeps what the
         learner wrote there meanwhile; if both changed this answer, both versions go in)."""
         if text is None:
             return
         lang = self.lang
-        questions = list(self.step.questions.get(lang, ()))
 
         def both(theirs: str, mine: str) -> str:
             return t("ui.answer_both", lang, file=theirs.strip("\n"), app=mine.strip("\n"))
 
         try:
-            saved = self.store.save_answer(self.lesson.id, index, text, base=base, questions=questions, both=both)
+            saved = self.store.save_answer(self.answer_sheet(), step, index, text, base=base, both=both)
         except (OSError, ValueError) as exc:
-            self.unsaved[index] = (text, base)
-            self.answers[index] = text
+            self.unsaved[(step, index)] = (text, base)
+            self.answers.setdefault(step, {})[index] = text
             self.notify(t("ui.os_error", lang, error=getattr(exc, "strerror", None) or exc), severity="error")
             self.render_main()
             return
-        self.unsaved.pop(index, None)
+        self.unsaved.pop((step, index), None)
         self.answers = saved.answers
+        for (s, i), (unsaved, _) in self.unsaved.items():
+            self.answers.setdefault(s, {})[i] = unsaved
         self.answers_checked = time.monotonic()
         if saved.kept_both:
             self.notify(t("ui.answer_kept_both", lang, n=index + 1, path=saved.path.name), severity="warning",
@@ -754,13 +846,8 @@ class TutorApp(App):
         self.rerun_from_disk()  # the watcher sees it too; the same content is not run twice
 
     def action_model_answers(self) -> None:
-        if self.step.id == "reflect":
+        if self.step.questions:
             self.show_model = not self.show_model
-            self.render_main()
-
-    def action_exercise_variant(self) -> None:
-        if self.step.id == "exercises":
-            self.exercise_variant = "shuffled_q" if self.exercise_variant == "scaled_q" else "scaled_q"
             self.render_main()
 
     def action_solution(self) -> None:

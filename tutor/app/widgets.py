@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from rich.cells import cell_len
-from rich.console import RenderableType
+from rich.console import Group, RenderableType
 from rich.measure import Measurement
 from rich.style import Style as RichStyle
 from rich.text import Text
@@ -21,6 +21,7 @@ from textual.widgets.option_list import Option
 
 from ..i18n import t
 from ..render.verdicts import ANCHOR, marked
+from ..render.wrap import Wrapped
 
 FOOTER_KEYS = (("n", "foot_next"), ("p", "foot_prev"), ("r", "foot_run"), ("e", "foot_edit"), ("h", "foot_hint"),
                ("w", "foot_weights"), ("l", "foot_lang"), ("?", "foot_help"), ("q", "foot_quit"))
@@ -298,29 +299,42 @@ class Footer(Static):
         return text
 
 
-def step_extra(app) -> RenderableType | None:
-    """What an experiment or reflection step shows under its text, from the worker's data."""
-    from ..render.experiments import exercises_view, memory_view, reflect_view, weights_pair
+def step_extra(app, view: list | None) -> RenderableType | None:
+    """What a step shows under its heading, from data only: the view its judge sent (kept from
+    the last run while a new one is out), its settings line, its questions."""
+    from ..render.visuals import Context, Questions, draw_questions, draw_view, spoilers
 
-    step, lang, results = app.step, app.lang, app.results
-    visuals = results[step.id].visuals if step.id in results else {}
-    hint = app.color_hint
-    if step.id == "memory":
-        data = visuals.get("memory")
-        measured = {t: b for t, b in data["measured"]} if data and data["settings"] == app.memory_settings else None
-        return memory_view(app.memory_settings, measured, lang)
-    if step.id == "reflect":
-        return reflect_view(step.questions.get(lang, ()), app.answers, app.show_model,
-                            step.answers.get(lang, ()), visuals.get("reflect"), lang)
-    if step.id == "heatmap":
-        maps = visuals.get("heatmaps")
-        return weights_pair(maps, lang, hint) if maps else Text(t("ui.weights_waiting", lang), style="dim")
-    if step.id == "exercises":
-        data = visuals.get("exercises")
-        if data is None:
-            return Text(t("ui.weights_waiting", lang), style="dim")
-        return exercises_view(data, app.exercise_variant, lang, hint)
-    return None
+    step, lang = app.step, app.lang
+    keys_line = settings_line(step, app.settings.get(step.id, {}), lang) if step.settings else None
+    ctx = Context(lang, app.color_hint, keys_line)
+    parts: list[RenderableType] = []
+    if app.updating():
+        parts.append(Wrapped(t("ui.updating", lang), style="dim"))
+    if view is not None:
+        if keys_line is not None and not any(i.get("kind") == "keys" for i in view if isinstance(i, dict)):
+            parts.append(keys_line)  # a view without a place for the keys line: it goes first
+        parts += draw_view(view, ctx)
+    elif not step.checked and not step.questions:
+        if keys_line is not None:
+            parts.append(keys_line)
+        parts.append(Wrapped(t("ui.view_waiting", lang), style="dim"))
+    if step.questions.get(lang):
+        if parts:
+            parts.append(Text(""))
+        questions = Questions(step.questions[lang], app.answers.get(step.id, {}), step.answers.get(lang, ()),
+                              app.show_model, app.answers_shown_path(), step.question_keys())
+        parts += draw_questions(questions, ctx, spoilers(view or []))
+    return Group(*parts) if parts else None
+
+
+def settings_line(step, values: dict, lang: str) -> RenderableType:
+    """The step's keys and the value each setting has now: "Keys: 1 heads: 12 · 2 batch: 1"."""
+    from ..render.visuals import Packed
+
+    items = [t("ui.setting", lang, key=s.key, label=s.label.get(lang, s.id),
+               value=s.shown(values.get(s.id, s.default), lang)) for s in step.settings]
+    prefix = t("ui.settings_keys", lang, settings="")
+    return Packed(prefix, items)
 
 
 def fits(text: str, width: int) -> str:

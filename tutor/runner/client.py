@@ -123,7 +123,7 @@ class Worker:
 
     def submit(self, lesson_id: str, filename: str, source: str, steps: list[str] | None = None,
                params: dict | None = None) -> int:
-        """params: per step id, the settings of an experiment (e.g. the memory screen's heads)."""
+        """params: per step id, its settings as lesson.toml declares them (the probe's ctx.params)."""
         with self._lock:
             self.gen += 1
             self._send({"type": "run", "gen": self.gen, "lesson": lesson_id, "filename": filename,

@@ -1,0 +1,230 @@
+"""Draws a step's view (the items of tutor.visuals) and its questions, in the reader's language.
+
+Pure Rich: the app puts what these return in its panels; tests call them directly. Nothing
+here knows a lesson: the texts are message references resolved with i18n.t, the numbers
+come formatted by the lesson's judge.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+from rich.cells import cell_len
+from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
+from rich.measure import Measurement
+from rich.table import Table
+from rich.text import Text
+
+from ..i18n import t
+from .bars import bar as bar_text
+from .doc import render_markdown
+from .heatmap import heatmap as draw_heatmap
+from .wrap import Wrapped
+
+LEGEND_KEYS = ("learner", "reference", "diff", "masked", "leak", "nan")
+
+
+def text_of(value, lang: str) -> str:
+    """A message reference in lang, or a plain value as it is."""
+    if isinstance(value, dict) and "key" in value:
+        return t(value["key"], lang, **(value.get("params") or {}))
+    return "" if value is None else str(value)
+
+
+def heatmap_words(lang: str) -> tuple[tuple[str, str], dict[str, str]]:
+    """The axis labels and the legend every heatmap shows."""
+    axes = (t("ui.axis_keys", lang), t("ui.axis_queries", lang))
+    return axes, {k: t(f"ui.legend_{k}", lang) for k in LEGEND_KEYS}
+
+
+def floats(matrix) -> list[list[float]]:
+    return [[float("nan") if v is None else v for v in row] for row in matrix]
+
+
+class SideBySide:
+    """Renderables next to each other when there is room, else one under the other."""
+
+    def __init__(self, *items: RenderableType, min_width: int = 84):
+        self.items, self.min_width = items, min_width
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        if len(self.items) > 1 and options.max_width >= self.min_width:
+            grid = Table.grid(padding=(0, 2))
+            for _ in self.items:
+                grid.add_column(ratio=1)
+            grid.add_row(*self.items)
+            yield grid
+            return
+        for i, item in enumerate(self.items):
+            if i:
+                yield Text("")
+            yield item
+
+
+class Packed:
+    """Short items on as few lines as fit, "a · b · c", breaking only between items (an item
+    wider than the line is wrapped on its own): a settings line never splits "3 dtype: float32"."""
+
+    def __init__(self, prefix: str, items: list[str], style: str = "dim", sep: str = " · "):
+        self.prefix, self.items, self.style, self.sep = prefix, items, style, sep
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        width = max(1, options.max_width)
+        lines, line = [], self.prefix
+        for i, item in enumerate(self.items):
+            joined = line + (self.sep if i else "") + item
+            last = i == len(self.items) - 1
+            if i and cell_len(joined + ("" if last else self.sep.rstrip())) > width:
+                lines.append(line + self.sep.rstrip())
+                line = item
+            else:
+                line = joined
+        lines.append(line)
+        for text in lines:
+            yield Wrapped(text, style=self.style)
+
+    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
+        full = cell_len(self.prefix + self.sep.join(self.items))
+        return Measurement(min(full, max((cell_len(i) for i in self.items), default=1)), full)
+
+
+@dataclass
+class Context:
+    """What drawing a view needs besides its items."""
+
+    lang: str
+    color_hint: str | None = None
+    keys_line: RenderableType | None = None  # the settings line, where the view has keys()
+    revealed: Callable[[int], bool] = lambda question: False  # after_answer(question): shown?
+
+
+def cell(value, lang: str):
+    if isinstance(value, dict) and value.get("kind") == "bar":
+        top = value.get("top") or 0
+        drawn = bar_text(value.get("value") or 0, top, int(value.get("width") or 8))
+        return Text(drawn, style=value.get("style") or "green")
+    if value is None:
+        return "—"
+    return text_of(value, lang)
+
+
+def draw_table(item: dict, lang: str) -> Table:
+    table = Table(box=None, header_style="bold", pad_edge=False, collapse_padding=True)
+    align = item.get("align") or []
+    rows = item.get("rows") or []
+    for i, column in enumerate(item.get("columns") or []):
+        if i < len(align) and align[i]:
+            justify = align[i]
+        else:  # numbers right, text left: as the first row has them
+            first = rows[0][i] if rows and i < len(rows[0]) else None
+            justify = "right" if isinstance(first, (int, float)) or first is None else "left"
+        is_bar = any(isinstance(r[i], dict) and r[i].get("kind") == "bar" for r in rows if i < len(r))
+        table.add_column(text_of(column, lang), justify=justify, no_wrap=True, overflow="fold" if is_bar else "ellipsis")
+    for r in rows:
+        table.add_row(*(cell(v, lang) for v in r))
+    return table
+
+
+def draw_item(item: dict, ctx: Context) -> list[RenderableType]:
+    """One item's renderables (none for an item not to be shown, or of a kind not known)."""
+    lang = ctx.lang
+    kind = item.get("kind")
+    if kind == "heading":
+        return [Wrapped(text_of(item.get("text"), lang), style="bold")]
+    if kind == "note":
+        return [render_markdown(text_of(item.get("text"), lang))]
+    if kind == "waiting":
+        return [Wrapped(text_of(item.get("text"), lang), style="dim")]
+    if kind == "table":
+        return [draw_table(item, lang)]
+    if kind == "heatmap":
+        axes, legend = heatmap_words(lang)
+        reference = item.get("reference")
+        return [draw_heatmap(floats(item["matrix"]), reference=floats(reference) if reference else None,
+                             mode="diff" if reference else "learner", title=text_of(item.get("title"), lang),
+                             axis_labels=axes, color_system_hint=ctx.color_hint, legend=legend)]
+    if kind == "row":
+        drawn = [Group(*draw_item(i, ctx)) for i in item.get("items") or []]
+        return [SideBySide(*drawn)] if drawn else []
+    if kind == "keys":
+        return [ctx.keys_line] if ctx.keys_line is not None else []
+    if kind == "after_answer":
+        if not ctx.revealed(int(item.get("question", 0))):
+            return []
+        return [r for i in item.get("items") or [] for r in draw_item(i, ctx)]
+    return []  # a kind from a newer lesson kit: left out rather than fail the screen
+
+
+BLOCKS = ("table", "heatmap", "row")  # set apart by a blank line, unless under their heading
+
+
+def draw_view(items: list[dict], ctx: Context) -> list[RenderableType]:
+    """The view's items in order; after_answer items are left to the questions (see spoilers).
+    A blank line goes before each heading but the first, and around tables, heatmaps and rows
+    (not between a heading and its block)."""
+    out: list[RenderableType] = []
+    last = None  # the kind drawn last
+    for item in items:
+        if not isinstance(item, dict) or item.get("kind") == "after_answer":
+            continue
+        drawn = draw_item(item, ctx)
+        if not drawn:
+            continue
+        kind = item.get("kind")
+        if last is not None and (kind == "heading" or last in BLOCKS or (kind in BLOCKS and last != "heading")):
+            out.append(Text(""))
+        out += drawn
+        last = kind
+    return out
+
+
+def spoilers(items: list[dict]) -> dict[int, list[dict]]:
+    """The view's after_answer items by question number (1-based)."""
+    found: dict[int, list[dict]] = {}
+    for item in items:
+        if isinstance(item, dict) and item.get("kind") == "after_answer":
+            found.setdefault(int(item.get("question", 0)), []).append(item)
+    return found
+
+
+@dataclass
+class Questions:
+    """A step's questions as the learner sees them: their answers, and the model answers' state."""
+
+    texts: tuple[str, ...]
+    answers: dict[int, str]  # 0-based index -> the learner's answer
+    models: tuple[str, ...] = ()
+    show_model: bool = False  # `m`
+    path: str = ""  # the answers file, as shown
+    keys: tuple[str, ...] = field(default_factory=tuple)  # the key of each question ("1", "2", ...)
+
+    def answered(self, question: int) -> bool:
+        return bool(self.answers.get(question - 1, "").strip())
+
+
+def draw_questions(q: Questions, ctx: Context, extra: dict[int, list[dict]] | None = None) -> list[RenderableType]:
+    """The questions, each with the learner's answer (and the model answer after `m`), and under
+    each what the view gives away about it, once it is answered or `m` was pressed."""
+    lang = ctx.lang
+    keys = q.keys or tuple(str(i + 1) for i in range(len(q.texts)))
+    span = keys[0] if len(keys) == 1 else f"{keys[0]}–{keys[-1]}"
+    parts: list[RenderableType] = [Wrapped(t("ui.questions_keys", lang, keys=span, path=q.path), style="dim")]
+    revealing = Context(lang, ctx.color_hint, ctx.keys_line, lambda n: q.show_model or q.answered(n))
+    for i, question in enumerate(q.texts):
+        parts.append(Text(""))
+        parts.append(render_markdown(f"**{i + 1}.** {question}"))
+        answer = q.answers.get(i, "").strip()
+        if answer:
+            parts.append(Wrapped(t("ui.your_answer", lang), style="bold green"))
+            parts.append(Text(answer))
+            if q.show_model and i < len(q.models):
+                parts.append(Wrapped(t("ui.model_answer", lang), style="bold cyan"))
+                parts.append(render_markdown(q.models[i]))
+        else:
+            parts.append(Wrapped(t("ui.no_answer", lang, n=keys[i] if i < len(keys) else i + 1), style="dim"))
+        for item in (extra or {}).get(i + 1, []):
+            drawn = draw_item(item, revealing)
+            if drawn:
+                parts += [Text(""), *drawn]
+    return parts
