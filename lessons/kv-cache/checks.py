@@ -16,7 +16,7 @@ import torch.nn.functional as F
 from tutor.kit import (
     StepSpec, close, describe, failure_params, first_nonfinite, heading, heatmap, judge_other_sizes,
     judged, likely_for_value, matching_mistake, max_error, msg, nest_likely, no_kernel, note, of_the_inputs, row,
-    require_tensor, round_matrix, shape_str, size_explanation, table, waiting, weights,
+    require_tensor, round_matrix, shape_str, size_explanation, state_explanation, table, waiting, weights,
 )
 from tutor.kit import bar as bar_cell
 
@@ -480,8 +480,11 @@ def judge_generate_case(v, got, case, size, alone=True):
     want = (B, H, T, hd)
     ok = isinstance(cache, tuple) and len(cache) == 2 and all(
         isinstance(c, torch.Tensor) and tuple(c.shape) == want for c in cache)
-    v.require("values", ok, "check.generate_cache", expected=shape_str(want), got=describe(cache),
-              likely=msg("likely.generate_cache"))
+    tensors = isinstance(cache, tuple) and len(cache) == 2 and all(isinstance(c, torch.Tensor) for c in cache)
+    v.require("values", ok, "check.generate_cache", expected=shape_str(want),
+              got=" / ".join(shape_str(c.shape) for c in cache) if tensors else describe(cache),
+              likely=msg("likely.cache_layout") if tensors and tuple(cache[0].shape) == (B, T, H, hd)
+              else msg("likely.generate_cache"))
     for name, got_c, ref_c in (("k", cache[0], case["k"]), ("v", cache[1], case["v"])):
         if not close(got_c, ref_c):
             err, where = max_error(got_c, ref_c)
@@ -503,7 +506,8 @@ def judge_generate(v, outputs, inputs, jctx):
         case["k"], case["v"] = split(case["x"], case["w"], "W_k", H), split(case["x"], case["w"], "W_v", H)
         sub = judged("", lambda s: judge_generate_case(s, {"call": again}, case, SIZES[0], False))
         if not sub.passed():
-            reason, likely = nest_likely(sub.failed_message(), state_on_layer(jctx.source) or msg("likely.kept_state"))
+            kept = state_on_layer(jctx.source) or state_explanation(jctx.source, ("generate", LAYER))
+            reason, likely = nest_likely(sub.failed_message(), kept or msg("likely.kept_state"))
             v.require("call-again", False, "check.new_sequence", fn="generate", reason=reason, likely=likely)
         v.expect("call-again", True)
     no_kernel(v, "generate", jctx.source, {"generate", LAYER}, jctx.kernels)
@@ -659,9 +663,10 @@ def judge_discipline(v, outputs, inputs, jctx):
         if lengths[-1] != t + 1 or v_len != t + 1:
             before = steps[t - 1]["value"][1][0] if t else None
             old = isinstance(before, torch.Tensor) and before.shape == k.shape and bool(torch.equal(before, k))
+            layout = tuple(k.shape) == (B, t + 1, H, hd)
             v.require("shape", False, "check.cache_growth", n=t + 1, lengths=", ".join(map(str, lengths)),
                       v_len=v_len, likely=msg("likely.value_not_appended") if lengths[-1] == t + 1
-                      else msg("likely.returned_old_cache") if old else diagnose_growth(lengths))
+                      else msg("likely.cache_layout") if layout else msg("likely.returned_old_cache") if old else diagnose_growth(lengths))
     v.expect("returns", True)
     v.expect("shape", True)
     # The caller's tensors: what it passed stays as it was, and what it was given stays so too.
