@@ -372,7 +372,7 @@ def reference_step(layer):
     """A correct forward_cached for the learner's layer (our weights are in it): to see whether
     generate is right when the step it calls is."""
     def forward_cached(x, cache=None):
-        B, H = x.shape[0], layer.n_heads
+        H = layer.n_heads
         w = {k: getattr(getattr(layer, n.split(".")[0]), n.split(".")[1]).detach() for n, k in PARAM_NAMES.items()}
         k, v = split(x, w, "W_k", H), split(x, w, "W_v", H)
         if cache is not None:

@@ -2,8 +2,6 @@
 what the judge puts on screen is well-formed view data (tutor.visuals) whose every text renders
 in both languages. The app's generic drawing of views is not tested here."""
 
-from pathlib import Path
-
 import pytest
 
 from tutor import visuals
@@ -11,7 +9,6 @@ from tutor.i18n import LANGS, t
 from tutor.lesson import get_lesson
 from tutor.runner.client import check_source
 
-ROOT = Path(__file__).resolve().parents[2]
 KV = get_lesson("kv-cache")
 REFERENCE = KV.reference_path.read_text(encoding="utf-8")
 STARTER = KV.starter_path.read_text(encoding="utf-8")
