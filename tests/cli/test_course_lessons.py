@@ -65,5 +65,10 @@ def test_a_missing_lessons_folder_is_bad_usage(tmp_path):
 
 def test_a_file_is_matched_to_the_lesson_whose_functions_it_defines():
     assert lesson_for_source("import torch\ndef scaled_scores(q, k):\n    pass\n").id == "lab-02"
-    assert lesson_for_source("class CausalMultiHeadAttention:\n    pass\n").id == "lm3-l3"
+    assert lesson_for_source("def causal_attention(x, Wq, Wk, Wv):\n    pass\n").id == "lm3-l3"
+    # A name two lessons' steps share (kv-cache starts from lm3-l3's layer) decides nothing alone;
+    # the file's other names do.
+    assert lesson_for_source("class CausalMultiHeadAttention:\n    pass\n") is None
+    assert lesson_for_source("class CausalMultiHeadAttention:\n    pass\ndef generate(layer, x):\n"
+                             "    pass\n").id == "kv-cache"
     assert lesson_for_source("def helper():\n    pass\n") is None

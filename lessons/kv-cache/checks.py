@@ -1,0 +1,923 @@
+"""Checks for lesson kv-cache: generating one token at a time with a KV cache.
+
+The layer is lm3-l3's causal multi-head attention, given complete in the starter; the
+learner writes `forward_cached` (one new token and the cache of past keys and values) and
+`generate` (the whole sequence, token by token). Every output is judged against the full
+causal pass of the same weights, which the tutor computes itself (with PyTorch's
+scaled_dot_product_attention), at the notebook's size first, then at sizes it never tries.
+"""
+
+import ast
+import time
+
+import torch
+import torch.nn.functional as F
+
+from tutor.kit import (
+    StepSpec, close, describe, failure_params, first_nonfinite, heading, heatmap, judge_other_sizes,
+    judged, likely_for_value, matching_mistake, max_error, msg, nest_likely, no_kernel, note, of_the_inputs, row,
+    require_tensor, round_matrix, shape_str, size_explanation, state_explanation, table, waiting, weights,
+)
+from tutor.kit import bar as bar_cell
+
+LAYER = "CausalMultiHeadAttention"
+STEP_FN = "forward_cached"
+# (d_in, d_out, n_heads, context_length, B, T): the notebook's first; then wider, more heads,
+# one head and one token, and a sequence longer than any list the codec carries (64).
+SIZES = [(8, 8, 2, 16, 2, 6), (12, 24, 3, 40, 3, 17), (5, 16, 4, 8, 1, 8), (8, 8, 1, 16, 2, 1),
+         (6, 32, 8, 80, 1, 65)]
+NAMES = ("d_in", "d_out", "n_heads", "context_length", "B", "T")
+ROWS_SIZE = (8, 8, 2, 16, 1, 8)  # the rows experiment
+ALONE_T = 17  # generate is also run with the tutor's forward_cached up to this length (for the blame)
+PARAM_NAMES = {"W_q.weight": "W_q", "W_k.weight": "W_k", "W_v.weight": "W_v", "out_proj.weight": "out_w",
+               "out_proj.bias": "out_b"}
+
+
+def pasts_of(T: int, first: bool) -> list[int]:
+    """The cache lengths forward_cached is given at a size: empty first, then the longest."""
+    return sorted({0, T - 1, *((T // 2,) if first else ())})
+
+
+def make_inputs():
+    """Deterministic; made in the child before learner code loads, and again in the judge."""
+    g = torch.Generator().manual_seed(0)
+    cases = []
+    for d_in, d_out, H, ctx, B, T in SIZES:
+        x = torch.randn(B, T, d_in, generator=g)
+        w = {
+            "W_q": torch.randn(d_out, d_in, generator=g) / d_in**0.5,
+            "W_k": torch.randn(d_out, d_in, generator=g) / d_in**0.5,
+            "W_v": torch.randn(d_out, d_in, generator=g) / d_in**0.5,
+            "out_w": torch.randn(d_out, d_out, generator=g) / d_out**0.5,
+            "out_b": torch.randn(d_out, generator=g) * 0.1,
+        }
+        k, v = split(x, w, "W_k", H), split(x, w, "W_v", H)
+        cases.append({"x": x, "w": w, "k": k, "v": v})
+    # At the notebook's size: a second sequence, two tokens to branch on from one cache,
+    # and the direction of the gradient.
+    d_in, d_out, H, ctx, B, T = SIZES[0]
+    again = {"x": torch.randn(B, T, d_in, generator=g), "branch": torch.randn(2, B, 1, d_in, generator=g),
+             "g": torch.randn(B, 1, d_out, generator=g)}
+    # The rows experiment: one sequence of 8 tokens, 2 heads, sharper scores (the picture shows more).
+    d_in, d_out, H, ctx, B, T = ROWS_SIZE
+    rows = {"x": torch.randn(B, T, d_in, generator=g),
+            "w": {"W_q": torch.randn(d_out, d_in, generator=g) / d_in**0.5 * 2,
+                  "W_k": torch.randn(d_out, d_in, generator=g) / d_in**0.5 * 2,
+                  "W_v": torch.randn(d_out, d_in, generator=g) / d_in**0.5,
+                  "out_w": torch.randn(d_out, d_out, generator=g) / d_out**0.5,
+                  "out_b": torch.zeros(d_out)}}
+    return {"cases": cases, "again": again, "rows": rows}
+
+
+def split(x, w, name, H):
+    """x projected by w[name] and split into heads: (B, H, T, head_dim)."""
+    B, T, _ = x.shape
+    d_out = w[name].shape[0]
+    return (x @ w[name].T).view(B, T, H, d_out // H).transpose(1, 2)
+
+
+# ---------------------------------------------------------------- the tutor's own layer
+
+def build(cls, size, **extra):
+    d_in, d_out, H, cl = size[:4]
+    return cls(d_in=d_in, d_out=d_out, n_heads=H, context_length=cl, **extra)
+
+
+def load_weights(module, w) -> None:
+    """Our own weights, so the judge knows them without trusting the learner's process."""
+    with torch.no_grad():
+        for name, key in PARAM_NAMES.items():
+            owner, attr = name.split(".")
+            getattr(getattr(module, owner), attr).copy_(w[key])
+
+
+def made_layer(ctx, cls, size, w, primary=False):
+    """The learner's layer with our weights, in eval mode (as generation runs), or the failed call."""
+    made = ctx.call(lambda: build(cls, size), primary=primary)
+    if "error" in made:
+        return None, {"made": bare(made)}
+    layer = made["value"]
+    loaded = ctx.call(lambda: (load_weights(layer, w), layer.eval()))
+    if "error" in loaded:
+        return None, {"made": bare(loaded)}
+    if not callable(ctx.call(lambda: getattr(layer, STEP_FN, None)).get("value")):
+        return None, {"made": {"no_method": True}}
+    return layer, {}
+
+
+def bare(call: dict) -> dict:
+    """A call without what is never judged: its arguments and the last softmax output."""
+    call.pop("softmax", None)
+    call.pop("args", None)
+    return call
+
+
+@of_the_inputs
+def reference_full(x, w, H):
+    """(out, weights) of the full causal pass: PyTorch's kernel for the output, the weights by hand."""
+    B, T, _ = x.shape
+    q, k, v = (split(x, w, n, H) for n in ("W_q", "W_k", "W_v"))
+    ctx = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    out = ctx.transpose(1, 2).reshape(B, T, -1) @ w["out_w"].T + w["out_b"]
+    hd = q.shape[-1]
+    future = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)
+    wts = torch.softmax((q @ k.transpose(2, 3) / hd**0.5).masked_fill(future, float("-inf")), dim=-1)
+    return out, wts
+
+
+def attend(x_new, w, H, k, v, scale=None, dim=-1, proj_out=True):
+    """One new token's output against keys k and values v: the formula, with a mistake if asked."""
+    q = split(x_new, w, "W_q", H)
+    hd = q.shape[-1]
+    s = q @ k.transpose(2, 3) / (hd**0.5 if scale is None else scale)
+    c = torch.softmax(s, dim=dim) @ v
+    c = c.transpose(1, 2).reshape(x_new.shape[0], 1, -1)
+    return c @ w["out_w"].T + w["out_b"] if proj_out else c
+
+
+# ---------------------------------------------------------------- step 1: one step with the cache
+
+def probe_cached(ctx, inputs):
+    cls = ctx.get(LAYER)
+    out = []
+    for i, (size, case) in enumerate(zip(SIZES, inputs["cases"])):
+        layer, failed = made_layer(ctx, cls, size, case["w"], primary=i == 0)
+        if layer is None:
+            out.append(failed)
+            continue
+        calls = []
+        for j, t in enumerate(pasts_of(size[5], i == 0)):
+            cache = None if t == 0 else (case["k"][:, :, :t], case["v"][:, :, :t])
+            calls.append(bare(ctx.call(layer.forward_cached, case["x"][:, t:t + 1], cache, primary=i == 0 and j == 0)))
+        out.append({"calls": calls})
+    return {"cases": out}
+
+
+CAT_AXIS = "must match except in dimension"
+
+
+def diagnose_raised(e: dict, source: str = "") -> dict:
+    """A call with a cache raised where the one with an empty cache ran: what the error says."""
+    detail = e.get("detail", "")
+    code = e["frames"][-1]["code"].strip() if e.get("frames") else ""
+    line = e["frames"][-1]["line"] if e.get("frames") else "?"
+    if CAT_AXIS in detail:
+        return msg("likely.cat_axis", line=line, code=code)
+    if "is invalid for input of size" in detail:
+        return msg("likely.mask_full") if reads_mask(source) else msg("likely.view_size", line=line, code=code)
+    if "must match the size of tensor" in detail or "size mismatch" in detail or "batch2" in detail \
+            or "cannot be multiplied" in detail:
+        return msg("likely.kv_lengths", line=line, code=code)
+    return msg("likely.cache_raised")
+
+
+def diagnose_cache_shape(got_k, got_v, size, t, source="") -> dict:
+    B, H, hd = size[4], size[2], size[1] // size[2]
+    want = (B, H, t + 1, hd)
+    ks = tuple(got_k.shape) if isinstance(got_k, torch.Tensor) else None
+    vs = tuple(got_v.shape) if isinstance(got_v, torch.Tensor) else None
+    if ks == want and vs != want:
+        return msg("likely.value_not_appended")
+    if t > 0 and ks == (B, H, 1, hd):
+        return msg("likely.no_concat")
+    if t > 0 and ks == (B, H, t, hd):
+        return msg("likely.returned_old_cache")
+    if ks == (B, t + 1, H, hd):
+        return msg("likely.cache_layout")
+    if ks is not None and len(ks) == 4 and ks[2] == 2 * t + 1 or ks == (B, H, t + 2, hd):
+        return msg("likely.cat_twice")
+    if ks is not None and got_k.numel() == B * H * (t + 1) * hd:
+        return msg("likely.cat_axis_shape")
+    return state_on_layer(source) or msg("likely.cache_shape")
+
+
+def diagnose_cache_values(got_k, got_v, case, t) -> dict:
+    k, v = case["k"][:, :, :t + 1], case["v"][:, :, :t + 1]
+    order = [t, *range(t)]  # the new token put first
+    for got, ref, other in ((got_k, k, v), (got_v, v, k)):
+        if not close(got, ref):
+            if t > 0 and close(got, ref[:, :, order]):
+                return msg("likely.prepended")
+            if close(got, other):
+                return msg("likely.cache_swapped")
+    return msg("likely.cache_values")
+
+
+def diagnose_step_out(y, case, size, t, source="") -> dict:
+    """The usual wrong versions of one step, rebuilt on the tutor's inputs; the first that matches."""
+    d_in, d_out, H = size[:3]
+    hd = d_out // H
+    w, x_new = case["w"], case["x"][:, t:t + 1]
+    k, v = case["k"][:, :, :t + 1], case["v"][:, :, :t + 1]
+    candidates = []
+    if t > 0:
+        candidates += [
+            (lambda: attend(x_new, w, H, k[:, :, t:], v[:, :, t:]), msg("likely.past_ignored")),
+            (lambda: attend(x_new, w, H, k[:, :, :1], v[:, :, :1]), msg("likely.mask_first_row")),
+            (lambda: attend(x_new, w, H, k[:, :, :t], v[:, :, :t]), msg("likely.mask_self")),
+        ]
+    candidates += [
+        (lambda: attend(x_new, w, H, k, v, dim=-2), msg("likely.softmax_queries")),
+        (lambda: attend(x_new, w, H, k, v, proj_out=False), msg("likely.no_out_proj")),
+        (lambda: attend(x_new, w, H, k, v, scale=1.0), msg("likely.scale_none")),
+    ]
+    if H > 1:
+        candidates.append((lambda: attend(x_new, w, H, k, v, scale=d_out**0.5), msg("likely.scale_width", hd=hd)))
+    if d_in != hd and d_in != d_out:
+        candidates.append((lambda: attend(x_new, w, H, k, v, scale=d_in**0.5), msg("likely.scale_width", hd=hd)))
+    if t + 1 != hd and t > 0:
+        candidates.append((lambda: attend(x_new, w, H, k, v, scale=(t + 1) ** 0.5),
+                           msg("likely.scale_length", n=t + 1, hd=hd)))
+    found = matching_mistake(y, candidates)
+    return found if found["key"] != "likely.unknown" else state_on_layer(source) or found
+
+
+def require_pair_of(v, what, value, usual) -> tuple:
+    """A pair (first, second), or the step stops with what came."""
+    if isinstance(value, tuple) and len(value) == 2:
+        return value
+    likely = likely_for_value(value)
+    if likely["key"] == "likely.unknown":
+        likely = msg(usual)
+    v.require("returns", False, "check.returns_cache", fn=what, got=describe(value), likely=likely)
+
+
+def judge_cached_call(v, call, case, size, t):
+    """One call of forward_cached: the new token at position t, with a cache of t tokens."""
+    d_in, d_out, H, cl, B, T = size
+    hd = d_out // H
+    if "error" in call:
+        e = call["error"]
+        v.require("runs", False, "check.step_raised", t=t, **failure_params(e),
+                  code=e["frames"][-1]["code"].strip() if e["frames"] else "", likely=diagnose_raised(e, v.source))
+    out, cache = require_pair_of(v, "forward_cached", call["value"], "likely.returns_cache")
+    v.require("returns", isinstance(cache, tuple) and len(cache) == 2, "check.returns_cache", fn="forward_cached",
+              got=msg("value.cache_of", got=describe(cache)), likely=msg("likely.cache_pair"))
+    v.expect("returns", True)
+    full_shape = (B, t + 1, d_out)
+    out = require_tensor(v, "shape", msg("value.step_out", t=t), out, (B, 1, d_out),
+                         msg("likely.mask_full") if isinstance(out, torch.Tensor) and tuple(out.shape) == full_shape
+                         else msg("likely.step_shape"))
+    got_k, got_v = cache
+    want = (B, H, t + 1, hd)
+    for name, got in (("k", got_k), ("v", got_v)):
+        ok = isinstance(got, torch.Tensor) and tuple(got.shape) == want
+        v.require("shape", ok, "check.cache_shape", name=name, t=t, expected=shape_str(want),
+                  got=shape_str(got.shape) if isinstance(got, torch.Tensor) else describe(got),
+                  likely=lambda: diagnose_cache_shape(got_k, got_v, size, t, v.source))
+    bad = first_nonfinite(out)
+    v.require("finite", bad is None, "check.not_finite", what=msg("value.step_out", t=t),
+              count=bad[1] if bad else 0, where=shape_str(bad[0]) if bad else "", likely=msg("likely.unknown"))
+    ref_out = reference_full(case["x"], case["w"], H)[0][:, t:t + 1]
+    if not close(out, ref_out):
+        err, where = max_error(out, ref_out)
+        v.require("matches-pytorch", False, "check.step_values", t=t, err=err, where=shape_str(where),
+                  likely=lambda: diagnose_step_out(out, case, size, t, v.source))
+    v.expect("matches-pytorch", True)
+    for name, got, ref in (("k", got_k, case["k"][:, :, :t + 1]), ("v", got_v, case["v"][:, :, :t + 1])):
+        if not close(got, ref):
+            err, where = max_error(got, ref)
+            v.require("values", False, "check.cache_values", name=name, t=t, err=err, where=shape_str(where),
+                      likely=lambda: diagnose_cache_values(got_k, got_v, case, t))
+    v.expect("values", True)
+
+
+def judge_cached_case(v, case_out, case, size):
+    if "made" in case_out:
+        require_built(v, case_out["made"], size)
+    for call, t in zip(case_out["calls"], pasts_of(size[5], size == SIZES[0])):
+        judge_cached_call(v, call, case, size, t)
+
+
+def require_built(v, made, size):
+    args = ", ".join(f"{n}={s}" for n, s in zip(NAMES[:4], size[:4]))
+    v.require("defined", not made.get("no_method"), "check.no_method", likely=msg("likely.method_place"))
+    if "error" in made:
+        v.require("runs", False, "check.build_raised", args=args, **failure_params(made["error"]),
+                  likely=msg("likely.constructor_changed"))
+
+
+def labels_of(sizes) -> list[str]:
+    return [", ".join(f"{n}={s}" for n, s in zip(NAMES, size)) for size in sizes]
+
+
+def explain_size(defs):
+    def explain(i, sub, source):
+        return size_explanation(source, defs, NAMES, SIZES[0], SIZES[i])
+    return explain
+
+
+def judge_cached(v, outputs, inputs, jctx):
+    cases = outputs["cases"]
+    judge_cached_case(v, cases[0], inputs["cases"][0], SIZES[0])
+    judge_other_sizes(v, cases, list(zip(inputs["cases"], SIZES)), labels_of(SIZES),
+                      lambda sub, out, cs: judge_cached_case(sub, out, *cs), explain=explain_size((LAYER,)))
+    no_kernel(v, STEP_FN, jctx.source, {LAYER}, jctx.kernels)
+
+
+# ---------------------------------------------------------------- step 2: generate
+
+class Recorder:
+    """Put on the layer, in place of its forward_cached and forward: what generate asks of
+    them, call by call (a tensor, so that a long sequence is not cut at the codec's 64 items)."""
+
+    def __init__(self, layer, x):
+        self.x = x.clone()
+        self.rows = []  # per call: tokens given, cache length given (-1: None), passed back, right token
+        self.full = []  # tokens given to the full forward
+        self.last = None
+        step, full = layer.forward_cached, layer.forward
+        recorder = self
+
+        def forward_cached(x, cache=None, *args, **kwargs):
+            recorder.note(x, cache)
+            out = step(x, cache, *args, **kwargs)
+            recorder.last = out[1] if isinstance(out, tuple) and len(out) == 2 else None
+            return out
+
+        def forward(x, *args, **kwargs):
+            if isinstance(x, torch.Tensor) and x.dim() == 3:
+                recorder.full.append(int(x.shape[1]))
+            return full(x, *args, **kwargs)
+
+        layer.forward_cached, layer.forward = forward_cached, forward
+
+    def note(self, x, cache):
+        n = len(self.rows)
+        tokens = int(x.shape[1]) if isinstance(x, torch.Tensor) and x.dim() == 3 else -1
+        if cache is None:
+            past, back = -1, int(self.last is None)
+        else:
+            k = cache[0] if isinstance(cache, (tuple, list)) and cache else None
+            past = int(k.shape[-2]) if isinstance(k, torch.Tensor) and k.dim() == 4 else -2
+            back = int(self.last is not None and same_cache(cache, self.last))
+        right = int(tokens == 1 and n < self.x.shape[1] and torch.equal(x, self.x[:, n:n + 1]))
+        self.rows.append([tokens, past, back, right])
+
+    def log(self) -> dict:
+        rows = torch.tensor(self.rows, dtype=torch.int64) if self.rows else torch.zeros(0, 4, dtype=torch.int64)
+        return {"rows": rows, "full": torch.tensor(self.full, dtype=torch.int64)}
+
+
+def same_cache(a, b) -> bool:
+    if a is b:
+        return True
+    try:
+        return all(x is y or (x.shape == y.shape and torch.equal(x, y)) for x, y in zip(a, b)) and len(a) == len(b)
+    except Exception:
+        return False
+
+
+def reference_step(layer):
+    """A correct forward_cached for the learner's layer (our weights are in it): to see whether
+    generate is right when the step it calls is."""
+    def forward_cached(x, cache=None):
+        H = layer.n_heads
+        w = {k: getattr(getattr(layer, n.split(".")[0]), n.split(".")[1]).detach() for n, k in PARAM_NAMES.items()}
+        k, v = split(x, w, "W_k", H), split(x, w, "W_v", H)
+        if cache is not None:
+            k, v = torch.cat([cache[0], k], dim=2), torch.cat([cache[1], v], dim=2)
+        return attend(x, w, H, k, v), (k, v)
+    return forward_cached
+
+
+def probe_generate(ctx, inputs):
+    gen, cls = ctx.get("generate"), ctx.get(LAYER)  # an empty file: the message names generate
+    out = []
+    for i, (size, case) in enumerate(zip(SIZES, inputs["cases"])):
+        layer, failed = made_layer(ctx, cls, size, case["w"], primary=i == 0)
+        if layer is None:
+            out.append(failed)
+            continue
+        got = {}
+        # First generate with forward_cached the tutor's own: is generate right when the step it
+        # calls is? Then a fault of the learner's run is forward_cached's, said in its own step.
+        own, _ = made_layer(ctx, cls, size, case["w"]) if size[5] <= ALONE_T else (None, None)
+        if own is not None:
+            own.forward_cached = reference_step(own)
+            got["alone"] = bare(ctx.call(lambda x: gen(own, x), case["x"]))
+        # The learner's run: the primary call only while generate may still be `todo`.
+        todo = own is None or (got["alone"].get("error") or {}).get("kind") == "NotImplementedError"
+        rec = Recorder(layer, case["x"])
+        got["call"] = bare(ctx.call(lambda x: gen(layer, x), case["x"], primary=i == 0 and todo))
+        got["log"] = rec.log()
+        if i == 0:  # a new sequence on the same layer: nothing may be kept from the first
+            got["again"] = bare(ctx.call(lambda x: gen(layer, x), inputs["again"]["x"]))
+        out.append(got)
+    return {"cases": out}
+
+
+def diagnose_protocol(rows, full, T, raised=False) -> dict | None:
+    """What generate asked of forward_cached, against one call per token with the cache passed on."""
+    if any(n > 1 for n in full):
+        return msg("likely.recompute_forward")
+    if len(rows) and int(rows[:, 0].max()) > 1:
+        return msg("likely.recompute")
+    if len(rows) != T and not raised:  # a call that raised ends the loop early
+        return msg("likely.call_count", n=len(rows), T=T)
+    if len(rows) and int(rows[0, 1]) != -1:
+        return msg("likely.first_not_empty")
+    if len(rows) > 1 and bool((rows[1:, 1] == -1).any()):
+        return msg("likely.cache_not_passed")
+    if len(rows) and not bool(rows[:, 2].all()):
+        return msg("likely.cache_not_passed_back")
+    if len(rows) and bool((rows[:, 0] == -1).any()):
+        return msg("likely.token_shape")
+    if len(rows) and not bool(rows[:, 3].all()):
+        return msg("likely.token_order")
+    return None
+
+
+def diagnose_outputs(y, case, size) -> dict:
+    d_in, d_out, H, cl, B, T = size
+    ref = reference_full(case["x"], case["w"], H)[0]
+    candidates = [
+        (lambda: ref.flip(1), msg("likely.outputs_reversed")),
+        (lambda: torch.cat([attend(case["x"][:, t:t + 1], case["w"], H, case["k"][:, :, t:t + 1],
+                                   case["v"][:, :, t:t + 1]) for t in range(T)], 1), msg("likely.cache_not_passed")),
+    ]
+    return matching_mistake(y, candidates)
+
+
+def judge_generate_case(v, got, case, size, alone=True):
+    d_in, d_out, H, cl, B, T = size
+    hd = d_out // H
+    if "made" in got:
+        require_built(v, got["made"], size)
+    call = got["call"]
+    seen = []
+
+    def blame():
+        """generate right with the tutor's forward_cached: the fault is forward_cached's."""
+        if not seen:
+            ok = alone and "alone" in got and judged(
+                "", lambda s: judge_generate_case(s, {"call": got["alone"]}, case, size, False)).passed()
+            seen.append(msg("likely.step_first") if ok else None)
+        return seen[0]
+    log = got.get("log")
+    protocol = diagnose_protocol(log["rows"], log["full"].tolist(), T, "error" in call) if log else None
+    if "error" in call:
+        e = call["error"]
+        v.require("runs", False, "check.generate_raised", **failure_params(e),
+                  code=e["frames"][-1]["code"].strip() if e["frames"] else "",
+                  likely=lambda: protocol or blame() or msg("likely.unknown"))
+    out, cache = require_pair_of(v, "generate", call["value"], "likely.generate_pair")
+    shape_likely = msg("likely.outputs_shape") if isinstance(out, torch.Tensor) else None
+    out = require_tensor(v, "shape", msg("value.generate_out"), out, (B, T, d_out), shape_likely)
+    bad = first_nonfinite(out)
+    v.require("finite", bad is None, "check.not_finite", what=msg("value.generate_out"),
+              count=bad[1] if bad else 0, where=shape_str(bad[0]) if bad else "",
+              likely=lambda: blame() or msg("likely.unknown"))
+    if protocol is not None:
+        v.require("implemented", False, "check.protocol", likely=protocol)
+    v.expect("implemented", True)
+    ref = reference_full(case["x"], case["w"], H)[0]
+    if not close(out, ref):
+        err, where = max_error(out, ref)
+        v.require("matches-pytorch", False, "check.generate_values", err=err, where=shape_str(where),
+                  likely=lambda: blame() or diagnose_outputs(out, case, size))
+    v.expect("matches-pytorch", True)
+    want = (B, H, T, hd)
+    ok = isinstance(cache, tuple) and len(cache) == 2 and all(
+        isinstance(c, torch.Tensor) and tuple(c.shape) == want for c in cache)
+    tensors = isinstance(cache, tuple) and len(cache) == 2 and all(isinstance(c, torch.Tensor) for c in cache)
+    v.require("values", ok, "check.generate_cache", expected=shape_str(want),
+              got=" / ".join(shape_str(c.shape) for c in cache) if tensors else describe(cache),
+              likely=msg("likely.cache_layout") if tensors and tuple(cache[0].shape) == (B, T, H, hd)
+              else msg("likely.generate_cache"))
+    for name, got_c, ref_c in (("k", cache[0], case["k"]), ("v", cache[1], case["v"])):
+        if not close(got_c, ref_c):
+            err, where = max_error(got_c, ref_c)
+            v.require("values", False, "check.cache_values", name=name, t=T - 1, err=err, where=shape_str(where),
+                      likely=lambda: blame() or msg("likely.generate_cache"))
+    v.expect("values", True)
+
+
+def judge_generate(v, outputs, inputs, jctx):
+    cases = outputs["cases"]
+    judge_generate_case(v, cases[0], inputs["cases"][0], SIZES[0])
+    judge_other_sizes(v, cases, list(zip(inputs["cases"], SIZES)), labels_of(SIZES),
+                      lambda sub, got, cs: judge_generate_case(sub, got, *cs),
+                      explain=explain_size(("generate", LAYER)))
+    again = cases[0].get("again")
+    if again is not None:
+        case = dict(inputs["cases"][0], x=inputs["again"]["x"])
+        H = SIZES[0][2]
+        case["k"], case["v"] = split(case["x"], case["w"], "W_k", H), split(case["x"], case["w"], "W_v", H)
+        sub = judged("", lambda s: judge_generate_case(s, {"call": again}, case, SIZES[0], False))
+        if not sub.passed():
+            kept = state_on_layer(jctx.source) or state_explanation(jctx.source, ("generate", LAYER))
+            reason, likely = nest_likely(sub.failed_message(), kept or msg("likely.kept_state"))
+            v.require("call-again", False, "check.new_sequence", fn="generate", reason=reason, likely=likely)
+        v.expect("call-again", True)
+    no_kernel(v, "generate", jctx.source, {"generate", LAYER}, jctx.kernels)
+
+
+def reads_mask(source: str) -> bool:
+    """forward_cached reads `self.mask`: the full pass's T × T mask, on a single query."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return False
+    return any(isinstance(node, ast.FunctionDef) and node.name == STEP_FN and any(
+        isinstance(sub, ast.Attribute) and sub.attr == "mask" for sub in ast.walk(node)) for node in ast.walk(tree))
+
+
+def state_on_layer(source: str) -> dict | None:
+    """`self.<name> = ...` (or `layer.<name> = ...`) in forward_cached or generate: state on the layer."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return None
+    lines = source.splitlines()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef) and node.name in (STEP_FN, "generate"):
+            for sub in ast.walk(node):
+                targets = sub.targets if isinstance(sub, ast.Assign) else [sub.target] if isinstance(
+                    sub, (ast.AugAssign, ast.AnnAssign)) else []
+                for t in targets:
+                    if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) \
+                            and t.value.id in ("self", "layer"):
+                        return msg("likely.state_on_layer", line=sub.lineno, code=lines[sub.lineno - 1].strip())
+    return None
+
+
+# ---------------------------------------------------------------- step 3: the cache's discipline
+
+def snapshot(value):
+    """A copy taken at once, of a returned (out, (k, v)): a later call may change the originals."""
+    if isinstance(value, torch.Tensor):
+        return value.detach().clone()
+    if isinstance(value, (tuple, list)):
+        return tuple(snapshot(x) for x in value)
+    return value
+
+
+def state_of(module) -> dict:
+    return {name: t.detach().clone() for name, t in module.state_dict().items()}
+
+
+def train_step(layer, x, cache, g):
+    """One step with gradients on, from a cache of constants: the gradient of sum(out·g)."""
+    layer.zero_grad(set_to_none=True)
+    out, _ = layer.forward_cached(x, cache)
+    if not isinstance(out, torch.Tensor) or not out.requires_grad:
+        return {"connected": False, "grads": {}}
+    (out * g).sum().backward()
+    return {"connected": True, "grads": {n: (p.grad.detach().clone() if p.grad is not None else None)
+                                         for n, p in layer.named_parameters()}}
+
+
+def probe_discipline(ctx, inputs):
+    cls = ctx.get(LAYER)
+    size, case, again = SIZES[0], inputs["cases"][0], inputs["again"]
+    T = size[5]
+    layer, failed = made_layer(ctx, cls, size, case["w"], primary=True)
+    if layer is None:
+        return failed
+    steps, held, cache = [], [], None
+    for t in range(T):
+        call = ctx.call(layer.forward_cached, case["x"][:, t:t + 1], cache, primary=t == 0)
+        if "error" in call:
+            steps.append(bare(call))
+            break
+        value = call["value"]
+        steps.append({"value": snapshot(value), "args": call["args"]})
+        held.append(value)
+        cache = value[1] if isinstance(value, tuple) and len(value) == 2 else None
+    branch_from = 3
+    out = {"steps": steps, "held": [snapshot(h) for h in held]}
+    if len(held) > branch_from - 1 and isinstance(held[branch_from - 1], tuple):
+        start = snapshot(held[branch_from - 1])[1]
+        out["branch"], kept = [], []
+        for tok in again["branch"]:
+            call = bare(ctx.call(layer.forward_cached, tok, start))
+            value = call.get("value")
+            if isinstance(value, tuple) and len(value) == 2:
+                kept.append(value)
+                call["value"] = snapshot(value)
+            out["branch"].append(call)
+        out["branch_held"] = [snapshot(h) for h in kept]
+    fresh, cache = [], None  # a new sequence, from an empty cache, on the same layer
+    for t in range(T):
+        call = bare(ctx.call(layer.forward_cached, again["x"][:, t:t + 1], cache))
+        fresh.append(call)
+        if "error" in call or not (isinstance(call["value"], tuple) and len(call["value"]) == 2):
+            break
+        call["value"] = snapshot(call["value"])
+        cache = call["value"][1]
+        call["value"] = call["value"][0]
+    out["fresh"] = fresh
+    out["state"] = ctx.call(lambda: state_of(layer)).get("value")
+    # Trainable: one step from a cache of 5 tokens, gradients on.
+    trained, _ = made_layer(ctx, cls, size, case["w"])
+    if trained is not None:
+        t = T - 1
+        cache = (case["k"][:, :, :t].clone(), case["v"][:, :, :t].clone())
+        out["train"] = bare(ctx.call(lambda: train_step(trained, case["x"][:, t:t + 1], cache, again["g"]), grad=True))
+    return out
+
+
+def reference_grads(case, t, g, H) -> dict:
+    leaves = {k: p.detach().clone().requires_grad_(True) for k, p in case["w"].items()}
+    with torch.enable_grad():
+        x_new = case["x"][:, t:t + 1]
+        k = torch.cat([case["k"][:, :, :t], split(x_new, leaves, "W_k", H)], dim=2)
+        v = torch.cat([case["v"][:, :, :t], split(x_new, leaves, "W_v", H)], dim=2)
+        (attend(x_new, leaves, H, k, v) * g).sum().backward()
+    return {name: leaves[key].grad for name, key in PARAM_NAMES.items()}
+
+
+def diagnose_growth(lengths) -> dict:
+    if lengths and all(n == lengths[0] for n in lengths):
+        return msg("likely.no_concat")
+    if len(lengths) > 1 and all(b - a == 2 for a, b in zip(lengths, lengths[1:])):
+        return msg("likely.cat_twice")
+    if lengths and lengths[0] == 0:
+        return msg("likely.returned_old_cache")
+    return msg("likely.cache_shape")
+
+
+def judge_discipline(v, outputs, inputs, jctx):
+    size, case, again = SIZES[0], inputs["cases"][0], inputs["again"]
+    d_in, d_out, H, cl, B, T = size
+    hd = d_out // H
+    if "made" in outputs:
+        require_built(v, outputs["made"], size)
+    steps = outputs["steps"]
+    lengths = []
+    for t, step in enumerate(steps):
+        if "error" in step:
+            e = step["error"]
+            v.require("runs", False, "check.step_raised", t=t, **failure_params(e),
+                      code=e["frames"][-1]["code"].strip() if e["frames"] else "", likely=diagnose_raised(e, v.source))
+        value = step["value"]
+        cache = value[1] if isinstance(value, tuple) and len(value) == 2 else None
+        k = cache[0] if isinstance(cache, tuple) and len(cache) == 2 else None
+        if not isinstance(k, torch.Tensor) or k.dim() != 4:
+            v.require("returns", False, "check.returns_cache", fn="forward_cached",
+                      got=msg("value.cache_of", got=describe(cache)), likely=msg("likely.cache_pair"))
+        lengths.append(int(k.shape[2]))
+        vv = cache[1]
+        v_len = int(vv.shape[2]) if isinstance(vv, torch.Tensor) and vv.dim() == 4 else -1
+        if lengths[-1] != t + 1 or v_len != t + 1:
+            before = steps[t - 1]["value"][1][0] if t else None
+            old = isinstance(before, torch.Tensor) and before.shape == k.shape and bool(torch.equal(before, k))
+            layout = tuple(k.shape) == (B, t + 1, H, hd)
+            v.require("shape", False, "check.cache_growth", n=t + 1, lengths=", ".join(map(str, lengths)),
+                      v_len=v_len, likely=msg("likely.value_not_appended") if lengths[-1] == t + 1
+                      else msg("likely.cache_layout") if layout else msg("likely.returned_old_cache") if old else diagnose_growth(lengths))
+    v.expect("returns", True)
+    v.expect("shape", True)
+    # The caller's tensors: what it passed stays as it was, and what it was given stays so too.
+    for t, step in enumerate(steps[1:], 1):
+        x_after, cache_after = step["args"]
+        given = steps[t - 1]["value"][1]
+        for name, a, p in zip(("x", "k", "v"), (x_after, *cache_after), (case["x"][:, t:t + 1], *given)):
+            same = isinstance(a, torch.Tensor) and a.shape == p.shape and bool(torch.equal(a.to(p.dtype), p))
+            if not same:
+                err = msg("value.changed_by", err=max_error(a, p)[0]) if isinstance(a, torch.Tensor) and \
+                    a.shape == p.shape else msg("value.resized", shape=shape_str(a.shape)) if isinstance(
+                    a, torch.Tensor) else describe(a)
+                v.require("inputs-unchanged", False, "check.cache_mutated", name=name, t=t, err=err,
+                          likely=msg("likely.mutated_cache") if name != "x" else msg("likely.mutated_x"))
+    for t, (now, then) in enumerate(zip(outputs["held"], (s["value"] for s in steps))):
+        for i, name in enumerate(("k", "v")):
+            a, b = now[1][i], then[1][i]
+            if not (a.shape == b.shape and torch.equal(a, b)):
+                v.require("inputs-unchanged", False, "check.cache_reused", name=name, t=t, later=len(steps) - 1,
+                          likely=state_on_layer(jctx.source) or msg("likely.cache_buffer"))
+    branches = [c["value"] for c in outputs.get("branch", []) if isinstance(c.get("value"), tuple)]
+    for n, (now, then) in enumerate(zip(outputs.get("branch_held", []), branches), 1):
+        same = all(isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.shape == b.shape
+                   and bool(torch.equal(a, b)) for a, b in zip(now[1], then[1]))
+        v.require("inputs-unchanged", same, "check.branch_reused", n=n,
+                  likely=state_on_layer(jctx.source) or msg("likely.cache_buffer"))
+    v.expect("inputs-unchanged", True)
+    # The outputs of the loop itself: wrong ones are the step's own fault, said in its step.
+    ref = reference_full(case["x"], case["w"], H)[0]
+    for t, step in enumerate(steps):
+        out = step["value"][0]
+        if not (isinstance(out, torch.Tensor) and close(out, ref[:, t:t + 1])):
+            v.require("matches-pytorch", False, "check.loop_values", t=t, likely=msg("likely.step_wrong"))
+    v.expect("matches-pytorch", True)
+    # Called again: two tokens from one cache (as beam search does), then a new sequence.
+    start = 3
+    for j, call in enumerate(outputs.get("branch", [])):
+        seq = torch.cat([case["x"][:, :start], again["branch"][j]], dim=1)
+        ref = reference_full.__wrapped__(seq, case["w"], H)[0][:, -1:]
+        got = call.get("value")
+        got = got[0] if isinstance(got, tuple) and len(got) == 2 else got
+        if "error" in call or not close(got, ref):
+            err = max_error(got, ref)[0] if isinstance(got, torch.Tensor) and got.shape == ref.shape else float("nan")
+            v.require("call-again", False, "check.branch", t=start, n=j + 1, err=err,
+                      likely=state_on_layer(jctx.source) or msg("likely.kept_state_cache"))
+    ref2 = reference_full(again["x"], case["w"], H)[0]
+    for t, call in enumerate(outputs["fresh"]):
+        got = call.get("value")
+        if "error" in call or not close(got, ref2[:, t:t + 1]):
+            err = max_error(got, ref2[:, t:t + 1])[0] if isinstance(got, torch.Tensor) \
+                and got.shape == (B, 1, d_out) else float("nan")
+            v.require("call-again", False, "check.new_sequence_step", t=t, err=err,
+                      likely=state_on_layer(jctx.source) or msg("likely.kept_state_cache"))
+    v.expect("call-again", True)
+    judge_layer_state(v, outputs.get("state"), case, cl)
+    no_kernel(v, STEP_FN, jctx.source, {LAYER}, jctx.kernels)
+    judge_trainable(v, outputs.get("train"), case, again, size)
+
+
+def judge_layer_state(v, state, case, cl):
+    expected = {name: case["w"][key] for name, key in PARAM_NAMES.items()}
+    expected["mask"] = torch.triu(torch.ones(cl, cl), diagonal=1).bool()
+    state = state or {}
+    for name, want in expected.items():
+        got = state.get(name)
+        same = isinstance(got, torch.Tensor) and got.shape == want.shape and bool(torch.equal(got.to(want.dtype), want))
+        v.require("state-unchanged", same, "check.layer_changed", name=name,
+                  got=shape_str(got.shape) if isinstance(got, torch.Tensor) else describe(got),
+                  likely=msg("likely.layer_changed"))
+    extra = sorted(set(state) - set(expected))
+    v.require("state-unchanged", not extra, "check.layer_buffers", names=", ".join(extra),
+              likely=msg("likely.cache_buffer_registered"))
+    v.expect("state-unchanged", True)
+
+
+def judge_trainable(v, train, case, again, size):
+    if train is None:
+        return
+    if "error" in train:
+        detail = train["error"].get("detail", "")
+        v.require("trainable", False, "check.backward_raised", **failure_params(train["error"]),
+                  likely=msg("likely.inplace_backward") if "inplace" in detail or "in-place" in detail
+                  else state_on_layer(v.source) or msg("likely.unknown"))
+    value = train["value"]
+    v.require("trainable", value.get("connected"), "check.not_trainable", likely=msg("likely.grad_blocked"))
+    want = reference_grads(case, size[5] - 1, again["g"], size[2])
+    for name, ref in want.items():
+        got = value["grads"].get(name)
+        ok = isinstance(got, torch.Tensor) and close(got, ref, atol=1e-4, rtol=1e-3)
+        v.require("trainable", ok, "check.grad_values", name=name,
+                  err=max_error(got, ref)[0] if isinstance(got, torch.Tensor) and got.shape == ref.shape
+                  else float("nan"), likely=msg("likely.grad_blocked") if got is None else msg("likely.grad_wrong"))
+    v.expect("trainable", True)
+
+
+# A save's checked steps run in this order in one child; the app keeps the lesson's order.
+STEPS = {
+    "cached-attention": StepSpec(probe_cached, judge_cached, ("CausalMultiHeadAttention",)),
+    "generate": StepSpec(probe_generate, judge_generate, ("generate",)),
+    "cache-discipline": StepSpec(probe_discipline, judge_discipline, ("CausalMultiHeadAttention",)),
+}
+
+
+# ---------------------------------------------------------------- experiments (no verdict, just data)
+
+# The settings lesson.toml declares for the cost step; the app sends the chosen ones as ctx.params.
+COST_DEFAULTS = {"heads": 4, "batch": 1, "t_max": 128}
+COST_HEAD_DIM = 32
+COST_T_MIN = 16
+COST_BUDGET = 1.5  # seconds of measuring, within the step's time limit
+COST_LIMIT = 4e9  # FLOPs of recomputing one length (× the batch); longer ones show only the formula
+
+
+def cost_settings(params) -> dict:
+    s = dict(COST_DEFAULTS)
+    for key, value in (params or {}).items():
+        if key in s and isinstance(value, int) and not isinstance(value, bool) and 0 < value <= 4096:
+            s[key] = value
+    return s
+
+
+def lengths_up_to(t_max: int) -> list[int]:
+    out, t = [], COST_T_MIN
+    while t <= t_max and len(out) < 8:
+        out.append(t)
+        t *= 2
+    return out
+
+
+def timed(fn):
+    start = time.perf_counter()
+    fn()
+    return (time.perf_counter() - start) * 1000.0
+
+
+def recompute(layer, x):
+    """Generation without a cache: the whole prefix through the full pass, for every new token."""
+    return torch.cat([layer(x[:, :t + 1])[:, -1:] for t in range(x.shape[1])], dim=1)
+
+
+def probe_cost(ctx, inputs):
+    cls, gen = ctx.get(LAYER), ctx.get("generate")
+    s = cost_settings(ctx.params)
+    H, B = s["heads"], s["batch"]
+    d = H * COST_HEAD_DIM
+    g = torch.Generator().manual_seed(5)
+    measured = []
+    deadline = time.monotonic() + COST_BUDGET
+    for i, T in enumerate(lengths_up_to(s["t_max"])):
+        if time.monotonic() > deadline or B * flops_recompute(T, d) > COST_LIMIT:
+            break
+        made = ctx.call(lambda: cls(d, d, H, T).eval(), primary=i == 0)
+        if "error" in made:
+            break
+        layer = made["value"]
+        x = torch.randn(B, T, d, generator=g)
+        cached = ctx.call(lambda: timed(lambda: gen(layer, x)))
+        full = ctx.call(lambda: timed(lambda: recompute(layer, x)))
+        measured.append([T, cached.get("value"), full.get("value")])
+    return {"settings": s, "measured": measured}
+
+
+def flops_cached(T, d):
+    """Multiply-adds ×2 for T tokens with the cache: 4 projections of one token (8·d² FLOPs),
+    then one row of scores and one weighted sum over the t keys so far (4·t·d)."""
+    return sum(8 * d * d + 4 * t * d for t in range(1, T + 1))
+
+
+def flops_recompute(T, d):
+    """Without the cache, step t runs the full pass over t tokens: 8·d²·t + 4·t²·d."""
+    return sum(8 * d * d * t + 4 * t * t * d for t in range(1, T + 1))
+
+
+def human(n: float) -> str:
+    for unit, size in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if n >= size:
+            return f"{n / size:.1f} {unit}"
+    return f"{n:.0f}"
+
+
+def judge_cost(v, outputs, inputs, jctx):
+    s = outputs["settings"]
+    H, B = s["heads"], s["batch"]
+    d = H * COST_HEAD_DIM
+    measured = {int(t): (c, f) for t, c, f in outputs["measured"]}
+    top = max([x for c, f in measured.values() for x in (c, f) if isinstance(x, (int, float))] or [1.0])
+    rows = []
+    for T in lengths_up_to(s["t_max"]):
+        mb = 2 * B * T * d * 4 / 1e6  # k and v, float32
+        c, f = measured.get(T, (None, None))
+        c = round(c, 2) if isinstance(c, (int, float)) else None
+        f = round(f, 2) if isinstance(f, (int, float)) else None
+        rows.append([str(T), f"{mb:.3f}", human(flops_cached(T, d)), human(flops_recompute(T, d)),
+                     bar_cell(c, top, "green"), bar_cell(f, top, "red")])
+    cols = [msg("visual.cost_T"), msg("visual.cost_mb"), msg("visual.cost_flops_cache"),
+            msg("visual.cost_flops_full"), msg("visual.cost_ms_cache"), msg("visual.cost_ms_full")]
+    view = [heading(msg("visual.cost_title")),
+            note(msg("visual.cost_settings", heads=H, batch=B, t_max=s["t_max"], d=d, hd=COST_HEAD_DIM)),
+            table(cols, rows, ["right"] * 6)]
+    if not measured:
+        view.append(waiting(msg("visual.cost_waiting")))
+    view.append(note(msg("visual.cost_note")))
+    v.visuals["view"] = view
+    v.visuals["cost"] = {"settings": s, "measured": outputs["measured"]}
+    v.expect("runs", True)
+
+
+def probe_rows(ctx, inputs):
+    cls = ctx.get(LAYER)
+    size = ROWS_SIZE
+    case = inputs["rows"]
+    layer, failed = made_layer(ctx, cls, size, case["w"], primary=True)
+    if layer is None:
+        return failed
+    rows, cache = [], None
+    for t in range(size[5]):
+        call = ctx.call(layer.forward_cached, case["x"][:, t:t + 1], cache, primary=t == 0)
+        soft = call.get("softmax")
+        rows.append(soft if isinstance(soft, torch.Tensor) else None)
+        value = call.get("value")
+        if "error" in call or not (isinstance(value, tuple) and len(value) == 2):
+            break
+        cache = value[1]
+    return {"rows": rows}
+
+
+def judge_rows(v, outputs, inputs, jctx):
+    case = inputs["rows"]
+    H, T = ROWS_SIZE[2], ROWS_SIZE[5]
+    ref = reference_full(case["x"], case["w"], H)[1][0]
+    rows = outputs.get("rows") or []
+    learner = None
+    if len(rows) == T and all(isinstance(r, torch.Tensor) and tuple(r.shape) == (1, H, 1, t + 1)
+                              for t, r in enumerate(rows)):
+        learner = torch.zeros(H, T, T)
+        for t, r in enumerate(rows):
+            learner[:, t, :t + 1] = r[0, :, 0]
+    maps = [weights(msg("visual.rows_head", h=h), round_matrix(learner[h]) if learner is not None else None,
+                    round_matrix(ref[h])) for h in range(H)]
+    v.visuals["heatmaps"] = maps
+    view = [heading(msg("visual.rows_title")), note(msg("visual.rows_note", T=T))]
+    if learner is None:
+        view.append(waiting(msg("visual.rows_waiting")))
+    else:
+        view.append(row(*(heatmap(m["learner"], msg("visual.rows_head", h=h)) for h, m in enumerate(maps))))
+        same = close(learner, ref)
+        view.append(note(msg("visual.rows_same") if same else msg("visual.rows_differ",
+                                                                   err=max_error(learner, ref)[0])))
+    v.visuals["view"] = view
+    v.expect("runs", True)
+
+
+STEPS["cost"] = StepSpec(probe_cost, judge_cost, ("CausalMultiHeadAttention", "generate"))
+STEPS["rows"] = StepSpec(probe_rows, judge_rows, ("CausalMultiHeadAttention",))
