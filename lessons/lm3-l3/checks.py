@@ -880,7 +880,18 @@ def judge_shapes_case(v, call, _case, size):
                   got=describe(value) if not isinstance(value, tuple) else str(value), type=describe(value))
         v.require("values", tuple(value) == truth[key], "check.shapes_value", key=key,
                   expected=shape_str(truth[key]), got=shape_str(value),
-                  likely=msg(SHAPE_MISTAKES.get(key, "likely.shape_stage")))
+                  likely=shape_mistake(key, tuple(value), size))
+
+
+def shape_mistake(key: str, got: tuple, size) -> dict:
+    """The likely mistake for a wrong entry: for the scores, the one the wrong shape shows."""
+    if key == "scores":
+        B, T, H, hd = size
+        if len(got) == 3:
+            return msg("likely.scores_no_head")
+        if len(got) == 4 and got[-1] == hd != T:
+            return msg("likely.scores_hd")
+    return msg(SHAPE_MISTAKES.get(key, "likely.shape_stage"))
 
 
 def judge_shapes(v, outputs, inputs, jctx):

@@ -925,6 +925,10 @@ SHAPES_CASES = [
     case("shapes_forgot_per_head_transpose", LM3, shapes_dict(q_per_head="(B, T, H, hd)"), {
         "shapes": fails("values", "check.shapes_value", "likely.per_head_transpose")}),
     case("shapes_scores_B_H_T_hd", LM3, shapes_dict(scores="(B, H, T, hd)"), {
+        "shapes": fails("values", "check.shapes_value", "likely.scores_hd")}),
+    case("shapes_scores_no_head", LM3, shapes_dict(scores="(B, T, T)"), {
+        "shapes": fails("values", "check.shapes_value", "likely.scores_no_head")}),
+    case("shapes_scores_other", LM3, shapes_dict(scores="(B, H, T, T + 1)"), {
         "shapes": fails("values", "check.shapes_value", "likely.scores_shape")}),
     case("shapes_weights_drop_a_dim", LM3, shapes_dict(weights="(B, H, T)"), {
         "shapes": fails("values", "check.shapes_value", "likely.weights_same_as_scores")}),
