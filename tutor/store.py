@@ -200,7 +200,8 @@ class Store:
             raise ValueError(f"bad lesson id {lesson_id!r}")
         return self.workspace / f"{lesson_id}-answers.md"
 
-    def write_answers(self, lesson_id: str, answers: dict[int, str], questions: list[str]) -> Path:
+    def write_answers(self, lesson_id: str, answers: dict[int, str], questions: list[str],
+                      lang: str = "en") -> Path:
         """Write the answers as Markdown the learner can read and edit, replacing the file.
 
         Keys are 0-based question indexes. Each answer sits between
@@ -210,7 +211,7 @@ class Store:
         """
         path = self.answers_path(lesson_id)
         self.workspace.mkdir(parents=True, exist_ok=True)
-        atomic_write(path, answers_file(lesson_id, answers, questions).encode("utf-8"))
+        atomic_write(path, answers_file(lesson_id, answers, questions, lang).encode("utf-8"))
         return path
 
     def read_answers(self, lesson_id: str) -> dict[int, str]:
@@ -222,9 +223,9 @@ class Store:
         return parse_answers(raw.decode("utf-8", errors="replace"))
 
     def save_answer(self, lesson_id: str, index: int, text: str, *, base: str, questions: list[str],
-                    both: Callable[[str, str], str]) -> AnswerSaved:
+                    both: Callable[[str, str], str], lang: str = "en") -> AnswerSaved:
         """Put the app's answer to question `index` into the answers file without losing what
-        the learner wrote in the file meanwhile (it says "Edit answers between the markers").
+        the learner wrote in the file meanwhile (its note asks them to write between the markers).
 
         The file is read again just before the write, and once more just before the rename
         (its bytes, not its mtime: no reliance on file-system events or NFS attribute caches);
@@ -257,9 +258,9 @@ class Store:
                 if new == theirs:
                     return AnswerSaved(path, parse_answers(old), kept_both, written=False)
                 if not old.strip():
-                    merged = answers_file(lesson_id, {index: new}, questions)
+                    merged = answers_file(lesson_id, {index: new}, questions, lang)
                 else:
-                    merged = put_answer(old, index, new, questions)
+                    merged = put_answer(old, index, new, questions, lang)
                 path.parent.mkdir(parents=True, exist_ok=True)
                 data = merged.encode("utf-8", errors="surrogateescape")
                 if atomic_write(path, data, _mode_of(path), still=lambda: _bytes_of(path) == raw):
@@ -290,8 +291,10 @@ def parse_answers(text: str) -> dict[int, str]:
     return {i: a for i, a in found.items() if a}
 
 
-def _section(i: int, questions: list[str], answer: str, nl: str = "\n") -> str:
-    out = f"\n## Question {i + 1}\n\n"
+def _section(i: int, questions: list[str], answer: str, nl: str = "\n", lang: str = "en") -> str:
+    from .i18n import t
+
+    out = f"\n## {t('store.answers_question', lang, n=i + 1)}\n\n"
     if i < len(questions):
         out += "".join(f"> {line}".rstrip() + "\n" for line in questions[i].splitlines()) + "\n"
     return (out + _block(i, answer)).replace("\n", nl)
@@ -301,15 +304,19 @@ def _block(i: int, answer: str) -> str:
     return f"<!-- answer {i} -->\n{answer}\n<!-- /answer {i} -->\n"
 
 
-def answers_file(lesson_id: str, answers: dict[int, str], questions: list[str]) -> str:
-    out = [f"# {lesson_id}: reflection answers\n\n",
-           "<!-- Written by attn-tutor. Edit answers between the markers. -->\n"]
+def answers_file(lesson_id: str, answers: dict[int, str], questions: list[str], lang: str = "en") -> str:
+    """The answers file, its headings and its note in the learner's language (the markers, which
+    parse_answers reads, are the same in every language)."""
+    from .i18n import t
+
+    out = [f"# {t('store.answers_title', lang, lesson=lesson_id)}\n\n",
+           f"<!-- {t('store.answers_note', lang)} -->\n"]
     for i in sorted(set(range(len(questions))) | set(answers)):
-        out.append(_section(i, questions, answers.get(i, "")))
+        out.append(_section(i, questions, answers.get(i, ""), lang=lang))
     return "".join(out)
 
 
-def put_answer(text: str, index: int, answer: str, questions: list[str]) -> str:
+def put_answer(text: str, index: int, answer: str, questions: list[str], lang: str = "en") -> str:
     """`text` with answer `index` replaced (the last block of that index, which is the one
     parse_answers reads), or added at the end if its markers are gone; nothing else changes."""
     nl = "\r\n" if "\r\n" in text else "\n"
@@ -321,7 +328,7 @@ def put_answer(text: str, index: int, answer: str, questions: list[str]) -> str:
         return text[: m.start()] + block + text[m.end():]
     if not text.endswith("\n"):
         text += nl
-    return text + _section(index, questions, answer, nl)
+    return text + _section(index, questions, answer, nl, lang)
 
 
 def _bytes_of(path: Path) -> bytes | None:

@@ -211,6 +211,18 @@ def test_answers_round_trip(tmp_path: Path):
     assert Store(tmp_path / "attn-lab").read_answers("lm3-l3") == {2: "中文回答"}
 
 
+def test_the_answers_file_is_written_in_the_learners_language(tmp_path: Path):
+    store = Store(tmp_path / "attn-lab")
+    path = store.write_answers("lm3-l3", {0: "中文回答"}, ["遮罩有什么用？", "第二题"], lang="zh")
+    text = path.read_text("utf-8")
+    assert text.startswith("# lm3-l3：思考题答案\n") and "## 第 1 题" in text and "## 第 2 题" in text
+    assert "Question" not in text and "answers between" not in text  # no English left in Chinese mode
+    assert store.read_answers("lm3-l3") == {0: "中文回答"}
+    saved = store.save_answer("lm3-l3", 1, "二", base="", questions=["遮罩有什么用？", "第二题"],
+                              both=lambda a, b: a + b, lang="zh")
+    assert saved.answers == {0: "中文回答", 1: "二"} and "Question" not in saved.path.read_text("utf-8")
+
+
 def test_answers_edited_by_hand_with_crlf(tmp_path: Path):
     store = Store(tmp_path)
     path = store.write_answers("l", {0: "one"}, ["Q?"])
@@ -294,7 +306,7 @@ def test_save_answer_creates_the_file_and_adds_a_deleted_section(tmp_path: Path)
     saved = store.save_answer("l", 1, "two", base="", questions=QUESTIONS, both=both)
     assert saved.path == tmp_path / "attn-lab" / "l-answers.md" and saved.answers == {1: "two"}
     text = saved.path.read_text("utf-8")
-    assert "Edit answers between the markers" in text and "## Question 3" in text
+    assert "Write each answer between its two markers" in text and "## Question 3" in text
     # The learner deleted question 3's section (markers and all), then answers it in the app.
     start, end = text.index("\n## Question 3"), text.index("<!-- /answer 2 -->\n") + len("<!-- /answer 2 -->\n")
     saved.path.write_text(text[:start] + text[end:], "utf-8")

@@ -677,7 +677,8 @@ class TutorApp(App):
             return t("ui.answer_both", lang, file=theirs.strip("\n"), app=mine.strip("\n"))
 
         try:
-            saved = self.store.save_answer(self.lesson.id, index, text, base=base, questions=questions, both=both)
+            saved = self.store.save_answer(self.lesson.id, index, text, base=base, questions=questions, both=both,
+                                             lang=lang)
         except (OSError, ValueError) as exc:
             self.unsaved[index] = (text, base)
             self.answers[index] = text
