@@ -15,7 +15,7 @@ from tutor.kit import (
     StepSpec, changed_input, close, describe, failure_params, first_nonfinite, fixed_dropout, graph_kernels,
     judge_other_sizes, judged, last_dim_of, likely_for_value, literal_explanation, matching_mistake, max_error,
     msg, nest_likely, no_kernel, of_the_inputs, require_pair, require_ran, require_tensor, round_matrix,
-    shape_str, size_explanation,
+    row_place, shape_str, size_explanation,
 )
 
 # (B, T, d_in, d_k): the notebook's first, then sizes it never tries.
@@ -148,7 +148,7 @@ def judge_single_case(v, call, case, size):
     ok_rows = torch.isclose(sums, torch.ones_like(sums), atol=1e-5)
     if not ok_rows.all():
         b, row = (int(i) for i in (~ok_rows).nonzero()[0])
-        v.require("rows-sum-to-1", False, "check.rows_sum", row=row, batch=b, got=float(sums[b, row]),
+        v.require("rows-sum-to-1", False, "check.rows_sum", row=row, where=row_place((b,)), got=float(sums[b, row]),
                   likely=diagnose)
     v.expect("rows-sum-to-1", True)
     upper = torch.triu(w, diagonal=1)
@@ -552,6 +552,9 @@ def diagnose_multi(y, x, w, H, source=""):
         return c @ w["out_w"].T + w["out_b"] if proj_out else c
 
     no_transpose = tuple(proj[n].view(B, H, T, hd) for n in ("W_q", "W_k", "W_v"))
+    # view(B, T, H, hd) without transpose(1, 2): the "scores" then compare heads, (B, T, H, H)
+    untransposed = tuple(proj[n].view(B, T, H, hd) for n in ("W_q", "W_k", "W_v"))
+    head_mask = torch.triu(torch.ones(H, H, dtype=torch.bool), diagonal=1)
     no_mask = msg("likely.masked_fill_discarded") if masked_fill_discarded(source) else msg("likely.no_mask")
     # Where d_in = d_out (the notebook's size), √d_in and √d_out are one mistake.
     wide = msg("likely.scale_width", width=d_out, hd=hd) if d_in == d_out else msg("likely.scale_d_out")
@@ -568,13 +571,16 @@ def diagnose_multi(y, x, w, H, source=""):
         (lambda: attend(dim=-2), msg("likely.softmax_dim")),
         (lambda: attend(heads=no_transpose, merge="bad"), msg("likely.heads_no_transpose")),
         (lambda: attend(heads=no_transpose), msg("likely.heads_no_transpose")),
+        (lambda: attend(heads=untransposed, mask=head_mask, merge="bad"), msg("likely.per_head_transpose")),
+        (lambda: attend(heads=untransposed, mask=head_mask), msg("likely.per_head_transpose")),
         (lambda: attend(merge="bad"), msg("likely.merge_heads")),
         (lambda: attend(proj_out=False), msg("likely.no_out_proj")),
         (lambda: attend(proj_out="no bias"), msg("likely.no_out_bias")),
     ]
     skip = set()
     if H == 1:  # one head: head_dim is d_out, so that scale is right, and no split to get wrong
-        skip |= {"likely.scale_d_out", "likely.scale_width", "likely.heads_no_transpose", "likely.merge_heads"}
+        skip |= {"likely.scale_d_out", "likely.scale_width", "likely.heads_no_transpose", "likely.merge_heads",
+                 "likely.per_head_transpose"}
     if d_in == hd or d_in == d_out:
         skip.add("likely.scale_d_in_multi")
     return matching_mistake(y, [c for c in candidates if c[1]["key"] not in skip])

@@ -395,6 +395,8 @@ class TutorApp(App):
         maps = self.heatmaps_for_step()
         if not maps:
             has = self.step.id in ("single-head", "multi-head", "output", "heatmap")
+            if has and self.worker_state == "loading":
+                return Wrapped(t("ui.worker_loading", lang), style="dim")  # not "no weights yet": nothing ran
             return Wrapped(t("ui.weights_waiting" if has else "ui.weights_none", lang), style="dim")
         index = self.heatmap_index % len(maps)
         entry = maps[index]
@@ -410,7 +412,7 @@ class TutorApp(App):
         label = t(entry["label"]["key"], lang, **entry["label"]["params"])
         legend = {k: t(f"ui.legend_{k}", lang) for k in ("learner", "reference", "diff", "masked", "leak", "nan")}
         hint = self.color_hint
-        title = f"{t('ui.weights', lang)} — {label}  ({index + 1}/{len(maps)})"
+        title = t("ui.weights_title", lang, title=t("ui.weights", lang), label=label, n=index + 1, total=len(maps))
         renderable = heatmap(as_floats(learner), reference=as_floats(entry["reference"]), mode=mode, title=title,
                              axis_labels=(t("ui.axis_keys", lang), t("ui.axis_queries", lang)),
                              color_system_hint=hint, legend=legend)

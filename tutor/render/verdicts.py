@@ -105,9 +105,9 @@ def step_results(result: StepResult | None, lang: str, *, running: bool = False,
         waiting = Wrapped(t("ui.running" if running else "ui.no_results", lang), style="dim")
         return waiting if hints is None else Group(waiting, hints)
     parts: list[RenderableType] = []
+    # The word reversed when it is bad news, without padding: padded, it reads "✗  failed" with no colour.
     header = Text.assemble(status_mark(result.status), " ",
-                           (f" {t(f'status.{result.status}', lang)} " if result.status in ("fail", "error", "timeout")
-                            else t(f"status.{result.status}", lang), HEADER_STYLES.get(result.status, "")))
+                           (t(f"status.{result.status}", lang), HEADER_STYLES.get(result.status, "")))
     if running:
         header.append("  " + t("ui.running", lang), style="yellow")
     parts.append(header)
@@ -154,6 +154,8 @@ def hints_block(hints: tuple[str, ...], shown: int, lang: str) -> RenderableType
     # one hint, and `h` must show the hint it opened without scrolling the failure away.
     parts: list[RenderableType] = [Rule(style="dim")]
     for i in range(min(shown, len(hints)), 0, -1):
-        text = render_markdown(f"**{t('ui.hint', lang, n=i, total=len(hints))}** {hints[i - 1]}")
+        label = t("ui.hint", lang, n=i, total=len(hints))  # ends with its colon: "Hint 1/3:", 「提示 1/3：」
+        gap = "" if label[-1:] == "：" else " "
+        text = render_markdown(f"**{label}**{gap}{hints[i - 1]}")
         parts.append(Anchored("hint", text) if i == shown else text)
     return Group(*parts)
