@@ -76,6 +76,7 @@ class TutorApp(App):
         Binding("m", "model_answers", id="model-answers", show=False),
         Binding("R", "reset", id="reset", show=False),
         Binding("x", "exercise_variant", id="exercise-variant", show=False),
+        Binding("f", "full_messages", id="full-messages", show=False),
         Binding("question_mark", "help", id="help", show=False),
         Binding("q", "quit", id="quit", show=False),
         Binding("ctrl+c", "quit", id="quit-ctrl-c", show=False, priority=True),
@@ -100,6 +101,7 @@ class TutorApp(App):
         self.results: dict[str, StepResult] = {}
         self.running: set[str] = set()
         self.worker_state = "loading"
+        self.full_messages = False  # failing checks' messages cut to four lines (`f` shows them whole)
         self.watch_state = "starting"
         self.watch_error = ""
         self.show_weights = False
@@ -356,13 +358,14 @@ class TutorApp(App):
         running = step.id in self.running and time.monotonic() - self.run_started > SPINNER_AFTER
         hints_shown = self.hints_shown.get(step.id, 0)
         shown = shown_of(self.results.get(step.id)) if step.checked else None
-        signature = (step.id, lang, shown, running, hints_shown)
+        signature = (step.id, lang, shown, running, hints_shown, self.full_messages)
         if self.shown.get("#results") == signature:
             return  # the same verdicts as on screen (a save that changed nothing they say)
         self.shown["#results"] = signature
         hints = hints_block(step.hints.get(lang, ()), self.hints_shown.get(step.id, 0), lang)
         if step.checked:
-            content = step_results(self.results.get(step.id), lang, running=running, hints=hints)
+            content = step_results(self.results.get(step.id), lang, running=running, hints=hints,
+                                   full=self.full_messages)
         else:
             content = Group(*(x for x in (Wrapped(t("ui.not_checked", lang), style="dim"), hints) if x is not None))
         self.show_in("#results", content, key=signature)
@@ -592,6 +595,12 @@ class TutorApp(App):
                 self.worker.close()
             self.start_checker()
         self.rerun_from_disk()
+
+    def action_full_messages(self) -> None:
+        """`f`: the failing checks' messages in full, or cut to four lines again."""
+        self.full_messages = not self.full_messages
+        self.render_results()
+        self.show_first_failure()
 
     def action_hint(self) -> None:
         hints = self.step.hints.get(self.lang, ())

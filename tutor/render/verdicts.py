@@ -55,6 +55,32 @@ class marked:
         return Measurement(3, options.max_width)
 
 
+MESSAGE_LINES = 4  # a failing check's message in the results panel, at most (80×24: ~8 rows)
+
+
+class Clipped:
+    """A renderable cut to its first `lines` lines: the last one kept says what was left out
+    and which key shows it (`more`, a dim line in the message's hanging indent)."""
+
+    def __init__(self, renderable: RenderableType, lines: int, more: str):
+        self.renderable, self.lines, self.more = renderable, lines, more
+
+    def __rich_console__(self, console, options):
+        rendered = console.render_lines(self.renderable, options.update(height=None), pad=False)
+        if len(rendered) <= self.lines:
+            shown, more = rendered, None
+        else:
+            shown, more = rendered[: self.lines - 1], self.more
+        for line in shown:
+            yield from line
+            yield Segment.line()
+        if more:
+            yield from console.render(marked(Text(""), Wrapped(more, style="dim italic")), options)
+
+    def __rich_measure__(self, console, options):
+        return Measurement.get(console, options, self.renderable)
+
+
 ANCHOR = "anchor"  # the style meta key Anchored tags its segments with
 
 
@@ -98,9 +124,10 @@ def shown_of(result: StepResult | None) -> str | None:
 
 
 def step_results(result: StepResult | None, lang: str, *, running: bool = False,
-                 hints: RenderableType | None = None) -> RenderableType:
+                 hints: RenderableType | None = None, full: bool = False) -> RenderableType:
     """The verdicts, the first failing check tagged Anchored("failure"); `hints` go right
-    after the failures (the hints are about them), before the checks that pass."""
+    after the failures (the hints are about them), before the checks that pass. A failing
+    check's message takes at most MESSAGE_LINES lines unless `full` (the `f` key)."""
     if result is None:
         waiting = Wrapped(t("ui.running" if running else "ui.no_results", lang), style="dim")
         return waiting if hints is None else Group(waiting, hints)
@@ -116,6 +143,8 @@ def step_results(result: StepResult | None, lang: str, *, running: bool = False,
     # Failures first and in full: they are what the learner acts on.
     for i, check in enumerate(failing):
         line = marked(status_mark(check.status), render_markdown(check_text(check, lang)))
+        if not full:
+            line = Clipped(line, MESSAGE_LINES, t("ui.message_more", lang))
         parts.append(Anchored("failure", line) if i == 0 else line)
     failure = result.failure
     if failure and (failure.frames or failure.caret) and result.status != "todo":
