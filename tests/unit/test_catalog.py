@@ -175,7 +175,7 @@ def test_zh_drops_the_space_between_a_nested_chinese_value_and_chinese_text():
     assert latin.startswith("forward(x)：与参考结果")
     en = t("check.values", "en", what={"key": "lm3-l3.value.again_last", "params": {}}, err=0.5, where="(0,)",
            tol="1e-5", likely="")
-    assert "(last token changed): differs" in en
+    assert "(last token changed): up to 0.5 away" in en
 
 
 def test_closing_up_keeps_literal_braces_formats_and_spaces_between_fields():

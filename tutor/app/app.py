@@ -346,8 +346,10 @@ class TutorApp(App):
             body.append(render_markdown(heading))
         extra = step_extra(self)
         if extra is not None:
-            # The live view first, under the step's heading: it is what the step is about.
-            body += [extra, Text("")]
+            # The step's introduction (its first paragraph), then the live view, which is what
+            # the step is about, then the rest: the learner reads what the view is before it.
+            intro, _, rest = rest.strip("\n").partition("\n\n")
+            body += [render_markdown(intro), Text(""), extra, Text("")]
         body.append(render_markdown(rest))
         self.show_in("#doc", Group(*body))
 

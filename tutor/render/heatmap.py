@@ -178,7 +178,8 @@ class Heatmap:
         if not with_value:  # shade glyphs: the layout for terminals without full colour
             base = 0.0 if signed else self.vmin
             return Text(shade_glyph(v - base, self.vmax - base) * cw)
-        text = fmt_value(v, signed).center(cw)
+        # Signed (the diff view): right-aligned in four places, so that .00 and -.85 line up.
+        text = (fmt_value(v, signed).rjust(4) if signed and cw >= 4 else fmt_value(v, signed)).center(cw)
         if colours != "full":
             # 16-colour palettes differ per terminal: a guessed background could
             # hide the digits, so print them plain.

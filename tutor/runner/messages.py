@@ -197,6 +197,8 @@ def learner_failure_message(error: LearnerFailure, fn: str | None) -> tuple[str,
         params["module"] = error.module
     elif fn is not None and _mask_size_mismatch(failure.kind, failure.detail, code):
         key = "failure.mask_size"
+    elif fn is not None and "Numpy is not available" in failure.detail:  # torch without NumPy: .numpy()
+        key = "failure.no_numpy"
     else:
         key = "failure.exception" if fn is not None else "failure.file_exception"
     if error.module and fn is not None:
