@@ -30,7 +30,7 @@ OPEN = set("（「『【《〈“‘〔［｛〖〘〚" "([{")
 _CODE_SPAN = re.compile(r"`[^`\n]*`")
 
 # Inline formulas: a space next to one of these, or between a number and a unit, breaks last.
-OPERATORS = set("=+/×÷·−<>≤≥≠≈→")
+OPERATORS = set("=+/×÷−<>≤≥≠≈→")  # not "·": " · " separates the items of a key line
 NO_BREAK_SPACES = "\u00a0\u202f\u2007"
 _DIGITS = set("0123456789⁰¹²³⁴⁵⁶⁷⁸⁹")
 _UNIT = re.compile(r"(?:MB|GB|KB|kB|TB)\b")
