@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -60,12 +61,40 @@ def _remembered_lang(cwd: Path) -> str | None:
         return None  # no workspace yet, or an unreadable one: the app reports that, not --help
 
 
-def build_parser(lang: str) -> argparse.ArgumentParser:
-    import argparse  # here: a launch without arguments needs no parser (see main)
+def _parser_class(lang: str):
+    """An ArgumentParser whose own words (usage:, the group titles, -h, error:) are in `lang`:
+    argparse has them in English only, behind gettext. Its subparsers are of the same class."""
+    import argparse
 
-    lesson_ids = ", ".join(lesson.id for lesson in all_lessons())
-    p = argparse.ArgumentParser(prog="attn-tutor", description=t("cli.description", lang))
-    p.add_argument("--version", action="version", version=f"attn-tutor {__version__}")
+    class Formatter(argparse.HelpFormatter):
+        def add_usage(self, usage, actions, groups, prefix=None):
+            # prefix "" is argparse working out a subcommand's prog: left as it is
+            return super().add_usage(usage, actions, groups, t("cli.usage", lang) if prefix is None else prefix)
+
+        def format_help(self):
+            # argparse ends a group's title with ":"; after a Chinese title the colon is full-width
+            return re.sub(r"(?m)^(\S.*[\u4e00-\u9fff]):$", "\\1：", super().format_help())
+
+    class Parser(argparse.ArgumentParser):
+        def __init__(self, *args, **kwargs):
+            kwargs.update(formatter_class=Formatter, add_help=False)
+            super().__init__(*args, **kwargs)
+            self._positionals.title = t("cli.positionals", lang)
+            self._optionals.title = t("cli.options", lang)
+            self.add_argument("-h", "--help", action="help", default=argparse.SUPPRESS, help=t("cli.opt_help", lang))
+
+        def error(self, message):
+            self.print_usage(sys.stderr)
+            self.exit(2, f"{self.prog}: {t('cli.error', lang, message=message)}\n")
+
+    return Parser
+
+
+def build_parser(lang: str) -> argparse.ArgumentParser:
+    # argparse is imported by _parser_class: a launch without arguments needs no parser (see main)
+    lesson_ids = t("cli.ids_sep", lang).join(lesson.id for lesson in all_lessons())
+    p = _parser_class(lang)(prog="attn-tutor", description=t("cli.description", lang))
+    p.add_argument("--version", action="version", version=f"attn-tutor {__version__}", help=t("cli.opt_version", lang))
     p.add_argument("--lessons", action="append", metavar="DIR", help=t("cli.opt_lessons", lang))
     p.add_argument("--lesson", metavar="ID", help=t("cli.opt_lesson", lang, ids=lesson_ids))
     p.add_argument("--step", metavar="STEP", help=t("cli.opt_step", lang))
@@ -123,7 +152,7 @@ def _lesson(lesson_id: str | None, lang: str):
     try:
         return get_lesson(lesson_id or DEFAULT_LESSON)
     except KeyError:
-        ids = ", ".join(lesson.id for lesson in all_lessons())
+        ids = t("cli.ids_sep", lang).join(lesson.id for lesson in all_lessons())
         raise UsageError(t("cli.unknown_lesson", lang, lesson=lesson_id, ids=ids)) from None
 
 
@@ -275,7 +304,7 @@ def _dev_folders(target: str | None, lang: str) -> list[Path]:
         return [path.parent]
     if (path / "lesson.toml").is_file():
         return [path]
-    ids = ", ".join(lesson.id for lesson in all_lessons())
+    ids = t("cli.ids_sep", lang).join(lesson.id for lesson in all_lessons())
     raise UsageError(t("cli.not_a_lesson", lang, path=target, ids=ids))
 
 

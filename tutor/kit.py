@@ -30,8 +30,8 @@ from .runner.judge_kit import (
     KERNEL_FRAGMENTS, Stop, Verdict, changed_input, close, describe, differ_explanation, discarded_call,
     failure_params, first_nonfinite, front_dims, judge_other_sizes, judged, kept_state, last_dim_of,
     likely_for_value, literal_explanation, matching_mistake, max_error, msg, nest_likely, no_kernel,
-    of_the_inputs, require_pair, require_ran, require_tensor, round_matrix, shape_str, size_explanation,
-    size_literals, squeeze_explanation, squeezes, state_explanation,
+    of_the_inputs, require_pair, require_ran, require_tensor, round_matrix, row_place, shape_str,
+    size_explanation, size_literals, squeeze_explanation, squeezes, state_explanation,
 )
 from .runner.probe_kit import ProbeContext, clone_args, graph_kernels
 from .runner.spec import JudgeContext, StepSpec
@@ -51,7 +51,7 @@ __all__ = [
     "failure_params", "first_nonfinite", "fixed_dropout", "front_dims", "graph_kernels", "heading", "heatmap",
     "judge_other_sizes", "judged", "keys", "kept_state", "last_dim_of", "likely_for_value", "literal_explanation",
     "matching_mistake", "max_error", "msg", "nest_likely", "no_kernel", "note", "of_the_inputs",
-    "require_pair", "require_ran", "require_tensor", "round_matrix", "row", "shape_str", "size_explanation",
+    "require_pair", "require_ran", "require_tensor", "round_matrix", "row", "row_place", "shape_str", "size_explanation",
     "size_literals", "squeeze_explanation", "squeezes", "state_explanation", "table", "visuals", "waiting",
     "weights",
 ]

@@ -24,6 +24,9 @@ Besides the view, `verdict.visuals["heatmaps"]` holds the step's weights panel: 
 from __future__ import annotations
 
 KINDS = ("heading", "note", "table", "heatmap", "row", "waiting", "keys", "after_answer")
+# The fields of the items (and of a weights entry): the vocabulary's own words, not a lesson's.
+FIELDS = ("kind", "text", "columns", "rows", "align", "matrix", "title", "reference", "items", "question",
+          "value", "top", "style", "width", "label", "learner", "why")
 CELL_KINDS = ("bar",)  # a table cell may be a bar: {"kind": "bar", "value": v, "top": max, ...}
 BAR_WIDTH = 8  # cells
 

@@ -20,7 +20,7 @@ from tutor.kit import (
     StepSpec, bar, changed_input, clone_args, close, declared_settings, describe, differ_explanation,
     discarded_call, first_nonfinite, front_dims, heading, heatmap, judge_other_sizes, judged, keys,
     likely_for_value, literal_explanation, matching_mistake, max_error, msg, nest_likely, no_kernel, note,
-    of_the_inputs, require_pair, require_ran, require_tensor, round_matrix, row, shape_str, squeeze_explanation,
+    of_the_inputs, require_pair, require_ran, require_tensor, round_matrix, row, row_place, shape_str, squeeze_explanation,
     state_explanation, table, waiting,
 )
 
@@ -249,6 +249,7 @@ def diagnose_mask(m, T):
         (torch.triu(torch.ones(T, T, dtype=torch.bool)), msg("likely.mask_diagonal_bool")),
         (torch.tril(torch.ones(T, T, dtype=torch.bool), diagonal=-1), msg("likely.mask_inverted")),
         (torch.tril(torch.ones(T, T, dtype=torch.bool)), msg("likely.mask_inverted")),
+        (torch.tril(torch.ones(T, T, dtype=torch.bool), diagonal=1), msg("likely.mask_inverted")),
     ):
         if torch.equal(m, cand):
             return likely
@@ -365,7 +366,7 @@ def judge_weights_masked(v, w, scores, mask, what, defs=("attention_weights",)):
     ok = torch.isclose(sums, torch.ones_like(sums), atol=1e-5)
     if not ok.all():
         where = tuple(int(i) for i in (~ok).nonzero()[0])
-        v.require("rows-sum-to-1", False, "check.rows_sum", row=where[-1], batch=shape_str(where[:-1]),
+        v.require("rows-sum-to-1", False, "check.rows_sum", row=where[-1], where=row_place(where[:-1]),
                   got=float(sums[where]), likely=diagnose)
     v.expect("rows-sum-to-1", True)
     hidden = w.masked_select(mask.expand_as(w))

@@ -15,7 +15,7 @@ from tutor.kit import (
     StepSpec, after_answer, bar, changed_input, close, declared_settings, describe, failure_params,
     first_nonfinite, fixed_dropout, graph_kernels, heading, judge_other_sizes, judged, keys, last_dim_of,
     likely_for_value, literal_explanation, matching_mistake, max_error, msg, nest_likely, no_kernel, note,
-    of_the_inputs, require_pair, require_ran, require_tensor, round_matrix, shape_str, size_explanation, table,
+    of_the_inputs, require_pair, require_ran, require_tensor, round_matrix, row_place, shape_str, size_explanation, table,
     waiting, weights,
 )
 
@@ -202,7 +202,7 @@ def judge_single_case(v, call, case, size):
     ok_rows = torch.isclose(sums, torch.ones_like(sums), atol=1e-5)
     if not ok_rows.all():
         b, row = (int(i) for i in (~ok_rows).nonzero()[0])
-        v.require("rows-sum-to-1", False, "check.rows_sum", row=row, batch=b, got=float(sums[b, row]),
+        v.require("rows-sum-to-1", False, "check.rows_sum", row=row, where=row_place((b,)), got=float(sums[b, row]),
                   likely=diagnose)
     v.expect("rows-sum-to-1", True)
     upper = torch.triu(w, diagonal=1)
@@ -707,6 +707,9 @@ def diagnose_multi(y, x, w, H, source=""):
         return c @ w["out_w"].T + w["out_b"] if proj_out else c
 
     no_transpose = tuple(proj[n].view(B, H, T, hd) for n in ("W_q", "W_k", "W_v"))
+    # view(B, T, H, hd) without transpose(1, 2): the "scores" then compare heads, (B, T, H, H)
+    untransposed = tuple(proj[n].view(B, T, H, hd) for n in ("W_q", "W_k", "W_v"))
+    head_mask = torch.triu(torch.ones(H, H, dtype=torch.bool), diagonal=1)
     no_mask = msg("likely.masked_fill_discarded") if masked_fill_discarded(source) else msg("likely.no_mask")
     # Where d_in = d_out (the notebook's size), √d_in and √d_out are one mistake.
     wide = msg("likely.scale_width", width=d_out, hd=hd) if d_in == d_out else msg("likely.scale_d_out")
@@ -723,13 +726,16 @@ def diagnose_multi(y, x, w, H, source=""):
         (lambda: attend(dim=-2), msg("likely.softmax_dim")),
         (lambda: attend(heads=no_transpose, merge="bad"), msg("likely.heads_no_transpose")),
         (lambda: attend(heads=no_transpose), msg("likely.heads_no_transpose")),
+        (lambda: attend(heads=untransposed, mask=head_mask, merge="bad"), msg("likely.per_head_transpose")),
+        (lambda: attend(heads=untransposed, mask=head_mask), msg("likely.per_head_transpose")),
         (lambda: attend(merge="bad"), msg("likely.merge_heads")),
         (lambda: attend(proj_out=False), msg("likely.no_out_proj")),
         (lambda: attend(proj_out="no bias"), msg("likely.no_out_bias")),
     ]
     skip = set()
     if H == 1:  # one head: head_dim is d_out, so that scale is right, and no split to get wrong
-        skip |= {"likely.scale_d_out", "likely.scale_width", "likely.heads_no_transpose", "likely.merge_heads"}
+        skip |= {"likely.scale_d_out", "likely.scale_width", "likely.heads_no_transpose", "likely.merge_heads",
+                 "likely.per_head_transpose"}
     if d_in == hd or d_in == d_out:
         skip.add("likely.scale_d_in_multi")
     return matching_mistake(y, [c for c in candidates if c[1]["key"] not in skip])
@@ -1059,7 +1065,18 @@ def judge_shapes_case(v, call, _case, size):
                   got=describe(value) if not isinstance(value, tuple) else str(value), type=describe(value))
         v.require("values", tuple(value) == truth[key], "check.shapes_value", key=key,
                   expected=shape_str(truth[key]), got=shape_str(value),
-                  likely=msg(SHAPE_MISTAKES.get(key, "likely.shape_stage")))
+                  likely=shape_mistake(key, tuple(value), size))
+
+
+def shape_mistake(key: str, got: tuple, size) -> dict:
+    """The likely mistake for a wrong entry: for the scores, the one the wrong shape shows."""
+    if key == "scores":
+        B, T, H, hd = size
+        if len(got) == 3:
+            return msg("likely.scores_no_head")
+        if len(got) == 4 and got[-1] == hd != T:
+            return msg("likely.scores_hd")
+    return msg(SHAPE_MISTAKES.get(key, "likely.shape_stage"))
 
 
 def judge_shapes(v, outputs, inputs, jctx):

@@ -155,3 +155,18 @@ def test_a_file_whose_steps_fail_on_their_own_has_no_file_error(tmp_path):
     path.write_text(broken)
     data = json.loads(run("check", str(path), "--json").stdout)
     assert data["file_error"] is None and data["passed"] < 4
+
+
+@pytest.mark.parametrize("args", [("--lang", "zh", "--help"), ("--lang", "zh", "check", "--help"),
+                                  ("--lang", "zh", "dev", "check", "--help")])
+def test_chinese_help_has_no_argparse_english(args):
+    out = run(*args).stdout
+    assert out.startswith("用法：attn-tutor") and "位置参数：" in out or "选项：" in out, out
+    for english in ("usage:", "positional arguments", "options:", "show this help", "show program's version"):
+        assert english not in out, (english, out)
+    assert "用法：用法" not in out
+
+
+def test_chinese_usage_errors_say_so_in_chinese():
+    out = run("--lang", "zh", "check", "--bogus")
+    assert out.returncode == 2 and out.stderr.startswith("用法：") and "错误：" in out.stderr

@@ -26,6 +26,7 @@ NO_CJK_OK = {
     "lm3-l3.visual.memory_qkv",  # a column headed by the code names q, k, v (with the Chinese enumeration comma)
     "ui.setting",  # a settings line's item: key, label and value, all placeholders
     "value.none",  # Python's None, as the learner's code returned it
+    "ui.weights_title",  # only placeholders and Chinese punctuation: 注意力权重——样本 0（1/2）
 }
 
 # Keys that are deliberately empty in en.toml (and so may be in zh.toml too).
@@ -165,16 +166,16 @@ def test_nested_likely_message_renders_in_chinese():
 
 
 def test_zh_drops_the_space_between_a_nested_chinese_value_and_chinese_text():
-    # check.values is written for a Latin {what} ("forward(x) 与 PyTorch"); a nested message in
-    # Chinese must not leave a space between two Han characters.
+    # check.values starts with its {what}, a Latin name ("forward(x)：与参考结果") or a nested
+    # message in Chinese, which must not leave a space before the text that follows.
     nested = t("check.values", "zh", what={"key": "lm3-l3.value.again_last", "params": {}}, err=0.5, where="(0,)",
                tol="1e-5", likely="")
-    assert "的输出与 PyTorch" in nested
+    assert "的输出：与参考结果" in nested
     latin = t("check.values", "zh", what="forward(x)", err=0.5, where="(0,)", tol="1e-5", likely="")
-    assert latin.startswith("forward(x) 与 PyTorch")
+    assert latin.startswith("forward(x)：与参考结果")
     en = t("check.values", "en", what={"key": "lm3-l3.value.again_last", "params": {}}, err=0.5, where="(0,)",
            tol="1e-5", likely="")
-    assert "(last token changed) differs" in en
+    assert "(last token changed): up to 0.5 away" in en
 
 
 def test_closing_up_keeps_literal_braces_formats_and_spaces_between_fields():

@@ -71,3 +71,28 @@ def test_a_course_folder_of_lessons_is_loaded_beside_the_built_in_ones(tmp_path,
         monkeypatch.delenv(lesson_mod.LESSONS_ENV)
         lesson_mod.all_lessons.cache_clear()
         i18n.catalog.cache_clear()
+
+
+@pytest.mark.parametrize("lesson", [l for l in all_lessons() if l.id in ("lm3-l3", "lab-02")], ids=lambda l: l.id)
+def test_each_checked_step_has_its_own_fallback_likely_mistake(lesson):
+    own = lesson.message_keys()
+    for step in lesson.steps:
+        if step.kind == "checked":
+            assert f"fallback.{step.id}" in own, f"{lesson.id}: step {step.id} has no fallback.{step.id}"
+    # Only the steps that draw the learner's weights send the learner to them (`w`).
+    for lang in LANGS:
+        for step in ("shapes", "leakage"):
+            assert "`w`" not in t(f"lm3-l3.fallback.{step}", lang)
+        for step in ("scores", "mask", "weights"):
+            assert "`w`" not in t(f"lab-02.fallback.{step}", lang)
+
+
+def test_the_judge_puts_the_steps_fallback_for_an_unknown_mistake():
+    from tutor.runner.judge import _step_fallback
+
+    params = {"what": "weights", "likely": {"key": "likely.unknown", "params": {}},
+              "reason": {"key": "check.raised", "params": {"likely": {"key": "likely.unknown", "params": {}}}}}
+    _step_fallback(params, "fallback.mask")
+    assert params["likely"]["key"] == "fallback.mask"
+    assert params["reason"]["params"]["likely"]["key"] == "fallback.mask"
+    assert params["reason"]["key"] == "check.raised"

@@ -110,3 +110,17 @@ def test_the_judge_frames_come_back_as_they_were_sent():
     assert messages.JudgeRequest.from_json(json.loads(json.dumps(request.to_json()))) == request
     reply = messages.JudgeReply(7, EVENTS[-1].result)
     assert messages.JudgeReply.from_json(json.loads(json.dumps(reply.to_json()))) == reply
+
+
+def test_a_mask_size_mismatch_and_a_missing_numpy_get_their_likely_mistake():
+    from tutor.results import Failure, Frame
+    from tutor.runner.messages import LearnerFailure, learner_failure_message
+
+    def failure(detail, code):
+        return LearnerFailure(Failure("RuntimeError", detail, [Frame(33, "forward", code)]))
+
+    size = "The size of tensor a (16) must match the size of tensor b (6) at non-singleton dimension 3"
+    key, params = learner_failure_message(failure(size, 'scores = scores.masked_fill(self.mask, float("-inf"))'), "f")
+    assert key == "failure.mask_size" and params["line"] == 33
+    assert learner_failure_message(failure(size, "y = a + b"), "f")[0] == "failure.exception"
+    assert learner_failure_message(failure("Numpy is not available", "return w.numpy()"), "f")[0] == "failure.no_numpy"

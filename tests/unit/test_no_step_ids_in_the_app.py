@@ -17,12 +17,13 @@ STEP_IDS = sorted({(lesson.id, step.id) for lesson in all_lessons() for step in 
 
 def engine_words() -> set[str]:
     """Words that are the engine's own and happen to be step ids too (lab-02 has steps named
-    "heatmap" and "weights"): the kinds of the visuals vocabulary, the app's actions and binding ids."""
+    "heatmap" and "weights", kv-cache one named "rows"): the kinds and fields of the visuals
+    vocabulary, the app's actions and binding ids."""
     from tutor import visuals
     from tutor.app.app import TutorApp
 
     actions = {b.action.split("(")[0] for b in TutorApp.BINDINGS} | {b.id for b in TutorApp.BINDINGS if b.id}
-    return set(visuals.KINDS) | actions
+    return set(visuals.KINDS) | set(visuals.FIELDS) | actions
 
 
 def literals(path: Path) -> set[str]:

@@ -35,7 +35,7 @@ def test_the_first_failing_check_is_anchored_and_the_hints_follow_the_failures()
     assert failure and texts[failure[0]].startswith("✗ ") and failure[0] == 1  # under the status line
     assert all(texts[i].startswith(("✗", "  ")) for i in failure)  # the first failing check only
     # The newest hint first, under both failures, then a rule, then the checks that pass.
-    assert hint and texts[hint[0]].startswith("Hint 2/3 Second hint.")
+    assert hint and texts[hint[0]].startswith("Hint 2/3: Second hint.")
     first_hint = next(i for i, text in enumerate(texts) if text.startswith("Hint 1/3"))
     passes = [i for i, text in enumerate(texts) if text.startswith("✓")]
     fails = [i for i, text in enumerate(texts) if text.startswith("✗ ")]

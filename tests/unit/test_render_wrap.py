@@ -147,3 +147,26 @@ def test_the_ascii_shortcut_breaks_where_the_general_rules_break():
             fast = wrap._line_spans.__wrapped__(text, width, atomic)
             with mock.patch.object(wrap, "_breaks", wrap._breaks_any):
                 assert fast == wrap._line_spans.__wrapped__(text, width, atomic), (text, width)
+
+
+@pytest.mark.parametrize("text,formula", [
+    ("成 H 个较窄的头并行计算，每个头的宽度为 head_dim = d_out / H，最后拼接起来。", "head_dim = d_out / H"),
+    ("熵为 0 表示权重全部集中在一个键上；第 i 行共有 i + 1 个可见的键。", "i + 1"),
+    ("字节）。每层分数个数 = 12·T²，内存 = 4·12·T² / 10⁶ MB。", "4·12·T² / 10⁶ MB"),
+    ("The lab's table: scores per layer = 12·T², memory = 4·12·T² / 10⁶ MB, for one sequence.", "4·12·T² / 10⁶ MB"),
+    ("Multi-head attention runs H narrower heads, each of width head_dim = d_out / H, and more.", "head_dim = d_out / H"),
+])
+@pytest.mark.parametrize("width", range(14, 60))
+def test_an_inline_formula_never_breaks_at_its_spaces(text, formula, width):
+    if cell_len(formula) + 10 > width:  # room for the formula and the word it hangs on ("memory =")
+        return
+    lines = wrap_cells(text, width)
+    assert any(formula in line for line in lines), (width, lines)
+
+
+def test_a_no_break_space_never_breaks():
+    text = "单单一层的分数，到 T = 8192\u00a0时就要 3.2 GB。" * 2
+    for width in range(10, 40):
+        lines = wrap_cells(text, width)
+        assert not any(line.startswith("时") for line in lines), (width, lines)
+        assert "".join(lines).count("\u00a0") == 2

@@ -234,6 +234,22 @@ def test_answers_round_trip(tmp_path: Path):
     assert read(Store(tmp_path / "attn-lab"), "lm3-l3") == {2: "中文回答"}
 
 
+def test_the_answers_file_is_written_in_the_learners_language(tmp_path: Path):
+    from tutor.i18n import t
+
+    zh = AnswerSheet("lm3-l3-answers.md", t("store.answers_title", "zh", lesson="lm3-l3"), t("store.answers_note", "zh"),
+                     (Section("reflect", "思考题", ("遮罩有什么用？", "第二题")),), t("store.answers_question", "zh"),
+                     legacy_step="reflect")
+    store = Store(tmp_path / "attn-lab")
+    path = store.write_answers(zh, {"reflect": {0: "中文回答"}})
+    text = path.read_text("utf-8")
+    assert text.startswith("# lm3-l3：") and "第 1 题" in text and "第 2 题" in text
+    assert "Question" not in text and "answers between" not in text  # no English left in Chinese mode
+    assert store.read_answers(zh) == {"reflect": {0: "中文回答"}}
+    saved = store.save_answer(zh, "reflect", 1, "二", base="", both=lambda a, b: a + b)
+    assert saved.answers == {"reflect": {0: "中文回答", 1: "二"}} and "Question" not in saved.path.read_text("utf-8")
+
+
 def test_answers_edited_by_hand_with_crlf(tmp_path: Path):
     store = Store(tmp_path)
     path = store.write_answers(sheet("l", ["Q?"]), {"q": {0: "one"}})

@@ -35,6 +35,10 @@ def case(case_id, lesson, replace, expect, header="", xfail=None):
     return pytest.param(lesson, replace, header, expect, id=case_id, marks=marks)
 
 
+# A size mismatch raised where the code uses a mask: said so, with the slice to take.
+MASK_SIZE = Exp("error", "runs", {"failure.mask_size"}, "RuntimeError")
+
+
 def fails(check, *keys):
     return Exp("fail", check, keys)
 
@@ -406,8 +410,8 @@ SINGLE_CASES = [
     case("k_dot_T_on_3d", LM3, CA_K_DOT_T, {"single-head": error("RuntimeError"), "leakage": error("RuntimeError")}),
     case("k_not_transposed", LM3, CA_K_NOT_TRANSPOSED, {
         "single-head": error("RuntimeError"), "leakage": error("RuntimeError")}),
-    case("T_from_batch_dim", LM3, CA_T_FROM_WRONG_DIM, {
-        "single-head": error("RuntimeError"), "leakage": error("RuntimeError")}),
+    case("T_from_batch_dim", LM3, CA_T_FROM_WRONG_DIM, {  # a mask built for the wrong length
+        "single-head": MASK_SIZE, "leakage": MASK_SIZE}),
     case("hardcoded_mask_6x6", LM3, CA_HARDCODED_MASK, {
         "single-head": HARDCODED_RAISES, "leakage": HARDCODED_RAISES}),
     case("hardcoded_scale_2", LM3, CA_HARDCODED_SCALE, {
@@ -857,7 +861,7 @@ MULTI_CASES = [
         "multi-head": fails("matches-pytorch", "check.values", "likely.no_out_proj")}),
     case("multi_view_without_contiguous", LM3, MH_VIEW_NOT_CONTIGUOUS, {"multi-head": error("RuntimeError")}),
     # The (16, 16) buffer does not broadcast against (B, H, 6, 6): an error at the notebook's sizes.
-    case("multi_mask_not_sliced", LM3, MH_MASK_NOT_SLICED, {"multi-head": error("RuntimeError")}),
+    case("multi_mask_not_sliced", LM3, MH_MASK_NOT_SLICED, {"multi-head": MASK_SIZE}),
     case("multi_hardcoded_view_2_6_2_4", LM3, MH_HARDCODED_VIEW, {"multi-head": HARDCODED_RAISES}),
     case("multi_hardcoded_mask_slice_6", LM3, MH_HARDCODED_MASK, {"multi-head": HARDCODED_RAISES}),
     case("multi_sdpa", LM3, MH_SDPA, {"multi-head": fails("own-formula", "check.kernel")}, header=F_IMPORT),
@@ -925,6 +929,10 @@ SHAPES_CASES = [
     case("shapes_forgot_per_head_transpose", LM3, shapes_dict(q_per_head="(B, T, H, hd)"), {
         "shapes": fails("values", "check.shapes_value", "likely.per_head_transpose")}),
     case("shapes_scores_B_H_T_hd", LM3, shapes_dict(scores="(B, H, T, hd)"), {
+        "shapes": fails("values", "check.shapes_value", "likely.scores_hd")}),
+    case("shapes_scores_no_head", LM3, shapes_dict(scores="(B, T, T)"), {
+        "shapes": fails("values", "check.shapes_value", "likely.scores_no_head")}),
+    case("shapes_scores_other", LM3, shapes_dict(scores="(B, H, T, T + 1)"), {
         "shapes": fails("values", "check.shapes_value", "likely.scores_shape")}),
     case("shapes_weights_drop_a_dim", LM3, shapes_dict(weights="(B, H, T)"), {
         "shapes": fails("values", "check.shapes_value", "likely.weights_same_as_scores")}),
@@ -1259,7 +1267,7 @@ OUTPUT_CASES = [
     case("output_hardcoded_mask_6", LAB, AT_HARDCODED_6, {"output": HARDCODED_RAISES}),
     # Right for the seed's 4-D tensors; for a 3-D q, dim 2 is d_k.
     case("output_T_from_dim_2", LAB, AT_T_FROM_DIM_2, {"output": HARDCODED_RAISES}),
-    case("output_mask_from_d_k", LAB, AT_MASK_FROM_D, {"output": error("RuntimeError")}),
+    case("output_mask_from_d_k", LAB, AT_MASK_FROM_D, {"output": MASK_SIZE}),
     case("output_sdpa", LAB, AT_SDPA, {"output": fails("own-formula", "check.kernel")},
          header="import torch.nn.functional as F"),
     case("output_sdpa_getattr_built_name", LAB, AT_SDPA_GETATTR, {"output": fails("own-formula", "check.kernel")}),

@@ -89,6 +89,7 @@ class TutorApp(App):
         Binding("R", "reset", id="reset", show=False),
         Binding("s", "solution", id="solution", show=False),
         Binding("L", "lessons", id="lessons", show=False),
+        Binding("f", "full_messages", id="full-messages", show=False),
         Binding("question_mark", "help", id="help", show=False),
         Binding("q", "quit", id="quit", show=False),
         Binding("ctrl+c", "quit", id="quit-ctrl-c", show=False, priority=True),
@@ -113,6 +114,7 @@ class TutorApp(App):
         self.results: dict[str, StepResult] = {}
         self.running: set[str] = set()
         self.worker_state = "loading"
+        self.full_messages = False  # failing checks' messages cut to four lines (`f` shows them whole)
         self.watch_state = "starting"
         self.watch_error = ""
         self.show_weights = False
@@ -396,8 +398,10 @@ class TutorApp(App):
             body.append(render_markdown(heading))
         extra = step_extra(self, self.views.get(self.step.id))
         if extra is not None:
-            # The live view first, under the step's heading: it is what the step is about.
-            body += [extra, Text("")]
+            # The step's introduction (its first paragraph), then the live view, which is what
+            # the step is about, then the rest: the learner reads what the view is before it.
+            intro, _, rest = rest.strip("\n").partition("\n\n")
+            body += [render_markdown(intro), Text(""), extra, Text("")]
         body.append(render_markdown(rest))
         self.show_in("#doc", Group(*body))
 
@@ -408,14 +412,14 @@ class TutorApp(App):
         running = step.id in self.running and time.monotonic() - self.run_started > SPINNER_AFTER
         hints_shown = self.hints_shown.get(step.id, 0)
         shown = shown_of(self.results.get(step.id)) if step.checked else None
-        signature = (step.id, lang, shown, running, hints_shown)
+        signature = (step.id, lang, shown, running, hints_shown, self.full_messages)
         if self.shown.get("#results") == signature:
             return  # the same verdicts as on screen (a save that changed nothing they say)
         self.shown["#results"] = signature
         hints = hints_block(step.hints.get(lang, ()), self.hints_shown.get(step.id, 0), lang)
         if step.checked:
             content = step_results(self.results.get(step.id), lang, running=running, hints=hints,
-                                   after_pass=self.after_pass(step))
+                                   full=self.full_messages, after_pass=self.after_pass(step))
         else:
             content = Group(*(x for x in (Wrapped(t("ui.not_checked", lang), style="dim"), hints) if x is not None))
         self.show_in("#results", content, key=signature)
@@ -454,6 +458,8 @@ class TutorApp(App):
             # "Waiting" where weights are to come (lesson.toml names their step, or this step has
             # drawn some before); else this step draws none, as far as its results say.
             drawn = bool(self.step.weights_declared) or self.step.weights_from in self.drew_weights
+            if drawn and self.worker_state == "loading":
+                return Wrapped(t("ui.worker_loading", lang), style="dim")  # not "no weights yet": nothing ran
             return Wrapped(t("ui.weights_waiting" if drawn else "ui.weights_none", lang), style="dim")
         index = self.heatmap_index % len(maps)
         entry = maps[index]
@@ -470,7 +476,7 @@ class TutorApp(App):
         label = t(entry["label"]["key"], lang, **entry["label"]["params"])
         legend = {k: t(f"ui.legend_{k}", lang) for k in ("learner", "reference", "diff", "masked", "leak", "nan")}
         hint = self.color_hint
-        title = f"{t('ui.weights', lang)} — {label}  ({index + 1}/{len(maps)})"
+        title = t("ui.weights_title", lang, title=t("ui.weights", lang), label=label, n=index + 1, total=len(maps))
         renderable = heatmap(as_floats(learner), reference=as_floats(entry["reference"]), mode=mode, title=title,
                              axis_labels=(t("ui.axis_keys", lang), t("ui.axis_queries", lang)),
                              color_system_hint=hint, legend=legend)
@@ -685,6 +691,12 @@ class TutorApp(App):
                 self.worker.close()
             self.start_checker()
         self.rerun_from_disk()
+
+    def action_full_messages(self) -> None:
+        """`f`: the failing checks' messages in full, or cut to four lines again."""
+        self.full_messages = not self.full_messages
+        self.render_results()
+        self.show_first_failure()
 
     def action_hint(self) -> None:
         hints = self.step.hints.get(self.lang, ())

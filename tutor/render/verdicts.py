@@ -55,6 +55,32 @@ class marked:
         return Measurement(3, options.max_width)
 
 
+MESSAGE_LINES = 4  # a failing check's message in the results panel, at most (80×24: ~8 rows)
+
+
+class Clipped:
+    """A renderable cut to its first `lines` lines: the last one kept says what was left out
+    and which key shows it (`more`, a dim line in the message's hanging indent)."""
+
+    def __init__(self, renderable: RenderableType, lines: int, more: str):
+        self.renderable, self.lines, self.more = renderable, lines, more
+
+    def __rich_console__(self, console, options):
+        rendered = console.render_lines(self.renderable, options.update(height=None), pad=False)
+        if len(rendered) <= self.lines:
+            shown, more = rendered, None
+        else:
+            shown, more = rendered[: self.lines - 1], self.more
+        for line in shown:
+            yield from line
+            yield Segment.line()
+        if more:
+            yield from console.render(marked(Text(""), Wrapped(more, style="dim italic")), options)
+
+    def __rich_measure__(self, console, options):
+        return Measurement.get(console, options, self.renderable)
+
+
 ANCHOR = "anchor"  # the style meta key Anchored tags its segments with
 
 
@@ -98,17 +124,19 @@ def shown_of(result: StepResult | None) -> str | None:
 
 
 def step_results(result: StepResult | None, lang: str, *, running: bool = False,
-                 hints: RenderableType | None = None, after_pass: str | None = None) -> RenderableType:
+                 hints: RenderableType | None = None, full: bool = False,
+                 after_pass: str | None = None) -> RenderableType:
     """The verdicts, the first failing check tagged Anchored("failure"); `hints` go right
-    after the failures (the hints are about them), before the checks that pass. after_pass:
+    after the failures (the hints are about them), before the checks that pass. A failing
+    check's message takes at most MESSAGE_LINES lines unless `full` (the `f` key). after_pass:
     what to do once the step has passed (the next step, the solution), said under the header."""
     if result is None:
         waiting = Wrapped(t("ui.running" if running else "ui.no_results", lang), style="dim")
         return waiting if hints is None else Group(waiting, hints)
     parts: list[RenderableType] = []
+    # The word reversed when it is bad news, without padding: padded, it reads "✗  failed" with no colour.
     header = Text.assemble(status_mark(result.status), " ",
-                           (f" {t(f'status.{result.status}', lang)} " if result.status in ("fail", "error", "timeout")
-                            else t(f"status.{result.status}", lang), HEADER_STYLES.get(result.status, "")))
+                           (t(f"status.{result.status}", lang), HEADER_STYLES.get(result.status, "")))
     if running:
         header.append("  " + t("ui.running", lang), style="yellow")
     parts.append(header)
@@ -119,6 +147,8 @@ def step_results(result: StepResult | None, lang: str, *, running: bool = False,
     # Failures first and in full: they are what the learner acts on.
     for i, check in enumerate(failing):
         line = marked(status_mark(check.status), render_markdown(check_text(check, lang)))
+        if not full:
+            line = Clipped(line, MESSAGE_LINES, t("ui.message_more", lang))
         parts.append(Anchored("failure", line) if i == 0 else line)
     failure = result.failure
     if failure and (failure.frames or failure.caret) and result.status != "todo":
@@ -157,6 +187,8 @@ def hints_block(hints: tuple[str, ...], shown: int, lang: str) -> RenderableType
     # one hint, and `h` must show the hint it opened without scrolling the failure away.
     parts: list[RenderableType] = [Rule(style="dim")]
     for i in range(min(shown, len(hints)), 0, -1):
-        text = render_markdown(f"**{t('ui.hint', lang, n=i, total=len(hints))}** {hints[i - 1]}")
+        label = t("ui.hint", lang, n=i, total=len(hints))  # ends with its colon: "Hint 1/3:", 「提示 1/3：」
+        gap = "" if label[-1:] == "：" else " "
+        text = render_markdown(f"**{label}**{gap}{hints[i - 1]}")
         parts.append(Anchored("hint", text) if i == shown else text)
     return Group(*parts)

@@ -6,6 +6,10 @@ break at a space, between two CJK characters, or between CJK and Latin text,
 but never inside a Latin word or an inline-code span (unless it alone is wider
 than the line), never before closing punctuation and never after an opening
 bracket (kinsoku). Spaces at a break are dropped. Pure: rich + stdlib only.
+
+An inline formula keeps together: a space beside an operator (`head_dim = d_out / H`,
+`i + 1`) or between a number and its unit (`10⁶ MB`) is a break of last resort, taken only
+when nothing else fits; a no-break space (U+00A0, U+202F) never breaks.
 """
 
 from __future__ import annotations
@@ -25,11 +29,24 @@ OPEN = set("（「『【《〈“‘〔［｛〖〘〚" "([{")
 
 _CODE_SPAN = re.compile(r"`[^`\n]*`")
 
+# Inline formulas: a space next to one of these, or between a number and a unit, breaks last.
+OPERATORS = set("=+/×÷−<>≤≥≠≈→")  # not "·": " · " separates the items of a key line
+NO_BREAK_SPACES = "\u00a0\u202f\u2007"
+_DIGITS = set("0123456789⁰¹²³⁴⁵⁶⁷⁸⁹")
+_UNIT = re.compile(r"(?:MB|GB|KB|kB|TB)\b")
+
 Span = tuple[int, int]
 
 
 def _is_space(ch: str) -> bool:
-    return ch.isspace()
+    return ch.isspace() and ch not in NO_BREAK_SPACES
+
+
+def _in_formula(text: str, end: int, nxt: int) -> bool:
+    """Is the space text[end:nxt] inside an inline formula (beside an operator, or between a
+    number and its unit)?"""
+    left, right = text[end - 1], text[nxt]
+    return left in OPERATORS or right in OPERATORS or (left in _DIGITS and _UNIT.match(text, nxt) is not None)
 
 
 def _is_cjk(ch: str) -> bool:
@@ -40,7 +57,7 @@ def _is_cjk(ch: str) -> bool:
 
 def _may_break(left: str, right: str, spaced: bool) -> bool:
     """May a line end after `left` and the next start with `right`?"""
-    if right in CLOSE or left in OPEN:
+    if right in CLOSE or left in OPEN or left in NO_BREAK_SPACES or right in NO_BREAK_SPACES:
         return False
     return spaced or _is_cjk(left) or _is_cjk(right)
 
@@ -119,7 +136,7 @@ def _breaks(text: str, atomic: tuple[Span, ...]) -> tuple[list | None, list, Seq
             e, nxt = m.span()
             if e == 0 or nxt == n or text[nxt] in CLOSE or text[e - 1] in OPEN:
                 continue
-            cands.append((e, nxt, 1 if any(a < nxt < b for a, b in atomic) else 0))
+            cands.append((e, nxt, 1 if any(a < nxt < b for a, b in atomic) or _in_formula(text, e, nxt) else 0))
         return None, cands, range(n + 1)
     return _breaks_any(text, atomic)
 
@@ -143,7 +160,7 @@ def _breaks_any(text: str, atomic: tuple[Span, ...]) -> tuple[list, list, list[i
         left, right = text[e - 1], text[units[j][0]]
         spaced = j > i + 1
         if _may_break(left, right, spaced):
-            if not inside[units[j][0]]:
+            if not inside[units[j][0]] and not (spaced and _in_formula(text, e, units[j][0])):
                 cands.append((e, units[j][0], 0))
             elif spaced:
                 cands.append((e, units[j][0], 1))

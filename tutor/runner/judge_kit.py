@@ -118,6 +118,19 @@ def likely_for_value(value) -> dict:
     return msg("likely.unknown")
 
 
+def row_place(index: tuple) -> dict:
+    """Where a row of the weights lies, by its leading indexes: a sequence of the batch, its
+    head, or (more leading dimensions) the matrix at that index; for a message's {where}."""
+    index = tuple(int(i) for i in index)
+    if not index:
+        return msg("value.in_weights")
+    if len(index) == 1:
+        return msg("value.in_sequence", b=index[0])
+    if len(index) == 2:
+        return msg("value.in_sequence_head", b=index[0], h=index[1])
+    return msg("value.in_matrix", index=shape_str(index))
+
+
 def failure_params(e: dict) -> dict:
     """kind, detail and the learner's innermost line of a call's error, for a message."""
     return {"kind": e["kind"], "detail": e["detail"], "line": e["frames"][-1]["line"] if e["frames"] else "?"}

@@ -166,6 +166,12 @@ def failed_step(step: str, status: str, failure: Failure | None, key: str, param
     return StepResult(step, status, [Check(check, status, Message(key, params))], failure)
 
 
+def _mask_size_mismatch(kind: str, detail: str, code: str) -> bool:
+    """PyTorch's size mismatch raised on a line that uses a mask: the mask is not the input's T × T
+    (a buffer used whole, or one built for another length)."""
+    return kind == "RuntimeError" and "must match the size of tensor" in detail and "mask" in code
+
+
 def learner_failure_message(error: LearnerFailure, fn: str | None) -> tuple[str, dict]:
     """The catalog key and params for an exception in the learner's code. fn: the step's
     functions, when it raised while the step ran; None when the file itself did not load
@@ -189,6 +195,10 @@ def learner_failure_message(error: LearnerFailure, fn: str | None) -> tuple[str,
     elif error.module:
         key = "failure.missing_package"
         params["module"] = error.module
+    elif fn is not None and _mask_size_mismatch(failure.kind, failure.detail, code):
+        key = "failure.mask_size"
+    elif fn is not None and "Numpy is not available" in failure.detail:  # torch without NumPy: .numpy()
+        key = "failure.no_numpy"
     else:
         key = "failure.exception" if fn is not None else "failure.file_exception"
     if error.module and fn is not None:
