@@ -36,6 +36,7 @@ class LearnerFailure:
     failure: Failure
     refused: bool = False  # the fence refused an open or import on the way (the tutor's files)
     module: str = ""  # a package Python could not find
+    confined: str = ""  # the kernel refused it: "write" (outside scratch), "read", "network"
 
     @classmethod
     def from_dict(cls, d: dict) -> "LearnerFailure":
@@ -52,7 +53,10 @@ class LearnerFailure:
         if "kind" not in d or "detail" not in d:
             raise Malformed("failure")
         failure = Failure(_str(d["kind"], "kind"), _str(d["detail"], "detail"), frames, _str(d.get("caret", ""), "caret"))
-        return cls(failure, bool(d.get("refused")), _str(d.get("module") or "", "module"))
+        confined = d.get("confined") or ""
+        if confined not in CONFINED:
+            raise Malformed("confined")
+        return cls(failure, bool(d.get("refused")), _str(d.get("module") or "", "module"), confined)
 
     def to_dict(self) -> dict:
         f = self.failure
@@ -63,6 +67,8 @@ class LearnerFailure:
             d["refused"] = True
         if self.module:
             d["module"] = self.module
+        if self.confined:
+            d["confined"] = self.confined
         return d
 
 
@@ -166,6 +172,10 @@ def failed_step(step: str, status: str, failure: Failure | None, key: str, param
     return StepResult(step, status, [Check(check, status, Message(key, params))], failure)
 
 
+# LearnerFailure.confined -> its message
+CONFINED = {"": "", "write": "failure.confined_write", "read": "failure.confined_read", "network": "failure.network_off"}
+
+
 def learner_failure_message(error: LearnerFailure, fn: str | None) -> tuple[str, dict]:
     """The catalog key and params for an exception in the learner's code. fn: the step's
     functions, when it raised while the step ran; None when the file itself did not load
@@ -186,6 +196,8 @@ def learner_failure_message(error: LearnerFailure, fn: str | None) -> tuple[str,
         key = "failure.syntax"
     elif error.refused:
         key = "failure.refused"
+    elif error.confined:
+        key = CONFINED[error.confined]
     elif error.module:
         key = "failure.missing_package"
         params["module"] = error.module

@@ -30,14 +30,18 @@ import json
 import os
 import select
 import selectors
+import shutil
 import signal
 import socket
 import struct
+import tempfile
 import time
 from dataclasses import dataclass, field
 
 from ..results import Failure, Frame, StepResult
-from . import messages
+from . import landlock, messages
+from .platform_probe import probe
+from .syscalls import PR_SET_CHILD_SUBREAPER, PR_SET_DUMPABLE
 
 OUTPUT_TAIL = 4000
 SPARES = 3  # children kept forked and ready: the checked steps, the experiment on screen, one spare
@@ -65,7 +69,6 @@ FLOOD_BUDGET = 256 << 20
 # A step's frame (up to ~150 KB) in one write, not in 64 KiB pieces each waiting for us to read.
 RESULT_PIPE = 512 << 10
 F_SETPIPE_SZ, F_GETPIPE_SZ = 1031, 1032
-PR_SET_DUMPABLE, PR_SET_CHILD_SUBREAPER = 4, 36
 
 
 def reference_runs(lessons) -> list[tuple]:
@@ -271,7 +274,12 @@ class Worker:
         self.warm = reference_runs(lessons.values())
         from . import fence
 
-        self.fenced = fence.inventory(fence.protected_folders())  # what the children's learner code may not read
+        protected = fence.protected_folders()
+        self.fenced = fence.inventory(protected)  # what the children's learner code may not read
+        self.protections = probe()
+        # What the children may read (Landlock): planned once here, not in every spare.
+        self.read_rules = landlock.plan(protected) if self.protections.landlock else None
+        self.scratches: dict[int, str] = {}  # child pid -> its scratch folder, removed once it is reaped
         self.lesson_in_use: str | None = None  # the last run's: spares warm up on it alone
         # lesson -> its run flooded its output at the last tick: the next run (the same file,
         # saved again) reads its output as it comes from the start, not after a tick.
@@ -335,6 +343,8 @@ class Worker:
         protected = self.protected_pids()
         # ATTN_TUTOR_MEMORY_MB=0 turns the limit off, and so the watchdog.
         rss_limit = resident_bytes(os.getpid()) + self.memory + MEMORY_SLACK if self.memory > 0 else 1 << 62
+        # The run's only writable folder (its cwd and TMPDIR): removed when the child is reaped.
+        scratch = tempfile.mkdtemp(prefix="attn-run-")
         # Torch's ~10^5 objects out of the collector's reach: a child's collection then neither
         # walks them (≈10 ms, landing in some learner's run) nor copies their pages.
         gc.freeze()
@@ -346,8 +356,10 @@ class Worker:
             warm = list(runs_for(self.warm, self.lesson_in_use))
             self.warm = []
             # serve_one closes every fd but these three: ours, the UI's, other children's.
-            serve_one(job_r, result_w, output_w, self.modules, protected, warm, self.fenced)
+            serve_one(job_r, result_w, output_w, self.modules, protected, warm, self.fenced, self.protections,
+                      (self.read_rules, scratch))
             os._exit(70)  # serve_one never returns
+        self.scratches[pid] = scratch
         try:
             os.setpgid(pid, pid)
         except OSError:
@@ -478,6 +490,7 @@ class Worker:
                 break
             reaped = True
             self.dying.discard(pid)
+            self.remove_scratch(pid)
             try:  # what it left in its group; the group keeps the number from reuse while it has members
                 os.killpg(pid, signal.SIGKILL)
             except OSError:
@@ -495,6 +508,11 @@ class Worker:
                     self.on_exit(job)
         if reaped:
             self.sweep()  # a dead child's own children have just been handed to us
+
+    def remove_scratch(self, pid: int) -> None:
+        scratch = self.scratches.pop(pid, None)
+        if scratch is not None:
+            shutil.rmtree(scratch, ignore_errors=True)
 
     def sweep(self) -> None:
         """Kill children we did not fork: orphans of learner processes, handed to us as subreaper."""
@@ -901,16 +919,20 @@ class Worker:
                 os.killpg(self.judge_pid, signal.SIGKILL)
             except OSError:
                 pass
+        for pid in list(self.scratches):
+            self.remove_scratch(pid)
 
 
-def _harden_self() -> None:
+def _harden_self(protections) -> None:
     """Subreaper: orphans of learner processes come to us to be killed. Not dumpable: a child
     cannot open our fds through /proc/<pid>/fd (the UI's pipe!) nor read our memory."""
     try:
         libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
-        libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
-    except OSError:
+        if protections.subreaper:
+            libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+        if protections.nondumpable:
+            libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+    except (OSError, AttributeError):
         pass
 
 
@@ -920,7 +942,7 @@ def main() -> None:
     os.dup2(2, 1)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl+C belongs to the UI; it tells us to quit
     os.environ.setdefault("OMP_NUM_THREADS", "1")
-    _harden_self()
+    _harden_self(probe())
     # torch's import makes ~170k long-lived objects, and the cyclic GC's passes over them while
     # it grows cost ~0.3 s of the first verdict. Off until the checks are loaded; then those
     # objects are frozen out of later passes (the ~7k garbage ones among them stay, ~0.7 MB).
