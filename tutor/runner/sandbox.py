@@ -461,6 +461,7 @@ def serve_one(job_fd: int, result_fd: int, output_fd: int, checks_modules: dict,
         signal.signal(signal.SIGINT, signal.SIG_DFL)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         signal.signal(signal.SIGHUP, signal.SIG_DFL)
+        signal.set_wakeup_fd(-1)  # the worker's (closed above): a learner's handler must not write there
         sys.setrecursionlimit(RECURSION_LIMIT)
         torch.set_num_threads(1)
         # Inputs are made before any learner code runs, so nothing it patches can reach them.

@@ -41,13 +41,14 @@ from dataclasses import dataclass, field
 from ..results import Failure, Frame, StepResult
 from . import landlock, messages
 from .platform_probe import probe
-from .syscalls import PR_SET_CHILD_SUBREAPER, PR_SET_DUMPABLE
+from .syscalls import PR_SET_CHILD_SUBREAPER, PR_SET_DUMPABLE, PR_SET_PDEATHSIG
 
 OUTPUT_TAIL = 4000
 SPARES = 3  # children kept forked and ready: the checked steps, the experiment on screen, one spare
 GO_WAIT = 1.0  # s at most before torch's import: see main
 HEDGE_AFTER = 0.3  # s: a shared child still this busy hands the steps it has not begun to children of their own
 QUIET_AFTER_RUN = 0.15  # s between a run's last verdict and forking new spares
+SHUTDOWN_GRACE = 2.0  # s at most to reap every child on the way out
 TICK = 0.05  # s: how often the memory of running children is read, and leftovers swept
 MEMORY_SLACK = 256 << 20  # RSS above the RLIMIT_DATA budget before the watchdog kills
 TIMEOUT_DUMP = "Timeout ("  # how faulthandler.dump_traceback_later starts its report
@@ -308,14 +309,19 @@ class Worker:
     def start_judge(self) -> None:
         parent, child = socket.socketpair()
         gc.freeze()  # see fork_spare
+        me = os.getpid()
         pid = os.fork()
         if pid == 0:
+            die_with_parent(self.protections, me)
             parent.close()
             fd = child.fileno()
             os.closerange(3, fd)  # the UI's pipes, children's pipes: the judge needs none
             os.closerange(fd + 1, 1 << 16)
             os.setpgid(0, 0)
             signal.signal(signal.SIGINT, signal.SIG_IGN)
+            for sig in (signal.SIGTERM, signal.SIGHUP):
+                signal.signal(sig, signal.SIG_DFL)
+            signal.set_wakeup_fd(-1)  # the worker's, closed above
             judge_main(child, self.modules)
             os._exit(0)
         child.close()
@@ -345,11 +351,13 @@ class Worker:
         rss_limit = resident_bytes(os.getpid()) + self.memory + MEMORY_SLACK if self.memory > 0 else 1 << 62
         # The run's only writable folder (its cwd and TMPDIR): removed when the child is reaped.
         scratch = tempfile.mkdtemp(prefix="attn-run-")
+        me = os.getpid()
         # Torch's ~10^5 objects out of the collector's reach: a child's collection then neither
         # walks them (≈10 ms, landing in some learner's run) nor copies their pages.
         gc.freeze()
         pid = os.fork()
         if pid == 0:
+            die_with_parent(self.protections, me)
             # The warm-up's runs in a list of the child's own, and none left on this object (this
             # copy of it): the frames above the learner's code lead here, and the reference's
             # source must be gone once the warm-up is done (serve_one empties the list).
@@ -861,8 +869,16 @@ class Worker:
     def loop(self) -> None:
         os.set_blocking(0, False)
         self.sel.register(0, selectors.EVENT_READ, ("stdin", None))
+        # A signal's byte wakes the selector; _quit only takes note of it.
+        wake_r, wake_w = os.pipe()
+        for fd in (wake_r, wake_w):
+            os.set_blocking(fd, False)
+        signal.set_wakeup_fd(wake_w, warn_on_full_buffer=False)
+        self.sel.register(wake_r, selectors.EVENT_READ, ("signal", None))
         self.emit(messages.Ready(os.getpid()))
         while True:
+            if _quit_asked:
+                raise SystemExit(0)
             self.refill_spares()
             running = [j for j in self.jobs.values() if not j.result_done]
             wait = max(0.0, min(j.deadline for j in running) - time.monotonic()) if running else None
@@ -876,7 +892,9 @@ class Worker:
                 wait = until_quiet if wait is None else min(wait, until_quiet)
             for key, _ in self.sel.select(wait):
                 kind, job_id = key.data
-                if kind == "stdin":
+                if kind == "signal":
+                    os.read(wake_r, 512)
+                elif kind == "stdin":
                     self.on_stdin()
                 elif kind == "judge":
                     self.on_judge()
@@ -906,19 +924,35 @@ class Worker:
                 self.sweep()
             self.reap()
 
-    def shutdown(self) -> None:
+    def shutdown(self, grace: float = SHUTDOWN_GRACE) -> None:
+        """Kill every child and reap it, and whatever comes back to us meanwhile (a subreaper
+        gets the orphans of learner processes): nothing of ours is left alive or a zombie
+        when we exit, even under a parent, or a pid 1, that never reaps."""
         for job in list(self.jobs.values()):
             self.finish(job)
         for spare in self.spares:
             self.discard_spare(spare)
-        for pid in children_of(os.getpid()):
-            if pid != self.judge_pid:
-                self.kill_pid(pid)
+        self.spares = []
         if self.judge_pid:
+            self.kill_pid(self.judge_pid)
+        deadline = time.monotonic() + grace
+        while True:
+            for pid in children_of(os.getpid()):
+                self.kill_pid(pid)
             try:
-                os.killpg(self.judge_pid, signal.SIGKILL)
-            except OSError:
-                pass
+                pid, _ = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                break  # no child left, alive or zombie
+            if pid:
+                self.remove_scratch(pid)
+                try:
+                    os.killpg(pid, signal.SIGKILL)  # what it left in its group
+                except OSError:
+                    pass
+            elif time.monotonic() >= deadline:
+                break  # a process stuck in the kernel (D state): not worth hanging the quit for
+            else:
+                time.sleep(0.002)
         for pid in list(self.scratches):
             self.remove_scratch(pid)
 
@@ -936,12 +970,35 @@ def _harden_self(protections) -> None:
         pass
 
 
+def die_with_parent(protections, parent: int) -> None:
+    """In a child of ours (spare, judge): SIGKILL when the worker dies, even by SIGKILL."""
+    if not protections.subreaper:
+        return
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != parent:  # it died before the call
+        os._exit(0)
+
+
+_quit_asked: list = []
+
+
+def _quit(signum, frame) -> None:
+    """SIGTERM, SIGHUP: the loop leaves through its finally, which reaps everything. Not raised
+    here: a signal landing in a fork's at-fork callbacks (logging's) would have it swallowed."""
+    _quit_asked.append(signum)
+
+
 def main() -> None:
     # Keep the protocol channel for ourselves: stray prints (torch warnings) go to stderr.
     out_fd = os.dup(1)
     os.dup2(2, 1)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl+C belongs to the UI; it tells us to quit
     os.environ.setdefault("OMP_NUM_THREADS", "1")
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, _quit)
     _harden_self(probe())
     # torch's import makes ~170k long-lived objects, and the cyclic GC's passes over them while
     # it grows cost ~0.3 s of the first verdict. Off until the checks are loaded; then those
@@ -967,13 +1024,16 @@ def main() -> None:
     checks = load_checks(lessons.values())
     gc.freeze()
     gc.enable()  # before the judge and the children are forked: they inherit it
-    worker = Worker(checks, lessons, out_fd)
+    worker = None
     try:
+        worker = Worker(checks, lessons, out_fd)
         worker.loop()
     except SystemExit:
         pass
     finally:
-        worker.shutdown()
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM, signal.SIGHUP})  # one shutdown
+        if worker is not None:
+            worker.shutdown()
     # Interpreter teardown with torch loaded takes ~2 s; nothing is left to flush or save.
     os._exit(0)
 
