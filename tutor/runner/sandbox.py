@@ -292,7 +292,8 @@ def _restore_headroom(data: tuple[int, int] | None) -> None:
 
 
 def _data_bytes() -> int:
-    # VmData from /proc: RLIMIT_DATA is measured against the same number.
+    # VmData from /proc (Linux only, as RLIMIT_DATA is here): the limit is measured against this
+    # very number, which psutil does not give (its "data" adds the stack).
     try:
         with open("/proc/self/status") as f:
             for line in f:
