@@ -503,3 +503,34 @@ async def test_h_shows_the_new_hint_and_keeps_the_failure_in_view(make_app):
 def screen_shot_text(app) -> str:
     svg = app.export_screenshot()
     return "".join(html.unescape(m) for m in re.findall(r"<text[^>]*>([^<]*)</text>", svg)).replace("\xa0", " ")
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+async def test_protections_the_worker_lacks_are_said_once(make_app, lang):
+    """A worker on a platform without Landlock and seccomp (macOS) says so in its ready event:
+    the app tells the learner once, even if the worker is restarted and says it again."""
+    from tutor.app.app import WorkerEvent
+    from tutor.runner.messages import Ready
+    from tutor.runner.platform_probe import describe_off
+
+    app, _ = make_app(lang=lang)
+    async with app.run_test(size=(80, 24)) as pilot:
+        for _ in range(2):
+            app.post_message(WorkerEvent(Ready(1, ["landlock", "seccomp"])))
+            await pilot.pause()
+        said = [n for n in app._notifications if str(n.message) == describe_off(["landlock", "seccomp"], lang)]
+        assert len(said) == 1, [str(n.message) for n in app._notifications]
+        assert ("Landlock" in said[0].message) and (lang == "en" or "文件访问限制" in said[0].message)
+
+
+
+async def test_nothing_is_said_of_protections_when_none_is_off(make_app):
+    from tutor.app.app import WorkerEvent
+    from tutor.runner.messages import Ready
+
+    app, _ = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        app.post_message(WorkerEvent(Ready(1, [])))
+        await pilot.pause()
+        assert app.worker_state == "ready"
+        assert not [n for n in app._notifications if "Landlock" in str(n.message) or "seccomp" in str(n.message)]

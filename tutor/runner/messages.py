@@ -245,8 +245,10 @@ class JudgeReply:
 
 @dataclass(frozen=True)
 class Ready:
-    """Torch is imported and the checks loaded: runs are answered from now on."""
+    """Torch is imported and the checks loaded: runs are answered from now on. off: the
+    protections the worker could not set up here (platform_probe names), said once by the UI."""
     pid: int = 0
+    off: list = field(default_factory=list)
     type: ClassVar[str] = "ready"
 
 

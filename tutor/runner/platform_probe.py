@@ -27,13 +27,23 @@ class Protections:
     seccomp: bool  # no signal to the tutor's processes, no ptrace, no network (socket families but AF_UNIX)
     capabilities: bool  # root loses every capability in the child, so the hard limits hold
     rlimit_data: bool  # memory: malloc and mmap counted (Linux >= 4.7)
-    forks: bool  # a bound on the processes a run may start (RLIMIT_NPROC; root is exempt from it)
     subreaper: bool  # orphans of learner processes come back to the worker, to be killed
     nondumpable: bool  # children cannot open the worker's fds or memory through /proc
 
     def off(self) -> list[str]:
         """The protections this platform lacks or that were turned off, by name, in order."""
         return [f.name for f in fields(self) if not getattr(self, f.name)]
+
+
+def describe_off(names, lang: str) -> str:
+    """The one line that says which protections are off (app and `check`), or "" when none."""
+    from ..i18n import t
+
+    known = [n for n in names if n in NAMES]
+    if not known:
+        return ""
+    listed = t("protections.separator", lang).join(t(f"protections.{n}", lang) for n in known)
+    return t("protections.off", lang, names=listed)
 
 
 NAMES = tuple(f.name for f in fields(Protections))
@@ -45,7 +55,7 @@ def disabled(environ=None) -> frozenset[str]:
 
 
 @functools.lru_cache(maxsize=4)
-def _probe(machine: str, linux: bool, root: bool, off: frozenset[str]) -> Protections:
+def _probe(machine: str, linux: bool, off: frozenset[str]) -> Protections:
     arch = syscalls.ARCHES.get(machine)
     libc = _libc() if linux else None
     seccomp = bool(libc is not None and arch is not None and _seccomp_available(libc))
@@ -56,8 +66,6 @@ def _probe(machine: str, linux: bool, root: bool, off: frozenset[str]) -> Protec
         "capabilities": libc is not None,
         # macOS has RLIMIT_DATA, but it counts neither mmap nor torch's allocations.
         "rlimit_data": linux,
-        # Root (uid 0 of the first user namespace) is exempt from RLIMIT_NPROC, capabilities or not.
-        "forks": linux and not root,
         "subreaper": libc is not None,
         "nondumpable": libc is not None,
     }
@@ -67,9 +75,7 @@ def _probe(machine: str, linux: bool, root: bool, off: frozenset[str]) -> Protec
 
 def probe(environ=None) -> Protections:
     """What this process's platform offers, less what ATTN_TUTOR_DISABLE turns off."""
-    linux = sys.platform.startswith("linux")
-    root = hasattr(os, "getuid") and os.getuid() == 0
-    return _probe(platform.machine(), linux, root, disabled(environ))
+    return _probe(platform.machine(), sys.platform.startswith("linux"), disabled(environ))
 
 
 def _libc():

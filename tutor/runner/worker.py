@@ -891,7 +891,7 @@ class Worker:
             os.set_blocking(fd, False)
         signal.set_wakeup_fd(wake_w, warn_on_full_buffer=False)
         self.sel.register(wake_r, selectors.EVENT_READ, ("signal", None))
-        self.emit(messages.Ready(os.getpid()))
+        self.emit(messages.Ready(os.getpid(), self.protections.off()))
         while True:
             if _quit_asked:
                 raise SystemExit(0)
