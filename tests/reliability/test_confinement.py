@@ -203,3 +203,24 @@ def test_children_cannot_signal_the_other_children_of_the_worker(live, workspace
     assert refused and not sent, r.output
     again = live.run(LM3, with_code(""), steps=CHECKED[LM3])
     assert all(x.status == "pass" for x in again.results.values()), summary(again.results)
+
+
+@needs_landlock
+def test_other_processes_proc_entries_are_refused_but_its_own_are_not(live, workspace):
+    """/proc is readable, but what is behind ptrace's check (environment, fds, memory, root) of a
+    process outside the child's domain is not: here the UI, this test process."""
+    ui = os.getpid()
+    run = run_in(live, workspace, f"""
+        import os
+        assert open("/proc/self/status").read() and os.listdir("/proc/self/fd")
+        _got = []
+        for _what in ("environ", "mem", "root/etc/hostname"):
+            try:
+                open(f"/proc/{ui}/{{_what}}", "rb").read(1)
+                _got.append(_what)
+            except OSError:
+                pass
+        print("got", _got)
+        """)
+    r = run.results["shapes"]
+    assert r.status == "pass" and "got []" in r.output, summary(run.results)
