@@ -224,3 +224,34 @@ def test_other_processes_proc_entries_are_refused_but_its_own_are_not(live, work
         """)
     r = run.results["shapes"]
     assert r.status == "pass" and "got []" in r.output, summary(run.results)
+
+
+# ------------------------------------------------------------------ processes
+
+needs_forks = pytest.mark.skipif(not PROTECTIONS.forks, reason="no pids cgroup to make here")
+
+
+@needs_forks
+@pytest.mark.parametrize("bomb", [
+    "import os, time\nwhile True:\n    if os.fork() == 0:\n        time.sleep(1000)",
+    "import threading, time\nwhile True:\n    threading.Thread(target=time.sleep, args=(1000,), daemon=True).start()",
+])
+def test_a_fork_or_thread_bomb_is_bounded_and_told(memory_live, workspace, bomb):
+    """The run's pids cgroup refuses task pids_cgroup.LIMIT + 1: the file fails to load with the
+    message that says so, before its deadline (the long one: forking a torch-loaded process
+    takes ~20 ms here), and nothing of it is left after the run."""
+    from reliability_kit import MEMORY_TIMEOUT, wait_until
+
+    from tutor.runner.pids_cgroup import LIMIT
+
+    live = memory_live
+    run = run_in(live, workspace, bomb)
+    loads_with(run, "failure.too_many_processes")
+    assert first_message(run.results["shapes"]).params["limit"] == LIMIT
+    assert run.arrived["shapes"] < MEMORY_TIMEOUT, run.arrived
+    worker = psutil.Process(live.pid)
+    # The run's leftovers killed and reaped, its cgroup folder removed.
+    assert wait_until(lambda: len(worker.children(recursive=True)) <= 6, 3), worker.children(recursive=True)
+    from tutor.runner.pids_cgroup import base
+    folder = os.path.join(base(), f"attn-tutor-{live.pid}")
+    assert wait_until(lambda: len([d for d in os.listdir(folder) if d.isdigit()]) <= 4, 3), os.listdir(folder)

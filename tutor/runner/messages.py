@@ -36,7 +36,7 @@ class LearnerFailure:
     failure: Failure
     refused: bool = False  # the fence refused an open or import on the way (the tutor's files)
     module: str = ""  # a package Python could not find
-    confined: str = ""  # the kernel refused it: "write" (outside scratch), "read", "network"
+    confined: str = ""  # the kernel refused it: "write" (outside scratch), "read", "network", "processes"
 
     @classmethod
     def from_dict(cls, d: dict) -> "LearnerFailure":
@@ -173,7 +173,8 @@ def failed_step(step: str, status: str, failure: Failure | None, key: str, param
 
 
 # LearnerFailure.confined -> its message
-CONFINED = {"": "", "write": "failure.confined_write", "read": "failure.confined_read", "network": "failure.network_off"}
+CONFINED = {"": "", "write": "failure.confined_write", "read": "failure.confined_read", "network": "failure.network_off",
+            "processes": "failure.too_many_processes"}
 
 
 def learner_failure_message(error: LearnerFailure, fn: str | None) -> tuple[str, dict]:
@@ -198,6 +199,10 @@ def learner_failure_message(error: LearnerFailure, fn: str | None) -> tuple[str,
         key = "failure.refused"
     elif error.confined:
         key = CONFINED[error.confined]
+        if error.confined == "processes":
+            from .pids_cgroup import LIMIT
+
+            params["limit"] = LIMIT
     elif error.module:
         key = "failure.missing_package"
         params["module"] = error.module

@@ -15,7 +15,7 @@ import platform
 import sys
 from dataclasses import dataclass, fields
 
-from . import syscalls
+from . import pids_cgroup, syscalls
 
 DISABLE_ENV = "ATTN_TUTOR_DISABLE"
 
@@ -27,6 +27,7 @@ class Protections:
     seccomp: bool  # no signal to the tutor's processes, no ptrace, no network (socket families but AF_UNIX)
     capabilities: bool  # root loses every capability in the child, so the hard limits hold
     rlimit_data: bool  # memory: malloc and mmap counted (Linux >= 4.7)
+    forks: bool  # a pids cgroup per child bounds its processes and threads (pids_cgroup)
     subreaper: bool  # orphans of learner processes come back to the worker, to be killed
     nondumpable: bool  # children cannot open the worker's fds or memory through /proc
 
@@ -66,6 +67,7 @@ def _probe(machine: str, linux: bool, off: frozenset[str]) -> Protections:
         "capabilities": libc is not None,
         # macOS has RLIMIT_DATA, but it counts neither mmap nor torch's allocations.
         "rlimit_data": linux,
+        "forks": linux and pids_cgroup.available(),
         "subreaper": libc is not None,
         "nondumpable": libc is not None,
     }

@@ -124,6 +124,9 @@ def _confinement_problem(exc: BaseException) -> dict:
     seen = 0
     while isinstance(exc, BaseException) and seen < 8:
         seen += 1
+        if _confined["forks"] and (isinstance(exc, BlockingIOError) or (
+                type(exc) is RuntimeError and "can't start new thread" in _text(exc))):
+            return {"confined": "processes"}  # EAGAIN from fork or clone: the pids cgroup's bound
         if isinstance(exc, OSError):
             if _confined["network"] and _network_tried:
                 return {"confined": "network"}
@@ -416,7 +419,7 @@ def _restrict_files(ruleset, filename: str, cwd: str) -> None:
 
 
 # What this child's kernel-side confinement refuses, for describe_exception's message.
-_confined = {"files": False, "network": False}
+_confined = {"files": False, "network": False, "forks": False}
 
 
 def _arrange_fds(job_fd: int, result_fd: int, output_fd: int) -> tuple[int, int, int]:
@@ -450,6 +453,7 @@ def serve_one(job_fd: int, result_fd: int, output_fd: int, checks_modules: dict,
     scratch folder), the folders the learner's code may read and the one it may write.
     """
     protections = protections or probe()
+    _confined["forks"] = protections.forks  # the worker puts this child in its pids cgroup
     rules, scratch = files or (None, None)
     try:
         os.setpgid(0, 0)

@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 import psutil
 
 from ..results import Failure, Frame, StepResult
-from . import landlock, messages
+from . import landlock, messages, pids_cgroup
 from .platform_probe import probe
 from .syscalls import PR_SET_CHILD_SUBREAPER, PR_SET_DUMPABLE, PR_SET_PDEATHSIG
 
@@ -296,6 +296,12 @@ class Worker:
         # What the children may read (Landlock): planned once here, not in every spare.
         self.read_rules = landlock.plan(protected) if self.protections.landlock else None
         self.scratches: dict[int, str] = {}  # child pid -> its scratch folder, removed once it is reaped
+        self.bound = None  # the children's pids cgroups: a fork bomb gets EAGAIN at pids_cgroup.LIMIT
+        if self.protections.forks:
+            try:
+                self.bound = pids_cgroup.Bound(pids_cgroup.base())
+            except (OSError, TypeError):
+                pass
         self.lesson_in_use: str | None = None  # the last run's: spares warm up on it alone
         # lesson -> its run flooded its output at the last tick: the next run (the same file,
         # saved again) reads its output as it comes from the start, not after a tick.
@@ -383,6 +389,8 @@ class Worker:
                       (self.read_rules, scratch))
             os._exit(70)  # serve_one never returns
         self.scratches[pid] = scratch
+        if self.bound is not None:
+            self.bound.add(pid)  # before its job: no learner code has run yet
         try:
             os.setpgid(pid, pid)
         except OSError:
@@ -515,6 +523,8 @@ class Worker:
             self.dying.discard(pid)
             self.remove_scratch(pid)
             _processes.pop(pid, None)  # the pid may be reused by a process that is not ours
+            if self.bound is not None:
+                self.bound.remove(pid)
             try:  # what it left in its group; the group keeps the number from reuse while it has members
                 os.killpg(pid, signal.SIGKILL)
             except OSError:
@@ -543,6 +553,8 @@ class Worker:
         known = {self.judge_pid} | {s.pid for s in self.spares} | set(self.by_pid) | self.dying
         for pid in children_of(os.getpid()) - known:
             self.kill_pid(pid)
+        if self.bound is not None and self.bound.left:
+            self.bound.tidy()  # folders that still held an orphan at reap time
 
     def watch_memory(self) -> None:
         """RLIMIT_DATA misses shared mappings, and root can raise it: kill a child whose RSS runs away."""
@@ -961,6 +973,8 @@ class Worker:
                 break  # no child left, alive or zombie
             if pid:
                 self.remove_scratch(pid)
+                if self.bound is not None:
+                    self.bound.remove(pid)
                 try:
                     os.killpg(pid, signal.SIGKILL)  # what it left in its group
                 except OSError:
@@ -971,6 +985,8 @@ class Worker:
                 time.sleep(0.002)
         for pid in list(self.scratches):
             self.remove_scratch(pid)
+        if self.bound is not None:
+            self.bound.close()
 
 
 def _harden_self(protections) -> None:
