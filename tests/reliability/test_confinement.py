@@ -254,4 +254,4 @@ def test_a_fork_or_thread_bomb_is_bounded_and_told(memory_live, workspace, bomb)
     assert wait_until(lambda: len(worker.children(recursive=True)) <= 6, 3), worker.children(recursive=True)
     from tutor.runner.pids_cgroup import base
     folder = os.path.join(base(), f"attn-tutor-{live.pid}")
-    assert wait_until(lambda: len([d for d in os.listdir(folder) if d.isdigit()]) <= 4, 3), os.listdir(folder)
+    assert wait_until(lambda: len([d for d in os.scandir(folder) if d.is_dir()]) <= 4, 3), os.listdir(folder)

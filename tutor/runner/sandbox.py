@@ -49,7 +49,7 @@ import types
 
 import torch
 
-from . import codec, fence, landlock, messages, origin, probe_kit, syscalls
+from . import codec, fence, landlock, messages, origin, pids_cgroup, probe_kit, syscalls
 from . import syscalls as sc
 from .platform_probe import Protections, probe
 
@@ -442,7 +442,8 @@ def _arrange_fds(job_fd: int, result_fd: int, output_fd: int) -> tuple[int, int,
 # ------------------------------------------------------------------ the job
 
 def serve_one(job_fd: int, result_fd: int, output_fd: int, checks_modules: dict, protected=(),
-              warm=None, fenced=None, protections: Protections | None = None, files=None) -> None:
+              warm=None, fenced=None, protections: Protections | None = None, files=None,
+              cgroup: str | None = None) -> None:
     """A spare child: get ready, wait for one job on job_fd, run its steps, exit. Never returns.
 
     Everything that does not depend on the learner's file happens before the job
@@ -451,9 +452,11 @@ def serve_one(job_fd: int, result_fd: int, output_fd: int, checks_modules: dict,
     code runs. fenced: fence.inventory(), what the learner's code may not open or import.
     protections: platform_probe.probe(), what to set up. files: (landlock.plan(), the run's
     scratch folder), the folders the learner's code may read and the one it may write.
+    cgroup: the pids cgroup folder this child joins (pids_cgroup), or None.
     """
     protections = protections or probe()
-    _confined["forks"] = protections.forks  # the worker puts this child in its pids cgroup
+    # The fork bound: before anything else, so that no learner process escapes it.
+    _confined["forks"] = bool(cgroup) and pids_cgroup.enter(cgroup)
     rules, scratch = files or (None, None)
     try:
         os.setpgid(0, 0)

@@ -373,6 +373,10 @@ class Worker:
         # The run's only writable folder (its cwd and TMPDIR): removed when the child is reaped.
         scratch = tempfile.mkdtemp(prefix="attn-run-")
         me = os.getpid()
+        cgroup = None
+        if self.bound is not None:
+            self.bound.made += 1
+            cgroup = self.bound.make(str(self.bound.made))
         # Torch's ~10^5 objects out of the collector's reach: a child's collection then neither
         # walks them (≈10 ms, landing in some learner's run) nor copies their pages.
         gc.freeze()
@@ -386,11 +390,11 @@ class Worker:
             self.warm = []
             # serve_one closes every fd but these three: ours, the UI's, other children's.
             serve_one(job_r, result_w, output_w, self.modules, protected, warm, self.fenced, self.protections,
-                      (self.read_rules, scratch))
+                      (self.read_rules, scratch), cgroup)
             os._exit(70)  # serve_one never returns
         self.scratches[pid] = scratch
-        if self.bound is not None:
-            self.bound.add(pid)  # before its job: no learner code has run yet
+        if cgroup is not None:
+            self.bound.adopt(cgroup, pid)  # the child enters it itself (sandbox.serve_one)
         try:
             os.setpgid(pid, pid)
         except OSError:
