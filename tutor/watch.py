@@ -13,7 +13,7 @@ Why it is built this way (see DESIGN.md, "Pitfalls"):
   seconds and reads again. An empty file is yielded only if it stays empty;
   a missing file is never yielded (it is about to be re-created).
 - inotify sees nothing on network/FUSE file systems and watchfiles never
-  switches to polling by itself there, so we read /proc/mounts.
+  switches to polling by itself there, so we read the mount table (watch.mounts).
 - watchfiles' `step` is 50 ms by default; it is both how long a batch stays open
   after its last event and how often the watcher thread wakes. We pass 2 ms: an
   editor's save is one burst within that, and the wakeups cost ~0.4% of a core.
@@ -39,7 +39,8 @@ if TYPE_CHECKING:
 # Types where inotify misses changes made elsewhere (another host, the VM's
 # host, a container's host): poll these. Any "fuse*" type is polled as well.
 POLL_FS_TYPES = frozenset(
-    {"nfs", "nfs4", "cifs", "smb3", "smbfs", "9p", "sshfs", "virtiofs", "vboxsf", "afs", "ceph"}
+    # afpfs, webdav: macOS's names for a shared folder and a WebDAV mount.
+    {"nfs", "nfs4", "cifs", "smb3", "smbfs", "9p", "sshfs", "virtiofs", "vboxsf", "afs", "ceph", "afpfs", "webdav"}
 )
 DEBOUNCE_MS = 50  # upper bound on grouping a burst of events into one batch
 POLL_MS = 100  # polling interval on network file systems
@@ -84,21 +85,38 @@ def _unescape(field: str) -> str:
     return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), field)
 
 
+def mounts() -> list[tuple[str, str]]:
+    """(mount point, file-system type) of every mount, in mount order. Linux: /proc/mounts, read
+    here (the watch mode is on the first screen, and importing psutil costs it ~18 ms); elsewhere
+    (macOS, the BSDs: getfsstat) from psutil."""
+    try:
+        with open("/proc/mounts", encoding="utf-8", errors="surrogateescape") as f:
+            return parse_mounts(f.read())
+    except OSError:
+        pass
+    try:
+        import psutil
+        return [(p.mountpoint, p.fstype) for p in psutil.disk_partitions(all=True)]
+    except (ImportError, OSError, RuntimeError):
+        return []  # unknown: the native watcher is the right guess
+
+
+def parse_mounts(text: str) -> list[tuple[str, str]]:
+    """/proc/mounts' text as mounts() gives it (for tests, and machines read elsewhere)."""
+    found = []
+    for line in text.splitlines():
+        fields = line.split()
+        if len(fields) >= 3:
+            found.append((_unescape(fields[1]), fields[2]))
+    return found
+
+
 def needs_polling(path: Path, mounts_text: str | None = None) -> bool:
     """True when the file's folder lives on a file system inotify cannot watch."""
-    if mounts_text is None:
-        try:
-            with open("/proc/mounts", encoding="utf-8", errors="surrogateescape") as f:
-                mounts_text = f.read()
-        except OSError:  # not Linux: the native watcher is the right one
-            return False
+    table = mounts() if mounts_text is None else parse_mounts(mounts_text)
     folder = os.path.realpath(Path(path).parent)
     best, best_type = -1, ""
-    for line in mounts_text.splitlines():
-        fields = line.split()
-        if len(fields) < 3:
-            continue
-        point, fstype = _unescape(fields[1]), fields[2]
+    for point, fstype in table:
         inside = folder == point or folder.startswith(point.rstrip("/") + "/")
         # >= : a later mount on the same point hides the earlier one
         if inside and len(point) >= best:

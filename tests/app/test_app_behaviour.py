@@ -772,3 +772,33 @@ async def test_an_answers_file_from_before_the_sections_is_read_and_nothing_in_i
         await write_in_the_box(pilot, "3", "transpose only swaps strides.")
     assert answers_of(app) == {0: "The old answer, kept.", 2: "transpose only swaps strides."}
     assert path.read_text("utf-8").startswith(old)
+
+
+async def test_protections_the_worker_lacks_are_said_once(make_app, lang):
+    """A worker on a platform without Landlock and seccomp (macOS) says so in its ready event:
+    the app tells the learner once, even if the worker is restarted and says it again."""
+    from tutor.app.app import WorkerEvent
+    from tutor.runner.messages import Ready
+    from tutor.runner.platform_probe import describe_off
+
+    app, _ = make_app(lang=lang)
+    async with app.run_test(size=(80, 24)) as pilot:
+        for _ in range(2):
+            app.post_message(WorkerEvent(Ready(1, ["landlock", "seccomp"])))
+            await pilot.pause()
+        said = [n for n in app._notifications if str(n.message) == describe_off(["landlock", "seccomp"], lang)]
+        assert len(said) == 1, [str(n.message) for n in app._notifications]
+        assert ("Landlock" in said[0].message) and (lang == "en" or "文件访问限制" in said[0].message)
+
+
+
+async def test_nothing_is_said_of_protections_when_none_is_off(make_app):
+    from tutor.app.app import WorkerEvent
+    from tutor.runner.messages import Ready
+
+    app, _ = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        app.post_message(WorkerEvent(Ready(1, [])))
+        await pilot.pause()
+        assert app.worker_state == "ready"
+        assert not [n for n in app._notifications if "Landlock" in str(n.message) or "seccomp" in str(n.message)]

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from tutor.lesson import all_lessons, get_lesson
+from tutor.runner.platform_probe import probe
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -31,13 +32,34 @@ def test_reference_passes_and_json_is_one_object():
         out = run("check", file, "--lesson", lesson, "--json")
         assert out.returncode == 0, out.stderr
         data = json.loads(out.stdout)
-        assert set(data) == {"lesson", "file", "steps", "passed", "total", "file_error"}
+        assert set(data) == {"lesson", "file", "steps", "passed", "total", "file_error", "protections_off"}
         assert data["lesson"] == lesson and data["file"] == file and data["file_error"] is None
+        assert data["protections_off"] == probe().off()
         assert data["passed"] == data["total"] == len(get_lesson(lesson).checked_steps)
         for step in data["steps"]:
             assert set(step) == {"id", "status", "checks"}
             assert step["status"] == "pass"
             assert step["checks"] and all(set(c) == {"id", "status", "message"} for c in step["checks"])
+
+
+@pytest.mark.parametrize("lang, words", [("en", "file confinement (Landlock), the signal and network filter"),
+                                         ("zh", "文件访问限制（Landlock）、信号与网络过滤")])
+def test_check_says_once_which_protections_are_off(lang, words):
+    """As on a platform without them: the reference still passes, and one line says what is off."""
+    out = run("check", here("reference/lm3_l3.py"), "--lesson", "lm3-l3", "--lang", lang,
+              env={"ATTN_TUTOR_DISABLE": "landlock,seccomp"})
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert out.stdout.count(words) == 1, out.stdout
+    as_json = json.loads(run("check", here("reference/lm3_l3.py"), "--lesson", "lm3-l3", "--json",
+                             env={"ATTN_TUTOR_DISABLE": "landlock,seccomp"}).stdout)
+    assert {"landlock", "seccomp"} <= set(as_json["protections_off"]) and as_json["passed"] == 4
+
+
+def test_check_says_nothing_of_protections_where_all_are_on():
+    if probe().off():
+        pytest.skip(f"this platform lacks {probe().off()}")
+    out = run("check", here("reference/lm3_l3.py"), "--lesson", "lm3-l3")
+    assert "Landlock" not in out.stdout and "seccomp" not in out.stdout, out.stdout
 
 
 def test_starter_is_all_todo_and_exits_1(tmp_path):

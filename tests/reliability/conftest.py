@@ -37,6 +37,17 @@ def workers():
 
 
 @pytest.fixture(scope="session")
+def no_landlock():
+    """A worker whose children have no Landlock: what the fence alone must hold (macOS, old kernels)."""
+    lw = LiveWorker(STEP_TIMEOUT, env={"ATTN_TUTOR_DISABLE": "landlock"})
+    lw.start()
+    try:
+        yield lw
+    finally:
+        lw.close()
+
+
+@pytest.fixture(scope="session")
 def live(workers):
     return workers["live"]
 

@@ -193,39 +193,39 @@ PROCESS_CASES = {
         """,
     "fork": """
         import os, time
-        if os.fork() == 0:
-            _record(FOLDER)
+        if _forked() == 0:
             time.sleep(1000)
         """,
     "fork-in-function": """
         _original = expected_shapes
         def expected_shapes(B, T, H, hd):
             import os, time
-            if os.fork() == 0:
-                _record(FOLDER)
+            if _forked() == 0:
                 time.sleep(1000)
             return _original(B, T, H, hd)
         """,
     "popen": """
         import subprocess
         _p = subprocess.Popen(["sleep", MARKER])
-        _record(FOLDER, _p.pid)
+        _record(_p.pid)
         """,
     "daemon": """
         import os, time
+        _r, _w = os.pipe()
         if os.fork() == 0:
             os.setsid()
-            if os.fork() == 0:
-                _record(FOLDER)
+            if _forked() == 0:
                 time.sleep(1000)
+            os.write(_w, b".")
             os._exit(0)
+        os.read(_r, 1)
         """,
     "fork-and-flood-the-pipes": """
         import os, sys, time
-        if os.fork() == 0:
-            _record(FOLDER)
+        if _forked() == 0:
+            _line = b"grandchild output" + _record_line()  # each line: the flood keeps only a tail
             while True:
-                os.write(1, b"grandchild output\\n")
+                os.write(1, _line)
         """,
 }
 
@@ -234,20 +234,19 @@ PROCESS_CASES = {
 def test_processes_are_killed_with_the_run(live, tmp_path, kind):
     import random
 
-    from reliability_kit import recorded_alive, wait_until, with_cmdline
+    from reliability_kit import recorded, recorded_alive, wait_until, with_cmdline
 
     marker = f"{1000 + random.random():.9f}"
-    folder = tmp_path / "pids"
-    folder.mkdir()
-    source = with_code(RECORD + f"FOLDER = {str(folder)!r}\nMARKER = {marker!r}\n" + textwrap.dedent(PROCESS_CASES[kind]))
+    source = with_code(RECORD + f"MARKER = {marker!r}\n" + textwrap.dedent(PROCESS_CASES[kind]))
     run = live.run("lm3-l3", source)
     assert all(r.status == "pass" for r in run.results.values()), summary(run.results)
     assert all(t <= STEP_TIMEOUT + 1.0 for t in run.arrived.values()), run.arrived
+    records = recorded(r.output for r in run.results.values())
     if kind != "thread":
-        assert wait_until(lambda: any(folder.iterdir()), 2), "the learner's process never started"
+        assert records, f"the learner's process never started: {summary(run.results)}"
     # Killed with its child; orphans that left the group come to the worker (a subreaper) and die.
-    assert wait_until(lambda: not recorded_alive(folder) and not with_cmdline(marker), 2), (
-        f"still running: {recorded_alive(folder)} {with_cmdline(marker)}")
+    assert wait_until(lambda: not recorded_alive(records) and not with_cmdline(marker), 2), (
+        f"still running: {recorded_alive(records)} {with_cmdline(marker)}")
 
 
 # ------------------------------------------------------------------ floods of output

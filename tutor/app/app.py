@@ -122,6 +122,7 @@ class TutorApp(App):
         self.heatmap_mode = 0
         self.spin = 0
         self.notice = ""
+        self.said_protections = False  # which protections are off on this platform: said once
         self.worker: Worker | None = worker  # may come already started (see main.run_app)
         self.closing = False
         self.switch_to: str | None = None  # a lesson chosen in the switcher: main.run_app opens it next
@@ -558,6 +559,11 @@ class TutorApp(App):
         event = message.event
         if isinstance(event, Ready):
             self.worker_state = "ready"
+            if event.off and not self.said_protections:  # once: the worker may be restarted
+                self.said_protections = True
+                from ..runner.platform_probe import describe_off
+
+                self.notify(describe_off(event.off, self.lang), severity="warning", timeout=10)
         elif isinstance(event, StepVerdict):
             self.store_result(event.result)
             if not self.running & self.checked_ids:

@@ -36,6 +36,7 @@ class LearnerFailure:
     failure: Failure
     refused: bool = False  # the fence refused an open or import on the way (the tutor's files)
     module: str = ""  # a package Python could not find
+    confined: str = ""  # the kernel refused it: "write" (outside scratch), "read", "network", "processes"
 
     @classmethod
     def from_dict(cls, d: dict) -> "LearnerFailure":
@@ -52,7 +53,10 @@ class LearnerFailure:
         if "kind" not in d or "detail" not in d:
             raise Malformed("failure")
         failure = Failure(_str(d["kind"], "kind"), _str(d["detail"], "detail"), frames, _str(d.get("caret", ""), "caret"))
-        return cls(failure, bool(d.get("refused")), _str(d.get("module") or "", "module"))
+        confined = d.get("confined") or ""
+        if confined not in CONFINED:
+            raise Malformed("confined")
+        return cls(failure, bool(d.get("refused")), _str(d.get("module") or "", "module"), confined)
 
     def to_dict(self) -> dict:
         f = self.failure
@@ -63,6 +67,8 @@ class LearnerFailure:
             d["refused"] = True
         if self.module:
             d["module"] = self.module
+        if self.confined:
+            d["confined"] = self.confined
         return d
 
 
@@ -166,6 +172,11 @@ def failed_step(step: str, status: str, failure: Failure | None, key: str, param
     return StepResult(step, status, [Check(check, status, Message(key, params))], failure)
 
 
+# LearnerFailure.confined -> its message
+CONFINED = {"": "", "write": "failure.confined_write", "read": "failure.confined_read", "network": "failure.network_off",
+            "processes": "failure.too_many_processes"}
+
+
 def _mask_size_mismatch(kind: str, detail: str, code: str) -> bool:
     """PyTorch's size mismatch raised on a line that uses a mask: the mask is not the input's T × T
     (a buffer used whole, or one built for another length)."""
@@ -192,6 +203,12 @@ def learner_failure_message(error: LearnerFailure, fn: str | None) -> tuple[str,
         key = "failure.syntax"
     elif error.refused:
         key = "failure.refused"
+    elif error.confined:
+        key = CONFINED[error.confined]
+        if error.confined == "processes":
+            from .pids_cgroup import LIMIT
+
+            params["limit"] = LIMIT
     elif error.module:
         key = "failure.missing_package"
         params["module"] = error.module
@@ -243,8 +260,10 @@ class JudgeReply:
 
 @dataclass(frozen=True)
 class Ready:
-    """Torch is imported and the checks loaded: runs are answered from now on."""
+    """Torch is imported and the checks loaded: runs are answered from now on. off: the
+    protections the worker could not set up here (platform_probe names), said once by the UI."""
     pid: int = 0
+    off: list = field(default_factory=list)
     type: ClassVar[str] = "ready"
 
 

@@ -42,13 +42,16 @@ import select
 import signal
 import struct
 import sys
+import tempfile
 import time
 import traceback
 import types
 
 import torch
 
-from . import codec, fence, messages, origin, probe_kit
+from . import codec, fence, landlock, messages, origin, pids_cgroup, probe_kit, syscalls
+from . import syscalls as sc
+from .platform_probe import Protections, probe
 
 DEFAULT_MEMORY_MB = 2048  # extra data segment over what the child holds when the job arrives
 HEADROOM = 64 << 20  # between soft and hard RLIMIT_DATA: for the harness's report
@@ -110,7 +113,92 @@ def describe_exception(exc: BaseException, filename: str, source: str) -> dict:
         kind = "MemoryError"
     described = {"kind": kind, "detail": detail, "frames": frames[-8:], "caret": caret}
     described.update(_import_problem(exc))
+    if "refused" not in described:
+        described.update(_confinement_problem(exc))
     return described
+
+
+def _confinement_problem(exc: BaseException) -> dict:
+    """{"confined": "network"} for an OSError after the code tried the network (seccomp refuses
+    its sockets), "write" or "read" for a file Landlock refused, else {}."""
+    seen = 0
+    while isinstance(exc, BaseException) and seen < 8:
+        seen += 1
+        if _confined["forks"] and (isinstance(exc, BlockingIOError) or (
+                type(exc) is RuntimeError and "can't start new thread" in _text(exc))):
+            return {"confined": "processes"}  # EAGAIN from fork or clone: the pids cgroup's bound
+        if isinstance(exc, OSError):
+            if _confined["network"] and _network_tried:
+                return {"confined": "network"}
+            try:  # the slots' own values: a learner's subclass may lie through properties
+                code, path = OSError.errno.__get__(exc), OSError.filename.__get__(exc)
+            except Exception:
+                code, path = None, None
+            if _confined["files"] and code in (errno.EACCES, errno.EPERM) and isinstance(path, (str, bytes)) and path:
+                return {"confined": "read" if _refuses_reading(path) else "write"}
+        try:
+            exc = BaseException.__getattribute__(exc, "__cause__") or BaseException.__getattribute__(exc, "__context__")
+        except Exception:
+            break
+    return {}
+
+
+def _refuses_reading(path) -> bool:
+    """Was the refused call a read? Told by the last path event the audit hook saw for this path
+    (open's flags; every other call there is a change); for a call it did not see (ctypes),
+    by whether this child may read the path at all."""
+    writes = _last_path.get(path) if isinstance(path, str) else None
+    if writes is not None:
+        return not writes
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+    except (PermissionError, fence.RefusedOpen):
+        return True
+    except (OSError, ValueError):
+        return False  # not there: the code was making it
+    os.close(fd)
+    return False
+
+
+_WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
+# Calls that change the file system, their path first (audit events); listing a folder reads it.
+_CHANGE_EVENTS = frozenset({"os.mkdir", "os.rename", "os.remove", "os.rmdir", "os.link", "os.symlink",
+                            "os.truncate", "os.chmod", "os.chown", "os.utime", "shutil.copyfile",
+                            "shutil.copytree", "shutil.rmtree", "shutil.move"})
+_READ_EVENTS = frozenset({"os.listdir", "os.scandir"})
+# path -> did the last call on it write? (by the path as given: what OSError.filename holds).
+# Not just the last call: describing the error reads source files (linecache) before this is asked.
+_last_path: dict = {}
+_PATHS_KEPT = 256
+
+
+_NETWORK_EVENTS = frozenset({"socket.getaddrinfo", "socket.gethostbyname", "socket.gethostbyaddr"})
+_network_tried: list = []  # non-empty once the step's code tried the network
+
+
+def _remember(path, writes: bool) -> None:
+    if type(path) is str:
+        if len(_last_path) >= _PATHS_KEPT:
+            _last_path.clear()
+        _last_path[path] = writes
+
+
+def _watch(event: str, args) -> None:
+    """Audit hook: what the kernel may refuse next, for the message: the last path call (was it
+    a write?), and whether the code reached for the network."""
+    if event == "open":
+        if args:
+            flags = args[2] if len(args) > 2 and type(args[2]) is int else 0
+            mode = args[1] if len(args) > 1 and type(args[1]) is str else ""
+            _remember(args[0], bool(flags & _WRITE_FLAGS) or any(c in mode for c in "wax+"))
+    elif event in _CHANGE_EVENTS or event in _READ_EVENTS:
+        if args:
+            _remember(args[0], event in _CHANGE_EVENTS)
+    elif event == "socket.__new__":
+        if len(args) > 1 and args[1] != sc.AF_UNIX and not _network_tried:
+            _network_tried.append(event)
+    elif event in _NETWORK_EVENTS and not _network_tried:
+        _network_tried.append(event)
 
 
 def _import_problem(exc: BaseException) -> dict:
@@ -172,10 +260,10 @@ def load_learner(source: str, filename: str, code=None) -> types.ModuleType:
 
 # ------------------------------------------------------------------ limits and confinement
 
-def _limit_resources(memory: int) -> tuple[int, int] | None:
+def _limit_resources(memory: int, protections: Protections) -> tuple[int, int] | None:
     """Returns the RLIMIT_DATA (soft, hard) set, to set again before each step."""
     data = None
-    if memory > 0:
+    if memory > 0 and protections.rlimit_data:
         limit = _data_bytes() + memory
         _, hard = resource.getrlimit(resource.RLIMIT_DATA)
         if hard == resource.RLIM_INFINITY or limit + HEADROOM <= hard:
@@ -207,7 +295,8 @@ def _restore_headroom(data: tuple[int, int] | None) -> None:
 
 
 def _data_bytes() -> int:
-    # VmData from /proc: RLIMIT_DATA is measured against the same number.
+    # VmData from /proc (Linux only, as RLIMIT_DATA is here): the limit is measured against this
+    # very number, which psutil does not give (its "data" adds the stack).
     try:
         with open("/proc/self/status") as f:
             for line in f:
@@ -218,58 +307,71 @@ def _data_bytes() -> int:
     return 0
 
 
-# Syscall numbers: (audit arch, signal-sending calls whose first argument is a pid,
-# calls refused outright: ptrace, process_vm_writev, pidfd_send_signal, pidfd_getfd).
-_SYSCALLS = {
-    "x86_64": (0xC000003E, (62, 200, 234, 129, 297), (101, 311, 424, 438)),
-    "aarch64": (0xC00000B7, (129, 130, 131, 138, 240), (117, 271, 424, 438)),
-}
-
-
-def _seccomp_program(protected: list[int]) -> bytes | None:
-    """A classic-BPF seccomp filter: EPERM for the calls above when aimed at a protected pid."""
-    arch = _SYSCALLS.get(platform.machine())
+def _seccomp_program(protected: list[int], arch: syscalls.Arch | None = None) -> bytes | None:
+    """A classic-BPF seccomp filter: EPERM for the signal calls aimed at a protected pid and for
+    ptrace & co.; EACCES for socket() of any family but AF_UNIX (no network); everything else
+    allowed. None on an architecture without a table."""
+    arch = arch or syscalls.ARCHES.get(platform.machine())
     if arch is None:
         return None
-    audit, signal_calls, refused = arch
-    ld, jeq, jset, ret = 0x20, 0x15, 0x45, 0x06
-    allow, deny = 0x7FFF0000, 0x00050000 | errno.EPERM
     values = sorted({p & 0xFFFFFFFF for p in protected})  # pid_t: only the low 32 bits count
-    check_at = 4 + len(refused) + len(signal_calls) + 1
-    deny_at = check_at + 1 + len(values) + 1
-    prog: list[tuple[int, int, int, int]] = []
+    prog: list[tuple] = []  # (code, jump-if-true label or 0, jump-if-false label or 0, k)
 
-    def jump(op, k, to_true):
-        prog.append((op, to_true - len(prog) - 1, 0, k))
+    def op(code, k, if_true=None, if_false=None):
+        prog.append((code, if_true, if_false, k))
 
-    prog.append((ld, 0, 0, 4))  # arch
-    prog.append((jeq, 0, deny_at - 2, audit))  # another ABI (int 0x80): refuse everything
-    prog.append((ld, 0, 0, 0))  # syscall number
-    jump(jset, 0x40000000, deny_at)  # the x32 ABI on x86_64
-    for nr in refused:
-        jump(jeq, nr, deny_at)
-    for nr in signal_calls:
-        jump(jeq, nr, check_at)
-    prog.append((ret, 0, 0, allow))
-    prog.append((ld, 0, 0, 16))  # args[0], low word (little-endian)
+    op(sc.BPF_LD_W_ABS, sc.DATA_ARCH)
+    op(sc.BPF_JEQ_K, arch.audit, None, "deny")  # another ABI (int 0x80 on x86_64): refuse everything
+    op(sc.BPF_LD_W_ABS, sc.DATA_NR)
+    op(sc.BPF_JSET_K, sc.X32_BIT, "deny")  # the x32 ABI on x86_64
+    for nr in arch.refused_calls:
+        op(sc.BPF_JEQ_K, nr, "deny")
+    for nr in arch.signal_calls:
+        op(sc.BPF_JEQ_K, nr, "signal")
+    op(sc.BPF_JEQ_K, arch.socket, "socket")
+    op(sc.BPF_RET_K, sc.SECCOMP_RET_ALLOW)
+    labels = {"signal": len(prog)}
+    op(sc.BPF_LD_W_ABS, sc.DATA_ARG0)  # the pid, low word (little-endian)
     for value in values:
-        jump(jeq, value, deny_at)
-    prog.append((ret, 0, 0, allow))
-    prog.append((ret, 0, 0, deny))
-    return b"".join(struct.pack("HBBI", *ins) for ins in prog)
+        op(sc.BPF_JEQ_K, value, "deny")
+    op(sc.BPF_RET_K, sc.SECCOMP_RET_ALLOW)
+    labels["socket"] = len(prog)
+    op(sc.BPF_LD_W_ABS, sc.DATA_ARG0)  # the address family
+    op(sc.BPF_JEQ_K, sc.AF_UNIX, "allow")
+    op(sc.BPF_RET_K, sc.SECCOMP_RET_ERRNO | errno.EACCES)
+    labels["allow"] = len(prog)
+    op(sc.BPF_RET_K, sc.SECCOMP_RET_ALLOW)
+    labels["deny"] = len(prog)
+    op(sc.BPF_RET_K, sc.SECCOMP_RET_ERRNO | errno.EPERM)
+
+    def offset(at: int, label) -> int:
+        return 0 if label is None else labels[label] - at - 1  # jumps count from the next instruction
+
+    return b"".join(struct.pack("HBBI", code, offset(at, t), offset(at, f), k)
+                    for at, (code, t, f, k) in enumerate(prog))
 
 
-def _confine(protected: list[int]) -> None:
-    """Best effort: on a kernel without seccomp the run goes on unconfined."""
+def _libc():
     libc = ctypes.CDLL(None, use_errno=True)
     libc.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
-    _drop_capabilities(libc)
-    program = _seccomp_program(protected)
-    if program is None or libc.prctl(38, 1, 0, 0, 0) != 0:  # PR_SET_NO_NEW_PRIVS
+    return libc
+
+
+def _confine(protected: list[int], protections: Protections) -> None:
+    """Capabilities and seccomp, as the platform offers them (platform_probe); best effort: on a
+    kernel that refuses one, the run goes on without it."""
+    libc = _libc()
+    if protections.capabilities:
+        _drop_capabilities(libc)
+    if protections.seccomp or protections.landlock:  # both need it; it also holds for what the child execs
+        libc.prctl(sc.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+    program = _seccomp_program(protected) if protections.seccomp else None
+    if program is None:
         return
     filt = ctypes.create_string_buffer(program)
     fprog = ctypes.create_string_buffer(struct.pack("HxxxxxxP", len(program) // 8, ctypes.addressof(filt)))
-    libc.prctl(22, 2, ctypes.addressof(fprog), 0, 0)  # PR_SET_SECCOMP, SECCOMP_MODE_FILTER
+    if libc.prctl(sc.PR_SET_SECCOMP, sc.SECCOMP_MODE_FILTER, ctypes.addressof(fprog), 0, 0) == 0:
+        _confined["network"] = True
 
 
 def _drop_capabilities(libc) -> None:
@@ -282,11 +384,42 @@ def _drop_capabilities(libc) -> None:
     if not eff:
         return
     for cap in range(64):
-        if libc.prctl(24, cap, 0, 0, 0) != 0 and ctypes.get_errno() == errno.EINVAL:  # PR_CAPBSET_DROP
-            break
-    libc.prctl(47, 4, 0, 0, 0)  # PR_CAP_AMBIENT_CLEAR_ALL
-    header = struct.pack("Ii", 0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3, this process
+        if libc.prctl(sc.PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 and ctypes.get_errno() == errno.EINVAL:
+            break  # past the last capability this kernel knows
+    libc.prctl(sc.PR_CAP_AMBIENT, sc.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
+    header = struct.pack("Ii", sc.LINUX_CAPABILITY_VERSION_3, 0)  # this process
     libc.capset(ctypes.create_string_buffer(header), ctypes.create_string_buffer(bytes(24)))
+
+
+def _prepare_files(protections: Protections, rules, scratch: str | None):
+    """The scratch folder as working folder and TMPDIR; Landlock's ruleset, made now (~2 ms),
+    applied when the job comes (restrict_files). None where Landlock is off."""
+    if scratch:
+        os.chdir(scratch)
+        os.environ["TMPDIR"] = scratch
+        tempfile.tempdir = scratch
+    if not protections.landlock or rules is None or not scratch:
+        return None
+    arch = syscalls.ARCHES.get(platform.machine())
+    try:
+        return landlock.prepare(protections.landlock, arch, rules, scratch)
+    except OSError:
+        return None  # the kernel refused the ruleset: the run goes on without it
+
+
+def _restrict_files(ruleset, filename: str, cwd: str) -> None:
+    if ruleset is None:
+        return
+    path = os.path.join(cwd, filename) if isinstance(filename, str) and filename else None
+    try:
+        landlock.restrict(ruleset, path if path and os.path.isfile(path) else None)
+        _confined["files"] = True
+    except OSError:
+        pass
+
+
+# What this child's kernel-side confinement refuses, for describe_exception's message.
+_confined = {"files": False, "network": False, "forks": False}
 
 
 def _arrange_fds(job_fd: int, result_fd: int, output_fd: int) -> tuple[int, int, int]:
@@ -309,14 +442,22 @@ def _arrange_fds(job_fd: int, result_fd: int, output_fd: int) -> tuple[int, int,
 # ------------------------------------------------------------------ the job
 
 def serve_one(job_fd: int, result_fd: int, output_fd: int, checks_modules: dict, protected=(),
-              warm=None, fenced=None) -> None:
+              warm=None, fenced=None, protections: Protections | None = None, files=None,
+              cgroup: str | None = None) -> None:
     """A spare child: get ready, wait for one job on job_fd, run its steps, exit. Never returns.
 
     Everything that does not depend on the learner's file happens before the job
     arrives, so a save only pays for running the learner's code. warm: a list, see _warm_up;
     emptied after it, so that the reference's source and code are gone before the learner's
     code runs. fenced: fence.inventory(), what the learner's code may not open or import.
+    protections: platform_probe.probe(), what to set up. files: (landlock.plan(), the run's
+    scratch folder), the folders the learner's code may read and the one it may write.
+    cgroup: the pids cgroup folder this child joins (pids_cgroup), or None.
     """
+    protections = protections or probe()
+    # The fork bound: before anything else, so that no learner process escapes it.
+    _confined["forks"] = bool(cgroup) and pids_cgroup.enter(cgroup)
+    rules, scratch = files or (None, None)
     try:
         os.setpgid(0, 0)
         job_fd, result_fd, marks_fd = _arrange_fds(job_fd, result_fd, output_fd)
@@ -327,6 +468,8 @@ def serve_one(job_fd: int, result_fd: int, output_fd: int, checks_modules: dict,
         faulthandler.enable(file=result_fd, all_threads=False)
         signal.signal(signal.SIGINT, signal.SIG_DFL)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        signal.signal(signal.SIGHUP, signal.SIG_DFL)
+        signal.set_wakeup_fd(-1)  # the worker's (closed above): a learner's handler must not write there
         sys.setrecursionlimit(RECURSION_LIMIT)
         torch.set_num_threads(1)
         # Inputs are made before any learner code runs, so nothing it patches can reach them.
@@ -334,13 +477,18 @@ def serve_one(job_fd: int, result_fd: int, output_fd: int, checks_modules: dict,
         probe_kit.install_traps()
         _warm_up(warm or (), checks_modules, inputs, job_fd)
         _forget_warm_up(warm)
-        data_limit = _limit_resources(memory_limit_bytes())
-        _confine(list(protected))
+        data_limit = _limit_resources(memory_limit_bytes(), protections)
+        cwd = os.getcwd()
+        ruleset = _prepare_files(protections, rules, scratch)
+        _confine(list(protected), protections)
+        if _confined["network"] or ruleset is not None:
+            sys.addaudithook(_watch)
         if fenced is not None:
             fence.install(fenced, _compile_watch(result_fd))
         job = _read_job(job_fd)
         if job is None:
             _exit(0)  # the worker is shutting down or replacing us
+        _restrict_files(ruleset, job["filename"], cwd)
         tokens = [bytes.fromhex(token) for token in job.pop("tokens")]
     except BaseException as exc:  # the harness itself failed before any step: report, do not hang
         _send(result_fd, b"", _harness_failure(exc))
@@ -403,6 +551,7 @@ def _run_steps(job: dict, tokens: list[bytes], marks_fd: int, result_fd: int, ch
             deadline = _monotonic() + float(job.get("timeout", 3.0))
             _restore(state, streams)
             _restore_headroom(data_limit)
+            _network_tried.clear()
         try:
             _dump_later(max(deadline - _monotonic() - DUMP_MARGIN, 0.01), file=result_fd)
             if code is None:

@@ -30,20 +30,27 @@ import json
 import os
 import select
 import selectors
+import shutil
 import signal
 import socket
 import struct
+import tempfile
 import time
 from dataclasses import dataclass, field
 
+import psutil
+
 from ..results import Failure, Frame, StepResult
-from . import messages
+from . import landlock, messages, pids_cgroup
+from .platform_probe import probe
+from .syscalls import PR_SET_CHILD_SUBREAPER, PR_SET_DUMPABLE, PR_SET_PDEATHSIG
 
 OUTPUT_TAIL = 4000
 SPARES = 3  # children kept forked and ready: the checked steps, the experiment on screen, one spare
 GO_WAIT = 1.0  # s at most before torch's import: see main
 HEDGE_AFTER = 0.3  # s: a shared child still this busy hands the steps it has not begun to children of their own
 QUIET_AFTER_RUN = 0.15  # s between a run's last verdict and forking new spares
+SHUTDOWN_GRACE = 2.0  # s at most to reap every child on the way out
 TICK = 0.05  # s: how often the memory of running children is read, and leftovers swept
 MEMORY_SLACK = 256 << 20  # RSS above the RLIMIT_DATA budget before the watchdog kills
 TIMEOUT_DUMP = "Timeout ("  # how faulthandler.dump_traceback_later starts its report
@@ -65,7 +72,6 @@ FLOOD_BUDGET = 256 << 20
 # A step's frame (up to ~150 KB) in one write, not in 64 KiB pieces each waiting for us to read.
 RESULT_PIPE = 512 << 10
 F_SETPIPE_SZ, F_GETPIPE_SZ = 1031, 1032
-PR_SET_DUMPABLE, PR_SET_CHILD_SUBREAPER = 4, 36
 
 
 def reference_runs(lessons) -> list[tuple]:
@@ -146,14 +152,19 @@ def judge_main(sock: socket.socket, modules: dict, own_keys: dict) -> None:
         send_frame(sock, messages.JudgeReply(req.job, result).to_json())
 
 
-# ------------------------------------------------------------------ /proc and faulthandler
+# ------------------------------------------------------------------ process information
 
 def children_of(pid: int) -> set[int]:
+    """Our children's pids. Linux: /proc/<pid>/task/*/children (~0.03 ms; psutil's children()
+    reads every process's stat, ~3 ms here, and this runs at every tick); elsewhere psutil."""
     found: set[int] = set()
     try:
         tids = os.listdir(f"/proc/{pid}/task")
     except OSError:
-        return found
+        try:
+            return {p.pid for p in psutil.Process(pid).children()}
+        except psutil.Error:
+            return found
     for tid in tids:
         try:
             with open(f"/proc/{pid}/task/{tid}/children") as f:
@@ -163,11 +174,20 @@ def children_of(pid: int) -> set[int]:
     return found
 
 
+_processes: dict[int, "psutil.Process"] = {}  # pid -> its psutil handle, for the 50 ms memory watch
+
+
 def resident_bytes(pid: int) -> int:
+    """RSS (psutil: /proc/<pid>/statm on Linux, the task's info on macOS); 0 once it is gone."""
+    proc = _processes.get(pid)
     try:
-        with open(f"/proc/{pid}/statm") as f:
-            return int(f.read().split()[1]) * PAGE
-    except (OSError, IndexError, ValueError):
+        if proc is None:
+            if len(_processes) > 64:
+                _processes.clear()
+            proc = _processes[pid] = psutil.Process(pid)
+        return proc.memory_info().rss
+    except psutil.Error:
+        _processes.pop(pid, None)
         return 0
 
 
@@ -179,7 +199,6 @@ def runnable(pid: int) -> bool:
         return False
 
 
-PAGE = os.sysconf("SC_PAGE_SIZE")
 # ------------------------------------------------------------------ the worker proper
 
 @dataclass
@@ -271,7 +290,18 @@ class Worker:
         self.warm = reference_runs(lessons.values())
         from . import fence
 
-        self.fenced = fence.inventory(fence.protected_folders())  # what the children's learner code may not read
+        protected = fence.protected_folders()
+        self.fenced = fence.inventory(protected)  # what the children's learner code may not read
+        self.protections = probe()
+        # What the children may read (Landlock): planned once here, not in every spare.
+        self.read_rules = landlock.plan(protected) if self.protections.landlock else None
+        self.scratches: dict[int, str] = {}  # child pid -> its scratch folder, removed once it is reaped
+        self.bound = None  # the children's pids cgroups: a fork bomb gets EAGAIN at pids_cgroup.LIMIT
+        if self.protections.forks:
+            try:
+                self.bound = pids_cgroup.Bound(pids_cgroup.base())
+            except (OSError, TypeError):
+                pass
         self.lesson_in_use: str | None = None  # the last run's: spares warm up on it alone
         # lesson -> its run flooded its output at the last tick: the next run (the same file,
         # saved again) reads its output as it comes from the start, not after a tick.
@@ -300,14 +330,19 @@ class Worker:
     def start_judge(self) -> None:
         parent, child = socket.socketpair()
         gc.freeze()  # see fork_spare
+        me = os.getpid()
         pid = os.fork()
         if pid == 0:
+            die_with_parent(self.protections, me)
             parent.close()
             fd = child.fileno()
             os.closerange(3, fd)  # the UI's pipes, children's pipes: the judge needs none
             os.closerange(fd + 1, 1 << 16)
             os.setpgid(0, 0)
             signal.signal(signal.SIGINT, signal.SIG_IGN)
+            for sig in (signal.SIGTERM, signal.SIGHUP):
+                signal.signal(sig, signal.SIG_DFL)
+            signal.set_wakeup_fd(-1)  # the worker's, closed above
             judge_main(child, self.modules, {lid: lesson.message_keys() for lid, lesson in self.lessons.items()})
             os._exit(0)
         child.close()
@@ -335,19 +370,31 @@ class Worker:
         protected = self.protected_pids()
         # ATTN_TUTOR_MEMORY_MB=0 turns the limit off, and so the watchdog.
         rss_limit = resident_bytes(os.getpid()) + self.memory + MEMORY_SLACK if self.memory > 0 else 1 << 62
+        # The run's only writable folder (its cwd and TMPDIR): removed when the child is reaped.
+        scratch = tempfile.mkdtemp(prefix="attn-run-")
+        me = os.getpid()
+        cgroup = None
+        if self.bound is not None:
+            self.bound.made += 1
+            cgroup = self.bound.make(str(self.bound.made))
         # Torch's ~10^5 objects out of the collector's reach: a child's collection then neither
         # walks them (≈10 ms, landing in some learner's run) nor copies their pages.
         gc.freeze()
         pid = os.fork()
         if pid == 0:
+            die_with_parent(self.protections, me)
             # The warm-up's runs in a list of the child's own, and none left on this object (this
             # copy of it): the frames above the learner's code lead here, and the reference's
             # source must be gone once the warm-up is done (serve_one empties the list).
             warm = list(runs_for(self.warm, self.lesson_in_use))
             self.warm = []
             # serve_one closes every fd but these three: ours, the UI's, other children's.
-            serve_one(job_r, result_w, output_w, self.modules, protected, warm, self.fenced)
+            serve_one(job_r, result_w, output_w, self.modules, protected, warm, self.fenced, self.protections,
+                      (self.read_rules, scratch), cgroup)
             os._exit(70)  # serve_one never returns
+        self.scratches[pid] = scratch
+        if cgroup is not None:
+            self.bound.adopt(cgroup, pid)  # the child enters it itself (sandbox.serve_one)
         try:
             os.setpgid(pid, pid)
         except OSError:
@@ -478,6 +525,10 @@ class Worker:
                 break
             reaped = True
             self.dying.discard(pid)
+            self.remove_scratch(pid)
+            _processes.pop(pid, None)  # the pid may be reused by a process that is not ours
+            if self.bound is not None:
+                self.bound.remove(pid)
             try:  # what it left in its group; the group keeps the number from reuse while it has members
                 os.killpg(pid, signal.SIGKILL)
             except OSError:
@@ -496,11 +547,18 @@ class Worker:
         if reaped:
             self.sweep()  # a dead child's own children have just been handed to us
 
+    def remove_scratch(self, pid: int) -> None:
+        scratch = self.scratches.pop(pid, None)
+        if scratch is not None:
+            shutil.rmtree(scratch, ignore_errors=True)
+
     def sweep(self) -> None:
         """Kill children we did not fork: orphans of learner processes, handed to us as subreaper."""
         known = {self.judge_pid} | {s.pid for s in self.spares} | set(self.by_pid) | self.dying
         for pid in children_of(os.getpid()) - known:
             self.kill_pid(pid)
+        if self.bound is not None and self.bound.left:
+            self.bound.tidy()  # folders that still held an orphan at reap time
 
     def watch_memory(self) -> None:
         """RLIMIT_DATA misses shared mappings, and root can raise it: kill a child whose RSS runs away."""
@@ -528,7 +586,7 @@ class Worker:
             self.emit(messages.Pong())
             return
         if kind == "stats":  # for tests: what a leak would grow
-            self.emit(messages.Stats(len(os.listdir("/proc/self/fd")), len(self.spares), len(self.jobs),
+            self.emit(messages.Stats(psutil.Process().num_fds(), len(self.spares), len(self.jobs),
                                      sorted(children_of(os.getpid()))))
             return
         if kind != "run":
@@ -843,8 +901,16 @@ class Worker:
     def loop(self) -> None:
         os.set_blocking(0, False)
         self.sel.register(0, selectors.EVENT_READ, ("stdin", None))
-        self.emit(messages.Ready(os.getpid()))
+        # A signal's byte wakes the selector; _quit only takes note of it.
+        wake_r, wake_w = os.pipe()
+        for fd in (wake_r, wake_w):
+            os.set_blocking(fd, False)
+        signal.set_wakeup_fd(wake_w, warn_on_full_buffer=False)
+        self.sel.register(wake_r, selectors.EVENT_READ, ("signal", None))
+        self.emit(messages.Ready(os.getpid(), self.protections.off()))
         while True:
+            if _quit_asked:
+                raise SystemExit(0)
             self.refill_spares()
             running = [j for j in self.jobs.values() if not j.result_done]
             wait = max(0.0, min(j.deadline for j in running) - time.monotonic()) if running else None
@@ -858,7 +924,9 @@ class Worker:
                 wait = until_quiet if wait is None else min(wait, until_quiet)
             for key, _ in self.sel.select(wait):
                 kind, job_id = key.data
-                if kind == "stdin":
+                if kind == "signal":
+                    os.read(wake_r, 512)
+                elif kind == "stdin":
                     self.on_stdin()
                 elif kind == "judge":
                     self.on_judge()
@@ -888,30 +956,75 @@ class Worker:
                 self.sweep()
             self.reap()
 
-    def shutdown(self) -> None:
+    def shutdown(self, grace: float = SHUTDOWN_GRACE) -> None:
+        """Kill every child and reap it, and whatever comes back to us meanwhile (a subreaper
+        gets the orphans of learner processes): nothing of ours is left alive or a zombie
+        when we exit, even under a parent, or a pid 1, that never reaps."""
         for job in list(self.jobs.values()):
             self.finish(job)
         for spare in self.spares:
             self.discard_spare(spare)
-        for pid in children_of(os.getpid()):
-            if pid != self.judge_pid:
-                self.kill_pid(pid)
+        self.spares = []
         if self.judge_pid:
+            self.kill_pid(self.judge_pid)
+        deadline = time.monotonic() + grace
+        while True:
+            for pid in children_of(os.getpid()):
+                self.kill_pid(pid)
             try:
-                os.killpg(self.judge_pid, signal.SIGKILL)
-            except OSError:
-                pass
+                pid, _ = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                break  # no child left, alive or zombie
+            if pid:
+                self.remove_scratch(pid)
+                if self.bound is not None:
+                    self.bound.remove(pid)
+                try:
+                    os.killpg(pid, signal.SIGKILL)  # what it left in its group
+                except OSError:
+                    pass
+            elif time.monotonic() >= deadline:
+                break  # a process stuck in the kernel (D state): not worth hanging the quit for
+            else:
+                time.sleep(0.002)
+        for pid in list(self.scratches):
+            self.remove_scratch(pid)
+        if self.bound is not None:
+            self.bound.close()
 
 
-def _harden_self() -> None:
+def _harden_self(protections) -> None:
     """Subreaper: orphans of learner processes come to us to be killed. Not dumpable: a child
     cannot open our fds through /proc/<pid>/fd (the UI's pipe!) nor read our memory."""
     try:
         libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
-        libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
-    except OSError:
+        if protections.subreaper:
+            libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+        if protections.nondumpable:
+            libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+    except (OSError, AttributeError):
         pass
+
+
+def die_with_parent(protections, parent: int) -> None:
+    """In a child of ours (spare, judge): SIGKILL when the worker dies, even by SIGKILL."""
+    if not protections.subreaper:
+        return
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != parent:  # it died before the call
+        os._exit(0)
+
+
+_quit_asked: list = []
+
+
+def _quit(signum, frame) -> None:
+    """SIGTERM, SIGHUP: the loop leaves through its finally, which reaps everything. Not raised
+    here: a signal landing in a fork's at-fork callbacks (logging's) would have it swallowed."""
+    _quit_asked.append(signum)
 
 
 def main() -> None:
@@ -920,7 +1033,9 @@ def main() -> None:
     os.dup2(2, 1)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl+C belongs to the UI; it tells us to quit
     os.environ.setdefault("OMP_NUM_THREADS", "1")
-    _harden_self()
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, _quit)
+    _harden_self(probe())
     # torch's import makes ~170k long-lived objects, and the cyclic GC's passes over them while
     # it grows cost ~0.3 s of the first verdict. Off until the checks are loaded; then those
     # objects are frozen out of later passes (the ~7k garbage ones among them stay, ~0.7 MB).
@@ -945,13 +1060,16 @@ def main() -> None:
     checks = load_checks(lessons.values())
     gc.freeze()
     gc.enable()  # before the judge and the children are forked: they inherit it
-    worker = Worker(checks, lessons, out_fd)
+    worker = None
     try:
+        worker = Worker(checks, lessons, out_fd)
         worker.loop()
     except SystemExit:
         pass
     finally:
-        worker.shutdown()
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM, signal.SIGHUP})  # one shutdown
+        if worker is not None:
+            worker.shutdown()
     # Interpreter teardown with torch loaded takes ~2 s; nothing is left to flush or save.
     os._exit(0)
 
