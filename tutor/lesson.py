@@ -27,6 +27,7 @@ class Step:
     questions: dict[str, tuple[str, ...]] = field(default_factory=dict)
     answers: dict[str, tuple[str, ...]] = field(default_factory=dict)
     functions: tuple[str, ...] = ()  # the learner's top-level names this step is about
+    points: float = 1  # what a pass is worth in `attn-tutor grade` (lesson.toml `points`)
 
     @property
     def checked(self) -> bool:
@@ -40,6 +41,13 @@ class Lesson:
     file_name: str  # the learner's file, under the workspace folder
     folder: Path
     steps: tuple[Step, ...]
+    # lesson.toml `version`: the checks' edition, written beside every grade so that a grade
+    # can be traced to the checks that gave it. Authors raise it when a step's verdicts change.
+    version: str = "1"
+
+    @property
+    def max_points(self) -> float:
+        return sum(s.points for s in self.checked_steps)
 
     @property
     def checked_steps(self) -> tuple[Step, ...]:
@@ -87,6 +95,9 @@ def load_lesson(folder: Path) -> Lesson:
         where = f"{folder.name}/{raw.get('id')}"
         if raw.get("kind") not in STEP_KINDS:
             raise ValueError(f"{where}: unknown kind {raw.get('kind')!r}")
+        points = raw.get("points", 1)
+        if isinstance(points, bool) or not isinstance(points, (int, float)) or points < 0:
+            raise ValueError(f"{where}: 'points' must be a number ≥ 0, not {points!r}")
         steps.append(
             Step(
                 id=raw["id"],
@@ -96,6 +107,7 @@ def load_lesson(folder: Path) -> Lesson:
                 questions={k: tuple(v) for k, v in _per_lang(raw, "questions", where).items()},
                 answers={k: tuple(v) for k, v in _per_lang(raw, "answers", where).items()},
                 functions=tuple(raw.get("functions", ())),
+                points=points,
             )
         )
     return Lesson(
@@ -104,6 +116,7 @@ def load_lesson(folder: Path) -> Lesson:
         file_name=data["file"],
         folder=folder,
         steps=tuple(steps),
+        version=str(data.get("version", "1")),
     )
 
 

@@ -98,6 +98,20 @@ def load_checks(lessons) -> dict:
     return modules
 
 
+def seed_inputs(modules: dict, seed: int) -> None:
+    """Every make_inputs() of this worker (the children's and the judge's) draws from `seed`
+    (`attn-tutor grade --seed`); 0 is the lessons' own inputs. A lesson whose make_inputs
+    takes no seed keeps its own."""
+    import functools
+    import inspect
+
+    if not seed:
+        return
+    for module in modules.values():
+        if "seed" in inspect.signature(module.make_inputs).parameters:
+            module.make_inputs = functools.partial(module.make_inputs, seed=seed)
+
+
 # ------------------------------------------------------------------ framing between worker and judge
 
 def send_frame(sock: socket.socket, obj, raw: bytes | None = None) -> None:
@@ -534,13 +548,15 @@ class Worker:
         if kind != "run":
             return
         gen = int(req["gen"])
-        # A newer save supersedes everything still running.
-        for job in list(self.jobs.values()):
-            if job.gen < gen:
-                self.finish(job)
-        self.pending_steps = {g: s for g, s in self.pending_steps.items() if g >= gen}
-        self.judging = {k: j for k, j in self.judging.items() if j.gen >= gen}
-        self.current_gen = gen
+        if not req.get("keep"):
+            # A newer save supersedes everything still running. A kept run supersedes nothing,
+            # and sets no current_gen: the runs before it, kept too, still report.
+            for job in list(self.jobs.values()):
+                if job.gen < gen:
+                    self.finish(job)
+            self.pending_steps = {g: s for g, s in self.pending_steps.items() if g >= gen}
+            self.judging = {k: j for k, j in self.judging.items() if j.gen >= gen}
+            self.current_gen = gen
         lesson = req.get("lesson")
         if lesson not in self.modules:
             self.emit(messages.RunError(gen, f"unknown lesson {lesson!r}"))
@@ -834,10 +850,11 @@ class Worker:
                 continue
             if isinstance(req, dict):
                 requests.append(req)
-        # Only the newest run matters when saves arrive faster than we read them.
-        runs = [r for r in requests if r.get("type") == "run"]
+        # Only the newest run matters when saves arrive faster than we read them; a kept run
+        # (`attn-tutor grade`: one file among many, run side by side) is never superseded.
+        runs = [r for r in requests if r.get("type") == "run" and not r.get("keep")]
         for req in requests:
-            if req.get("type") != "run" or req is runs[-1]:
+            if req.get("type") != "run" or req.get("keep") or req is runs[-1]:
                 self.handle_request(req)
 
     def loop(self) -> None:
@@ -936,13 +953,14 @@ def main() -> None:
     from pathlib import Path
 
     from ..lesson import all_lessons, load_lesson
-    from .client import LESSON_DIR_ENV
+    from .client import LESSON_DIR_ENV, SEED_ENV
 
     lessons = {lesson.id: lesson for lesson in all_lessons()}
     if os.environ.get(LESSON_DIR_ENV):  # an author's copy of a lesson (`dev check PATH`) instead of ours
         lesson = load_lesson(Path(os.environ[LESSON_DIR_ENV]))
         lessons[lesson.id] = lesson
     checks = load_checks(lessons.values())
+    seed_inputs(checks, int(os.environ.get(SEED_ENV) or 0))
     gc.freeze()
     gc.enable()  # before the judge and the children are forked: they inherit it
     worker = Worker(checks, lessons, out_fd)
