@@ -156,3 +156,36 @@ def test_a_seeded_worker_judges_on_its_seeds_inputs():
         for gen in gens:
             assert all(r.status == "pass" for r in k.results[gen].values()), \
                 {s: (r.status, [c.id for c in r.checks if c.status != "pass"]) for s, r in k.results[gen].items()}
+
+
+def test_a_kept_run_that_hangs_at_import_costs_one_time_limit():
+    """Every step would import the file again and hang there: the later steps are said at once,
+    each as a timeout, with no child of their own; the whole run takes one limit, not two."""
+    hang = REFERENCE["lm3-l3"] + "\nwhile True:\n    pass\n"
+    steps = list(CHECKED_STEPS["lm3-l3"])
+    with Kept(timeout=2.0) as k:
+        start = time.monotonic()
+        gen = k.worker.submit("lm3-l3", FILENAME["lm3-l3"], hang, steps)
+        k.wait([gen])
+        took = k.done[gen] - start
+        got = k.results[gen]
+        assert {r.status for r in got.values()} == {"timeout"} and set(got) == set(steps)
+        assert all(r.failure.frames and r.failure.frames[0].function == "<module>" for r in got.values())
+        assert 2.0 <= took < 3.5, took
+
+
+def test_a_kept_run_that_hangs_in_a_function_still_runs_its_other_steps():
+    """Only a hang at import is said for the later steps: a hang in causal_attention leaves the
+    multi-head step (which does not call it) to pass on its own."""
+    hang_fn = {"causal_attention": '''
+def causal_attention(x, Wq, Wk, Wv):
+    while True:
+        pass
+'''}
+    steps = list(CHECKED_STEPS["lm3-l3"])
+    with Kept(timeout=2.0) as k:
+        gen = k.worker.submit("lm3-l3", FILENAME["lm3-l3"], learner_file("lm3-l3", hang_fn), steps)
+        k.wait([gen])
+        got = k.results[gen]
+        assert got["single-head"].status == "timeout"
+        assert got["multi-head"].status == "pass" and got["shapes"].status == "pass"

@@ -242,6 +242,7 @@ class Job:
     result_done: bool = False  # every step's frame is in, or the job was cut short
     over_memory: bool = False
     rss_start: int = 0  # the child's own RSS when it got the job: what it then holds is the job's
+    keep: bool = False  # a kept run's (`attn-tutor grade`): see report_timeout
 
     @property
     def step(self) -> str:
@@ -382,7 +383,7 @@ class Worker:
         return Spare(pid, job_w, result_r, output_r, rss_limit, output_pipe)
 
     def spawn(self, gen: int, lesson: str, steps: list[str], source: str, filename: str, timeout: float,
-              params: dict | None = None) -> Job:
+              params: dict | None = None, keep: bool = False) -> Job:
         from .codec import FrameReader
 
         # The child's frames must carry these: stray writes to its pipe do not.
@@ -407,7 +408,7 @@ class Worker:
                 self.discard_spare(spare)
         job = Job(self.next_job, gen, lesson, list(steps), tokens, source, filename, params or {}, spare.pid,
                   spare.result_fd, spare.output_fd, deadline, now, now, timeout, FrameReader(tokens[0]),
-                  spare.rss_limit, spare.output_pipe)
+                  spare.rss_limit, spare.output_pipe, keep=keep)
         # The worker's RSS at fork (rss_limit's baseline) counts file pages a fresh child has not
         # touched yet: measured against it, what a job holds came out up to ~100 MB short.
         job.rss_start = resident_bytes(job.pid)
@@ -424,7 +425,7 @@ class Worker:
         """Steps a job will not run: a child each, as soon as possible."""
         for step in steps:
             self.spawn(job.gen, job.lesson, [step], job.source, job.filename, job.timeout,
-                       {step: job.params[step]} if step in job.params else None)
+                       {step: job.params[step]} if step in job.params else None, keep=job.keep)
 
     def hedge(self, job: Job) -> None:
         rest = job.steps[job.index + 1:]
@@ -573,7 +574,7 @@ class Worker:
         groups = ([together] if together else []) + [[s] for s in steps if s not in checked]
         for group in groups:
             self.spawn(gen, lesson, group, req["source"], req["filename"], timeout,
-                       {s: params[s] for s in group if s in params})
+                       {s: params[s] for s in group if s in params}, keep=bool(req.get("keep")))
         if not steps:
             self.emit(messages.Done(gen))
 
@@ -604,13 +605,19 @@ class Worker:
         tail, dropped = whole
         return tail.decode("utf-8", errors="replace"), dropped
 
-    def report_failure(self, job: Job, status: str, failure: Failure, key: str, params: dict) -> None:
-        """The job's current step ends here, and with it the child: the steps after it go elsewhere."""
+    def report_failure(self, job: Job, status: str, failure: Failure, key: str, params: dict,
+                       same_for_rest: bool = False) -> None:
+        """The job's current step ends here, and with it the child: the steps after it go elsewhere
+        (same_for_rest: they are given this step's verdict, without running)."""
         rest = job.steps[job.index + 1:]
         self.finish(job)
         result = messages.failed_step(job.step, status, failure, key, params)
         self.report(job.gen, job.step, job.started, self.take_output(job), result)
         job.result_done = True
+        if same_for_rest:
+            for step in rest:
+                self.report(job.gen, step, time.monotonic(), ("", 0), messages.failed_step(step, status, failure, key, params))
+            return
         self.spawn_each(job, rest)
 
     # --- events
@@ -809,7 +816,12 @@ class Worker:
             params.update(mb=grown >> 20, limit=self.memory >> 20)
         elif compiler:
             key = "failure.timeout_compile"
-        self.report_failure(job, "timeout", Failure("timeout", f"{seconds} s", _frames(frames)), key, params)
+        # A kept run out of time while its file was being imported (the outermost frame of the
+        # learner's is the module's): every later step imports it again and would spend its whole
+        # limit there too. In a class's batch, that is one core for each: they are said at once.
+        at_import = job.keep and bool(frames) and frames[0]["function"] == "<module>"
+        self.report_failure(job, "timeout", Failure("timeout", f"{seconds} s", _frames(frames)), key, params,
+                            same_for_rest=at_import)
 
     def on_judge(self) -> None:
         try:
@@ -894,7 +906,10 @@ class Worker:
             for job in list(self.jobs.values()):
                 if not job.result_done and now >= job.deadline:
                     self.on_timeout(job)
-                elif not job.result_done and job.index < len(job.steps) - 1 and now >= job.spawned + HEDGE_AFTER:
+                elif (not job.result_done and not job.keep and job.index < len(job.steps) - 1
+                      and now >= job.spawned + HEDGE_AFTER):
+                    # Not a kept run's: in a batch the other files keep every core busy, and a
+                    # hedge would only add children (a file that hangs at import: one per step).
                     self.hedge(job)
             if now >= self.next_tick and (running or self.dying):
                 self.next_tick = now + TICK
