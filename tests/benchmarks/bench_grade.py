@@ -36,10 +36,18 @@ def load() -> str:
     return " ".join(Path("/proc/loadavg").read_text().split()[:3])
 
 
+CPU = {"last": 0.0}  # CPU seconds of the last cli() call's process tree (those reaped: the judge is not)
+
+
 def cli(*args) -> float:
+    import resource
+
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.monotonic()
     proc = subprocess.run([sys.executable, "-m", "tutor", *map(str, args)], env=ENV, capture_output=True, text=True)
     took = time.monotonic() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    CPU["last"] = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
     if proc.returncode not in (0, 1):
         raise SystemExit(f"attn-tutor {' '.join(map(str, args))} exited {proc.returncode}:\n{proc.stderr[-2000:]}")
     return took
@@ -75,9 +83,9 @@ def main() -> None:
             out = tmp / f"out-{name}"
             took = cli("grade", folder, "--out", out, "--timeout", args.timeout, *jobs)
             result[name] = {"seconds": round(took, 2), "per_second": round(args.n / took, 1),
-                            "statuses": statuses(out), "load_before": load()}
-            print(f"[{name}] {args.n} submissions graded in {took:.1f} s: {args.n / took:.1f}/s; "
-                  f"statuses {result[name]['statuses']}", flush=True)
+                            "cpu_seconds": round(CPU["last"], 1), "statuses": statuses(out), "load_after": load()}
+            print(f"[{name}] {args.n} submissions graded in {took:.1f} s: {args.n / took:.1f}/s, "
+                  f"{CPU['last']:.1f} CPU-s; statuses {result[name]['statuses']}", flush=True)
 
         print(f"[check loop] load average {load()}", flush=True)
         files = sorted(ordinary.glob("*/lm3_l3.py"))[: args.loop]
