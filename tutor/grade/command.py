@@ -142,6 +142,9 @@ def run_grade(args, lang: str, pick_lesson, guess_one) -> int:
         except KeyboardInterrupt:
             interrupted = True
     elapsed = time.monotonic() - started
+    if interrupted:
+        # What is on disk: a Ctrl+C between a record's file and its place in the list keeps it.
+        records = outputs.read_records(out)
     _finish(out, lesson, records, lang, console)
     if interrupted:
         err.print(t("grade.interrupted", lang, done=len(records), total=len(subs)))
