@@ -62,14 +62,31 @@ def class_report(lesson, records: list[dict]) -> ClassReport:
     problems = []
     for r in records:
         if r["status"] in ("timeout", "error"):
-            what = "; ".join(f"{f['step']}: {f['kind']} {f['detail']}".strip() for f in r["failures"])
-            if not what and r.get("file_error"):
-                what = r["file_error"]["message"]
-            problems.append((r["student"], r["status"], what))
+            problems.append((r["student"], r["status"], _what_happened(r)))
     by_status = {s: sum(r["status"] == s for r in records) for s in ("graded", "timeout", "error", "no file")}
     mean = sum(r["score"] for r in records) / len(records) if records else 0.0
     return ClassReport(len(records), by_status, mean, lesson.max_points, steps, mistakes, problems,
                        [r["student"] for r in records if r["status"] == "no file"])
+
+
+def _what_happened(record: dict) -> str:
+    """The file's error, else each message of its timed-out or failed steps once, with the steps
+    that gave it (a hang at import says the same for all of them). In the record's language."""
+    if record.get("file_error"):
+        return record["file_error"]["message"]
+    said: dict[str, list[str]] = {}
+    for step in record["steps"]:
+        if step["status"] in ("timeout", "error"):
+            for check in step["checks"]:
+                if check["status"] != "pass":
+                    said.setdefault(check["message"], []).append(step["id"])
+    return " ".join(f"[{', '.join(steps)}] {message}" for message, steps in said.items())
+
+
+def _title(lesson, step_id: str, lang: str, shown: str | None = None) -> str:
+    """A step's title and its id (shown: the id as the format marks code)."""
+    title, shown = lesson.step(step_id).title[lang], shown or step_id
+    return f"{title}（{shown}）" if lang == "zh" else f"{title} ({shown})"
 
 
 def _status(status: str, lang: str) -> str:
@@ -96,6 +113,8 @@ def rich_report(lesson, rep: ClassReport, lang: str):
     from rich.table import Table
     from rich.text import Text
 
+    from ..render.wrap import Wrapped  # Chinese wraps by cell width, not at spaces only
+
     parts = [Text(t("grade.report_title", lang, lesson=lesson.title[lang]), style="bold")]
     parts += [Text(line) for line in _summary(lesson, rep, lang)]
     steps = Table(title=t("grade.report_steps", lang), title_justify="left")
@@ -104,7 +123,7 @@ def rich_report(lesson, rep: ClassReport, lang: str):
     steps.add_column(t("grade.col_rate", lang), justify="right")
     steps.add_column("")
     for s in rep.steps:
-        steps.add_row(f"{lesson.step(s.id).title[lang]} ({s.id})", f"{s.passed}/{s.of}", f"{100 * s.rate:.0f}%",
+        steps.add_row(Wrapped(_title(lesson, s.id, lang)), f"{s.passed}/{s.of}", f"{100 * s.rate:.0f}%",
                       "█" * round(20 * s.rate) + "·" * (20 - round(20 * s.rate)))
     parts.append(steps)
     if rep.mistakes:
@@ -113,8 +132,8 @@ def rich_report(lesson, rep: ClassReport, lang: str):
         table.add_column(t("grade.col_students", lang), justify="right")
         table.add_column(t("grade.col_who", lang), overflow="fold")
         for m in rep.mistakes:
-            table.add_row(Text.assemble((m.id, "bold"), "\n", _mistake_text(m, lang)), str(len(m.students)),
-                          ", ".join(m.students))
+            table.add_row(Wrapped(Text.assemble((m.id, "bold"), "\n", _mistake_text(m, lang))), str(len(m.students)),
+                          Wrapped(", ".join(m.students)))
         parts.append(table)
     else:
         parts.append(Text(t("grade.report_no_mistakes", lang)))
@@ -124,7 +143,8 @@ def rich_report(lesson, rep: ClassReport, lang: str):
         table.add_column(t("grade.col_status", lang))
         table.add_column(t("grade.col_detail", lang), overflow="fold")
         for student, status, what in rep.problems:
-            table.add_row(student, _status(status, lang), what)
+            # Text, not markup: a message's "[…]" or a student id must show as written.
+            table.add_row(Text(student), _status(status, lang), Wrapped(what))
         parts.append(table)
     if rep.missing:
         parts.append(Text(t("grade.report_missing", lang, students=", ".join(rep.missing))))
@@ -144,7 +164,7 @@ def report_md(lesson, rep: ClassReport, lang: str) -> str:
             f"| {t('grade.col_step', lang)} | {t('grade.col_passed', lang)} | {t('grade.col_rate', lang)} |",
             "|---|---:|---:|"]
     for s in rep.steps:
-        out.append(f"| {_md_cell(lesson.step(s.id).title[lang])} (`{s.id}`) | {s.passed}/{s.of} | {100 * s.rate:.0f}% |")
+        out.append(f"| {_md_cell(_title(lesson, s.id, lang, f'`{s.id}`'))} | {s.passed}/{s.of} | {100 * s.rate:.0f}% |")
     out += ["", f"## {t('grade.report_mistakes', lang)}", ""]
     if rep.mistakes:
         out += [f"| {t('grade.col_mistake', lang)} | {t('grade.col_students', lang)} | {t('grade.col_who', lang)} |",
@@ -196,7 +216,7 @@ def report_html(lesson, rep: ClassReport, lang: str) -> str:
             f"<tr><th>{e(t('grade.col_step', lang))}</th><th>{e(t('grade.col_passed', lang))}</th>"
             f"<th>{e(t('grade.col_rate', lang))}</th><th></th></tr>"]
     for s in rep.steps:
-        out.append(f"<tr><td>{e(lesson.step(s.id).title[lang])} (<code>{e(s.id)}</code>)</td>"
+        out.append(f"<tr><td>{e(_title(lesson, s.id, lang))}</td>"
                    f'<td class="n">{s.passed}/{s.of}</td><td class="n">{100 * s.rate:.0f}%</td><td>{_bar(s.rate)}</td></tr>')
     out.append("</table>")
     out.append(f"<h2>{e(t('grade.report_mistakes', lang))}</h2>")
