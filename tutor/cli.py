@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import json
-import re
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from . import __version__
 from .i18n import choose, t
-from .lesson import all_lessons, get_lesson, lesson_for_file
+from .lesson import LESSONS_ENV, all_lessons, get_lesson, lesson_for_file, lesson_for_source
 
 if TYPE_CHECKING:
     import argparse
@@ -33,6 +33,23 @@ def _peek_lang(argv: list[str]) -> str:
     return choose(cli, _remembered_lang(Path.cwd()))
 
 
+def _peek_lessons(argv: list[str]) -> list[str]:
+    """--lessons DIR, before anything lists the lessons: put in the environment, so that the
+    app, `check` and the worker they start all see the same lessons. The folders that are missing."""
+    dirs = [argv[i + 1] for i, arg in enumerate(argv[:-1]) if arg == "--lessons"]
+    dirs += [arg.split("=", 1)[1] for arg in argv if arg.startswith("--lessons=")]
+    if not dirs:
+        return []
+    resolved = [str(Path(d).expanduser().resolve()) for d in dirs]
+    before = [p for p in os.environ.get(LESSONS_ENV, "").split(os.pathsep) if p]
+    os.environ[LESSONS_ENV] = os.pathsep.join(resolved + before)
+    all_lessons.cache_clear()
+    from .i18n import catalog
+
+    catalog.cache_clear()
+    return [d for d, r in zip(dirs, resolved) if not Path(r).is_dir()]
+
+
 def _remembered_lang(cwd: Path) -> str | None:
     try:
         from .store import Store
@@ -49,20 +66,21 @@ def build_parser(lang: str) -> argparse.ArgumentParser:
     lesson_ids = ", ".join(lesson.id for lesson in all_lessons())
     p = argparse.ArgumentParser(prog="attn-tutor", description=t("cli.description", lang))
     p.add_argument("--version", action="version", version=f"attn-tutor {__version__}")
-    p.add_argument("--lesson", help=t("cli.opt_lesson", lang, ids=lesson_ids))
-    p.add_argument("--step", help=t("cli.opt_step", lang))
-    p.add_argument("--file", type=Path, help=t("cli.opt_file", lang))
+    p.add_argument("--lessons", action="append", metavar="DIR", help=t("cli.opt_lessons", lang))
+    p.add_argument("--lesson", metavar="ID", help=t("cli.opt_lesson", lang, ids=lesson_ids))
+    p.add_argument("--step", metavar="STEP", help=t("cli.opt_step", lang))
+    p.add_argument("--file", type=Path, metavar="FILE", help=t("cli.opt_file", lang))
     p.add_argument("--lang", choices=["en", "zh"], help=t("cli.opt_lang", lang))
     p.add_argument("--poll", action="store_true", help=t("cli.opt_poll", lang))
-    p.add_argument("--timeout", type=float, default=None, help=t("cli.opt_timeout", lang))
-    sub = p.add_subparsers(dest="command", metavar="{check,grade,list,reset,dev}")
+    p.add_argument("--timeout", type=float, default=None, metavar="S", help=t("cli.opt_timeout", lang))
+    sub = p.add_subparsers(dest="command", metavar="{check,grade,list,solution,reset,dev}")
 
     c = sub.add_parser("check", help=t("cli.check_help", lang), description=t("cli.check_help", lang))
     c.add_argument("file", nargs="?", type=Path, help=t("cli.opt_check_file", lang))
-    c.add_argument("--lesson", dest="check_lesson", help=t("cli.opt_lesson", lang, ids=lesson_ids))
+    c.add_argument("--lesson", dest="check_lesson", metavar="ID", help=t("cli.opt_lesson", lang, ids=lesson_ids))
     c.add_argument("--json", action="store_true", help=t("cli.opt_json", lang))
     c.add_argument("--lang", dest="check_lang", choices=["en", "zh"], help=t("cli.opt_lang", lang))
-    c.add_argument("--timeout", dest="check_timeout", type=float, help=t("cli.opt_timeout", lang))
+    c.add_argument("--timeout", dest="check_timeout", type=float, metavar="S", help=t("cli.opt_timeout", lang))
 
     from .grade.command import add_parser as add_grade_parser
 
@@ -72,10 +90,17 @@ def build_parser(lang: str) -> argparse.ArgumentParser:
     ls.add_argument("--json", action="store_true", help=t("cli.opt_json", lang))
     ls.add_argument("--lang", dest="list_lang", choices=["en", "zh"], help=t("cli.opt_lang", lang))
 
+    so = sub.add_parser("solution", help=t("cli.solution_help", lang), description=t("cli.solution_help", lang))
+    so.add_argument("step", help=t("cli.opt_solution_step", lang))
+    so.add_argument("--lesson", dest="solution_lesson", metavar="ID", help=t("cli.opt_lesson", lang, ids=lesson_ids))
+    so.add_argument("--diff", action="store_true", help=t("cli.opt_solution_diff", lang))
+    so.add_argument("--force", action="store_true", help=t("cli.opt_solution_force", lang))
+    so.add_argument("--lang", dest="solution_lang", choices=["en", "zh"], help=t("cli.opt_lang", lang))
+
     r = sub.add_parser("reset", help=t("cli.reset_help", lang), description=t("cli.reset_help", lang))
     r.add_argument("step", nargs="?", help=t("cli.opt_reset_step", lang))
     r.add_argument("--all", action="store_true", help=t("cli.opt_reset_all", lang))
-    r.add_argument("--lesson", dest="reset_lesson", help=t("cli.opt_lesson", lang, ids=lesson_ids))
+    r.add_argument("--lesson", dest="reset_lesson", metavar="ID", help=t("cli.opt_lesson", lang, ids=lesson_ids))
     r.add_argument("--lang", dest="reset_lang", choices=["en", "zh"], help=t("cli.opt_lang", lang))
 
     d = sub.add_parser("dev", help=t("cli.dev_help", lang), description=t("cli.dev_help", lang))
@@ -83,8 +108,19 @@ def build_parser(lang: str) -> argparse.ArgumentParser:
     dc = dsub.add_parser("check", help=t("cli.dev_check_help", lang), description=t("cli.dev_check_help", lang))
     dc.add_argument("target", nargs="?", metavar="LESSON|PATH", help=t("cli.opt_dev_lesson", lang))
     dc.add_argument("--lang", dest="dev_lang", choices=["en", "zh"], help=t("cli.opt_lang", lang))
-    dc.add_argument("--timeout", dest="dev_timeout", type=float, help=t("cli.opt_dev_timeout", lang))
+    dc.add_argument("--timeout", dest="dev_timeout", type=float, metavar="S", help=t("cli.opt_dev_timeout", lang))
     return p
+
+
+def _state(cwd: Path) -> dict:
+    """The workspace's progress as it is, {} without one (read only: never set aside or made)."""
+    try:
+        from .store import Store
+        from .workspace import workspace_dir
+
+        return Store(workspace_dir(cwd)).peek()
+    except Exception:
+        return {}
 
 
 def _lesson(lesson_id: str | None, lang: str):
@@ -97,15 +133,7 @@ def _lesson(lesson_id: str | None, lang: str):
 
 def _guess_lesson(path: Path, raw: bytes):
     """By file name, else by the functions the file defines."""
-    by_name = lesson_for_file(path)
-    if by_name:
-        return by_name
-    text = raw.decode("utf-8", errors="replace")
-    if re.search(r"^\s*(def scaled_scores|def causal_mask)\b", text, re.M):
-        return get_lesson("lab-02")
-    if re.search(r"^\s*(def causal_attention|class CausalMultiHeadAttention)\b", text, re.M):
-        return get_lesson("lm3-l3")
-    return None
+    return lesson_for_file(path) or lesson_for_source(raw.decode("utf-8", errors="replace"))
 
 
 def cmd_check(args, lang: str) -> int:
@@ -116,7 +144,7 @@ def cmd_check(args, lang: str) -> int:
     if path is None:
         from .workspace import solution_path
 
-        lesson = lesson or _lesson(None, lang)
+        lesson = lesson or _lesson(_state(Path.cwd()).get("lesson"), lang)  # the app's last lesson
         path = solution_path(Path.cwd(), lesson)
     try:
         raw = path.read_bytes()
@@ -163,19 +191,55 @@ def cmd_grade(args, lang: str) -> int:
 
 
 def cmd_list(args, lang: str) -> int:
+    from .report import MARKS
+
     lessons = all_lessons()
+    progress = _state(Path.cwd()).get("lessons", {})
+
+    def status(l, s) -> str | None:
+        return progress.get(l.id, {}).get("status", {}).get(s.id)
+
+    def passed(l) -> int:
+        return sum(status(l, s) == "pass" for s in l.checked_steps)
+
     if args.json:
         print(json.dumps({"lessons": [
             {"id": l.id, "title": l.title[lang], "file": l.file_name,
-             "steps": [{"id": s.id, "kind": s.kind, "title": s.title[lang]} for s in l.steps]}
+             "passed": passed(l), "checked": len(l.checked_steps),
+             "steps": [{"id": s.id, "kind": s.kind, "title": s.title[lang], "status": status(l, s)} for s in l.steps]}
             for l in lessons
         ]}, ensure_ascii=False))
         return 0
     for l in lessons:
-        print(f"{l.id}  {l.title[lang]}  (attn-lab/{l.file_name})")
+        print(f"{l.id}  {l.title[lang]}  (attn-lab/{l.file_name})  "
+              + t("cli.list_progress", lang, passed=passed(l), total=len(l.checked_steps)))
         for s in l.steps:
             kind = "" if s.checked else f"  [{t('kind.' + s.kind, lang)}]"
-            print(f"    {s.id:<12} {s.title[lang]}{kind}")
+            print(f"  {MARKS.get(status(l, s) or '', '·')} {s.id:<12} {s.title[lang]}{kind}")
+    return 0
+
+
+def cmd_solution(args, lang: str) -> int:
+    from .solution import passed, solution_diff, step_solution
+    from .workspace import solution_path
+
+    state = _state(Path.cwd())
+    lesson = _lesson(args.solution_lesson or state.get("lesson"), lang)
+    if args.step not in lesson.step_ids():
+        raise UsageError(t("cli.unknown_step", lang, step=args.step, steps=", ".join(lesson.step_ids())))
+    if not lesson.step(args.step).functions:
+        raise UsageError(t("cli.solution_none", lang, step=args.step))
+    if not (args.force or passed(state, lesson.id, args.step)):
+        print(t("cli.solution_locked", lang, step=args.step), file=sys.stderr)
+        return 1
+    if args.diff:
+        try:
+            mine = solution_path(Path.cwd(), lesson).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            mine = ""
+        print(solution_diff(mine, lesson, args.step) or t("cli.solution_same", lang), end="")
+    else:
+        print(step_solution(lesson, args.step), end="")
     return 0
 
 
@@ -264,12 +328,16 @@ def main(argv: list[str] | None = None) -> int:
         from .app.main import run_app
 
         return run_app()
+    missing = _peek_lessons(argv)
     lang = _peek_lang(argv)
     parser = build_parser(lang)
     args = parser.parse_args(argv)
+    if missing:
+        print(f"attn-tutor: {t('cli.no_lessons_dir', lang, path=', '.join(missing))}", file=sys.stderr)
+        return 2
     lang_cli = getattr(args, "check_lang", None) or getattr(args, "list_lang", None) \
         or getattr(args, "reset_lang", None) or getattr(args, "dev_lang", None) \
-        or getattr(args, "grade_lang", None) or args.lang
+        or getattr(args, "solution_lang", None) or getattr(args, "grade_lang", None) or args.lang
     lang = choose(lang_cli, _remembered_lang(Path.cwd()))
     try:
         if args.command == "check":
@@ -280,6 +348,8 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_list(args, lang)
         if args.command == "reset":
             return cmd_reset(args, lang)
+        if args.command == "solution":
+            return cmd_solution(args, lang)
         if args.command == "dev":
             return cmd_dev_check(args, lang)
         if args.lesson:
@@ -291,4 +361,12 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def entry() -> None:
-    sys.exit(main())
+    try:
+        code = main()
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # `attn-tutor check | head`: the reader left; say nothing more, and let Python's own
+        # flush at exit find a closed descriptor rather than raise again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        code = 1
+    sys.exit(code)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import sys
 
 from .i18n import t
@@ -17,6 +18,16 @@ def _paint(text: str, status: str) -> str:
     return f"\x1b[{_COLOURS.get(status, '0')}m{text}\x1b[0m"
 
 
+def _code(text: str) -> str:
+    """Markdown's `code` as a terminal shows it: coloured on a colour terminal, else bare."""
+    colour = not os.environ.get("NO_COLOR") and sys.stdout.isatty()
+    return re.sub(r"`([^`\n]+)`", (lambda m: f"\x1b[36m{m[1]}\x1b[0m") if colour else r"\1", text)
+
+
+def _said(check, lang: str) -> str:
+    return _code(check_text(check, lang, cli=True))
+
+
 def print_report(lesson, path, steps, lang: str) -> None:
     print(f"{lesson.id} · {lesson.title[lang]}")
     print(f"{path}")
@@ -24,7 +35,7 @@ def print_report(lesson, path, steps, lang: str) -> None:
     broken = file_error(steps)
     if broken is not None:
         # The file did not load: its error once, then each step as not run because of it.
-        print(f"{_paint(MARKS['error'], 'error')} {check_text(file_check(broken), lang)}")
+        print(f"{_paint(MARKS['error'], 'error')} {_said(file_check(broken), lang)}")
         _print_details(broken, lang, indent="  ")
         print()
     for step in steps:
@@ -38,7 +49,7 @@ def print_report(lesson, path, steps, lang: str) -> None:
             continue
         for check in step.checks:
             if check.status != "pass":
-                print(f"    {check.id}: {check_text(check, lang)}")
+                print(f"    {check.id}: {_said(check, lang)}")
         _print_details(step, lang, indent="    ")
     passed, total = summary_counts(steps)
     print()

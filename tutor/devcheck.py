@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import toml
-from .i18n import LANGS, catalog, placeholders
+from .i18n import LANGS, engine_catalog, placeholders
 from .lesson import STEP_KINDS, Lesson, load_lesson
 from .variants import apply_replacements, message_keys
 
@@ -297,15 +297,20 @@ def check_keys(lesson: Lesson, mistakes: list[Mistake]) -> list[Line]:
             lines.append(Line(False, "dev.key_dynamic", {"where": where}))
             continue
         for lang in LANGS:
-            if u.key not in catalog(lang):
+            if u.key not in lesson.messages(lang) and u.key not in engine_catalog(lang):
                 lines.append(Line(False, "dev.key_missing", {"key": u.key, "lang": lang, "where": where}))
     n = len({u.key for u in uses})
     return lines or [Line(True, "dev.keys_ok", {"n": n, "files": len(key_sources(lesson))})]
 
 
-def check_catalogs() -> list[Line]:
+def catalog(lesson: Lesson, lang: str) -> dict[str, str]:
+    """What the lesson's messages can use: the engine's keys and its own (unprefixed)."""
+    return {**engine_catalog(lang), **lesson.messages(lang)}
+
+
+def check_catalogs(lesson: Lesson) -> list[Line]:
     lines = []
-    cats = {lang: catalog(lang) for lang in LANGS}
+    cats = {lang: catalog(lesson, lang) for lang in LANGS}
     for lang, cat in cats.items():
         for other in LANGS:
             for key in sorted(set(cat) - set(cats[other])):
@@ -423,7 +428,7 @@ def dev_check(folder: Path, timeout: float) -> list[Line]:
         lines += check_keys(lesson, mistakes)
     except SyntaxError as exc:
         lines.append(Line(False, "dev.syntax", {"path": exc.filename, "line": exc.lineno}))
-    lines += check_catalogs() + mistake_lines
+    lines += check_catalogs(lesson) + mistake_lines
     if not all(line.ok for line in files):
         return lines  # no starter, checks or reference to run
     return lines + run_checks(lesson, mistakes, timeout)

@@ -1,6 +1,9 @@
-"""The message catalogs: one TOML file per language under tutor/locales/.
+"""The message catalogs: the engine's, one TOML file per language under tutor/locales/, and each
+lesson's own (lessons/<id>/messages.<lang>.toml), merged under the lesson's id.
 
-Keys are dotted paths (``check.rows_sum``); values are ``str.format`` templates.
+Keys are dotted paths (``check.rows_sum``); values are ``str.format`` templates. A lesson's checks
+write its keys without the prefix (``likely.mask_diagonal``); the judge qualifies them
+(``lm3-l3.likely.mask_diagonal``, see qualify), so two lessons never share a key by accident.
 Results carry keys and parameters, never rendered text, so the UI can switch
 language without re-running anything.
 """
@@ -18,21 +21,51 @@ LANGS = ("en", "zh")
 DEFAULT_LANG = "en"
 
 
-def _flatten(table: dict, prefix: str = "") -> dict[str, str]:
-    flat: dict[str, str] = {}
-    for key, value in table.items():
-        full = f"{prefix}{key}"
-        if isinstance(value, dict):
-            flat.update(_flatten(value, full + "."))
-        else:
-            flat[full] = value
-    return flat
+@lru_cache(maxsize=None)
+def engine_catalog(lang: str) -> dict[str, str]:
+    path = locales_dir() / f"{lang}.toml"
+    return toml.flatten(toml.loads(path.read_text(encoding="utf-8")))
 
 
 @lru_cache(maxsize=None)
 def catalog(lang: str) -> dict[str, str]:
-    path = locales_dir() / f"{lang}.toml"
-    return _flatten(toml.loads(path.read_text(encoding="utf-8")))
+    """The engine's keys and every lesson's, each under its lesson's id."""
+    from .lesson import all_lessons
+
+    merged = dict(engine_catalog(lang))
+    for lesson in all_lessons():
+        merged.update(lesson_catalog(lesson, lang))
+    return merged
+
+
+def lesson_catalog(lesson, lang: str) -> dict[str, str]:
+    return {f"{lesson.id}.{key}": text for key, text in lesson.messages(lang).items()}
+
+
+def qualify(value, lesson_id: str, own: frozenset[str]):
+    """A verdict's messages with the lesson's own keys put under its id: every nested message
+    reference ({"key", "params"}) in value, in place. own: the lesson's unprefixed keys."""
+    if isinstance(value, dict):
+        if isinstance(value.get("key"), str) and isinstance(value.get("params"), dict) and len(value) == 2:
+            if value["key"] in own:
+                value["key"] = f"{lesson_id}.{value['key']}"
+            qualify(value["params"], lesson_id, own)
+        else:
+            for v in value.values():
+                qualify(v, lesson_id, own)
+    elif isinstance(value, list):
+        for v in value:
+            if isinstance(v, (dict, list)):
+                qualify(v, lesson_id, own)
+    return value
+
+
+def local_key(key: str) -> str:
+    """A key as its lesson's checks write it: without the lesson's id in front."""
+    from .lesson import lesson_ids
+
+    head, _, rest = key.partition(".")
+    return rest if rest and head in lesson_ids() else key
 
 
 def placeholders(template: str) -> set[str]:

@@ -1,12 +1,15 @@
 """The lesson model and its loader. Pure: no torch, no Textual.
 
-A lesson is a folder under lessons/ with a lesson.toml (steps, titles, hints),
-one Markdown text per step and language, a starter file and checks.py (which
-only the worker loads).
+A lesson is a folder with a lesson.toml (steps, titles, hints), one Markdown text per step and
+language, its messages (messages.<lang>.toml), a starter file and checks.py (which only the
+worker loads). The built-in ones are under lessons/; a course adds its own folders of lessons
+with --lessons DIR or ATTN_TUTOR_LESSONS (folders separated by the path separator).
 """
 
 from __future__ import annotations
 
+import os
+import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -15,6 +18,7 @@ from . import toml
 from .paths import lessons_dir, reference_dir
 
 LANGS = ("en", "zh")
+LESSONS_ENV = "ATTN_TUTOR_LESSONS"  # a course's own folders of lessons, beside the built-in ones
 STEP_KINDS = ("checked", "experiment", "reflect")
 
 
@@ -62,6 +66,13 @@ class Lesson:
     def step_ids(self) -> list[str]:
         return [s.id for s in self.steps]
 
+    def messages(self, lang: str) -> dict[str, str]:
+        """The lesson's own catalog in lang, keys as its checks write them (no prefix)."""
+        return _messages(self.folder / f"messages.{lang}.toml")
+
+    def message_keys(self) -> frozenset[str]:
+        return frozenset(k for lang in LANGS for k in self.messages(lang))
+
     def text(self, step_id: str, lang: str) -> str:
         return (self.folder / "text" / lang / f"{step_id}.md").read_text(encoding="utf-8")
 
@@ -76,7 +87,11 @@ class Lesson:
     @property
     def reference_path(self) -> Path:
         # The reference/ folder beside the lessons' folder: reference_dir() for the installed
-        # lessons (checkout and wheel alike), and a copy's own for a lesson loaded by path.
+        # lessons (checkout and wheel alike), and a copy's own for a lesson loaded by path; a
+        # course's lesson may keep it in its own folder instead, as reference.py.
+        own = self.folder / "reference.py"
+        if own.is_file():
+            return own
         return self.folder.parent.parent / reference_dir().name / self.file_name
 
 
@@ -85,6 +100,13 @@ def _per_lang(table: dict, key: str, where: str) -> dict:
     if not isinstance(value, dict):
         raise ValueError(f"{where}: '{key}' must be a table with one entry per language")
     return value
+
+
+@lru_cache(maxsize=None)
+def _messages(path: Path) -> dict[str, str]:
+    if not path.is_file():
+        return {}
+    return toml.flatten(toml.loads(path.read_text(encoding="utf-8")))
 
 
 def load_lesson(folder: Path) -> Lesson:
@@ -120,13 +142,32 @@ def load_lesson(folder: Path) -> Lesson:
     )
 
 
+def extra_dirs(environ=os.environ) -> tuple[Path, ...]:
+    return tuple(Path(p).expanduser().resolve() for p in environ.get(LESSONS_ENV, "").split(os.pathsep) if p)
+
+
+def lessons_in(root: Path) -> list[Lesson]:
+    """The lessons in root's sub-folders, or root itself when it is one lesson's folder."""
+    if (root / "lesson.toml").is_file():
+        return [load_lesson(root)]
+    return [load_lesson(f) for f in sorted(root.iterdir()) if (f / "lesson.toml").is_file()]
+
+
 @lru_cache(maxsize=None)
 def all_lessons() -> tuple[Lesson, ...]:
-    found = []
-    for folder in sorted(lessons_dir().iterdir()):
-        if (folder / "lesson.toml").is_file():
-            found.append(load_lesson(folder))
-    return tuple(sorted(found, key=lambda l: (l.id != "lm3-l3", l.id)))
+    """The built-in lessons, then a course's own (ATTN_TUTOR_LESSONS); a course's lesson with a
+    built-in one's id takes its place."""
+    found = {lesson.id: lesson for lesson in lessons_in(lessons_dir())}
+    builtin = list(found)
+    for root in extra_dirs():
+        if root.is_dir():
+            found.update({lesson.id: lesson for lesson in lessons_in(root)})
+    order = {"lm3-l3": 0, "lab-02": 1}  # the course's order; others after, by id
+    return tuple(sorted(found.values(), key=lambda l: (l.id not in builtin, order.get(l.id, 2), l.id)))
+
+
+def lesson_ids() -> frozenset[str]:
+    return frozenset(lesson.id for lesson in all_lessons())
 
 
 def get_lesson(lesson_id: str) -> Lesson:
@@ -134,6 +175,17 @@ def get_lesson(lesson_id: str) -> Lesson:
         if lesson.id == lesson_id:
             return lesson
     raise KeyError(lesson_id)
+
+
+def lesson_for_source(text: str) -> Lesson | None:
+    """The lesson whose learner's names (its steps' functions) this source defines at top level
+    the most of; None when it defines none, or two lessons tie."""
+    defined = set(re.findall(r"^(?:async\s+)?(?:def|class)\s+(\w+)", text, re.M))
+    scores = sorted(((len(defined & {f for s in lesson.steps for f in s.functions}), lesson)
+                     for lesson in all_lessons()), key=lambda pair: -pair[0])
+    if not scores or scores[0][0] == 0 or (len(scores) > 1 and scores[1][0] == scores[0][0]):
+        return None
+    return scores[0][1]
 
 
 def lesson_for_file(path: Path) -> Lesson | None:

@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
-from .i18n import t
+from .i18n import catalog, t
 from .results import Check, Failure, StepResult
 
 MARKS = {"pass": "✓", "fail": "✗", "error": "✗", "timeout": "⧗", "todo": "○", "running": "…"}
 
 
-def check_text(check: Check, lang: str) -> str:
+def check_text(check: Check, lang: str, cli: bool = False) -> str:
+    """What a check says. cli: outside the app, where a key's `_cli` twin, if it has one, replaces
+    what only the app can do ("save: the checks run again", "press r")."""
     if check.message is None:
         return t(f"checkname.{check.id}", lang)
-    return t(check.message.key, lang, **check.message.params)
+    key = check.message.key
+    if cli and f"{key}_cli" in catalog(lang):
+        key = f"{key}_cli"
+    return t(key, lang, **check.message.params)
 
 
 def failure_lines(failure: Failure | None, lang: str) -> list[str]:
@@ -39,7 +44,7 @@ def step_to_json(step: StepResult, lang: str) -> dict:
         "id": step.id,
         "status": step.status,
         "checks": [
-            {"id": c.id, "status": c.status, "message": check_text(c, lang)} for c in step.checks
+            {"id": c.id, "status": c.status, "message": check_text(c, lang, cli=True)} for c in step.checks
         ],
     }
 
@@ -71,7 +76,7 @@ def file_error_to_json(steps: list[StepResult], lang: str) -> dict | None:
         return None
     check = file_check(step)
     line = check.message.params.get("line")
-    return {"message": check_text(check, lang), "line": line if isinstance(line, int) else None}
+    return {"message": check_text(check, lang, cli=True), "line": line if isinstance(line, int) else None}
 
 
 def summary_counts(steps: list[StepResult]) -> tuple[int, int]:

@@ -9,3 +9,15 @@ else:  # pragma: no cover
 
 loads = _toml.loads
 TOMLDecodeError = _toml.TOMLDecodeError
+
+
+def flatten(table: dict, prefix: str = "") -> dict:
+    """{"a": {"b": 1}} -> {"a.b": 1}: a catalog's dotted keys."""
+    flat: dict = {}
+    for key, value in table.items():
+        full = f"{prefix}{key}"
+        if isinstance(value, dict):
+            flat.update(flatten(value, full + "."))
+        else:
+            flat[full] = value
+    return flat

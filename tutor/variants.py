@@ -50,13 +50,16 @@ def apply_replacements(source: str, replacements: dict[str, str], extra_header: 
 
 
 def message_keys(message) -> set[str]:
-    """Every catalog key in a message (a results.Message), nested references (likely, reason …) included."""
+    """Every catalog key in a message (a results.Message), nested references (likely, reason …)
+    included, each as the lesson's checks write it (without the lesson's id in front)."""
+    from .i18n import local_key
+
     keys: set[str] = set()
 
     def walk(value):
         if isinstance(value, dict):
             if set(value) == {"key", "params"} and isinstance(value["key"], str):  # a nested message
-                keys.add(value["key"])
+                keys.add(local_key(value["key"]))
                 walk(value["params"])
                 return
             for v in value.values():
@@ -66,6 +69,6 @@ def message_keys(message) -> set[str]:
                 walk(v)
 
     if message is not None:
-        keys.add(message.key)
+        keys.add(local_key(message.key))
         walk(message.params)
     return keys

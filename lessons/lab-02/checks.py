@@ -16,14 +16,12 @@ import types
 import torch
 import torch.nn.functional as F
 
-from tutor.runner.judge_kit import (
-    close, describe, differ_explanation, discarded_call, first_nonfinite, front_dims,
-    changed_input, judge_other_sizes, judged, likely_for_value, literal_explanation, matching_mistake, max_error, msg,
-    no_kernel, of_the_inputs, require_pair, require_ran, require_tensor, round_matrix, shape_str,
-    nest_likely, squeeze_explanation, state_explanation,
+from tutor.kit import (
+    StepSpec, changed_input, clone_args, close, describe, differ_explanation, discarded_call, first_nonfinite,
+    front_dims, judge_other_sizes, judged, likely_for_value, literal_explanation, matching_mistake, max_error,
+    msg, nest_likely, no_kernel, of_the_inputs, require_pair, require_ran, require_tensor, round_matrix,
+    shape_str, squeeze_explanation, state_explanation,
 )
-from tutor.runner.probe_kit import clone_args
-from tutor.runner.spec import StepSpec
 
 # q, k, v shapes: the seed's, then others (a 3-D batch, one token, long and wide).
 QKV_SHAPES = [(1, 2, 6, 8), (2, 3, 5, 16), (4, 9, 32), (1, 1, 1, 4), (1, 2, 40, 64)]

@@ -11,12 +11,12 @@ import torch
 import torch.nn.functional as F
 from torch.overrides import TorchFunctionMode
 
-from tutor.runner import fixed_dropout, probe_kit
-from tutor.runner.judge_kit import (
-    close, failure_params, judged, nest_likely, describe, first_nonfinite, changed_input, judge_other_sizes, likely_for_value, matching_mistake,
-    max_error, msg, no_kernel, of_the_inputs, require_pair, require_ran, require_tensor, round_matrix, shape_str,
+from tutor.kit import (
+    StepSpec, changed_input, heading, note, table, waiting, weights, close, describe, failure_params, first_nonfinite, fixed_dropout, graph_kernels,
+    judge_other_sizes, judged, last_dim_of, likely_for_value, literal_explanation, matching_mistake, max_error,
+    msg, nest_likely, no_kernel, of_the_inputs, require_pair, require_ran, require_tensor, round_matrix,
+    shape_str, size_explanation,
 )
-from tutor.runner.spec import StepSpec
 
 # (B, T, d_in, d_k): the notebook's first, then sizes it never tries.
 SINGLE_SIZES = [(2, 6, 8, 4), (3, 11, 16, 5), (1, 1, 7, 3), (2, 37, 12, 16)]
@@ -68,7 +68,58 @@ def make_inputs(seed=0):
     B, T, d, dk = SINGLE_SIZES[0]
     single_again = {"x": torch.randn(B, T, d, generator=g),
                     "W": tuple(torch.randn(d, dk, generator=g) / d**0.5 for _ in range(3))}
-    return {"single": single, "multi": multi, "multi_again": again, "single_again": single_again}
+    # Last of all: the change made to one token at a time for the leakage maps.
+    leak_delta = {"single": torch.randn(SINGLE_SIZES[0][0], SINGLE_SIZES[0][2], generator=g) * 3,
+                  "multi": torch.randn(MULTI_SIZES[0][4], MULTI_SIZES[0][0], generator=g) * 3}
+    trace_x = torch.randn(TRACE_SIZE[4], TRACE_SIZE[5], TRACE_SIZE[0], generator=g)
+    return {"single": single, "multi": multi, "multi_again": again, "single_again": single_again,
+            "leak_delta": leak_delta, "trace_x": trace_x}
+
+
+# ---------------------------------------------------------------- leakage maps
+
+def probe_leak_map(ctx, fn, x, delta, *rest, **how):
+    """fn(x, *rest) with each token j of x changed in turn: what a leakage map is drawn from."""
+    moved = []
+    for j in range(x.shape[1]):
+        changed = x.clone()
+        changed[:, j] = changed[:, j] + delta
+        moved.append(ctx.call(fn, changed, *rest, **how))
+    return moved
+
+
+def leak_map(base, moved) -> torch.Tensor | None:
+    """M[i, j]: how far output i moved when token j changed (the largest change over the batch
+    and the features). A causal layer has exactly 0 wherever j > i."""
+    if not isinstance(base, torch.Tensor) or base.dim() != 3:
+        return None
+    cols = []
+    for m in moved:
+        if not isinstance(m, torch.Tensor) or m.shape != base.shape:
+            return None
+        cols.append((m.double() - base.double()).abs().amax(dim=(0, 2)))
+    return torch.stack(cols, dim=1)
+
+
+def leak_map_entry(base, moved, ref_base, ref_moved) -> dict:
+    """The learner's map beside the reference's, both on the reference's scale: a leak shows at
+    the very cell that leaks, as large as it is."""
+    ref = leak_map(ref_base, ref_moved)
+    top = float(ref.max()) or 1.0
+    mine = leak_map(base, moved)
+    return weights(msg("visual.leak_map"), round_matrix(mine / top) if mine is not None else None,
+                   round_matrix(ref / top))
+
+
+def single_leak_entry(outputs_map, base_call, case, delta) -> dict:
+    x, W = case["x"], case["W"]
+    moved = [first_output(c) for c in outputs_map]
+    ref_moved = []
+    for j in range(x.shape[1]):
+        changed = x.clone()
+        changed[:, j] = changed[:, j] + delta
+        ref_moved.append(reference_single(changed, *W)[0])
+    return leak_map_entry(first_output(base_call), moved, reference_single(x, *W)[0], ref_moved)
 
 
 # ---------------------------------------------------------------- single head
@@ -79,7 +130,9 @@ def probe_single(ctx, inputs):
     for i, case in enumerate(inputs["single"]):
         results.append(ctx.call(fn, case["x"], *case["W"], primary=i == 0))
     again = inputs["single_again"]  # the notebook's size once more, new values: nothing kept from before
-    return {"calls": results, "again": ctx.call(fn, again["x"], *again["W"])}
+    seed = inputs["single"][0]
+    return {"calls": results, "again": ctx.call(fn, again["x"], *again["W"]),
+            "leak_map": probe_leak_map(ctx, fn, seed["x"], inputs["leak_delta"]["single"], *seed["W"])}
 
 
 @of_the_inputs
@@ -177,9 +230,6 @@ def sizes_label(names, size) -> str:
     return ", ".join(f"{n}={s}" for n, s in zip(names, size))
 
 
-# Kept beside the functions that use them, apart from the imports at the top.
-from tutor.runner.judge_kit import last_dim_of, literal_explanation, size_explanation  # noqa: E402
-
 
 def explain_single(seed, size, source):
     """Why causal_attention fails at a size past the notebook's (B, T, d_in, d_k)."""
@@ -244,7 +294,7 @@ def judge_single(v, outputs, inputs, jctx):
         {"label": {"key": "visual.batch", "params": {"n": b}},
          "learner": round_matrix(w[b]) if w is not None else None, "reference": round_matrix(ref_w[b])}
         for b in range(B)
-    ]
+    ] + [single_leak_entry(outputs["leak_map"], calls[0], seed, inputs["leak_delta"]["single"])]
     judge_single_case(v, calls[0], seed, SINGLE_SIZES[0])
     other_sizes(v, calls, inputs["single"], SINGLE_SIZES, ("B", "T", "d_in", "d_k"), judge_single_case)
     no_kernel(v, "causal_attention", jctx.source, {"causal_attention"}, jctx.kernels)
@@ -264,7 +314,8 @@ def probe_leakage(ctx, inputs):
             "last": ctx.call(fn, case["x_last"], *W, primary=i == 0),
             "mid": ctx.call(fn, case["x_mid"], *W, primary=i == 0),
         })
-    return {"calls": calls}
+    seed = inputs["single"][0]
+    return {"calls": calls, "leak_map": probe_leak_map(ctx, fn, seed["x"], inputs["leak_delta"]["single"], *seed["W"])}
 
 
 @of_the_inputs
@@ -327,8 +378,10 @@ def judge_leakage_case(v, calls, case, size):
 
 def judge_leakage(v, outputs, inputs, jctx):
     calls = outputs["calls"]
-    judge_leakage_case(v, calls[0], inputs["single"][0], SINGLE_SIZES[0])
     seed = inputs["single"][0]
+    # Drawn before judging: a leak is where the map helps most.
+    v.visuals["heatmaps"] = [single_leak_entry(outputs["leak_map"], calls[0]["base"], seed, inputs["leak_delta"]["single"])]
+    judge_leakage_case(v, calls[0], seed, SINGLE_SIZES[0])
     yours = leak(first_output(calls[0]["base"]), first_output(calls[0]["last"]), SINGLE_SIZES[0][1] - 1)
     broken = leak(unmasked(seed["x"], *seed["W"]), unmasked(seed["x_last"], *seed["W"]), SINGLE_SIZES[0][1] - 1)
     # The notebook's own demonstration that the test catches an unmasked layer, shown beside the learner's figure.
@@ -343,6 +396,99 @@ DROPOUT_P = 0.3  # with dropout in train mode: judged with fixed_dropout in plac
 NOTEBOOK_SEED = 1  # self-check 3: torch.manual_seed(1), then the layer with its own initial weights
 PARAM_NAMES = {"W_q.weight": "W_q", "W_k.weight": "W_k", "W_v.weight": "W_v", "out_proj.weight": "out_w",
                "out_proj.bias": "out_b"}
+
+
+# ---------------------------------------------------------------- shape trace
+
+TRACE_LIMIT = 48  # ops kept of one forward: within the codec's 64 items
+# (d_in, d_out, n_heads, context_length, B, T): every dimension a different number, so that a
+# shape says which dimension went where (the notebook's B = H = 2 would hide a swap).
+TRACE_SIZE = (6, 12, 3, 16, 2, 5)
+TRACE_SKIP = {"size", "dim", "numel", "stride", "is_contiguous", "__len__", "__bool__", "item", "tolist"}
+OP_NAMES = {"__matmul__": "@", "__rmatmul__": "@", "matmul": "@", "__truediv__": "/", "__mul__": "*",
+            "__rmul__": "*", "__add__": "+", "__radd__": "+", "__sub__": "-", "__getitem__": "[…]"}
+
+
+class ShapeTrace(TorchFunctionMode):
+    """Every torch function and tensor method a forward calls, with the shape it made (a mode,
+    as the kernel trap: nothing is patched)."""
+
+    def __init__(self):
+        super().__init__()
+        self.ops: list = []
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        name = getattr(func, "__name__", "?")
+        if name == "__get__":  # a property: x.T, x.mT
+            name = getattr(getattr(func, "__self__", None), "__name__", name)
+        first = out[0] if isinstance(out, (tuple, list)) and out else out
+        if name not in TRACE_SKIP and isinstance(first, torch.Tensor) and len(self.ops) < TRACE_LIMIT:
+            self.ops.append([OP_NAMES.get(name, name), list(first.shape)])
+        return out
+
+
+def traced_forward(module, x):
+    with ShapeTrace() as trace:
+        module(x)
+    return trace.ops
+
+
+def lab_trace(size) -> list[tuple[str, tuple]]:
+    """The lab's forward, op by op, with the shape each makes."""
+    d_in, d_out, H, _, B, T = size
+    hd = d_out // H
+    split = [("linear", (B, T, d_out)), ("view(B, T, H, hd)", (B, T, H, hd)), ("transpose(1, 2)", (B, H, T, hd))]
+    return split * 3 + [
+        ("k.transpose(2, 3)", (B, H, hd, T)), ("q @ kᵀ", (B, H, T, T)), ("/ √hd", (B, H, T, T)),
+        ("mask[:T, :T]", (T, T)), ("masked_fill", (B, H, T, T)), ("softmax", (B, H, T, T)),
+        ("dropout", (B, H, T, T)), ("w @ v", (B, H, T, hd)), ("transpose(1, 2)", (B, T, H, hd)),
+        ("contiguous", (B, T, H, hd)), ("view(B, T, d_out)", (B, T, d_out)), ("out_proj", (B, T, d_out)),
+    ]
+
+
+def trace_parting(ops: list, size) -> tuple[int, str, tuple] | None:
+    """(index, expected op, its shape) at the first op whose shape the lab's forward never makes:
+    the op the lab makes after the learner's last shape that it also makes. None: no parting."""
+    lab = lab_trace(size)
+    shapes = {shape for _, shape in lab}
+    for i, (_, shape) in enumerate(ops):
+        if tuple(shape) not in shapes:
+            before = tuple(ops[i - 1][1]) if i else None
+            at = next((k for k, (_, s) in enumerate(lab) if s == before), -1)
+            name, made = lab[at + 1] if at + 1 < len(lab) else lab[-1]
+            return i, name, made
+    return None
+
+
+def trace_view(ops, size, wrong: bool) -> list:
+    """The learner's trace; for a layer that fails, cut at the first shape the lab's never makes.
+    A right layer may take another route (a loop over heads, einsum): no parting is marked then."""
+    if not isinstance(ops, list) or not ops:
+        return [waiting(msg("ui.trace_none"))]
+    parting = trace_parting(ops, size)
+    if parting and not wrong:
+        parting, other_route = None, True
+    else:
+        other_route = False
+    rows = []
+    for i, (name, shape) in enumerate(ops):
+        mark = "✗" if parting and i == parting[0] else ""
+        rows.append([str(i + 1), f"`{name}`", shape_str(shape), mark])
+        if parting and i == parting[0]:
+            break  # what follows a wrong shape is its consequence
+    d_in, d_out, H, _, B, T = size
+    view = [heading(msg("ui.trace_title", B=B, T=T, H=H, hd=d_out // H, d_in=d_in)),
+            table([msg("ui.trace_step"), msg("ui.trace_op"), msg("ui.trace_shape"), ""], rows,
+                  ["right", "left", "left", "left"])]
+    if parting:
+        i, expected, made = parting
+        view.append(note(msg("ui.trace_parts", op=ops[i][0], shape=shape_str(ops[i][1]),
+                             before=shape_str(ops[i - 1][1]) if i else "x", expected=expected,
+                             expected_shape=shape_str(made))))
+    else:
+        view.append(note(msg("ui.trace_other_route" if other_route else "ui.trace_same")))
+    return view
 
 
 def build(cls, size, **extra):
@@ -407,7 +553,7 @@ def train_step(module, x, g):
     (y * g).sum().backward()
     grads = {name: (p.grad.detach().clone() if p.grad is not None else None)
              for name, p in module.named_parameters()}
-    return {"y": y.detach(), "connected": True, "grads": grads, "kernels": sorted(probe_kit.graph_kernels(y))}
+    return {"y": y.detach(), "connected": True, "grads": grads, "kernels": sorted(graph_kernels(y))}
 
 
 def probe_multi(ctx, inputs):
@@ -432,6 +578,9 @@ def probe_multi(ctx, inputs):
         out["base"] = ctx.call(module, case["x"], primary=i == 0, dropout=True)
         if i:
             continue
+        traced = ctx.call(lambda: build(cls, TRACE_SIZE))
+        if "value" in traced:
+            out["trace"] = ctx.call(lambda x: traced_forward(traced["value"], x), inputs["trace_x"], dropout=True)
         # The notebook's size: the layer as it is used, not only one frozen call.
         out["last"] = ctx.call(module, case["x_last"], primary=True, dropout=True)
         out["prefix"] = ctx.call(module, case["x_prefix"], dropout=True)  # the same layer, a shorter input
@@ -440,6 +589,8 @@ def probe_multi(ctx, inputs):
         out["new_weights"] = ctx.call(module, case["x"], dropout=True)  # nothing kept from the old weights
         out["dropout"] = probe_dropout(ctx, cls, size, case)
         out["notebook"] = probe_notebook(ctx, cls, size, case, inputs["multi_again"]["g"])
+        # Last: the layer with the second weights, each token changed in turn.
+        out["leak_map"] = probe_leak_map(ctx, module, case["x"], inputs["leak_delta"]["multi"], dropout=True)
     counts = {}
     if "CausalMultiHeadAttention" in vars(ctx.module):
         for heads in (1, 4):
@@ -803,6 +954,17 @@ def judge_multi_case(v, case, inp, size, source=""):
     v.expect("matches-pytorch", True)
 
 
+def multi_leak_entry(first, seed, size, inputs) -> dict:
+    w, delta, x = inputs["multi_again"]["w"], inputs["leak_delta"]["multi"], seed["x"]
+    ref_moved = []
+    for j in range(x.shape[1]):
+        changed = x.clone()
+        changed[:, j] = changed[:, j] + delta
+        ref_moved.append(reference_multi(changed, w, size[2])[0])
+    moved = [c.get("value") for c in first["leak_map"]]
+    return leak_map_entry(first.get("new_weights", {}).get("value"), moved, reference_multi(x, w, size[2])[0], ref_moved)
+
+
 def judge_multi(v, outputs, inputs, jctx):
     cases = outputs["cases"]
     judge_case = functools.partial(judge_multi_case, source=jctx.source)
@@ -817,6 +979,19 @@ def judge_multi(v, outputs, inputs, jctx):
          "reference": round_matrix(ref_w[0, h])}
         for h in range(ref_w.shape[1])
     ]
+    first = cases[0]
+    if "leak_map" in first:
+        v.visuals["heatmaps"].append(multi_leak_entry(first, seed, size, inputs))
+    try:
+        judge_multi_checks(v, outputs, inputs, jctx, judge_case)
+    finally:  # after the verdict: a route other than the lab's is only pointed at when the layer is wrong
+        if "trace" in first:
+            v.visuals["view"] = trace_view(first["trace"].get("value"), TRACE_SIZE, wrong=not v.passed())
+
+
+def judge_multi_checks(v, outputs, inputs, jctx, judge_case):
+    cases = outputs["cases"]
+    seed, size = inputs["multi"][0], MULTI_SIZES[0]
     first = cases[0]
     if "constructor" in first:
         judge_constructor(v, first["constructor"], size)

@@ -62,6 +62,25 @@ async def settle(pilot) -> None:
 # ---------------------------------------------------------------------------- navigation
 
 
+async def test_on_launch_the_arrows_scroll_the_text_and_tab_moves_the_focus(make_app):
+    app, results = make_app("lm3-l3")
+    async with app.run_test(size=SIZE) as pilot:
+        app.apply_results(results)
+        await settle(pilot)
+        doc = app.query_one("#doc-scroll")
+        assert app.focused is doc
+        await pilot.press("down", "down", "pagedown")
+        await settle(pilot)
+        assert doc.scroll_y > 0 and app.step.id == "single-head"  # the text moved, not the step
+        await pilot.press("tab")
+        assert app.focused is app.query_one("#results")
+        await pilot.press("tab")
+        assert app.focused is app.query_one("#steps")
+        await pilot.press("down")
+        await settle(pilot)
+        assert app.step.id == "leakage"  # focused, the list follows the arrows
+
+
 @pytest.mark.parametrize("lesson", ["lm3-l3", "lab-02"])
 async def test_n_and_p_walk_the_steps_and_stop_at_the_ends(make_app, lesson):
     app, results = make_app(lesson)
@@ -254,13 +273,13 @@ async def test_w_shows_the_heatmap_of_single_head(make_app):
         assert app.show_weights
         text = doc_text(app)
         assert t("ui.weights", "en") in text
-        assert t("visual.batch", "en", n=0) in text
+        assert t("lm3-l3.visual.batch", "en", n=0) in text
         assert t("ui.axis_keys", "en") in text and t("ui.axis_queries", "en") in text
         assert t("ui.legend_learner", "en") in text
         assert lesson_heading not in text
         await pilot.press("b")  # the next batch
         await settle(pilot)
-        assert t("visual.batch", "en", n=1) in doc_text(app)
+        assert t("lm3-l3.visual.batch", "en", n=1) in doc_text(app)
         await pilot.press("w")
         await settle(pilot)
         assert not app.show_weights
@@ -503,3 +522,42 @@ async def test_h_shows_the_new_hint_and_keeps_the_failure_in_view(make_app):
 def screen_shot_text(app) -> str:
     svg = app.export_screenshot()
     return "".join(html.unescape(m) for m in re.findall(r"<text[^>]*>([^<]*)</text>", svg)).replace("\xa0", " ")
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+async def test_the_footer_keeps_help_and_quit_at_60_columns(make_app, lang):
+    app, _ = make_app("lm3-l3")
+    async with app.run_test(size=(60, 20)) as pilot:
+        if lang == "zh":
+            await pilot.press("l")
+        await settle(pilot)
+        footer = app.query_one("#footer").render().plain
+        assert footer.rstrip().endswith(f"q {t('ui.foot_quit', lang)}"), footer
+        assert f"? {t('ui.foot_help', lang)}" in footer
+
+
+@pytest.mark.parametrize("size", [(60, 20), (80, 24), (100, 30)])
+async def test_step_titles_take_one_line_and_fit_whole_from_100_columns(make_app, size):
+    app, _ = make_app("lm3-l3")
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        steps = app.query_one("#steps")
+        lines = [steps.render_line(y).text for y in range(len(app.lesson.steps))]
+        for step, line in zip(app.lesson.steps, lines):  # line i is step i: no title took two
+            shown, title = line.strip()[2:], step.title["en"]
+            assert shown == title or (shown.endswith("…") and title.startswith(shown[:-1].rstrip())), line
+        if size[0] >= 100:
+            assert [line.strip()[2:] for line in lines] == [s.title["en"] for s in app.lesson.steps]
+
+
+async def test_text_and_results_sit_side_by_side_from_120_by_40(make_app):
+    app, _ = make_app("lm3-l3")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        doc, results = app.query_one("#doc-scroll").region, app.query_one("#results").region
+        assert results.x >= doc.right and results.y == doc.y and results.height == doc.height
+    app, _ = make_app("lm3-l3")
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        doc, results = app.query_one("#doc-scroll").region, app.query_one("#results").region
+        assert results.y >= doc.bottom  # under it, as at 80×24

@@ -15,19 +15,15 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
+from tutor.lesson import all_lessons
 from tutor.results import StepResult
 from tutor.runner.client import Worker, WorkerGone
 
 ROOT = Path(__file__).resolve().parents[2]
-REFERENCE = {
-    "lm3-l3": (ROOT / "reference" / "lm3_l3.py").read_text(encoding="utf-8"),
-    "lab-02": (ROOT / "reference" / "lab_02.py").read_text(encoding="utf-8"),
-}
-CHECKED = {
-    "lm3-l3": ["single-head", "leakage", "multi-head", "shapes"],
-    "lab-02": ["scores", "mask", "weights", "output"],
-}
-FILENAME = {"lm3-l3": "lm3_l3.py", "lab-02": "lab_02.py"}
+LESSONS = all_lessons()
+REFERENCE = {lesson.id: lesson.reference_path.read_text(encoding="utf-8") for lesson in LESSONS}
+CHECKED = {lesson.id: [s.id for s in lesson.checked_steps] for lesson in LESSONS}
+FILENAME = {lesson.id: lesson.file_name for lesson in LESSONS}
 # The session workers (conftest.py): `live` with a short step timeout, so cases that must
 # time out cost little; `memory_live` with a smaller memory limit and a longer timeout.
 STEP_TIMEOUT = 2.0

@@ -48,7 +48,7 @@ def test_every_function_of_the_test_files_prints():
     assert with_prints(REFERENCE["lab-02"], PER_CALL).count("print(") == 4
 
 
-@pytest.mark.parametrize("lesson", ["lm3-l3", "lab-02"])
+@pytest.mark.parametrize("lesson", list(CHECKED))
 def test_a_correct_file_that_prints_5_mb_a_call_passes_every_checked_step(default_live, lesson):
     run = default_live.run(lesson, with_prints(REFERENCE[lesson], PER_CALL))
     report = summary(run.results)

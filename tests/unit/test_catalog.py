@@ -167,12 +167,12 @@ def test_nested_likely_message_renders_in_chinese():
 def test_zh_drops_the_space_between_a_nested_chinese_value_and_chinese_text():
     # check.values is written for a Latin {what} ("forward(x) 与 PyTorch"); a nested message in
     # Chinese must not leave a space between two Han characters.
-    nested = t("check.values", "zh", what={"key": "value.again_last", "params": {}}, err=0.5, where="(0,)",
+    nested = t("check.values", "zh", what={"key": "lm3-l3.value.again_last", "params": {}}, err=0.5, where="(0,)",
                tol="1e-5", likely="")
     assert "的输出与 PyTorch" in nested
     latin = t("check.values", "zh", what="forward(x)", err=0.5, where="(0,)", tol="1e-5", likely="")
     assert latin.startswith("forward(x) 与 PyTorch")
-    en = t("check.values", "en", what={"key": "value.again_last", "params": {}}, err=0.5, where="(0,)",
+    en = t("check.values", "en", what={"key": "lm3-l3.value.again_last", "params": {}}, err=0.5, where="(0,)",
            tol="1e-5", likely="")
     assert "(last token changed) differs" in en
 

@@ -158,8 +158,7 @@ def test_a_violation_breaks_its_contracts(package_copy, tmp_path, violation):
 # Lessons ------------------------------------------------------------------------------------
 
 # The engine modules a lesson's checks may import: the lesson kit.
-LESSON_KIT = {"tutor.runner.judge_kit", "tutor.runner.probe_kit", "tutor.runner.spec",
-              "tutor.runner.fixed_dropout"}
+LESSON_KIT = {"tutor.kit"}
 # Besides the standard library, what the checks may use: the worker's own packages.
 LESSON_PACKAGES = {"torch", "numpy"}
 
@@ -214,7 +213,7 @@ def test_lesson_folders_and_the_kit_are_found():
 def test_lesson_checks_import_only_the_lesson_kit(folder):
     source = (folder / "checks.py").read_text(encoding="utf-8")
     assert lesson_import_faults(source) == []
-    assert "tutor.runner" in source  # it does import the kit: the test read real imports
+    assert "from tutor.kit import" in source  # it does import the kit: the test read real imports
 
 
 def test_lesson_import_faults_are_found():
@@ -231,6 +230,7 @@ def test_lesson_import_faults_are_found():
         import importlib; importlib.import_module("tutor.app")
     """)
     assert lesson_import_faults(lm3 + extra) == [
+        f"{lines + 2}: tutor.runner.judge_kit",
         f"{lines + 3}: tutor.runner.worker",
         f"{lines + 4}: tutor.runner.codec",
         f"{lines + 5}: tutor.render.heatmap",

@@ -9,7 +9,7 @@ import pytest
 from rich.cells import cell_len
 from rich.console import Console
 
-from tutor.render.heatmap import fmt_value, heatmap, shade_glyph, viridis
+from tutor.render.heatmap import SHADES, fmt_value, heatmap, shade_glyph, viridis
 
 COLOR_SYSTEMS = [None, "standard", "256", "truecolor"]
 
@@ -43,7 +43,7 @@ def test_small_grid_prints_values_and_marks_future(color_system):
     lines = render(heatmap(m, title="head 0"), 76, color_system)
     rows = grid(lines, 6)
     assert len(rows) == 6
-    assert rows[0].split()[1] == "1.0"  # the first token attends only to itself
+    assert rows[0].split()[1].rstrip(SHADES) == "1.0"  # the first token attends only to itself
     assert fmt_value(m[5][2]) in rows[5]
     assert rows[0].count("·") == 5 and rows[4].count("·") == 1 and "·" not in rows[5]
     assert "head 0" in lines[0]
@@ -173,3 +173,57 @@ def test_bad_input():
         heatmap(causal(3), mode="sideways")
     # Ragged rows and None do not crash the UI: they show as NaN.
     assert "NaN" in "\n".join(render(heatmap([[1.0], [0.5, None, 0.1]])))
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_a_leakage_map_reads_without_colour_at_80_columns(lang):
+    from tutor.i18n import t
+
+    leaky = causal(6)
+    leaky[2][4] = 0.3  # output 2 moved when token 4 changed: a leak
+    title = t("lm3-l3.visual.leak_map", lang)
+    lines = render(heatmap(leaky, title=title), 78, None)
+    assert lines[0].strip() == title  # the title on one line
+    from rich.cells import cell_len
+
+    assert max(cell_len(line) for line in lines) <= 78
+    row = grid(lines, 6)[2]
+    assert "0.3" in row or ".30" in row  # the leaking cell shows its value, not the masked pattern
+
+
+def test_yours_and_the_reference_share_one_scale():
+    ref = causal(6)
+    mine = [[v / 2 for v in row] for row in ref]  # every weight half the reference's
+    mine_lines = render(heatmap(mine, reference=ref, mode="learner"))
+    ref_lines = render(heatmap(mine, reference=ref, mode="reference"))
+    scale = lambda lines: next(l for l in lines if "▁" in l or "░" in l).split()  # noqa: E731
+    assert scale(mine_lines)[0] == scale(ref_lines)[0] == "0.00"
+    assert scale(mine_lines)[-3] == scale(ref_lines)[-3] == "1.00"  # the larger maximum, for both
+
+
+@pytest.mark.parametrize("color_system", [None, "standard"])
+def test_without_full_colour_a_glyph_carries_each_value(color_system):
+    m = causal(6)
+    rows = grid(render(heatmap(m), 76, color_system), 6)
+    assert rows[0].split()[1] == "1.0█"  # the largest weight, the fullest glyph
+    cells = rows[5].split()[1:]
+    assert all(c[-1] in SHADES[1:] for c in cells)
+
+
+def test_the_difference_view_lines_up_signed_values():
+    ref = causal(6)
+    mine = [row[:] for row in ref]
+    mine[5][0] += 0.12
+    mine[5][1] -= 0.05
+    row = grid(render(heatmap(mine, reference=ref, mode="diff"), 76, "truecolor"), 6)[5]
+    cells = [row[3 + 6 * j: 3 + 6 * (j + 1)] for j in range(6)]
+    assert [c.index(".") for c in cells] == [cells[0].index(".")] * 6  # the points in one column
+    assert "+.12" in cells[0] and "-.05" in cells[1]
+
+
+def test_the_legend_shows_a_non_finite_cell_as_the_cells_do():
+    m = causal(6)
+    m[4][1] = float("inf")
+    text = "\n".join(render(heatmap(m), 76, "truecolor"))
+    assert " inf  not a number, or infinite" in text and " ? " not in text
+

@@ -7,14 +7,14 @@ import pytest
 
 from worker_kit import CHECKED_STEPS, REFERENCE, STARTER, Exp, failing, learner_file, message_keys, summary, verify
 
-LESSONS = ("lm3-l3", "lab-02")
+LESSONS = tuple(CHECKED_STEPS)  # every lesson, by data
 
 
-def test_checked_steps_are_the_ones_these_tests_cover():
-    assert CHECKED_STEPS == {
-        "lm3-l3": ("single-head", "leakage", "multi-head", "shapes"),
-        "lab-02": ("scores", "mask", "weights", "output"),
-    }
+def test_the_built_in_lessons_are_covered_with_their_checked_steps():
+    assert LESSONS[:2] == ("lm3-l3", "lab-02")
+    assert CHECKED_STEPS["lm3-l3"] == ("single-head", "leakage", "multi-head", "shapes")
+    assert CHECKED_STEPS["lab-02"] == ("scores", "mask", "weights", "output")
+    assert all(CHECKED_STEPS.values())
 
 
 def test_kit_replaces_only_the_named_def():

@@ -20,6 +20,7 @@ from __future__ import annotations
 import pytest
 
 from worker_kit import REFERENCE, Exp, error, learner_file, verify
+from tutor.i18n import local_key
 
 LM3, LAB = "lm3-l3", "lab-02"
 BLAMES = "likely.helper_first"
@@ -510,7 +511,7 @@ def nested(params: dict, key: str):
     """The parameters of the message `key` nested anywhere in params, or None."""
     for value in params.values():
         if isinstance(value, dict) and "key" in value:
-            if value["key"] == key:
+            if local_key(value["key"]) == key:
                 return value["params"]
             found = nested(value["params"], key)
             if found is not None:

@@ -14,15 +14,11 @@ from tutor.variants import apply_replacements, message_keys, replace_def, replac
 
 ROOT = Path(__file__).resolve().parents[2]
 
-REFERENCE = {
-    "lm3-l3": (ROOT / "reference" / "lm3_l3.py").read_text(encoding="utf-8"),
-    "lab-02": (ROOT / "reference" / "lab_02.py").read_text(encoding="utf-8"),
-}
-STARTER = {
-    "lm3-l3": (ROOT / "lessons" / "lm3-l3" / "starter.py").read_text(encoding="utf-8"),
-    "lab-02": (ROOT / "lessons" / "lab-02" / "starter.py").read_text(encoding="utf-8"),
-}
-FILENAME = {"lm3-l3": "/tmp/attn-lab/lm3_l3.py", "lab-02": "/tmp/attn-lab/lab_02.py"}
+# Every lesson, by data: a new lesson gets these tests without a line here.
+LESSONS = all_lessons()
+REFERENCE = {lesson.id: lesson.reference_path.read_text(encoding="utf-8") for lesson in LESSONS}
+STARTER = {lesson.id: lesson.starter_path.read_text(encoding="utf-8") for lesson in LESSONS}
+FILENAME = {lesson.id: f"/tmp/attn-lab/{lesson.file_name}" for lesson in LESSONS}
 # The lessons' checked steps, as the lesson model lists them (experiments are not judged).
 CHECKED_STEPS = {lesson.id: tuple(s.id for s in lesson.checked_steps) for lesson in all_lessons()}
 # Per step: generous, so a busy 2-core machine never turns a verdict into a timeout.

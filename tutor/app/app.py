@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import gc
 import os
-import shlex
 import signal
 import threading
 import time
@@ -20,7 +19,7 @@ from pathlib import Path
 from rich.console import Group
 from rich.text import Text
 from textual import on, work
-from textual.app import App, ComposeResult
+from textual.app import App, ComposeResult, SuspendNotSupported
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
@@ -59,6 +58,10 @@ class TutorApp(App):
     CSS_PATH = "tutor.tcss"
     TITLE = "attn-tutor"
     ENABLE_COMMAND_PALETTE = False  # its texts are English only
+    # Classes on the screen by its size, for the layout in tutor.tcss.
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (72, "-normal"), (100, "-wide"), (120, "-xwide")]
+    VERTICAL_BREAKPOINTS = [(0, "-short"), (36, "-tall")]
+
     BINDINGS = [
         Binding("n", "step(1)", id="next", show=False),
         Binding("p", "step(-1)", id="prev", show=False),
@@ -136,6 +139,14 @@ class TutorApp(App):
     # ------------------------------------------------------------------ layout
 
     def compose(self) -> ComposeResult:
+        # Textual sets the breakpoint classes on the first resize, after the first layout: set
+        # them now, so that the lesson text is laid out once, at its final width.
+        width, height = self.size
+        self.screen.update_classes({
+            name: name in self.screen._get_breakpoint_classes(width, self.HORIZONTAL_BREAKPOINTS)
+            | self.screen._get_breakpoint_classes(height, self.VERTICAL_BREAKPOINTS)
+            for _, name in self.HORIZONTAL_BREAKPOINTS + self.VERTICAL_BREAKPOINTS
+        }, animate=False)
         yield Static(id="title")
         with Horizontal(id="body"):
             with Vertical(id="side"):
@@ -156,7 +167,9 @@ class TutorApp(App):
             watcher = FileWatcher(self.path, poll=self.poll)
             self.watch_state = watcher.mode  # on the first screen already
         self.refresh_all()
-        self.query_one("#steps", StepList).focus()
+        # The text has the focus: the arrows and PageUp/PageDown scroll what the learner reads;
+        # the step list moves with n/p, or with the arrows once Tab has focused it.
+        self.query_one("#doc-scroll").focus()
         self.set_interval(0.1, self.tick)
         self.call_after_refresh(trace, "first_screen")
         self.call_after_refresh(self.resume_gc)
@@ -739,10 +752,18 @@ class TutorApp(App):
         if not editor:
             self.notify(t("ui.no_editor", self.lang, path=self.path), timeout=5)
             return
+        from ..editor import editor_command, function_line
+
         try:
+            source = self.path.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            source = ""
+        line = function_line(source, self.step.functions)
+        try:
+            command = editor_command(editor, self.path, line)
             with self.suspend():
-                subprocess.call([*shlex.split(editor), str(self.path)])
-        except (OSError, ValueError) as exc:
+                subprocess.call(command)
+        except (OSError, ValueError, SuspendNotSupported) as exc:
             self.notify(t("ui.editor_failed", self.lang, editor=editor, error=exc), severity="error")
             return
         self.rerun_from_disk()

@@ -27,6 +27,12 @@ FOOTER_KEYS = (("n", "foot_next"), ("p", "foot_prev"), ("r", "foot_run"), ("e", 
                ("w", "foot_weights"), ("l", "foot_lang"), ("?", "foot_help"), ("q", "foot_quit"))
 
 
+def one_line(title: str) -> Text:
+    """A step's title on one line: cut with … where the column is narrow (60 columns), never
+    wrapped (the column is wide enough for every title from 100)."""
+    return Text(title, no_wrap=True, overflow="ellipsis")
+
+
 class StepList(OptionList):
     """One line per step: a status mark and the title, in the current language."""
 
@@ -43,12 +49,12 @@ class StepList(OptionList):
         with self.prevent(OptionList.OptionHighlighted):
             if key != self.shown_key:
                 self.clear_options()
-                self.add_options([Option(marked(marks[s.id], Wrapped(s.title[lang])), id=s.id) for s in lesson.steps])
+                self.add_options([Option(marked(marks[s.id], one_line(s.title[lang])), id=s.id) for s in lesson.steps])
             else:
                 # Only the lines whose mark changed: rebuilding all of them costs a full layout.
                 for i, step in enumerate(lesson.steps):
                     if self.shown_marks.get(step.id) != seen[step.id]:
-                        self.replace_option_prompt_at_index(i, marked(marks[step.id], Wrapped(step.title[lang])))
+                        self.replace_option_prompt_at_index(i, marked(marks[step.id], one_line(step.title[lang])))
             if self.highlighted != current:
                 self.highlighted = current
         self.shown_key, self.shown_marks = key, seen
@@ -264,14 +270,33 @@ class Progress(ProgressBar):
 
 
 class Footer(Static):
-    """Our own key line: Textual's footer cannot switch language."""
+    """Our own key line: Textual's footer cannot switch language. `? help` and `q quit` stay at
+    any width; the keys before them are left out from the right when the line is too short."""
+
+    KEPT = 2  # the last FOOTER_KEYS: help and quit
+
+    lang = "en"
 
     def show(self, lang: str) -> None:
+        self.lang = lang
+        self.refresh()
+
+    def render(self) -> Text:
+        def item(key: str, label: str) -> Text:
+            return Text.assemble((key, "reverse bold"), f" {t(f'ui.{label}', self.lang)}  ")
+
+        tail = [item(*k) for k in FOOTER_KEYS[-self.KEPT:]]
+        room = self.size.width - sum(part.cell_len for part in tail)
         text = Text(no_wrap=True, overflow="ellipsis")
-        for key, label in FOOTER_KEYS:
-            text.append(key, style="reverse bold")
-            text.append(f" {t(f'ui.{label}', lang)}  ")
-        self.update(text)
+        for key, label in FOOTER_KEYS[:-self.KEPT]:
+            part = item(key, label)
+            if part.cell_len > room:
+                break
+            text.append_text(part)
+            room -= part.cell_len
+        for part in tail:
+            text.append_text(part)
+        return text
 
 
 def step_extra(app) -> RenderableType | None:

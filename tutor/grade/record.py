@@ -17,14 +17,21 @@ STATUSES = ("graded", "timeout", "error", "no file")
 DIED = {"crash", "memory", "exit", "channel", "HarnessError"}
 
 
+def is_likely(key: str) -> bool:
+    """A likely-mistake message: `likely.…`, or a lesson's own `<lesson>.likely.…`."""
+    from ..i18n import local_key
+
+    return local_key(key).startswith("likely.")
+
+
 def likely_messages(value) -> list[dict]:
-    """The nested `likely.*` messages in a message's parameters, outermost first."""
+    """The nested likely-mistake messages in a message's parameters, outermost first."""
     found: list[dict] = []
 
     def walk(v):
         if isinstance(v, dict):
             if isinstance(v.get("key"), str) and isinstance(v.get("params"), dict):
-                if v["key"].startswith("likely."):
+                if is_likely(v["key"]):
                     found.append({"key": v["key"], "params": v["params"]})
                 walk(v["params"])
                 return
@@ -47,7 +54,7 @@ def mistakes_of(steps: list[StepResult]) -> list[dict]:
             if check.status == "pass" or check.message is None:
                 continue
             message = {"key": check.message.key, "params": check.message.params}
-            for likely in ([message] if message["key"].startswith("likely.") else likely_messages(message)):
+            for likely in ([message] if is_likely(message["key"]) else likely_messages(message)):
                 out.append({"step": step.id, "check": check.id, "id": likely["key"], "message": likely})
     return out
 

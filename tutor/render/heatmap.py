@@ -7,8 +7,10 @@ rows per line, square pixels, when the terminal has 256+ colours) or shade
 glyphs ` ░▒▓█` (16 colours, NO_COLOR). The masked future (column > row) is a
 dim dotted pattern, not a colour, so it reads as "masked" at a glance; a
 non-zero weight there (a leak) and NaN/inf are drawn loudly. Colours scale
-over the allowed cells only (vmin = 0 as in the lab, vmax = their maximum).
-No torch, no textual: plain lists of floats.
+over the allowed cells only (vmin = 0 as in the lab, vmax = their maximum), and
+yours and the reference share one scale (the larger maximum), so switching
+between them compares like with like. Without full colour a shade glyph beside
+each printed value carries it too. No torch, no textual: plain lists of floats.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ DEFAULT_LEGEND = {
     "diff": "yours − reference",
     "masked": "masked future",
     "leak": "future weight ≠ 0",
-    "nan": "not a number",
+    "nan": "not a number, or infinite",
 }
 
 # matplotlib's viridis sampled at 10 evenly spaced points (the R viridis(10) palette).
@@ -119,7 +121,8 @@ def _as_matrix(rows) -> list[list[float]]:
 class Heatmap:
     """Renderable; see `heatmap()`."""
 
-    def __init__(self, values, mode, title, axis_labels, show_values, color_system_hint, legend):
+    def __init__(self, values, mode, title, axis_labels, show_values, color_system_hint, legend,
+                 scale_with=None):
         self.values = values
         self.mode = mode
         self.title = title
@@ -129,8 +132,8 @@ class Heatmap:
         self.legend = legend
         self.rows = len(values)
         self.cols = len(values[0]) if values else 0
-        allowed = [v for i, r in enumerate(values) for j, v in enumerate(r)
-                   if j <= i and math.isfinite(v)]  # the future is not drawn with the map
+        allowed = [v for m in [values, *([scale_with] if scale_with else [])] for i, r in enumerate(m)
+                   for j, v in enumerate(r) if j <= i and math.isfinite(v)]  # the future is not drawn with the map
         if mode == "diff":
             r = max((abs(v) for v in allowed), default=0.0)
             self.vmin, self.vmax = -max(r, DIFF_FLOOR), max(r, DIFF_FLOOR)
@@ -175,14 +178,16 @@ class Heatmap:
             label = "!" + fmt_value(v, signed) if with_value else "!"
             label = label if cell_len(label) <= cw else "!"
             return Text(label.center(cw), LEAK)
+        base = 0.0 if signed else self.vmin
         if not with_value:  # shade glyphs: the layout for terminals without full colour
-            base = 0.0 if signed else self.vmin
             return Text(shade_glyph(v - base, self.vmax - base) * cw)
-        text = fmt_value(v, signed).center(cw)
+        # Right-aligned in 4 characters: a column of +.12, -.05 and .00 lines up at the point.
+        number = fmt_value(v, signed).rjust(4)
         if colours != "full":
-            # 16-colour palettes differ per terminal: a guessed background could
-            # hide the digits, so print them plain.
-            return Text(text)
+            # 16-colour palettes differ per terminal: a guessed background could hide the
+            # digits, so they are printed plain, with a shade glyph to carry the value.
+            return Text((number + shade_glyph(v - base, self.vmax - base)).center(cw)[:cw])
+        text = number.center(cw)
         rgb = self._rgb(v)
         return Text(text, Style(color=_contrast(rgb), bgcolor=Color.from_rgb(*rgb)))
 
@@ -285,8 +290,8 @@ class Heatmap:
         scale = Text(lo + " ")
         if layout == "glyphs":  # the key to the glyphs, by size (diff: by |value|)
             scale.append("█▓▒░ ░▒▓█" if self.mode == "diff" else SHADES[1:])
-        elif colours != "full":  # the values are printed; a grey ramp would mislead
-            scale.append("…" if self.mode == "diff" else RAMP)
+        elif colours != "full":  # the values are printed, each with its shade glyph
+            scale.append("█▓▒░ ░▒▓█" if self.mode == "diff" else SHADES[1:])
         elif self.mode == "diff":
             for k in range(9):
                 scale.append("█", Style(color=Color.from_rgb(*diverging(k / 4 - 1))))
@@ -298,8 +303,13 @@ class Heatmap:
         out = [scale]
 
         kinds = {self._kind(i, j) for i in range(n_rows) for j in range(n_cols)}
+        # The legend's sample of a non-finite cell is what such a cell shows: NaN, inf or -inf
+        # when values are printed, ? in the dense layouts.
+        odd = next((fmt_value(self.values[i][j]) for i in range(n_rows) for j in range(n_cols)
+                    if self._kind(i, j) == "nan"), "?")
+        nan_sample = f" {odd} " if layout == "values" else " ? "
         keys = Text()
-        for kind, sample, style in (("masked", " · ", MASKED), ("leak", " ! ", LEAK), ("nan", " ? ", NAN)):
+        for kind, sample, style in (("masked", " · ", MASKED), ("leak", " ! ", LEAK), ("nan", nan_sample, NAN)):
             if kind in kinds:
                 if keys:
                     keys.append("   ")
@@ -336,8 +346,11 @@ def heatmap(
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, not {mode!r}")
     values = _as_matrix(matrix)
-    if mode == "reference" and reference is not None:
-        values = _as_matrix(reference)
+    other = None  # the matrix whose scale this one shares
+    if mode == "learner" and reference is not None:
+        other = _as_matrix(reference)
+    elif mode == "reference" and reference is not None:
+        values, other = _as_matrix(reference), values
     elif mode == "diff":
         if reference is None:
             raise ValueError("diff mode needs a reference matrix")
@@ -346,4 +359,4 @@ def heatmap(
             raise ValueError("matrix and reference differ in shape")
         values = [[a - b for a, b in zip(r1, r2)] for r1, r2 in zip(values, ref)]
     return Heatmap(values, mode, title, axis_labels, show_values, color_system_hint,
-                   {**DEFAULT_LEGEND, **(legend or {})})
+                   {**DEFAULT_LEGEND, **(legend or {})}, scale_with=other)

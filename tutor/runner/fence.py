@@ -57,9 +57,13 @@ def protected_folders() -> list[str]:
     checkout); each as found and as its real path. Worker side, once."""
     from importlib.util import find_spec
 
+    from ..lesson import all_lessons
     from ..paths import lessons_dir, reference_dir
 
     found = [str(reference_dir()), str(lessons_dir())]
+    # A course's own lessons (--lessons DIR): each folder, and the reference beside it.
+    found += [str(p) for lesson in all_lessons() for p in (lesson.folder, lesson.reference_path.parent)
+              if p.is_dir()]
     for name in BLOCKED_PACKAGES:
         try:
             spec = find_spec(name)

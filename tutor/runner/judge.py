@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import traceback
 
+from ..i18n import qualify
 from ..results import Check, Failure, Message, StepResult
 from . import codec, messages
 from .judge_kit import Stop, Verdict
@@ -23,8 +24,9 @@ def _parse(payload: bytes) -> tuple[messages.Report | None, bytearray]:
 
 
 class Judge:
-    def __init__(self, checks_modules: dict):
+    def __init__(self, checks_modules: dict, own_keys: dict | None = None):
         self.modules = checks_modules  # lesson id -> checks module
+        self.own_keys = own_keys or {}  # lesson id -> the keys of its own catalog (no prefix)
         self._inputs: dict = {}
 
     def inputs(self, lesson: str):
@@ -33,6 +35,18 @@ class Judge:
         return self._inputs[lesson]
 
     def verdict(self, lesson: str, step: str, payload: bytes, source: str) -> StepResult:
+        result = self._verdict(lesson, step, payload, source)
+        own = self.own_keys.get(lesson)
+        if own:
+            for check in result.checks:
+                if check.message is not None:
+                    if check.message.key in own:
+                        check.message.key = f"{lesson}.{check.message.key}"
+                    qualify(check.message.params, lesson, own)
+            qualify(result.visuals, lesson, own)
+        return result
+
+    def _verdict(self, lesson: str, step: str, payload: bytes, source: str) -> StepResult:
         spec = self.modules[lesson].STEPS[step]
         fn = " / ".join(spec.functions)
         report, blob = _parse(payload)

@@ -143,13 +143,13 @@ def recv_frame(sock: socket.socket):
     return json.loads(recv_raw(sock))
 
 
-def judge_main(sock: socket.socket, modules: dict) -> None:
+def judge_main(sock: socket.socket, modules: dict, own_keys: dict) -> None:
     import torch
 
     from .judge import Judge
 
     torch.set_num_threads(1)
-    judge = Judge(modules)
+    judge = Judge(modules, own_keys)
     while True:
         try:
             req = messages.JudgeRequest.from_json(recv_frame(sock))
@@ -323,7 +323,7 @@ class Worker:
             os.closerange(fd + 1, 1 << 16)
             os.setpgid(0, 0)
             signal.signal(signal.SIGINT, signal.SIG_IGN)
-            judge_main(child, self.modules)
+            judge_main(child, self.modules, {lid: lesson.message_keys() for lid, lesson in self.lessons.items()})
             os._exit(0)
         child.close()
         self.judge_sock, self.judge_pid = parent, pid

@@ -1,0 +1,69 @@
+"""A course's own lessons, from a folder outside the package: listed, checked, proved, fenced."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tutor.lesson import LESSONS_ENV, get_lesson, lesson_for_source
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def run(*args, cwd, env=None):
+    """The CLI of this checkout, with a course folder only where a test gives one."""
+    environ = {k: v for k, v in os.environ.items() if k != LESSONS_ENV}
+    environ.update(PYTHONPATH=str(ROOT), **(env or {}))
+    return subprocess.run([sys.executable, "-m", "tutor", *args], capture_output=True, text=True,
+                          cwd=cwd, env=environ, timeout=180)
+
+
+@pytest.fixture(scope="module")
+def course(tmp_path_factory) -> Path:
+    """lab-02 copied as a course's lesson `ours`, its reference in its own folder."""
+    root = tmp_path_factory.mktemp("course")
+    folder = root / "ours"
+    shutil.copytree(get_lesson("lab-02").folder, folder, ignore=shutil.ignore_patterns("__pycache__"))
+    toml_path = folder / "lesson.toml"
+    text = toml_path.read_text(encoding="utf-8")
+    toml_path.write_text(text.replace('id = "lab-02"', 'id = "ours"').replace('file = "lab_02.py"', 'file = "ours.py"'),
+                         encoding="utf-8")
+    shutil.copy(ROOT / "reference" / "lab_02.py", folder / "reference.py")
+    return root
+
+
+def test_lessons_dir_lists_checks_and_proves_a_course_lesson(course, tmp_path):
+    listed = json.loads(run("--lessons", str(course), "list", "--json", cwd=tmp_path).stdout)
+    assert [l["id"] for l in listed["lessons"]][:2] == ["lm3-l3", "lab-02"] and "ours" in [l["id"] for l in listed["lessons"]]
+    solution = tmp_path / "ours.py"
+    shutil.copy(course / "ours" / "reference.py", solution)
+    checked = run("--lessons", str(course), "check", str(solution), "--json", cwd=tmp_path)
+    report = json.loads(checked.stdout)
+    assert checked.returncode == 0 and report["lesson"] == "ours" and report["passed"] == report["total"] == 4
+    # The same through the environment variable, and dev check proves the lesson.
+    proved = run("dev", "check", "ours", cwd=tmp_path, env={LESSONS_ENV: str(course)})
+    assert proved.returncode == 0, proved.stdout + proved.stderr
+
+
+def test_a_course_lessons_reference_is_out_of_the_learners_reach(course, tmp_path):
+    cheat = tmp_path / "ours.py"
+    cheat.write_text(f"exec(open({str(course / 'ours' / 'reference.py')!r}).read())\n", encoding="utf-8")
+    report = json.loads(run("--lessons", str(course), "check", str(cheat), "--json", cwd=tmp_path).stdout)
+    assert report["passed"] == 0 and report["file_error"], report
+
+
+def test_a_missing_lessons_folder_is_bad_usage(tmp_path):
+    done = run("--lessons", str(tmp_path / "nowhere"), "list", cwd=tmp_path)
+    assert done.returncode == 2 and "nowhere" in done.stderr and len(done.stderr.splitlines()) == 1
+
+
+def test_a_file_is_matched_to_the_lesson_whose_functions_it_defines():
+    assert lesson_for_source("import torch\ndef scaled_scores(q, k):\n    pass\n").id == "lab-02"
+    assert lesson_for_source("class CausalMultiHeadAttention:\n    pass\n").id == "lm3-l3"
+    assert lesson_for_source("def helper():\n    pass\n") is None

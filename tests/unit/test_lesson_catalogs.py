@@ -1,0 +1,73 @@
+"""Each lesson's own messages: kept in its folder, put under its id, and found by the checks' keys."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from tutor import i18n, lesson as lesson_mod
+from tutor.i18n import LANGS, engine_catalog, local_key, qualify, t
+from tutor.lesson import all_lessons, lessons_in
+
+
+@pytest.mark.parametrize("lesson", all_lessons(), ids=lambda l: l.id)
+def test_a_lessons_messages_are_under_its_id_and_not_in_the_engines(lesson):
+    own = lesson.message_keys()
+    assert own, f"{lesson.id} has no messages.en.toml / messages.zh.toml"
+    for lang in LANGS:
+        assert set(lesson.messages(lang)) == own  # both languages, key for key
+        for key in own:
+            assert f"{lesson.id}.{key}" in i18n.catalog(lang)
+            assert t(f"{lesson.id}.{key}", lang) != f"{lesson.id}.{key}"
+    # A key is the engine's or a lesson's, never both: a lesson's text could otherwise hide the engine's.
+    assert not own & set(engine_catalog("en")), sorted(own & set(engine_catalog("en")))
+
+
+def test_qualify_prefixes_only_the_lessons_own_keys_at_any_depth():
+    own = frozenset({"likely.mine", "check.mine"})
+    value = {"likely": {"key": "likely.mine", "params": {"reason": {"key": "check.raised", "params": {}}}},
+             "items": [{"kind": "note", "text": {"key": "check.mine", "params": {"n": 1}}}, [0.5, None]]}
+    qualify(value, "les-1", own)
+    assert value["likely"]["key"] == "les-1.likely.mine"
+    assert value["likely"]["params"]["reason"]["key"] == "check.raised"  # the engine's stays
+    assert value["items"][0]["text"]["key"] == "les-1.check.mine"
+    assert local_key("lm3-l3.likely.leak") == "likely.leak" and local_key("check.raised") == "check.raised"
+
+
+def test_a_verdict_carries_the_lessons_keys_under_its_id(tmp_path):
+    from tutor.runner import codec, messages
+    from tutor.runner.judge import Judge
+    from tutor.runner.worker import load_checks
+
+    lessons = {l.id: l for l in all_lessons()}
+    judge = Judge(load_checks(lessons.values()), {lid: l.message_keys() for lid, l in lessons.items()})
+    # The shapes step given a list where a dict of shapes belongs: lm3-l3's own check.shapes_not_dict.
+    tree, blob = codec.encode({"calls": [{"value": [1, 2]}] * 3})
+    report = messages.Outputs(tree, []).to_json()
+    result = judge.verdict("lm3-l3", "shapes", codec.pack_payload(report, blob), "")
+    keys = [c.message.key for c in result.checks if c.message]
+    assert keys and all(k.startswith("lm3-l3.") or k in engine_catalog("en") for k in keys), keys
+    assert any(k.startswith("lm3-l3.") for k in keys), keys
+
+
+def test_a_course_folder_of_lessons_is_loaded_beside_the_built_in_ones(tmp_path, monkeypatch):
+    course = tmp_path / "course"
+    copy = course / "my-copy"
+    shutil.copytree(lesson_mod.get_lesson("lab-02").folder, copy)
+    toml_path = copy / "lesson.toml"
+    toml_path.write_text(toml_path.read_text(encoding="utf-8").replace('id = "lab-02"', 'id = "my-copy"'),
+                         encoding="utf-8")
+    monkeypatch.setenv(lesson_mod.LESSONS_ENV, str(course))
+    lesson_mod.all_lessons.cache_clear()
+    i18n.catalog.cache_clear()
+    try:
+        ids = [l.id for l in all_lessons()]
+        assert ids[:2] == ["lm3-l3", "lab-02"] and "my-copy" in ids
+        assert [l.id for l in lessons_in(copy)] == ["my-copy"]  # a lesson's own folder works too
+        key = next(iter(lesson_mod.get_lesson("my-copy").message_keys()))
+        assert t(f"my-copy.{key}", "zh") == t(f"lab-02.{key}", "zh")
+    finally:
+        monkeypatch.delenv(lesson_mod.LESSONS_ENV)
+        lesson_mod.all_lessons.cache_clear()
+        i18n.catalog.cache_clear()

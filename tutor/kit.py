@@ -1,0 +1,45 @@
+"""The lesson kit: everything a lesson's checks.py may import from the tutor, in one place.
+
+A lesson's checks module declares STEPS (step id -> StepSpec) and make_inputs(); each step's
+probe runs in the child beside the learner's code, its judge in the judge process. What they use:
+
+- Steps: StepSpec(probe, judge, functions); the probe gets a ProbeContext (ctx.get(name),
+  ctx.call(fn, *args, primary=...), ctx.params), the judge a Verdict, the decoded outputs,
+  the pristine inputs and a JudgeContext (source, kernels seen).
+- Verdicts: v.expect / v.require (a check id, a condition, a message key and its parameters);
+  msg() for nested messages; Stop ends a judge early.
+- Generic helpers: sizes (judge_other_sizes, size_explanation, literal_explanation, ...),
+  values (close, max_error, first_nonfinite, describe, shape_str, require_tensor, require_pair),
+  inputs unchanged (clone_args, changed_input), kernel traps (no_kernel, graph_kernels),
+  mistake matching (matching_mistake, likely_for_value, nest_likely), dropout that is the
+  same for any correct code (fixed_dropout).
+- Visuals: the vocabulary in tutor.visuals (heading, note, table, bar, heatmap, row, waiting,
+  weights), which the UI draws without knowing the lesson.
+
+docs/writing-a-lesson.md is the guide. The engine's modules behind these names may move; this
+list is the contract (tests/unit/test_import_contracts.py holds lessons to it).
+"""
+
+from . import visuals
+from .runner import fixed_dropout
+from .runner.judge_kit import (
+    KERNEL_FRAGMENTS, Stop, Verdict, changed_input, close, describe, differ_explanation, discarded_call,
+    failure_params, first_nonfinite, front_dims, judge_other_sizes, judged, kept_state, last_dim_of,
+    likely_for_value, literal_explanation, matching_mistake, max_error, msg, nest_likely, no_kernel,
+    of_the_inputs, require_pair, require_ran, require_tensor, round_matrix, shape_str, size_explanation,
+    size_literals, squeeze_explanation, squeezes, state_explanation,
+)
+from .runner.probe_kit import ProbeContext, clone_args, graph_kernels
+from .runner.spec import JudgeContext, StepSpec
+from .visuals import bar, heading, heatmap, note, row, table, waiting, weights
+
+__all__ = [
+    "KERNEL_FRAGMENTS", "JudgeContext", "ProbeContext", "StepSpec", "Stop", "Verdict",
+    "bar", "changed_input", "clone_args", "close", "describe", "differ_explanation", "discarded_call",
+    "failure_params", "first_nonfinite", "fixed_dropout", "front_dims", "graph_kernels", "heading", "heatmap",
+    "judge_other_sizes", "judged", "kept_state", "last_dim_of", "likely_for_value", "literal_explanation",
+    "matching_mistake", "max_error", "msg", "nest_likely", "no_kernel", "note", "of_the_inputs",
+    "require_pair", "require_ran", "require_tensor", "round_matrix", "row", "shape_str", "size_explanation",
+    "size_literals", "squeeze_explanation", "squeezes", "state_explanation", "table", "visuals", "waiting",
+    "weights",
+]
