@@ -561,3 +561,69 @@ async def test_text_and_results_sit_side_by_side_from_120_by_40(make_app):
         await settle(pilot)
         doc, results = app.query_one("#doc-scroll").region, app.query_one("#results").region
         assert results.y >= doc.bottom  # under it, as at 80×24
+
+
+async def test_after_a_pass_the_results_say_what_next_and_s_shows_the_solution(make_app):
+    from tutor.app.solution import SolutionScreen
+
+    app, results = make_app("lab-02-broken")  # scores passes, weights fails
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("s")  # nothing has passed yet
+        await settle(pilot)
+        assert not isinstance(app.screen, SolutionScreen)
+        app.apply_results(results)
+        await settle(pilot)
+        said = render_text(app.query_one("#results"))
+        assert "n" in said and app.lesson.steps[1].title["en"] in said  # the next step, by name
+        await pilot.press("s")
+        await settle(pilot)
+        assert isinstance(app.screen, SolutionScreen)
+        assert "def scaled_scores" in "\n".join(render_text(w) for w in app.screen.query(Static))
+        await pilot.press("escape")
+        await pilot.press("n", "n")  # weights: failed, so no solution
+        await settle(pilot)
+        assert app.step.id == "weights" and app.status_of("weights") == "fail"
+        await pilot.press("s")
+        await settle(pilot)
+        assert not isinstance(app.screen, SolutionScreen)
+
+
+async def test_an_experiment_shows_in_the_step_list_how_its_run_went(make_app):
+    app, results = make_app("lm3-l3")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        steps = app.query_one("#steps")
+        memory = app.lesson.step_ids().index("memory")
+        assert steps.render_line(memory).text.strip().startswith("·")  # not run yet
+        app.apply_results(results)
+        await settle(pilot)
+        assert steps.render_line(memory).text.strip().startswith("✓")
+
+
+async def test_L_switches_the_lesson_and_keeps_the_worker_for_the_next(make_app, workspace):
+    from tutor.app.lessons import LessonScreen
+
+    app, results = make_app("lm3-l3")
+    async with app.run_test(size=SIZE) as pilot:
+        app.apply_results(results)
+        await pilot.press("L")
+        await settle(pilot)
+        assert isinstance(app.screen, LessonScreen)
+        text = "\n".join(str(o.prompt) for o in app.screen.query_one("#lessons-list").options)
+        assert "lm3-l3 · 4/4 passed" in text and "lab-02 · 0/4 passed" in text
+        await pilot.press("down", "enter")
+        await settle(pilot)
+    assert app.switch_to == "lab-02"
+    assert Store(workspace).load()["lesson"] == "lm3-l3"  # its progress saved before it went
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+async def test_the_command_palette_speaks_the_learners_language(make_app, lang):
+    app, _ = make_app("lm3-l3", lang=lang)
+    async with app.run_test(size=SIZE) as pilot:
+        commands = [c.title for c in app.get_system_commands(app.screen)]
+        assert commands[0] == t("ui.command_lesson", lang, title=get_lesson("lab-02").title[lang])
+        assert t("ui.key_quit", lang) in commands
+        await pilot.press("ctrl+p")
+        await settle(pilot)
+        assert t("ui.command_search", lang) in screen_shot_text(app)

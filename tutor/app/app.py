@@ -57,7 +57,9 @@ class WorkerEvent(Message):
 class TutorApp(App):
     CSS_PATH = "tutor.tcss"
     TITLE = "attn-tutor"
-    ENABLE_COMMAND_PALETTE = False  # its texts are English only
+    # Ctrl+P: the command palette, with our own commands in the learner's language (see
+    # get_system_commands) and our own placeholder: Textual's are English only.
+    COMMAND_PALETTE_BINDING = "ctrl+p"
     # Classes on the screen by its size, for the layout in tutor.tcss.
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (72, "-normal"), (100, "-wide"), (120, "-xwide")]
     VERTICAL_BREAKPOINTS = [(0, "-short"), (36, "-tall")]
@@ -79,6 +81,8 @@ class TutorApp(App):
         Binding("m", "model_answers", id="model-answers", show=False),
         Binding("R", "reset", id="reset", show=False),
         Binding("x", "exercise_variant", id="exercise-variant", show=False),
+        Binding("s", "solution", id="solution", show=False),
+        Binding("L", "lessons", id="lessons", show=False),
         Binding("question_mark", "help", id="help", show=False),
         Binding("q", "quit", id="quit", show=False),
         Binding("ctrl+c", "quit", id="quit-ctrl-c", show=False, priority=True),
@@ -112,6 +116,7 @@ class TutorApp(App):
         self.notice = ""
         self.worker: Worker | None = worker  # may come already started (see main.run_app)
         self.closing = False
+        self.switch_to: str | None = None  # a lesson chosen in the switcher: main.run_app opens it next
         self.shown: dict[str, object] = {}  # widget id -> what it shows now (see update_panel)
         self.versions: dict[str, int] = {}  # step id -> how many results it has had
         self.shown_status: dict[str, str] = {}  # the last verdict drawn, kept while a new run is out
@@ -202,7 +207,7 @@ class TutorApp(App):
 
     def on_unmount(self) -> None:
         self.closing = True
-        if self.worker:
+        if self.worker and self.switch_to is None:  # on a switch the next lesson's app keeps it
             self.worker.close()
         self.saver.shutdown(wait=True)  # the last progress is on disk before the app ends
 
@@ -211,6 +216,15 @@ class TutorApp(App):
     @property
     def step(self):
         return self.lesson.steps[self.step_index]
+
+    def after_pass(self, step) -> str:
+        """What comes after this step has passed: the next step, or the end of the lab; and
+        the reference solution to compare with."""
+        steps = self.lesson.steps
+        index = steps.index(step)
+        if index + 1 < len(steps):
+            return t("ui.after_pass_next", self.lang, title=steps[index + 1].title[self.lang])
+        return t("ui.after_pass_last", self.lang)
 
     def status_of(self, step_id: str) -> str:
         if step_id in self.running:
@@ -304,7 +318,11 @@ class TutorApp(App):
         for s in self.lesson.steps:
             status = self.status_of(s.id)
             if not s.checked:
-                marks[s.id] = Text("·", style="dim")
+                # An experiment's run shows how it went on the learner's code (dim: it does not
+                # count towards progress); · until it has run.
+                shown = self.results.get(s.id)
+                marks[s.id] = Text("·", style="dim") if shown is None else \
+                    Text(status_mark(shown.status).plain, style="dim " + str(status_mark(shown.status).style))
             elif status == "running" and time.monotonic() - self.run_started > SPINNER_AFTER:
                 marks[s.id] = Text(SPINNER[self.spin % len(SPINNER)], style="yellow")
             elif status == "running":
@@ -375,7 +393,8 @@ class TutorApp(App):
         self.shown["#results"] = signature
         hints = hints_block(step.hints.get(lang, ()), self.hints_shown.get(step.id, 0), lang)
         if step.checked:
-            content = step_results(self.results.get(step.id), lang, running=running, hints=hints)
+            content = step_results(self.results.get(step.id), lang, running=running, hints=hints,
+                                   after_pass=self.after_pass(step))
         else:
             content = Group(*(x for x in (Wrapped(t("ui.not_checked", lang), style="dim"), hints) if x is not None))
         self.show_in("#results", content, key=signature)
@@ -391,6 +410,9 @@ class TutorApp(App):
         failure = panel.anchor_lines("failure")
         y = max(0, failure[0] - 1) if failure else 0
         hint = panel.anchor_lines("hint")
+        result = self.results.get(self.step.id)
+        if result is not None and result.status == "pass":
+            hint = None  # passed: what to act on is the line that says what next, at the top
         if hint is not None:
             first, last = hint
             y = max(y, min(last - panel.scrollable_content_region.height + 1, first))
@@ -439,6 +461,8 @@ class TutorApp(App):
             self.worker = Worker(None, log=self.store.folder / "worker.log", **kwargs)
             self.worker.start()
         self.worker.attach(lambda event: self.post_message(WorkerEvent(event)))
+        if self.worker.ready.is_set():  # a worker kept from the lesson before a switch
+            self.worker_state = "ready"
 
     def run_checks(self, text: str | None, raw: bytes) -> None:
         self.source = (text, raw)
@@ -738,6 +762,59 @@ class TutorApp(App):
         if self.step.id == "exercises":
             self.exercise_variant = "shuffled_q" if self.exercise_variant == "scaled_q" else "scaled_q"
             self.render_main()
+
+    def action_solution(self) -> None:
+        """The reference's code of this step beside the learner's, once the step has passed."""
+        from ..solution import solution_diff, step_solution
+        from .solution import SolutionScreen
+
+        step = self.step
+        if not step.functions:
+            return
+        if self.status_of(step.id) != "pass":
+            self.notify(t("ui.solution_locked", self.lang), timeout=4)
+            return
+        try:
+            mine = self.path.read_text(encoding="utf-8", errors="replace")
+            reference = step_solution(self.lesson, step.id)
+        except OSError:
+            return
+        self.push_screen(SolutionScreen(self.lang, step.title[self.lang], solution_diff(mine, self.lesson, step.id),
+                                        reference))
+
+    def action_lessons(self) -> None:
+        from ..lesson import all_lessons
+        from .lessons import LessonScreen
+
+        progress = {lid: entry.get("status", {}) for lid, entry in self.store.peek().get("lessons", {}).items()}
+        progress[self.lesson.id] = {**self.saved_status, **{sid: r.status for sid, r in self.results.items()}}
+        self.push_screen(LessonScreen(self.lang, all_lessons(), progress, self.lesson.id), self.switch_lesson)
+
+    def switch_lesson(self, lesson_id: str | None) -> None:
+        if lesson_id is None or lesson_id == self.lesson.id:
+            return
+        self.remember()
+        self.switch_to = lesson_id
+        self.exit()
+
+    def get_system_commands(self, screen):
+        from textual.app import SystemCommand
+
+        from ..lesson import all_lessons
+
+        for lesson in all_lessons():
+            if lesson.id != self.lesson.id:
+                yield SystemCommand(t("ui.command_lesson", self.lang, title=lesson.title[self.lang]),
+                                    lesson.id, lambda lid=lesson.id: self.switch_lesson(lid))
+        yield SystemCommand(t("ui.key_lang_long", self.lang), "l", self.action_language)
+        yield SystemCommand(t("ui.key_help", self.lang), "?", self.action_help)
+        yield SystemCommand(t("ui.key_quit", self.lang), "q", self.exit)
+
+    def action_command_palette(self) -> None:
+        from textual.command import CommandPalette
+
+        if not CommandPalette.is_open(self):
+            self.push_screen(CommandPalette(id="--command-palette", placeholder=t("ui.command_search", self.lang)))
 
     def action_help(self) -> None:
         from .help import HelpScreen

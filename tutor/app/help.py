@@ -15,7 +15,7 @@ from ..render.wrap import Wrapped
 
 HELP_KEYS = (("n", "key_next"), ("p", "key_prev"), ("r", "key_run"), ("e", "key_edit"), ("h", "key_hint"),
              ("l", "key_lang_long"), ("w", "key_weights_long"), ("b", "key_cycle"), ("d", "key_mode"),
-             ("1–4", "key_settings"), ("m", "key_model"), ("x", "key_variant"), ("R", "key_reset"),
+             ("1–4", "key_settings"), ("m", "key_model"), ("x", "key_variant"), ("R", "key_reset"), ("s", "key_solution"), ("L", "key_lessons"), ("Ctrl+P", "key_commands"),
              ("↑ ↓", "key_scroll"), ("PgUp PgDn", "key_page"), ("Tab", "key_focus"), ("?", "key_help"),
              ("q", "key_quit"))
 

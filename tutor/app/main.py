@@ -13,13 +13,8 @@ from ..store import Store
 from ..workspace import ensure_solution, workspace_dir
 
 
-def run_app(*, lesson_id=None, step_id=None, file=None, lang=None, poll=False, timeout=None) -> int:
-    # Textual's import and start-up make ~80k long-lived objects, and the cyclic GC scanned them
-    # again and again before the first screen (~90 ms of collections, one full pass ~45 ms). The app
-    # turns it back on after its first screen (TutorApp.resume_gc), those objects frozen out of it.
-    gc.disable()
+def _app_for(store, worker, *, lesson_id, step_id, file, lang, poll, timeout):
     cwd = Path.cwd()
-    store = Store(workspace_dir(cwd))
     state = store.load()
     lesson = get_lesson(lesson_id or state.get("lesson") or "lm3-l3")
     if file is not None:
@@ -29,21 +24,38 @@ def run_app(*, lesson_id=None, step_id=None, file=None, lang=None, poll=False, t
     remembered = state.get("lessons", {}).get(lesson.id, {})
     if step_id is None or step_id not in lesson.step_ids():
         step_id = remembered.get("step") if remembered.get("step") in lesson.step_ids() else lesson.steps[0].id
+    from .app import TutorApp
+
+    return TutorApp(
+        lesson=lesson, path=path, created=created, step_id=step_id,
+        lang=choose(lang, state.get("lang")), store=store, poll=True if poll else None,
+        timeout=timeout, worker=worker, lang_chosen=lang is not None,
+    )
+
+
+def run_app(*, lesson_id=None, step_id=None, file=None, lang=None, poll=False, timeout=None) -> int:
+    # Textual's import and start-up make ~80k long-lived objects, and the cyclic GC scanned them
+    # again and again before the first screen (~90 ms of collections, one full pass ~45 ms). The app
+    # turns it back on after its first screen (TutorApp.resume_gc), those objects frozen out of it.
+    gc.disable()
+    cwd = Path.cwd()
+    store = Store(workspace_dir(cwd))
     # The worker first: its start overlaps the UI's; it imports torch (~3 s) once the app has
-    # painted its first screen (TutorApp.on_mount calls go()).
+    # painted its first screen (TutorApp.on_mount calls go()). A switch of lesson keeps it.
     from ..runner.client import Worker
 
     worker = Worker(None, log=store.folder / "worker.log", **({"timeout": timeout} if timeout else {}))
     worker.start(defer=True)
     try:
-        from .app import TutorApp
-
-        app = TutorApp(
-            lesson=lesson, path=path, created=created, step_id=step_id,
-            lang=choose(lang, state.get("lang")), store=store, poll=True if poll else None,
-            timeout=timeout, worker=worker, lang_chosen=lang is not None,
-        )
-        app.run()
+        while True:
+            app = _app_for(store, worker, lesson_id=lesson_id, step_id=step_id, file=file, lang=lang,
+                           poll=poll, timeout=timeout)
+            app.run()
+            if app.switch_to is None:
+                break
+            # The lesson switcher (L, Ctrl+P): the same worker, the other lesson's own file and step.
+            lesson_id, step_id, file = app.switch_to, None, None
+            lang = app.lang if app.lang_chosen else lang
     finally:
         worker.close()
     # Progress is on disk (the app waits for its saver when it closes). Textual's input thread is

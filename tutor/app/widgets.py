@@ -21,7 +21,6 @@ from textual.widgets.option_list import Option
 
 from ..i18n import t
 from ..render.verdicts import ANCHOR, marked
-from ..render.wrap import Wrapped
 
 FOOTER_KEYS = (("n", "foot_next"), ("p", "foot_prev"), ("r", "foot_run"), ("e", "foot_edit"), ("h", "foot_hint"),
                ("w", "foot_weights"), ("l", "foot_lang"), ("?", "foot_help"), ("q", "foot_quit"))

@@ -98,9 +98,10 @@ def shown_of(result: StepResult | None) -> str | None:
 
 
 def step_results(result: StepResult | None, lang: str, *, running: bool = False,
-                 hints: RenderableType | None = None) -> RenderableType:
+                 hints: RenderableType | None = None, after_pass: str | None = None) -> RenderableType:
     """The verdicts, the first failing check tagged Anchored("failure"); `hints` go right
-    after the failures (the hints are about them), before the checks that pass."""
+    after the failures (the hints are about them), before the checks that pass. after_pass:
+    what to do once the step has passed (the next step, the solution), said under the header."""
     if result is None:
         waiting = Wrapped(t("ui.running" if running else "ui.no_results", lang), style="dim")
         return waiting if hints is None else Group(waiting, hints)
@@ -111,6 +112,8 @@ def step_results(result: StepResult | None, lang: str, *, running: bool = False,
     if running:
         header.append("  " + t("ui.running", lang), style="yellow")
     parts.append(header)
+    if result.status == "pass" and after_pass and not running:
+        parts.append(render_markdown(after_pass))
     failing = [c for c in result.checks if c.status != "pass"]
     passing = [c for c in result.checks if c.status == "pass"]
     # Failures first and in full: they are what the learner acts on.

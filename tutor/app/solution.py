@@ -1,0 +1,35 @@
+"""The reference solution of a passed step, as a diff against the learner's own code."""
+
+from __future__ import annotations
+
+from rich.syntax import Syntax
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Static
+
+from ..i18n import t
+from ..render.wrap import Wrapped
+
+
+class SolutionScreen(ModalScreen):
+    BINDINGS = [Binding("escape,s,q", "close", id="close-solution", show=False)]
+
+    def __init__(self, lang: str, title: str, diff: str, reference: str):
+        super().__init__()
+        self.lang, self.title_text, self.diff, self.reference = lang, title, diff, reference
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll(id="solution-box"):
+            yield Static(Wrapped(t("ui.solution_title", self.lang, title=self.title_text), style="bold"))
+            if self.diff:
+                yield Static(Wrapped(t("ui.solution_diff", self.lang), style="dim"))
+                yield Static(Syntax(self.diff, "diff", theme="ansi_dark", word_wrap=True))
+            else:
+                yield Static(Wrapped(t("ui.solution_same", self.lang), style="dim"))
+                yield Static(Syntax(self.reference, "python", theme="ansi_dark", word_wrap=True))
+            yield Static(Wrapped(t("ui.solution_close", self.lang), style="dim"))
+
+    def action_close(self) -> None:
+        self.app.pop_screen()
