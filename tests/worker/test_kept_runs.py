@@ -189,3 +189,23 @@ def causal_attention(x, Wq, Wk, Wv):
         got = k.results[gen]
         assert got["single-head"].status == "timeout"
         assert got["multi-head"].status == "pass" and got["shapes"].status == "pass"
+
+
+def test_a_kept_run_whose_file_does_not_load_is_said_once_for_all_steps():
+    """A memory bomb at import ends in a MemoryError after seconds of touching pages: the first
+    step's verdict (the file does not load) is every step's, without importing it again."""
+    bomb = REFERENCE["lm3-l3"] + "\nhog = []\nwhile True:\n    hog.append(bytearray(50 << 20))\n"
+    steps = list(CHECKED_STEPS["lm3-l3"])
+    with Kept(timeout=15.0) as k:
+        gen = k.worker.submit("lm3-l3", FILENAME["lm3-l3"], bomb, steps)
+        k.wait([gen])
+        got = k.results[gen]
+        assert set(got) == set(steps)
+        messages = {(r.status, r.checks[0].id, r.checks[0].message.key) for r in got.values()}
+        assert len(messages) == 1 and next(iter(messages))[1] == "file-loads", messages
+        # The steps after the first were not run: no time of their own.
+        assert all(ms < 50 for ms in sorted(r.ms for r in got.values())[:len(steps) - 1]), [r.ms for r in got.values()]
+        k.worker._send({"type": "stats"})
+        with k.any:
+            assert k.any.wait_for(lambda: k.stats, 10)
+        assert k.stats[-1].jobs == 0

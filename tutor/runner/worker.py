@@ -833,6 +833,25 @@ class Worker:
         if pending is None or pending.gen < self.current_gen:
             return  # superseded while the judge worked on it
         self.report(pending.gen, pending.step, pending.started, (pending.output, pending.dropped), reply.result)
+        if any(c.id == "file-loads" for c in reply.result.checks):
+            self.file_failed(pending.gen, reply.result)
+
+    def file_failed(self, gen: int, result: StepResult) -> None:
+        """A kept run's file does not load (an exception at import: a memory bomb's takes seconds
+        to come): every step it has not reported would import it again to the same end. They get
+        this verdict now, and its child ends. A run in the app is left alone."""
+        import dataclasses
+
+        running = [j for j in self.jobs.values() if j.gen == gen and j.keep and not j.result_done]
+        rest = self.pending_steps.get(gen)
+        if not running or not rest:
+            return
+        for job in running:
+            self.finish(job)
+            job.result_done = True
+        self.judging = {k: j for k, j in self.judging.items() if j.gen != gen}
+        for step in sorted(rest):
+            self.report(gen, step, time.monotonic(), ("", 0), dataclasses.replace(result, id=step))
 
     def judge_died(self) -> None:
         self.sel.unregister(self.judge_sock)
