@@ -8,6 +8,7 @@ every output is checked against its format and against the per-student JSON.
 from __future__ import annotations
 
 import csv
+import difflib
 import hashlib
 import json
 import os
@@ -241,7 +242,8 @@ def test_shards_merged_give_what_one_run_gives(tmp_path):
     assert a and b and a + b == 12
     grade("--merge", tmp_path / "a", tmp_path / "b", "--out", tmp_path / "merged")
     for name in ("grades.csv", "report.md", "report.html"):
-        assert (tmp_path / "merged" / name).read_text() == (tmp_path / "one" / name).read_text(), name
+        merged, one = ((tmp_path / x / name).read_text() for x in ("merged", "one"))
+        assert merged == one, (name, list(difflib.unified_diff(one.splitlines(), merged.splitlines(), lineterm="")))
 
     def untimed(path: Path) -> dict:
         r = json.loads(path.read_text(encoding="utf-8"))
