@@ -102,7 +102,7 @@ def build_parser(lang: str) -> argparse.ArgumentParser:
     p.add_argument("--lang", choices=["en", "zh"], help=t("cli.opt_lang", lang))
     p.add_argument("--poll", action="store_true", help=t("cli.opt_poll", lang))
     p.add_argument("--timeout", type=float, default=None, metavar="S", help=t("cli.opt_timeout", lang))
-    sub = p.add_subparsers(dest="command", metavar="{check,list,solution,reset,dev}")
+    sub = p.add_subparsers(dest="command", metavar="{check,grade,list,solution,reset,dev}")
 
     c = sub.add_parser("check", help=t("cli.check_help", lang), description=t("cli.check_help", lang))
     c.add_argument("file", nargs="?", type=Path, help=t("cli.opt_check_file", lang))
@@ -110,6 +110,10 @@ def build_parser(lang: str) -> argparse.ArgumentParser:
     c.add_argument("--json", action="store_true", help=t("cli.opt_json", lang))
     c.add_argument("--lang", dest="check_lang", choices=["en", "zh"], help=t("cli.opt_lang", lang))
     c.add_argument("--timeout", dest="check_timeout", type=float, metavar="S", help=t("cli.opt_timeout", lang))
+
+    from .grade.command import add_parser as add_grade_parser
+
+    add_grade_parser(sub, lang, lesson_ids)
 
     ls = sub.add_parser("list", help=t("cli.list_help", lang), description=t("cli.list_help", lang))
     ls.add_argument("--json", action="store_true", help=t("cli.opt_json", lang))
@@ -210,6 +214,15 @@ def cmd_check(args, lang: str) -> int:
             print()
             print(describe_off(off, lang))
     return 0 if passed == total else 1
+
+
+def cmd_grade(args, lang: str) -> int:
+    from .grade.command import GradeUsage, run_grade
+
+    try:
+        return run_grade(args, lang, lambda lesson_id: _lesson(lesson_id, lang), _guess_lesson)
+    except GradeUsage as exc:
+        raise UsageError(str(exc)) from None
 
 
 def cmd_list(args, lang: str) -> int:
@@ -359,11 +372,13 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     lang_cli = getattr(args, "check_lang", None) or getattr(args, "list_lang", None) \
         or getattr(args, "reset_lang", None) or getattr(args, "dev_lang", None) \
-        or getattr(args, "solution_lang", None) or args.lang
+        or getattr(args, "solution_lang", None) or getattr(args, "grade_lang", None) or args.lang
     lang = choose(lang_cli, _remembered_lang(Path.cwd()))
     try:
         if args.command == "check":
             return cmd_check(args, lang)
+        if args.command == "grade":
+            return cmd_grade(args, lang)
         if args.command == "list":
             return cmd_list(args, lang)
         if args.command == "reset":

@@ -78,6 +78,8 @@ def schema_problems(data: dict) -> list[Line]:
     if need(data, "file", str, "lesson.toml") and not data["file"].endswith(".py"):
         bad.append(Line(False, "dev.field_type", {"field": "file", "where": "lesson.toml", "type": "*.py"}))
     per_lang(data, "title", "lesson.toml", True)
+    if "version" in data:
+        need(data, "version", str, "lesson.toml")  # optional: the checks' edition, beside every grade
     if not need(data, "steps", list, "lesson.toml"):
         return bad
     seen: set[str] = set()
@@ -102,6 +104,9 @@ def schema_problems(data: dict) -> list[Line]:
                     if not (isinstance(items, list) and all(isinstance(x, str) for x in items)):
                         bad.append(Line(False, "dev.field_type", {"field": f"{name}.{lang}", "where": where,
                                                                   "type": "list of strings"}))
+        points = raw.get("points", 1)
+        if isinstance(points, bool) or not isinstance(points, (int, float)) or points < 0:
+            bad.append(Line(False, "dev.field_type", {"field": "points", "where": where, "type": "number ≥ 0"}))
         if raw.get("kind") == "checked" and need(raw, "functions", list, where) and not raw["functions"]:
             bad.append(Line(False, "dev.field_missing", {"field": "functions", "where": where}))
         if "weights_from" in raw and need(raw, "weights_from", str, where) and raw["weights_from"] not in ids:

@@ -64,6 +64,7 @@ class Step:
     questions: dict[str, tuple[str, ...]] = field(default_factory=dict)
     answers: dict[str, tuple[str, ...]] = field(default_factory=dict)
     functions: tuple[str, ...] = ()  # the learner's top-level names this step is about
+    points: float = 1  # what a pass is worth in `attn-tutor grade` (lesson.toml `points`)
     settings: tuple[Setting, ...] = ()
     # The step whose result's visuals["heatmaps"] the weights panel (`w`) draws, as lesson.toml
     # names it (weights_from = "output"; its own id for a step that draws its own). Without it,
@@ -102,6 +103,14 @@ class Lesson:
     @property
     def answers_file(self) -> str:
         return self.answers_name or f"{self.id}-answers.md"
+
+    # lesson.toml `version`: the checks' edition, written beside every grade so that a grade
+    # can be traced to the checks that gave it. Authors raise it when a step's verdicts change.
+    version: str = "1"
+
+    @property
+    def max_points(self) -> float:
+        return sum(s.points for s in self.checked_steps)
 
     @property
     def checked_steps(self) -> tuple[Step, ...]:
@@ -167,6 +176,9 @@ def load_lesson(folder: Path) -> Lesson:
         where = f"{folder.name}/{raw.get('id')}"
         if raw.get("kind") not in STEP_KINDS:
             raise ValueError(f"{where}: unknown kind {raw.get('kind')!r}")
+        points = raw.get("points", 1)
+        if isinstance(points, bool) or not isinstance(points, (int, float)) or points < 0:
+            raise ValueError(f"{where}: 'points' must be a number ≥ 0, not {points!r}")
         steps.append(
             Step(
                 id=raw["id"],
@@ -178,6 +190,7 @@ def load_lesson(folder: Path) -> Lesson:
                 functions=tuple(raw.get("functions", ())),
                 settings=tuple(_setting(s, where) for s in raw.get("settings", ())),
                 weights_declared=str(raw.get("weights_from", "")),
+                points=points,
             )
         )
     return Lesson(
@@ -187,6 +200,7 @@ def load_lesson(folder: Path) -> Lesson:
         folder=folder,
         steps=tuple(steps),
         answers_name=str(data.get("answers", {}).get("file", "")),
+        version=str(data.get("version", "1")),
     )
 
 

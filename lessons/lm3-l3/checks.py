@@ -29,9 +29,10 @@ SHAPE_KEYS = ("projected_q", "q_split_into_heads", "q_per_head", "scores", "weig
               "context_per_head", "context_merged")
 
 
-def make_inputs():
-    """Deterministic; made in the child before learner code loads, and again in the judge."""
-    g = torch.Generator().manual_seed(0)
+def make_inputs(seed=0):
+    """Deterministic; made in the child before learner code loads, and again in the judge.
+    seed: 0 for the lab's own tensors; another draws them afresh (`attn-tutor grade --seed`)."""
+    g = torch.Generator().manual_seed(0 + 1_000_003 * seed)
     single = []
     for B, T, d, dk in SINGLE_SIZES:
         x = torch.randn(B, T, d, generator=g)

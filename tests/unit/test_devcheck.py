@@ -109,3 +109,14 @@ def test_apply_replacements_replaces_a_function_and_a_method():
                              "import math")
     assert out == ("import math\nimport torch\n\ndef f(x):\n    return 2 * x\n\nclass C:\n"
                    "    def m(self):\n        return 2\n")
+
+
+def test_schema_checks_the_optional_points_and_version():
+    base = {"format_version": 1, "id": "x", "file": "x.py", "title": {"en": "X", "zh": "X"}}
+    step = {"id": "s", "kind": "checked", "title": {"en": "S", "zh": "S"}, "functions": ["f"]}
+    ok = schema_problems(dict(base, version="2", steps=[dict(step, points=2.5)]))
+    assert [(l.key, l.params) for l in ok] == []
+    bad = schema_problems(dict(base, version=2, steps=[dict(step, points=-1)]))
+    got = [(line.key, line.params) for line in bad]
+    assert ("dev.field_type", {"field": "points", "where": "s", "type": "number ≥ 0"}) in got
+    assert ("dev.field_type", {"field": "version", "where": "lesson.toml", "type": "str"}) in got

@@ -20,6 +20,7 @@ from .messages import Done, Event, Gone, Ready, StepVerdict
 
 DEFAULT_TIMEOUT = 3.0
 LESSON_DIR_ENV = "ATTN_TUTOR_LESSON_DIR"  # read by worker.main
+SEED_ENV = "ATTN_TUTOR_SEED"  # read by worker.main: the checks' inputs drawn from this seed
 
 
 class WorkerGone(RuntimeError):
@@ -32,10 +33,15 @@ class Worker:
     They run on a reader thread."""
 
     def __init__(self, on_event: Callable[[Event], None] | None, timeout: float = DEFAULT_TIMEOUT,
-                 log: Path | None = None, lesson_dir: Path | None = None):
+                 log: Path | None = None, lesson_dir: Path | None = None, keep: bool = False,
+                 seed: int = 0):
         # lesson_dir: a lesson folder the worker loads in place of the installed lesson of its
         # id (`attn-tutor dev check PATH`: an author's copy, its checks.py included).
         self.lesson_dir = lesson_dir
+        # keep: runs go side by side, none superseding another (`attn-tutor grade`); every
+        # run's events are delivered, told apart by their gen.
+        self.keep = keep
+        self.seed = seed
         self.on_event = on_event  # None until attach(): events wait for it
         self._early: list[Event] = []
         self._events_lock = threading.Lock()
@@ -62,6 +68,8 @@ class Worker:
         env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "") if env.get("PYTHONPATH") else root
         if self.lesson_dir is not None:
             env[LESSON_DIR_ENV] = str(Path(self.lesson_dir).resolve())
+        if self.seed:
+            env[SEED_ENV] = str(self.seed)
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "tutor.runner.worker"],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, env=env,
@@ -88,7 +96,7 @@ class Worker:
                 continue
             if isinstance(event, Ready):
                 self.ready.set()
-            elif isinstance(event, (StepVerdict, Done)) and event.gen != self.gen:
+            elif isinstance(event, (StepVerdict, Done)) and event.gen != self.gen and not self.keep:
                 continue  # a result for a file that has since been saved again
             self._deliver(event)
         self.ready.clear()
@@ -127,7 +135,8 @@ class Worker:
         with self._lock:
             self.gen += 1
             self._send({"type": "run", "gen": self.gen, "lesson": lesson_id, "filename": filename,
-                        "source": source, "steps": steps, "timeout": self.timeout, "params": params or {}})
+                        "source": source, "steps": steps, "timeout": self.timeout, "params": params or {},
+                        **({"keep": True} if self.keep else {})})
             return self.gen
 
     def close(self) -> None:

@@ -104,6 +104,20 @@ def load_checks(lessons) -> dict:
     return modules
 
 
+def seed_inputs(modules: dict, seed: int) -> None:
+    """Every make_inputs() of this worker (the children's and the judge's) draws from `seed`
+    (`attn-tutor grade --seed`); 0 is the lessons' own inputs. A lesson whose make_inputs
+    takes no seed keeps its own."""
+    import functools
+    import inspect
+
+    if not seed:
+        return
+    for module in modules.values():
+        if "seed" in inspect.signature(module.make_inputs).parameters:
+            module.make_inputs = functools.partial(module.make_inputs, seed=seed)
+
+
 # ------------------------------------------------------------------ framing between worker and judge
 
 def send_frame(sock: socket.socket, obj, raw: bytes | None = None) -> None:
@@ -247,6 +261,7 @@ class Job:
     result_done: bool = False  # every step's frame is in, or the job was cut short
     over_memory: bool = False
     rss_start: int = 0  # the child's own RSS when it got the job: what it then holds is the job's
+    keep: bool = False  # a kept run's (`attn-tutor grade`): see report_timeout
 
     @property
     def step(self) -> str:
@@ -415,7 +430,7 @@ class Worker:
         return Spare(pid, job_w, result_r, output_r, rss_limit, output_pipe)
 
     def spawn(self, gen: int, lesson: str, steps: list[str], source: str, filename: str, timeout: float,
-              params: dict | None = None) -> Job:
+              params: dict | None = None, keep: bool = False) -> Job:
         from .codec import FrameReader
 
         # The child's frames must carry these: stray writes to its pipe do not.
@@ -440,7 +455,7 @@ class Worker:
                 self.discard_spare(spare)
         job = Job(self.next_job, gen, lesson, list(steps), tokens, source, filename, params or {}, spare.pid,
                   spare.result_fd, spare.output_fd, deadline, now, now, timeout, FrameReader(tokens[0]),
-                  spare.rss_limit, spare.output_pipe)
+                  spare.rss_limit, spare.output_pipe, keep=keep)
         # The worker's RSS at fork (rss_limit's baseline) counts file pages a fresh child has not
         # touched yet: measured against it, what a job holds came out up to ~100 MB short.
         job.rss_start = resident_bytes(job.pid)
@@ -457,7 +472,7 @@ class Worker:
         """Steps a job will not run: a child each, as soon as possible."""
         for step in steps:
             self.spawn(job.gen, job.lesson, [step], job.source, job.filename, job.timeout,
-                       {step: job.params[step]} if step in job.params else None)
+                       {step: job.params[step]} if step in job.params else None, keep=job.keep)
 
     def hedge(self, job: Job) -> None:
         rest = job.steps[job.index + 1:]
@@ -592,13 +607,15 @@ class Worker:
         if kind != "run":
             return
         gen = int(req["gen"])
-        # A newer save supersedes everything still running.
-        for job in list(self.jobs.values()):
-            if job.gen < gen:
-                self.finish(job)
-        self.pending_steps = {g: s for g, s in self.pending_steps.items() if g >= gen}
-        self.judging = {k: j for k, j in self.judging.items() if j.gen >= gen}
-        self.current_gen = gen
+        if not req.get("keep"):
+            # A newer save supersedes everything still running. A kept run supersedes nothing,
+            # and sets no current_gen: the runs before it, kept too, still report.
+            for job in list(self.jobs.values()):
+                if job.gen < gen:
+                    self.finish(job)
+            self.pending_steps = {g: s for g, s in self.pending_steps.items() if g >= gen}
+            self.judging = {k: j for k, j in self.judging.items() if j.gen >= gen}
+            self.current_gen = gen
         lesson = req.get("lesson")
         if lesson not in self.modules:
             self.emit(messages.RunError(gen, f"unknown lesson {lesson!r}"))
@@ -615,7 +632,7 @@ class Worker:
         groups = ([together] if together else []) + [[s] for s in steps if s not in checked]
         for group in groups:
             self.spawn(gen, lesson, group, req["source"], req["filename"], timeout,
-                       {s: params[s] for s in group if s in params})
+                       {s: params[s] for s in group if s in params}, keep=bool(req.get("keep")))
         if not steps:
             self.emit(messages.Done(gen))
 
@@ -646,13 +663,19 @@ class Worker:
         tail, dropped = whole
         return tail.decode("utf-8", errors="replace"), dropped
 
-    def report_failure(self, job: Job, status: str, failure: Failure, key: str, params: dict) -> None:
-        """The job's current step ends here, and with it the child: the steps after it go elsewhere."""
+    def report_failure(self, job: Job, status: str, failure: Failure, key: str, params: dict,
+                       same_for_rest: bool = False) -> None:
+        """The job's current step ends here, and with it the child: the steps after it go elsewhere
+        (same_for_rest: they are given this step's verdict, without running)."""
         rest = job.steps[job.index + 1:]
         self.finish(job)
         result = messages.failed_step(job.step, status, failure, key, params)
         self.report(job.gen, job.step, job.started, self.take_output(job), result)
         job.result_done = True
+        if same_for_rest:
+            for step in rest:
+                self.report(job.gen, step, time.monotonic(), ("", 0), messages.failed_step(step, status, failure, key, params))
+            return
         self.spawn_each(job, rest)
 
     # --- events
@@ -851,7 +874,12 @@ class Worker:
             params.update(mb=grown >> 20, limit=self.memory >> 20)
         elif compiler:
             key = "failure.timeout_compile"
-        self.report_failure(job, "timeout", Failure("timeout", f"{seconds} s", _frames(frames)), key, params)
+        # A kept run out of time while its file was being imported (the outermost frame of the
+        # learner's is the module's): every later step imports it again and would spend its whole
+        # limit there too. In a class's batch, that is one core for each: they are said at once.
+        at_import = job.keep and bool(frames) and frames[0]["function"] == "<module>"
+        self.report_failure(job, "timeout", Failure("timeout", f"{seconds} s", _frames(frames)), key, params,
+                            same_for_rest=at_import)
 
     def on_judge(self) -> None:
         try:
@@ -863,6 +891,25 @@ class Worker:
         if pending is None or pending.gen < self.current_gen:
             return  # superseded while the judge worked on it
         self.report(pending.gen, pending.step, pending.started, (pending.output, pending.dropped), reply.result)
+        if any(c.id == "file-loads" for c in reply.result.checks):
+            self.file_failed(pending.gen, reply.result)
+
+    def file_failed(self, gen: int, result: StepResult) -> None:
+        """A kept run's file does not load (an exception at import: a memory bomb's takes seconds
+        to come): every step it has not reported would import it again to the same end. They get
+        this verdict now, and its child ends. A run in the app is left alone."""
+        import dataclasses
+
+        running = [j for j in self.jobs.values() if j.gen == gen and j.keep and not j.result_done]
+        rest = self.pending_steps.get(gen)
+        if not running or not rest:
+            return
+        for job in running:
+            self.finish(job)
+            job.result_done = True
+        self.judging = {k: j for k, j in self.judging.items() if j.gen != gen}
+        for step in sorted(rest):
+            self.report(gen, step, time.monotonic(), ("", 0), dataclasses.replace(result, id=step))
 
     def judge_died(self) -> None:
         self.sel.unregister(self.judge_sock)
@@ -892,10 +939,11 @@ class Worker:
                 continue
             if isinstance(req, dict):
                 requests.append(req)
-        # Only the newest run matters when saves arrive faster than we read them.
-        runs = [r for r in requests if r.get("type") == "run"]
+        # Only the newest run matters when saves arrive faster than we read them; a kept run
+        # (`attn-tutor grade`: one file among many, run side by side) is never superseded.
+        runs = [r for r in requests if r.get("type") == "run" and not r.get("keep")]
         for req in requests:
-            if req.get("type") != "run" or req is runs[-1]:
+            if req.get("type") != "run" or req.get("keep") or req is runs[-1]:
                 self.handle_request(req)
 
     def loop(self) -> None:
@@ -945,7 +993,10 @@ class Worker:
             for job in list(self.jobs.values()):
                 if not job.result_done and now >= job.deadline:
                     self.on_timeout(job)
-                elif not job.result_done and job.index < len(job.steps) - 1 and now >= job.spawned + HEDGE_AFTER:
+                elif (not job.result_done and not job.keep and job.index < len(job.steps) - 1
+                      and now >= job.spawned + HEDGE_AFTER):
+                    # Not a kept run's: in a batch the other files keep every core busy, and a
+                    # hedge would only add children (a file that hangs at import: one per step).
                     self.hedge(job)
             if now >= self.next_tick and (running or self.dying):
                 self.next_tick = now + TICK
@@ -1051,13 +1102,14 @@ def main() -> None:
     from pathlib import Path
 
     from ..lesson import all_lessons, load_lesson
-    from .client import LESSON_DIR_ENV
+    from .client import LESSON_DIR_ENV, SEED_ENV
 
     lessons = {lesson.id: lesson for lesson in all_lessons()}
     if os.environ.get(LESSON_DIR_ENV):  # an author's copy of a lesson (`dev check PATH`) instead of ours
         lesson = load_lesson(Path(os.environ[LESSON_DIR_ENV]))
         lessons[lesson.id] = lesson
     checks = load_checks(lessons.values())
+    seed_inputs(checks, int(os.environ.get(SEED_ENV) or 0))
     gc.freeze()
     gc.enable()  # before the judge and the children are forked: they inherit it
     worker = None

@@ -1,0 +1,1 @@
+"""Teacher mode: `attn-tutor grade`, a whole class through one warm worker (see command.py)."""

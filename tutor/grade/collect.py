@@ -1,0 +1,144 @@
+"""Finding a class's submissions on disk, and who each one is from. Pure: no torch.
+
+The naming rule (README, "Grading a class"):
+
+- a FILE given on the command line is one student's submission;
+- a FOLDER given on the command line is a class: each sub-folder inside it is one student
+  (the student id is the sub-folder's name; the file graded is the lesson's file inside it,
+  e.g. ``alice/lm3_l3.py``, else the only ``.py`` file in it; none: status ``no file``), and
+  each ``.py`` file directly inside it is one student too;
+- a file's student id is its name without ``.py`` and without the lesson's file name or id
+  at its start or end (with the ``_``, ``-``, ``.`` or space that joins them):
+  ``alice.py``, ``alice_lm3_l3.py``, ``lm3-l3-alice.py`` are all ``alice``. A file named just
+  ``lm3_l3.py`` takes the id of the folder it is in.
+
+Hidden entries and ``__pycache__`` are skipped. Two submissions with the same id are a
+usage error: a grade must never silently belong to the wrong file.
+"""
+
+from __future__ import annotations
+
+import re
+import zlib
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..lesson import Lesson, all_lessons, get_lesson
+
+SEPARATORS = "_-. "
+
+
+class CollectError(ValueError):
+    """A usage problem, said as a catalog key and its parameters."""
+
+    def __init__(self, key: str, **params):
+        super().__init__(key)
+        self.key, self.params = key, params
+
+
+@dataclass(frozen=True)
+class Submission:
+    student: str
+    path: Path | None  # None: the student's folder holds no file for the lesson
+
+
+def _stems(lesson: Lesson) -> list[str]:
+    stem = Path(lesson.file_name).stem
+    return sorted({stem, lesson.id, stem.replace("_", "-"), lesson.id.replace("-", "_")}, key=len, reverse=True)
+
+
+def student_id(path: Path, lesson: Lesson | None) -> str:
+    """The id a file names: its stem without the lesson's name at its start or end."""
+    name = path.stem
+    lessons = [lesson] if lesson is not None else list(all_lessons())
+    for each in lessons:
+        for stem in _stems(each):
+            low = name.lower()
+            if low == stem.lower():
+                return path.resolve().parent.name
+            if low.startswith(stem.lower()) and name[len(stem)] in SEPARATORS:
+                return name[len(stem):].strip(SEPARATORS) or path.resolve().parent.name
+            if low.endswith(stem.lower()) and name[-len(stem) - 1] in SEPARATORS:
+                return name[: -len(stem)].strip(SEPARATORS) or path.resolve().parent.name
+    return name
+
+
+def _visible(path: Path) -> bool:
+    return not path.name.startswith(".") and path.name != "__pycache__"
+
+
+def _file_in_folder(folder: Path, lesson: Lesson | None) -> Path | None:
+    """The lesson's file in a student's folder, else the only .py file there."""
+    files = sorted(p for p in folder.iterdir() if p.is_file() and p.suffix == ".py" and _visible(p))
+    lessons = [lesson] if lesson is not None else list(all_lessons())
+    for each in lessons:
+        for p in files:
+            if p.name == each.file_name:
+                return p
+    for each in lessons:
+        named = [p for p in files if any(s.lower() in p.stem.lower() for s in _stems(each))]
+        if len(named) == 1:
+            return named[0]
+    return files[0] if len(files) == 1 else None
+
+
+def collect(paths: list[Path], lesson: Lesson | None) -> list[Submission]:
+    """Every submission under the given files and folders, sorted by student id."""
+    found: list[Submission] = []
+    for path in paths:
+        if path.is_file():
+            found.append(Submission(student_id(path, lesson), path))
+        elif path.is_dir():
+            for entry in sorted(filter(_visible, path.iterdir())):
+                if entry.is_dir():
+                    found.append(Submission(entry.name, _file_in_folder(entry, lesson)))
+                elif entry.is_file() and entry.suffix == ".py":
+                    found.append(Submission(student_id(entry, lesson), entry))
+        else:
+            raise CollectError("grade.no_such_path", path=path)
+    counts = Counter(s.student for s in found)
+    twice = sorted(student for student, n in counts.items() if n > 1)
+    if twice:
+        raise CollectError("grade.duplicate_students", students=", ".join(twice))
+    return sorted(found, key=lambda s: s.student)
+
+
+def guess_lesson(submissions: list[Submission], guess_one) -> Lesson:
+    """The lesson of the class: the one its files' names or contents point to (guess_one: the
+    CLI's guess for one file, as `check` makes it). Files of two lessons are a usage error."""
+    seen: set[str] = set()
+    for sub in submissions:
+        if sub.path is None:
+            continue
+        try:
+            raw = sub.path.read_bytes()
+        except OSError:
+            continue
+        by_name = next((l for l in all_lessons() if any(s.lower() in sub.path.name.lower() for s in _stems(l))), None)
+        lesson = by_name or guess_one(sub.path, raw)
+        if lesson is not None:
+            seen.add(lesson.id)
+    if not seen:
+        raise CollectError("grade.no_lesson")
+    if len(seen) > 1:
+        raise CollectError("grade.several_lessons", ids=", ".join(sorted(seen)))
+    return get_lesson(seen.pop())
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    """'K/N' as (K, N), 1 ≤ K ≤ N."""
+    m = re.fullmatch(r"\s*(\d+)\s*/\s*(\d+)\s*", text or "")
+    if not m or not 1 <= int(m.group(1)) <= int(m.group(2)):
+        raise CollectError("grade.bad_shard", shard=text)
+    return int(m.group(1)), int(m.group(2))
+
+
+def in_shard(student: str, k: int, n: int) -> bool:
+    """A stable slice: by a hash of the student id (CRC-32, the same on every machine and
+    Python), so a student stays in their shard whoever else submits."""
+    return zlib.crc32(student.encode("utf-8")) % n == k - 1
+
+
+def shard(submissions: list[Submission], k: int, n: int) -> list[Submission]:
+    return [s for s in submissions if in_shard(s.student, k, n)]

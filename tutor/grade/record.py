@@ -1,0 +1,102 @@
+"""One student's grade as one JSON-able object: what `check --json` prints, plus what a grade
+needs to be traced (the file's SHA-256, the tutor's and the lesson's versions, the seed), its
+score, its status and its likely mistakes by id. Every output and the class report are made
+from these records alone, so `grade --merge` gives what one run gives. Pure: no torch.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+from .. import __version__
+from ..report import file_error, file_error_to_json, step_to_json, summary_counts
+from ..results import StepResult
+
+STATUSES = ("graded", "timeout", "error", "no file")
+# A step's child that died this way says the file is broken as a program, not merely wrong.
+DIED = {"crash", "memory", "exit", "channel", "HarnessError"}
+
+
+def is_likely(key: str) -> bool:
+    """A likely-mistake message: `likely.…`, or a lesson's own `<lesson>.likely.…`."""
+    from ..i18n import local_key
+
+    return local_key(key).startswith("likely.")
+
+
+def likely_messages(value) -> list[dict]:
+    """The nested likely-mistake messages in a message's parameters, outermost first."""
+    found: list[dict] = []
+
+    def walk(v):
+        if isinstance(v, dict):
+            if isinstance(v.get("key"), str) and isinstance(v.get("params"), dict):
+                if is_likely(v["key"]):
+                    found.append({"key": v["key"], "params": v["params"]})
+                walk(v["params"])
+                return
+            for item in v.values():
+                walk(item)
+        elif isinstance(v, (list, tuple)):
+            for item in v:
+                walk(item)
+
+    walk(value)
+    return found
+
+
+def mistakes_of(steps: list[StepResult]) -> list[dict]:
+    """Per step and failing check, its likely mistake: the id (the catalog key, the same in
+    every language) and the message, to be shown in the report's language."""
+    out = []
+    for step in steps:
+        for check in step.checks:
+            if check.status == "pass" or check.message is None:
+                continue
+            message = {"key": check.message.key, "params": check.message.params}
+            for likely in ([message] if is_likely(message["key"]) else likely_messages(message)):
+                out.append({"step": step.id, "check": check.id, "id": likely["key"], "message": likely})
+    return out
+
+
+def status_of(steps: list[StepResult]) -> str:
+    if any(s.status == "timeout" for s in steps):
+        return "timeout"
+    if file_error(steps) is not None or any(s.failure is not None and s.failure.kind in DIED for s in steps):
+        return "error"
+    return "graded"
+
+
+def make_record(lesson, student: str, path, raw: bytes | None, steps: list[StepResult], lang: str,
+                seed: int, timeout: float, seconds: float) -> dict:
+    """path/raw None: no file for this student."""
+    points = {s.id: s.points for s in lesson.checked_steps}
+    passed, total = summary_counts(steps)
+    by_id = {s.id: s for s in steps}
+    score = sum(p for step, p in points.items() if step in by_id and by_id[step].status == "pass")
+    return {
+        # `attn-tutor check --json`'s object, as it is
+        "lesson": lesson.id, "file": None if path is None else str(path),
+        "steps": [step_to_json(s, lang) for s in steps],
+        "passed": passed, "total": total if steps else len(points),
+        "file_error": file_error_to_json(steps, lang) if steps else None,
+        # what a grade adds
+        "student": student,
+        "status": "no file" if path is None else status_of(steps),
+        "score": score, "max_score": lesson.max_points, "points": points,
+        "failures": [{"step": s.id, "kind": s.failure.kind, "detail": s.failure.detail}
+                     for s in steps if s.failure is not None],
+        "mistakes": mistakes_of(steps),
+        "sha256": None if raw is None else hashlib.sha256(raw).hexdigest(),
+        "tutor_version": __version__, "lesson_version": lesson.version,
+        "seed": seed, "timeout": timeout, "lang": lang,
+        "seconds": round(seconds, 3), "ms": {s.id: s.ms for s in steps},
+    }
+
+
+def step_status(record: dict, step: str) -> str:
+    """A step's status in a record; "not run" when the student has no file."""
+    for s in record["steps"]:
+        if s["id"] == step:
+            return s["status"]
+    return "not run"
