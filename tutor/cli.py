@@ -193,19 +193,13 @@ def cmd_check(args, lang: str) -> int:
     except WorkerGone as exc:
         print(t("cli.worker_failed", lang, detail=exc), file=sys.stderr)
         return 3
-    from .report import file_error_to_json, step_to_json, summary_counts
+    from .report import check_object, summary_counts
     from .runner.platform_probe import describe_off, probe
 
     passed, total = summary_counts(steps)
     off = probe().off()  # the worker ran with what this probe finds (same machine, same environment)
     if args.json:
-        print(json.dumps({
-            "lesson": lesson.id, "file": str(path),
-            "steps": [step_to_json(s, lang) for s in steps],
-            "passed": passed, "total": total,
-            "file_error": file_error_to_json(steps, lang),
-            "protections_off": off,
-        }, ensure_ascii=False))
+        print(json.dumps(check_object(lesson, path, steps, lang, off), ensure_ascii=False))
     else:
         from .cli_text import print_report
 

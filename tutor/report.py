@@ -81,3 +81,16 @@ def file_error_to_json(steps: list[StepResult], lang: str) -> dict | None:
 
 def summary_counts(steps: list[StepResult]) -> tuple[int, int]:
     return sum(s.status == "pass" for s in steps), len(steps)
+
+
+def check_object(lesson, path, steps: list[StepResult], lang: str, off: list[str]) -> dict:
+    """`attn-tutor check --json`'s object (grade writes the same, then what a grade adds).
+    off: the protections the runs went without (platform_probe)."""
+    passed, total = summary_counts(steps)
+    return {
+        "lesson": lesson.id, "file": None if path is None else str(path),
+        "steps": [step_to_json(s, lang) for s in steps],
+        "passed": passed, "total": total if steps else len(lesson.checked_steps),
+        "file_error": file_error_to_json(steps, lang) if steps else None,
+        "protections_off": off,
+    }

@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 
 from .. import __version__
-from ..report import file_error, file_error_to_json, step_to_json, summary_counts
+from ..report import check_object, file_error
 from ..results import StepResult
 
 STATUSES = ("graded", "timeout", "error", "no file")
@@ -70,16 +70,14 @@ def status_of(steps: list[StepResult]) -> str:
 def make_record(lesson, student: str, path, raw: bytes | None, steps: list[StepResult], lang: str,
                 seed: int, timeout: float, seconds: float) -> dict:
     """path/raw None: no file for this student."""
+    from ..runner.platform_probe import probe
+
     points = {s.id: s.points for s in lesson.checked_steps}
-    passed, total = summary_counts(steps)
     by_id = {s.id: s for s in steps}
     score = sum(p for step, p in points.items() if step in by_id and by_id[step].status == "pass")
     return {
-        # `attn-tutor check --json`'s object, as it is
-        "lesson": lesson.id, "file": None if path is None else str(path),
-        "steps": [step_to_json(s, lang) for s in steps],
-        "passed": passed, "total": total if steps else len(points),
-        "file_error": file_error_to_json(steps, lang) if steps else None,
+        # `attn-tutor check --json`'s object, as it is (the worker ran with this probe's protections)
+        **check_object(lesson, path, steps, lang, probe().off()),
         # what a grade adds
         "student": student,
         "status": "no file" if path is None else status_of(steps),
