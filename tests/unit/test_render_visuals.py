@@ -95,3 +95,18 @@ def test_bar_grows_and_never_vanishes():
     assert bar(0.2, 50.3) == "▏"
     assert bar(0, 1) == "" and bar(1, 0) == ""
     assert bar(0.5, 1.0, 8) == "████"
+
+
+def test_a_number_in_a_table_is_never_cut_short_and_headers_wrap_instead():
+    from rich.console import Console
+
+    from tutor import visuals as v
+    from tutor.render.visuals import draw_table
+
+    item = v.table(["T", "cache MB", "FLOPs with the cache", "FLOPs recomputing", "ms"],
+                   [[16, "0.016", "2.2 M", "18.6 M", v.bar(1, 2)], [128, "0.131", "21.0 M", "1.4 G", v.bar(2, 2)]])
+    console = Console(width=40, record=True, file=open("/dev/null", "w"))
+    console.print(draw_table(item, "en"))
+    values = console.export_text().rstrip("\n").splitlines()[-2:]  # the rows, under a header that wrapped
+    assert values[1].split()[:4] == ["128", "0.131", "21.0", "M"] and "1.4 G" in values[1]
+    assert not any("…" in line for line in values)

@@ -120,9 +120,13 @@ def draw_table(item: dict, lang: str) -> Table:
             first = rows[0][i] if rows and i < len(rows[0]) else None
             justify = "right" if isinstance(first, (int, float)) or first is None else "left"
         is_bar = any(isinstance(r[i], dict) and r[i].get("kind") == "bar" for r in rows if i < len(r))
-        table.add_column(text_of(column, lang), justify=justify, no_wrap=True, overflow="fold" if is_bar else "ellipsis")
+        # A number is never cut short ("1…" for 128): a column is at least as wide as its widest
+        # value, and where the table is too wide for the screen its header wraps instead.
+        widest = 0 if is_bar else max((cell_len(str(cell(r[i], lang))) for r in rows if i < len(r)), default=0)
+        table.add_column(text_of(column, lang), justify=justify, min_width=widest or None,
+                         overflow="fold" if is_bar else "ellipsis")
     for r in rows:
-        table.add_row(*(cell(v, lang) for v in r))
+        table.add_row(*(Text(c, no_wrap=True) if isinstance(c, str) else c for c in (cell(v, lang) for v in r)))
     return table
 
 
