@@ -38,9 +38,10 @@ def pasts_of(T: int, first: bool) -> list[int]:
     return sorted({0, T - 1, *((T // 2,) if first else ())})
 
 
-def make_inputs():
-    """Deterministic; made in the child before learner code loads, and again in the judge."""
-    g = torch.Generator().manual_seed(0)
+def make_inputs(seed=0):
+    """Deterministic; made in the child before learner code loads, and again in the judge.
+    seed: 0 for the lesson's own tensors; another draws them afresh (`attn-tutor grade --seed`)."""
+    g = torch.Generator().manual_seed(1_000_003 * seed)
     cases = []
     for d_in, d_out, H, ctx, B, T in SIZES:
         x = torch.randn(B, T, d_in, generator=g)

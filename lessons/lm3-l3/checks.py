@@ -92,7 +92,7 @@ def probe_leak_map(ctx, fn, x, delta, *rest, **how):
 def leak_map(base, moved) -> torch.Tensor | None:
     """M[i, j]: how far output i moved when token j changed (the largest change over the batch
     and the features). A causal layer has exactly 0 wherever j > i."""
-    if not isinstance(base, torch.Tensor) or base.dim() != 3:
+    if not isinstance(base, torch.Tensor) or base.dim() != 3 or len(moved) != base.shape[1]:
         return None
     cols = []
     for m in moved:
@@ -112,7 +112,11 @@ def leak_map_entry(base, moved, ref_base, ref_moved) -> dict:
                    round_matrix(ref / top))
 
 
-def single_leak_entry(outputs_map, base_call, case, delta) -> dict:
+def single_leak_entry(outputs_map, base_call, case, delta) -> list:
+    """The leakage map's panel entry, or none when the probe's calls did not all come back (a
+    value so large that the report was cut before them)."""
+    if not isinstance(outputs_map, list) or len(outputs_map) != case["x"].shape[1]:
+        return []
     x, W = case["x"], case["W"]
     moved = [first_output(c) for c in outputs_map]
     ref_moved = []
@@ -120,7 +124,7 @@ def single_leak_entry(outputs_map, base_call, case, delta) -> dict:
         changed = x.clone()
         changed[:, j] = changed[:, j] + delta
         ref_moved.append(reference_single(changed, *W)[0])
-    return leak_map_entry(first_output(base_call), moved, reference_single(x, *W)[0], ref_moved)
+    return [leak_map_entry(first_output(base_call), moved, reference_single(x, *W)[0], ref_moved)]
 
 
 # ---------------------------------------------------------------- single head
@@ -295,7 +299,7 @@ def judge_single(v, outputs, inputs, jctx):
         {"label": {"key": "visual.batch", "params": {"n": b}},
          "learner": round_matrix(w[b]) if w is not None else None, "reference": round_matrix(ref_w[b])}
         for b in range(B)
-    ] + [single_leak_entry(outputs["leak_map"], calls[0], seed, inputs["leak_delta"]["single"])]
+    ] + single_leak_entry(outputs.get("leak_map"), calls[0], seed, inputs["leak_delta"]["single"])
     judge_single_case(v, calls[0], seed, SINGLE_SIZES[0])
     other_sizes(v, calls, inputs["single"], SINGLE_SIZES, ("B", "T", "d_in", "d_k"), judge_single_case)
     no_kernel(v, "causal_attention", jctx.source, {"causal_attention"}, jctx.kernels)
@@ -381,7 +385,7 @@ def judge_leakage(v, outputs, inputs, jctx):
     calls = outputs["calls"]
     seed = inputs["single"][0]
     # Drawn before judging: a leak is where the map helps most.
-    v.visuals["heatmaps"] = [single_leak_entry(outputs["leak_map"], calls[0]["base"], seed, inputs["leak_delta"]["single"])]
+    v.visuals["heatmaps"] = single_leak_entry(outputs.get("leak_map"), calls[0]["base"], seed, inputs["leak_delta"]["single"])
     judge_leakage_case(v, calls[0], seed, SINGLE_SIZES[0])
     yours = leak(first_output(calls[0]["base"]), first_output(calls[0]["last"]), SINGLE_SIZES[0][1] - 1)
     broken = leak(unmasked(seed["x"], *seed["W"]), unmasked(seed["x_last"], *seed["W"]), SINGLE_SIZES[0][1] - 1)
@@ -968,7 +972,7 @@ def multi_leak_entry(first, seed, size, inputs) -> dict:
         changed = x.clone()
         changed[:, j] = changed[:, j] + delta
         ref_moved.append(reference_multi(changed, w, size[2])[0])
-    moved = [c.get("value") for c in first["leak_map"]]
+    moved = [c.get("value") if isinstance(c, dict) else None for c in first["leak_map"]]
     return leak_map_entry(first.get("new_weights", {}).get("value"), moved, reference_multi(x, w, size[2])[0], ref_moved)
 
 

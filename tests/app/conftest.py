@@ -36,6 +36,20 @@ def _sources() -> dict[str, tuple[str, str, str]]:
     }
 
 
+def pin_measured_times(result: StepResult) -> None:
+    """A view's bars of measured times (kv-cache's cost step) change from run to run: drawn at
+    fixed lengths, so that the screens compare. Measured sizes (lm3-l3's memory) are exact and
+    drawn as they come; those tables say "MB", not "ms"."""
+    for item in result.visuals.get("view") or []:
+        if item.get("kind") != "table":
+            continue
+        timed = [i for i, c in enumerate(item["columns"]) if isinstance(c, dict) and "_ms" in c["key"]]
+        for n, row in enumerate(item["rows"], 1):
+            for i in timed:
+                if isinstance(row[i], dict) and row[i].get("kind") == "bar" and row[i].get("value") is not None:
+                    row[i]["value"] = row[i]["top"] * n / len(item["rows"])
+
+
 @pytest.fixture(scope="session")
 def engine_results() -> dict[str, list[StepResult]]:
     """name -> the StepResults of every step (checked and experiments), from the real engine."""
@@ -55,6 +69,9 @@ def engine_results() -> dict[str, list[StepResult]]:
         lesson = get_lesson(lesson_id)
         # Every checked step, and the others that run code (a reflection without a probe has none).
         assert {s.id for s in lesson.checked_steps} <= {r.id for r in steps} <= set(lesson.step_ids()), name
+    for steps in results.values():
+        for result in steps:
+            pin_measured_times(result)
     # Never take screenshots of a broken engine: the references pass everything, and the
     # broken file fails exactly where a 0.0 mask shows.
     for name in FILES:

@@ -774,6 +774,7 @@ async def test_an_answers_file_from_before_the_sections_is_read_and_nothing_in_i
     assert path.read_text("utf-8").startswith(old)
 
 
+@pytest.mark.parametrize("lang", ["en", "zh"])
 async def test_protections_the_worker_lacks_are_said_once(make_app, lang):
     """A worker on a platform without Landlock and seccomp (macOS) says so in its ready event:
     the app tells the learner once, even if the worker is restarted and says it again."""

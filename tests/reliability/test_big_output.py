@@ -48,7 +48,9 @@ def test_every_function_of_the_test_files_prints():
     assert with_prints(REFERENCE["lab-02"], PER_CALL).count("print(") == 4
 
 
-@pytest.mark.parametrize("lesson", list(CHECKED))
+# kv-cache's generate calls the learner's forward_cached once per token, hundreds of times a step:
+# 5 MB each is a flood (the flood cases below), not a correct file that prints a lot.
+@pytest.mark.parametrize("lesson", [lesson for lesson in CHECKED if lesson != "kv-cache"])
 def test_a_correct_file_that_prints_5_mb_a_call_passes_every_checked_step(default_live, lesson):
     run = default_live.run(lesson, with_prints(REFERENCE[lesson], PER_CALL))
     report = summary(run.results)

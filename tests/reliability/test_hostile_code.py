@@ -14,6 +14,7 @@ import pytest
 from reliability_kit import CHECKED, RECORD, STEP_TIMEOUT, at_import, first_message, summary, with_code
 
 from tutor.runner.client import check_file
+from tutor.i18n import local_key
 from tutor.lesson import get_lesson
 
 ALL = CHECKED["lm3-l3"]
@@ -150,7 +151,7 @@ def check_run(run, source, exps):
             assert r.status == exp.status, f"{step}: {exp.status} expected\n{summary(results)}"
             if exp.key:
                 msg = first_message(r)
-                assert msg is not None and msg.key == exp.key, f"{step}: {exp.key} expected\n{summary(results)}"
+                assert msg is not None and local_key(msg.key) == exp.key, f"{step}: {exp.key} expected\n{summary(results)}"
                 for k, v in exp.params.items():
                     assert msg.params.get(k) == v, f"{step}: {k}={v!r} expected\n{summary(results)}"
             if exp.marked_line:
