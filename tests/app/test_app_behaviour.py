@@ -803,3 +803,15 @@ async def test_nothing_is_said_of_protections_when_none_is_off(make_app):
         await pilot.pause()
         assert app.worker_state == "ready"
         assert not [n for n in app._notifications if "Landlock" in str(n.message) or "seccomp" in str(n.message)]
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+async def test_once_every_checked_step_passes_the_lab_says_what_is_left(make_app, lang):
+    app, results = make_app("lm3-l3", lang=lang)
+    async with app.run_test(size=(100, 40)) as pilot:
+        app.apply_results(results)
+        await settle(pilot)
+        said = "".join(render_text(app.query_one("#results")).split())  # lines joined as they wrapped
+        reflect = get_lesson("lm3-l3").step("reflect")
+        expected = t("ui.lab_done", lang, n=4, answered=0, total=4, left=reflect.title[lang]).replace("**", "")
+        assert "".join(expected.split()) in said

@@ -230,13 +230,24 @@ class TutorApp(App):
         return self.lesson.steps[self.step_index]
 
     def after_pass(self, step) -> str:
-        """What comes after this step has passed: the next step, or the end of the lab; and
-        the reference solution to compare with."""
-        steps = self.lesson.steps
+        """What comes after this step has passed: the next step, or the end of the lab; once every
+        checked step passes, the lab's summary (the questions left, the other labs)."""
+        lang, steps = self.lang, self.lesson.steps
         index = steps.index(step)
-        if index + 1 < len(steps):
-            return t("ui.after_pass_next", self.lang, title=steps[index + 1].title[self.lang])
-        return t("ui.after_pass_last", self.lang)
+        parts = [t("ui.after_pass_next", lang, title=steps[index + 1].title[lang]) if index + 1 < len(steps)
+                 else t("ui.after_pass_last", lang)]
+        checked = self.lesson.checked_steps
+        if all(self.status_of(s.id) == "pass" for s in checked):
+            asked = [s for s in steps if s.questions.get(lang)]
+            done = {s.id: sum(1 for a in self.answers.get(s.id, {}).values() if a.strip()) for s in asked}
+            total = sum(len(s.questions[lang]) for s in asked)
+            left = [s.title[lang] for s in asked if done[s.id] < len(s.questions[lang])]
+            if left:
+                parts.append(t("ui.lab_done", lang, n=len(checked), answered=sum(done.values()), total=total,
+                               left=t("cli.ids_sep", lang).join(left)))
+            else:
+                parts.append(t("ui.lab_done_all", lang, n=len(checked)))
+        return "\n\n".join(parts)
 
     def status_of(self, step_id: str) -> str:
         if step_id in self.running:
