@@ -79,14 +79,17 @@ def make_inputs(seed=0):
 
 # ---------------------------------------------------------------- leakage maps
 
-def probe_leak_map(ctx, fn, x, delta, *rest, **how):
-    """fn(x, *rest) with each token j of x changed in turn: what a leakage map is drawn from."""
-    moved = []
+def token_changes(x, delta):
+    """x with each token j changed in turn (by delta): the inputs a leakage map is drawn from."""
     for j in range(x.shape[1]):
         changed = x.clone()
         changed[:, j] = changed[:, j] + delta
-        moved.append(ctx.call(fn, changed, *rest, **how))
-    return moved
+        yield changed
+
+
+def probe_leak_map(ctx, fn, x, delta, *rest, **how):
+    """fn(x, *rest) for each of token_changes(x, delta), in the child."""
+    return [ctx.call(fn, changed, *rest, **how) for changed in token_changes(x, delta)]
 
 
 def leak_map(base, moved) -> torch.Tensor | None:
@@ -117,14 +120,16 @@ def single_leak_entry(outputs_map, base_call, case, delta) -> list:
     value so large that the report was cut before them)."""
     if not isinstance(outputs_map, list) or len(outputs_map) != case["x"].shape[1]:
         return []
-    x, W = case["x"], case["W"]
     moved = [first_output(c) for c in outputs_map]
-    ref_moved = []
-    for j in range(x.shape[1]):
-        changed = x.clone()
-        changed[:, j] = changed[:, j] + delta
-        ref_moved.append(reference_single(changed, *W)[0])
-    return [leak_map_entry(first_output(base_call), moved, reference_single(x, *W)[0], ref_moved)]
+    return [leak_map_entry(first_output(base_call), moved, *single_leak_reference(case["x"], *case["W"], delta))]
+
+
+@of_the_inputs
+def single_leak_reference(x, Wq, Wk, Wv, delta):
+    """The reference's outputs for x and for each of token_changes(x, delta): the same for every
+    save, so computed once (uncached below: the changed copies are new tensors each time)."""
+    plain = reference_single.__wrapped__
+    return reference_single(x, Wq, Wk, Wv)[0], [plain(changed, Wq, Wk, Wv)[0] for changed in token_changes(x, delta)]
 
 
 # ---------------------------------------------------------------- single head
@@ -966,14 +971,16 @@ def judge_multi_case(v, case, inp, size, source=""):
 
 
 def multi_leak_entry(first, seed, size, inputs) -> dict:
-    w, delta, x = inputs["multi_again"]["w"], inputs["leak_delta"]["multi"], seed["x"]
-    ref_moved = []
-    for j in range(x.shape[1]):
-        changed = x.clone()
-        changed[:, j] = changed[:, j] + delta
-        ref_moved.append(reference_multi(changed, w, size[2])[0])
     moved = [c.get("value") if isinstance(c, dict) else None for c in first["leak_map"]]
-    return leak_map_entry(first.get("new_weights", {}).get("value"), moved, reference_multi(x, w, size[2])[0], ref_moved)
+    reference = multi_leak_reference(seed["x"], inputs["multi_again"]["w"], size[2], inputs["leak_delta"]["multi"])
+    return leak_map_entry(first.get("new_weights", {}).get("value"), moved, *reference)
+
+
+@of_the_inputs
+def multi_leak_reference(x, w, H, delta):
+    """As single_leak_reference, for the layer with weights w."""
+    plain = reference_multi.__wrapped__
+    return reference_multi(x, w, H)[0], [plain(changed, w, H)[0] for changed in token_changes(x, delta)]
 
 
 def judge_multi(v, outputs, inputs, jctx):
