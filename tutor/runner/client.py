@@ -34,7 +34,7 @@ class Worker:
 
     def __init__(self, on_event: Callable[[Event], None] | None, timeout: float = DEFAULT_TIMEOUT,
                  log: Path | None = None, lesson_dir: Path | None = None, keep: bool = False,
-                 seed: int = 0):
+                 seed: int = 0, views: bool = True):
         # lesson_dir: a lesson folder the worker loads in place of the installed lesson of its
         # id (`attn-tutor dev check PATH`: an author's copy, its checks.py included).
         self.lesson_dir = lesson_dir
@@ -42,6 +42,9 @@ class Worker:
         # run's events are delivered, told apart by their gen.
         self.keep = keep
         self.seed = seed
+        # views=False: no one will look at the runs' views (`check`, `grade`); the probes and
+        # judges that honour it (ctx.views, jctx.views) skip what only feeds them.
+        self.views = views
         self.on_event = on_event  # None until attach(): events wait for it
         self._early: list[Event] = []
         self._events_lock = threading.Lock()
@@ -136,7 +139,7 @@ class Worker:
             self.gen += 1
             self._send({"type": "run", "gen": self.gen, "lesson": lesson_id, "filename": filename,
                         "source": source, "steps": steps, "timeout": self.timeout, "params": params or {},
-                        **({"keep": True} if self.keep else {})})
+                        **({"keep": True} if self.keep else {}), **({} if self.views else {"views": False})})
             return self.gen
 
     def close(self) -> None:
@@ -164,15 +167,16 @@ class Worker:
 
 
 def check_source(lesson_id: str, filename: str, source: str, timeout: float = DEFAULT_TIMEOUT,
-                 steps: list[str] | None = None, params: dict | None = None) -> list[StepResult]:
+                 steps: list[str] | None = None, params: dict | None = None, views: bool = True) -> list[StepResult]:
     """Run every checked step once and wait for all verdicts (for `attn-tutor check`)."""
-    return check_sources(lesson_id, [(filename, source, steps)], timeout=timeout, params=params)[0]
+    return check_sources(lesson_id, [(filename, source, steps)], timeout=timeout, params=params, views=views)[0]
 
 
 def check_sources(lesson_id: str, runs: list[tuple[str, str, list[str] | None]], timeout: float = DEFAULT_TIMEOUT,
-                  params: dict | None = None, lesson_dir: Path | None = None) -> list[list[StepResult]]:
+                  params: dict | None = None, lesson_dir: Path | None = None,
+                  views: bool = True) -> list[list[StepResult]]:
     """Each (filename, source, steps) in turn through one worker (torch imported once), the
-    verdicts of each run once all have come."""
+    verdicts of each run once all have come. views: see Worker."""
     results: dict[str, StepResult] = {}
     done = threading.Event()
     gone: list[Gone] = []
@@ -186,7 +190,7 @@ def check_sources(lesson_id: str, runs: list[tuple[str, str, list[str] | None]],
             gone.append(event)
             done.set()
 
-    worker = Worker(on_event, timeout=timeout, lesson_dir=lesson_dir)
+    worker = Worker(on_event, timeout=timeout, lesson_dir=lesson_dir, views=views)
     worker.start()
     out: list[list[StepResult]] = []
     try:
@@ -225,6 +229,7 @@ def check_file(lesson, path: Path, raw: bytes, timeout: float = DEFAULT_TIMEOUT)
     if text is None:
         return unreadable_results(lesson, "failure.encoding", problem)
     order = [s.id for s in lesson.checked_steps]
-    results = check_source(lesson.id, str(path), text, timeout=timeout, steps=order)
+    # `check` prints no views: their probes are skipped (views=False), the verdicts are the same.
+    results = check_source(lesson.id, str(path), text, timeout=timeout, steps=order, views=False)
     by_id = {r.id: r for r in results}
     return [by_id[s] for s in order if s in by_id]

@@ -47,8 +47,8 @@ class Judge:
             self._inputs[lesson] = self.modules[lesson].make_inputs()
         return self._inputs[lesson]
 
-    def verdict(self, lesson: str, step: str, payload: bytes, source: str) -> StepResult:
-        result = self._verdict(lesson, step, payload, source)
+    def verdict(self, lesson: str, step: str, payload: bytes, source: str, views: bool = True) -> StepResult:
+        result = self._verdict(lesson, step, payload, source, views)
         own = self.own_keys.get(lesson)
         fallback = f"fallback.{step}"
         if own and fallback in own:  # the step's own words where no known mistake matched
@@ -64,7 +64,7 @@ class Judge:
             qualify(result.visuals, lesson, own)
         return result
 
-    def _verdict(self, lesson: str, step: str, payload: bytes, source: str) -> StepResult:
+    def _verdict(self, lesson: str, step: str, payload: bytes, source: str, views: bool) -> StepResult:
         spec = self.modules[lesson].STEPS[step]
         fn = " / ".join(spec.functions)
         report, blob = _parse(payload)
@@ -90,7 +90,7 @@ class Judge:
         verdict = Verdict(source)
         try:
             outputs = codec.decode(report.tree, blob)
-            spec.judge(verdict, outputs, self.inputs(lesson), JudgeContext(source, report.kernels))
+            spec.judge(verdict, outputs, self.inputs(lesson), JudgeContext(source, report.kernels, views))
         except Stop:
             pass
         except Exception as exc:  # a value the judge did not foresee: say so, do not die

@@ -367,6 +367,17 @@ def _defines(node, names: frozenset[str]) -> bool:
     return any(isinstance(t, ast.Name) and t.id in names for t in targets)
 
 
+@functools.lru_cache(maxsize=2)
+def _parsed(source: str):
+    """(tree, its bound names), or None: a file's steps are judged one after another, and
+    parsing it again for each was a fifth of the judge's time in `grade`."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return None
+    return tree, _bound_names(tree)
+
+
 @functools.lru_cache(maxsize=8)
 def kernels_in_source(source: str, defs: frozenset[str]) -> frozenset[str]:
     """Library attention kernels named in the definitions of the step's functions.
@@ -374,12 +385,11 @@ def kernels_in_source(source: str, defs: frozenset[str]) -> frozenset[str]:
     Only those definitions: a notebook self-check pasted below them may well call the
     kernel as its reference. Helpers they call are covered by the run-time trap instead.
     """
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
+    parsed = _parsed(source)
+    if parsed is None:
         return frozenset()
+    tree, own = parsed
     found: set[str] = set()
-    own = _bound_names(tree)
     for node in tree.body:
         if _defines(node, defs):
             found |= _kernel_words(node, own)

@@ -232,13 +232,14 @@ class JudgeRequest:
     lesson: str
     step: str
     source: str
+    views: bool = True
 
     def to_json(self) -> dict:
-        return {"job": self.job, "lesson": self.lesson, "step": self.step, "source": self.source}
+        return {"job": self.job, "lesson": self.lesson, "step": self.step, "source": self.source, "views": self.views}
 
     @classmethod
     def from_json(cls, d: dict) -> "JudgeRequest":
-        return cls(d["job"], d["lesson"], d["step"], d["source"])
+        return cls(d["job"], d["lesson"], d["step"], d["source"], d.get("views", True))
 
 
 @dataclass(frozen=True)

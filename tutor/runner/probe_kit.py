@@ -264,6 +264,9 @@ class ProbeContext:
         self.source = source
         self.codes = codes  # ids of the code objects compiled from the learner's file (origin.code_ids)
         self.kernels: set[str] = set()
+        # False when nobody will look at the step's views (`check`, `grade`): a probe may skip
+        # calls whose outputs only feed them. A verdict must never depend on those.
+        self.views = True
 
     def get(self, name: str):
         """The learner's function or class, checked on the very object the probe then uses (a

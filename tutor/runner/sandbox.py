@@ -742,6 +742,7 @@ def _run(job: dict, step: str, code, checks_module, inputs) -> tuple[messages.Re
         return messages.ImportFailed(messages.LearnerFailure.from_dict(exc.failure)), b""
     ctx = probe_kit.ProbeContext(module, job["filename"], job["source"], _code_ids(code))
     ctx.params = (job.get("params") or {}).get(step) or {}  # an experiment's settings, chosen in the app
+    ctx.views = job.get("views", True)
     try:
         for name in spec.functions:  # each of the step's names, whether or not its probe gets it
             try:

@@ -17,3 +17,4 @@ class StepSpec:
 class JudgeContext:
     source: str
     kernels: list[str]  # library kernels the child saw being called
+    views: bool = True  # False: nobody will look at verdict.visuals (`check`, `grade`)

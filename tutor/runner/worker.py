@@ -162,7 +162,7 @@ def judge_main(sock: socket.socket, modules: dict, own_keys: dict) -> None:
             payload = recv_raw(sock)
         except EOFError:
             os._exit(0)
-        result = judge.verdict(req.lesson, req.step, payload, req.source)
+        result = judge.verdict(req.lesson, req.step, payload, req.source, req.views)
         send_frame(sock, messages.JudgeReply(req.job, result).to_json())
 
 
@@ -262,6 +262,7 @@ class Job:
     over_memory: bool = False
     rss_start: int = 0  # the child's own RSS when it got the job: what it then holds is the job's
     keep: bool = False  # a kept run's (`attn-tutor grade`): see report_timeout
+    views: bool = True  # False: nobody will look at its views (`check`, `grade`), see tutor.kit
 
     @property
     def step(self) -> str:
@@ -430,7 +431,7 @@ class Worker:
         return Spare(pid, job_w, result_r, output_r, rss_limit, output_pipe)
 
     def spawn(self, gen: int, lesson: str, steps: list[str], source: str, filename: str, timeout: float,
-              params: dict | None = None, keep: bool = False) -> Job:
+              params: dict | None = None, keep: bool = False, views: bool = True) -> Job:
         from .codec import FrameReader
 
         # The child's frames must carry these: stray writes to its pipe do not.
@@ -443,7 +444,7 @@ class Worker:
             now = time.monotonic()
             deadline = now + timeout  # from the hand-over, as the child counts it too
             job_data = json.dumps({"lesson": lesson, "steps": steps, "source": source, "filename": filename,
-                                   "params": params or {}, "tokens": [t.hex() for t in tokens],
+                                   "params": params or {}, "tokens": [t.hex() for t in tokens], "views": views,
                                    "deadline": deadline, "timeout": timeout}).encode()
             try:
                 view = memoryview(job_data)
@@ -455,7 +456,7 @@ class Worker:
                 self.discard_spare(spare)
         job = Job(self.next_job, gen, lesson, list(steps), tokens, source, filename, params or {}, spare.pid,
                   spare.result_fd, spare.output_fd, deadline, now, now, timeout, FrameReader(tokens[0]),
-                  spare.rss_limit, spare.output_pipe, keep=keep)
+                  spare.rss_limit, spare.output_pipe, keep=keep, views=views)
         # The worker's RSS at fork (rss_limit's baseline) counts file pages a fresh child has not
         # touched yet: measured against it, what a job holds came out up to ~100 MB short.
         job.rss_start = resident_bytes(job.pid)
@@ -472,7 +473,7 @@ class Worker:
         """Steps a job will not run: a child each, as soon as possible."""
         for step in steps:
             self.spawn(job.gen, job.lesson, [step], job.source, job.filename, job.timeout,
-                       {step: job.params[step]} if step in job.params else None, keep=job.keep)
+                       {step: job.params[step]} if step in job.params else None, keep=job.keep, views=job.views)
 
     def hedge(self, job: Job) -> None:
         rest = job.steps[job.index + 1:]
@@ -632,7 +633,8 @@ class Worker:
         groups = ([together] if together else []) + [[s] for s in steps if s not in checked]
         for group in groups:
             self.spawn(gen, lesson, group, req["source"], req["filename"], timeout,
-                       {s: params[s] for s in group if s in params}, keep=bool(req.get("keep")))
+                       {s: params[s] for s in group if s in params}, keep=bool(req.get("keep")),
+                       views=req.get("views", True) is not False)
         if not steps:
             self.emit(messages.Done(gen))
 
@@ -809,7 +811,7 @@ class Worker:
         self.next_judging += 1
         self.judging[key] = Judging(job.gen, step, started, *output)
         try:
-            send_frame(self.judge_sock, messages.JudgeRequest(key, job.lesson, step, job.source).to_json(), payload)
+            send_frame(self.judge_sock, messages.JudgeRequest(key, job.lesson, step, job.source, job.views).to_json(), payload)
         except OSError:  # the judge died: it is restarted, and this step reported as the tutor's fault
             self.judge_died()
 
