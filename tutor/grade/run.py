@@ -105,7 +105,7 @@ class Batch:
     def grade(self, submissions: list[Submission], on_graded: Callable, should_stop: Callable[[], bool] = lambda: False):
         queue = list(submissions)
         try:
-            while queue or self._runs:
+            while queue or self._pending():
                 if should_stop():
                     return
                 # Files that need no child are graded at once, in order.
@@ -131,6 +131,13 @@ class Batch:
         finally:
             if self.worker is not None:
                 self.worker.close()
+
+    def _pending(self) -> bool:
+        """Runs in flight, or finished and not yet handed on. Asked under the lock: the reader
+        thread moves a run from one to the other, and a Done landing between two unlocked looks
+        dropped that file."""
+        with self._cond:
+            return bool(self._runs or self._finished)
 
     def _lost(self) -> bool:
         limit = self.timeout * len(self.order) + LOST_AFTER
