@@ -21,6 +21,7 @@ from .messages import Done, Event, Gone, Ready, StepVerdict
 DEFAULT_TIMEOUT = 3.0
 LESSON_DIR_ENV = "ATTN_TUTOR_LESSON_DIR"  # read by worker.main
 SEED_ENV = "ATTN_TUTOR_SEED"  # read by worker.main: the checks' inputs drawn from this seed
+BATCH_ENV = "ATTN_TUTOR_BATCH"  # read by worker.main: kept runs only (`grade`), see Worker.batch
 
 
 class WorkerGone(RuntimeError):
@@ -73,6 +74,8 @@ class Worker:
             env[LESSON_DIR_ENV] = str(Path(self.lesson_dir).resolve())
         if self.seed:
             env[SEED_ENV] = str(self.seed)
+        if self.keep:
+            env[BATCH_ENV] = "1"
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "tutor.runner.worker"],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, env=env,

@@ -108,9 +108,10 @@ class Watch(TorchFunctionMode):
     outputs kept for the heatmap, and, when asked, dropout replaced by fixed_dropout. Nothing is
     patched, so functions compiled with torch.jit.script still compile."""
 
-    def __init__(self, dropout: bool = False):
+    def __init__(self, dropout: bool = False, softmax: bool = True):
         super().__init__()
         self.stand_in = dropout
+        self.softmax = softmax  # keep softmax outputs (only the views draw them)
         self.dropouts: list[dict] = []  # what each dropout call was given, for the judge
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
@@ -124,7 +125,7 @@ class Watch(TorchFunctionMode):
         if kind[0] == "dropout" and self.stand_in and args and isinstance(args[0], torch.Tensor):
             return self._dropout(func, args, kwargs)
         out = func(*args, **kwargs)
-        if kind[0] == "softmax" and isinstance(out, torch.Tensor):
+        if kind[0] == "softmax" and self.softmax and isinstance(out, torch.Tensor):
             _SOFTMAX_OUT.append(_clone(_detach(out)))
             del _SOFTMAX_OUT[:-4]
         return out
@@ -291,7 +292,8 @@ class ProbeContext:
     def call(self, fn, *args, primary: bool = False, grad: bool = False, dropout: bool = False):
         """Call learner code on copies of args, under Watch.
 
-        Returns {"value", "args", "softmax"} on success, {"error": failure} otherwise.
+        Returns {"value", "args", "softmax"} on success, {"error": failure} otherwise: softmax,
+        the last softmax's output, for the views; None when self.views is False.
         grad: with gradients on, as in training (else under no_grad); dropout: torch's dropout
         replaced by fixed_dropout, and the result has "dropouts", what each dropout call got.
         A primary call (the notebook's own sizes) that raises ends the probe: the
@@ -300,7 +302,7 @@ class ProbeContext:
         args = clone_args(args)
         _KERNEL_CALLS.clear()
         _SOFTMAX_OUT.clear()
-        watch = Watch(dropout)
+        watch = Watch(dropout, softmax=self.views)
         try:
             with (_enable_grad() if grad else _no_grad()), watch:
                 value = fn(*args)

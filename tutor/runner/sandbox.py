@@ -443,7 +443,7 @@ def _arrange_fds(job_fd: int, result_fd: int, output_fd: int) -> tuple[int, int,
 
 def serve_one(job_fd: int, result_fd: int, output_fd: int, checks_modules: dict, protected=(),
               warm=None, fenced=None, protections: Protections | None = None, files=None,
-              cgroup: str | None = None) -> None:
+              cgroup: str | None = None, inputs: dict | None = None) -> None:
     """A spare child: get ready, wait for one job on job_fd, run its steps, exit. Never returns.
 
     Everything that does not depend on the learner's file happens before the job
@@ -452,7 +452,8 @@ def serve_one(job_fd: int, result_fd: int, output_fd: int, checks_modules: dict,
     code runs. fenced: fence.inventory(), what the learner's code may not open or import.
     protections: platform_probe.probe(), what to set up. files: (landlock.plan(), the run's
     scratch folder), the folders the learner's code may read and the one it may write.
-    cgroup: the pids cgroup folder this child joins (pids_cgroup), or None.
+    cgroup: the pids cgroup folder this child joins (pids_cgroup), or None. inputs: per
+    lesson, its make_inputs(), made once by the worker (else here).
     """
     protections = protections or probe()
     # The fork bound: before anything else, so that no learner process escapes it.
@@ -473,7 +474,8 @@ def serve_one(job_fd: int, result_fd: int, output_fd: int, checks_modules: dict,
         sys.setrecursionlimit(RECURSION_LIMIT)
         torch.set_num_threads(1)
         # Inputs are made before any learner code runs, so nothing it patches can reach them.
-        inputs = {lesson: module.make_inputs() for lesson, module in checks_modules.items()}
+        if inputs is None:
+            inputs = {lesson: module.make_inputs() for lesson, module in checks_modules.items()}
         probe_kit.install_traps()
         _warm_up(warm or (), checks_modules, inputs, job_fd)
         _forget_warm_up(warm)
@@ -522,6 +524,12 @@ def _warm_up(warm, checks_modules: dict, inputs: dict, job_fd: int | None = None
         torch.set_rng_state(rng)
         sys.modules.pop("learner", None)
         _collect()
+
+
+def warm_up(warm, checks_modules: dict, inputs: dict) -> None:
+    """_warm_up in the worker itself (`grade`): its children are then forked warm."""
+    _warm_up(warm, checks_modules, inputs)
+    _forget_warm_up(None)
 
 
 def _forget_warm_up(warm) -> None:
