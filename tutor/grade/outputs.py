@@ -36,9 +36,14 @@ def write_text(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
+def dumps(obj) -> str:
+    """One line: json's C encoder, which an indent turns off (that made writing the records
+    4% of a 200-file grade's CPU). `python -m json.tool` or jq shows them indented."""
+    return json.dumps(obj, ensure_ascii=False, sort_keys=True) + "\n"
+
+
 def write_record(out: Path, record: dict) -> None:
-    write_text(out / STUDENTS / f"{safe_name(record['student'])}.json",
-               json.dumps(record, ensure_ascii=False, indent=1, sort_keys=True) + "\n")
+    write_text(out / STUDENTS / f"{safe_name(record['student'])}.json", dumps(record))
 
 
 def read_records(folder: Path) -> list[dict]:
@@ -140,7 +145,7 @@ def write_all(out: Path, lesson, records: list[dict], lang: str) -> None:
     write_text(out / "grades.csv", grades_csv(lesson, records))
     for r in records:
         write_text(out / "gradescope" / safe_name(r["student"]) / "results.json",
-                   json.dumps(gradescope(lesson, r, lang), ensure_ascii=False, indent=1) + "\n")
+                   dumps(gradescope(lesson, r, lang)))
     write_text(out / "junit.xml", junit_xml(lesson, records, lang))
     rep = class_report(lesson, records)
     write_text(out / "report.md", report_md(lesson, rep, lang))
