@@ -182,6 +182,7 @@ def diagnose_weights(w, x, Wq, Wk, Wv):
         (lambda: masked_softmax(raw / d_in**0.5), msg("likely.scale_d_in", d_in=d_in, d_k=dk)),
         (lambda: masked_softmax(raw), msg("likely.scale_none")),
         (lambda: masked_softmax(raw / dk), msg("likely.scale_d")),
+        (lambda: masked_softmax(raw / T**0.5), msg("likely.scale_seq_len", T=T, d_k=dk)),
         (lambda: masked_softmax(scaled, dim=-2), msg("likely.softmax_dim")),
         (lambda: masked_softmax(scaled.transpose(-2, -1)), msg("likely.swapped_qk")),
         (lambda: torch.softmax(scaled, -1).masked_fill(future, float("-inf")), msg("likely.inf_after_softmax")),
@@ -189,8 +190,9 @@ def diagnose_weights(w, x, Wq, Wk, Wv):
         (lambda: masked_softmax(scaled, torch.ones(T, T, dtype=torch.bool).triu(1), dim=-2)
          .masked_fill(future, float("-inf")), msg("likely.inf_after_softmax")),
     ]
-    if d_in == dk:  # √d_in and √d_k are the same scale then: that mistake cannot show
-        candidates = [c for c in candidates if c[1]["key"] != "likely.scale_d_in"]
+    # Where √d_in or √T is √d_k, that mistake cannot show.
+    cannot = {key for key, same in (("likely.scale_d_in", d_in == dk), ("likely.scale_seq_len", T == dk)) if same}
+    candidates = [c for c in candidates if c[1]["key"] not in cannot]
     return matching_mistake(w, candidates)
 
 
@@ -739,6 +741,7 @@ def diagnose_multi(y, x, w, H, source=""):
         (lambda: attend(scale=d_out**0.5), wide),
         (lambda: attend(scale=d_in**0.5), msg("likely.scale_d_in_multi", d_in=d_in, hd=hd)),
         (lambda: attend(scale=1.0), msg("likely.scale_none")),
+        (lambda: attend(scale=T**0.5), msg("likely.scale_seq_len_multi", T=T, hd=hd)),
         (lambda: attend(mask=torch.zeros(T, T, dtype=torch.bool)), no_mask),
         (lambda: attend(fill=0.0), msg("likely.fill_zero")),
         (lambda: attend(after=True), msg("likely.mask_after_softmax")),
@@ -760,6 +763,8 @@ def diagnose_multi(y, x, w, H, source=""):
                  "likely.per_head_transpose"}
     if d_in == hd or d_in == d_out:
         skip.add("likely.scale_d_in_multi")
+    if T == hd:
+        skip.add("likely.scale_seq_len_multi")
     return matching_mistake(y, [c for c in candidates if c[1]["key"] not in skip])
 
 

@@ -145,6 +145,17 @@ def causal_attention(x, Wq, Wk, Wv):
     return weights @ v, weights
 """)
 
+# √T, the sequence length: the notebook's T = 6 is not d_k = 4.
+CA_SCALE_SEQ_LEN = ca("""
+def causal_attention(x, Wq, Wk, Wv):
+    q, k, v = x @ Wq, x @ Wk, x @ Wv
+    T = x.shape[1]
+    scores = q @ k.transpose(-2, -1) / T ** 0.5
+    mask = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)
+    weights = torch.softmax(scores.masked_fill(mask, float("-inf")), dim=-1)
+    return weights @ v, weights
+""")
+
 CA_SCALE_D = ca("""
 def causal_attention(x, Wq, Wk, Wv):
     q, k, v = x @ Wq, x @ Wk, x @ Wv
@@ -396,6 +407,8 @@ SINGLE_CASES = [
         "single-head": fails("matches-pytorch", "check.values", "likely.scale_d_in")}, header=MATH_IMPORT),
     case("no_scale", LM3, CA_NO_SCALE, {
         "single-head": fails("matches-pytorch", "check.values", "likely.scale_none")}),
+    case("scale_sqrt_seq_len", LM3, CA_SCALE_SEQ_LEN, {
+        "single-head": fails("matches-pytorch", "check.values", "likely.scale_seq_len")}),
     case("scale_d_not_sqrt", LM3, CA_SCALE_D, {
         "single-head": fails("matches-pytorch", "check.values", "likely.scale_d")}),
     case("mask_diagonal_2_off_by_one", LM3, CA_DIAGONAL_2, {
@@ -495,6 +508,20 @@ def forward(self, x):
     k = self.W_k(x).view(B, T, H, hd).transpose(1, 2)
     v = self.W_v(x).view(B, T, H, hd).transpose(1, 2)
     scores = q @ k.transpose(2, 3)
+    scores = scores.masked_fill(self.mask[:T, :T], float("-inf"))
+    weights = self.dropout(torch.softmax(scores, dim=-1))
+    context = (weights @ v).transpose(1, 2).contiguous().view(B, T, self.d_out)
+    return self.out_proj(context)
+""")
+
+MH_SCALE_SEQ_LEN = fwd("""
+def forward(self, x):
+    B, T, _ = x.shape
+    H, hd = self.n_heads, self.head_dim
+    q = self.W_q(x).view(B, T, H, hd).transpose(1, 2)
+    k = self.W_k(x).view(B, T, H, hd).transpose(1, 2)
+    v = self.W_v(x).view(B, T, H, hd).transpose(1, 2)
+    scores = q @ k.transpose(2, 3) / T ** 0.5
     scores = scores.masked_fill(self.mask[:T, :T], float("-inf"))
     weights = self.dropout(torch.softmax(scores, dim=-1))
     context = (weights @ v).transpose(1, 2).contiguous().view(B, T, self.d_out)
@@ -854,6 +881,8 @@ MULTI_CASES = [
         "multi-head": fails("matches-pytorch", "check.values", "likely.scale_width")}),
     case("multi_no_scale", LM3, MH_NO_SCALE, {
         "multi-head": fails("matches-pytorch", "check.values", "likely.scale_none")}),
+    case("multi_scale_sqrt_seq_len", LM3, MH_SCALE_SEQ_LEN, {
+        "multi-head": fails("matches-pytorch", "check.values", "likely.scale_seq_len_multi")}),
     # Mixes tokens, so it leaks: the leak check fails first and must name the merge.
     case("multi_no_transpose_before_merge", LM3, MH_NO_TRANSPOSE_BEFORE_MERGE, {
         "multi-head": Exp("fail", None, {"likely.merge_heads"})}),
