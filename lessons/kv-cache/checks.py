@@ -217,6 +217,12 @@ def diagnose_step_out(y, case, size, t, source="") -> dict:
             (lambda: attend(x_new, w, H, k[:, :, :1], v[:, :, :1]), msg("likely.mask_first_row")),
             (lambda: attend(x_new, w, H, k[:, :, :t], v[:, :, :t]), msg("likely.mask_self")),
         ]
+        # The new token first in one cache only: the output shows it (both first would not).
+        first = [t, *range(t)]
+        candidates += [
+            (lambda: attend(x_new, w, H, k, v[:, :, first]), msg("likely.prepended_one")),
+            (lambda: attend(x_new, w, H, k[:, :, first], v), msg("likely.prepended_one")),
+        ]
     candidates += [
         (lambda: attend(x_new, w, H, k, v, dim=-2), msg("likely.softmax_queries")),
         (lambda: attend(x_new, w, H, k, v, proj_out=False), msg("likely.no_out_proj")),

@@ -213,6 +213,8 @@ MASK_SELF = step(CAT, TAIL.replace("scores = q @ k.transpose(2, 3) / hd**0.5", '
 SCALE_D_OUT = step(CAT, TAIL.replace("/ hd**0.5", "/ self.d_out**0.5"))
 SCALE_T = step(CAT, TAIL.replace("/ hd**0.5", "/ k.shape[-2]**0.5"))
 PREPEND = step(CAT.replace("[past_k, k]", "[k, past_k]").replace("[past_v, v]", "[v, past_v]"))
+PREPEND_VALUE = step(CAT.replace("[past_v, v]", "[v, past_v]"))
+PREPEND_KEY = step(CAT.replace("[past_k, k]", "[k, past_k]"))
 SWAPPED = step(CAT, TAIL.replace("return self.out_proj(context), (k, v)", "return self.out_proj(context), (v, k)"))
 SOFTMAX_QUERIES = step(CAT, TAIL.replace("dim=-1", "dim=-2"))
 NO_OUT_PROJ = step(CAT, TAIL.replace("return self.out_proj(context), (k, v)", "return context, (k, v)"))
@@ -396,6 +398,13 @@ WRONG = [
     case("new-token-in-front", PREPEND, {
         "cached-attention": fails("values", "check.cache_values", "likely.prepended"),
         "generate": fails("values", "check.cache_values", "likely.step_first")}),
+    # Only one of the two in front: keys and values no longer pair up, and the output shows it.
+    case("new-value-in-front", PREPEND_VALUE, {
+        "cached-attention": fails("matches-pytorch", "check.step_values", "likely.prepended_one"),
+        "generate": STEP_FIRST, "cache-discipline": LOOP_WRONG}),
+    case("new-key-in-front", PREPEND_KEY, {
+        "cached-attention": fails("matches-pytorch", "check.step_values", "likely.prepended_one"),
+        "generate": STEP_FIRST, "cache-discipline": LOOP_WRONG}),
     case("keys-and-values-swapped", SWAPPED, {
         "cached-attention": fails("values", "check.cache_values", "likely.cache_swapped"),
         "generate": STEP_FIRST, "cache-discipline": LOOP_WRONG}),
