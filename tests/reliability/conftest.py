@@ -37,6 +37,17 @@ def workers():
 
 
 @pytest.fixture(scope="session")
+def batch_live():
+    """A `grade` worker: it runs the reference itself before forking its children."""
+    lw = LiveWorker(STEP_TIMEOUT, batch=True)
+    lw.start()
+    try:
+        yield lw
+    finally:
+        lw.close()
+
+
+@pytest.fixture(scope="session")
 def no_landlock():
     """A worker whose children have no Landlock: what the fence alone must hold (macOS, old kernels)."""
     lw = LiveWorker(STEP_TIMEOUT, env={"ATTN_TUTOR_DISABLE": "landlock"})

@@ -107,14 +107,15 @@ class Run:
 class LiveWorker:
     """One real worker; run() submits a file and waits for its generation's `done`."""
 
-    def __init__(self, timeout: float, env: dict | None = None):
+    def __init__(self, timeout: float, env: dict | None = None, batch: bool = False):
+        """batch: a `grade` worker (kept runs, no views; it warms up in itself)."""
         self.timeout = timeout
         self.env = env or {}
         self.lock = threading.Lock()
         self.runs: dict[int, Run] = {}
         self.events: list[dict] = []  # every event the client delivered, in order
         self.gone: list[dict] = []
-        self.worker = Worker(self.on_event, timeout=timeout)
+        self.worker = Worker(self.on_event, timeout=timeout, keep=batch, views=not batch)
 
     def start(self, wait: bool = True) -> None:
         with patched_env(self.env):  # the client copies os.environ into the worker's

@@ -201,15 +201,18 @@ if _code is not None:
 """
 
 
-def test_the_warm_ups_reference_is_not_reachable_from_frames_or_gc(live):
-    run = live.run(LM3, FRAMES_AND_GC)
+# In the app a spare warms up in itself; a `grade` worker warms up before it forks (batch_live).
+@pytest.mark.parametrize("worker", ["live", "batch_live"])
+def test_the_warm_ups_reference_is_not_reachable_from_frames_or_gc(worker, request):
+    run = request.getfixturevalue(worker).run(LM3, FRAMES_AND_GC)
     for r in run.results.values():
         assert r.status == "fail" and first_message(r).key == "check.missing", summary(run.results)
         assert "nothing found" in r.output, r.output
 
 
-def test_the_warm_ups_code_is_not_reachable_by_referents(live):
-    run = live.run(LM3, REFERENTS, steps=["shapes"])
+@pytest.mark.parametrize("worker", ["live", "batch_live"])
+def test_the_warm_ups_code_is_not_reachable_by_referents(worker, request):
+    run = request.getfixturevalue(worker).run(LM3, REFERENTS, steps=["shapes"])
     r = run.results["shapes"]
     assert r.status == "fail" and first_message(r).key == "check.missing", summary(run.results)
     assert "nothing found" in r.output, r.output

@@ -73,6 +73,20 @@ def test_warm_up_leaves_no_output_module_or_random_state(capfd):
     assert out == "" and err == ""
 
 
+def test_warm_up_leaves_no_source_in_linecache():
+    """load_learner gives linecache each file's lines (torch.jit.script reads them there): after
+    the warm-up the reference's must be gone, or a learner reads the solution in linecache.cache."""
+    import linecache
+
+    linecache.clearcache()  # what the tests above ran through sandbox._run themselves
+    sandbox._warm_up(reference_runs(LESSONS), CHECKS, INPUTS)
+    lesson = LESSONS[0]
+    assert lesson.file_name not in linecache.cache
+    kept = [name for name, entry in linecache.cache.items()
+            if len(entry) == 4 and entry[2] and entry[2][0].startswith('"""Reference solution')]
+    assert not kept
+
+
 def test_a_failing_warm_up_is_not_the_learners_failure():
     # A reference that cannot even be imported (say, a newer torch broke it) only costs speed.
     sandbox._warm_up(runs_of("raise KeyboardInterrupt\n"), CHECKS, INPUTS)
