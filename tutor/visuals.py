@@ -86,12 +86,25 @@ def is_item(value) -> bool:
     return isinstance(value, dict) and value.get("kind") in KINDS
 
 
-def weights(label, learner: list | None, reference: list, why=None) -> dict:
+def weights(label, learner: list | None, reference: list, why=None, words: dict | None = None) -> dict:
     """One entry of a step's weights panel (`w`, `h`, `d` in the app): the learner's matrix, or
     None when it could not be had (why: the text that says why; a generic one if not given),
     beside the reference's. A step's entries go in verdict.visuals["heatmaps"], in order (one
-    per head, say)."""
+    per head, say). words: texts in place of the panel's own, for a matrix that is not attention
+    weights, by WORDS name (the legend of each view and mark, the axes)."""
     entry = {"label": label, "learner": learner, "reference": reference}
     if why is not None:
         entry["why"] = why
+    if words:
+        unknown = set(words) - set(WORDS)
+        if unknown:
+            raise ValueError(f"weights(words=...): unknown {sorted(unknown)}; known: {WORDS}")
+        entry["words"] = words
     return entry
+
+
+# What weights(words=...) may replace: the panel's name in its title (weights), the legend of
+# each view (learner, reference, diff) and cell mark (masked, leak, nan), and the axes (keys:
+# the columns, queries: the rows).
+WORDS = ("weights", "legend_learner", "legend_reference", "legend_diff", "legend_masked", "legend_leak",
+         "legend_nan", "axis_keys", "axis_queries")

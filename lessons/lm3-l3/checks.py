@@ -115,7 +115,15 @@ def leak_map_entry(base, moved, ref_base, ref_moved) -> dict:
     top = float(ref.max()) or 1.0
     mine = leak_map(base, moved)
     return weights(msg("visual.leak_map"), round_matrix(mine / top) if mine is not None else None,
-                   round_matrix(ref / top))
+                   round_matrix(ref / top), words=leak_map_words())
+
+
+def leak_map_words() -> dict:
+    """Not weights: how far each output moved, so the panel's words for weights would mislead."""
+    return {"weights": msg("visual.leak_title"), "legend_learner": msg("visual.leak_legend_learner"),
+            "legend_reference": msg("visual.leak_legend_reference"), "legend_masked": msg("visual.leak_legend_masked"),
+            "legend_leak": msg("visual.leak_legend_leak"), "axis_keys": msg("visual.leak_axis_keys"),
+            "axis_queries": msg("visual.leak_axis_queries")}
 
 
 def single_leak_entry(outputs_map, base_call, case, delta) -> list:

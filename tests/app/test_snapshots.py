@@ -62,6 +62,13 @@ def test_weights_view(snap_compare, make_app, lang):
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
+def test_leakage_map_view(snap_compare, make_app, lang):
+    """The leakage step's panel is its leakage map: its own legend and axes, not the weights'."""
+    app, results = make_app("lm3-l3", step_id="leakage", lang=lang)
+    assert snap_compare(app, run_before=driver(results, "w"))
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
 def test_help_screen(snap_compare, make_app, lang):
     app, results = make_app("lm3-l3", lang=lang)
     assert snap_compare(app, run_before=driver(results, "question_mark"))

@@ -486,11 +486,14 @@ class TutorApp(App):
         nan = float("nan")
         as_floats = lambda m: [[nan if v is None else v for v in row] for row in m]  # noqa: E731
         label = t(entry["label"]["key"], lang, **entry["label"]["params"])
-        legend = {k: t(f"ui.legend_{k}", lang) for k in ("learner", "reference", "diff", "masked", "leak", "nan")}
+        # The panel's words, or the entry's own where its matrix is not attention weights.
+        words = entry.get("words") or {}
+        word = lambda name: text_of(words[name], lang) if name in words else t(f"ui.{name}", lang)  # noqa: E731
+        legend = {k: word(f"legend_{k}") for k in ("learner", "reference", "diff", "masked", "leak", "nan")}
         hint = self.color_hint
-        title = t("ui.weights_title", lang, title=t("ui.weights", lang), label=label, n=index + 1, total=len(maps))
+        title = t("ui.weights_title", lang, title=word("weights"), label=label, n=index + 1, total=len(maps))
         renderable = heatmap(as_floats(learner), reference=as_floats(entry["reference"]), mode=mode, title=title,
-                             axis_labels=(t("ui.axis_keys", lang), t("ui.axis_queries", lang)),
+                             axis_labels=(word("axis_keys"), word("axis_queries")),
                              color_system_hint=hint, legend=legend)
         keys = Wrapped(t("ui.weights_keys", lang, what=t("ui.batch_or_head", lang)), style="dim")
         return Group(*(x for x in (note, renderable, keys) if x is not None))
