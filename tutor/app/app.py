@@ -30,7 +30,7 @@ from ..i18n import t
 from ..lesson import Lesson
 from ..render.doc import render_markdown
 from ..render.heatmap import heatmap
-from ..render.visuals import text_of
+from ..render.visuals import heatmap_words, text_of
 from ..render.verdicts import hints_block, load_syntax, shown_of, status_mark, step_results
 from ..render.wrap import Wrapped
 from ..results import StepResult
@@ -488,13 +488,11 @@ class TutorApp(App):
         label = t(entry["label"]["key"], lang, **entry["label"]["params"])
         # The panel's words, or the entry's own where its matrix is not attention weights.
         words = entry.get("words") or {}
-        word = lambda name: text_of(words[name], lang) if name in words else t(f"ui.{name}", lang)  # noqa: E731
-        legend = {k: word(f"legend_{k}") for k in ("learner", "reference", "diff", "masked", "leak", "nan")}
-        hint = self.color_hint
-        title = t("ui.weights_title", lang, title=word("weights"), label=label, n=index + 1, total=len(maps))
+        axes, legend = heatmap_words(lang, words)
+        name = text_of(words["weights"], lang) if "weights" in words else t("ui.weights", lang)
+        title = t("ui.weights_title", lang, title=name, label=label, n=index + 1, total=len(maps))
         renderable = heatmap(as_floats(learner), reference=as_floats(entry["reference"]), mode=mode, title=title,
-                             axis_labels=(word("axis_keys"), word("axis_queries")),
-                             color_system_hint=hint, legend=legend)
+                             axis_labels=axes, color_system_hint=self.color_hint, legend=legend)
         keys = Wrapped(t("ui.weights_keys", lang, what=t("ui.batch_or_head", lang)), style="dim")
         return Group(*(x for x in (note, renderable, keys) if x is not None))
 

@@ -32,10 +32,12 @@ def text_of(value, lang: str) -> str:
     return "" if value is None else str(value)
 
 
-def heatmap_words(lang: str) -> tuple[tuple[str, str], dict[str, str]]:
-    """The axis labels and the legend every heatmap shows."""
-    axes = (t("ui.axis_keys", lang), t("ui.axis_queries", lang))
-    return axes, {k: t(f"ui.legend_{k}", lang) for k in LEGEND_KEYS}
+def heatmap_words(lang: str, words: dict | None = None) -> tuple[tuple[str, str], dict[str, str]]:
+    """The axis labels and the legend every heatmap shows; words: a weights entry's own texts in
+    their place, by tutor.visuals.WORDS name (a matrix that is not attention weights)."""
+    words = words or {}
+    word = lambda name: text_of(words[name], lang) if name in words else t(f"ui.{name}", lang)  # noqa: E731
+    return (word("axis_keys"), word("axis_queries")), {k: word(f"legend_{k}") for k in LEGEND_KEYS}
 
 
 def floats(matrix) -> list[list[float]]:
