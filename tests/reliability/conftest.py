@@ -36,26 +36,24 @@ def workers():
             lw.close()
 
 
-@pytest.fixture(scope="session")
-def batch_live():
-    """A `grade` worker: it runs the reference itself before forking its children."""
-    lw = LiveWorker(STEP_TIMEOUT, batch=True)
+def _for_the_session(lw: LiveWorker):
     lw.start()
     try:
         yield lw
     finally:
         lw.close()
+
+
+@pytest.fixture(scope="session")
+def batch_live():
+    """A `grade` worker: it runs the reference itself before forking its children."""
+    yield from _for_the_session(LiveWorker(STEP_TIMEOUT, batch=True))
 
 
 @pytest.fixture(scope="session")
 def no_landlock():
     """A worker whose children have no Landlock: what the fence alone must hold (macOS, old kernels)."""
-    lw = LiveWorker(STEP_TIMEOUT, env={"ATTN_TUTOR_DISABLE": "landlock"})
-    lw.start()
-    try:
-        yield lw
-    finally:
-        lw.close()
+    yield from _for_the_session(LiveWorker(STEP_TIMEOUT, env={"ATTN_TUTOR_DISABLE": "landlock"}))
 
 
 @pytest.fixture(scope="session")
