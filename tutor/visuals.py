@@ -104,7 +104,7 @@ def weights(label, learner: list | None, reference: list, why=None, words: dict 
 
 
 # What weights(words=...) may replace: the panel's name in its title (weights), the legend of
-# each view (learner, reference, diff) and cell mark (masked, leak, nan), and the axes (keys:
-# the columns, queries: the rows).
+# each view (learner, reference, diff) and cell mark (masked, leak, nan), the axes (keys: the
+# columns, queries: the rows) and the d key's line naming the three views (weights_key_mode).
 WORDS = ("weights", "legend_learner", "legend_reference", "legend_diff", "legend_masked", "legend_leak",
-         "legend_nan", "axis_keys", "axis_queries")
+         "legend_nan", "axis_keys", "axis_queries", "weights_key_mode")

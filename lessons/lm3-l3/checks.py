@@ -123,7 +123,7 @@ def leak_map_words() -> dict:
     return {"weights": msg("visual.leak_title"), "legend_learner": msg("visual.leak_legend_learner"),
             "legend_reference": msg("visual.leak_legend_reference"), "legend_masked": msg("visual.leak_legend_masked"),
             "legend_leak": msg("visual.leak_legend_leak"), "axis_keys": msg("visual.leak_axis_keys"),
-            "axis_queries": msg("visual.leak_axis_queries")}
+            "axis_queries": msg("visual.leak_axis_queries"), "weights_key_mode": msg("visual.leak_key_mode")}
 
 
 def single_leak_entry(outputs_map, base_call, case, delta) -> list:

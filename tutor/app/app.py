@@ -30,7 +30,7 @@ from ..i18n import t
 from ..lesson import Lesson
 from ..render.doc import render_markdown
 from ..render.heatmap import heatmap
-from ..render.visuals import heatmap_words, text_of
+from ..render.visuals import Packed, heatmap_words, text_of
 from ..render.verdicts import hints_block, load_syntax, shown_of, status_mark, step_results
 from ..render.wrap import Wrapped
 from ..results import StepResult
@@ -493,7 +493,10 @@ class TutorApp(App):
         title = t("ui.weights_title", lang, title=name, label=label, n=index + 1, total=len(maps))
         renderable = heatmap(as_floats(learner), reference=as_floats(entry["reference"]), mode=mode, title=title,
                              axis_labels=axes, color_system_hint=self.color_hint, legend=legend)
-        keys = Wrapped(t("ui.weights_keys", lang, what=t("ui.batch_or_head", lang)), style="dim")
+        mode_key = (text_of(words["weights_key_mode"], lang) if "weights_key_mode" in words
+                    else t("ui.weights_key_mode", lang))
+        next_key = [t("ui.weights_key_next", lang, what=t("ui.batch_or_head", lang))] if len(maps) > 1 else []
+        keys = Packed("", [t("ui.weights_key_text", lang), *next_key, mode_key])  # b only where it changes the map
         return Group(*(x for x in (note, renderable, keys) if x is not None))
 
     # ------------------------------------------------------------------ the checker
