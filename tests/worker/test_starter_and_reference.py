@@ -86,6 +86,14 @@ def test_starter_is_todo_everywhere(run, lesson):
         assert r.failure is not None and r.failure.kind == "NotImplementedError"
 
 
+def test_todo_names_the_method_that_still_raises_not_its_class(run):
+    """kv-cache's class is written but for forward_cached: the message points at that method."""
+    results = run("kv-cache", STARTER["kv-cache"])
+    named = {step: r.checks[0].message.params["fn"] for step, r in results.items()}
+    assert named == {"cached-attention": "CausalMultiHeadAttention.forward_cached", "generate": "generate",
+                     "cache-discipline": "CausalMultiHeadAttention.forward_cached"}, named
+
+
 def test_half_done_file_is_pass_then_todo(run):
     """causal_attention written, the rest still the starter's: single-head and leakage pass, the others todo."""
     source = STARTER["lm3-l3"].replace(

@@ -12,6 +12,7 @@ from ..i18n import qualify
 from ..results import Check, Failure, Message, StepResult
 from . import codec, messages
 from .judge_kit import Stop, Verdict
+from .source_kit import qualified_name
 from .spec import JudgeContext
 
 
@@ -80,7 +81,9 @@ class Judge:
                 params = {"name": name, "origin": origin}
                 return StepResult(step, "fail", [Check("own-code", "fail", Message("check.not_in_file", params))])
             case messages.Raised(error, todo=True):
-                return StepResult(step, "todo", [Check("implemented", "todo", Message("check.todo", {"fn": fn}))],
+                where = error.failure.frames[-1] if error.failure.frames else None
+                todo = where and qualified_name(source, where.line, where.function)  # the method, not its class
+                return StepResult(step, "todo", [Check("implemented", "todo", Message("check.todo", {"fn": todo or fn}))],
                                   error.failure)
             case messages.Raised(error):
                 return messages.failed_step(step, "error", error.failure, *messages.learner_failure_message(error, fn))

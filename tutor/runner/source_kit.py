@@ -43,6 +43,26 @@ def _parse(source: str):
         return None
 
 
+def qualified_name(source: str, line: int, function: str) -> str | None:
+    """The dotted name (`Class.method`) of the def called function whose body holds line, as
+    Python's co_qualname would give it (the traceback's frames carry the bare name only)."""
+    tree = _parse(source)
+    path: list[str] = []
+
+    def within(nodes, prefix):
+        for node in nodes:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) \
+                    and node.lineno <= line <= (node.end_lineno or node.lineno):
+                path[:] = [*prefix, node.name]
+                within(node.body, path[:])
+                return
+
+    within(tree.body if tree is not None else [], [])
+    while path and path[-1] != function:  # a def the frame's function is in (a lambda, say): up to it
+        path.pop()
+    return ".".join(path) or None
+
+
 def _defines(node, names: frozenset[str]) -> bool:
     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
         return node.name in names
