@@ -253,7 +253,8 @@ def test_a_fork_or_thread_bomb_is_bounded_and_told(memory_live, workspace, bomb)
     # The run's leftovers killed and reaped; its cgroup folder removed, or kept empty for reuse.
     assert wait_until(lambda: len(worker.children(recursive=True)) <= 6, 3), worker.children(recursive=True)
     from tutor.runner.pids_cgroup import POOL, base
-    folder = os.path.join(base(), f"attn-tutor-{live.pid}")
+    from tutor.runner.leftovers import tag
+    folder = os.path.join(base(), f"attn-tutor-{tag(live.pid)}")
     spares = {p.pid for p in worker.children()}
 
     def tasks(sub: str) -> set[int]:

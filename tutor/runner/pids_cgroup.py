@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import os
 
+from . import leftovers
+
 LIMIT = 64  # tasks (threads count) per child: torch's few threads, a learner's pool, a Popen or two
 # Empty folders kept for the next children: a cgroup's mkdir and rmdir took ~2.5 ms of the
 # worker's loop per child (`grade`: 1 s of 200 files). Emptied, a folder bounds anew.
@@ -73,7 +75,7 @@ class Bound:
     """The worker's: a folder of its own under base(), and one per child in it."""
 
     def __init__(self, folder: str):
-        self.root = os.path.join(folder, f"attn-tutor-{os.getpid()}")
+        self.root = os.path.join(folder, leftovers.CGROUP + leftovers.tag())  # swept if we are killed
         os.makedirs(self.root, exist_ok=True)
         self.left: set[str] = set()  # folders not yet removed (a task was still in them)
         self.free: list[str] = []  # empty folders, for the next children

@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 import psutil
 
 from ..results import Failure, Frame, StepResult
-from . import landlock, messages, pids_cgroup
+from . import landlock, leftovers, messages, pids_cgroup
 from .platform_probe import probe
 from .syscalls import PR_SET_CHILD_SUBREAPER, PR_SET_DUMPABLE, PR_SET_PDEATHSIG
 
@@ -316,9 +316,11 @@ class Worker:
         # What the children may read (Landlock): planned once here, not in every spare.
         self.read_rules = landlock.plan(protected) if self.protections.landlock else None
         self.scratches: dict[int, str] = {}  # child pid -> its scratch folder, removed once it is reaped
+        leftovers.sweep_scratch()  # those of a worker that was killed
         self.bound = None  # the children's pids cgroups: a fork bomb gets EAGAIN at pids_cgroup.LIMIT
         if self.protections.forks:
             try:
+                leftovers.sweep_cgroups(pids_cgroup.base())
                 self.bound = pids_cgroup.Bound(pids_cgroup.base())
             except (OSError, TypeError):
                 pass
@@ -395,7 +397,7 @@ class Worker:
         # ATTN_TUTOR_MEMORY_MB=0 turns the limit off, and so the watchdog.
         rss_limit = resident_bytes(os.getpid()) + self.memory + MEMORY_SLACK if self.memory > 0 else 1 << 62
         # The run's only writable folder (its cwd and TMPDIR): removed when the child is reaped.
-        scratch = tempfile.mkdtemp(prefix="attn-run-")
+        scratch = tempfile.mkdtemp(prefix=f"{leftovers.SCRATCH}{leftovers.tag()}-")
         me = os.getpid()
         cgroup = None
         if self.bound is not None:
