@@ -191,6 +191,7 @@ def diagnose_weights(w, x, Wq, Wk, Wv):
         (lambda: masked_softmax(raw), msg("likely.scale_none")),
         (lambda: masked_softmax(raw / dk), msg("likely.scale_d")),
         (lambda: masked_softmax(raw / T**0.5), msg("likely.scale_seq_len", T=T, d_k=dk)),
+        (lambda: masked_softmax(raw) / dk**0.5, msg("likely.scale_after_softmax")),
         (lambda: masked_softmax(scaled, dim=-2), msg("likely.softmax_dim")),
         (lambda: masked_softmax(scaled.transpose(-2, -1)), msg("likely.swapped_qk")),
         (lambda: torch.softmax(scaled, -1).masked_fill(future, float("-inf")), msg("likely.inf_after_softmax")),
@@ -572,15 +573,18 @@ def state_of(module) -> dict:
 
 
 def train_step(module, x, g):
-    """One forward and backward with gradients on, as in training: the gradient of sum(y·g)."""
+    """One forward and backward with gradients on, as in training: the gradient of sum(y·g), to
+    the weights and to x (in a model, what the layers before this one learn from)."""
     module.zero_grad(set_to_none=True)
-    y = module(x)
+    leaf = x.detach().clone().requires_grad_(True)
+    y = module(leaf * 1.0)  # not a leaf, as an embedding's output is not: in-place ops stay legal on it
     if not isinstance(y, torch.Tensor) or not y.requires_grad:
         return {"y": y, "connected": False, "grads": {}}
     (y * g).sum().backward()
     grads = {name: (p.grad.detach().clone() if p.grad is not None else None)
              for name, p in module.named_parameters()}
-    return {"y": y.detach(), "connected": True, "grads": grads, "kernels": sorted(graph_kernels(y))}
+    return {"y": y.detach(), "connected": True, "grads": grads, "kernels": sorted(graph_kernels(y)),
+            "input_grad": None if leaf.grad is None else leaf.grad.detach().clone()}
 
 
 def probe_multi(ctx, inputs):
@@ -697,23 +701,24 @@ _BY_VALUE: dict = {}
 
 
 def of_these_weights(x, w, H, g):
-    """The reference's output and gradients for weights the layer made itself: keyed on their
+    """The reference's output, its weights' gradients and x's, for weights the layer made itself: keyed on their
     bytes, since a correct constructor under torch.manual_seed(1) makes the same ones every save."""
     key = (id(x), id(g), H, tuple((k, t.numpy().tobytes()) for k, t in sorted(w.items())))
     hit = _BY_VALUE.get(key)
     if hit is None:
         if len(_BY_VALUE) >= 16:
             _BY_VALUE.clear()
-        hit = _BY_VALUE[key] = (reference_multi.__wrapped__(x, w, H)[0], reference_grads(x, w, H, g))
+        hit = _BY_VALUE[key] = (reference_multi.__wrapped__(x, w, H)[0], *reference_grads(x, w, H, g))
     return hit
 
 
-def reference_grads(x, w, H, g) -> dict:
+def reference_grads(x, w, H, g) -> tuple[dict, torch.Tensor]:
     leaves = {k: t.detach().clone().requires_grad_(True) for k, t in w.items()}
+    x = x.detach().clone().requires_grad_(True)
     with torch.enable_grad():
         y, _ = reference_multi.__wrapped__(x, leaves, H)
         (y * g).sum().backward()
-    return {name: leaves[key].grad for name, key in PARAM_NAMES.items()}
+    return {name: leaves[key].grad for name, key in PARAM_NAMES.items()}, x.grad
 
 
 def diagnose_multi(y, x, w, H, source=""):
@@ -725,13 +730,15 @@ def diagnose_multi(y, x, w, H, source=""):
     future = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)
 
     def attend(scale=hd**0.5, mask=future, fill=float("-inf"), merge="ok", proj_out=True, after=False, dim=-1,
-               heads=(q, k, v)):
+               heads=(q, k, v), scale_weights=False):
         qq, kk, vv = heads
-        s = qq @ kk.transpose(2, 3) / scale
+        s = qq @ kk.transpose(2, 3) / (1.0 if scale_weights else scale)
         if after:
             wts = torch.softmax(s, -1).masked_fill(mask, 0.0)
         else:
             wts = torch.softmax(s.masked_fill(mask, fill), dim)
+        if scale_weights:
+            wts = wts / scale
         c = wts @ vv
         c = c.transpose(1, 2).reshape(B, T, d_out) if merge == "ok" else c.reshape(B, T, d_out)
         if proj_out == "no bias":
@@ -750,6 +757,7 @@ def diagnose_multi(y, x, w, H, source=""):
         (lambda: attend(scale=d_in**0.5), msg("likely.scale_d_in_multi", d_in=d_in, hd=hd)),
         (lambda: attend(scale=1.0), msg("likely.scale_none")),
         (lambda: attend(scale=T**0.5), msg("likely.scale_seq_len_multi", T=T, hd=hd)),
+        (lambda: attend(scale_weights=True), msg("likely.scale_after_softmax_multi")),
         (lambda: attend(mask=torch.zeros(T, T, dtype=torch.bool)), no_mask),
         (lambda: attend(fill=0.0), msg("likely.fill_zero")),
         (lambda: attend(after=True), msg("likely.mask_after_softmax")),
@@ -919,7 +927,7 @@ def judge_notebook(v, nb, inp, size, g):
         v.require("trainable", False, "check.backward_raised", **failure_params(e), likely=likely_for_backward(e))
     w = weights_from_state(nb.get("state"))
     v.require("notebook", w is not None, "check.state_keys", got=", ".join(sorted(nb.get("state") or {})) or "—")
-    expected, want = of_these_weights(inp["x"], w, H, g)
+    expected, want, want_x = of_these_weights(inp["x"], w, H, g)
     value = step["value"]
     y = require_tensor(v, "notebook", "forward(x)", value.get("y") if isinstance(value, dict) else None,
                        tuple(expected.shape))
@@ -940,6 +948,11 @@ def judge_notebook(v, nb, inp, size, g):
         if not close(got, ref, atol=1e-4, rtol=1e-3):
             err, where = max_error(got, ref) if got.shape == ref.shape else (float("nan"), ())
             v.require("trainable", False, "check.grad_values", name=name, err=err, likely=msg("likely.grad_wrong"))
+    got = value.get("input_grad")
+    v.require("trainable", got is not None, "check.no_input_grad", likely=msg("likely.input_grad_blocked"))
+    if not close(got, want_x, atol=1e-4, rtol=1e-3):
+        err, _ = max_error(got, want_x) if got.shape == want_x.shape else (float("nan"), ())
+        v.require("trainable", False, "check.grad_values", name="x", err=err, likely=msg("likely.grad_wrong"))
     v.expect("trainable", True)
 
 

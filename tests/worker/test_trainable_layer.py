@@ -116,6 +116,13 @@ def forward(self, x):
     context = (weights @ v).transpose(1, 2).contiguous().view(B, T, self.d_out)
     return self.out_proj(context)
 """}, fails("trainable", "check.no_grad", "likely.grad_blocked")),
+    # The weights learn, but no gradient goes back to x: in a model, nothing before this layer would.
+    case("input_detached", fwd(REF_WEIGHTS, head=HEAD.replace("    B, T, _ = x.shape\n", "    x = x.detach()\n    B, T, _ = x.shape\n")),
+         fails("trainable", "check.no_input_grad", "likely.input_grad_blocked")),
+    case("queries_from_detached_input", fwd(REF_WEIGHTS, head=HEAD.replace("self.W_q(x)", "self.W_q(x.detach())")),
+         fails("trainable", "check.grad_values", "likely.grad_wrong")),
+    case("input_through_data", fwd(REF_WEIGHTS, head=HEAD.replace("    B, T, _ = x.shape\n", "    x = x.data\n    B, T, _ = x.shape\n")),
+         fails("trainable", "check.no_input_grad", "likely.input_grad_blocked")),
     case("numpy_round_trip", fwd("""
 weights = torch.from_numpy(torch.softmax(scores, dim=-1).numpy())
 """), Exp("fail", "trainable")),

@@ -156,6 +156,15 @@ def causal_attention(x, Wq, Wk, Wv):
     return weights @ v, weights
 """)
 
+CA_SCALE_AFTER_SOFTMAX = ca("""
+def causal_attention(x, Wq, Wk, Wv):
+    q, k, v = x @ Wq, x @ Wk, x @ Wv
+    T = x.shape[1]
+    mask = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)
+    weights = torch.softmax((q @ k.transpose(-2, -1)).masked_fill(mask, float("-inf")), dim=-1) / k.shape[-1] ** 0.5
+    return weights @ v, weights
+""")
+
 CA_SCALE_D = ca("""
 def causal_attention(x, Wq, Wk, Wv):
     q, k, v = x @ Wq, x @ Wk, x @ Wv
@@ -409,6 +418,8 @@ SINGLE_CASES = [
         "single-head": fails("matches-pytorch", "check.values", "likely.scale_none")}),
     case("scale_sqrt_seq_len", LM3, CA_SCALE_SEQ_LEN, {
         "single-head": fails("matches-pytorch", "check.values", "likely.scale_seq_len")}),
+    case("scale_after_softmax", LM3, CA_SCALE_AFTER_SOFTMAX, {
+        "single-head": fails("rows-sum-to-1", "check.rows_sum", "likely.scale_after_softmax")}),
     case("scale_d_not_sqrt", LM3, CA_SCALE_D, {
         "single-head": fails("matches-pytorch", "check.values", "likely.scale_d")}),
     case("mask_diagonal_2_off_by_one", LM3, CA_DIAGONAL_2, {
@@ -510,6 +521,19 @@ def forward(self, x):
     scores = q @ k.transpose(2, 3)
     scores = scores.masked_fill(self.mask[:T, :T], float("-inf"))
     weights = self.dropout(torch.softmax(scores, dim=-1))
+    context = (weights @ v).transpose(1, 2).contiguous().view(B, T, self.d_out)
+    return self.out_proj(context)
+""")
+
+MH_SCALE_AFTER_SOFTMAX = fwd("""
+def forward(self, x):
+    B, T, _ = x.shape
+    H, hd = self.n_heads, self.head_dim
+    q = self.W_q(x).view(B, T, H, hd).transpose(1, 2)
+    k = self.W_k(x).view(B, T, H, hd).transpose(1, 2)
+    v = self.W_v(x).view(B, T, H, hd).transpose(1, 2)
+    scores = (q @ k.transpose(2, 3)).masked_fill(self.mask[:T, :T], float("-inf"))
+    weights = self.dropout(torch.softmax(scores, dim=-1) / math.sqrt(hd))
     context = (weights @ v).transpose(1, 2).contiguous().view(B, T, self.d_out)
     return self.out_proj(context)
 """)
@@ -881,6 +905,8 @@ MULTI_CASES = [
         "multi-head": fails("matches-pytorch", "check.values", "likely.scale_width")}),
     case("multi_no_scale", LM3, MH_NO_SCALE, {
         "multi-head": fails("matches-pytorch", "check.values", "likely.scale_none")}),
+    case("multi_scale_after_softmax", LM3, MH_SCALE_AFTER_SOFTMAX, {
+        "multi-head": fails("matches-pytorch", "check.values", "likely.scale_after_softmax_multi")}, header=MATH_IMPORT),
     case("multi_scale_sqrt_seq_len", LM3, MH_SCALE_SEQ_LEN, {
         "multi-head": fails("matches-pytorch", "check.values", "likely.scale_seq_len_multi")}),
     # Mixes tokens, so it leaks: the leak check fails first and must name the merge.
