@@ -202,6 +202,9 @@ def diagnose_scores(s, q, k):
         (raw.transpose(-2, -1) / math.sqrt(dk), msg("likely.swapped_qk")),
         (raw / math.sqrt(T), msg("likely.scale_seq_len")),
         (raw / math.sqrt(8), msg("likely.hardcoded_dk")),
+        # The batch's or the heads' size (`q.size(1)`): any leading dimension that is neither d_k nor T.
+        *((raw / math.sqrt(n), msg("likely.scale_other_dim", n=n, dim=i, shape=shape_str(q.shape), d_k=dk))
+          for i, n in enumerate(q.shape[:-2]) if n not in (dk, T)),
     ):
         if cand.shape == s.shape and torch.allclose(cand, s, atol=1e-5, rtol=1e-4):
             return likely
@@ -326,7 +329,21 @@ def probe_weights(ctx, inputs):
         calls.append({"causal": causal, "other": call_kept(ctx, fn, scores, c["other_mask"], primary=i == 0)[0]})
         first = value if i == 0 else first
     *calls, again = calls
-    return {"calls": calls, "again": again_of(first, again)}
+    large = large_scores(inputs["cases"][0])
+    return {"calls": calls, "again": again_of(first, again),
+            "large": bare(ctx.call(fn, large, future(large.shape[-1])))}
+
+
+def large_scores(case):
+    """The lab's scores, stretched and shifted so that every one a query sees lies between 70 and
+    LARGE_SCORES: past float32's exp range (88), as a trained model's can be, where only a softmax
+    that subtracts the row's maximum stays finite. The weights are a fixed, well-spread answer."""
+    s = ref_scores(case["q"], case["k"])
+    seen = s.masked_fill(future(s.shape[-1]), 0.0).abs().max()
+    return s / seen * 40.0 + (LARGE_SCORES - 40.0)
+
+
+LARGE_SCORES = 150.0
 
 
 def diagnose_weights(w, scores, mask, source="", defs=("attention_weights",)):
@@ -411,9 +428,27 @@ def judge_weights(v, outputs, inputs, jctx):
     defs = ("attention_weights",)
     judge_weights_case(v, calls[0], cases[0])
     other_sizes(v, calls, cases, [qkv_label(c) for c in cases], judge_weights_case, defs)
+    judge_large_scores(v, outputs["large"], cases[0])
     judge_again(v, "attention_weights", defs, outputs["again"], calls[0]["causal"].get("value"), judge_weights_case,
                 inputs["again"])
     no_kernel(v, "attention_weights", jctx.source, {"attention_weights"}, jctx.kernels)
+
+
+def judge_large_scores(v, call, case):
+    scores = large_scores(case)
+    mask = future(scores.shape[-1])
+    require_ran(v, call, "attention_weights")
+    w = require_tensor(v, "large-scores", "attention_weights(scores, mask)", call["value"], scores.shape,
+                       msg("likely.weights_shape"))
+    bad = first_nonfinite(w)
+    v.require("large-scores", bad is None, "check.large_scores", top=f"{LARGE_SCORES:g}", count=bad[1] if bad else 0,
+              where=shape_str(bad[0]) if bad else "", likely=msg("likely.softmax_overflow"))
+    expected = ref_weights(scores, mask)
+    if not close(w, expected):
+        err, where = max_error(w, expected)
+        v.require("large-scores", False, "check.values", what=f"attention_weights(scores up to {LARGE_SCORES:g}, mask)",
+                  err=err, where=shape_str(where), tol="1e-5", likely=lambda: diagnose_weights(w, scores, mask, v.source))
+    v.expect("large-scores", True)
 
 
 # ---------------------------------------------------------------- output

@@ -758,6 +758,7 @@ def diagnose_multi(y, x, w, H, source=""):
         (lambda: attend(scale=1.0), msg("likely.scale_none")),
         (lambda: attend(scale=T**0.5), msg("likely.scale_seq_len_multi", T=T, hd=hd)),
         (lambda: attend(scale_weights=True), msg("likely.scale_after_softmax_multi")),
+        (lambda: attend(scale=H**0.5), msg("likely.scale_heads", H=H, hd=hd)),
         (lambda: attend(mask=torch.zeros(T, T, dtype=torch.bool)), no_mask),
         (lambda: attend(fill=0.0), msg("likely.fill_zero")),
         (lambda: attend(after=True), msg("likely.mask_after_softmax")),
@@ -776,11 +777,13 @@ def diagnose_multi(y, x, w, H, source=""):
     skip = set()
     if H == 1:  # one head: head_dim is d_out, so that scale is right, and no split to get wrong
         skip |= {"likely.scale_d_out", "likely.scale_width", "likely.heads_no_transpose", "likely.merge_heads",
-                 "likely.per_head_transpose"}
+                 "likely.per_head_transpose", "likely.scale_heads"}
     if d_in == hd or d_in == d_out:
         skip.add("likely.scale_d_in_multi")
     if T == hd:
         skip.add("likely.scale_seq_len_multi")
+    if H in (hd, T):
+        skip.add("likely.scale_heads")
     return matching_mistake(y, [c for c in candidates if c[1]["key"] not in skip])
 
 

@@ -397,6 +397,18 @@ def attention_weights(scores, mask):
     scores = scores.masked_fill(mask, float("-inf"))
     return torch.softmax(scores, dim=-1)
 """,
+    # Both stay finite for large scores, as torch.softmax does.
+    "softmax_by_hand_minus_the_row_max": """
+def attention_weights(scores, mask):
+    s = scores.masked_fill(mask, float("-inf"))
+    e = torch.exp(s - s.max(dim=-1, keepdim=True).values)
+    return e / e.sum(dim=-1, keepdim=True)
+""",
+    "softmax_by_logsumexp": """
+def attention_weights(scores, mask):
+    s = scores.masked_fill(mask, float("-inf"))
+    return torch.exp(s - torch.logsumexp(s, dim=-1, keepdim=True))
+""",
 }
 
 LAB_ATTENTION = {

@@ -538,6 +538,20 @@ def forward(self, x):
     return self.out_proj(context)
 """)
 
+MH_SCALE_HEADS = fwd("""
+def forward(self, x):
+    B, T, _ = x.shape
+    H, hd = self.n_heads, self.head_dim
+    q = self.W_q(x).view(B, T, H, hd).transpose(1, 2)
+    k = self.W_k(x).view(B, T, H, hd).transpose(1, 2)
+    v = self.W_v(x).view(B, T, H, hd).transpose(1, 2)
+    scores = q @ k.transpose(2, 3) / q.size(1) ** 0.5
+    scores = scores.masked_fill(self.mask[:T, :T], float("-inf"))
+    weights = self.dropout(torch.softmax(scores, dim=-1))
+    context = (weights @ v).transpose(1, 2).contiguous().view(B, T, self.d_out)
+    return self.out_proj(context)
+""")
+
 MH_SCALE_SEQ_LEN = fwd("""
 def forward(self, x):
     B, T, _ = x.shape
@@ -907,6 +921,8 @@ MULTI_CASES = [
         "multi-head": fails("matches-pytorch", "check.values", "likely.scale_none")}),
     case("multi_scale_after_softmax", LM3, MH_SCALE_AFTER_SOFTMAX, {
         "multi-head": fails("matches-pytorch", "check.values", "likely.scale_after_softmax_multi")}, header=MATH_IMPORT),
+    case("multi_scale_sqrt_heads", LM3, MH_SCALE_HEADS, {
+        "multi-head": fails("matches-pytorch", "check.values", "likely.scale_heads")}),
     case("multi_scale_sqrt_seq_len", LM3, MH_SCALE_SEQ_LEN, {
         "multi-head": fails("matches-pytorch", "check.values", "likely.scale_seq_len_multi")}),
     # Mixes tokens, so it leaks: the leak check fails first and must name the merge.
@@ -1068,6 +1084,7 @@ SC_TRANSPOSE_2_3 = sc("def scaled_scores(q, k):\n    return q @ k.transpose(2, 3
 SC_SQRT_8 = sc("def scaled_scores(q, k):\n    return q @ k.transpose(-2, -1) / math.sqrt(8)\n")
 SC_SWAPPED = sc("def scaled_scores(q, k):\n    return k @ q.transpose(-2, -1) / math.sqrt(q.shape[-1])\n")
 SC_SEQ_LEN = sc("def scaled_scores(q, k):\n    return q @ k.transpose(-2, -1) / math.sqrt(q.shape[-2])\n")
+SC_HEADS = sc("def scaled_scores(q, k):\n    return q @ k.transpose(-2, -1) / math.sqrt(k.size(1))\n")
 SC_MUTATES_Q = sc("""
 def scaled_scores(q, k):
     q /= math.sqrt(q.shape[-1])
@@ -1099,6 +1116,8 @@ SCORES_CASES = [
         "scores": fails("values", "check.values", "likely.swapped_qk"), "output": OUT_VALUES}),
     case("scores_sqrt_seq_len", LAB, SC_SEQ_LEN, {
         "scores": fails("values", "check.values", "likely.scale_seq_len"), "output": OUT_VALUES}),
+    case("scores_sqrt_of_dim_1", LAB, SC_HEADS, {
+        "scores": fails("values", "check.values", "likely.scale_other_dim"), "output": OUT_VALUES}),
     # Right values; q divided in place: attention(q, k, v) then changes its caller's q too.
     case("scores_mutates_q", LAB, SC_MUTATES_Q, {
         "scores": fails("inputs-unchanged", "check.mutated"),
@@ -1170,6 +1189,12 @@ def attention_weights(scores, mask):
     future = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)
     return torch.softmax(scores.masked_fill(future, float("-inf")), dim=-1)
 """)
+# Right at the lab's scores; exp(s) overflows once a score passes 88.
+WT_NAIVE_EXP = wt("""
+def attention_weights(scores, mask):
+    e = torch.exp(scores).masked_fill(mask, 0.0)
+    return e / e.sum(dim=-1, keepdim=True)
+""")
 WT_FILL_ZERO = wt("def attention_weights(scores, mask):\n"
                   "    return torch.softmax(scores.masked_fill(mask, 0), dim=-1)\n")
 WT_SOFTMAX_FIRST = wt("def attention_weights(scores, mask):\n"
@@ -1189,6 +1214,8 @@ WT_INVERTED = wt("def attention_weights(scores, mask):\n"
                  "    return torch.softmax(scores.masked_fill(~mask, float('-inf')), dim=-1)\n")
 
 WEIGHTS_CASES = [
+    case("weights_softmax_by_hand_overflows", LAB, WT_NAIVE_EXP, {
+        "weights": fails("large-scores", "check.large_scores", "likely.softmax_overflow")}),
     # attention passes the causal mask, so the reference attention is still right.
     case("weights_builds_own_causal_mask", LAB, WT_OWN_MASK, {
         "weights": fails("uses-given-mask", "check.mask_ignored")}),
