@@ -74,7 +74,21 @@ def make_inputs(seed=0):
                   "multi": torch.randn(MULTI_SIZES[0][4], MULTI_SIZES[0][0], generator=g) * 3}
     trace_x = torch.randn(TRACE_SIZE[4], TRACE_SIZE[5], TRACE_SIZE[0], generator=g)
     return {"single": single, "multi": multi, "multi_again": again, "single_again": single_again,
-            "leak_delta": leak_delta, "trace_x": trace_x}
+            "leak_delta": leak_delta, "trace_x": trace_x, "single_large": large_scores_case(single[0])}
+
+
+LARGE_SCORES = 150.0
+
+
+def large_scores_case(case) -> dict:
+    """The lab's case with Wq stretched until the largest score a query sees is LARGE_SCORES:
+    past float32's exp range (88), as a trained model's scores can be, where only a softmax
+    that subtracts the row's maximum (torch.softmax does) stays finite."""
+    x, (Wq, Wk, Wv) = case["x"], case["W"]
+    T = x.shape[1]
+    scores = (x @ Wq) @ (x @ Wk).transpose(-2, -1) / Wq.shape[1] ** 0.5
+    seen = scores.masked_fill(torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1), 0.0).abs().max()
+    return {"x": x, "W": (Wq * (LARGE_SCORES / seen), Wk, Wv)}
 
 
 # ---------------------------------------------------------------- leakage maps
@@ -152,7 +166,8 @@ def probe_single(ctx, inputs):
         results.append(ctx.call(fn, case["x"], *case["W"], primary=i == 0))
     again = inputs["single_again"]  # the notebook's size once more, new values: nothing kept from before
     seed = inputs["single"][0]
-    return {"calls": results, "again": ctx.call(fn, again["x"], *again["W"]),
+    large = inputs["single_large"]
+    return {"calls": results, "again": ctx.call(fn, again["x"], *again["W"]), "large": ctx.call(fn, large["x"], *large["W"]),
             "leak_map": probe_leak_map(ctx, fn, seed["x"], inputs["leak_delta"]["single"], *seed["W"])}
 
 
@@ -325,6 +340,19 @@ def judge_single(v, outputs, inputs, jctx):
     no_kernel(v, "causal_attention", jctx.source, {"causal_attention"}, jctx.kernels)
     judge_called_again(v, "causal_attention", outputs["again"], inputs["single_again"], SINGLE_SIZES[0],
                        judge_single_case)
+    judge_large_scores(v, outputs["large"], inputs["single_large"])
+
+
+def judge_large_scores(v, call, case):
+    """Judged like the lab's call; NaN or rows that do not sum to 1 there are the overflow."""
+    sub = judged("", judge_single_case, call, case, SINGLE_SIZES[0])
+    if not sub.passed():
+        failed = next(c for c in sub.checks if c.status != "pass")
+        reason, likely = sub.failed_message(), ""
+        if failed.id in ("finite", "rows-sum-to-1"):
+            reason, likely = nest_likely(reason, msg("likely.softmax_overflow"))
+        v.require("large-scores", False, "check.large_scores", top=f"{LARGE_SCORES:g}", reason=reason, likely=likely)
+    v.expect("large-scores", True)
 
 
 # ---------------------------------------------------------------- leakage
