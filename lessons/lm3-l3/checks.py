@@ -74,7 +74,8 @@ def make_inputs(seed=0):
                   "multi": torch.randn(MULTI_SIZES[0][4], MULTI_SIZES[0][0], generator=g) * 3}
     trace_x = torch.randn(TRACE_SIZE[4], TRACE_SIZE[5], TRACE_SIZE[0], generator=g)
     return {"single": single, "multi": multi, "multi_again": again, "single_again": single_again,
-            "leak_delta": leak_delta, "trace_x": trace_x, "single_large": large_scores_case(single[0])}
+            "leak_delta": leak_delta, "trace_x": trace_x, "single_large": large_scores_case(single[0]),
+            "multi_large": large_scores_layer(multi[0], MULTI_SIZES[0][2])}
 
 
 LARGE_SCORES = 150.0
@@ -89,6 +90,16 @@ def large_scores_case(case) -> dict:
     scores = (x @ Wq) @ (x @ Wk).transpose(-2, -1) / Wq.shape[1] ** 0.5
     seen = scores.masked_fill(torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1), 0.0).abs().max()
     return {"x": x, "W": (Wq * (LARGE_SCORES / seen), Wk, Wv)}
+
+
+def large_scores_layer(case, H) -> dict:
+    """As large_scores_case, for the layer: its W_q stretched until a head's largest score is LARGE_SCORES."""
+    x, w = case["x"], case["w"]
+    B, T, _ = x.shape
+    q, k = ((x @ w[n].T).view(B, T, H, -1).transpose(1, 2) for n in ("W_q", "W_k"))
+    scores = q @ k.transpose(2, 3) / q.shape[-1] ** 0.5
+    seen = scores.masked_fill(torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1), 0.0).abs().max()
+    return {"x": x, "w": {**w, "W_q": w["W_q"] * (LARGE_SCORES / seen)}}
 
 
 # ---------------------------------------------------------------- leakage maps
@@ -643,6 +654,9 @@ def probe_multi(ctx, inputs):
         out["state"] = ctx.call(lambda: state_of(module)).get("value")
         load_weights(module, inputs["multi_again"]["w"])
         out["new_weights"] = ctx.call(module, case["x"], dropout=True)  # nothing kept from the old weights
+        load_weights(module, inputs["multi_large"]["w"])
+        out["large"] = ctx.call(module, inputs["multi_large"]["x"], dropout=True)
+        load_weights(module, inputs["multi_again"]["w"])  # the leakage map's layer
         out["dropout"] = probe_dropout(ctx, cls, size, case)
         out["notebook"] = probe_notebook(ctx, cls, size, case, inputs["multi_again"]["g"])
         if not ctx.views:
@@ -1097,6 +1111,25 @@ def judge_multi_checks(v, outputs, inputs, jctx, judge_case):
     judge_again(v, first, seed, size)
     judge_notebook(v, first["notebook"], seed, size, inputs["multi_again"]["g"])
     judge_dropout(v, first["dropout"], seed, size)
+    judge_large_multi(v, first["large"], inputs["multi_large"], size[2])
+
+
+def judge_large_multi(v, call, case, H):
+    require_ran(v, call, "forward")
+    expected = reference_multi(case["x"], case["w"], H)[0]
+    y = require_tensor(v, "large-scores", "forward(x)", call["value"], tuple(expected.shape))
+    bad = first_nonfinite(y)
+    if bad is not None:
+        reason = msg("check.not_finite", what="forward(x)", count=bad[1], where=shape_str(bad[0]),
+                     likely=msg("likely.softmax_overflow"))
+    elif not close(y, expected):
+        err, where = max_error(y, expected)
+        reason = msg("check.values", what="forward(x)", err=err, where=shape_str(where), tol="1e-5",
+                     likely=msg("likely.unknown"))
+    else:
+        reason = None
+    v.expect("large-scores", reason is None, "check.large_scores_multi", top=f"{LARGE_SCORES:g}", reason=reason,
+             likely="")
 
 
 # ---------------------------------------------------------------- shapes

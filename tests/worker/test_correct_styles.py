@@ -144,6 +144,16 @@ def causal_attention(x, Wq, Wk, Wv):
 # ------------------------------------------------------------------ lm3-l3: multi-head forward
 
 LM3_FORWARD = {
+    "softmax_by_hand_minus_the_row_max": """
+def forward(self, x):
+    B, T, _ = x.shape
+    H, hd = self.n_heads, self.head_dim
+    q, k, v = (lin(x).view(B, T, H, hd).transpose(1, 2) for lin in (self.W_q, self.W_k, self.W_v))
+    scores = (q @ k.transpose(-2, -1) / hd**0.5).masked_fill(self.mask[:T, :T], float("-inf"))
+    e = torch.exp(scores - scores.amax(dim=-1, keepdim=True))
+    weights = self.dropout(e / e.sum(dim=-1, keepdim=True))
+    return self.out_proj((weights @ v).transpose(1, 2).reshape(B, T, self.d_out))
+""",
     "reshape_instead_of_contiguous_view": """
 def forward(self, x):
     B, T, _ = x.shape
