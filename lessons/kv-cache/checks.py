@@ -67,7 +67,21 @@ def make_inputs(seed=0):
                   "W_v": torch.randn(d_out, d_in, generator=g) / d_in**0.5,
                   "out_w": torch.randn(d_out, d_out, generator=g) / d_out**0.5,
                   "out_b": torch.zeros(d_out)}}
-    return {"cases": cases, "again": again, "rows": rows}
+    return {"cases": cases, "again": again, "rows": rows, "large": large_scores_case(cases[0], SIZES[0][2])}
+
+
+LARGE_SCORES = 150.0
+
+
+def large_scores_case(case, H) -> dict:
+    """The lesson's case with W_q stretched until a head's largest score is LARGE_SCORES: past
+    float32's exp range (88), as a trained model's scores can be, where only a softmax that
+    subtracts the row's maximum (torch.softmax does) stays finite. Keys and values are the same."""
+    x, w, k = case["x"], case["w"], case["k"]
+    T = x.shape[1]
+    scores = split(x, w, "W_q", H) @ k.transpose(2, 3) / k.shape[-1] ** 0.5
+    seen = scores.masked_fill(torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1), 0.0).abs().max()
+    return {**case, "w": {**w, "W_q": w["W_q"] * (LARGE_SCORES / seen)}}
 
 
 def split(x, w, name, H):
@@ -151,7 +165,10 @@ def probe_cached(ctx, inputs):
             cache = None if t == 0 else (case["k"][:, :, :t], case["v"][:, :, :t])
             calls.append(bare(ctx.call(layer.forward_cached, case["x"][:, t:t + 1], cache, primary=i == 0 and j == 0)))
         out.append({"calls": calls})
-    return {"cases": out}
+    large, t = inputs["large"], SIZES[0][5] - 1
+    layer, failed = made_layer(ctx, cls, SIZES[0], large["w"])
+    call = failed or bare(ctx.call(layer.forward_cached, large["x"][:, t:t + 1], (large["k"][:, :, :t], large["v"][:, :, :t])))
+    return {"cases": out, "large": call}
 
 
 CAT_AXIS = "must match except in dimension"
@@ -320,6 +337,21 @@ def judge_cached(v, outputs, inputs, jctx):
     judge_other_sizes(v, cases, list(zip(inputs["cases"], SIZES)), labels_of(SIZES),
                       lambda sub, out, cs: judge_cached_case(sub, out, *cs), explain=explain_size((LAYER,)))
     no_kernel(v, STEP_FN, jctx.source, {LAYER}, jctx.kernels)
+    judge_large_scores(v, outputs["large"], inputs["large"])
+
+
+def judge_large_scores(v, call, case):
+    """The last token of the lesson's sequence, judged like the others; NaN there is the overflow."""
+    if "made" in call:  # the same build passed above: this one cannot fail but by chance
+        return
+    sub = judged(v.source, judge_cached_call, call, case, SIZES[0], SIZES[0][5] - 1)
+    if not sub.passed():
+        failed = next(c for c in sub.checks if c.status != "pass")
+        reason, likely = sub.failed_message(), ""
+        if failed.id == "finite":
+            reason, likely = nest_likely(reason, msg("likely.softmax_overflow"))
+        v.require("large-scores", False, "check.large_scores", top=f"{LARGE_SCORES:g}", reason=reason, likely=likely)
+    v.expect("large-scores", True)
 
 
 # ---------------------------------------------------------------- step 2: generate
