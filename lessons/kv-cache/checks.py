@@ -14,9 +14,10 @@ import torch
 import torch.nn.functional as F
 
 from tutor.kit import (
-    StepSpec, close, describe, failure_params, first_nonfinite, heading, heatmap, judge_other_sizes,
-    judged, likely_for_value, matching_mistake, max_error, msg, nest_likely, no_kernel, note, of_the_inputs, row,
-    require_tensor, round_matrix, shape_str, size_explanation, state_explanation, table, waiting, weights,
+    LARGE_SCORES, StepSpec, close, describe, failure_params, first_nonfinite, heading, heatmap, judge_other_sizes,
+    judged, large_scores_factor, likely_for_value, matching_mistake, max_error, msg, nest_likely, no_kernel, note,
+    of_the_inputs, require_tensor, round_matrix, row, shape_str, size_explanation, state_explanation, table, waiting,
+    weights,
 )
 from tutor.kit import bar as bar_cell
 
@@ -70,18 +71,12 @@ def make_inputs(seed=0):
     return {"cases": cases, "again": again, "rows": rows, "large": large_scores_case(cases[0], SIZES[0][2])}
 
 
-LARGE_SCORES = 150.0
-
-
 def large_scores_case(case, H) -> dict:
-    """The lesson's case with W_q stretched until a head's largest score is LARGE_SCORES: past
-    float32's exp range (88), as a trained model's scores can be, where only a softmax that
-    subtracts the row's maximum (torch.softmax does) stays finite. Keys and values are the same."""
+    """The lesson's case with W_q stretched until a head's largest score is the kit's
+    LARGE_SCORES; keys and values are the same."""
     x, w, k = case["x"], case["w"], case["k"]
-    T = x.shape[1]
     scores = split(x, w, "W_q", H) @ k.transpose(2, 3) / k.shape[-1] ** 0.5
-    seen = scores.masked_fill(torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1), 0.0).abs().max()
-    return {**case, "w": {**w, "W_q": w["W_q"] * (LARGE_SCORES / seen)}}
+    return {**case, "w": {**w, "W_q": w["W_q"] * large_scores_factor(scores)}}
 
 
 def split(x, w, name, H):

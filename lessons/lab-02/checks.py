@@ -17,11 +17,11 @@ import torch
 import torch.nn.functional as F
 
 from tutor.kit import (
-    StepSpec, bar, changed_input, clone_args, close, declared_settings, describe, differ_explanation,
+    LARGE_SCORES, StepSpec, bar, changed_input, clone_args, close, declared_settings, describe, differ_explanation,
     discarded_call, first_nonfinite, front_dims, heading, heatmap, judge_other_sizes, judged, keys,
-    likely_for_value, literal_explanation, matching_mistake, max_error, msg, nest_likely, no_kernel, note,
-    of_the_inputs, require_pair, require_ran, require_tensor, round_matrix, row, row_place, shape_str, squeeze_explanation,
-    state_explanation, table, waiting,
+    large_scores_factor, likely_for_value, literal_explanation, matching_mistake, max_error, msg, nest_likely,
+    no_kernel, note, of_the_inputs, require_pair, require_ran, require_tensor, round_matrix, row, row_place,
+    shape_str, squeeze_explanation, state_explanation, table, waiting,
 )
 
 # q, k, v shapes: the seed's, then others (a 3-D batch, one token, long and wide).
@@ -335,15 +335,9 @@ def probe_weights(ctx, inputs):
 
 
 def large_scores(case):
-    """The lab's scores, stretched and shifted so that every one a query sees lies between 70 and
-    LARGE_SCORES: past float32's exp range (88), as a trained model's can be, where only a softmax
-    that subtracts the row's maximum stays finite. The weights are a fixed, well-spread answer."""
+    """The lab's scores stretched until the largest is the kit's LARGE_SCORES."""
     s = ref_scores(case["q"], case["k"])
-    seen = s.masked_fill(future(s.shape[-1]), 0.0).abs().max()
-    return s / seen * 40.0 + (LARGE_SCORES - 40.0)
-
-
-LARGE_SCORES = 150.0
+    return s * large_scores_factor(s)
 
 
 def diagnose_weights(w, scores, mask, source="", defs=("attention_weights",)):
@@ -446,7 +440,7 @@ def judge_large_scores(v, call, case):
     expected = ref_weights(scores, mask)
     if not close(w, expected):
         err, where = max_error(w, expected)
-        v.require("large-scores", False, "check.values", what=f"attention_weights(scores up to {LARGE_SCORES:g}, mask)",
+        v.require("large-scores", False, "check.values", what=f"attention_weights(scores reaching {LARGE_SCORES:g}, mask)",
                   err=err, where=shape_str(where), tol="1e-5", likely=lambda: diagnose_weights(w, scores, mask, v.source))
     v.expect("large-scores", True)
 

@@ -12,11 +12,11 @@ import torch.nn.functional as F
 from torch.overrides import TorchFunctionMode
 
 from tutor.kit import (
-    StepSpec, after_answer, bar, changed_input, close, declared_settings, describe, failure_params,
-    first_nonfinite, fixed_dropout, graph_kernels, heading, judge_other_sizes, judged, keys, last_dim_of,
-    likely_for_value, literal_explanation, matching_mistake, max_error, msg, nest_likely, no_kernel, note,
-    of_the_inputs, require_pair, require_ran, require_tensor, round_matrix, row_place, shape_str, size_explanation, table,
-    waiting, weights,
+    LARGE_SCORES, StepSpec, after_answer, bar, changed_input, close, declared_settings, describe, failure_params,
+    first_nonfinite, fixed_dropout, graph_kernels, heading, judge_other_sizes, judged, keys, large_scores_factor,
+    last_dim_of, likely_for_value, literal_explanation, matching_mistake, max_error, msg, nest_likely, no_kernel,
+    note, of_the_inputs, require_pair, require_ran, require_tensor, round_matrix, row_place, shape_str,
+    size_explanation, table, waiting, weights,
 )
 
 # (B, T, d_in, d_k): the notebook's first, then sizes it never tries.
@@ -78,28 +78,19 @@ def make_inputs(seed=0):
             "multi_large": large_scores_layer(multi[0], MULTI_SIZES[0][2])}
 
 
-LARGE_SCORES = 150.0
-
-
 def large_scores_case(case) -> dict:
-    """The lab's case with Wq stretched until the largest score a query sees is LARGE_SCORES:
-    past float32's exp range (88), as a trained model's scores can be, where only a softmax
-    that subtracts the row's maximum (torch.softmax does) stays finite."""
+    """The lab's case with Wq stretched until its largest score is the kit's LARGE_SCORES."""
     x, (Wq, Wk, Wv) = case["x"], case["W"]
-    T = x.shape[1]
     scores = (x @ Wq) @ (x @ Wk).transpose(-2, -1) / Wq.shape[1] ** 0.5
-    seen = scores.masked_fill(torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1), 0.0).abs().max()
-    return {"x": x, "W": (Wq * (LARGE_SCORES / seen), Wk, Wv)}
+    return {"x": x, "W": (Wq * large_scores_factor(scores), Wk, Wv)}
 
 
 def large_scores_layer(case, H) -> dict:
-    """As large_scores_case, for the layer: its W_q stretched until a head's largest score is LARGE_SCORES."""
+    """As large_scores_case, for the layer's W_q (the largest score of any head)."""
     x, w = case["x"], case["w"]
     B, T, _ = x.shape
     q, k = ((x @ w[n].T).view(B, T, H, -1).transpose(1, 2) for n in ("W_q", "W_k"))
-    scores = q @ k.transpose(2, 3) / q.shape[-1] ** 0.5
-    seen = scores.masked_fill(torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1), 0.0).abs().max()
-    return {"x": x, "w": {**w, "W_q": w["W_q"] * (LARGE_SCORES / seen)}}
+    return {"x": x, "w": {**w, "W_q": w["W_q"] * large_scores_factor(q @ k.transpose(2, 3) / q.shape[-1] ** 0.5)}}
 
 
 # ---------------------------------------------------------------- leakage maps

@@ -50,6 +50,20 @@ def of_the_inputs(fn):
     return cached
 
 
+# Scores a trained model can reach, past float32's exp range (exp overflows above 88.7): a
+# softmax written as exp(s) / sum(exp(s)) gives NaN there, torch.softmax (which subtracts each
+# row's maximum first) does not. For the lessons' large-score checks, with likely.softmax_overflow.
+LARGE_SCORES = 150.0
+
+
+def large_scores_factor(scores) -> float:
+    """What stretches scores (…, T, T) until the largest a query sees (its own key and the
+    earlier ones) is LARGE_SCORES: multiply W_q, or the scores, by it."""
+    T = scores.shape[-1]
+    seen = scores.masked_fill(torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1), 0.0).abs().max()
+    return LARGE_SCORES / float(seen)
+
+
 def msg(key: str, **params) -> dict:
     """A nested message reference, rendered in the reader's language."""
     return {"key": key, "params": params}
