@@ -99,7 +99,8 @@ def install_ui() -> None:
     wrap(app_mod.TutorApp, "run_checks", before=lambda self, text, raw: emit("ui_run_checks", d=dig(text)),
          after=lambda r, self, text, raw: emit("ui_run_checks_end", d=dig(text)))
     wrap(client.Worker, "submit", after=lambda gen, self, *a, **k: emit("ui_sent", gen=gen))
-    wrap(client.Worker, "start", before=lambda self: emit("ui_worker_start"), after=lambda r, self: emit("ui_worker_started"))
+    wrap(client.Worker, "start", before=lambda self, *a, **k: emit("ui_worker_start"),
+         after=lambda r, self, *a, **k: emit("ui_worker_started"))
     wrap(app_mod.TutorApp, "on_mount", before=lambda self: emit("ui_mount"))
 
     original_init = client.Worker.__init__
@@ -182,7 +183,7 @@ def install_worker(w) -> None:
     wrap(w.Worker, "send_to_judge", before=to_judge)
     wrap(w.Worker, "on_judge", before=lambda self: emit("w_judge_reply"))
     wrap(w.Worker, "report", before=lambda self, gen, step, started, output, result: emit(
-        "w_report", step=step, gen=gen, d=digests.get((gen, step)), status=result.get("status")))
+        "w_report", step=step, gen=gen, d=digests.get((gen, step)), status=result.status))
 
     def after_read_job(job, fd):
         if job is not None:
@@ -215,10 +216,10 @@ def install_worker(w) -> None:
     wrap(sandbox, "_run", before=run_before,
          after=lambda r, job, step, *a: emit("c_run_end", step=step, d=dig(job["source"]), cpu=cpu_ms("run")))
 
-    def judge_before(self, lesson, step, child, source):
+    def judge_before(self, lesson, step, child, source, *a, **k):
         emit("j_start", step=step, d=dig(source))
         cpu_start("judge")
 
     wrap(judge_mod.Judge, "verdict", before=judge_before,
-         after=lambda r, self, lesson, step, child, source: emit("j_end", step=step, d=dig(source), status=r.status,
-                                                                 cpu=cpu_ms("judge")))
+         after=lambda r, self, lesson, step, child, source, *a, **k: emit("j_end", step=step, d=dig(source),
+                                                                          status=r.status, cpu=cpu_ms("judge")))
