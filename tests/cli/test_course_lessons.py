@@ -72,3 +72,23 @@ def test_a_file_is_matched_to_the_lesson_whose_functions_it_defines():
     assert lesson_for_source("class CausalMultiHeadAttention:\n    pass\ndef generate(layer, x):\n"
                              "    pass\n").id == "kv-cache"
     assert lesson_for_source("def helper():\n    pass\n") is None
+
+
+def test_a_course_lesson_names_its_own_checks(course, tmp_path):
+    """A [checkname] entry in the lesson's catalogs says a passing check in its words, in both
+    languages; checks it does not name keep the tutor's names."""
+    named = tmp_path / "named"
+    shutil.copytree(course, named)
+    for lang, words in (("en", "Scores match q·kᵀ/√d_k exactly"), ("zh", "分数与 q·kᵀ/√d_k 完全一致")):
+        catalog = named / "ours" / f"messages.{lang}.toml"
+        catalog.write_text(catalog.read_text(encoding="utf-8") + f'\n[checkname]\nvalues = "{words}"\n', encoding="utf-8")
+    solution = tmp_path / "ours.py"
+    shutil.copy(course / "ours" / "reference.py", solution)
+    for lang, words, kept in (("en", "Scores match q·kᵀ/√d_k exactly", "Shapes are right"),
+                              ("zh", "分数与 q·kᵀ/√d_k 完全一致", "张量形状正确")):
+        report = json.loads(run("--lessons", str(named), "check", str(solution), "--json", "--lang", lang,
+                                cwd=tmp_path).stdout)
+        scores = {c["id"]: c["message"] for c in report["steps"][0]["checks"]}
+        assert scores["values"] == words and scores["shape"] == kept, scores
+        # The other steps' "values" checks carry the same id: the lesson names them all.
+        assert all(c["message"] == words for s in report["steps"] for c in s["checks"] if c["id"] == "values")
