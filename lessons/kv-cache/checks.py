@@ -418,8 +418,12 @@ def reference_step(layer):
 def probe_generate(ctx, inputs):
     gen, cls = ctx.get("generate"), ctx.get(LAYER)  # an empty file: the message names generate
     out = []
+    # Every layer kept alive to the end: a learner's state keyed on id(layer) then never meets a
+    # freed layer's address again, so what it makes fail does not depend on the allocator.
+    alive = []
     for i, (size, case) in enumerate(zip(SIZES, inputs["cases"])):
         layer, failed = made_layer(ctx, cls, size, case["w"], primary=i == 0)
+        alive.append(layer)
         if layer is None:
             out.append(failed)
             continue
@@ -427,6 +431,7 @@ def probe_generate(ctx, inputs):
         # First generate with forward_cached the tutor's own: is generate right when the step it
         # calls is? Then a fault of the learner's run is forward_cached's, said in its own step.
         own, _ = made_layer(ctx, cls, size, case["w"]) if size[5] <= ALONE_T else (None, None)
+        alive.append(own)
         if own is not None:
             own.forward_cached = reference_step(own)
             got["alone"] = bare(ctx.call(lambda x: gen(own, x), case["x"]))
