@@ -30,7 +30,7 @@ from ..i18n import t
 from ..lesson import Lesson
 from ..render.doc import render_markdown
 from ..render.heatmap import heatmap
-from ..render.visuals import Packed, heatmap_words, text_of
+from ..render.visuals import Packed, heatmap_words, panel_word, text_of
 from ..render.verdicts import hints_block, load_syntax, shown_of, status_mark, step_results
 from ..render.wrap import Wrapped
 from ..results import StepResult
@@ -489,14 +489,13 @@ class TutorApp(App):
         # The panel's words, or the entry's own where its matrix is not attention weights.
         words = entry.get("words") or {}
         axes, legend = heatmap_words(lang, words)
-        name = text_of(words["weights"], lang) if "weights" in words else t("ui.weights", lang)
-        title = t("ui.weights_title", lang, title=name, label=label, n=index + 1, total=len(maps))
+        title = t("ui.weights_title", lang, title=panel_word(lang, words, "weights"), label=label, n=index + 1,
+                  total=len(maps))
         renderable = heatmap(as_floats(learner), reference=as_floats(entry["reference"]), mode=mode, title=title,
                              axis_labels=axes, color_system_hint=self.color_hint, legend=legend)
-        mode_key = (text_of(words["weights_key_mode"], lang) if "weights_key_mode" in words
-                    else t("ui.weights_key_mode", lang))
         next_key = [t("ui.weights_key_next", lang, what=t("ui.batch_or_head", lang))] if len(maps) > 1 else []
-        keys = Packed("", [t("ui.weights_key_text", lang), *next_key, mode_key])  # b only where it changes the map
+        # b only where it changes the map
+        keys = Packed("", [t("ui.weights_key_text", lang), *next_key, panel_word(lang, words, "weights_key_mode")])
         return Group(*(x for x in (note, renderable, keys) if x is not None))
 
     # ------------------------------------------------------------------ the checker

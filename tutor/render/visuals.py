@@ -32,11 +32,17 @@ def text_of(value, lang: str) -> str:
     return "" if value is None else str(value)
 
 
+def panel_word(lang: str, words: dict | None, name: str) -> str:
+    """One of the weights panel's texts (a tutor.visuals.WORDS name): a weights entry's own, in
+    place of the panel's `ui.<name>`, for a matrix that is not attention weights."""
+    return text_of(words[name], lang) if words and name in words else t(f"ui.{name}", lang)
+
+
 def heatmap_words(lang: str, words: dict | None = None) -> tuple[tuple[str, str], dict[str, str]]:
-    """The axis labels and the legend every heatmap shows; words: a weights entry's own texts in
-    their place, by tutor.visuals.WORDS name (a matrix that is not attention weights)."""
-    words = words or {}
-    word = lambda name: text_of(words[name], lang) if name in words else t(f"ui.{name}", lang)  # noqa: E731
+    """The axis labels and the legend every heatmap shows; words: a weights entry's own (panel_word)."""
+    def word(name):
+        return panel_word(lang, words, name)
+
     return (word("axis_keys"), word("axis_queries")), {k: word(f"legend_{k}") for k in LEGEND_KEYS}
 
 
