@@ -14,10 +14,10 @@ import torch
 import torch.nn.functional as F
 
 from tutor.kit import (
-    LARGE_SCORES, StepSpec, close, describe, failure_params, first_nonfinite, heading, heatmap, judge_other_sizes,
-    judged, large_scores_factor, likely_for_value, matching_mistake, max_error, msg, nest_likely, no_kernel, note,
-    of_the_inputs, require_tensor, round_matrix, row, shape_str, size_explanation, state_explanation, table, waiting,
-    weights,
+    StepSpec, close, describe, failure_params, first_nonfinite, heading, heatmap, judge_other_sizes, judged,
+    large_scores_check, large_scores_factor, likely_for_value, matching_mistake, max_error, msg, nest_likely,
+    no_kernel, note, of_the_inputs, require_tensor, round_matrix, row, shape_str, size_explanation, state_explanation,
+    table, waiting, weights,
 )
 from tutor.kit import bar as bar_cell
 
@@ -339,14 +339,8 @@ def judge_large_scores(v, call, case):
     """The last token of the lesson's sequence, judged like the others; NaN there is the overflow."""
     if "made" in call:  # the same build passed above: this one cannot fail but by chance
         return
-    sub = judged(v.source, judge_cached_call, call, case, SIZES[0], SIZES[0][5] - 1)
-    if not sub.passed():
-        failed = next(c for c in sub.checks if c.status != "pass")
-        reason, likely = sub.failed_message(), ""
-        if failed.id == "finite":
-            reason, likely = nest_likely(reason, msg("likely.softmax_overflow"))
-        v.require("large-scores", False, "check.large_scores", top=f"{LARGE_SCORES:g}", reason=reason, likely=likely)
-    v.expect("large-scores", True)
+    large_scores_check(v, judged(v.source, judge_cached_call, call, case, SIZES[0], SIZES[0][5] - 1),
+                       "check.large_scores")
 
 
 # ---------------------------------------------------------------- step 2: generate

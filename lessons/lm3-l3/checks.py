@@ -12,8 +12,8 @@ import torch.nn.functional as F
 from torch.overrides import TorchFunctionMode
 
 from tutor.kit import (
-    LARGE_SCORES, StepSpec, after_answer, bar, changed_input, close, declared_settings, describe, failure_params,
-    first_nonfinite, fixed_dropout, graph_kernels, heading, judge_other_sizes, judged, keys, large_scores_factor,
+    StepSpec, after_answer, bar, changed_input, close, declared_settings, describe, failure_params, first_nonfinite,
+    fixed_dropout, graph_kernels, heading, judge_other_sizes, judged, keys, large_scores_check, large_scores_factor,
     last_dim_of, likely_for_value, literal_explanation, matching_mistake, max_error, msg, nest_likely, no_kernel,
     note, of_the_inputs, require_pair, require_ran, require_tensor, round_matrix, row_place, shape_str,
     size_explanation, table, waiting, weights,
@@ -347,14 +347,8 @@ def judge_single(v, outputs, inputs, jctx):
 
 def judge_large_scores(v, call, case):
     """Judged like the lab's call; NaN or rows that do not sum to 1 there are the overflow."""
-    sub = judged("", judge_single_case, call, case, SINGLE_SIZES[0])
-    if not sub.passed():
-        failed = next(c for c in sub.checks if c.status != "pass")
-        reason, likely = sub.failed_message(), ""
-        if failed.id in ("finite", "rows-sum-to-1"):
-            reason, likely = nest_likely(reason, msg("likely.softmax_overflow"))
-        v.require("large-scores", False, "check.large_scores", top=f"{LARGE_SCORES:g}", reason=reason, likely=likely)
-    v.expect("large-scores", True)
+    large_scores_check(v, judged("", judge_single_case, call, case, SINGLE_SIZES[0]), "check.large_scores",
+                       overflow=("finite", "rows-sum-to-1"))
 
 
 # ---------------------------------------------------------------- leakage
@@ -1109,18 +1103,17 @@ def judge_large_multi(v, call, case, H):
     require_ran(v, call, "forward")
     expected = reference_multi(case["x"], case["w"], H)[0]
     y = require_tensor(v, "large-scores", "forward(x)", call["value"], tuple(expected.shape))
+    large_scores_check(v, judged(v.source, judge_output_values, y, expected), "check.large_scores_multi")
+
+
+def judge_output_values(v, y, expected):
     bad = first_nonfinite(y)
-    if bad is not None:
-        reason = msg("check.not_finite", what="forward(x)", count=bad[1], where=shape_str(bad[0]),
-                     likely=msg("likely.softmax_overflow"))
-    elif not close(y, expected):
+    v.require("finite", bad is None, "check.not_finite", what="forward(x)", count=bad[1] if bad else 0,
+              where=shape_str(bad[0]) if bad else "", likely=msg("likely.unknown"))
+    if not close(y, expected):
         err, where = max_error(y, expected)
-        reason = msg("check.values", what="forward(x)", err=err, where=shape_str(where), tol="1e-5",
-                     likely=msg("likely.unknown"))
-    else:
-        reason = None
-    v.expect("large-scores", reason is None, "check.large_scores_multi", top=f"{LARGE_SCORES:g}", reason=reason,
-             likely="")
+        v.require("values", False, "check.values", what="forward(x)", err=err, where=shape_str(where), tol="1e-5",
+                  likely=msg("likely.unknown"))
 
 
 # ---------------------------------------------------------------- shapes

@@ -167,6 +167,19 @@ def judged(source: str, judge_case, *args) -> Verdict:
     return sub
 
 
+def large_scores_check(v: Verdict, sub: Verdict, key: str, overflow: tuple[str, ...] = ("finite",)) -> None:
+    """The large-scores check: sub, the step's own checks judged (judged()) on the call whose
+    scores reach LARGE_SCORES. Its first failure is said in key's {reason} (with {top}); where
+    that failure is one of overflow's checks, its likely mistake is likely.softmax_overflow."""
+    if not sub.passed():
+        failed = next(c for c in sub.checks if c.status != "pass")
+        reason, likely = sub.failed_message(), ""
+        if failed.id in overflow:
+            reason, likely = nest_likely(reason, msg("likely.softmax_overflow"))
+        v.require("large-scores", False, key, top=f"{LARGE_SCORES:g}", reason=reason, likely=likely)
+    v.expect("large-scores", True)
+
+
 def judge_other_sizes(v: Verdict, calls: list, cases: list, labels: list[str], judge_case, explain=None) -> None:
     """Judge the sizes after the notebook's one; report the first that fails as one check.
 
