@@ -50,7 +50,8 @@ def make_inputs(seed=0):
     q, k, v = (torch.randn(QKV_SHAPES[0], generator=g) for _ in range(3))
     other = torch.rand(QKV_SHAPES[0][-2], QKV_SHAPES[0][-2], generator=g) < 0.4
     other.fill_diagonal_(False)
-    return {"cases": cases, "again": {"q": q, "k": k, "v": v, "other_mask": other}}
+    return {"cases": cases, "again": {"q": q, "k": k, "v": v, "other_mask": other},
+            "large": large_scores(cases[0])}
 
 
 def _future(T):
@@ -329,14 +330,15 @@ def probe_weights(ctx, inputs):
         calls.append({"causal": causal, "other": call_kept(ctx, fn, scores, c["other_mask"], primary=i == 0)[0]})
         first = value if i == 0 else first
     *calls, again = calls
-    large = large_scores(inputs["cases"][0])
+    large = inputs["large"]
     return {"calls": calls, "again": again_of(first, again),
             "large": bare(ctx.call(fn, large, future(large.shape[-1])))}
 
 
 def large_scores(case):
-    """The lab's scores stretched until the largest is the kit's LARGE_SCORES."""
-    s = ref_scores(case["q"], case["k"])
+    """The lab's scores stretched until the largest is the kit's LARGE_SCORES: made with the
+    inputs, once, so that the judge's reference weights for them are computed once too."""
+    s = _scores(case["q"], case["k"])
     return s * large_scores_factor(s)
 
 
@@ -422,14 +424,13 @@ def judge_weights(v, outputs, inputs, jctx):
     defs = ("attention_weights",)
     judge_weights_case(v, calls[0], cases[0])
     other_sizes(v, calls, cases, [qkv_label(c) for c in cases], judge_weights_case, defs)
-    judge_large_scores(v, outputs["large"], cases[0])
+    judge_large_scores(v, outputs["large"], inputs["large"])
     judge_again(v, "attention_weights", defs, outputs["again"], calls[0]["causal"].get("value"), judge_weights_case,
                 inputs["again"])
     no_kernel(v, "attention_weights", jctx.source, {"attention_weights"}, jctx.kernels)
 
 
-def judge_large_scores(v, call, case):
-    scores = large_scores(case)
+def judge_large_scores(v, call, scores):
     mask = future(scores.shape[-1])
     require_ran(v, call, "attention_weights")
     w = require_tensor(v, "large-scores", "attention_weights(scores, mask)", call["value"], scores.shape,
