@@ -15,7 +15,7 @@ probe runs in the child beside the learner's code, its judge in the judge proces
   inputs unchanged (clone_args, changed_input), kernel traps (no_kernel, graph_kernels),
   mistake matching (matching_mistake, likely_for_value, nest_likely), dropout that is the
   same for any correct code (fixed_dropout), scores past exp's range (LARGE_SCORES,
-  large_scores_factor, large_scores_check, with the catalog's likely.softmax_overflow).
+  large_scores_factor, large_scores_check, large_scores_likely).
 - Visuals: the vocabulary in tutor.visuals (heading, note, table, bar, heatmap, row, waiting,
   keys, after_answer, weights), which the UI draws without knowing the lesson.
 
@@ -31,7 +31,7 @@ from .runner import fixed_dropout
 from .runner.judge_kit import (
     KERNEL_FRAGMENTS, LARGE_SCORES, Stop, Verdict, changed_input, close, describe, differ_explanation, discarded_call,
     failure_params, first_nonfinite, front_dims, judge_other_sizes, judged, kept_state, large_scores_check,
-    large_scores_factor, last_dim_of,
+    large_scores_factor, large_scores_likely, last_dim_of,
     likely_for_value, literal_explanation, matching_mistake, max_error, msg, nest_likely, no_kernel,
     of_the_inputs, require_pair, require_ran, require_tensor, round_matrix, row_place, shape_str,
     size_explanation, size_literals, squeeze_explanation, squeezes, state_explanation,
@@ -52,7 +52,7 @@ __all__ = [
     "KERNEL_FRAGMENTS", "LARGE_SCORES", "JudgeContext", "ProbeContext", "StepSpec", "Stop", "Verdict",
     "after_answer", "bar", "changed_input", "clone_args", "close", "declared_settings", "describe", "differ_explanation", "discarded_call",
     "failure_params", "first_nonfinite", "fixed_dropout", "front_dims", "graph_kernels", "heading", "heatmap",
-    "judge_other_sizes", "judged", "keys", "kept_state", "large_scores_check", "large_scores_factor", "last_dim_of", "likely_for_value", "literal_explanation",
+    "judge_other_sizes", "judged", "keys", "kept_state", "large_scores_check", "large_scores_factor", "large_scores_likely", "last_dim_of", "likely_for_value", "literal_explanation",
     "matching_mistake", "max_error", "msg", "nest_likely", "no_kernel", "note", "of_the_inputs",
     "require_pair", "require_ran", "require_tensor", "round_matrix", "row", "row_place", "shape_str", "size_explanation",
     "size_literals", "squeeze_explanation", "squeezes", "state_explanation", "table", "visuals", "waiting",

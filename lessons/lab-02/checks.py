@@ -19,9 +19,9 @@ import torch.nn.functional as F
 from tutor.kit import (
     LARGE_SCORES, StepSpec, bar, changed_input, clone_args, close, declared_settings, describe, differ_explanation,
     discarded_call, first_nonfinite, front_dims, heading, heatmap, judge_other_sizes, judged, keys,
-    large_scores_factor, likely_for_value, literal_explanation, matching_mistake, max_error, msg, nest_likely,
-    no_kernel, note, of_the_inputs, require_pair, require_ran, require_tensor, round_matrix, row, row_place,
-    shape_str, squeeze_explanation, state_explanation, table, waiting,
+    large_scores_factor, large_scores_likely, likely_for_value, literal_explanation, matching_mistake, max_error, msg,
+    nest_likely, no_kernel, note, of_the_inputs, require_pair, require_ran, require_tensor, round_matrix, row,
+    row_place, shape_str, squeeze_explanation, state_explanation, table, waiting,
 )
 
 # q, k, v shapes: the seed's, then others (a 3-D batch, one token, long and wide).
@@ -437,7 +437,7 @@ def judge_large_scores(v, call, scores):
                        msg("likely.weights_shape"))
     bad = first_nonfinite(w)
     v.require("large-scores", bad is None, "check.large_scores", top=f"{LARGE_SCORES:g}", count=bad[1] if bad else 0,
-              where=shape_str(bad[0]) if bad else "", likely=msg("likely.softmax_overflow"))
+              where=shape_str(bad[0]) if bad else "", likely=lambda: large_scores_likely(w, scores, mask))
     expected = ref_weights(scores, mask)
     if not close(w, expected):
         err, where = max_error(w, expected)

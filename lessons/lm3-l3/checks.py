@@ -14,9 +14,9 @@ from torch.overrides import TorchFunctionMode
 from tutor.kit import (
     StepSpec, after_answer, bar, changed_input, close, declared_settings, describe, failure_params, first_nonfinite,
     fixed_dropout, graph_kernels, heading, judge_other_sizes, judged, keys, large_scores_check, large_scores_factor,
-    last_dim_of, likely_for_value, literal_explanation, matching_mistake, max_error, msg, nest_likely, no_kernel,
-    note, of_the_inputs, require_pair, require_ran, require_tensor, round_matrix, row_place, shape_str,
-    size_explanation, table, waiting, weights,
+    large_scores_likely, last_dim_of, likely_for_value, literal_explanation, matching_mistake, max_error, msg,
+    nest_likely, no_kernel, note, of_the_inputs, require_pair, require_ran, require_tensor, round_matrix, row_place,
+    shape_str, size_explanation, table, waiting, weights,
 )
 
 # (B, T, d_in, d_k): the notebook's first, then sizes it never tries.
@@ -82,7 +82,8 @@ def large_scores_case(case) -> dict:
     """The lab's case with Wq stretched until its largest score is the kit's LARGE_SCORES."""
     x, (Wq, Wk, Wv) = case["x"], case["W"]
     scores = (x @ Wq) @ (x @ Wk).transpose(-2, -1) / Wq.shape[1] ** 0.5
-    return {"x": x, "W": (Wq * large_scores_factor(scores), Wk, Wv)}
+    stretch = large_scores_factor(scores)
+    return {"x": x, "W": (Wq * stretch, Wk, Wv), "scores": scores * stretch}
 
 
 def large_scores_layer(case, H) -> dict:
@@ -346,9 +347,17 @@ def judge_single(v, outputs, inputs, jctx):
 
 
 def judge_large_scores(v, call, case):
-    """Judged like the lab's call; NaN or rows that do not sum to 1 there are the overflow."""
+    """Judged like the lab's call; NaN or rows that do not sum to 1 there are the softmax's fault."""
+    def likely():
+        value = call.get("value")
+        w = value[1] if isinstance(value, tuple) and len(value) == 2 else None
+        if not isinstance(w, torch.Tensor):
+            return None
+        T = case["x"].shape[1]
+        return large_scores_likely(w, case["scores"], torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1))
+
     large_scores_check(v, judged("", judge_single_case, call, case, SINGLE_SIZES[0]), "check.large_scores",
-                       overflow=("finite", "rows-sum-to-1"))
+                       overflow=("finite", "rows-sum-to-1"), likely=likely)
 
 
 # ---------------------------------------------------------------- leakage

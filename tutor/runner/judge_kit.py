@@ -167,16 +167,37 @@ def judged(source: str, judge_case, *args) -> Verdict:
     return sub
 
 
-def large_scores_check(v: Verdict, sub: Verdict, key: str, overflow: tuple[str, ...] = ("finite",)) -> None:
+def large_scores_likely(weights, scores, mask) -> dict:
+    """Why weights came out NaN for scores that reach LARGE_SCORES (mask: True where hidden), by
+    rebuilding the two usual softmaxes that fail there, in the scores' own dtype: exp written by
+    hand, or torch.softmax over every key with the future cut out and renormalized after."""
+    def by_hand():
+        e = torch.exp(scores).masked_fill(mask, 0.0)
+        return e / e.sum(-1, keepdim=True)
+
+    def renormalized():
+        p = torch.softmax(scores, -1).masked_fill(mask, 0.0)
+        return p / p.sum(-1, keepdim=True)
+
+    found = matching_mistake(weights, [(by_hand, msg("likely.softmax_overflow")),
+                                       (renormalized, msg("likely.softmax_renormalized"))])
+    return msg("likely.softmax_large") if found["key"] == "likely.unknown" else found
+
+
+def large_scores_check(v: Verdict, sub: Verdict, key: str, overflow: tuple[str, ...] = ("finite",),
+                       likely=None) -> None:
     """The large-scores check: sub, the step's own checks judged (judged()) on the call whose
     scores reach LARGE_SCORES. Its first failure is said in key's {reason} (with {top}); where
-    that failure is one of overflow's checks, its likely mistake is likely.softmax_overflow."""
+    that failure is one of overflow's checks, its likely mistake is `likely` (a message or a
+    function giving one; large_scores_likely where the weights can be had), else
+    likely.softmax_large, which names both usual causes."""
     if not sub.passed():
         failed = next(c for c in sub.checks if c.status != "pass")
-        reason, likely = sub.failed_message(), ""
+        reason, said = sub.failed_message(), ""
         if failed.id in overflow:
-            reason, likely = nest_likely(reason, msg("likely.softmax_overflow"))
-        v.require("large-scores", False, key, top=f"{LARGE_SCORES:g}", reason=reason, likely=likely)
+            found = likely() if callable(likely) else likely
+            reason, said = nest_likely(reason, found or msg("likely.softmax_large"))
+        v.require("large-scores", False, key, top=f"{LARGE_SCORES:g}", reason=reason, likely=said)
     v.expect("large-scores", True)
 
 
