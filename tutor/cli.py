@@ -48,7 +48,7 @@ def _peek_lessons(argv: list[str]) -> list[str]:
     from .i18n import catalog
 
     catalog.cache_clear()
-    return [d for d, r in zip(dirs, resolved) if not Path(r).is_dir()]
+    return [d for d, r in zip(dirs, resolved, strict=False) if not Path(r).is_dir()]
 
 
 def _remembered_lang(cwd: Path) -> str | None:
@@ -69,7 +69,9 @@ def _parser_class(lang: str):
     class Formatter(argparse.HelpFormatter):
         def add_usage(self, usage, actions, groups, prefix=None):
             # prefix "" is argparse working out a subcommand's prog: left as it is
-            return super().add_usage(usage, actions, groups, t("cli.usage", lang) if prefix is None else prefix)
+            return super().add_usage(
+                usage, actions, groups, t("cli.usage", lang) if prefix is None else prefix
+            )
 
         def format_help(self):
             # argparse ends a group's title with ":"; after a Chinese title the colon is full-width
@@ -81,7 +83,13 @@ def _parser_class(lang: str):
             super().__init__(*args, **kwargs)
             self._positionals.title = t("cli.positionals", lang)
             self._optionals.title = t("cli.options", lang)
-            self.add_argument("-h", "--help", action="help", default=argparse.SUPPRESS, help=t("cli.opt_help", lang))
+            self.add_argument(
+                "-h",
+                "--help",
+                action="help",
+                default=argparse.SUPPRESS,
+                help=t("cli.opt_help", lang),
+            )
 
         def error(self, message):
             self.print_usage(sys.stderr)
@@ -94,22 +102,38 @@ def build_parser(lang: str) -> argparse.ArgumentParser:
     # argparse is imported by _parser_class: a launch without arguments needs no parser (see main)
     lesson_ids = t("cli.ids_sep", lang).join(lesson.id for lesson in all_lessons())
     p = _parser_class(lang)(prog="attn-tutor", description=t("cli.description", lang))
-    p.add_argument("--version", action="version", version=f"attn-tutor {__version__}", help=t("cli.opt_version", lang))
+    p.add_argument(
+        "--version",
+        action="version",
+        version=f"attn-tutor {__version__}",
+        help=t("cli.opt_version", lang),
+    )
     p.add_argument("--lessons", action="append", metavar="DIR", help=t("cli.opt_lessons", lang))
     p.add_argument("--lesson", metavar="ID", help=t("cli.opt_lesson", lang, ids=lesson_ids))
     p.add_argument("--step", metavar="STEP", help=t("cli.opt_step", lang))
     p.add_argument("--file", type=Path, metavar="FILE", help=t("cli.opt_file", lang))
     p.add_argument("--lang", choices=["en", "zh"], help=t("cli.opt_lang", lang))
     p.add_argument("--poll", action="store_true", help=t("cli.opt_poll", lang))
-    p.add_argument("--timeout", type=float, default=None, metavar="S", help=t("cli.opt_timeout", lang))
+    p.add_argument(
+        "--timeout", type=float, default=None, metavar="S", help=t("cli.opt_timeout", lang)
+    )
     sub = p.add_subparsers(dest="command", metavar="{check,grade,list,solution,reset,dev}")
 
-    c = sub.add_parser("check", help=t("cli.check_help", lang), description=t("cli.check_help", lang))
+    c = sub.add_parser(
+        "check", help=t("cli.check_help", lang), description=t("cli.check_help", lang)
+    )
     c.add_argument("file", nargs="?", type=Path, help=t("cli.opt_check_file", lang))
-    c.add_argument("--lesson", dest="check_lesson", metavar="ID", help=t("cli.opt_lesson", lang, ids=lesson_ids))
+    c.add_argument(
+        "--lesson",
+        dest="check_lesson",
+        metavar="ID",
+        help=t("cli.opt_lesson", lang, ids=lesson_ids),
+    )
     c.add_argument("--json", action="store_true", help=t("cli.opt_json", lang))
     c.add_argument("--lang", dest="check_lang", choices=["en", "zh"], help=t("cli.opt_lang", lang))
-    c.add_argument("--timeout", dest="check_timeout", type=float, metavar="S", help=t("cli.opt_timeout", lang))
+    c.add_argument(
+        "--timeout", dest="check_timeout", type=float, metavar="S", help=t("cli.opt_timeout", lang)
+    )
 
     from .grade.command import add_parser as add_grade_parser
 
@@ -119,25 +143,49 @@ def build_parser(lang: str) -> argparse.ArgumentParser:
     ls.add_argument("--json", action="store_true", help=t("cli.opt_json", lang))
     ls.add_argument("--lang", dest="list_lang", choices=["en", "zh"], help=t("cli.opt_lang", lang))
 
-    so = sub.add_parser("solution", help=t("cli.solution_help", lang), description=t("cli.solution_help", lang))
+    so = sub.add_parser(
+        "solution", help=t("cli.solution_help", lang), description=t("cli.solution_help", lang)
+    )
     so.add_argument("step", help=t("cli.opt_solution_step", lang))
-    so.add_argument("--lesson", dest="solution_lesson", metavar="ID", help=t("cli.opt_lesson", lang, ids=lesson_ids))
+    so.add_argument(
+        "--lesson",
+        dest="solution_lesson",
+        metavar="ID",
+        help=t("cli.opt_lesson", lang, ids=lesson_ids),
+    )
     so.add_argument("--diff", action="store_true", help=t("cli.opt_solution_diff", lang))
     so.add_argument("--force", action="store_true", help=t("cli.opt_solution_force", lang))
-    so.add_argument("--lang", dest="solution_lang", choices=["en", "zh"], help=t("cli.opt_lang", lang))
+    so.add_argument(
+        "--lang", dest="solution_lang", choices=["en", "zh"], help=t("cli.opt_lang", lang)
+    )
 
-    r = sub.add_parser("reset", help=t("cli.reset_help", lang), description=t("cli.reset_help", lang))
+    r = sub.add_parser(
+        "reset", help=t("cli.reset_help", lang), description=t("cli.reset_help", lang)
+    )
     r.add_argument("step", nargs="?", help=t("cli.opt_reset_step", lang))
     r.add_argument("--all", action="store_true", help=t("cli.opt_reset_all", lang))
-    r.add_argument("--lesson", dest="reset_lesson", metavar="ID", help=t("cli.opt_lesson", lang, ids=lesson_ids))
+    r.add_argument(
+        "--lesson",
+        dest="reset_lesson",
+        metavar="ID",
+        help=t("cli.opt_lesson", lang, ids=lesson_ids),
+    )
     r.add_argument("--lang", dest="reset_lang", choices=["en", "zh"], help=t("cli.opt_lang", lang))
 
     d = sub.add_parser("dev", help=t("cli.dev_help", lang), description=t("cli.dev_help", lang))
     dsub = d.add_subparsers(dest="dev_command", metavar="{check}", required=True)
-    dc = dsub.add_parser("check", help=t("cli.dev_check_help", lang), description=t("cli.dev_check_help", lang))
+    dc = dsub.add_parser(
+        "check", help=t("cli.dev_check_help", lang), description=t("cli.dev_check_help", lang)
+    )
     dc.add_argument("target", nargs="?", metavar="LESSON|PATH", help=t("cli.opt_dev_lesson", lang))
     dc.add_argument("--lang", dest="dev_lang", choices=["en", "zh"], help=t("cli.opt_lang", lang))
-    dc.add_argument("--timeout", dest="dev_timeout", type=float, metavar="S", help=t("cli.opt_dev_timeout", lang))
+    dc.add_argument(
+        "--timeout",
+        dest="dev_timeout",
+        type=float,
+        metavar="S",
+        help=t("cli.opt_dev_timeout", lang),
+    )
     return p
 
 
@@ -178,7 +226,9 @@ def cmd_check(args, lang: str) -> int:
     try:
         raw = path.read_bytes()
     except IsADirectoryError:
-        raise UsageError(t("cli.unreadable", lang, path=path, reason=t("ui.reason_directory", lang))) from None
+        raise UsageError(
+            t("cli.unreadable", lang, path=path, reason=t("ui.reason_directory", lang))
+        ) from None
     except FileNotFoundError:
         raise UsageError(t("cli.missing_file", lang, path=path)) from None
     except OSError as exc:
@@ -197,7 +247,9 @@ def cmd_check(args, lang: str) -> int:
     from .runner.platform_probe import describe_off, probe
 
     passed, total = summary_counts(steps)
-    off = probe().off()  # the worker ran with what this probe finds (same machine, same environment)
+    off = (
+        probe().off()
+    )  # the worker ran with what this probe finds (same machine, same environment)
     if args.json:
         print(json.dumps(check_object(lesson, path, steps, lang, off), ensure_ascii=False))
     else:
@@ -232,16 +284,38 @@ def cmd_list(args, lang: str) -> int:
         return sum(status(l, s) == "pass" for s in l.checked_steps)
 
     if args.json:
-        print(json.dumps({"lessons": [
-            {"id": l.id, "title": l.title[lang], "file": l.file_name,
-             "passed": passed(l), "checked": len(l.checked_steps),
-             "steps": [{"id": s.id, "kind": s.kind, "title": s.title[lang], "status": status(l, s)} for s in l.steps]}
-            for l in lessons
-        ]}, ensure_ascii=False))
+        print(
+            json.dumps(
+                {
+                    "lessons": [
+                        {
+                            "id": l.id,
+                            "title": l.title[lang],
+                            "file": l.file_name,
+                            "passed": passed(l),
+                            "checked": len(l.checked_steps),
+                            "steps": [
+                                {
+                                    "id": s.id,
+                                    "kind": s.kind,
+                                    "title": s.title[lang],
+                                    "status": status(l, s),
+                                }
+                                for s in l.steps
+                            ],
+                        }
+                        for l in lessons
+                    ]
+                },
+                ensure_ascii=False,
+            )
+        )
         return 0
     for l in lessons:
-        print(f"{l.id}  {l.title[lang]}  (attn-lab/{l.file_name})  "
-              + t("cli.list_progress", lang, passed=passed(l), total=len(l.checked_steps)))
+        print(
+            f"{l.id}  {l.title[lang]}  (attn-lab/{l.file_name})  "
+            + t("cli.list_progress", lang, passed=passed(l), total=len(l.checked_steps))
+        )
         for s in l.steps:
             kind = "" if s.checked else f"  [{t('kind.' + s.kind, lang)}]"
             print(f"  {MARKS.get(status(l, s) or '', '·')} {s.id:<12} {s.title[lang]}{kind}")
@@ -255,7 +329,9 @@ def cmd_solution(args, lang: str) -> int:
     state = _state(Path.cwd())
     lesson = _lesson(args.solution_lesson or state.get("lesson"), lang)
     if args.step not in lesson.step_ids():
-        raise UsageError(t("cli.unknown_step", lang, step=args.step, steps=", ".join(lesson.step_ids())))
+        raise UsageError(
+            t("cli.unknown_step", lang, step=args.step, steps=", ".join(lesson.step_ids()))
+        )
     if not lesson.step(args.step).functions:
         raise UsageError(t("cli.solution_none", lang, step=args.step))
     if not (args.force or passed(state, lesson.id, args.step)):
@@ -285,7 +361,9 @@ def cmd_reset(args, lang: str) -> int:
         backup = reset(path, lesson.starter_path)
     else:
         if args.step not in lesson.step_ids():
-            raise UsageError(t("cli.unknown_step", lang, step=args.step, steps=", ".join(lesson.step_ids())))
+            raise UsageError(
+                t("cli.unknown_step", lang, step=args.step, steps=", ".join(lesson.step_ids()))
+            )
         names = lesson_functions(lesson, args.step)
         if not names:
             raise UsageError(t("cli.reset_nothing", lang, step=args.step))
@@ -333,7 +411,9 @@ def cmd_dev_check(args, lang: str) -> int:
         print(t("dev.header", lang, lesson=folder.name, path=folder))
         lines = dev_check(folder, timeout=args.dev_timeout or args.timeout or DEV_TIMEOUT)
         for line in lines:
-            print(f"{MARKS['pass'] if line.ok else MARKS['fail']} {t(line.key, lang, **line.params)}")
+            print(
+                f"{MARKS['pass'] if line.ok else MARKS['fail']} {t(line.key, lang, **line.params)}"
+            )
         passed = sum(line.ok for line in lines)
         print(t("dev.summary", lang, passed=passed, total=len(lines)))
         ok = ok and passed == len(lines)
@@ -344,8 +424,12 @@ def cmd_app(args, lang_cli: str | None) -> int:
     from .app.main import run_app
 
     return run_app(
-        lesson_id=args.lesson, step_id=args.step, file=args.file, lang=lang_cli,
-        poll=args.poll, timeout=args.timeout,
+        lesson_id=args.lesson,
+        step_id=args.step,
+        file=args.file,
+        lang=lang_cli,
+        poll=args.poll,
+        timeout=args.timeout,
     )
 
 
@@ -362,11 +446,19 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser(lang)
     args = parser.parse_args(argv)
     if missing:
-        print(f"attn-tutor: {t('cli.no_lessons_dir', lang, path=', '.join(missing))}", file=sys.stderr)
+        print(
+            f"attn-tutor: {t('cli.no_lessons_dir', lang, path=', '.join(missing))}", file=sys.stderr
+        )
         return 2
-    lang_cli = getattr(args, "check_lang", None) or getattr(args, "list_lang", None) \
-        or getattr(args, "reset_lang", None) or getattr(args, "dev_lang", None) \
-        or getattr(args, "solution_lang", None) or getattr(args, "grade_lang", None) or args.lang
+    lang_cli = (
+        getattr(args, "check_lang", None)
+        or getattr(args, "list_lang", None)
+        or getattr(args, "reset_lang", None)
+        or getattr(args, "dev_lang", None)
+        or getattr(args, "solution_lang", None)
+        or getattr(args, "grade_lang", None)
+        or args.lang
+    )
     lang = choose(lang_cli, _remembered_lang(Path.cwd()))
     try:
         if args.command == "check":

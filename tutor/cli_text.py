@@ -7,7 +7,15 @@ import re
 import sys
 
 from .i18n import t
-from .report import MARKS, check_text, failure_lines, file_check, file_error, output_dropped_note, summary_counts
+from .report import (
+    MARKS,
+    check_text,
+    failure_lines,
+    file_check,
+    file_error,
+    output_dropped_note,
+    summary_counts,
+)
 
 _COLOURS = {"pass": "32", "fail": "31", "error": "31", "timeout": "33", "todo": "2"}
 

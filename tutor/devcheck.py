@@ -22,13 +22,20 @@ from .variants import apply_replacements, message_keys
 FORMAT_VERSION = 1
 # The catalog sections a verdict's messages come from (the others are the UI's own texts).
 SECTIONS = ("check", "likely", "failure", "value", "visual")
-KEY = re.compile(r"(?:%s)\.[a-z0-9_]+" % "|".join(SECTIONS))
-PREFIX = re.compile(r"(?:%s)\." % "|".join(SECTIONS))
+KEY = re.compile(r"(?:{})\.[a-z0-9_]+".format("|".join(SECTIONS)))
+PREFIX = re.compile(r"(?:{})\.".format("|".join(SECTIONS)))
 PACKAGE = Path(__file__).resolve().parent
 # Modules whose keys any lesson's verdicts can carry, whatever its checks import: the judge's
 # failures, the worker's timeouts and crashes, the client's unreadable file.
 ENGINE = ("runner/judge.py", "runner/worker.py", "runner/client.py")
-MISTAKE_FIELDS = {"id": str, "step": str, "function": str, "code": str, "expect_check": str, "expect_keys": list}
+MISTAKE_FIELDS = {
+    "id": str,
+    "step": str,
+    "function": str,
+    "code": str,
+    "expect_check": str,
+    "expect_keys": list,
+}
 
 
 @dataclass
@@ -51,6 +58,7 @@ class Mistake:
 
 # ------------------------------------------------------------------ the lesson file
 
+
 def schema_problems(data: dict) -> list[Line]:
     """What the loader (tutor/lesson.py) needs and the app assumes, each missing thing a line."""
     bad: list[Line] = []
@@ -60,7 +68,11 @@ def schema_problems(data: dict) -> list[Line]:
             bad.append(Line(False, "dev.field_missing", {"field": name, "where": where}))
             return False
         if not isinstance(table[name], kind):
-            bad.append(Line(False, "dev.field_type", {"field": name, "where": where, "type": kind.__name__}))
+            bad.append(
+                Line(
+                    False, "dev.field_type", {"field": name, "where": where, "type": kind.__name__}
+                )
+            )
             return False
         return True
 
@@ -70,16 +82,33 @@ def schema_problems(data: dict) -> list[Line]:
         if need(table, name, dict, where):
             for lang in LANGS:
                 if not table[name].get(lang):
-                    bad.append(Line(False, "dev.lang_missing", {"field": name, "where": where, "lang": lang}))
+                    bad.append(
+                        Line(
+                            False, "dev.lang_missing", {"field": name, "where": where, "lang": lang}
+                        )
+                    )
 
-    if need(data, "format_version", int, "lesson.toml") and data["format_version"] != FORMAT_VERSION:
-        bad.append(Line(False, "dev.format_version", {"got": data["format_version"], "expected": FORMAT_VERSION}))
+    if (
+        need(data, "format_version", int, "lesson.toml")
+        and data["format_version"] != FORMAT_VERSION
+    ):
+        bad.append(
+            Line(
+                False,
+                "dev.format_version",
+                {"got": data["format_version"], "expected": FORMAT_VERSION},
+            )
+        )
     need(data, "id", str, "lesson.toml")
     if need(data, "file", str, "lesson.toml") and not data["file"].endswith(".py"):
-        bad.append(Line(False, "dev.field_type", {"field": "file", "where": "lesson.toml", "type": "*.py"}))
+        bad.append(
+            Line(False, "dev.field_type", {"field": "file", "where": "lesson.toml", "type": "*.py"})
+        )
     per_lang(data, "title", "lesson.toml", True)
     if "version" in data:
-        need(data, "version", str, "lesson.toml")  # optional: the checks' edition, beside every grade
+        need(
+            data, "version", str, "lesson.toml"
+        )  # optional: the checks' edition, beside every grade
     if not need(data, "steps", list, "lesson.toml"):
         return bad
     seen: set[str] = set()
@@ -87,7 +116,9 @@ def schema_problems(data: dict) -> list[Line]:
     for i, raw in enumerate(data["steps"]):
         where = f"steps[{i}]"
         if not isinstance(raw, dict):
-            bad.append(Line(False, "dev.field_type", {"field": "steps", "where": where, "type": "table"}))
+            bad.append(
+                Line(False, "dev.field_type", {"field": "steps", "where": where, "type": "table"})
+            )
             continue
         if need(raw, "id", str, where):
             where = raw["id"]
@@ -95,75 +126,163 @@ def schema_problems(data: dict) -> list[Line]:
                 bad.append(Line(False, "dev.duplicate_step", {"step": raw["id"]}))
             seen.add(raw["id"])
         if need(raw, "kind", str, where) and raw["kind"] not in STEP_KINDS:
-            bad.append(Line(False, "dev.unknown_kind", {"where": where, "kind": raw["kind"],
-                                                        "kinds": ", ".join(STEP_KINDS)}))
+            bad.append(
+                Line(
+                    False,
+                    "dev.unknown_kind",
+                    {"where": where, "kind": raw["kind"], "kinds": ", ".join(STEP_KINDS)},
+                )
+            )
         per_lang(raw, "title", where, True)
         for name in ("hints", "questions", "answers"):
             if name in raw and need(raw, name, dict, where):
                 for lang, items in raw[name].items():
                     if not (isinstance(items, list) and all(isinstance(x, str) for x in items)):
-                        bad.append(Line(False, "dev.field_type", {"field": f"{name}.{lang}", "where": where,
-                                                                  "type": "list of strings"}))
+                        bad.append(
+                            Line(
+                                False,
+                                "dev.field_type",
+                                {
+                                    "field": f"{name}.{lang}",
+                                    "where": where,
+                                    "type": "list of strings",
+                                },
+                            )
+                        )
         points = raw.get("points", 1)
         if isinstance(points, bool) or not isinstance(points, (int, float)) or points < 0:
-            bad.append(Line(False, "dev.field_type", {"field": "points", "where": where, "type": "number ≥ 0"}))
-        if raw.get("kind") == "checked" and need(raw, "functions", list, where) and not raw["functions"]:
+            bad.append(
+                Line(
+                    False,
+                    "dev.field_type",
+                    {"field": "points", "where": where, "type": "number ≥ 0"},
+                )
+            )
+        if (
+            raw.get("kind") == "checked"
+            and need(raw, "functions", list, where)
+            and not raw["functions"]
+        ):
             bad.append(Line(False, "dev.field_missing", {"field": "functions", "where": where}))
-        if "weights_from" in raw and need(raw, "weights_from", str, where) and raw["weights_from"] not in ids:
-            bad.append(Line(False, "dev.weights_from", {"where": where, "step": raw["weights_from"]}))
+        if (
+            "weights_from" in raw
+            and need(raw, "weights_from", str, where)
+            and raw["weights_from"] not in ids
+        ):
+            bad.append(
+                Line(False, "dev.weights_from", {"where": where, "step": raw["weights_from"]})
+            )
         if "settings" in raw and need(raw, "settings", list, where):
             bad += setting_problems(raw, where)
-    if "answers" in data and need(data, "answers", dict, "lesson.toml") and "file" in data["answers"]:
+    if (
+        "answers" in data
+        and need(data, "answers", dict, "lesson.toml")
+        and "file" in data["answers"]
+    ):
         name = data["answers"]["file"]
-        if not isinstance(name, str) or not name.endswith(".md") or "/" in name or name.startswith("."):
-            bad.append(Line(False, "dev.field_type", {"field": "answers.file", "where": "lesson.toml",
-                                                      "type": "a file name ending in .md"}))
+        if (
+            not isinstance(name, str)
+            or not name.endswith(".md")
+            or "/" in name
+            or name.startswith(".")
+        ):
+            bad.append(
+                Line(
+                    False,
+                    "dev.field_type",
+                    {
+                        "field": "answers.file",
+                        "where": "lesson.toml",
+                        "type": "a file name ending in .md",
+                    },
+                )
+            )
     return bad
 
 
 # The app's own keys: a step's setting may not take one (nor a question's number, on its step).
-APP_KEYS = frozenset("n p r e h l w b d m R q ? s L".split())  # the app's own keys: a step's may not take them
+APP_KEYS = frozenset(
+    ["n", "p", "r", "e", "h", "l", "w", "b", "d", "m", "R", "q", "?", "s", "L"]
+)  # the app's own keys: a step's may not take them
 
 
 def setting_problems(raw: dict, where: str) -> list[Line]:
     """[[steps.settings]]: id, key, values (ints, strings or arrays), a default among them, a
     label in every language; keys unique on the step, none the app's, none a question's."""
     bad: list[Line] = []
-    questions = max((len(v) for v in raw.get("questions", {}).values() if isinstance(v, list)), default=0)
+    questions = max(
+        (len(v) for v in raw.get("questions", {}).values() if isinstance(v, list)), default=0
+    )
     taken: dict[str, str] = {str(i + 1): "question" for i in range(questions)}
     for i, setting in enumerate(raw["settings"]):
         at = f"{where}.settings[{i}]"
         if not isinstance(setting, dict):
-            bad.append(Line(False, "dev.field_type", {"field": "settings", "where": at, "type": "table"}))
+            bad.append(
+                Line(False, "dev.field_type", {"field": "settings", "where": at, "type": "table"})
+            )
             continue
         for name, kind in (("id", str), ("key", str), ("values", list)):
             if name not in setting:
                 bad.append(Line(False, "dev.field_missing", {"field": name, "where": at}))
             elif not isinstance(setting[name], kind):
-                bad.append(Line(False, "dev.field_type", {"field": name, "where": at, "type": kind.__name__}))
+                bad.append(
+                    Line(
+                        False, "dev.field_type", {"field": name, "where": at, "type": kind.__name__}
+                    )
+                )
         values = setting.get("values")
         if isinstance(values, list):
-            if not values or not all(isinstance(v, (int, str, list)) and not isinstance(v, bool) for v in values):
-                bad.append(Line(False, "dev.field_type", {"field": "values", "where": at,
-                                                          "type": "a non-empty list of ints, strings or arrays"}))
+            if not values or not all(
+                isinstance(v, (int, str, list)) and not isinstance(v, bool) for v in values
+            ):
+                bad.append(
+                    Line(
+                        False,
+                        "dev.field_type",
+                        {
+                            "field": "values",
+                            "where": at,
+                            "type": "a non-empty list of ints, strings or arrays",
+                        },
+                    )
+                )
             elif "default" in setting and setting["default"] not in values:
                 bad.append(Line(False, "dev.setting_default", {"where": at}))
         if "label" not in setting:
             bad.append(Line(False, "dev.field_missing", {"field": "label", "where": at}))
-        elif not isinstance(setting["label"], dict) or any(not setting["label"].get(lang) for lang in LANGS):
-            bad.append(Line(False, "dev.lang_missing", {"field": "label", "where": at,
-                                                        "lang": "/".join(LANGS)}))
+        elif not isinstance(setting["label"], dict) or any(
+            not setting["label"].get(lang) for lang in LANGS
+        ):
+            bad.append(
+                Line(
+                    False,
+                    "dev.lang_missing",
+                    {"field": "label", "where": at, "lang": "/".join(LANGS)},
+                )
+            )
         names = setting.get("names", {})
-        if names and (not isinstance(names, dict) or any(
-                not isinstance(names.get(lang), list) or len(names[lang]) != len(values or []) for lang in LANGS)):
-            bad.append(Line(False, "dev.field_type", {"field": "names", "where": at,
-                                                      "type": "one name per value in every language"}))
+        if names and (
+            not isinstance(names, dict)
+            or any(
+                not isinstance(names.get(lang), list) or len(names[lang]) != len(values or [])
+                for lang in LANGS
+            )
+        ):
+            bad.append(
+                Line(
+                    False,
+                    "dev.field_type",
+                    {"field": "names", "where": at, "type": "one name per value in every language"},
+                )
+            )
         key = setting.get("key")
         if isinstance(key, str):
             if len(key) != 1 or key in APP_KEYS:
                 bad.append(Line(False, "dev.setting_key", {"where": at, "key": key}))
             elif key in taken:
-                bad.append(Line(False, "dev.key_collision", {"where": at, "key": key, "other": taken[key]}))
+                bad.append(
+                    Line(False, "dev.key_collision", {"where": at, "key": key, "other": taken[key]})
+                )
             taken[key] = f"setting {setting.get('id')}"
     return bad
 
@@ -175,10 +294,18 @@ def declared_steps(checks_source: str) -> set[str]:
         if not isinstance(node, ast.Assign):
             continue
         for target in node.targets:
-            if isinstance(target, ast.Name) and target.id == "STEPS" and isinstance(node.value, ast.Dict):
+            if (
+                isinstance(target, ast.Name)
+                and target.id == "STEPS"
+                and isinstance(node.value, ast.Dict)
+            ):
                 found |= {k.value for k in node.value.keys if isinstance(k, ast.Constant)}
-            elif (isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name)
-                  and target.value.id == "STEPS" and isinstance(target.slice, ast.Constant)):
+            elif (
+                isinstance(target, ast.Subscript)
+                and isinstance(target.value, ast.Name)
+                and target.value.id == "STEPS"
+                and isinstance(target.slice, ast.Constant)
+            ):
                 found.add(target.slice.value)
     return found
 
@@ -192,7 +319,9 @@ def check_files(lesson: Lesson) -> list[Line]:
         try:
             declared = declared_steps(lesson.checks_path.read_text(encoding="utf-8"))
         except SyntaxError as exc:
-            return lines + [Line(False, "dev.syntax", {"path": lesson.checks_path, "line": exc.lineno})]
+            return lines + [
+                Line(False, "dev.syntax", {"path": lesson.checks_path, "line": exc.lineno})
+            ]
         for step in lesson.checked_steps:
             if step.id not in declared:
                 lines.append(Line(False, "dev.no_spec", {"step": step.id}))
@@ -202,15 +331,24 @@ def check_files(lesson: Lesson) -> list[Line]:
         if not path.is_file():
             continue
         try:
-            names = {n.name for n in ast.parse(path.read_text(encoding="utf-8")).body
-                     if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+            names = {
+                n.name
+                for n in ast.parse(path.read_text(encoding="utf-8")).body
+                if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+            }
         except SyntaxError as exc:
             lines.append(Line(False, "dev.syntax", {"path": path, "line": exc.lineno}))
             continue
         for step in lesson.checked_steps:
             for name in step.functions:
                 if name not in names:
-                    lines.append(Line(False, "dev.function_missing", {"step": step.id, "name": name, "path": path.name}))
+                    lines.append(
+                        Line(
+                            False,
+                            "dev.function_missing",
+                            {"step": step.id, "name": name, "path": path.name},
+                        )
+                    )
     return lines or [Line(True, "dev.files_ok", {"n": len(lesson.checked_steps)})]
 
 
@@ -220,7 +358,9 @@ def check_texts(lesson: Lesson) -> list[Line]:
         for lang in LANGS:
             path = lesson.folder / "text" / lang / f"{step.id}.md"
             if not path.is_file() or not path.read_text(encoding="utf-8").strip():
-                lines.append(Line(False, "dev.text_missing", {"path": path.relative_to(lesson.folder)}))
+                lines.append(
+                    Line(False, "dev.text_missing", {"path": path.relative_to(lesson.folder)})
+                )
     return lines or [Line(True, "dev.texts_ok", {"n": len(lesson.steps) * len(LANGS)})]
 
 
@@ -239,6 +379,7 @@ def check_hints(lesson: Lesson) -> list[Line]:
 
 # ------------------------------------------------------------------ message keys, found statically
 
+
 @dataclass(frozen=True)
 class Use:
     key: str | None  # None: a key built at run time whose values could not be found
@@ -250,9 +391,14 @@ def _loop_values(node: ast.AST, name: str, parents: dict) -> list[str] | None:
     """The values `name` takes in the nearest enclosing `for name in (<constants>)`, if any."""
     at = parents.get(node)
     while at is not None:
-        if isinstance(at, (ast.For, ast.comprehension)) and isinstance(at.target, ast.Name) and at.target.id == name:
+        if (
+            isinstance(at, (ast.For, ast.comprehension))
+            and isinstance(at.target, ast.Name)
+            and at.target.id == name
+        ):
             if isinstance(at.iter, (ast.Tuple, ast.List, ast.Set)) and all(
-                    isinstance(e, ast.Constant) and isinstance(e.value, str) for e in at.iter.elts):
+                isinstance(e, ast.Constant) and isinstance(e.value, str) for e in at.iter.elts
+            ):
                 return [e.value for e in at.iter.elts]
             return None
         if isinstance(at, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
@@ -267,7 +413,11 @@ def _fstring_keys(node: ast.JoinedStr, parents: dict) -> list[str] | None:
     for part in node.values:
         if isinstance(part, ast.Constant):
             keys = [k + str(part.value) for k in keys]
-        elif isinstance(part, ast.FormattedValue) and isinstance(part.value, ast.Name) and part.format_spec is None:
+        elif (
+            isinstance(part, ast.FormattedValue)
+            and isinstance(part.value, ast.Name)
+            and part.format_spec is None
+        ):
             values = _loop_values(node, part.value.id, parents)
             if values is None:
                 return None
@@ -288,13 +438,25 @@ def keys_in(path: Path) -> list[Use]:
             first = node.values[0] if node.values else None
             if isinstance(first, ast.Constant) and PREFIX.match(str(first.value)):
                 keys = _fstring_keys(node, parents)
-                uses += [Use(k, path, node.lineno) for k in keys] if keys else [Use(None, path, node.lineno)]
-        elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add) and isinstance(node.left, ast.Constant) \
-                and isinstance(node.left.value, str) and PREFIX.fullmatch(node.left.value):
+                uses += (
+                    [Use(k, path, node.lineno) for k in keys]
+                    if keys
+                    else [Use(None, path, node.lineno)]
+                )
+        elif (
+            isinstance(node, ast.BinOp)
+            and isinstance(node.op, ast.Add)
+            and isinstance(node.left, ast.Constant)
+            and isinstance(node.left.value, str)
+            and PREFIX.fullmatch(node.left.value)
+        ):
             uses.append(Use(None, path, node.lineno))  # "check." + name: not followed
-        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and KEY.fullmatch(node.value):
-            if not isinstance(parents.get(node), ast.JoinedStr):
-                uses.append(Use(node.value, path, node.lineno))
+        elif (
+            isinstance(node, ast.Constant)
+            and isinstance(node.value, str)
+            and KEY.fullmatch(node.value)
+        ) and not isinstance(parents.get(node), ast.JoinedStr):
+            uses.append(Use(node.value, path, node.lineno))
     return uses
 
 
@@ -314,7 +476,9 @@ def _imports(path: Path) -> set[Path]:
     """The tutor modules a module imports (absolute, or relative inside the package)."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
     # The module's package, for relative imports: tutor/runner/judge_kit.py -> tutor.runner.
-    package = list(path.relative_to(PACKAGE.parent).parent.parts) if PACKAGE in path.parents else None
+    package = (
+        list(path.relative_to(PACKAGE.parent).parent.parts) if PACKAGE in path.parents else None
+    )
     names: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
@@ -327,7 +491,9 @@ def _imports(path: Path) -> set[Path]:
                 up = package[: len(package) - node.level + 1]
                 base = ".".join(up + ([base] if base else []))
             names.add(base)
-            names |= {f"{base}.{a.name}" for a in node.names}  # `from tutor.runner import probe_kit`
+            names |= {
+                f"{base}.{a.name}" for a in node.names
+            }  # `from tutor.runner import probe_kit`
     return {f for f in map(_module_file, names) if f is not None}
 
 
@@ -355,7 +521,9 @@ def check_keys(lesson: Lesson, mistakes: list[Mistake]) -> list[Line]:
             continue
         for lang in LANGS:
             if u.key not in lesson.messages(lang) and u.key not in engine_catalog(lang):
-                lines.append(Line(False, "dev.key_missing", {"key": u.key, "lang": lang, "where": where}))
+                lines.append(
+                    Line(False, "dev.key_missing", {"key": u.key, "lang": lang, "where": where})
+                )
     n = len({u.key for u in uses})
     return lines or [Line(True, "dev.keys_ok", {"n": n, "files": len(key_sources(lesson))})]
 
@@ -371,13 +539,26 @@ def check_catalogs(lesson: Lesson) -> list[Line]:
     for lang, cat in cats.items():
         for other in LANGS:
             for key in sorted(set(cat) - set(cats[other])):
-                lines.append(Line(False, "dev.twin_missing", {"key": key, "lang": lang, "other": other}))
+                lines.append(
+                    Line(False, "dev.twin_missing", {"key": key, "lang": lang, "other": other})
+                )
     a, b = LANGS[0], LANGS[1]
     for key in sorted(set(cats[a]) & set(cats[b])):
         pa, pb = placeholders(cats[a][key]), placeholders(cats[b][key])
         if pa != pb:
-            lines.append(Line(False, "dev.placeholders_differ", {
-                "key": key, "a": a, "b": b, "pa": ", ".join(sorted(pa)) or "-", "pb": ", ".join(sorted(pb)) or "-"}))
+            lines.append(
+                Line(
+                    False,
+                    "dev.placeholders_differ",
+                    {
+                        "key": key,
+                        "a": a,
+                        "b": b,
+                        "pa": ", ".join(sorted(pa)) or "-",
+                        "pb": ", ".join(sorted(pb)) or "-",
+                    },
+                )
+            )
     return lines or [Line(True, "dev.catalogs_ok", {"n": len(cats[a])})]
 
 
@@ -390,6 +571,7 @@ def _show(path: Path, lesson: Lesson) -> str:
 
 # ------------------------------------------------------------------ wrong variants
 
+
 def load_mistakes(lesson: Lesson) -> tuple[list[Mistake], list[Line]]:
     """lessons/<id>/mistakes.toml: [[mistakes]] tables (see MISTAKE_FIELDS); none is allowed, with a ✗."""
     path = lesson.folder / "mistakes.toml"
@@ -401,7 +583,13 @@ def load_mistakes(lesson: Lesson) -> tuple[list[Mistake], list[Line]]:
         return [], [Line(False, "dev.bad_toml", {"path": "mistakes.toml", "detail": exc})]
     found, bad = [], []
     if data.get("format_version") != FORMAT_VERSION:
-        bad.append(Line(False, "dev.format_version", {"got": data.get("format_version"), "expected": FORMAT_VERSION}))
+        bad.append(
+            Line(
+                False,
+                "dev.format_version",
+                {"got": data.get("format_version"), "expected": FORMAT_VERSION},
+            )
+        )
     checked = {s.id for s in lesson.checked_steps}
     for i, raw in enumerate(data.get("mistakes", [])):
         where = f"mistakes[{i}]" if not isinstance(raw.get("id"), str) else raw["id"]
@@ -412,8 +600,17 @@ def load_mistakes(lesson: Lesson) -> tuple[list[Mistake], list[Line]]:
         if raw["step"] not in checked:
             bad.append(Line(False, "dev.mistake_step", {"id": where, "step": raw["step"]}))
             continue
-        found.append(Mistake(raw["id"], raw["step"], raw["function"], raw["code"], raw["expect_check"],
-                             tuple(raw["expect_keys"]), raw.get("header", "")))
+        found.append(
+            Mistake(
+                raw["id"],
+                raw["step"],
+                raw["function"],
+                raw["code"],
+                raw["expect_check"],
+                tuple(raw["expect_keys"]),
+                raw.get("header", ""),
+            )
+        )
     if not found and not bad:
         bad.append(Line(False, "dev.mistakes_none", {}))
     return found, bad
@@ -434,13 +631,28 @@ def judge_mistake(m: Mistake, results) -> Line:
     if r.status == "pass":
         return Line(False, "dev.mistake_passed", base)
     if m.expect_check not in failing:
-        return Line(False, "dev.mistake_other_check", {**base, "check": m.expect_check,
-                                                       "failing": ", ".join(failing) or "-"})
+        return Line(
+            False,
+            "dev.mistake_other_check",
+            {**base, "check": m.expect_check, "failing": ", ".join(failing) or "-"},
+        )
     missing = [k for k in m.expect_keys if k not in failing[m.expect_check]]
     if missing:
-        return Line(False, "dev.mistake_keys", {**base, "check": m.expect_check, "missing": ", ".join(missing),
-                                                "got": ", ".join(sorted(failing[m.expect_check]))})
-    return Line(True, "dev.mistake_ok", {**base, "check": m.expect_check, "keys": ", ".join(m.expect_keys) or "-"})
+        return Line(
+            False,
+            "dev.mistake_keys",
+            {
+                **base,
+                "check": m.expect_check,
+                "missing": ", ".join(missing),
+                "got": ", ".join(sorted(failing[m.expect_check])),
+            },
+        )
+    return Line(
+        True,
+        "dev.mistake_ok",
+        {**base, "check": m.expect_check, "keys": ", ".join(m.expect_keys) or "-"},
+    )
 
 
 def _off(results, order: list[str], wanted: str) -> list[dict]:
@@ -458,13 +670,22 @@ def _off(results, order: list[str], wanted: str) -> list[dict]:
             if first is None or r.status == "pass":
                 off.append({"key": "dev.step_status", "params": {"step": step, "status": status}})
             else:
-                off.append({"key": "dev.step_failing", "params": {
-                    "step": step, "status": status, "check": first.id,
-                    "message": first.message.key if first.message else first.status}})
+                off.append(
+                    {
+                        "key": "dev.step_failing",
+                        "params": {
+                            "step": step,
+                            "status": status,
+                            "check": first.id,
+                            "message": first.message.key if first.message else first.status,
+                        },
+                    }
+                )
     return off
 
 
 # ------------------------------------------------------------------ the whole check
+
 
 def dev_check(folder: Path, timeout: float) -> list[Line]:
     """Every line for the lesson in folder; the runs need a worker (so torch, in its process)."""
@@ -496,16 +717,22 @@ def run_checks(lesson: Lesson, mistakes: list[Mistake], timeout: float) -> list[
 
     order = [s.id for s in lesson.checked_steps]
     reference = lesson.reference_path.read_text(encoding="utf-8")
-    runs = [(str(lesson.starter_path), lesson.starter_path.read_text(encoding="utf-8"), order),
-            (str(lesson.reference_path), reference, order)]
+    runs = [
+        (str(lesson.starter_path), lesson.starter_path.read_text(encoding="utf-8"), order),
+        (str(lesson.reference_path), reference, order),
+    ]
     unusable: list[Line] = []  # variants that cannot be built: said after the runs
     ready = []
     for m in mistakes:
         try:
             source = mistake_source(reference, m)
-            compile(source, lesson.file_name, "exec")  # the variant's own typo is not the lesson's failure
+            compile(
+                source, lesson.file_name, "exec"
+            )  # the variant's own typo is not the lesson's failure
         except KeyError:
-            unusable.append(Line(False, "dev.mistake_function", {"id": m.id, "function": m.function}))
+            unusable.append(
+                Line(False, "dev.mistake_function", {"id": m.id, "function": m.function})
+            )
             continue
         except SyntaxError as exc:
             unusable.append(Line(False, "dev.mistake_syntax", {"id": m.id, "line": exc.lineno}))
@@ -518,9 +745,23 @@ def run_checks(lesson: Lesson, mistakes: list[Mistake], timeout: float) -> list[
         return [Line(False, "dev.worker_failed", {"detail": exc})] + unusable
     starter, ref, *variants = got
     not_todo = _off(starter, order, "todo")
-    lines = [Line(not not_todo, "dev.starter_ok" if not not_todo else "dev.starter_bad",
-                  {"n": len(order), "steps": not_todo})]
+    lines = [
+        Line(
+            not not_todo,
+            "dev.starter_ok" if not not_todo else "dev.starter_bad",
+            {"n": len(order), "steps": not_todo},
+        )
+    ]
     bad = _off(ref, order, "pass")
-    lines.append(Line(not bad, "dev.reference_ok" if not bad else "dev.reference_bad",
-                      {"n": len(order), "steps": bad}))
-    return lines + [judge_mistake(m, results) for m, results in zip(ready, variants)] + unusable
+    lines.append(
+        Line(
+            not bad,
+            "dev.reference_ok" if not bad else "dev.reference_bad",
+            {"n": len(order), "steps": bad},
+        )
+    )
+    return (
+        lines
+        + [judge_mistake(m, results) for m, results in zip(ready, variants, strict=False)]
+        + unusable
+    )

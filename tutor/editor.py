@@ -9,8 +9,24 @@ from pathlib import Path
 
 # How editors take a line: `+LINE FILE` (vi and its kin, nano, emacs, micro, kakoune, joe,
 # mcedit), `-g FILE:LINE` (VS Code and its forks), `FILE:LINE` (Sublime, Helix, Zed).
-PLUS_LINE = {"vi", "vim", "nvim", "gvim", "view", "nano", "pico", "emacs", "emacsclient", "micro", "kak",
-             "joe", "jed", "mcedit", "ne", "mg"}
+PLUS_LINE = {
+    "vi",
+    "vim",
+    "nvim",
+    "gvim",
+    "view",
+    "nano",
+    "pico",
+    "emacs",
+    "emacsclient",
+    "micro",
+    "kak",
+    "joe",
+    "jed",
+    "mcedit",
+    "ne",
+    "mg",
+}
 GOTO_FLAG = {"code", "code-insiders", "codium", "vscodium", "cursor", "windsurf"}
 COLON_LINE = {"subl", "sublime_text", "hx", "helix", "zed"}
 
@@ -23,7 +39,10 @@ def function_line(source: str, names: tuple[str, ...]) -> int | None:
     except (SyntaxError, ValueError):
         return None
     for node in tree.body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name in names:
+        if (
+            isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+            and node.name in names
+        ):
             return node.lineno
     return None
 

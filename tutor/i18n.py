@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import string
-from functools import lru_cache
+from functools import cache
 
 from . import toml
 from .paths import locales_dir
@@ -21,13 +21,13 @@ LANGS = ("en", "zh")
 DEFAULT_LANG = "en"
 
 
-@lru_cache(maxsize=None)
+@cache
 def engine_catalog(lang: str) -> dict[str, str]:
     path = locales_dir() / f"{lang}.toml"
     return toml.flatten(toml.loads(path.read_text(encoding="utf-8")))
 
 
-@lru_cache(maxsize=None)
+@cache
 def catalog(lang: str) -> dict[str, str]:
     """The engine's keys and every lesson's, each under its lesson's id."""
     from .lesson import all_lessons
@@ -46,7 +46,11 @@ def qualify(value, lesson_id: str, own: frozenset[str]):
     """A verdict's messages with the lesson's own keys put under its id: every nested message
     reference ({"key", "params"}) in value, in place. own: the lesson's unprefixed keys."""
     if isinstance(value, dict):
-        if isinstance(value.get("key"), str) and isinstance(value.get("params"), dict) and len(value) == 2:
+        if (
+            isinstance(value.get("key"), str)
+            and isinstance(value.get("params"), dict)
+            and len(value) == 2
+        ):
             if value["key"] in own:
                 value["key"] = f"{lesson_id}.{value['key']}"
             qualify(value["params"], lesson_id, own)
@@ -90,7 +94,9 @@ def t(key: str, lang: str, /, **params) -> str:
 
 def _wide(char: str) -> bool:
     """Han characters and full-width punctuation (False for "")."""
-    return "\u3000" <= char <= "\u303f" or "\u3400" <= char <= "\u9fff" or "\uff00" <= char <= "\uffef"
+    return (
+        "\u3000" <= char <= "\u303f" or "\u3400" <= char <= "\u9fff" or "\uff00" <= char <= "\uffef"
+    )
 
 
 def _close_up(template: str, values: dict) -> str:
@@ -107,7 +113,13 @@ def _close_up(template: str, values: dict) -> str:
             literal = literal[:-1]  # "与 再次……" → "与再次……"
         parts.append(literal.replace("{", "{{").replace("}", "}}"))
         if name is not None:
-            parts.append("{" + name + ("!" + conversion if conversion else "") + (":" + spec if spec else "") + "}")
+            parts.append(
+                "{"
+                + name
+                + ("!" + conversion if conversion else "")
+                + (":" + spec if spec else "")
+                + "}"
+            )
         previous = value
     return "".join(parts)
 

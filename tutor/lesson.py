@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 from . import toml
@@ -32,7 +32,9 @@ class Setting:
     values: tuple  # ints, strings, or lists (a range such as [64, 1024]) as lesson.toml has them
     default: object
     label: dict[str, str]  # per language
-    names: dict[str, tuple[str, ...]] = field(default_factory=dict)  # per language, one per value (optional)
+    names: dict[str, tuple[str, ...]] = field(
+        default_factory=dict
+    )  # per language, one per value (optional)
 
     def next(self, value):
         """The value after `value` (the default's successor if value is not one of them)."""
@@ -161,7 +163,7 @@ def _per_lang(table: dict, key: str, where: str) -> dict:
     return value
 
 
-@lru_cache(maxsize=None)
+@cache
 def _messages(path: Path) -> dict[str, str]:
     if not path.is_file():
         return {}
@@ -208,14 +210,23 @@ def _setting(raw: dict, where: str) -> Setting:
     values = tuple(_plain(v) for v in raw["values"])
     default = _plain(raw.get("default", values[0] if values else None))
     if default not in values:
-        raise ValueError(f"{where}: setting {raw.get('id')!r} has a default that is not one of its values")
-    return Setting(id=raw["id"], key=str(raw["key"]), values=values, default=default,
-                   label=dict(_per_lang(raw, "label", where)),
-                   names={k: tuple(v) for k, v in _per_lang(raw, "names", where).items()})
+        raise ValueError(
+            f"{where}: setting {raw.get('id')!r} has a default that is not one of its values"
+        )
+    return Setting(
+        id=raw["id"],
+        key=str(raw["key"]),
+        values=values,
+        default=default,
+        label=dict(_per_lang(raw, "label", where)),
+        names={k: tuple(v) for k, v in _per_lang(raw, "names", where).items()},
+    )
 
 
 def extra_dirs(environ=os.environ) -> tuple[Path, ...]:
-    return tuple(Path(p).expanduser().resolve() for p in environ.get(LESSONS_ENV, "").split(os.pathsep) if p)
+    return tuple(
+        Path(p).expanduser().resolve() for p in environ.get(LESSONS_ENV, "").split(os.pathsep) if p
+    )
 
 
 def lessons_in(root: Path) -> list[Lesson]:
@@ -225,7 +236,7 @@ def lessons_in(root: Path) -> list[Lesson]:
     return [load_lesson(f) for f in sorted(root.iterdir()) if (f / "lesson.toml").is_file()]
 
 
-@lru_cache(maxsize=None)
+@cache
 def all_lessons() -> tuple[Lesson, ...]:
     """The built-in lessons, then a course's own (ATTN_TUTOR_LESSONS); a course's lesson with a
     built-in one's id takes its place."""
@@ -235,7 +246,9 @@ def all_lessons() -> tuple[Lesson, ...]:
         if root.is_dir():
             found.update({lesson.id: lesson for lesson in lessons_in(root)})
     order = {"lm3-l3": 0, "lab-02": 1}  # the course's order; others after, by id
-    return tuple(sorted(found.values(), key=lambda l: (l.id not in builtin, order.get(l.id, 2), l.id)))
+    return tuple(
+        sorted(found.values(), key=lambda l: (l.id not in builtin, order.get(l.id, 2), l.id))
+    )
 
 
 def lesson_ids() -> frozenset[str]:
@@ -253,8 +266,13 @@ def lesson_for_source(text: str) -> Lesson | None:
     """The lesson whose learner's names (its steps' functions) this source defines at top level
     the most of; None when it defines none, or two lessons tie."""
     defined = set(re.findall(r"^(?:async\s+)?(?:def|class)\s+(\w+)", text, re.M))
-    scores = sorted(((len(defined & {f for s in lesson.steps for f in s.functions}), lesson)
-                     for lesson in all_lessons()), key=lambda pair: -pair[0])
+    scores = sorted(
+        (
+            (len(defined & {f for s in lesson.steps for f in s.functions}), lesson)
+            for lesson in all_lessons()
+        ),
+        key=lambda pair: -pair[0],
+    )
     if not scores or scores[0][0] == 0 or (len(scores) > 1 and scores[1][0] == scores[0][0]):
         return None
     return scores[0][1]

@@ -44,7 +44,8 @@ def step_to_json(step: StepResult, lang: str) -> dict:
         "id": step.id,
         "status": step.status,
         "checks": [
-            {"id": c.id, "status": c.status, "message": check_text(c, lang, cli=True)} for c in step.checks
+            {"id": c.id, "status": c.status, "message": check_text(c, lang, cli=True)}
+            for c in step.checks
         ],
     }
 
@@ -76,7 +77,10 @@ def file_error_to_json(steps: list[StepResult], lang: str) -> dict | None:
         return None
     check = file_check(step)
     line = check.message.params.get("line")
-    return {"message": check_text(check, lang, cli=True), "line": line if isinstance(line, int) else None}
+    return {
+        "message": check_text(check, lang, cli=True),
+        "line": line if isinstance(line, int) else None,
+    }
 
 
 def summary_counts(steps: list[StepResult]) -> tuple[int, int]:
@@ -88,9 +92,11 @@ def check_object(lesson, path, steps: list[StepResult], lang: str, off: list[str
     off: the protections the runs went without (platform_probe)."""
     passed, total = summary_counts(steps)
     return {
-        "lesson": lesson.id, "file": None if path is None else str(path),
+        "lesson": lesson.id,
+        "file": None if path is None else str(path),
         "steps": [step_to_json(s, lang) for s in steps],
-        "passed": passed, "total": total if steps else len(lesson.checked_steps),
+        "passed": passed,
+        "total": total if steps else len(lesson.checked_steps),
         "file_error": file_error_to_json(steps, lang) if steps else None,
         "protections_off": off,
     }

@@ -57,18 +57,36 @@ class StepResult:
         # step in the judge. Nothing changes a result once it is made, so sharing them is safe.
         failure = self.failure
         return {
-            "id": self.id, "status": self.status,
-            "checks": [{"id": c.id, "status": c.status,
-                        "message": {"key": c.message.key, "params": c.message.params} if c.message else None}
-                       for c in self.checks],
-            "failure": None if failure is None else {
-                "kind": failure.kind, "detail": failure.detail, "caret": failure.caret,
-                "frames": [{"line": f.line, "function": f.function, "code": f.code} for f in failure.frames]},
-            "output": self.output, "output_dropped": self.output_dropped, "visuals": self.visuals, "ms": self.ms,
+            "id": self.id,
+            "status": self.status,
+            "checks": [
+                {
+                    "id": c.id,
+                    "status": c.status,
+                    "message": {"key": c.message.key, "params": c.message.params}
+                    if c.message
+                    else None,
+                }
+                for c in self.checks
+            ],
+            "failure": None
+            if failure is None
+            else {
+                "kind": failure.kind,
+                "detail": failure.detail,
+                "caret": failure.caret,
+                "frames": [
+                    {"line": f.line, "function": f.function, "code": f.code} for f in failure.frames
+                ],
+            },
+            "output": self.output,
+            "output_dropped": self.output_dropped,
+            "visuals": self.visuals,
+            "ms": self.ms,
         }
 
     @classmethod
-    def from_dict(cls, d: dict) -> "StepResult":
+    def from_dict(cls, d: dict) -> StepResult:
         checks = [
             Check(c["id"], c["status"], Message(**c["message"]) if c.get("message") else None)
             for c in d.get("checks", [])

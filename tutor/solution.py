@@ -16,9 +16,12 @@ def definitions(source: str, names: tuple[str, ...]) -> str:
     lines = source.splitlines(keepends=True)
     parts = []
     for node in tree.body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name in names:
+        if (
+            isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+            and node.name in names
+        ):
             first = min([node.lineno] + [d.lineno for d in node.decorator_list])
-            parts.append("".join(lines[first - 1:node.end_lineno]).rstrip("\n") + "\n")
+            parts.append("".join(lines[first - 1 : node.end_lineno]).rstrip("\n") + "\n")
     return "\n\n".join(parts)
 
 
@@ -35,8 +38,14 @@ def solution_diff(learner_source: str, lesson, step_id: str) -> str:
     except SyntaxError:
         mine = learner_source
     theirs = step_solution(lesson, step_id)
-    return "".join(difflib.unified_diff(mine.splitlines(keepends=True), theirs.splitlines(keepends=True),
-                                        fromfile="yours", tofile="reference"))
+    return "".join(
+        difflib.unified_diff(
+            mine.splitlines(keepends=True),
+            theirs.splitlines(keepends=True),
+            fromfile="yours",
+            tofile="reference",
+        )
+    )
 
 
 def passed(state: dict, lesson_id: str, step_id: str) -> bool:

@@ -62,8 +62,9 @@ def fsync_dir(folder: Path) -> None:
         os.close(fd)
 
 
-def atomic_write(path: Path, data: bytes, mode: int | None = None,
-                 still: Callable[[], bool] | None = None) -> bool:
+def atomic_write(
+    path: Path, data: bytes, mode: int | None = None, still: Callable[[], bool] | None = None
+) -> bool:
     """Replace `path` with `data` so readers see the old bytes or the new, never half.
 
     `still`, if given, is asked just before the rename (after the data is on disk); if it
@@ -197,13 +198,13 @@ class Store:
 
     # -- answers to a lesson's questions ------------------------------------
 
-    def answers_path(self, sheet: "AnswerSheet | str") -> Path:
+    def answers_path(self, sheet: AnswerSheet | str) -> Path:
         name = sheet.name if isinstance(sheet, AnswerSheet) else sheet
         if not name or "/" in name or "\\" in name or name.startswith("."):
             raise ValueError(f"bad answers file name {name!r}")
         return self.workspace / name
 
-    def write_answers(self, sheet: "AnswerSheet", answers: dict[str, dict[int, str]]) -> Path:
+    def write_answers(self, sheet: AnswerSheet, answers: dict[str, dict[int, str]]) -> Path:
         """Write the answers as Markdown the learner can read and edit, replacing the file.
 
         answers: step id -> {0-based question index: text}. Each answer sits between
@@ -216,7 +217,7 @@ class Store:
         atomic_write(path, answers_file(sheet, answers).encode("utf-8"))
         return path
 
-    def read_answers(self, sheet: "AnswerSheet") -> dict[str, dict[int, str]]:
+    def read_answers(self, sheet: AnswerSheet) -> dict[str, dict[int, str]]:
         """The answers in the Markdown file, by step (empty answers are left out)."""
         try:
             raw = self.answers_path(sheet).read_bytes()
@@ -224,8 +225,16 @@ class Store:
             return {}
         return parse_answers(raw.decode("utf-8", errors="replace"), sheet.legacy_step)
 
-    def save_answer(self, sheet: "AnswerSheet", step: str, index: int, text: str, *, base: str,
-                    both: Callable[[str, str], str]) -> AnswerSaved:
+    def save_answer(
+        self,
+        sheet: AnswerSheet,
+        step: str,
+        index: int,
+        text: str,
+        *,
+        base: str,
+        both: Callable[[str, str], str],
+    ) -> AnswerSaved:
         """Put the app's answer to question `index` of `step` into the answers file without
         losing what the learner wrote in the file meanwhile (it says "Edit answers between the
         markers").
@@ -253,7 +262,9 @@ class Store:
                 found = parse_answers(old, sheet.legacy_step)
                 theirs = found.get(step, {}).get(index, "")
                 kept_both = False
-                if theirs in (base, text) or not theirs.strip():  # (emptied in the file: the app's wins)
+                if (
+                    theirs in (base, text) or not theirs.strip()
+                ):  # (emptied in the file: the app's wins)
                     new = text
                 elif text == base or not text.strip():
                     new = theirs
@@ -268,7 +279,9 @@ class Store:
                 path.parent.mkdir(parents=True, exist_ok=True)
                 data = merged.encode("utf-8", errors="surrogateescape")
                 if atomic_write(path, data, _mode_of(path), still=lambda: _bytes_of(path) == raw):
-                    return AnswerSaved(path, parse_answers(merged, sheet.legacy_step), kept_both, written=True)
+                    return AnswerSaved(
+                        path, parse_answers(merged, sheet.legacy_step), kept_both, written=True
+                    )
                 time.sleep(0.02)  # an editor is writing the file right now: read it again
         raise OSError(errno.EBUSY, f"{path.name} kept changing while it was being saved")
 
@@ -277,8 +290,11 @@ _MERGE_TRIES = 20
 # An answer between its markers; \r?\n: the learner's editor may have changed the line endings.
 # The step id is new (a lesson's questions may sit on several steps): a marker without one is a
 # file from before, and its answers belong to the sheet's legacy step.
-_ANSWER = re.compile(r"<!-- answer (?P<step>(?:[\w.-]+ )?)(?P<i>\d+) -->\r?\n(?P<text>.*?)(?:\r?\n)?"
-                     r"<!-- /answer (?P=step)(?P=i) -->", re.S)
+_ANSWER = re.compile(
+    r"<!-- answer (?P<step>(?:[\w.-]+ )?)(?P<i>\d+) -->\r?\n(?P<text>.*?)(?:\r?\n)?"
+    r"<!-- /answer (?P=step)(?P=i) -->",
+    re.S,
+)
 
 
 @dataclass(frozen=True)
@@ -327,7 +343,9 @@ def parse_answers(text: str, legacy_step: str = "") -> dict[str, dict[int, str]]
     found: dict[str, dict[int, str]] = {}
     for step, i, m in _blocks(text, legacy_step):
         found.setdefault(step, {})[i] = m.group("text").replace("\r\n", "\n")
-    return {step: kept for step, got in found.items() if (kept := {i: a for i, a in got.items() if a})}
+    return {
+        step: kept for step, got in found.items() if (kept := {i: a for i, a in got.items() if a})
+    }
 
 
 def _question(sheet: AnswerSheet, step: str, i: int, answer: str, nl: str = "\n") -> str:
@@ -348,7 +366,9 @@ def _block(step: str, i: int, answer: str) -> str:
 
 def answers_file(sheet: AnswerSheet, answers: dict[str, dict[int, str]]) -> str:
     out = [f"# {sheet.title}\n\n", f"<!-- {sheet.note} -->\n"]
-    steps = [s.step for s in sheet.sections] + sorted(set(answers) - {s.step for s in sheet.sections})
+    steps = [s.step for s in sheet.sections] + sorted(
+        set(answers) - {s.step for s in sheet.sections}
+    )
     for step in steps:
         given = answers.get(step, {})
         out.append(_heading(sheet, step))
@@ -368,8 +388,10 @@ def put_answer(text: str, sheet: AnswerSheet, step: str, index: int, answer: str
     same = [m for _, i, m in blocks if i == index]
     if same:
         m = same[-1]
-        block = _block(step, index, answer).replace("\n", nl)[: -len(nl)]  # the text after it keeps its own newline
-        return text[: m.start()] + block + text[m.end():]
+        block = _block(step, index, answer).replace("\n", nl)[
+            : -len(nl)
+        ]  # the text after it keeps its own newline
+        return text[: m.start()] + block + text[m.end() :]
     if blocks:  # under the step's other answers
         end = blocks[-1][2].end()
         if text.startswith(nl, end):

@@ -17,7 +17,7 @@ def replace_def(source: str, name: str, new_code: str) -> str:
             start = (node.decorator_list[0].lineno if node.decorator_list else node.lineno) - 1
             lines = source.splitlines(keepends=True)
             new = textwrap.dedent(new_code).strip("\n") + "\n"
-            return "".join(lines[:start]) + new + "".join(lines[node.end_lineno:])
+            return "".join(lines[:start]) + new + "".join(lines[node.end_lineno :])
     raise KeyError(name)
 
 
@@ -29,8 +29,15 @@ def replace_method(source: str, cls: str, method: str, new_code: str) -> str:
             for item in node.body:
                 if isinstance(item, ast.FunctionDef) and item.name == method:
                     lines = source.splitlines(keepends=True)
-                    new = textwrap.indent(textwrap.dedent(new_code).strip("\n"), " " * item.col_offset) + "\n"
-                    return "".join(lines[: item.lineno - 1]) + new + "".join(lines[item.end_lineno:])
+                    new = (
+                        textwrap.indent(
+                            textwrap.dedent(new_code).strip("\n"), " " * item.col_offset
+                        )
+                        + "\n"
+                    )
+                    return (
+                        "".join(lines[: item.lineno - 1]) + new + "".join(lines[item.end_lineno :])
+                    )
     raise KeyError(f"{cls}.{method}")
 
 
@@ -58,7 +65,9 @@ def message_keys(message) -> set[str]:
 
     def walk(value):
         if isinstance(value, dict):
-            if set(value) == {"key", "params"} and isinstance(value["key"], str):  # a nested message
+            if set(value) == {"key", "params"} and isinstance(
+                value["key"], str
+            ):  # a nested message
                 keys.add(local_key(value["key"]))
                 walk(value["params"])
                 return

@@ -25,8 +25,25 @@ from __future__ import annotations
 
 KINDS = ("heading", "note", "table", "heatmap", "row", "waiting", "keys", "after_answer")
 # The fields of the items (and of a weights entry): the vocabulary's own words, not a lesson's.
-FIELDS = ("kind", "text", "columns", "rows", "align", "matrix", "title", "reference", "items", "question",
-          "value", "top", "style", "width", "label", "learner", "why")
+FIELDS = (
+    "kind",
+    "text",
+    "columns",
+    "rows",
+    "align",
+    "matrix",
+    "title",
+    "reference",
+    "items",
+    "question",
+    "value",
+    "top",
+    "style",
+    "width",
+    "label",
+    "learner",
+    "why",
+)
 CELL_KINDS = ("bar",)  # a table cell may be a bar: {"kind": "bar", "value": v, "top": max, ...}
 BAR_WIDTH = 8  # cells
 
@@ -58,8 +75,12 @@ def bar(value: float | None, top: float, style: str = "green", width: int = BAR_
 def table(columns: list, rows: list[list], align: list[str] | None = None) -> dict:
     """columns: header texts; rows: cells (text, number, None for "—", or a bar);
     align: "left" or "right" per column (numbers right by default)."""
-    return {"kind": "table", "columns": list(columns), "rows": [list(r) for r in rows],
-            "align": list(align) if align else None}
+    return {
+        "kind": "table",
+        "columns": list(columns),
+        "rows": [list(r) for r in rows],
+        "align": list(align) if align else None,
+    }
 
 
 def heatmap(matrix: list[list[float | None]], title, reference: list | None = None) -> dict:
@@ -86,7 +107,9 @@ def is_item(value) -> bool:
     return isinstance(value, dict) and value.get("kind") in KINDS
 
 
-def weights(label, learner: list | None, reference: list, why=None, words: dict | None = None) -> dict:
+def weights(
+    label, learner: list | None, reference: list, why=None, words: dict | None = None
+) -> dict:
     """One entry of a step's weights panel (`w`, `h`, `d` in the app): the learner's matrix, or
     None when it could not be had (why: the text that says why; a generic one if not given),
     beside the reference's. A step's entries go in verdict.visuals["heatmaps"], in order (one
@@ -106,5 +129,15 @@ def weights(label, learner: list | None, reference: list, why=None, words: dict 
 # What weights(words=...) may replace: the panel's name in its title (weights), the legend of
 # each view (learner, reference, diff) and cell mark (masked, leak, nan), the axes (keys: the
 # columns, queries: the rows) and the d key's line naming the three views (weights_key_mode).
-WORDS = ("weights", "legend_learner", "legend_reference", "legend_diff", "legend_masked", "legend_leak",
-         "legend_nan", "axis_keys", "axis_queries", "weights_key_mode")
+WORDS = (
+    "weights",
+    "legend_learner",
+    "legend_reference",
+    "legend_diff",
+    "legend_masked",
+    "legend_leak",
+    "legend_nan",
+    "axis_keys",
+    "axis_queries",
+    "weights_key_mode",
+)

@@ -25,6 +25,7 @@ that, and replacing characters would show the learner code they never wrote.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import re
 import stat
@@ -40,7 +41,21 @@ if TYPE_CHECKING:
 # host, a container's host): poll these. Any "fuse*" type is polled as well.
 POLL_FS_TYPES = frozenset(
     # afpfs, webdav: macOS's names for a shared folder and a WebDAV mount.
-    {"nfs", "nfs4", "cifs", "smb3", "smbfs", "9p", "sshfs", "virtiofs", "vboxsf", "afs", "ceph", "afpfs", "webdav"}
+    {
+        "nfs",
+        "nfs4",
+        "cifs",
+        "smb3",
+        "smbfs",
+        "9p",
+        "sshfs",
+        "virtiofs",
+        "vboxsf",
+        "afs",
+        "ceph",
+        "afpfs",
+        "webdav",
+    }
 )
 DEBOUNCE_MS = 50  # upper bound on grouping a burst of events into one batch
 POLL_MS = 100  # polling interval on network file systems
@@ -96,6 +111,7 @@ def mounts() -> list[tuple[str, str]]:
         pass
     try:
         import psutil
+
         return [(p.mountpoint, p.fstype) for p in psutil.disk_partitions(all=True)]
     except (ImportError, OSError, RuntimeError):
         return []  # unknown: the native watcher is the right guess
@@ -224,10 +240,8 @@ class FileWatcher:
         finally:
             if pending is not None and not pending.done():
                 pending.cancel()
-                try:
+                with contextlib.suppress(BaseException):
                     await pending
-                except BaseException:
-                    pass
             await batches.aclose()
 
     async def _next(self, pending: asyncio.Future) -> bool:

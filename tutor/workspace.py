@@ -110,7 +110,7 @@ def _top_level(tree: ast.Module) -> list[tuple[str | None, int, int]]:
 def _decode(raw: bytes, what: str) -> tuple[str, bytes]:
     bom = BOM if raw.startswith(BOM) else b""
     try:
-        return raw[len(bom):].decode("utf-8"), bom
+        return raw[len(bom) :].decode("utf-8"), bom
     except UnicodeDecodeError as error:
         raise ValueError(f"{what} is not valid UTF-8: {error}") from error
 

@@ -14,10 +14,34 @@ import torch
 import torch.nn.functional as F
 
 from tutor.kit import (
-    StepSpec, close, describe, failure_params, first_nonfinite, heading, heatmap, judge_other_sizes, judged,
-    large_scores_check, large_scores_factor, likely_for_value, matching_mistake, max_error, msg, nest_likely,
-    no_kernel, note, of_the_inputs, require_tensor, round_matrix, row, shape_str, size_explanation, state_explanation,
-    table, waiting, weights,
+    StepSpec,
+    close,
+    describe,
+    failure_params,
+    first_nonfinite,
+    heading,
+    heatmap,
+    judge_other_sizes,
+    judged,
+    large_scores_check,
+    large_scores_factor,
+    likely_for_value,
+    matching_mistake,
+    max_error,
+    msg,
+    nest_likely,
+    no_kernel,
+    note,
+    of_the_inputs,
+    require_tensor,
+    round_matrix,
+    row,
+    shape_str,
+    size_explanation,
+    state_explanation,
+    table,
+    waiting,
+    weights,
 )
 from tutor.kit import bar as bar_cell
 
@@ -25,13 +49,25 @@ LAYER = "CausalMultiHeadAttention"
 STEP_FN = "forward_cached"
 # (d_in, d_out, n_heads, context_length, B, T): the notebook's first; then wider, more heads,
 # one head and one token, and a sequence longer than any list the codec carries (64).
-SIZES = [(8, 8, 2, 16, 2, 6), (12, 24, 3, 40, 3, 17), (5, 16, 4, 8, 1, 8), (8, 8, 1, 16, 2, 1),
-         (6, 32, 8, 80, 1, 65)]
+SIZES = [
+    (8, 8, 2, 16, 2, 6),
+    (12, 24, 3, 40, 3, 17),
+    (5, 16, 4, 8, 1, 8),
+    (8, 8, 1, 16, 2, 1),
+    (6, 32, 8, 80, 1, 65),
+]
 NAMES = ("d_in", "d_out", "n_heads", "context_length", "B", "T")
 ROWS_SIZE = (8, 8, 2, 16, 1, 8)  # the rows experiment
-ALONE_T = 17  # generate is also run with the tutor's forward_cached up to this length (for the blame)
-PARAM_NAMES = {"W_q.weight": "W_q", "W_k.weight": "W_k", "W_v.weight": "W_v", "out_proj.weight": "out_w",
-               "out_proj.bias": "out_b"}
+ALONE_T = (
+    17  # generate is also run with the tutor's forward_cached up to this length (for the blame)
+)
+PARAM_NAMES = {
+    "W_q.weight": "W_q",
+    "W_k.weight": "W_k",
+    "W_v.weight": "W_v",
+    "out_proj.weight": "out_w",
+    "out_proj.bias": "out_b",
+}
 
 
 def pasts_of(T: int, first: bool) -> list[int]:
@@ -44,7 +80,7 @@ def make_inputs(seed=0):
     seed: 0 for the lesson's own tensors; another draws them afresh (`attn-tutor grade --seed`)."""
     g = torch.Generator().manual_seed(1_000_003 * seed)
     cases = []
-    for d_in, d_out, H, ctx, B, T in SIZES:
+    for d_in, d_out, H, _ctx, B, T in SIZES:
         x = torch.randn(B, T, d_in, generator=g)
         w = {
             "W_q": torch.randn(d_out, d_in, generator=g) / d_in**0.5,
@@ -58,17 +94,29 @@ def make_inputs(seed=0):
     # At the notebook's size: a second sequence, two tokens to branch on from one cache,
     # and the direction of the gradient.
     d_in, d_out, H, ctx, B, T = SIZES[0]
-    again = {"x": torch.randn(B, T, d_in, generator=g), "branch": torch.randn(2, B, 1, d_in, generator=g),
-             "g": torch.randn(B, 1, d_out, generator=g)}
+    again = {
+        "x": torch.randn(B, T, d_in, generator=g),
+        "branch": torch.randn(2, B, 1, d_in, generator=g),
+        "g": torch.randn(B, 1, d_out, generator=g),
+    }
     # The rows experiment: one sequence of 8 tokens, 2 heads, sharper scores (the picture shows more).
     d_in, d_out, H, ctx, B, T = ROWS_SIZE
-    rows = {"x": torch.randn(B, T, d_in, generator=g),
-            "w": {"W_q": torch.randn(d_out, d_in, generator=g) / d_in**0.5 * 2,
-                  "W_k": torch.randn(d_out, d_in, generator=g) / d_in**0.5 * 2,
-                  "W_v": torch.randn(d_out, d_in, generator=g) / d_in**0.5,
-                  "out_w": torch.randn(d_out, d_out, generator=g) / d_out**0.5,
-                  "out_b": torch.zeros(d_out)}}
-    return {"cases": cases, "again": again, "rows": rows, "large": large_scores_case(cases[0], SIZES[0][2])}
+    rows = {
+        "x": torch.randn(B, T, d_in, generator=g),
+        "w": {
+            "W_q": torch.randn(d_out, d_in, generator=g) / d_in**0.5 * 2,
+            "W_k": torch.randn(d_out, d_in, generator=g) / d_in**0.5 * 2,
+            "W_v": torch.randn(d_out, d_in, generator=g) / d_in**0.5,
+            "out_w": torch.randn(d_out, d_out, generator=g) / d_out**0.5,
+            "out_b": torch.zeros(d_out),
+        },
+    }
+    return {
+        "cases": cases,
+        "again": again,
+        "rows": rows,
+        "large": large_scores_case(cases[0], SIZES[0][2]),
+    }
 
 
 def large_scores_case(case, H) -> dict:
@@ -87,6 +135,7 @@ def split(x, w, name, H):
 
 
 # ---------------------------------------------------------------- the tutor's own layer
+
 
 def build(cls, size, **extra):
     d_in, d_out, H, cl = size[:4]
@@ -131,7 +180,9 @@ def reference_full(x, w, H):
     out = ctx.transpose(1, 2).reshape(B, T, -1) @ w["out_w"].T + w["out_b"]
     hd = q.shape[-1]
     future = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)
-    wts = torch.softmax((q @ k.transpose(2, 3) / hd**0.5).masked_fill(future, float("-inf")), dim=-1)
+    wts = torch.softmax(
+        (q @ k.transpose(2, 3) / hd**0.5).masked_fill(future, float("-inf")), dim=-1
+    )
     return out, wts
 
 
@@ -147,10 +198,11 @@ def attend(x_new, w, H, k, v, scale=None, dim=-1, proj_out=True):
 
 # ---------------------------------------------------------------- step 1: one step with the cache
 
+
 def probe_cached(ctx, inputs):
     cls = ctx.get(LAYER)
     out = []
-    for i, (size, case) in enumerate(zip(SIZES, inputs["cases"])):
+    for i, (size, case) in enumerate(zip(SIZES, inputs["cases"], strict=False)):
         layer, failed = made_layer(ctx, cls, size, case["w"], primary=i == 0)
         if layer is None:
             out.append(failed)
@@ -158,11 +210,26 @@ def probe_cached(ctx, inputs):
         calls = []
         for j, t in enumerate(pasts_of(size[5], i == 0)):
             cache = None if t == 0 else (case["k"][:, :, :t], case["v"][:, :, :t])
-            calls.append(bare(ctx.call(layer.forward_cached, case["x"][:, t:t + 1], cache, primary=i == 0 and j == 0)))
+            calls.append(
+                bare(
+                    ctx.call(
+                        layer.forward_cached,
+                        case["x"][:, t : t + 1],
+                        cache,
+                        primary=i == 0 and j == 0,
+                    )
+                )
+            )
         out.append({"calls": calls})
     large, t = inputs["large"], SIZES[0][5] - 1
     layer, failed = made_layer(ctx, cls, SIZES[0], large["w"])
-    call = failed or bare(ctx.call(layer.forward_cached, large["x"][:, t:t + 1], (large["k"][:, :, :t], large["v"][:, :, :t])))
+    call = failed or bare(
+        ctx.call(
+            layer.forward_cached,
+            large["x"][:, t : t + 1],
+            (large["k"][:, :, :t], large["v"][:, :, :t]),
+        )
+    )
     return {"cases": out, "large": call}
 
 
@@ -177,9 +244,17 @@ def diagnose_raised(e: dict, source: str = "") -> dict:
     if CAT_AXIS in detail:
         return msg("likely.cat_axis", line=line, code=code)
     if "is invalid for input of size" in detail:
-        return msg("likely.mask_full") if reads_mask(source) else msg("likely.view_size", line=line, code=code)
-    if "must match the size of tensor" in detail or "size mismatch" in detail or "batch2" in detail \
-            or "cannot be multiplied" in detail:
+        return (
+            msg("likely.mask_full")
+            if reads_mask(source)
+            else msg("likely.view_size", line=line, code=code)
+        )
+    if (
+        "must match the size of tensor" in detail
+        or "size mismatch" in detail
+        or "batch2" in detail
+        or "cannot be multiplied" in detail
+    ):
         return msg("likely.kv_lengths", line=line, code=code)
     return msg("likely.cache_raised")
 
@@ -205,7 +280,7 @@ def diagnose_cache_shape(got_k, got_v, size, t, source="") -> dict:
 
 
 def diagnose_cache_values(got_k, got_v, case, t) -> dict:
-    k, v = case["k"][:, :, :t + 1], case["v"][:, :, :t + 1]
+    k, v = case["k"][:, :, : t + 1], case["v"][:, :, : t + 1]
     order = [t, *range(t)]  # the new token put first
     for got, ref, other in ((got_k, k, v), (got_v, v, k)):
         if not close(got, ref):
@@ -220,8 +295,8 @@ def diagnose_step_out(y, case, size, t, source="") -> dict:
     """The usual wrong versions of one step, rebuilt on the tutor's inputs; the first that matches."""
     d_in, d_out, H = size[:3]
     hd = d_out // H
-    w, x_new = case["w"], case["x"][:, t:t + 1]
-    k, v = case["k"][:, :, :t + 1], case["v"][:, :, :t + 1]
+    w, x_new = case["w"], case["x"][:, t : t + 1]
+    k, v = case["k"][:, :, : t + 1], case["v"][:, :, : t + 1]
     candidates = []
     if t > 0:
         candidates += [
@@ -241,12 +316,20 @@ def diagnose_step_out(y, case, size, t, source="") -> dict:
         (lambda: attend(x_new, w, H, k, v, scale=1.0), msg("likely.scale_none")),
     ]
     if H > 1:
-        candidates.append((lambda: attend(x_new, w, H, k, v, scale=d_out**0.5), msg("likely.scale_width", hd=hd)))
+        candidates.append(
+            (lambda: attend(x_new, w, H, k, v, scale=d_out**0.5), msg("likely.scale_width", hd=hd))
+        )
     if d_in != hd and d_in != d_out:
-        candidates.append((lambda: attend(x_new, w, H, k, v, scale=d_in**0.5), msg("likely.scale_width", hd=hd)))
+        candidates.append(
+            (lambda: attend(x_new, w, H, k, v, scale=d_in**0.5), msg("likely.scale_width", hd=hd))
+        )
     if t + 1 != hd and t > 0:
-        candidates.append((lambda: attend(x_new, w, H, k, v, scale=(t + 1) ** 0.5),
-                           msg("likely.scale_length", n=t + 1, hd=hd)))
+        candidates.append(
+            (
+                lambda: attend(x_new, w, H, k, v, scale=(t + 1) ** 0.5),
+                msg("likely.scale_length", n=t + 1, hd=hd),
+            )
+        )
     found = matching_mistake(y, candidates)
     return found if found["key"] != "likely.unknown" else state_on_layer(source) or found
 
@@ -267,70 +350,137 @@ def judge_cached_call(v, call, case, size, t):
     hd = d_out // H
     if "error" in call:
         e = call["error"]
-        v.require("runs", False, "check.step_raised", t=t, **failure_params(e),
-                  code=e["frames"][-1]["code"].strip() if e["frames"] else "", likely=diagnose_raised(e, v.source))
+        v.require(
+            "runs",
+            False,
+            "check.step_raised",
+            t=t,
+            **failure_params(e),
+            code=e["frames"][-1]["code"].strip() if e["frames"] else "",
+            likely=diagnose_raised(e, v.source),
+        )
     out, cache = require_pair_of(v, "forward_cached", call["value"], "likely.returns_cache")
-    v.require("returns", isinstance(cache, tuple) and len(cache) == 2, "check.returns_cache", fn="forward_cached",
-              got=msg("value.cache_of", got=describe(cache)), likely=msg("likely.cache_pair"))
+    v.require(
+        "returns",
+        isinstance(cache, tuple) and len(cache) == 2,
+        "check.returns_cache",
+        fn="forward_cached",
+        got=msg("value.cache_of", got=describe(cache)),
+        likely=msg("likely.cache_pair"),
+    )
     v.expect("returns", True)
     full_shape = (B, t + 1, d_out)
-    out = require_tensor(v, "shape", msg("value.step_out", t=t), out, (B, 1, d_out),
-                         msg("likely.mask_full") if isinstance(out, torch.Tensor) and tuple(out.shape) == full_shape
-                         else msg("likely.step_shape"))
+    out = require_tensor(
+        v,
+        "shape",
+        msg("value.step_out", t=t),
+        out,
+        (B, 1, d_out),
+        msg("likely.mask_full")
+        if isinstance(out, torch.Tensor) and tuple(out.shape) == full_shape
+        else msg("likely.step_shape"),
+    )
     got_k, got_v = cache
     want = (B, H, t + 1, hd)
     for name, got in (("k", got_k), ("v", got_v)):
         ok = isinstance(got, torch.Tensor) and tuple(got.shape) == want
-        v.require("shape", ok, "check.cache_shape", name=name, t=t, expected=shape_str(want),
-                  got=shape_str(got.shape) if isinstance(got, torch.Tensor) else describe(got),
-                  likely=lambda: diagnose_cache_shape(got_k, got_v, size, t, v.source))
+        v.require(
+            "shape",
+            ok,
+            "check.cache_shape",
+            name=name,
+            t=t,
+            expected=shape_str(want),
+            got=shape_str(got.shape) if isinstance(got, torch.Tensor) else describe(got),
+            likely=lambda: diagnose_cache_shape(got_k, got_v, size, t, v.source),
+        )
     bad = first_nonfinite(out)
-    v.require("finite", bad is None, "check.not_finite", what=msg("value.step_out", t=t),
-              count=bad[1] if bad else 0, where=shape_str(bad[0]) if bad else "", likely=msg("likely.unknown"))
-    ref_out = reference_full(case["x"], case["w"], H)[0][:, t:t + 1]
+    v.require(
+        "finite",
+        bad is None,
+        "check.not_finite",
+        what=msg("value.step_out", t=t),
+        count=bad[1] if bad else 0,
+        where=shape_str(bad[0]) if bad else "",
+        likely=msg("likely.unknown"),
+    )
+    ref_out = reference_full(case["x"], case["w"], H)[0][:, t : t + 1]
     if not close(out, ref_out):
         err, where = max_error(out, ref_out)
-        v.require("matches-pytorch", False, "check.step_values", t=t, err=err, where=shape_str(where),
-                  likely=lambda: diagnose_step_out(out, case, size, t, v.source))
+        v.require(
+            "matches-pytorch",
+            False,
+            "check.step_values",
+            t=t,
+            err=err,
+            where=shape_str(where),
+            likely=lambda: diagnose_step_out(out, case, size, t, v.source),
+        )
     v.expect("matches-pytorch", True)
-    for name, got, ref in (("k", got_k, case["k"][:, :, :t + 1]), ("v", got_v, case["v"][:, :, :t + 1])):
+    for name, got, ref in (
+        ("k", got_k, case["k"][:, :, : t + 1]),
+        ("v", got_v, case["v"][:, :, : t + 1]),
+    ):
         if not close(got, ref):
             err, where = max_error(got, ref)
-            v.require("values", False, "check.cache_values", name=name, t=t, err=err, where=shape_str(where),
-                      likely=lambda: diagnose_cache_values(got_k, got_v, case, t))
+            v.require(
+                "values",
+                False,
+                "check.cache_values",
+                name=name,
+                t=t,
+                err=err,
+                where=shape_str(where),
+                likely=lambda: diagnose_cache_values(got_k, got_v, case, t),
+            )
     v.expect("values", True)
 
 
 def judge_cached_case(v, case_out, case, size):
     if "made" in case_out:
         require_built(v, case_out["made"], size)
-    for call, t in zip(case_out["calls"], pasts_of(size[5], size == SIZES[0])):
+    for call, t in zip(case_out["calls"], pasts_of(size[5], size == SIZES[0]), strict=False):
         judge_cached_call(v, call, case, size, t)
 
 
 def require_built(v, made, size):
-    args = ", ".join(f"{n}={s}" for n, s in zip(NAMES[:4], size[:4]))
-    v.require("defined", not made.get("no_method"), "check.no_method", likely=msg("likely.method_place"))
+    args = ", ".join(f"{n}={s}" for n, s in zip(NAMES[:4], size[:4], strict=False))
+    v.require(
+        "defined", not made.get("no_method"), "check.no_method", likely=msg("likely.method_place")
+    )
     if "error" in made:
-        v.require("runs", False, "check.build_raised", args=args, **failure_params(made["error"]),
-                  likely=msg("likely.constructor_changed"))
+        v.require(
+            "runs",
+            False,
+            "check.build_raised",
+            args=args,
+            **failure_params(made["error"]),
+            likely=msg("likely.constructor_changed"),
+        )
 
 
 def labels_of(sizes) -> list[str]:
-    return [", ".join(f"{n}={s}" for n, s in zip(NAMES, size)) for size in sizes]
+    return [", ".join(f"{n}={s}" for n, s in zip(NAMES, size, strict=False)) for size in sizes]
 
 
 def explain_size(defs):
     def explain(i, sub, source):
         return size_explanation(source, defs, NAMES, SIZES[0], SIZES[i])
+
     return explain
 
 
 def judge_cached(v, outputs, inputs, jctx):
     cases = outputs["cases"]
     judge_cached_case(v, cases[0], inputs["cases"][0], SIZES[0])
-    judge_other_sizes(v, cases, list(zip(inputs["cases"], SIZES)), labels_of(SIZES),
-                      lambda sub, out, cs: judge_cached_case(sub, out, *cs), explain=explain_size((LAYER,)))
+    judge_other_sizes(
+        v,
+        cases,
+        list(zip(inputs["cases"], SIZES, strict=False)),
+        labels_of(SIZES),
+        lambda sub, out, cs: judge_cached_case(sub, out, *cs),
+        explain=explain_size((LAYER,)),
+    )
     no_kernel(v, STEP_FN, jctx.source, {LAYER}, jctx.kernels)
     judge_large_scores(v, outputs["large"], inputs["large"])
 
@@ -339,11 +489,15 @@ def judge_large_scores(v, call, case):
     """The last token of the lesson's sequence, judged like the others; NaN there is the overflow."""
     if "made" in call:  # the same build passed above: this one cannot fail but by chance
         return
-    large_scores_check(v, judged(v.source, judge_cached_call, call, case, SIZES[0], SIZES[0][5] - 1),
-                       "check.large_scores")
+    large_scores_check(
+        v,
+        judged(v.source, judge_cached_call, call, case, SIZES[0], SIZES[0][5] - 1),
+        "check.large_scores",
+    )
 
 
 # ---------------------------------------------------------------- step 2: generate
+
 
 class Recorder:
     """Put on the layer, in place of its forward_cached and forward: what generate asks of
@@ -379,11 +533,15 @@ class Recorder:
             k = cache[0] if isinstance(cache, (tuple, list)) and cache else None
             past = int(k.shape[-2]) if isinstance(k, torch.Tensor) and k.dim() == 4 else -2
             back = int(self.last is not None and same_cache(cache, self.last))
-        right = int(tokens == 1 and n < self.x.shape[1] and torch.equal(x, self.x[:, n:n + 1]))
+        right = int(tokens == 1 and n < self.x.shape[1] and torch.equal(x, self.x[:, n : n + 1]))
         self.rows.append([tokens, past, back, right])
 
     def log(self) -> dict:
-        rows = torch.tensor(self.rows, dtype=torch.int64) if self.rows else torch.zeros(0, 4, dtype=torch.int64)
+        rows = (
+            torch.tensor(self.rows, dtype=torch.int64)
+            if self.rows
+            else torch.zeros(0, 4, dtype=torch.int64)
+        )
         return {"rows": rows, "full": torch.tensor(self.full, dtype=torch.int64)}
 
 
@@ -391,7 +549,9 @@ def same_cache(a, b) -> bool:
     if a is b:
         return True
     try:
-        return all(x is y or (x.shape == y.shape and torch.equal(x, y)) for x, y in zip(a, b)) and len(a) == len(b)
+        return all(
+            x is y or (x.shape == y.shape and torch.equal(x, y)) for x, y in zip(a, b, strict=False)
+        ) and len(a) == len(b)
     except Exception:
         return False
 
@@ -399,13 +559,18 @@ def same_cache(a, b) -> bool:
 def reference_step(layer):
     """A correct forward_cached for the learner's layer (our weights are in it): to see whether
     generate is right when the step it calls is."""
+
     def forward_cached(x, cache=None):
         H = layer.n_heads
-        w = {k: getattr(getattr(layer, n.split(".")[0]), n.split(".")[1]).detach() for n, k in PARAM_NAMES.items()}
+        w = {
+            k: getattr(getattr(layer, n.split(".")[0]), n.split(".")[1]).detach()
+            for n, k in PARAM_NAMES.items()
+        }
         k, v = split(x, w, "W_k", H), split(x, w, "W_v", H)
         if cache is not None:
             k, v = torch.cat([cache[0], k], dim=2), torch.cat([cache[1], v], dim=2)
         return attend(x, w, H, k, v), (k, v)
+
     return forward_cached
 
 
@@ -415,7 +580,7 @@ def probe_generate(ctx, inputs):
     # Every layer kept alive to the end: a learner's state keyed on id(layer) then never meets a
     # freed layer's address again, so what it makes fail does not depend on the allocator.
     alive = []
-    for i, (size, case) in enumerate(zip(SIZES, inputs["cases"])):
+    for i, (size, case) in enumerate(zip(SIZES, inputs["cases"], strict=False)):
         layer, failed = made_layer(ctx, cls, size, case["w"], primary=i == 0)
         alive.append(layer)
         if layer is None:
@@ -466,8 +631,22 @@ def diagnose_outputs(y, case, size) -> dict:
     ref = reference_full(case["x"], case["w"], H)[0]
     candidates = [
         (lambda: ref.flip(1), msg("likely.outputs_reversed")),
-        (lambda: torch.cat([attend(case["x"][:, t:t + 1], case["w"], H, case["k"][:, :, t:t + 1],
-                                   case["v"][:, :, t:t + 1]) for t in range(T)], 1), msg("likely.cache_not_passed")),
+        (
+            lambda: torch.cat(
+                [
+                    attend(
+                        case["x"][:, t : t + 1],
+                        case["w"],
+                        H,
+                        case["k"][:, :, t : t + 1],
+                        case["v"][:, :, t : t + 1],
+                    )
+                    for t in range(T)
+                ],
+                1,
+            ),
+            msg("likely.cache_not_passed"),
+        ),
     ]
     return matching_mistake(y, candidates)
 
@@ -483,65 +662,128 @@ def judge_generate_case(v, got, case, size, alone=True):
     def blame():
         """generate right with the tutor's forward_cached: the fault is forward_cached's."""
         if not seen:
-            ok = alone and "alone" in got and judged(
-                "", lambda s: judge_generate_case(s, {"call": got["alone"]}, case, size, False)).passed()
+            ok = (
+                alone
+                and "alone" in got
+                and judged(
+                    "", lambda s: judge_generate_case(s, {"call": got["alone"]}, case, size, False)
+                ).passed()
+            )
             seen.append(msg("likely.step_first") if ok else None)
         return seen[0]
+
     log = got.get("log")
-    protocol = diagnose_protocol(log["rows"], log["full"].tolist(), T, "error" in call) if log else None
+    protocol = (
+        diagnose_protocol(log["rows"], log["full"].tolist(), T, "error" in call) if log else None
+    )
     if "error" in call:
         e = call["error"]
-        v.require("runs", False, "check.generate_raised", **failure_params(e),
-                  code=e["frames"][-1]["code"].strip() if e["frames"] else "",
-                  likely=lambda: protocol or blame() or msg("likely.unknown"))
+        v.require(
+            "runs",
+            False,
+            "check.generate_raised",
+            **failure_params(e),
+            code=e["frames"][-1]["code"].strip() if e["frames"] else "",
+            likely=lambda: protocol or blame() or msg("likely.unknown"),
+        )
     out, cache = require_pair_of(v, "generate", call["value"], "likely.generate_pair")
     shape_likely = msg("likely.outputs_shape") if isinstance(out, torch.Tensor) else None
     out = require_tensor(v, "shape", msg("value.generate_out"), out, (B, T, d_out), shape_likely)
     bad = first_nonfinite(out)
-    v.require("finite", bad is None, "check.not_finite", what=msg("value.generate_out"),
-              count=bad[1] if bad else 0, where=shape_str(bad[0]) if bad else "",
-              likely=lambda: blame() or msg("likely.unknown"))
+    v.require(
+        "finite",
+        bad is None,
+        "check.not_finite",
+        what=msg("value.generate_out"),
+        count=bad[1] if bad else 0,
+        where=shape_str(bad[0]) if bad else "",
+        likely=lambda: blame() or msg("likely.unknown"),
+    )
     if protocol is not None:
         v.require("implemented", False, "check.protocol", likely=protocol)
     v.expect("implemented", True)
     ref = reference_full(case["x"], case["w"], H)[0]
     if not close(out, ref):
         err, where = max_error(out, ref)
-        v.require("matches-pytorch", False, "check.generate_values", err=err, where=shape_str(where),
-                  likely=lambda: blame() or diagnose_outputs(out, case, size))
+        v.require(
+            "matches-pytorch",
+            False,
+            "check.generate_values",
+            err=err,
+            where=shape_str(where),
+            likely=lambda: blame() or diagnose_outputs(out, case, size),
+        )
     v.expect("matches-pytorch", True)
     want = (B, H, T, hd)
-    ok = isinstance(cache, tuple) and len(cache) == 2 and all(
-        isinstance(c, torch.Tensor) and tuple(c.shape) == want for c in cache)
-    tensors = isinstance(cache, tuple) and len(cache) == 2 and all(isinstance(c, torch.Tensor) for c in cache)
-    v.require("values", ok, "check.generate_cache", expected=shape_str(want),
-              got=" / ".join(shape_str(c.shape) for c in cache) if tensors else describe(cache),
-              likely=msg("likely.cache_layout") if tensors and tuple(cache[0].shape) == (B, T, H, hd)
-              else msg("likely.generate_cache"))
+    ok = (
+        isinstance(cache, tuple)
+        and len(cache) == 2
+        and all(isinstance(c, torch.Tensor) and tuple(c.shape) == want for c in cache)
+    )
+    tensors = (
+        isinstance(cache, tuple)
+        and len(cache) == 2
+        and all(isinstance(c, torch.Tensor) for c in cache)
+    )
+    v.require(
+        "values",
+        ok,
+        "check.generate_cache",
+        expected=shape_str(want),
+        got=" / ".join(shape_str(c.shape) for c in cache) if tensors else describe(cache),
+        likely=msg("likely.cache_layout")
+        if tensors and tuple(cache[0].shape) == (B, T, H, hd)
+        else msg("likely.generate_cache"),
+    )
     for name, got_c, ref_c in (("k", cache[0], case["k"]), ("v", cache[1], case["v"])):
         if not close(got_c, ref_c):
             err, where = max_error(got_c, ref_c)
-            v.require("values", False, "check.cache_values", name=name, t=T - 1, err=err, where=shape_str(where),
-                      likely=lambda: blame() or msg("likely.generate_cache"))
+            v.require(
+                "values",
+                False,
+                "check.cache_values",
+                name=name,
+                t=T - 1,
+                err=err,
+                where=shape_str(where),
+                likely=lambda: blame() or msg("likely.generate_cache"),
+            )
     v.expect("values", True)
 
 
 def judge_generate(v, outputs, inputs, jctx):
     cases = outputs["cases"]
     judge_generate_case(v, cases[0], inputs["cases"][0], SIZES[0])
-    judge_other_sizes(v, cases, list(zip(inputs["cases"], SIZES)), labels_of(SIZES),
-                      lambda sub, got, cs: judge_generate_case(sub, got, *cs),
-                      explain=explain_size(("generate", LAYER)))
+    judge_other_sizes(
+        v,
+        cases,
+        list(zip(inputs["cases"], SIZES, strict=False)),
+        labels_of(SIZES),
+        lambda sub, got, cs: judge_generate_case(sub, got, *cs),
+        explain=explain_size(("generate", LAYER)),
+    )
     again = cases[0].get("again")
     if again is not None:
         case = dict(inputs["cases"][0], x=inputs["again"]["x"])
         H = SIZES[0][2]
-        case["k"], case["v"] = split(case["x"], case["w"], "W_k", H), split(case["x"], case["w"], "W_v", H)
+        case["k"], case["v"] = (
+            split(case["x"], case["w"], "W_k", H),
+            split(case["x"], case["w"], "W_v", H),
+        )
         sub = judged("", lambda s: judge_generate_case(s, {"call": again}, case, SIZES[0], False))
         if not sub.passed():
-            kept = state_on_layer(jctx.source) or state_explanation(jctx.source, ("generate", LAYER))
+            kept = state_on_layer(jctx.source) or state_explanation(
+                jctx.source, ("generate", LAYER)
+            )
             reason, likely = nest_likely(sub.failed_message(), kept or msg("likely.kept_state"))
-            v.require("call-again", False, "check.new_sequence", fn="generate", reason=reason, likely=likely)
+            v.require(
+                "call-again",
+                False,
+                "check.new_sequence",
+                fn="generate",
+                reason=reason,
+                likely=likely,
+            )
         v.expect("call-again", True)
     no_kernel(v, "generate", jctx.source, {"generate", LAYER}, jctx.kernels)
 
@@ -552,8 +794,12 @@ def reads_mask(source: str) -> bool:
         tree = ast.parse(source)
     except SyntaxError:
         return False
-    return any(isinstance(node, ast.FunctionDef) and node.name == STEP_FN and any(
-        isinstance(sub, ast.Attribute) and sub.attr == "mask" for sub in ast.walk(node)) for node in ast.walk(tree))
+    return any(
+        isinstance(node, ast.FunctionDef)
+        and node.name == STEP_FN
+        and any(isinstance(sub, ast.Attribute) and sub.attr == "mask" for sub in ast.walk(node))
+        for node in ast.walk(tree)
+    )
 
 
 def state_on_layer(source: str) -> dict | None:
@@ -566,16 +812,29 @@ def state_on_layer(source: str) -> dict | None:
     for node in ast.walk(tree):
         if isinstance(node, ast.FunctionDef) and node.name in (STEP_FN, "generate"):
             for sub in ast.walk(node):
-                targets = sub.targets if isinstance(sub, ast.Assign) else [sub.target] if isinstance(
-                    sub, (ast.AugAssign, ast.AnnAssign)) else []
+                targets = (
+                    sub.targets
+                    if isinstance(sub, ast.Assign)
+                    else [sub.target]
+                    if isinstance(sub, (ast.AugAssign, ast.AnnAssign))
+                    else []
+                )
                 for t in targets:
-                    if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) \
-                            and t.value.id in ("self", "layer"):
-                        return msg("likely.state_on_layer", line=sub.lineno, code=lines[sub.lineno - 1].strip())
+                    if (
+                        isinstance(t, ast.Attribute)
+                        and isinstance(t.value, ast.Name)
+                        and t.value.id in ("self", "layer")
+                    ):
+                        return msg(
+                            "likely.state_on_layer",
+                            line=sub.lineno,
+                            code=lines[sub.lineno - 1].strip(),
+                        )
     return None
 
 
 # ---------------------------------------------------------------- step 3: the cache's discipline
+
 
 def snapshot(value):
     """A copy taken at once, of a returned (out, (k, v)): a later call may change the originals."""
@@ -597,8 +856,13 @@ def train_step(layer, x, cache, g):
     if not isinstance(out, torch.Tensor) or not out.requires_grad:
         return {"connected": False, "grads": {}}
     (out * g).sum().backward()
-    return {"connected": True, "grads": {n: (p.grad.detach().clone() if p.grad is not None else None)
-                                         for n, p in layer.named_parameters()}}
+    return {
+        "connected": True,
+        "grads": {
+            n: (p.grad.detach().clone() if p.grad is not None else None)
+            for n, p in layer.named_parameters()
+        },
+    }
 
 
 def probe_discipline(ctx, inputs):
@@ -610,7 +874,7 @@ def probe_discipline(ctx, inputs):
         return failed
     steps, held, cache = [], [], None
     for t in range(T):
-        call = ctx.call(layer.forward_cached, case["x"][:, t:t + 1], cache, primary=t == 0)
+        call = ctx.call(layer.forward_cached, case["x"][:, t : t + 1], cache, primary=t == 0)
         if "error" in call:
             steps.append(bare(call))
             break
@@ -633,7 +897,7 @@ def probe_discipline(ctx, inputs):
         out["branch_held"] = [snapshot(h) for h in kept]
     fresh, cache = [], None  # a new sequence, from an empty cache, on the same layer
     for t in range(T):
-        call = bare(ctx.call(layer.forward_cached, again["x"][:, t:t + 1], cache))
+        call = bare(ctx.call(layer.forward_cached, again["x"][:, t : t + 1], cache))
         fresh.append(call)
         if "error" in call or not (isinstance(call["value"], tuple) and len(call["value"]) == 2):
             break
@@ -647,14 +911,18 @@ def probe_discipline(ctx, inputs):
     if trained is not None:
         t = T - 1
         cache = (case["k"][:, :, :t].clone(), case["v"][:, :, :t].clone())
-        out["train"] = bare(ctx.call(lambda: train_step(trained, case["x"][:, t:t + 1], cache, again["g"]), grad=True))
+        out["train"] = bare(
+            ctx.call(
+                lambda: train_step(trained, case["x"][:, t : t + 1], cache, again["g"]), grad=True
+            )
+        )
     return out
 
 
 def reference_grads(case, t, g, H) -> dict:
     leaves = {k: p.detach().clone().requires_grad_(True) for k, p in case["w"].items()}
     with torch.enable_grad():
-        x_new = case["x"][:, t:t + 1]
+        x_new = case["x"][:, t : t + 1]
         k = torch.cat([case["k"][:, :, :t], split(x_new, leaves, "W_k", H)], dim=2)
         v = torch.cat([case["v"][:, :, :t], split(x_new, leaves, "W_v", H)], dim=2)
         (attend(x_new, leaves, H, k, v) * g).sum().backward()
@@ -664,7 +932,7 @@ def reference_grads(case, t, g, H) -> dict:
 def diagnose_growth(lengths) -> dict:
     if lengths and all(n == lengths[0] for n in lengths):
         return msg("likely.no_concat")
-    if len(lengths) > 1 and all(b - a == 2 for a, b in zip(lengths, lengths[1:])):
+    if len(lengths) > 1 and all(b - a == 2 for a, b in zip(lengths, lengths[1:], strict=False)):
         return msg("likely.cat_twice")
     if lengths and lengths[0] == 0:
         return msg("likely.returned_old_cache")
@@ -682,57 +950,127 @@ def judge_discipline(v, outputs, inputs, jctx):
     for t, step in enumerate(steps):
         if "error" in step:
             e = step["error"]
-            v.require("runs", False, "check.step_raised", t=t, **failure_params(e),
-                      code=e["frames"][-1]["code"].strip() if e["frames"] else "", likely=diagnose_raised(e, v.source))
+            v.require(
+                "runs",
+                False,
+                "check.step_raised",
+                t=t,
+                **failure_params(e),
+                code=e["frames"][-1]["code"].strip() if e["frames"] else "",
+                likely=diagnose_raised(e, v.source),
+            )
         value = step["value"]
         cache = value[1] if isinstance(value, tuple) and len(value) == 2 else None
         k = cache[0] if isinstance(cache, tuple) and len(cache) == 2 else None
         if not isinstance(k, torch.Tensor) or k.dim() != 4:
-            v.require("returns", False, "check.returns_cache", fn="forward_cached",
-                      got=msg("value.cache_of", got=describe(cache)), likely=msg("likely.cache_pair"))
+            v.require(
+                "returns",
+                False,
+                "check.returns_cache",
+                fn="forward_cached",
+                got=msg("value.cache_of", got=describe(cache)),
+                likely=msg("likely.cache_pair"),
+            )
         lengths.append(int(k.shape[2]))
         vv = cache[1]
         v_len = int(vv.shape[2]) if isinstance(vv, torch.Tensor) and vv.dim() == 4 else -1
         if lengths[-1] != t + 1 or v_len != t + 1:
             before = steps[t - 1]["value"][1][0] if t else None
-            old = isinstance(before, torch.Tensor) and before.shape == k.shape and bool(torch.equal(before, k))
+            old = (
+                isinstance(before, torch.Tensor)
+                and before.shape == k.shape
+                and bool(torch.equal(before, k))
+            )
             layout = tuple(k.shape) == (B, t + 1, H, hd)
-            v.require("shape", False, "check.cache_growth", n=t + 1, lengths=", ".join(map(str, lengths)),
-                      v_len=v_len, likely=msg("likely.value_not_appended") if lengths[-1] == t + 1
-                      else msg("likely.cache_layout") if layout else msg("likely.returned_old_cache") if old else diagnose_growth(lengths))
+            v.require(
+                "shape",
+                False,
+                "check.cache_growth",
+                n=t + 1,
+                lengths=", ".join(map(str, lengths)),
+                v_len=v_len,
+                likely=msg("likely.value_not_appended")
+                if lengths[-1] == t + 1
+                else msg("likely.cache_layout")
+                if layout
+                else msg("likely.returned_old_cache")
+                if old
+                else diagnose_growth(lengths),
+            )
     v.expect("returns", True)
     v.expect("shape", True)
     # The caller's tensors: what it passed stays as it was, and what it was given stays so too.
     for t, step in enumerate(steps[1:], 1):
         x_after, cache_after = step["args"]
         given = steps[t - 1]["value"][1]
-        for name, a, p in zip(("x", "k", "v"), (x_after, *cache_after), (case["x"][:, t:t + 1], *given)):
-            same = isinstance(a, torch.Tensor) and a.shape == p.shape and bool(torch.equal(a.to(p.dtype), p))
+        for name, a, p in zip(
+            ("x", "k", "v"),
+            (x_after, *cache_after),
+            (case["x"][:, t : t + 1], *given),
+            strict=False,
+        ):
+            same = (
+                isinstance(a, torch.Tensor)
+                and a.shape == p.shape
+                and bool(torch.equal(a.to(p.dtype), p))
+            )
             if not same:
-                err = msg("value.changed_by", err=max_error(a, p)[0]) if isinstance(a, torch.Tensor) and \
-                    a.shape == p.shape else msg("value.resized", shape=shape_str(a.shape)) if isinstance(
-                    a, torch.Tensor) else describe(a)
-                v.require("inputs-unchanged", False, "check.cache_mutated", name=name, t=t, err=err,
-                          likely=msg("likely.mutated_cache") if name != "x" else msg("likely.mutated_x"))
-    for t, (now, then) in enumerate(zip(outputs["held"], (s["value"] for s in steps))):
+                err = (
+                    msg("value.changed_by", err=max_error(a, p)[0])
+                    if isinstance(a, torch.Tensor) and a.shape == p.shape
+                    else msg("value.resized", shape=shape_str(a.shape))
+                    if isinstance(a, torch.Tensor)
+                    else describe(a)
+                )
+                v.require(
+                    "inputs-unchanged",
+                    False,
+                    "check.cache_mutated",
+                    name=name,
+                    t=t,
+                    err=err,
+                    likely=msg("likely.mutated_cache") if name != "x" else msg("likely.mutated_x"),
+                )
+    for t, (now, then) in enumerate(
+        zip(outputs["held"], (s["value"] for s in steps), strict=False)
+    ):
         for i, name in enumerate(("k", "v")):
             a, b = now[1][i], then[1][i]
             if not (a.shape == b.shape and torch.equal(a, b)):
-                v.require("inputs-unchanged", False, "check.cache_reused", name=name, t=t, later=len(steps) - 1,
-                          likely=state_on_layer(jctx.source) or msg("likely.cache_buffer"))
+                v.require(
+                    "inputs-unchanged",
+                    False,
+                    "check.cache_reused",
+                    name=name,
+                    t=t,
+                    later=len(steps) - 1,
+                    likely=state_on_layer(jctx.source) or msg("likely.cache_buffer"),
+                )
     branches = [c["value"] for c in outputs.get("branch", []) if isinstance(c.get("value"), tuple)]
-    for n, (now, then) in enumerate(zip(outputs.get("branch_held", []), branches), 1):
-        same = all(isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.shape == b.shape
-                   and bool(torch.equal(a, b)) for a, b in zip(now[1], then[1]))
-        v.require("inputs-unchanged", same, "check.branch_reused", n=n,
-                  likely=state_on_layer(jctx.source) or msg("likely.cache_buffer"))
+    for n, (now, then) in enumerate(zip(outputs.get("branch_held", []), branches, strict=False), 1):
+        same = all(
+            isinstance(a, torch.Tensor)
+            and isinstance(b, torch.Tensor)
+            and a.shape == b.shape
+            and bool(torch.equal(a, b))
+            for a, b in zip(now[1], then[1], strict=False)
+        )
+        v.require(
+            "inputs-unchanged",
+            same,
+            "check.branch_reused",
+            n=n,
+            likely=state_on_layer(jctx.source) or msg("likely.cache_buffer"),
+        )
     v.expect("inputs-unchanged", True)
     # The outputs of the loop itself: wrong ones are the step's own fault, said in its step.
     ref = reference_full(case["x"], case["w"], H)[0]
     for t, step in enumerate(steps):
         out = step["value"][0]
-        if not (isinstance(out, torch.Tensor) and close(out, ref[:, t:t + 1])):
-            v.require("matches-pytorch", False, "check.loop_values", t=t, likely=msg("likely.step_wrong"))
+        if not (isinstance(out, torch.Tensor) and close(out, ref[:, t : t + 1])):
+            v.require(
+                "matches-pytorch", False, "check.loop_values", t=t, likely=msg("likely.step_wrong")
+            )
     v.expect("matches-pytorch", True)
     # Called again: two tokens from one cache (as beam search does), then a new sequence.
     start = 3
@@ -742,17 +1080,37 @@ def judge_discipline(v, outputs, inputs, jctx):
         got = call.get("value")
         got = got[0] if isinstance(got, tuple) and len(got) == 2 else got
         if "error" in call or not close(got, ref):
-            err = max_error(got, ref)[0] if isinstance(got, torch.Tensor) and got.shape == ref.shape else float("nan")
-            v.require("call-again", False, "check.branch", t=start, n=j + 1, err=err,
-                      likely=state_on_layer(jctx.source) or msg("likely.kept_state_cache"))
+            err = (
+                max_error(got, ref)[0]
+                if isinstance(got, torch.Tensor) and got.shape == ref.shape
+                else float("nan")
+            )
+            v.require(
+                "call-again",
+                False,
+                "check.branch",
+                t=start,
+                n=j + 1,
+                err=err,
+                likely=state_on_layer(jctx.source) or msg("likely.kept_state_cache"),
+            )
     ref2 = reference_full(again["x"], case["w"], H)[0]
     for t, call in enumerate(outputs["fresh"]):
         got = call.get("value")
-        if "error" in call or not close(got, ref2[:, t:t + 1]):
-            err = max_error(got, ref2[:, t:t + 1])[0] if isinstance(got, torch.Tensor) \
-                and got.shape == (B, 1, d_out) else float("nan")
-            v.require("call-again", False, "check.new_sequence_step", t=t, err=err,
-                      likely=state_on_layer(jctx.source) or msg("likely.kept_state_cache"))
+        if "error" in call or not close(got, ref2[:, t : t + 1]):
+            err = (
+                max_error(got, ref2[:, t : t + 1])[0]
+                if isinstance(got, torch.Tensor) and got.shape == (B, 1, d_out)
+                else float("nan")
+            )
+            v.require(
+                "call-again",
+                False,
+                "check.new_sequence_step",
+                t=t,
+                err=err,
+                likely=state_on_layer(jctx.source) or msg("likely.kept_state_cache"),
+            )
     v.expect("call-again", True)
     judge_layer_state(v, outputs.get("state"), case, cl)
     no_kernel(v, STEP_FN, jctx.source, {LAYER}, jctx.kernels)
@@ -765,13 +1123,27 @@ def judge_layer_state(v, state, case, cl):
     state = state or {}
     for name, want in expected.items():
         got = state.get(name)
-        same = isinstance(got, torch.Tensor) and got.shape == want.shape and bool(torch.equal(got.to(want.dtype), want))
-        v.require("state-unchanged", same, "check.layer_changed", name=name,
-                  got=shape_str(got.shape) if isinstance(got, torch.Tensor) else describe(got),
-                  likely=msg("likely.layer_changed"))
+        same = (
+            isinstance(got, torch.Tensor)
+            and got.shape == want.shape
+            and bool(torch.equal(got.to(want.dtype), want))
+        )
+        v.require(
+            "state-unchanged",
+            same,
+            "check.layer_changed",
+            name=name,
+            got=shape_str(got.shape) if isinstance(got, torch.Tensor) else describe(got),
+            likely=msg("likely.layer_changed"),
+        )
     extra = sorted(set(state) - set(expected))
-    v.require("state-unchanged", not extra, "check.layer_buffers", names=", ".join(extra),
-              likely=msg("likely.cache_buffer_registered"))
+    v.require(
+        "state-unchanged",
+        not extra,
+        "check.layer_buffers",
+        names=", ".join(extra),
+        likely=msg("likely.cache_buffer_registered"),
+    )
     v.expect("state-unchanged", True)
 
 
@@ -780,18 +1152,36 @@ def judge_trainable(v, train, case, again, size):
         return
     if "error" in train:
         detail = train["error"].get("detail", "")
-        v.require("trainable", False, "check.backward_raised", **failure_params(train["error"]),
-                  likely=msg("likely.inplace_backward") if "inplace" in detail or "in-place" in detail
-                  else state_on_layer(v.source) or msg("likely.unknown"))
+        v.require(
+            "trainable",
+            False,
+            "check.backward_raised",
+            **failure_params(train["error"]),
+            likely=msg("likely.inplace_backward")
+            if "inplace" in detail or "in-place" in detail
+            else state_on_layer(v.source) or msg("likely.unknown"),
+        )
     value = train["value"]
-    v.require("trainable", value.get("connected"), "check.not_trainable", likely=msg("likely.grad_blocked"))
+    v.require(
+        "trainable",
+        value.get("connected"),
+        "check.not_trainable",
+        likely=msg("likely.grad_blocked"),
+    )
     want = reference_grads(case, size[5] - 1, again["g"], size[2])
     for name, ref in want.items():
         got = value["grads"].get(name)
         ok = isinstance(got, torch.Tensor) and close(got, ref, atol=1e-4, rtol=1e-3)
-        v.require("trainable", ok, "check.grad_values", name=name,
-                  err=max_error(got, ref)[0] if isinstance(got, torch.Tensor) and got.shape == ref.shape
-                  else float("nan"), likely=msg("likely.grad_blocked") if got is None else msg("likely.grad_wrong"))
+        v.require(
+            "trainable",
+            ok,
+            "check.grad_values",
+            name=name,
+            err=max_error(got, ref)[0]
+            if isinstance(got, torch.Tensor) and got.shape == ref.shape
+            else float("nan"),
+            likely=msg("likely.grad_blocked") if got is None else msg("likely.grad_wrong"),
+        )
     v.expect("trainable", True)
 
 
@@ -816,7 +1206,12 @@ COST_LIMIT = 4e9  # FLOPs of recomputing one length (× the batch); longer ones 
 def cost_settings(params) -> dict:
     s = dict(COST_DEFAULTS)
     for key, value in (params or {}).items():
-        if key in s and isinstance(value, int) and not isinstance(value, bool) and 0 < value <= 4096:
+        if (
+            key in s
+            and isinstance(value, int)
+            and not isinstance(value, bool)
+            and 0 < value <= 4096
+        ):
             s[key] = value
     return s
 
@@ -837,7 +1232,7 @@ def timed(fn):
 
 def recompute(layer, x):
     """Generation without a cache: the whole prefix through the full pass, for every new token."""
-    return torch.cat([layer(x[:, :t + 1])[:, -1:] for t in range(x.shape[1])], dim=1)
+    return torch.cat([layer(x[:, : t + 1])[:, -1:] for t in range(x.shape[1])], dim=1)
 
 
 def probe_cost(ctx, inputs):
@@ -885,20 +1280,40 @@ def judge_cost(v, outputs, inputs, jctx):
     H, B = s["heads"], s["batch"]
     d = H * COST_HEAD_DIM
     measured = {int(t): (c, f) for t, c, f in outputs["measured"]}
-    top = max([x for c, f in measured.values() for x in (c, f) if isinstance(x, (int, float))] or [1.0])
+    top = max(
+        [x for c, f in measured.values() for x in (c, f) if isinstance(x, (int, float))] or [1.0]
+    )
     rows = []
     for T in lengths_up_to(s["t_max"]):
         mb = 2 * B * T * d * 4 / 1e6  # k and v, float32
         c, f = measured.get(T, (None, None))
         c = round(c, 2) if isinstance(c, (int, float)) else None
         f = round(f, 2) if isinstance(f, (int, float)) else None
-        rows.append([str(T), f"{mb:.3f}", human(flops_cached(T, d)), human(flops_recompute(T, d)),
-                     bar_cell(c, top, "green"), bar_cell(f, top, "red")])
-    cols = [msg("visual.cost_T"), msg("visual.cost_mb"), msg("visual.cost_flops_cache"),
-            msg("visual.cost_flops_full"), msg("visual.cost_ms_cache"), msg("visual.cost_ms_full")]
-    view = [heading(msg("visual.cost_title")),
-            note(msg("visual.cost_settings", heads=H, batch=B, t_max=s["t_max"], d=d, hd=COST_HEAD_DIM)),
-            table(cols, rows, ["right"] * 6)]
+        rows.append(
+            [
+                str(T),
+                f"{mb:.3f}",
+                human(flops_cached(T, d)),
+                human(flops_recompute(T, d)),
+                bar_cell(c, top, "green"),
+                bar_cell(f, top, "red"),
+            ]
+        )
+    cols = [
+        msg("visual.cost_T"),
+        msg("visual.cost_mb"),
+        msg("visual.cost_flops_cache"),
+        msg("visual.cost_flops_full"),
+        msg("visual.cost_ms_cache"),
+        msg("visual.cost_ms_full"),
+    ]
+    view = [
+        heading(msg("visual.cost_title")),
+        note(
+            msg("visual.cost_settings", heads=H, batch=B, t_max=s["t_max"], d=d, hd=COST_HEAD_DIM)
+        ),
+        table(cols, rows, ["right"] * 6),
+    ]
     if not measured:
         view.append(waiting(msg("visual.cost_waiting")))
     view.append(note(msg("visual.cost_note")))
@@ -916,7 +1331,7 @@ def probe_rows(ctx, inputs):
         return failed
     rows, cache = [], None
     for t in range(size[5]):
-        call = ctx.call(layer.forward_cached, case["x"][:, t:t + 1], cache, primary=t == 0)
+        call = ctx.call(layer.forward_cached, case["x"][:, t : t + 1], cache, primary=t == 0)
         soft = call.get("softmax")
         rows.append(soft if isinstance(soft, torch.Tensor) else None)
         value = call.get("value")
@@ -932,22 +1347,37 @@ def judge_rows(v, outputs, inputs, jctx):
     ref = reference_full(case["x"], case["w"], H)[1][0]
     rows = outputs.get("rows") or []
     learner = None
-    if len(rows) == T and all(isinstance(r, torch.Tensor) and tuple(r.shape) == (1, H, 1, t + 1)
-                              for t, r in enumerate(rows)):
+    if len(rows) == T and all(
+        isinstance(r, torch.Tensor) and tuple(r.shape) == (1, H, 1, t + 1)
+        for t, r in enumerate(rows)
+    ):
         learner = torch.zeros(H, T, T)
         for t, r in enumerate(rows):
-            learner[:, t, :t + 1] = r[0, :, 0]
-    maps = [weights(msg("visual.rows_head", h=h), round_matrix(learner[h]) if learner is not None else None,
-                    round_matrix(ref[h])) for h in range(H)]
+            learner[:, t, : t + 1] = r[0, :, 0]
+    maps = [
+        weights(
+            msg("visual.rows_head", h=h),
+            round_matrix(learner[h]) if learner is not None else None,
+            round_matrix(ref[h]),
+        )
+        for h in range(H)
+    ]
     v.visuals["heatmaps"] = maps
     view = [heading(msg("visual.rows_title")), note(msg("visual.rows_note", T=T))]
     if learner is None:
         view.append(waiting(msg("visual.rows_waiting")))
     else:
-        view.append(row(*(heatmap(m["learner"], msg("visual.rows_head", h=h)) for h, m in enumerate(maps))))
+        view.append(
+            row(*(heatmap(m["learner"], msg("visual.rows_head", h=h)) for h, m in enumerate(maps)))
+        )
         same = close(learner, ref)
-        view.append(note(msg("visual.rows_same") if same else msg("visual.rows_differ",
-                                                                   err=max_error(learner, ref)[0])))
+        view.append(
+            note(
+                msg("visual.rows_same")
+                if same
+                else msg("visual.rows_differ", err=max_error(learner, ref)[0])
+            )
+        )
     v.visuals["view"] = view
     v.expect("runs", True)
 

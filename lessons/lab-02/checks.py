@@ -17,11 +17,45 @@ import torch
 import torch.nn.functional as F
 
 from tutor.kit import (
-    LARGE_SCORES, StepSpec, bar, changed_input, clone_args, close, declared_settings, describe, differ_explanation,
-    discarded_call, first_nonfinite, front_dims, heading, heatmap, judge_other_sizes, judged, keys,
-    large_scores_factor, large_scores_likely, likely_for_value, literal_explanation, matching_mistake, max_error, msg,
-    nest_likely, no_kernel, note, of_the_inputs, require_pair, require_ran, require_tensor, round_matrix, row,
-    row_place, shape_str, squeeze_explanation, state_explanation, table, waiting,
+    LARGE_SCORES,
+    StepSpec,
+    bar,
+    changed_input,
+    clone_args,
+    close,
+    declared_settings,
+    describe,
+    differ_explanation,
+    discarded_call,
+    first_nonfinite,
+    front_dims,
+    heading,
+    heatmap,
+    judge_other_sizes,
+    judged,
+    keys,
+    large_scores_factor,
+    large_scores_likely,
+    likely_for_value,
+    literal_explanation,
+    matching_mistake,
+    max_error,
+    msg,
+    nest_likely,
+    no_kernel,
+    note,
+    of_the_inputs,
+    require_pair,
+    require_ran,
+    require_tensor,
+    round_matrix,
+    row,
+    row_place,
+    shape_str,
+    squeeze_explanation,
+    state_explanation,
+    table,
+    waiting,
 )
 
 # q, k, v shapes: the seed's, then others (a 3-D batch, one token, long and wide).
@@ -50,8 +84,11 @@ def make_inputs(seed=0):
     q, k, v = (torch.randn(QKV_SHAPES[0], generator=g) for _ in range(3))
     other = torch.rand(QKV_SHAPES[0][-2], QKV_SHAPES[0][-2], generator=g) < 0.4
     other.fill_diagonal_(False)
-    return {"cases": cases, "again": {"q": q, "k": k, "v": v, "other_mask": other},
-            "large": large_scores(cases[0])}
+    return {
+        "cases": cases,
+        "again": {"q": q, "k": k, "v": v, "other_mask": other},
+        "large": large_scores(cases[0]),
+    }
 
 
 def _future(T):
@@ -72,7 +109,9 @@ def _weights(scores, mask):
 future = functools.lru_cache(maxsize=None)(_future)
 _scores_once = of_the_inputs(_scores)
 _weights_once = of_the_inputs(_weights)
-_output_once = of_the_inputs(lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True))
+_output_once = of_the_inputs(
+    lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True)
+)
 
 
 def ref_scores(q, k):
@@ -92,6 +131,7 @@ def qkv_label(case) -> str:
 
 
 # ---------------------------------------------------------------- calls kept apart
+
 
 def snapshot(value):
     """A copy of a returned tensor (or pair of tensors), taken at once: a function that hands
@@ -132,16 +172,25 @@ def judge_again(v, fn, defs, again, first, judge_case, case, blame=None):
     came: one tensor handed out twice and refilled has changed it."""
     sub = judged(v.source, judge_case, again["call"], case)
     if not sub.passed():
-        likely = (blame() if blame else None) or state_explanation(v.source, defs) or msg("likely.kept_state")
+        likely = (
+            (blame() if blame else None)
+            or state_explanation(v.source, defs)
+            or msg("likely.kept_state")
+        )
         reason, likely = nest_likely(sub.failed_message(), likely)
         v.require("call-again", False, "check.called_again", fn=fn, reason=reason, likely=likely)
-    v.require("call-again", same_value(again["first_now"], first), "check.result_reused", fn=fn,
-              likely=lambda: state_explanation(v.source, defs) or msg("likely.result_reused"))
+    v.require(
+        "call-again",
+        same_value(again["first_now"], first),
+        "check.result_reused",
+        fn=fn,
+        likely=lambda: state_explanation(v.source, defs) or msg("likely.result_reused"),
+    )
 
 
 def same_value(a, b) -> bool:
     if isinstance(a, tuple) and isinstance(b, tuple):
-        return len(a) == len(b) and all(same_value(x, y) for x, y in zip(a, b))
+        return len(a) == len(b) and all(same_value(x, y) for x, y in zip(a, b, strict=False))
     if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
         return a.shape == b.shape and a.dtype == b.dtype and bool(torch.equal(a, b))
     return True  # not tensors: nothing a later call could have refilled
@@ -155,17 +204,26 @@ def lab_explain(defs, i):
 
     def explain(_i, sub, source):
         names = ("T", "d_k") if len(shape) != len(seed) else ("B", "H", "T", "d_k")
-        here, lab = shape[-len(names):], seed[-len(names):]
+        here, lab = shape[-len(names) :], seed[-len(names) :]
         literal = literal_explanation(source, defs, names, lab, here)
         if literal:
             return literal
         if len(shape) != len(seed):
             found = front_dims(source, frozenset(defs))
             if found:
-                return msg("likely.rank_dims", line=found.line, code=found.code, rank=len(shape), lab_rank=len(seed))
+                return msg(
+                    "likely.rank_dims",
+                    line=found.line,
+                    code=found.code,
+                    rank=len(shape),
+                    lab_rank=len(seed),
+                )
             return msg("likely.rank", rank=len(shape), lab_rank=len(seed))
-        return (squeeze_explanation(source, defs, names, lab, here) or state_explanation(source, defs)
-                or differ_explanation(names, lab, here))
+        return (
+            squeeze_explanation(source, defs, names, lab, here)
+            or state_explanation(source, defs)
+            or differ_explanation(names, lab, here)
+        )
 
     return explain
 
@@ -173,6 +231,7 @@ def lab_explain(defs, i):
 def other_sizes(v, calls, cases, labels, judge_case, defs, blame=None):
     """judge_other_sizes, with the lesson's explanation of a failure at QKV_SHAPES[i]; for
     attention, first the helper to fix (blame)."""
+
     def why(i, sub, source):
         return (blame(i) if blame else None) or lab_explain(defs, i)(i, sub, source)
 
@@ -180,6 +239,7 @@ def other_sizes(v, calls, cases, labels, judge_case, defs, blame=None):
 
 
 # ---------------------------------------------------------------- scores
+
 
 def probe_scores(ctx, inputs):
     fn = ctx.get("scaled_scores")
@@ -193,7 +253,9 @@ def probe_scores(ctx, inputs):
 
 
 def diagnose_scores(s, q, k):
-    raw = q.double() @ k.double().transpose(-2, -1)  # in double: a float64 result is compared, not a crash
+    raw = q.double() @ k.double().transpose(
+        -2, -1
+    )  # in double: a float64 result is compared, not a crash
     dk, T = q.shape[-1], q.shape[-2]
     s = s.double()
     for cand, likely in (
@@ -204,8 +266,14 @@ def diagnose_scores(s, q, k):
         (raw / math.sqrt(T), msg("likely.scale_seq_len")),
         (raw / math.sqrt(8), msg("likely.hardcoded_dk")),
         # The batch's or the heads' size (`q.size(1)`): any leading dimension that is neither d_k nor T.
-        *((raw / math.sqrt(n), msg("likely.scale_other_dim", n=n, dim=i, shape=shape_str(q.shape), d_k=dk))
-          for i, n in enumerate(q.shape[:-2]) if n not in (dk, T)),
+        *(
+            (
+                raw / math.sqrt(n),
+                msg("likely.scale_other_dim", n=n, dim=i, shape=shape_str(q.shape), d_k=dk),
+            )
+            for i, n in enumerate(q.shape[:-2])
+            if n not in (dk, T)
+        ),
     ):
         if cand.shape == s.shape and torch.allclose(cand, s, atol=1e-5, rtol=1e-4):
             return likely
@@ -216,12 +284,27 @@ def judge_scores_case(v, call, case):
     require_ran(v, call, "scaled_scores")
     q, k = case["q"], case["k"]
     T = q.shape[-2]
-    s = require_tensor(v, "shape", "scaled_scores(q, k)", call["value"], q.shape[:-1] + (T,), msg("likely.scores_transpose"))
+    s = require_tensor(
+        v,
+        "shape",
+        "scaled_scores(q, k)",
+        call["value"],
+        q.shape[:-1] + (T,),
+        msg("likely.scores_transpose"),
+    )
     expected = ref_scores(q, k)
     if not close(s, expected):
         err, where = max_error(s, expected)
-        v.require("values", False, "check.values", what="scaled_scores(q, k)", err=err, where=shape_str(where),
-                  tol="1e-5", likely=lambda: diagnose_scores(s, q, k))
+        v.require(
+            "values",
+            False,
+            "check.values",
+            what="scaled_scores(q, k)",
+            err=err,
+            where=shape_str(where),
+            tol="1e-5",
+            likely=lambda: diagnose_scores(s, q, k),
+        )
     v.expect("values", True)
     changed_input(v, "scaled_scores", ["q", "k"], call["args"], (q, k))
 
@@ -231,11 +314,20 @@ def judge_scores(v, outputs, inputs, jctx):
     defs = ("scaled_scores",)
     judge_scores_case(v, calls[0], cases[0])
     other_sizes(v, calls, cases, [qkv_label(c) for c in cases], judge_scores_case, defs)
-    judge_again(v, "scaled_scores", defs, outputs["again"], calls[0].get("value"), judge_scores_case, inputs["again"])
+    judge_again(
+        v,
+        "scaled_scores",
+        defs,
+        outputs["again"],
+        calls[0].get("value"),
+        judge_scores_case,
+        inputs["again"],
+    )
     no_kernel(v, "scaled_scores", jctx.source, {"scaled_scores"}, jctx.kernels)
 
 
 # ---------------------------------------------------------------- mask
+
 
 def probe_mask(ctx, inputs):
     fn = ctx.get("causal_mask")
@@ -267,24 +359,55 @@ def mask_row_text(row, col: int) -> str:
     if len(flags) <= 16:
         return " ".join(flags)
     start = max(0, min(col - 8, len(flags) - 16))
-    return ("… " if start else "") + " ".join(flags[start:start + 16]) + (" …" if start + 16 < len(flags) else "")
+    return (
+        ("… " if start else "")
+        + " ".join(flags[start : start + 16])
+        + (" …" if start + 16 < len(flags) else "")
+    )
 
 
 def judge_mask_case(v, call, T):
     require_ran(v, call, "causal_mask")
     m = call["value"]
-    v.require("tensor", isinstance(m, torch.Tensor), "check.not_tensor", what=f"causal_mask({T})",
-              got=describe(m), likely=likely_for_value(m))
-    v.require("shape", tuple(m.shape) == (T, T), "check.shape", what=f"causal_mask({T})",
-              expected=shape_str((T, T)), got=shape_str(m.shape), likely=msg("likely.mask_shape"))
-    v.require("bool", m.dtype == torch.bool, "check.mask_dtype", T=T, got=str(m.dtype).removeprefix("torch."))
+    v.require(
+        "tensor",
+        isinstance(m, torch.Tensor),
+        "check.not_tensor",
+        what=f"causal_mask({T})",
+        got=describe(m),
+        likely=likely_for_value(m),
+    )
+    v.require(
+        "shape",
+        tuple(m.shape) == (T, T),
+        "check.shape",
+        what=f"causal_mask({T})",
+        expected=shape_str((T, T)),
+        got=shape_str(m.shape),
+        likely=msg("likely.mask_shape"),
+    )
+    v.require(
+        "bool",
+        m.dtype == torch.bool,
+        "check.mask_dtype",
+        T=T,
+        got=str(m.dtype).removeprefix("torch."),
+    )
     expected = future(T)
     if not torch.equal(m, expected):
         wrong = m != expected
         row = int(wrong.any(-1).nonzero()[0])
         col = int(wrong[row].nonzero()[0])
-        v.require("values", False, "check.mask_values", T=T, row=row, got=mask_row_text(m[row], col),
-                  expected=mask_row_text(expected[row], col), likely=lambda: diagnose_mask(m, T))
+        v.require(
+            "values",
+            False,
+            "check.mask_values",
+            T=T,
+            row=row,
+            got=mask_row_text(m[row], col),
+            expected=mask_row_text(expected[row], col),
+            likely=lambda: diagnose_mask(m, T),
+        )
     v.expect("values", True)
 
 
@@ -312,13 +435,27 @@ def mask_explain(calls):
 def judge_mask(v, outputs, inputs, jctx):
     calls = outputs["calls"]
     judge_mask_case(v, calls[0], MASK_SIZES[0])
-    judge_other_sizes(v, calls, MASK_SIZES, [f"T={T}" for T in MASK_SIZES], judge_mask_case,
-                      explain=mask_explain(calls))
-    judge_again(v, "causal_mask", ("causal_mask",), outputs["again"], calls[0].get("value"), judge_mask_case,
-                MASK_SIZES[0])
+    judge_other_sizes(
+        v,
+        calls,
+        MASK_SIZES,
+        [f"T={T}" for T in MASK_SIZES],
+        judge_mask_case,
+        explain=mask_explain(calls),
+    )
+    judge_again(
+        v,
+        "causal_mask",
+        ("causal_mask",),
+        outputs["again"],
+        calls[0].get("value"),
+        judge_mask_case,
+        MASK_SIZES[0],
+    )
 
 
 # ---------------------------------------------------------------- weights
+
 
 def probe_weights(ctx, inputs):
     fn = ctx.get("attention_weights")
@@ -327,12 +464,20 @@ def probe_weights(ctx, inputs):
         scores = ref_scores(c["q"], c["k"])
         T = scores.shape[-1]
         causal, value = call_kept(ctx, fn, scores, future(T), primary=i == 0)
-        calls.append({"causal": causal, "other": call_kept(ctx, fn, scores, c["other_mask"], primary=i == 0)[0]})
+        calls.append(
+            {
+                "causal": causal,
+                "other": call_kept(ctx, fn, scores, c["other_mask"], primary=i == 0)[0],
+            }
+        )
         first = value if i == 0 else first
     *calls, again = calls
     large = inputs["large"]
-    return {"calls": calls, "again": again_of(first, again),
-            "large": bare(ctx.call(fn, large, future(large.shape[-1])))}
+    return {
+        "calls": calls,
+        "again": again_of(first, again),
+        "large": bare(ctx.call(fn, large, future(large.shape[-1]))),
+    }
 
 
 def large_scores(case):
@@ -348,17 +493,39 @@ def diagnose_weights(w, scores, mask, source="", defs=("attention_weights",)):
     if w.shape == scores.shape:
         hidden = w.masked_select(mask.expand_as(w))
         # Right but for tiny weights on the future: exp of a large negative number, not of -inf.
-        if hidden.numel() and 0 < float(hidden.abs().max()) < 1e-6 and close(w, ref_weights_double(scores, mask)):
+        if (
+            hidden.numel()
+            and 0 < float(hidden.abs().max()) < 1e-6
+            and close(w, ref_weights_double(scores, mask))
+        ):
             return msg("likely.fill_large_negative")
-    likely = matching_mistake(w, [
-        (lambda: torch.softmax(scores, -1).masked_fill(mask, 0.0), msg("likely.mask_after_softmax")),
-        (lambda: torch.softmax(scores.masked_fill(mask, 0.0), -1), msg("likely.fill_zero")),
-        (lambda: torch.softmax(scores, -1), msg("likely.no_mask")),
-        (lambda: torch.softmax(scores.masked_fill(mask, float("-inf")), -2), msg("likely.softmax_dim")),
-        (lambda: torch.softmax(scores.masked_fill(~mask, float("-inf")), -1), msg("likely.mask_inverted_fill")),
-        (lambda: torch.softmax(scores.masked_fill(~mask, -1e9), -1), msg("likely.mask_inverted_fill")),
-        (lambda: torch.softmax(scores.masked_fill(hidden_diagonal, float("-inf")), -1), msg("likely.mask_diagonal")),
-    ])
+    likely = matching_mistake(
+        w,
+        [
+            (
+                lambda: torch.softmax(scores, -1).masked_fill(mask, 0.0),
+                msg("likely.mask_after_softmax"),
+            ),
+            (lambda: torch.softmax(scores.masked_fill(mask, 0.0), -1), msg("likely.fill_zero")),
+            (lambda: torch.softmax(scores, -1), msg("likely.no_mask")),
+            (
+                lambda: torch.softmax(scores.masked_fill(mask, float("-inf")), -2),
+                msg("likely.softmax_dim"),
+            ),
+            (
+                lambda: torch.softmax(scores.masked_fill(~mask, float("-inf")), -1),
+                msg("likely.mask_inverted_fill"),
+            ),
+            (
+                lambda: torch.softmax(scores.masked_fill(~mask, -1e9), -1),
+                msg("likely.mask_inverted_fill"),
+            ),
+            (
+                lambda: torch.softmax(scores.masked_fill(hidden_diagonal, float("-inf")), -1),
+                msg("likely.mask_diagonal"),
+            ),
+        ],
+    )
     if likely["key"] == "likely.no_mask":
         # The values of no mask at all, and a masked_fill on a line of its own: it is not in place.
         found = discarded_call(source, frozenset(defs), "masked_fill")
@@ -374,38 +541,82 @@ def ref_weights_double(scores, mask):
 def judge_weights_masked(v, w, scores, mask, what, defs=("attention_weights",)):
     diagnose = lambda: diagnose_weights(w, scores, mask, v.source, defs)  # noqa: E731
     bad = first_nonfinite(w)
-    v.require("finite", bad is None, "check.not_finite", what=what, count=bad[1] if bad else 0,
-              where=shape_str(bad[0]) if bad else "", likely=diagnose)
+    v.require(
+        "finite",
+        bad is None,
+        "check.not_finite",
+        what=what,
+        count=bad[1] if bad else 0,
+        where=shape_str(bad[0]) if bad else "",
+        likely=diagnose,
+    )
     sums = w.double().sum(-1)
     ok = torch.isclose(sums, torch.ones_like(sums), atol=1e-5)
     if not ok.all():
         where = tuple(int(i) for i in (~ok).nonzero()[0])
-        v.require("rows-sum-to-1", False, "check.rows_sum", row=where[-1], where=row_place(where[:-1]),
-                  got=float(sums[where]), likely=diagnose)
+        v.require(
+            "rows-sum-to-1",
+            False,
+            "check.rows_sum",
+            row=where[-1],
+            where=row_place(where[:-1]),
+            got=float(sums[where]),
+            likely=diagnose,
+        )
     v.expect("rows-sum-to-1", True)
     hidden = w.masked_select(mask.expand_as(w))
     if torch.count_nonzero(hidden):
         where = tuple(int(i) for i in ((w != 0) & mask).nonzero()[0])
-        v.require("future-is-zero", False, "check.future", row=where[-2], col=where[-1], got=float(w[where]),
-                  likely=diagnose)
+        v.require(
+            "future-is-zero",
+            False,
+            "check.future",
+            row=where[-2],
+            col=where[-1],
+            got=float(w[where]),
+            likely=diagnose,
+        )
     v.expect("future-is-zero", True)
 
 
 def judge_weights_one(v, call, scores, mask, name):
     require_ran(v, call, "attention_weights")
-    w = require_tensor(v, "shape", "attention_weights(scores, mask)", call["value"], scores.shape,
-                       msg("likely.weights_shape"))
+    w = require_tensor(
+        v,
+        "shape",
+        "attention_weights(scores, mask)",
+        call["value"],
+        scores.shape,
+        msg("likely.weights_shape"),
+    )
     if name == "other" and torch.count_nonzero(w.masked_select(mask.expand_as(w))):
         where = tuple(int(i) for i in ((w != 0) & mask).nonzero()[0])
         # A result kept from the call before (a memo keyed on the shape) ignores the mask too.
-        v.require("uses-given-mask", False, "check.mask_ignored", row=where[-2], col=where[-1], got=float(w[where]),
-                  likely=lambda: state_explanation(v.source, ("attention_weights",)) or msg("likely.own_mask"))
+        v.require(
+            "uses-given-mask",
+            False,
+            "check.mask_ignored",
+            row=where[-2],
+            col=where[-1],
+            got=float(w[where]),
+            likely=lambda: (
+                state_explanation(v.source, ("attention_weights",)) or msg("likely.own_mask")
+            ),
+        )
     judge_weights_masked(v, w, scores, mask, "attention_weights(scores, mask)")
     expected = ref_weights(scores, mask)
     if not close(w, expected):
         err, where = max_error(w, expected)
-        v.require("values", False, "check.values", what="attention_weights(scores, mask)", err=err,
-                  where=shape_str(where), tol="1e-5", likely=lambda: diagnose_weights(w, scores, mask, v.source))
+        v.require(
+            "values",
+            False,
+            "check.values",
+            what="attention_weights(scores, mask)",
+            err=err,
+            where=shape_str(where),
+            tol="1e-5",
+            likely=lambda: diagnose_weights(w, scores, mask, v.source),
+        )
     v.expect("values", True)
     if name == "other":
         v.expect("uses-given-mask", True)
@@ -425,44 +636,78 @@ def judge_weights(v, outputs, inputs, jctx):
     judge_weights_case(v, calls[0], cases[0])
     other_sizes(v, calls, cases, [qkv_label(c) for c in cases], judge_weights_case, defs)
     judge_large_scores(v, outputs["large"], inputs["large"])
-    judge_again(v, "attention_weights", defs, outputs["again"], calls[0]["causal"].get("value"), judge_weights_case,
-                inputs["again"])
+    judge_again(
+        v,
+        "attention_weights",
+        defs,
+        outputs["again"],
+        calls[0]["causal"].get("value"),
+        judge_weights_case,
+        inputs["again"],
+    )
     no_kernel(v, "attention_weights", jctx.source, {"attention_weights"}, jctx.kernels)
 
 
 def judge_large_scores(v, call, scores):
     mask = future(scores.shape[-1])
     require_ran(v, call, "attention_weights")
-    w = require_tensor(v, "large-scores", "attention_weights(scores, mask)", call["value"], scores.shape,
-                       msg("likely.weights_shape"))
+    w = require_tensor(
+        v,
+        "large-scores",
+        "attention_weights(scores, mask)",
+        call["value"],
+        scores.shape,
+        msg("likely.weights_shape"),
+    )
     bad = first_nonfinite(w)
-    v.require("large-scores", bad is None, "check.large_scores", top=f"{LARGE_SCORES:g}", count=bad[1] if bad else 0,
-              where=shape_str(bad[0]) if bad else "", likely=lambda: large_scores_likely(w, scores, mask))
+    v.require(
+        "large-scores",
+        bad is None,
+        "check.large_scores",
+        top=f"{LARGE_SCORES:g}",
+        count=bad[1] if bad else 0,
+        where=shape_str(bad[0]) if bad else "",
+        likely=lambda: large_scores_likely(w, scores, mask),
+    )
     expected = ref_weights(scores, mask)
     if not close(w, expected):
         err, where = max_error(w, expected)
-        v.require("large-scores", False, "check.values", what=f"attention_weights(scores reaching {LARGE_SCORES:g}, mask)",
-                  err=err, where=shape_str(where), tol="1e-5", likely=lambda: diagnose_weights(w, scores, mask, v.source))
+        v.require(
+            "large-scores",
+            False,
+            "check.values",
+            what=f"attention_weights(scores reaching {LARGE_SCORES:g}, mask)",
+            err=err,
+            where=shape_str(where),
+            tol="1e-5",
+            likely=lambda: diagnose_weights(w, scores, mask, v.source),
+        )
     v.expect("large-scores", True)
 
 
 # ---------------------------------------------------------------- output
 
+
 def _stand_in(learner_fn, reference, params):
     """The reference helper, called as the learner's attention calls the learner's own
     (keyword names included, which may differ from the starter's)."""
+
     def helper(*args, **kwargs):
         if kwargs:
             try:
                 args = tuple(inspect.signature(learner_fn).bind(*args, **kwargs).arguments.values())
             except Exception:  # no signature to read: the starter's names
-                args = args + tuple(kwargs[p] for p in params[len(args):] if p in kwargs)
-        return reference(*args[:len(params)])
+                args = args + tuple(kwargs[p] for p in params[len(args) :] if p in kwargs)
+        return reference(*args[: len(params)])
+
     return helper
 
 
-STAND_INS = {"scaled_scores": (_scores, ("q", "k")), "causal_mask": (_future, ("seq_len",)),
-             "attention_weights": (_weights, ("scores", "mask"))}
+STAND_INS = {
+    "scaled_scores": (_scores, ("q", "k")),
+    "causal_mask": (_future, ("seq_len",)),
+    "attention_weights": (_weights, ("scores", "mask")),
+}
 
 
 @contextlib.contextmanager
@@ -491,15 +736,23 @@ def probe_output(ctx, inputs):
     everything = cases + [a]
     # Attention on its own: with correct helpers in place of the learner's.
     with reference_helpers(ctx, fn) as replaced:
-        alone = [bare(ctx.call(fn, c["q"], c["k"], c["v"])) if replaced else None for c in everything]
+        alone = [
+            bare(ctx.call(fn, c["q"], c["k"], c["v"])) if replaced else None for c in everything
+        ]
     # The learner's helpers on the inputs attention gives them, to name the first wrong one.
     helpers = {n: getattr(ctx.module, n, None) for n in HELPERS}
     parts = []
     for c in everything:
         q, k = c["q"], c["k"]
         T = q.shape[-2]
-        given = {"scaled_scores": (q, k), "causal_mask": (T,), "attention_weights": (ref_scores(q, k), future(T))}
-        parts.append({n: bare(ctx.call(f, *given[n])) if callable(f) else None for n, f in helpers.items()})
+        given = {
+            "scaled_scores": (q, k),
+            "causal_mask": (T,),
+            "attention_weights": (ref_scores(q, k), future(T)),
+        }
+        parts.append(
+            {n: bare(ctx.call(f, *given[n])) if callable(f) else None for n, f in helpers.items()}
+        )
     return {"calls": calls, "again": again, "alone": alone, "parts": parts}
 
 
@@ -507,7 +760,9 @@ def judge_output_case(v, call, case, defs=("attention",)):
     require_ran(v, call, "attention")
     q, k, vv = case["q"], case["k"], case["v"]
     T = q.shape[-2]
-    out, w = require_pair(v, "attention", call["value"], vv.shape, q.shape[:-1] + (T,), "likely.returns_pair_lab02")
+    out, w = require_pair(
+        v, "attention", call["value"], vv.shape, q.shape[:-1] + (T,), "likely.returns_pair_lab02"
+    )
     w = require_tensor(v, "shape", "weights", w, q.shape[:-1] + (T,), msg("likely.weights_shape"))
     out = require_tensor(v, "shape", "output", out, vv.shape, msg("likely.out_shape"))
     scores = ref_scores(q, k)
@@ -515,19 +770,39 @@ def judge_output_case(v, call, case, defs=("attention",)):
     ref_w = ref_weights(scores, future(T))
     if not close(w, ref_w):  # the weights returned must be the ones used, not merely well-formed
         err, where = max_error(w, ref_w)
-        v.require("values", False, "check.values", what="weights", err=err, where=shape_str(where), tol="1e-5",
-                  likely=lambda: diagnose_scores_from_weights(w, q, k))
+        v.require(
+            "values",
+            False,
+            "check.values",
+            what="weights",
+            err=err,
+            where=shape_str(where),
+            tol="1e-5",
+            likely=lambda: diagnose_scores_from_weights(w, q, k),
+        )
     v.expect("values", True)
     expected = ref_output(q, k, vv)
     err, where = max_error(out, expected)
     if not err < 1e-5:
+
         def likely():
             if close(w, ref_w):
                 return msg("likely.out_not_weights_v")
             found = diagnose_weights(w, scores, future(T), v.source, defs + ("attention_weights",))
-            return diagnose_scores_from_weights(w, q, k) if found["key"] == "likely.unknown" else found
-        v.require("matches-pytorch", False, "check.values", what="output", err=err, where=shape_str(where),
-                  tol="1e-5", likely=likely)
+            return (
+                diagnose_scores_from_weights(w, q, k) if found["key"] == "likely.unknown" else found
+            )
+
+        v.require(
+            "matches-pytorch",
+            False,
+            "check.values",
+            what="output",
+            err=err,
+            where=shape_str(where),
+            tol="1e-5",
+            likely=likely,
+        )
     v.expect("matches-pytorch", True)
     changed_input(v, "attention", ["q", "k", "v"], call["args"], (q, k, vv))
 
@@ -539,8 +814,6 @@ def diagnose_scores_from_weights(w, q, k):
         if torch.allclose(_weights(cand, future(T)), w.double(), atol=1e-5):
             return likely
     return msg("likely.unknown")
-
-
 
 
 def with_args(call, *args) -> dict:
@@ -555,14 +828,18 @@ def helper_blame(source, alone, parts, case):
     step to fix first. None when attention itself is at fault, or no helper is."""
     q, k = case["q"], case["k"]
     T = q.shape[-2]
-    if alone is None or not judged(source, judge_output_case, with_args(alone, q, k, case["v"]), case).passed():
+    if (
+        alone is None
+        or not judged(source, judge_output_case, with_args(alone, q, k, case["v"]), case).passed()
+    ):
         return None
     scores, mask = ref_scores(q, k), future(T)
     checks = {
         "scaled_scores": lambda c: judged(source, judge_scores_case, with_args(c, q, k), case),
         "causal_mask": lambda c: judged(source, judge_mask_case, c, T),
-        "attention_weights": lambda c: judged(source, judge_weights_one, with_args(c, scores, mask), scores, mask,
-                                              "causal"),
+        "attention_weights": lambda c: judged(
+            source, judge_weights_one, with_args(c, scores, mask), scores, mask, "causal"
+        ),
     }
     for name in HELPERS:
         c = parts.get(name)
@@ -573,7 +850,11 @@ def helper_blame(source, alone, parts, case):
 
 def blame_helpers(v, start: int, blame) -> None:
     """The likely mistake of each failure since start, replaced by the helper to fix first."""
-    failed = [c for c in v.checks[start:] if c.status != "pass" and c.message and "likely" in c.message.params]
+    failed = [
+        c
+        for c in v.checks[start:]
+        if c.status != "pass" and c.message and "likely" in c.message.params
+    ]
     likely = blame() if failed else None
     if likely:
         for c in failed:
@@ -588,13 +869,18 @@ def judge_output(v, outputs, inputs, jctx):
         w = w if w is not None and w.shape == ref.shape else None
         # Drawn before judging: a failing step is where the heatmap helps most.
         v.visuals["heatmaps"] = [
-            {"label": {"key": "visual.head", "params": {"h": h}},
-             "learner": round_matrix(w[0, h]) if w is not None else None, "reference": round_matrix(ref[0, h])}
+            {
+                "label": {"key": "visual.head", "params": {"h": h}},
+                "learner": round_matrix(w[0, h]) if w is not None else None,
+                "reference": round_matrix(ref[0, h]),
+            }
             for h in range(ref.shape[1])
         ]
     everything = cases + [inputs["again"]]
     alone, parts = outputs["alone"], outputs["parts"]
-    blame = functools.lru_cache(maxsize=None)(lambda i: helper_blame(v.source, alone[i], parts[i], everything[i]))
+    blame = functools.lru_cache(maxsize=None)(
+        lambda i: helper_blame(v.source, alone[i], parts[i], everything[i])
+    )
     try:
         judge_output_case(v, calls[0], cases[0])
     finally:
@@ -602,11 +888,37 @@ def judge_output(v, outputs, inputs, jctx):
     if alone[0] is not None:
         c = cases[0]
         sub = judged(v.source, judge_output_case, with_args(alone[0], c["q"], c["k"], c["v"]), c)
-        reason, likely = nest_likely(sub.failed_message(), msg("likely.compensates")) if not sub.passed() else ({}, "")
-        v.expect("reference-helpers", sub.passed(), "check.reference_helpers", reason=reason, likely=likely)
-    other_sizes(v, calls, cases, [qkv_label(c) for c in cases], judge_output_case, ("attention",), blame=blame)
-    judge_again(v, "attention", ("attention",), outputs["again"], calls[0].get("value"), judge_output_case,
-                inputs["again"], blame=lambda: blame(len(cases)))
+        reason, likely = (
+            nest_likely(sub.failed_message(), msg("likely.compensates"))
+            if not sub.passed()
+            else ({}, "")
+        )
+        v.expect(
+            "reference-helpers",
+            sub.passed(),
+            "check.reference_helpers",
+            reason=reason,
+            likely=likely,
+        )
+    other_sizes(
+        v,
+        calls,
+        cases,
+        [qkv_label(c) for c in cases],
+        judge_output_case,
+        ("attention",),
+        blame=blame,
+    )
+    judge_again(
+        v,
+        "attention",
+        ("attention",),
+        outputs["again"],
+        calls[0].get("value"),
+        judge_output_case,
+        inputs["again"],
+        blame=lambda: blame(len(cases)),
+    )
     no_kernel(v, "attention", jctx.source, {"attention"}, jctx.kernels)
 
 
@@ -645,10 +957,22 @@ def judge_heatmap(v, outputs, inputs, jctx):
     # The seed's plot: head 0 and head 1 side by side, the learner's own weights (the
     # reference's where the learner's cannot be drawn; the check below says why).
     shown = w if ok else ref
-    v.visuals["view"] = [row(*(heatmap(round_matrix(shown[0, h]), msg("visual.head_title", h=h))
-                              for h in range(min(2, ref.shape[1]))))]
-    v.expect("returns", ok, "check.returns_pair", fn="attention", got=describe(outputs["call"].get("value")),
-             likely=msg("likely.returns_pair_lab02"))
+    v.visuals["view"] = [
+        row(
+            *(
+                heatmap(round_matrix(shown[0, h]), msg("visual.head_title", h=h))
+                for h in range(min(2, ref.shape[1]))
+            )
+        )
+    ]
+    v.expect(
+        "returns",
+        ok,
+        "check.returns_pair",
+        fn="attention",
+        got=describe(outputs["call"].get("value")),
+        likely=msg("likely.returns_pair_lab02"),
+    )
 
 
 EXERCISE_DEFAULTS = declared_settings(__file__, "exercises")
@@ -662,12 +986,19 @@ def probe_exercises(ctx, inputs):
     out = {"entropy": [], "variant": variant}
     mask = ctx.call(mask_fn, ENTROPY_T, primary=True)["value"]
     for hd in HEAD_DIMS:
-        q, k = torch.randn(1, 2, ENTROPY_T, hd, generator=g), torch.randn(1, 2, ENTROPY_T, hd, generator=g)
+        q, k = (
+            torch.randn(1, 2, ENTROPY_T, hd, generator=g),
+            torch.randn(1, 2, ENTROPY_T, hd, generator=g),
+        )
         scaled = ctx.call(scores_fn, q, k)
-        with_scale = ctx.call(weights_fn, scaled.get("value"), mask) if "value" in scaled else scaled
+        with_scale = (
+            ctx.call(weights_fn, scaled.get("value"), mask) if "value" in scaled else scaled
+        )
         # Without the scale: the raw dot products, through the learner's own masked softmax.
         without = ctx.call(weights_fn, q @ k.transpose(-2, -1), mask)
-        out["entropy"].append({"hd": hd, "with": with_scale.get("value"), "without": without.get("value")})
+        out["entropy"].append(
+            {"hd": hd, "with": with_scale.get("value"), "without": without.get("value")}
+        )
     c = inputs["cases"][0]
     T = c["q"].shape[-2]
     diag = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=0)
@@ -694,13 +1025,18 @@ def mean_entropy(w):
 
 def entropy_view(outputs) -> list:
     """Exercise 1: the scale keeps the softmax from saturating as head_dim grows."""
-    ent = [(e["hd"], mean_entropy(e["with"]), mean_entropy(e["without"])) for e in outputs["entropy"]]
+    ent = [
+        (e["hd"], mean_entropy(e["with"]), mean_entropy(e["without"])) for e in outputs["entropy"]
+    ]
     top = max([x for _, a, b in ent for x in (a, b) if x is not None] or [1.0])
     fmt = lambda x: None if x is None else f"{x:.2f}"  # noqa: E731
     rows = [[str(hd), fmt(a), bar(a, top, "green"), fmt(b), bar(b, top, "red")] for hd, a, b in ent]
     columns = ["head_dim", msg("visual.ex1_with"), "", msg("visual.ex1_without"), ""]
-    return [heading(msg("visual.ex1_title")), table(columns, rows, align=["left", "right", "left", "right", "left"]),
-            note(msg("visual.ex1_note"))]
+    return [
+        heading(msg("visual.ex1_title")),
+        table(columns, rows, align=["left", "right", "left", "right", "left"]),
+        note(msg("visual.ex1_note")),
+    ]
 
 
 def diagonal_view(outputs) -> list:
@@ -709,9 +1045,14 @@ def diagonal_view(outputs) -> list:
     if not (isinstance(diag, torch.Tensor) and diag.dim() == 4):
         return [heading(msg("visual.ex2_title")), waiting(msg("visual.ex_waiting"))]
     rows = [i for i, r in enumerate(diag[0, 0]) if not torch.isfinite(r).all()]
-    said = msg("visual.ex2_nan", rows=", ".join(map(str, rows))) if rows else msg("visual.ex2_no_nan")
-    return [heading(msg("visual.ex2_title")), heatmap(round_matrix(diag[0, 0]), msg("visual.ex2_heatmap")),
-            note(said)]
+    said = (
+        msg("visual.ex2_nan", rows=", ".join(map(str, rows))) if rows else msg("visual.ex2_no_nan")
+    )
+    return [
+        heading(msg("visual.ex2_title")),
+        heatmap(round_matrix(diag[0, 0]), msg("visual.ex2_heatmap")),
+        note(said),
+    ]
 
 
 def heads_view(outputs) -> list:
@@ -721,8 +1062,12 @@ def heads_view(outputs) -> list:
     if not all(isinstance(w, torch.Tensor) and w.dim() == 4 for w in (before, after)):
         return out + [waiting(msg("visual.ex_waiting"))]
     for h in range(min(2, before.shape[1], after.shape[1])):
-        out.append(row(heatmap(round_matrix(before[0, h]), msg("visual.ex3_before", h=h)),
-                       heatmap(round_matrix(after[0, h]), msg("visual.ex3_after", h=h))))
+        out.append(
+            row(
+                heatmap(round_matrix(before[0, h]), msg("visual.ex3_before", h=h)),
+                heatmap(round_matrix(after[0, h]), msg("visual.ex3_after", h=h)),
+            )
+        )
     return out + [note(msg("visual.ex3_note"))]
 
 
@@ -732,5 +1077,8 @@ def judge_exercises(v, outputs, inputs, jctx):
 
 
 STEPS["heatmap"] = StepSpec(probe_heatmap, judge_heatmap, ("attention",))
-STEPS["exercises"] = StepSpec(probe_exercises, judge_exercises,
-                              ("scaled_scores", "causal_mask", "attention_weights", "attention"))
+STEPS["exercises"] = StepSpec(
+    probe_exercises,
+    judge_exercises,
+    ("scaled_scores", "causal_mask", "attention_weights", "attention"),
+)

@@ -12,21 +12,66 @@ import torch.nn.functional as F
 from torch.overrides import TorchFunctionMode
 
 from tutor.kit import (
-    StepSpec, after_answer, bar, changed_input, close, declared_settings, describe, failure_params, first_nonfinite,
-    fixed_dropout, graph_kernels, heading, judge_other_sizes, judged, keys, large_scores_check, large_scores_factor,
-    large_scores_likely, last_dim_of, likely_for_value, literal_explanation, matching_mistake, max_error, msg,
-    nest_likely, no_kernel, note, of_the_inputs, require_pair, require_ran, require_tensor, round_matrix, row_place,
-    shape_str, size_explanation, table, waiting, weights,
+    StepSpec,
+    after_answer,
+    bar,
+    changed_input,
+    close,
+    declared_settings,
+    describe,
+    failure_params,
+    first_nonfinite,
+    fixed_dropout,
+    graph_kernels,
+    heading,
+    judge_other_sizes,
+    judged,
+    keys,
+    large_scores_check,
+    large_scores_factor,
+    large_scores_likely,
+    last_dim_of,
+    likely_for_value,
+    literal_explanation,
+    matching_mistake,
+    max_error,
+    msg,
+    nest_likely,
+    no_kernel,
+    note,
+    of_the_inputs,
+    require_pair,
+    require_ran,
+    require_tensor,
+    round_matrix,
+    row_place,
+    shape_str,
+    size_explanation,
+    table,
+    waiting,
+    weights,
 )
 
 # (B, T, d_in, d_k): the notebook's first, then sizes it never tries.
 SINGLE_SIZES = [(2, 6, 8, 4), (3, 11, 16, 5), (1, 1, 7, 3), (2, 37, 12, 16)]
 # (d_in, d_out, n_heads, context_length, B, T)
-MULTI_SIZES = [(8, 8, 2, 16, 2, 6), (12, 24, 3, 40, 3, 33), (5, 16, 4, 8, 1, 8), (8, 8, 1, 16, 2, 1)]
+MULTI_SIZES = [
+    (8, 8, 2, 16, 2, 6),
+    (12, 24, 3, 40, 3, 33),
+    (5, 16, 4, 8, 1, 8),
+    (8, 8, 1, 16, 2, 1),
+]
 # (B, T, H, hd)
 SHAPE_SIZES = [(2, 6, 2, 4), (3, 5, 4, 8), (1, 7, 3, 2)]
-SHAPE_KEYS = ("projected_q", "q_split_into_heads", "q_per_head", "scores", "weights",
-              "context_per_head", "context_merged")
+SHAPE_KEYS = (
+    "projected_q",
+    "q_split_into_heads",
+    "q_per_head",
+    "scores",
+    "weights",
+    "context_per_head",
+    "context_merged",
+)
 
 
 def make_inputs(seed=0):
@@ -43,7 +88,7 @@ def make_inputs(seed=0):
         x3[:, T // 2, :] = torch.randn(B, d, generator=g) * 3
         single.append({"x": x, "W": W, "x_last": x2, "x_mid": x3})
     multi = []
-    for d_in, d_out, H, ctx, B, T in MULTI_SIZES:
+    for d_in, d_out, _H, _ctx, B, T in MULTI_SIZES:
         x = torch.randn(B, T, d_in, generator=g)
         x2 = x.clone()
         x2[:, -1, :] = torch.randn(B, d_in, generator=g) * 3
@@ -62,20 +107,33 @@ def make_inputs(seed=0):
     # second call of causal_attention.
     d_in, d_out, H, ctx, B, T = MULTI_SIZES[0]
     again = {
-        "w": {k: torch.randn(t.shape, generator=g) / (t.shape[-1] ** 0.5 if t.dim() == 2 else 10)
-              for k, t in multi[0]["w"].items()},
+        "w": {
+            k: torch.randn(t.shape, generator=g) / (t.shape[-1] ** 0.5 if t.dim() == 2 else 10)
+            for k, t in multi[0]["w"].items()
+        },
         "g": torch.randn(B, T, d_out, generator=g),
     }
     B, T, d, dk = SINGLE_SIZES[0]
-    single_again = {"x": torch.randn(B, T, d, generator=g),
-                    "W": tuple(torch.randn(d, dk, generator=g) / d**0.5 for _ in range(3))}
+    single_again = {
+        "x": torch.randn(B, T, d, generator=g),
+        "W": tuple(torch.randn(d, dk, generator=g) / d**0.5 for _ in range(3)),
+    }
     # Last of all: the change made to one token at a time for the leakage maps.
-    leak_delta = {"single": torch.randn(SINGLE_SIZES[0][0], SINGLE_SIZES[0][2], generator=g) * 3,
-                  "multi": torch.randn(MULTI_SIZES[0][4], MULTI_SIZES[0][0], generator=g) * 3}
+    leak_delta = {
+        "single": torch.randn(SINGLE_SIZES[0][0], SINGLE_SIZES[0][2], generator=g) * 3,
+        "multi": torch.randn(MULTI_SIZES[0][4], MULTI_SIZES[0][0], generator=g) * 3,
+    }
     trace_x = torch.randn(TRACE_SIZE[4], TRACE_SIZE[5], TRACE_SIZE[0], generator=g)
-    return {"single": single, "multi": multi, "multi_again": again, "single_again": single_again,
-            "leak_delta": leak_delta, "trace_x": trace_x, "single_large": large_scores_case(single[0]),
-            "multi_large": large_scores_layer(multi[0], MULTI_SIZES[0][2])}
+    return {
+        "single": single,
+        "multi": multi,
+        "multi_again": again,
+        "single_again": single_again,
+        "leak_delta": leak_delta,
+        "trace_x": trace_x,
+        "single_large": large_scores_case(single[0]),
+        "multi_large": large_scores_layer(multi[0], MULTI_SIZES[0][2]),
+    }
 
 
 def large_scores_case(case) -> dict:
@@ -91,10 +149,17 @@ def large_scores_layer(case, H) -> dict:
     x, w = case["x"], case["w"]
     B, T, _ = x.shape
     q, k = ((x @ w[n].T).view(B, T, H, -1).transpose(1, 2) for n in ("W_q", "W_k"))
-    return {"x": x, "w": {**w, "W_q": w["W_q"] * large_scores_factor(q @ k.transpose(2, 3) / q.shape[-1] ** 0.5)}}
+    return {
+        "x": x,
+        "w": {
+            **w,
+            "W_q": w["W_q"] * large_scores_factor(q @ k.transpose(2, 3) / q.shape[-1] ** 0.5),
+        },
+    }
 
 
 # ---------------------------------------------------------------- leakage maps
+
 
 def token_changes(x, delta):
     """x with each token j changed in turn (by delta): the inputs a leakage map is drawn from."""
@@ -131,16 +196,26 @@ def leak_map_entry(base, moved, ref_base, ref_moved) -> dict:
     ref = leak_map(ref_base, ref_moved)
     top = float(ref.max()) or 1.0
     mine = leak_map(base, moved)
-    return weights(msg("visual.leak_map"), round_matrix(mine / top) if mine is not None else None,
-                   round_matrix(ref / top), words=leak_map_words())
+    return weights(
+        msg("visual.leak_map"),
+        round_matrix(mine / top) if mine is not None else None,
+        round_matrix(ref / top),
+        words=leak_map_words(),
+    )
 
 
 def leak_map_words() -> dict:
     """Not weights: how far each output moved, so the panel's words for weights would mislead."""
-    return {"weights": msg("visual.leak_title"), "legend_learner": msg("visual.leak_legend_learner"),
-            "legend_reference": msg("visual.leak_legend_reference"), "legend_masked": msg("visual.leak_legend_masked"),
-            "legend_leak": msg("visual.leak_legend_leak"), "axis_keys": msg("visual.leak_axis_keys"),
-            "axis_queries": msg("visual.leak_axis_queries"), "weights_key_mode": msg("visual.leak_key_mode")}
+    return {
+        "weights": msg("visual.leak_title"),
+        "legend_learner": msg("visual.leak_legend_learner"),
+        "legend_reference": msg("visual.leak_legend_reference"),
+        "legend_masked": msg("visual.leak_legend_masked"),
+        "legend_leak": msg("visual.leak_legend_leak"),
+        "axis_keys": msg("visual.leak_axis_keys"),
+        "axis_queries": msg("visual.leak_axis_queries"),
+        "weights_key_mode": msg("visual.leak_key_mode"),
+    }
 
 
 def single_leak_entry(outputs_map, base_call, case, delta) -> list:
@@ -149,7 +224,11 @@ def single_leak_entry(outputs_map, base_call, case, delta) -> list:
     if not isinstance(outputs_map, list) or len(outputs_map) != case["x"].shape[1]:
         return []
     moved = [first_output(c) for c in outputs_map]
-    return [leak_map_entry(first_output(base_call), moved, *single_leak_reference(case["x"], *case["W"], delta))]
+    return [
+        leak_map_entry(
+            first_output(base_call), moved, *single_leak_reference(case["x"], *case["W"], delta)
+        )
+    ]
 
 
 @of_the_inputs
@@ -157,21 +236,30 @@ def single_leak_reference(x, Wq, Wk, Wv, delta):
     """The reference's outputs for x and for each of token_changes(x, delta): the same for every
     save, so computed once (uncached below: the changed copies are new tensors each time)."""
     plain = reference_single.__wrapped__
-    return reference_single(x, Wq, Wk, Wv)[0], [plain(changed, Wq, Wk, Wv)[0] for changed in token_changes(x, delta)]
+    return reference_single(x, Wq, Wk, Wv)[0], [
+        plain(changed, Wq, Wk, Wv)[0] for changed in token_changes(x, delta)
+    ]
 
 
 # ---------------------------------------------------------------- single head
+
 
 def probe_single(ctx, inputs):
     fn = ctx.get("causal_attention")
     results = []
     for i, case in enumerate(inputs["single"]):
         results.append(ctx.call(fn, case["x"], *case["W"], primary=i == 0))
-    again = inputs["single_again"]  # the notebook's size once more, new values: nothing kept from before
+    again = inputs[
+        "single_again"
+    ]  # the notebook's size once more, new values: nothing kept from before
     seed = inputs["single"][0]
     large = inputs["single_large"]
-    return {"calls": results, "again": ctx.call(fn, again["x"], *again["W"]), "large": ctx.call(fn, large["x"], *large["W"]),
-            "leak_map": probe_leak_map(ctx, fn, seed["x"], inputs["leak_delta"]["single"], *seed["W"])}
+    return {
+        "calls": results,
+        "again": ctx.call(fn, again["x"], *again["W"]),
+        "large": ctx.call(fn, large["x"], *large["W"]),
+        "leak_map": probe_leak_map(ctx, fn, seed["x"], inputs["leak_delta"]["single"], *seed["W"]),
+    }
 
 
 @of_the_inputs
@@ -197,14 +285,29 @@ def diagnose_weights(w, x, Wq, Wk, Wv):
 
     scaled = raw / dk**0.5
     candidates = [
-        (lambda: masked_softmax(scaled, torch.ones(T, T, dtype=torch.bool).triu()), msg("likely.mask_diagonal")),
-        (lambda: torch.softmax(scaled, -1).masked_fill(future, 0.0), msg("likely.mask_after_softmax")),
+        (
+            lambda: masked_softmax(scaled, torch.ones(T, T, dtype=torch.bool).triu()),
+            msg("likely.mask_diagonal"),
+        ),
+        (
+            lambda: torch.softmax(scaled, -1).masked_fill(future, 0.0),
+            msg("likely.mask_after_softmax"),
+        ),
         (lambda: torch.softmax(scaled.masked_fill(future, 0.0), -1), msg("likely.fill_zero")),
         (lambda: torch.softmax(scaled, -1), msg("likely.no_mask")),
         (lambda: masked_softmax(scaled, future.T), msg("likely.mask_transposed")),
-        (lambda: masked_softmax(scaled, torch.ones(T, T, dtype=torch.bool).tril(1)), msg("likely.mask_transposed")),
-        (lambda: masked_softmax(scaled, torch.ones(T, T, dtype=torch.bool).tril()), msg("likely.mask_transposed")),
-        (lambda: masked_softmax(scaled, torch.ones(T, T, dtype=torch.bool).triu(2)), msg("likely.mask_offset")),
+        (
+            lambda: masked_softmax(scaled, torch.ones(T, T, dtype=torch.bool).tril(1)),
+            msg("likely.mask_transposed"),
+        ),
+        (
+            lambda: masked_softmax(scaled, torch.ones(T, T, dtype=torch.bool).tril()),
+            msg("likely.mask_transposed"),
+        ),
+        (
+            lambda: masked_softmax(scaled, torch.ones(T, T, dtype=torch.bool).triu(2)),
+            msg("likely.mask_offset"),
+        ),
         (lambda: masked_softmax(raw / d_in**0.5), msg("likely.scale_d_in", d_in=d_in, d_k=dk)),
         (lambda: masked_softmax(raw), msg("likely.scale_none")),
         (lambda: masked_softmax(raw / dk), msg("likely.scale_d")),
@@ -212,13 +315,27 @@ def diagnose_weights(w, x, Wq, Wk, Wv):
         (lambda: masked_softmax(raw) / dk**0.5, msg("likely.scale_after_softmax")),
         (lambda: masked_softmax(scaled, dim=-2), msg("likely.softmax_dim")),
         (lambda: masked_softmax(scaled.transpose(-2, -1)), msg("likely.swapped_qk")),
-        (lambda: torch.softmax(scaled, -1).masked_fill(future, float("-inf")), msg("likely.inf_after_softmax")),
-        (lambda: torch.softmax(scaled + future.float() * float("-inf"), -1), msg("likely.additive_mask_nan")),
-        (lambda: masked_softmax(scaled, torch.ones(T, T, dtype=torch.bool).triu(1), dim=-2)
-         .masked_fill(future, float("-inf")), msg("likely.inf_after_softmax")),
+        (
+            lambda: torch.softmax(scaled, -1).masked_fill(future, float("-inf")),
+            msg("likely.inf_after_softmax"),
+        ),
+        (
+            lambda: torch.softmax(scaled + future.float() * float("-inf"), -1),
+            msg("likely.additive_mask_nan"),
+        ),
+        (
+            lambda: masked_softmax(
+                scaled, torch.ones(T, T, dtype=torch.bool).triu(1), dim=-2
+            ).masked_fill(future, float("-inf")),
+            msg("likely.inf_after_softmax"),
+        ),
     ]
     # Where √d_in or √T is √d_k, that mistake cannot show.
-    cannot = {key for key, same in (("likely.scale_d_in", d_in == dk), ("likely.scale_seq_len", T == dk)) if same}
+    cannot = {
+        key
+        for key, same in (("likely.scale_d_in", d_in == dk), ("likely.scale_seq_len", dk == T))
+        if same
+    }
     candidates = [c for c in candidates if c[1]["key"] not in cannot]
     return matching_mistake(w, candidates)
 
@@ -227,50 +344,97 @@ def judge_single_case(v, call, case, size):
     x, (Wq, Wk, Wv) = case["x"], case["W"]
     B, T, d, dk = size
     require_ran(v, call, "causal_attention")
-    out, w = require_pair(v, "causal_attention", call["value"], (B, T, dk), (B, T, T), "likely.returns_pair")
+    out, w = require_pair(
+        v, "causal_attention", call["value"], (B, T, dk), (B, T, T), "likely.returns_pair"
+    )
     ref_out, ref_w = reference_single(x, Wq, Wk, Wv)
     w = require_tensor(v, "shape", "weights", w, (B, T, T), msg("likely.weights_shape"))
     out = require_tensor(v, "shape", "out", out, (B, T, dk), msg("likely.out_shape"))
     # Before the values: wrong values from inputs changed in place are that mistake, not another.
-    changed = changed_input(v, "causal_attention", ["x", "Wq", "Wk", "Wv"], call["args"], (x, Wq, Wk, Wv))
+    changed = changed_input(
+        v, "causal_attention", ["x", "Wq", "Wk", "Wv"], call["args"], (x, Wq, Wk, Wv)
+    )
     if changed:
         diagnose = lambda: msg("likely.mutated_input", arg=changed)  # noqa: E731
     else:
         diagnose = lambda: diagnose_weights(w, x, Wq, Wk, Wv)  # noqa: E731
     bad = first_nonfinite(w)
-    v.require("finite", bad is None, "check.not_finite", what="weights", count=bad[1] if bad else 0,
-              where=shape_str(bad[0]) if bad else "", likely=diagnose)
+    v.require(
+        "finite",
+        bad is None,
+        "check.not_finite",
+        what="weights",
+        count=bad[1] if bad else 0,
+        where=shape_str(bad[0]) if bad else "",
+        likely=diagnose,
+    )
     sums = w.double().sum(-1)
     ok_rows = torch.isclose(sums, torch.ones_like(sums), atol=1e-5)
     if not ok_rows.all():
         b, row = (int(i) for i in (~ok_rows).nonzero()[0])
-        v.require("rows-sum-to-1", False, "check.rows_sum", row=row, where=row_place((b,)), got=float(sums[b, row]),
-                  likely=diagnose)
+        v.require(
+            "rows-sum-to-1",
+            False,
+            "check.rows_sum",
+            row=row,
+            where=row_place((b,)),
+            got=float(sums[b, row]),
+            likely=diagnose,
+        )
     v.expect("rows-sum-to-1", True)
     upper = torch.triu(w, diagonal=1)
     if (upper != 0).any():
         b, row, col = (int(i) for i in (upper != 0).nonzero()[0])
         # exp(-100) is tiny but not 0: a large negative fill instead of -inf.
         tiny = float(upper.abs().max()) < 1e-6
-        v.require("future-is-zero", False, "check.future", row=row, col=col, got=float(w[b, row, col]),
-                  likely=msg("likely.fill_large_negative") if tiny and not changed else diagnose)
+        v.require(
+            "future-is-zero",
+            False,
+            "check.future",
+            row=row,
+            col=col,
+            got=float(w[b, row, col]),
+            likely=msg("likely.fill_large_negative") if tiny and not changed else diagnose,
+        )
     v.expect("future-is-zero", True)
-    v.require("first-token", torch.allclose(w[:, 0, 0].double(), torch.ones(B, dtype=torch.float64)),
-              "check.first_row", got=float(w[0, 0, 0]), likely=diagnose)
+    v.require(
+        "first-token",
+        torch.allclose(w[:, 0, 0].double(), torch.ones(B, dtype=torch.float64)),
+        "check.first_row",
+        got=float(w[0, 0, 0]),
+        likely=diagnose,
+    )
     if not close(w, ref_w):
         err, where = max_error(w, ref_w)
-        v.require("matches-pytorch", False, "check.values", what="weights", err=err, where=shape_str(where),
-                  tol="1e-5", likely=diagnose)
+        v.require(
+            "matches-pytorch",
+            False,
+            "check.values",
+            what="weights",
+            err=err,
+            where=shape_str(where),
+            tol="1e-5",
+            likely=diagnose,
+        )
     if not close(out, ref_out):
         err, where = max_error(out, ref_out)
-        v.require("matches-pytorch", False, "check.values", what="out", err=err, where=shape_str(where),
-                  tol="1e-5", likely=msg("likely.mutated_input", arg=changed) if changed else msg("likely.out_not_weights_v"))
+        v.require(
+            "matches-pytorch",
+            False,
+            "check.values",
+            what="out",
+            err=err,
+            where=shape_str(where),
+            tol="1e-5",
+            likely=msg("likely.mutated_input", arg=changed)
+            if changed
+            else msg("likely.out_not_weights_v"),
+        )
     v.expect("matches-pytorch", True)
 
 
 def sizes_label(names, size) -> str:
-    return ", ".join(f"{n}={s}" for n, s in zip(names, size))
-
+    return ", ".join(f"{n}={s}" for n, s in zip(names, size, strict=False))
 
 
 def explain_single(seed, size, source):
@@ -290,21 +454,30 @@ def explain_multi(seed, size, source):
     if seed[0] == seed[1] and size[0] != size[1]:
         found = last_dim_of(source, frozenset(defs), 1)  # forward(self, x): the width of x
         if found:
-            return msg("likely.width_d_in", line=found.line, code=found.code, d_in=size[0], d_out=size[1])
+            return msg(
+                "likely.width_d_in", line=found.line, code=found.code, d_in=size[0], d_out=size[1]
+            )
     return size_explanation(source, defs, names, seed, size)
 
 
-EXPLAIN = {("B", "T", "d_in", "d_k"): explain_single,
-           ("d_in", "d_out", "n_heads", "context_length", "B", "T"): explain_multi}
+EXPLAIN = {
+    ("B", "T", "d_in", "d_k"): explain_single,
+    ("d_in", "d_out", "n_heads", "context_length", "B", "T"): explain_multi,
+}
 
 
 def other_sizes(v, calls, cases, sizes, names, judge_case):
     """The shared judge_other_sizes, for case judges that also take the case's sizes; a failure
     names what differs at that size (EXPLAIN, chosen by the sizes' names)."""
     explain = EXPLAIN.get(tuple(names))
-    judge_other_sizes(v, calls, list(zip(cases, sizes)), [sizes_label(names, size) for size in sizes],
-                      lambda sub, call, case_and_size: judge_case(sub, call, *case_and_size),
-                      explain=explain and (lambda i, sub, source: explain(sizes[0], sizes[i], source)))
+    judge_other_sizes(
+        v,
+        calls,
+        list(zip(cases, sizes, strict=False)),
+        [sizes_label(names, size) for size in sizes],
+        lambda sub, call, case_and_size: judge_case(sub, call, *case_and_size),
+        explain=explain and (lambda i, sub, source: explain(sizes[0], sizes[i], source)),
+    )
 
 
 def weights_in(call, shape):
@@ -334,46 +507,73 @@ def judge_single(v, outputs, inputs, jctx):
         w = weights_in(calls[0], (B, T, T))
         ref_w = reference_single(seed["x"], *seed["W"])[1]
         v.visuals["heatmaps"] = [
-            {"label": {"key": "visual.batch", "params": {"n": b}},
-             "learner": round_matrix(w[b]) if w is not None else None, "reference": round_matrix(ref_w[b])}
+            {
+                "label": {"key": "visual.batch", "params": {"n": b}},
+                "learner": round_matrix(w[b]) if w is not None else None,
+                "reference": round_matrix(ref_w[b]),
+            }
             for b in range(B)
-        ] + single_leak_entry(outputs.get("leak_map"), calls[0], seed, inputs["leak_delta"]["single"])
+        ] + single_leak_entry(
+            outputs.get("leak_map"), calls[0], seed, inputs["leak_delta"]["single"]
+        )
     judge_single_case(v, calls[0], seed, SINGLE_SIZES[0])
-    other_sizes(v, calls, inputs["single"], SINGLE_SIZES, ("B", "T", "d_in", "d_k"), judge_single_case)
+    other_sizes(
+        v, calls, inputs["single"], SINGLE_SIZES, ("B", "T", "d_in", "d_k"), judge_single_case
+    )
     no_kernel(v, "causal_attention", jctx.source, {"causal_attention"}, jctx.kernels)
-    judge_called_again(v, "causal_attention", outputs["again"], inputs["single_again"], SINGLE_SIZES[0],
-                       judge_single_case)
+    judge_called_again(
+        v,
+        "causal_attention",
+        outputs["again"],
+        inputs["single_again"],
+        SINGLE_SIZES[0],
+        judge_single_case,
+    )
     judge_large_scores(v, outputs["large"], inputs["single_large"])
 
 
 def judge_large_scores(v, call, case):
     """Judged like the lab's call; NaN or rows that do not sum to 1 there are the softmax's fault."""
+
     def likely():
         value = call.get("value")
         w = value[1] if isinstance(value, tuple) and len(value) == 2 else None
         if not isinstance(w, torch.Tensor):
             return None
         T = case["x"].shape[1]
-        return large_scores_likely(w, case["scores"], torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1))
+        return large_scores_likely(
+            w, case["scores"], torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)
+        )
 
-    large_scores_check(v, judged("", judge_single_case, call, case, SINGLE_SIZES[0]), "check.large_scores",
-                       overflow=("finite", "rows-sum-to-1"), likely=likely)
+    large_scores_check(
+        v,
+        judged("", judge_single_case, call, case, SINGLE_SIZES[0]),
+        "check.large_scores",
+        overflow=("finite", "rows-sum-to-1"),
+        likely=likely,
+    )
 
 
 # ---------------------------------------------------------------- leakage
+
 
 def probe_leakage(ctx, inputs):
     fn = ctx.get("causal_attention")
     calls = []
     for i, case in enumerate(inputs["single"]):
         W = case["W"]
-        calls.append({
-            "base": ctx.call(fn, case["x"], *W, primary=i == 0),
-            "last": ctx.call(fn, case["x_last"], *W, primary=i == 0),
-            "mid": ctx.call(fn, case["x_mid"], *W, primary=i == 0),
-        })
+        calls.append(
+            {
+                "base": ctx.call(fn, case["x"], *W, primary=i == 0),
+                "last": ctx.call(fn, case["x_last"], *W, primary=i == 0),
+                "mid": ctx.call(fn, case["x_mid"], *W, primary=i == 0),
+            }
+        )
     seed = inputs["single"][0]
-    return {"calls": calls, "leak_map": probe_leak_map(ctx, fn, seed["x"], inputs["leak_delta"]["single"], *seed["W"])}
+    return {
+        "calls": calls,
+        "leak_map": probe_leak_map(ctx, fn, seed["x"], inputs["leak_delta"]["single"], *seed["W"]),
+    }
 
 
 @of_the_inputs
@@ -412,25 +612,50 @@ def judge_leakage_case(v, calls, case, size):
             likely = msg("likely.returns_pair") if likely["key"] == "likely.unknown" else likely
         else:
             likely = likely_for_value(value) if value is None else msg("likely.returns_pair")
-        v.require("returns", out is not None and out.shape == (B, T, dk), "check.returns_pair",
-                  fn="causal_attention", got=describe(value), likely=likely)
+        v.require(
+            "returns",
+            out is not None and out.shape == (B, T, dk),
+            "check.returns_pair",
+            fn="causal_attention",
+            got=describe(value),
+            likely=likely,
+        )
         bad = first_nonfinite(out)
-        v.require("finite", bad is None, "check.not_finite", what="out", count=bad[1] if bad else 0,
-                  where=shape_str(bad[0]) if bad else "",
-                  likely=lambda: diagnose_weights(value[1], case["x"], *case["W"]) if isinstance(value[1], torch.Tensor)
-                  and value[1].shape == (B, T, T) else msg("likely.unknown"))
+        v.require(
+            "finite",
+            bad is None,
+            "check.not_finite",
+            what="out",
+            count=bad[1] if bad else 0,
+            where=shape_str(bad[0]) if bad else "",
+            likely=lambda: (
+                diagnose_weights(value[1], case["x"], *case["W"])
+                if isinstance(value[1], torch.Tensor) and value[1].shape == (B, T, T)
+                else msg("likely.unknown")
+            ),
+        )
         outs[name] = out
     for name, pos in (("last", T - 1), ("mid", T // 2)):
         amount = leak(outs["base"], outs[name], pos)
-        v.require("no-leak", amount < 1e-6, "check.leak", pos=pos, got=amount, likely=msg("likely.leak"))
+        v.require(
+            "no-leak", amount < 1e-6, "check.leak", pos=pos, got=amount, likely=msg("likely.leak")
+        )
     # No leak is also what a function that returns its first answer again shows.
     if close(outs["base"], reference_single(case["x"], *case["W"])[0]):
         for name in ("last", "mid"):
             ref = reference_single(case[f"x_{name}"], *case["W"])[0]
             if not close(outs[name], ref):
                 err, where = max_error(outs[name], ref)
-                v.require("call-again", False, "check.values", what=msg("value.again_new_x"), err=err,
-                          where=shape_str(where), tol="1e-5", likely=msg("likely.kept_state"))
+                v.require(
+                    "call-again",
+                    False,
+                    "check.values",
+                    what=msg("value.again_new_x"),
+                    err=err,
+                    where=shape_str(where),
+                    tol="1e-5",
+                    likely=msg("likely.kept_state"),
+                )
         v.expect("call-again", True)
 
 
@@ -439,24 +664,44 @@ def judge_leakage(v, outputs, inputs, jctx):
     seed = inputs["single"][0]
     # Drawn before judging: a leak is where the map helps most.
     if jctx.views:
-        v.visuals["heatmaps"] = single_leak_entry(outputs.get("leak_map"), calls[0]["base"], seed,
-                                                  inputs["leak_delta"]["single"])
+        v.visuals["heatmaps"] = single_leak_entry(
+            outputs.get("leak_map"), calls[0]["base"], seed, inputs["leak_delta"]["single"]
+        )
     judge_leakage_case(v, calls[0], seed, SINGLE_SIZES[0])
     if jctx.views:
-        yours = leak(first_output(calls[0]["base"]), first_output(calls[0]["last"]), SINGLE_SIZES[0][1] - 1)
-        broken = leak(unmasked(seed["x"], *seed["W"]), unmasked(seed["x_last"], *seed["W"]), SINGLE_SIZES[0][1] - 1)
+        yours = leak(
+            first_output(calls[0]["base"]), first_output(calls[0]["last"]), SINGLE_SIZES[0][1] - 1
+        )
+        broken = leak(
+            unmasked(seed["x"], *seed["W"]),
+            unmasked(seed["x_last"], *seed["W"]),
+            SINGLE_SIZES[0][1] - 1,
+        )
         # The notebook's own demonstration that the test catches an unmasked layer, shown beside the learner's figure.
         v.visuals["leak"] = {"yours": yours, "unmasked": broken}
-    other_sizes(v, calls, inputs["single"], SINGLE_SIZES, ("B", "T", "d_in", "d_k"), judge_leakage_case)
+    other_sizes(
+        v, calls, inputs["single"], SINGLE_SIZES, ("B", "T", "d_in", "d_k"), judge_leakage_case
+    )
 
 
 # ---------------------------------------------------------------- multi-head
 
-SIGNATURE = [["d_in", None], ["d_out", None], ["n_heads", None], ["context_length", None], ["dropout", 0.0]]
+SIGNATURE = [
+    ["d_in", None],
+    ["d_out", None],
+    ["n_heads", None],
+    ["context_length", None],
+    ["dropout", 0.0],
+]
 DROPOUT_P = 0.3  # with dropout in train mode: judged with fixed_dropout in place of torch's
 NOTEBOOK_SEED = 1  # self-check 3: torch.manual_seed(1), then the layer with its own initial weights
-PARAM_NAMES = {"W_q.weight": "W_q", "W_k.weight": "W_k", "W_v.weight": "W_v", "out_proj.weight": "out_w",
-               "out_proj.bias": "out_b"}
+PARAM_NAMES = {
+    "W_q.weight": "W_q",
+    "W_k.weight": "W_k",
+    "W_v.weight": "W_v",
+    "out_proj.weight": "out_w",
+    "out_proj.bias": "out_b",
+}
 
 
 # ---------------------------------------------------------------- shape trace
@@ -465,9 +710,29 @@ TRACE_LIMIT = 48  # ops kept of one forward: within the codec's 64 items
 # (d_in, d_out, n_heads, context_length, B, T): every dimension a different number, so that a
 # shape says which dimension went where (the notebook's B = H = 2 would hide a swap).
 TRACE_SIZE = (6, 12, 3, 16, 2, 5)
-TRACE_SKIP = {"size", "dim", "numel", "stride", "is_contiguous", "__len__", "__bool__", "item", "tolist"}
-OP_NAMES = {"__matmul__": "@", "__rmatmul__": "@", "matmul": "@", "__truediv__": "/", "__mul__": "*",
-            "__rmul__": "*", "__add__": "+", "__radd__": "+", "__sub__": "-", "__getitem__": "[…]"}
+TRACE_SKIP = {
+    "size",
+    "dim",
+    "numel",
+    "stride",
+    "is_contiguous",
+    "__len__",
+    "__bool__",
+    "item",
+    "tolist",
+}
+OP_NAMES = {
+    "__matmul__": "@",
+    "__rmatmul__": "@",
+    "matmul": "@",
+    "__truediv__": "/",
+    "__mul__": "*",
+    "__rmul__": "*",
+    "__add__": "+",
+    "__radd__": "+",
+    "__sub__": "-",
+    "__getitem__": "[…]",
+}
 
 
 class ShapeTrace(TorchFunctionMode):
@@ -484,7 +749,11 @@ class ShapeTrace(TorchFunctionMode):
         if name == "__get__":  # a property: x.T, x.mT
             name = getattr(getattr(func, "__self__", None), "__name__", name)
         first = out[0] if isinstance(out, (tuple, list)) and out else out
-        if name not in TRACE_SKIP and isinstance(first, torch.Tensor) and len(self.ops) < TRACE_LIMIT:
+        if (
+            name not in TRACE_SKIP
+            and isinstance(first, torch.Tensor)
+            and len(self.ops) < TRACE_LIMIT
+        ):
             self.ops.append([OP_NAMES.get(name, name), list(first.shape)])
         return out
 
@@ -499,12 +768,24 @@ def lab_trace(size) -> list[tuple[str, tuple]]:
     """The lab's forward, op by op, with the shape each makes."""
     d_in, d_out, H, _, B, T = size
     hd = d_out // H
-    split = [("linear", (B, T, d_out)), ("view(B, T, H, hd)", (B, T, H, hd)), ("transpose(1, 2)", (B, H, T, hd))]
+    split = [
+        ("linear", (B, T, d_out)),
+        ("view(B, T, H, hd)", (B, T, H, hd)),
+        ("transpose(1, 2)", (B, H, T, hd)),
+    ]
     return split * 3 + [
-        ("k.transpose(2, 3)", (B, H, hd, T)), ("q @ kᵀ", (B, H, T, T)), ("/ √hd", (B, H, T, T)),
-        ("mask[:T, :T]", (T, T)), ("masked_fill", (B, H, T, T)), ("softmax", (B, H, T, T)),
-        ("dropout", (B, H, T, T)), ("w @ v", (B, H, T, hd)), ("transpose(1, 2)", (B, T, H, hd)),
-        ("contiguous", (B, T, H, hd)), ("view(B, T, d_out)", (B, T, d_out)), ("out_proj", (B, T, d_out)),
+        ("k.transpose(2, 3)", (B, H, hd, T)),
+        ("q @ kᵀ", (B, H, T, T)),
+        ("/ √hd", (B, H, T, T)),
+        ("mask[:T, :T]", (T, T)),
+        ("masked_fill", (B, H, T, T)),
+        ("softmax", (B, H, T, T)),
+        ("dropout", (B, H, T, T)),
+        ("w @ v", (B, H, T, hd)),
+        ("transpose(1, 2)", (B, T, H, hd)),
+        ("contiguous", (B, T, H, hd)),
+        ("view(B, T, d_out)", (B, T, d_out)),
+        ("out_proj", (B, T, d_out)),
     ]
 
 
@@ -539,14 +820,28 @@ def trace_view(ops, size, wrong: bool) -> list:
         if parting and i == parting[0]:
             break  # what follows a wrong shape is its consequence
     d_in, d_out, H, _, B, T = size
-    view = [heading(msg("ui.trace_title", B=B, T=T, H=H, hd=d_out // H, d_in=d_in)),
-            table([msg("ui.trace_step"), msg("ui.trace_op"), msg("ui.trace_shape"), ""], rows,
-                  ["right", "left", "left", "left"])]
+    view = [
+        heading(msg("ui.trace_title", B=B, T=T, H=H, hd=d_out // H, d_in=d_in)),
+        table(
+            [msg("ui.trace_step"), msg("ui.trace_op"), msg("ui.trace_shape"), ""],
+            rows,
+            ["right", "left", "left", "left"],
+        ),
+    ]
     if parting:
         i, expected, made = parting
-        view.append(note(msg("ui.trace_parts", op=ops[i][0], shape=shape_str(ops[i][1]),
-                             before=shape_str(ops[i - 1][1]) if i else "x", expected=expected,
-                             expected_shape=shape_str(made))))
+        view.append(
+            note(
+                msg(
+                    "ui.trace_parts",
+                    op=ops[i][0],
+                    shape=shape_str(ops[i][1]),
+                    before=shape_str(ops[i - 1][1]) if i else "x",
+                    expected=expected,
+                    expected_shape=shape_str(made),
+                )
+            )
+        )
     else:
         view.append(note(msg("ui.trace_other_route" if other_route else "ui.trace_same")))
     return view
@@ -573,8 +868,13 @@ def layout_of(module, d_in, d_out) -> dict:
     for attr in ("W_q", "W_k", "W_v", "out_proj"):
         layer = getattr(module, attr, None)
         layout[attr] = tuple(layer.weight.shape) if isinstance(layer, torch.nn.Linear) else None
-    layout["ok"] = (all(layout.values()) and layout["W_q"] == (d_out, d_in) and layout["W_k"] == (d_out, d_in)
-                    and layout["W_v"] == (d_out, d_in) and layout["out_proj"] == (d_out, d_out))
+    layout["ok"] = (
+        all(layout.values())
+        and layout["W_q"] == (d_out, d_in)
+        and layout["W_k"] == (d_out, d_in)
+        and layout["W_v"] == (d_out, d_in)
+        and layout["out_proj"] == (d_out, d_out)
+    )
     return layout
 
 
@@ -585,8 +885,12 @@ def constructor_facts(cls, module) -> dict:
     try:
         params = list(inspect.signature(cls.__init__).parameters.values())[1:]
         # *args / **kwargs forward to the given constructor: what they accept is judged by building.
-        signature = [["*", None] if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) else
-                     [p.name, None if p.default is inspect.Parameter.empty else p.default] for p in params]
+        signature = [
+            ["*", None]
+            if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+            else [p.name, None if p.default is inspect.Parameter.empty else p.default]
+            for p in params
+        ]
     except (TypeError, ValueError):
         signature = None
     dropout = getattr(module, "dropout", None)
@@ -610,28 +914,40 @@ def train_step(module, x, g):
     the weights and to x (in a model, what the layers before this one learn from)."""
     module.zero_grad(set_to_none=True)
     leaf = x.detach().clone().requires_grad_(True)
-    y = module(leaf * 1.0)  # not a leaf, as an embedding's output is not: in-place ops stay legal on it
+    y = module(
+        leaf * 1.0
+    )  # not a leaf, as an embedding's output is not: in-place ops stay legal on it
     if not isinstance(y, torch.Tensor) or not y.requires_grad:
         return {"y": y, "connected": False, "grads": {}}
     (y * g).sum().backward()
-    grads = {name: (p.grad.detach().clone() if p.grad is not None else None)
-             for name, p in module.named_parameters()}
-    return {"y": y.detach(), "connected": True, "grads": grads, "kernels": sorted(graph_kernels(y)),
-            "input_grad": None if leaf.grad is None else leaf.grad.detach().clone()}
+    grads = {
+        name: (p.grad.detach().clone() if p.grad is not None else None)
+        for name, p in module.named_parameters()
+    }
+    return {
+        "y": y.detach(),
+        "connected": True,
+        "grads": grads,
+        "kernels": sorted(graph_kernels(y)),
+        "input_grad": None if leaf.grad is None else leaf.grad.detach().clone(),
+    }
 
 
 def probe_multi(ctx, inputs):
     cls = ctx.get("CausalMultiHeadAttention")
     cases = []
-    for i, (size, case) in enumerate(zip(MULTI_SIZES, inputs["multi"])):
+    for i, (size, case) in enumerate(zip(MULTI_SIZES, inputs["multi"], strict=False)):
         d_in, d_out = size[:2]
         made = ctx.call(lambda: build(cls, size), primary=i == 0)
         if "error" in made:
             cases.append({"made": made})
             continue
         module = made["value"]
-        out = {"made": {"value": None}, "layout": layout_of(module, d_in, d_out),
-               "params": sum(p.numel() for p in module.parameters())}
+        out = {
+            "made": {"value": None},
+            "layout": layout_of(module, d_in, d_out),
+            "params": sum(p.numel() for p in module.parameters()),
+        }
         cases.append(out)
         if not out["layout"]["ok"]:
             continue
@@ -644,10 +960,14 @@ def probe_multi(ctx, inputs):
             continue
         # The notebook's size: the layer as it is used, not only one frozen call.
         out["last"] = ctx.call(module, case["x_last"], primary=True, dropout=True)
-        out["prefix"] = ctx.call(module, case["x_prefix"], dropout=True)  # the same layer, a shorter input
+        out["prefix"] = ctx.call(
+            module, case["x_prefix"], dropout=True
+        )  # the same layer, a shorter input
         out["state"] = ctx.call(lambda: state_of(module)).get("value")
         load_weights(module, inputs["multi_again"]["w"])
-        out["new_weights"] = ctx.call(module, case["x"], dropout=True)  # nothing kept from the old weights
+        out["new_weights"] = ctx.call(
+            module, case["x"], dropout=True
+        )  # nothing kept from the old weights
         load_weights(module, inputs["multi_large"]["w"])
         out["large"] = ctx.call(module, inputs["multi_large"]["x"], dropout=True)
         load_weights(module, inputs["multi_again"]["w"])  # the leakage map's layer
@@ -659,8 +979,12 @@ def probe_multi(ctx, inputs):
         # weights, each token changed in turn.
         traced = ctx.call(lambda: build(cls, TRACE_SIZE))
         if "value" in traced:
-            out["trace"] = ctx.call(lambda x: traced_forward(traced["value"], x), inputs["trace_x"], dropout=True)
-        out["leak_map"] = probe_leak_map(ctx, module, case["x"], inputs["leak_delta"]["multi"], dropout=True)
+            out["trace"] = ctx.call(
+                lambda x: traced_forward(traced["value"], x), inputs["trace_x"], dropout=True
+            )
+        out["leak_map"] = probe_leak_map(
+            ctx, module, case["x"], inputs["leak_delta"]["multi"], dropout=True
+        )
     counts = {}
     if "CausalMultiHeadAttention" in vars(ctx.module):
         for heads in (1, 4):
@@ -681,8 +1005,12 @@ def probe_dropout(ctx, cls, size, case):
     short = ctx.call(module, case["x_prefix"], dropout=True)
     evaluated = ctx.call(module, case["x"], dropout=True)
     ctx.call(module.train)
-    return {"made": {"value": None}, "short": short, "eval": evaluated,
-            "train": ctx.call(module, case["x"], dropout=True)}
+    return {
+        "made": {"value": None},
+        "short": short,
+        "eval": evaluated,
+        "train": ctx.call(module, case["x"], dropout=True),
+    }
 
 
 def probe_notebook(ctx, cls, size, case, g):
@@ -697,9 +1025,13 @@ def probe_notebook(ctx, cls, size, case, g):
     module = made["value"]
     step = ctx.call(lambda: train_step(module, case["x"], g), grad=True, dropout=True)
     last = ctx.call(module, case["x_last"], grad=True, dropout=True)
-    return {"made": {"value": None}, "step": step, "last": last,
-            "state": ctx.call(lambda: state_of(module)).get("value"),
-            "params": sum(p.numel() for p in module.parameters())}
+    return {
+        "made": {"value": None},
+        "step": step,
+        "last": last,
+        "state": ctx.call(lambda: state_of(module)).get("value"),
+        "params": sum(p.numel() for p in module.parameters()),
+    }
 
 
 def weights_from_state(state) -> dict | None:
@@ -708,7 +1040,9 @@ def weights_from_state(state) -> dict | None:
         w = {key: state[name] for name, key in PARAM_NAMES.items() if name in state}
     except TypeError:
         return None
-    if set(w) != set(PARAM_NAMES.values()) or not all(isinstance(t, torch.Tensor) for t in w.values()):
+    if set(w) != set(PARAM_NAMES.values()) or not all(
+        isinstance(t, torch.Tensor) for t in w.values()
+    ):
         return None
     return {k: t.float() for k, t in w.items()}
 
@@ -719,9 +1053,7 @@ def reference_multi(x, w, H, p=0.0):
     B, T, _ = x.shape
     d_out = w["W_q"].shape[0]
     hd = d_out // H
-    q, k, v = (
-        (x @ w[n].T).view(B, T, H, hd).transpose(1, 2) for n in ("W_q", "W_k", "W_v")
-    )
+    q, k, v = ((x @ w[n].T).view(B, T, H, hd).transpose(1, 2) for n in ("W_q", "W_k", "W_v"))
     scores = q @ k.transpose(2, 3) / hd**0.5
     future = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)
     weights = torch.softmax(scores.masked_fill(future, float("-inf")), dim=-1)
@@ -744,7 +1076,10 @@ def of_these_weights(x, w, H, g):
     if hit is None:
         if len(_BY_VALUE) >= 16:
             _BY_VALUE.clear()
-        hit = _BY_VALUE[key] = (reference_multi.__wrapped__(x, w, H)[0], *reference_grads(x, w, H, g))
+        hit = _BY_VALUE[key] = (
+            reference_multi.__wrapped__(x, w, H)[0],
+            *reference_grads(x, w, H, g),
+        )
     return hit
 
 
@@ -765,8 +1100,17 @@ def diagnose_multi(y, x, w, H, source=""):
     q, k, v = (proj[n].view(B, T, H, hd).transpose(1, 2) for n in ("W_q", "W_k", "W_v"))
     future = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)
 
-    def attend(scale=hd**0.5, mask=future, fill=float("-inf"), merge="ok", proj_out=True, after=False, dim=-1,
-               heads=(q, k, v), scale_weights=False):
+    def attend(
+        scale=hd**0.5,
+        mask=future,
+        fill=float("-inf"),
+        merge="ok",
+        proj_out=True,
+        after=False,
+        dim=-1,
+        heads=(q, k, v),
+        scale_weights=False,
+    ):
         qq, kk, vv = heads
         s = qq @ kk.transpose(2, 3) / (1.0 if scale_weights else scale)
         if after:
@@ -785,9 +1129,17 @@ def diagnose_multi(y, x, w, H, source=""):
     # view(B, T, H, hd) without transpose(1, 2): the "scores" then compare heads, (B, T, H, H)
     untransposed = tuple(proj[n].view(B, T, H, hd) for n in ("W_q", "W_k", "W_v"))
     head_mask = torch.triu(torch.ones(H, H, dtype=torch.bool), diagonal=1)
-    no_mask = msg("likely.masked_fill_discarded") if masked_fill_discarded(source) else msg("likely.no_mask")
+    no_mask = (
+        msg("likely.masked_fill_discarded")
+        if masked_fill_discarded(source)
+        else msg("likely.no_mask")
+    )
     # Where d_in = d_out (the notebook's size), √d_in and √d_out are one mistake.
-    wide = msg("likely.scale_width", width=d_out, hd=hd) if d_in == d_out else msg("likely.scale_d_out")
+    wide = (
+        msg("likely.scale_width", width=d_out, hd=hd)
+        if d_in == d_out
+        else msg("likely.scale_d_out")
+    )
     candidates = [
         (lambda: attend(scale=d_out**0.5), wide),
         (lambda: attend(scale=d_in**0.5), msg("likely.scale_d_in_multi", d_in=d_in, hd=hd)),
@@ -800,11 +1152,17 @@ def diagnose_multi(y, x, w, H, source=""):
         (lambda: attend(after=True), msg("likely.mask_after_softmax")),
         (lambda: attend(mask=future.T), msg("likely.mask_transposed")),
         (lambda: attend(mask=~future), msg("likely.mask_inverted_fill")),
-        (lambda: attend(mask=torch.ones(T, T, dtype=torch.bool).triu()), msg("likely.mask_diagonal")),
+        (
+            lambda: attend(mask=torch.ones(T, T, dtype=torch.bool).triu()),
+            msg("likely.mask_diagonal"),
+        ),
         (lambda: attend(dim=-2), msg("likely.softmax_dim")),
         (lambda: attend(heads=no_transpose, merge="bad"), msg("likely.heads_no_transpose")),
         (lambda: attend(heads=no_transpose), msg("likely.heads_no_transpose")),
-        (lambda: attend(heads=untransposed, mask=head_mask, merge="bad"), msg("likely.per_head_transpose")),
+        (
+            lambda: attend(heads=untransposed, mask=head_mask, merge="bad"),
+            msg("likely.per_head_transpose"),
+        ),
         (lambda: attend(heads=untransposed, mask=head_mask), msg("likely.per_head_transpose")),
         (lambda: attend(merge="bad"), msg("likely.merge_heads")),
         (lambda: attend(proj_out=False), msg("likely.no_out_proj")),
@@ -812,11 +1170,17 @@ def diagnose_multi(y, x, w, H, source=""):
     ]
     skip = set()
     if H == 1:  # one head: head_dim is d_out, so that scale is right, and no split to get wrong
-        skip |= {"likely.scale_d_out", "likely.scale_width", "likely.heads_no_transpose", "likely.merge_heads",
-                 "likely.per_head_transpose", "likely.scale_heads"}
-    if d_in == hd or d_in == d_out:
+        skip |= {
+            "likely.scale_d_out",
+            "likely.scale_width",
+            "likely.heads_no_transpose",
+            "likely.merge_heads",
+            "likely.per_head_transpose",
+            "likely.scale_heads",
+        }
+    if d_in in (hd, d_out):
         skip.add("likely.scale_d_in_multi")
-    if T == hd:
+    if hd == T:
         skip.add("likely.scale_seq_len_multi")
     if H in (hd, T):
         skip.add("likely.scale_heads")
@@ -831,8 +1195,13 @@ def masked_fill_discarded(source: str) -> bool:
         tree = ast.parse(source)
     except SyntaxError:
         return False
-    return any(isinstance(n, ast.Expr) and isinstance(n.value, ast.Call) and isinstance(n.value.func, ast.Attribute)
-               and n.value.func.attr == "masked_fill" for n in ast.walk(tree))
+    return any(
+        isinstance(n, ast.Expr)
+        and isinstance(n.value, ast.Call)
+        and isinstance(n.value.func, ast.Attribute)
+        and n.value.func.attr == "masked_fill"
+        for n in ast.walk(tree)
+    )
 
 
 def call_again(v, got, expected, what, likely=None):
@@ -841,15 +1210,29 @@ def call_again(v, got, expected, what, likely=None):
     got = require_tensor(v, "call-again", what, got, tuple(expected.shape), likely)
     if not close(got, expected):
         err, where = max_error(got, expected)
-        v.require("call-again", False, "check.values", what=what, err=err, where=shape_str(where), tol="1e-5",
-                  likely=likely)
+        v.require(
+            "call-again",
+            False,
+            "check.values",
+            what=what,
+            err=err,
+            where=shape_str(where),
+            tol="1e-5",
+            likely=likely,
+        )
     v.expect("call-again", True)
 
 
 def require_again_ran(v, call, t):
     if "error" in call:
-        v.require("call-again", False, "check.call_again_raised", t=t, **failure_params(call["error"]),
-                  likely=msg("likely.call_again"))
+        v.require(
+            "call-again",
+            False,
+            "check.call_again_raised",
+            t=t,
+            **failure_params(call["error"]),
+            likely=msg("likely.call_again"),
+        )
 
 
 def judge_again(v, case, inp, size):
@@ -859,20 +1242,35 @@ def judge_again(v, case, inp, size):
     H = size[2]
     t = inp["x_prefix"].shape[1]
     require_again_ran(v, case["prefix"], t)
-    call_again(v, case["prefix"]["value"], reference_multi(inp["x_prefix"], inp["w"], H)[0],
-               msg("value.again_prefix", t=t))
+    call_again(
+        v,
+        case["prefix"]["value"],
+        reference_multi(inp["x_prefix"], inp["w"], H)[0],
+        msg("value.again_prefix", t=t),
+    )
     w2 = case["new_weights_w"]
     require_again_ran(v, case["new_weights"], inp["x"].shape[1])
-    call_again(v, case["new_weights"]["value"], reference_multi(inp["x"], w2, H)[0], msg("value.again_new_weights"),
-               likely=msg("likely.cached_weights"))
+    call_again(
+        v,
+        case["new_weights"]["value"],
+        reference_multi(inp["x"], w2, H)[0],
+        msg("value.again_new_weights"),
+        likely=msg("likely.cached_weights"),
+    )
     dropout = case.get("dropout") or {}
     # Eval mode: no dropout, so the reference without it. A call that raised is judge_dropout's to say.
     if "short" in dropout and "error" not in dropout["short"] and "error" not in dropout["eval"]:
         short = dropout["short"]["value"]
         # A wrong short call is dropout in eval mode, said by judge_dropout; a right one then a wrong longer one is state.
-        if isinstance(short, torch.Tensor) and close(short, reference_multi(inp["x_prefix"], inp["w"], H)[0]):
-            call_again(v, dropout["eval"]["value"], reference_multi(inp["x"], inp["w"], H)[0],
-                       msg("value.again_longer", t=t))
+        if isinstance(short, torch.Tensor) and close(
+            short, reference_multi(inp["x_prefix"], inp["w"], H)[0]
+        ):
+            call_again(
+                v,
+                dropout["eval"]["value"],
+                reference_multi(inp["x"], inp["w"], H)[0],
+                msg("value.again_longer", t=t),
+            )
 
 
 def judge_state(v, case, inp, size):
@@ -883,12 +1281,27 @@ def judge_state(v, case, inp, size):
     expected["mask"] = torch.triu(torch.ones(T_ctx, T_ctx), diagonal=1).bool()
     for name, want in expected.items():
         got = state.get(name)
-        same = isinstance(got, torch.Tensor) and got.shape == want.shape and bool(torch.equal(got.to(want.dtype), want))
+        same = (
+            isinstance(got, torch.Tensor)
+            and got.shape == want.shape
+            and bool(torch.equal(got.to(want.dtype), want))
+        )
         if not same:
-            detail = shape_str(got.shape) if isinstance(got, torch.Tensor) and got.shape != want.shape else (
-                f"{max_error(got, want)[0]:.3g}" if isinstance(got, torch.Tensor) else "—")
-            v.expect("state-unchanged", False, "check.state_changed", name=name, got=detail,
-                     likely=msg("likely.mask_sliced_in_place") if name == "mask" else msg("likely.weights_changed"))
+            detail = (
+                shape_str(got.shape)
+                if isinstance(got, torch.Tensor) and got.shape != want.shape
+                else (f"{max_error(got, want)[0]:.3g}" if isinstance(got, torch.Tensor) else "—")
+            )
+            v.expect(
+                "state-unchanged",
+                False,
+                "check.state_changed",
+                name=name,
+                got=detail,
+                likely=msg("likely.mask_sliced_in_place")
+                if name == "mask"
+                else msg("likely.weights_changed"),
+            )
             return
     v.expect("state-unchanged", True)
 
@@ -897,22 +1310,52 @@ def judge_constructor(v, facts, size):
     d_in, d_out, H, cl = size[:4]
     sig = facts.get("signature")
     forwards = sig is not None and ["*", None] in sig
-    v.require("constructor", sig == SIGNATURE or forwards, "check.constructor_signature",
-              got=", ".join(n if d is None else f"{n}={d!r}" for n, d in (sig or [])) or "?")
+    v.require(
+        "constructor",
+        sig == SIGNATURE or forwards,
+        "check.constructor_signature",
+        got=", ".join(n if d is None else f"{n}={d!r}" for n, d in (sig or [])) or "?",
+    )
     want = {"d_out": d_out, "n_heads": H, "head_dim": d_out // H}
     for attr, value in want.items():
         got = facts["attrs"].get(attr)
-        v.require("constructor", got == value and type(got) is int, "check.constructor_attr", attr=attr,
-                  expected=str(value), got=describe(got) if type(got) is not int else str(got))
-    v.require("constructor", facts.get("dropout") == 0.0, "check.constructor_attr", attr="dropout",
-              expected="nn.Dropout(0.0)", got=str(facts.get("dropout")))
+        v.require(
+            "constructor",
+            got == value and type(got) is int,
+            "check.constructor_attr",
+            attr=attr,
+            expected=str(value),
+            got=describe(got) if type(got) is not int else str(got),
+        )
+    v.require(
+        "constructor",
+        facts.get("dropout") == 0.0,
+        "check.constructor_attr",
+        attr="dropout",
+        expected="nn.Dropout(0.0)",
+        got=str(facts.get("dropout")),
+    )
     mask = facts.get("mask")
     expected = torch.triu(torch.ones(cl, cl), diagonal=1).bool()
-    ok = isinstance(mask, torch.Tensor) and mask.dtype == torch.bool and mask.shape == expected.shape \
+    ok = (
+        isinstance(mask, torch.Tensor)
+        and mask.dtype == torch.bool
+        and mask.shape == expected.shape
         and bool(torch.equal(mask, expected))
-    v.require("constructor", ok, "check.mask_buffer", n=cl,
-              got=describe(mask) if mask is None or not isinstance(mask, torch.Tensor) else msg(
-                  "value.tensor", dtype=str(mask.dtype).removeprefix("torch."), shape=shape_str(mask.shape)))
+    )
+    v.require(
+        "constructor",
+        ok,
+        "check.mask_buffer",
+        n=cl,
+        got=describe(mask)
+        if mask is None or not isinstance(mask, torch.Tensor)
+        else msg(
+            "value.tensor",
+            dtype=str(mask.dtype).removeprefix("torch."),
+            shape=shape_str(mask.shape),
+        ),
+    )
     v.expect("constructor", True)
 
 
@@ -921,25 +1364,49 @@ def judge_dropout(v, case, inp, size):
     in eval mode: none. fixed_dropout stands in for torch's, so the reference gives the same."""
     H = size[2]
     # The build, then the calls (there are none when the build raised).
-    for call in (case.get("made") or {}, *(case[k] for k in ("short", "eval", "train") if k in case)):
+    for call in (
+        case.get("made") or {},
+        *(case[k] for k in ("short", "eval", "train") if k in case),
+    ):
         if "error" in call:
-            v.require("dropout", False, "check.dropout_raised", p=DROPOUT_P, **failure_params(call["error"]))
+            v.require(
+                "dropout",
+                False,
+                "check.dropout_raised",
+                p=DROPOUT_P,
+                **failure_params(call["error"]),
+            )
     for mode in ("train", "eval"):
         call = case[mode]
         p = DROPOUT_P if mode == "train" else 0.0
         expected = reference_multi(inp["x"], inp["w"], H, p)[0]
-        y = require_tensor(v, "dropout", f"forward(x) ({mode})", call["value"], tuple(expected.shape))
+        y = require_tensor(
+            v, "dropout", f"forward(x) ({mode})", call["value"], tuple(expected.shape)
+        )
         if not close(y, expected):
             err, where = max_error(y, expected)
-            v.require("dropout", False, f"check.dropout_{mode}", p=DROPOUT_P, err=err, where=shape_str(where),
-                      likely=lambda: diagnose_dropout(call.get("dropouts") or [], mode, inp["x"].shape, H))
+            v.require(
+                "dropout",
+                False,
+                f"check.dropout_{mode}",
+                p=DROPOUT_P,
+                err=err,
+                where=shape_str(where),
+                likely=lambda: diagnose_dropout(
+                    call.get("dropouts") or [], mode, inp["x"].shape, H
+                ),
+            )
     v.expect("dropout", True)
 
 
 def diagnose_dropout(calls, mode, x_shape, H):
     """From what each dropout call was given (the child's record), what went wrong with it."""
     if mode == "eval":
-        return msg("likely.dropout_in_eval") if any(c["training"] for c in calls) else msg("likely.dropout_unknown")
+        return (
+            msg("likely.dropout_in_eval")
+            if any(c["training"] for c in calls)
+            else msg("likely.dropout_unknown")
+        )
     if not calls:
         return msg("likely.dropout_missing")
     other_p = [c["p"] for c in calls if abs(c["p"] - DROPOUT_P) > 1e-9]
@@ -963,35 +1430,91 @@ def judge_notebook(v, nb, inp, size, g):
     step = nb["step"]
     if "error" in step:
         e = step["error"]
-        v.require("trainable", False, "check.backward_raised", **failure_params(e), likely=likely_for_backward(e))
+        v.require(
+            "trainable",
+            False,
+            "check.backward_raised",
+            **failure_params(e),
+            likely=likely_for_backward(e),
+        )
     w = weights_from_state(nb.get("state"))
-    v.require("notebook", w is not None, "check.state_keys", got=", ".join(sorted(nb.get("state") or {})) or "—")
+    v.require(
+        "notebook",
+        w is not None,
+        "check.state_keys",
+        got=", ".join(sorted(nb.get("state") or {})) or "—",
+    )
     expected, want, want_x = of_these_weights(inp["x"], w, H, g)
     value = step["value"]
-    y = require_tensor(v, "notebook", "forward(x)", value.get("y") if isinstance(value, dict) else None,
-                       tuple(expected.shape))
+    y = require_tensor(
+        v,
+        "notebook",
+        "forward(x)",
+        value.get("y") if isinstance(value, dict) else None,
+        tuple(expected.shape),
+    )
     if not close(y, expected):
         err, where = max_error(y, expected)
-        v.require("notebook", False, "check.notebook_values", err=err, where=shape_str(where),
-                  likely=msg("likely.notebook_mode"))
+        v.require(
+            "notebook",
+            False,
+            "check.notebook_values",
+            err=err,
+            where=shape_str(where),
+            likely=msg("likely.notebook_mode"),
+        )
     last = nb["last"]
-    if "value" in last and isinstance(last["value"], torch.Tensor) and last["value"].shape == y.shape:
+    if (
+        "value" in last
+        and isinstance(last["value"], torch.Tensor)
+        and last["value"].shape == y.shape
+    ):
         amount = leak(y, last["value"], y.shape[1] - 1)
-        v.require("notebook", amount < 1e-6, "check.leak", pos=y.shape[1] - 1, got=amount, likely=msg("likely.leak"))
+        v.require(
+            "notebook",
+            amount < 1e-6,
+            "check.leak",
+            pos=y.shape[1] - 1,
+            got=amount,
+            likely=msg("likely.leak"),
+        )
     v.expect("notebook", True)
-    v.require("trainable", value.get("connected"), "check.not_trainable", likely=msg("likely.grad_blocked"))
+    v.require(
+        "trainable",
+        value.get("connected"),
+        "check.not_trainable",
+        likely=msg("likely.grad_blocked"),
+    )
     for name, ref in want.items():
         got = value["grads"].get(name)
         if got is None:
-            v.require("trainable", False, "check.no_grad", name=name, likely=msg("likely.grad_blocked"))
+            v.require(
+                "trainable", False, "check.no_grad", name=name, likely=msg("likely.grad_blocked")
+            )
         if not close(got, ref, atol=1e-4, rtol=1e-3):
             err, where = max_error(got, ref) if got.shape == ref.shape else (float("nan"), ())
-            v.require("trainable", False, "check.grad_values", name=name, err=err, likely=msg("likely.grad_wrong"))
+            v.require(
+                "trainable",
+                False,
+                "check.grad_values",
+                name=name,
+                err=err,
+                likely=msg("likely.grad_wrong"),
+            )
     got = value.get("input_grad")
-    v.require("trainable", got is not None, "check.no_input_grad", likely=msg("likely.input_grad_blocked"))
+    v.require(
+        "trainable", got is not None, "check.no_input_grad", likely=msg("likely.input_grad_blocked")
+    )
     if not close(got, want_x, atol=1e-4, rtol=1e-3):
         err, _ = max_error(got, want_x) if got.shape == want_x.shape else (float("nan"), ())
-        v.require("trainable", False, "check.grad_values", name="x", err=err, likely=msg("likely.grad_wrong"))
+        v.require(
+            "trainable",
+            False,
+            "check.grad_values",
+            name="x",
+            err=err,
+            likely=msg("likely.grad_wrong"),
+        )
     v.expect("trainable", True)
 
 
@@ -1008,18 +1531,37 @@ def judge_multi_case(v, case, inp, size, source=""):
     d_in, d_out, H, cl, B, T = size
     args = f"d_in={d_in}, d_out={d_out}, n_heads={H}, context_length={cl}"
     require_ran(v, case["made"], f"CausalMultiHeadAttention({args})")
-    expected_layout = {"W_q": (d_out, d_in), "W_k": (d_out, d_in), "W_v": (d_out, d_in), "out_proj": (d_out, d_out)}
+    expected_layout = {
+        "W_q": (d_out, d_in),
+        "W_k": (d_out, d_in),
+        "W_v": (d_out, d_in),
+        "out_proj": (d_out, d_out),
+    }
     for attr, shape in expected_layout.items():
         got = case["layout"][attr]
-        v.require("constructor", got is not None and tuple(got) == shape, "check.constructor", args=args,
-                  attr=attr, expected=shape_str(shape), got=shape_str(got) if got else "None")
+        v.require(
+            "constructor",
+            got is not None and tuple(got) == shape,
+            "check.constructor",
+            args=args,
+            attr=attr,
+            expected=shape_str(shape),
+            got=shape_str(got) if got else "None",
+        )
     require_ran(v, case["base"], "forward")
     expected_params = 3 * d_in * d_out + d_out * d_out + d_out
-    v.require("parameters", case["params"] == expected_params, "check.params_count",
-              expected=expected_params, got=case["params"])
+    v.require(
+        "parameters",
+        case["params"] == expected_params,
+        "check.params_count",
+        expected=expected_params,
+        got=case["params"],
+    )
     x = inp["x"]
     value = case["base"]["value"]
-    shape_likely = msg("likely.forward_tuple") if isinstance(value, tuple) else msg("likely.multi_shape")
+    shape_likely = (
+        msg("likely.forward_tuple") if isinstance(value, tuple) else msg("likely.multi_shape")
+    )
     y = require_tensor(v, "shape", "forward(x)", value, (B, T, d_out), shape_likely)
     mutated = changed_input(v, "forward", ["x"], case["base"]["args"], (x,))
     written_in = [c["p"] for c in case["base"].get("dropouts", []) if c["training"] and c["p"]]
@@ -1028,28 +1570,51 @@ def judge_multi_case(v, case, inp, size, source=""):
     else:
         diagnose = lambda: diagnose_multi(y, x, inp["w"], H, source)  # noqa: E731
     bad = first_nonfinite(y)
-    v.require("finite", bad is None, "check.not_finite", what="forward(x)", count=bad[1] if bad else 0,
-              where=shape_str(bad[0]) if bad else "", likely=diagnose)
+    v.require(
+        "finite",
+        bad is None,
+        "check.not_finite",
+        what="forward(x)",
+        count=bad[1] if bad else 0,
+        where=shape_str(bad[0]) if bad else "",
+        likely=diagnose,
+    )
     ref, _ = reference_multi(x, inp["w"], H)
     right = close(y, ref)
     if "last" in case:
         require_ran(v, case["last"], "forward")
         y2 = case["last"]["value"]
         if isinstance(y2, torch.Tensor) and y2.shape == y.shape:
-            if right:  # a right first call and a wrong second one is no leak: forward changed the layer
-                call_again(v, y2, reference_multi(inp["x_last"], inp["w"], H)[0], msg("value.again_last"))
+            if (
+                right
+            ):  # a right first call and a wrong second one is no leak: forward changed the layer
+                call_again(
+                    v, y2, reference_multi(inp["x_last"], inp["w"], H)[0], msg("value.again_last")
+                )
             amount = leak(y, y2, T - 1)
-            v.require("no-leak", amount < 1e-6, "check.leak", pos=T - 1, got=amount, likely=diagnose)
+            v.require(
+                "no-leak", amount < 1e-6, "check.leak", pos=T - 1, got=amount, likely=diagnose
+            )
     if not right:
         err, where = max_error(y, ref)
-        v.require("matches-pytorch", False, "check.values", what="forward(x)", err=err, where=shape_str(where),
-                  tol="1e-5", likely=msg("likely.mutated_input", arg=mutated) if mutated else diagnose)
+        v.require(
+            "matches-pytorch",
+            False,
+            "check.values",
+            what="forward(x)",
+            err=err,
+            where=shape_str(where),
+            tol="1e-5",
+            likely=msg("likely.mutated_input", arg=mutated) if mutated else diagnose,
+        )
     v.expect("matches-pytorch", True)
 
 
 def multi_leak_entry(first, seed, size, inputs) -> dict:
     moved = [c.get("value") if isinstance(c, dict) else None for c in first["leak_map"]]
-    reference = multi_leak_reference(seed["x"], inputs["multi_again"]["w"], size[2], inputs["leak_delta"]["multi"])
+    reference = multi_leak_reference(
+        seed["x"], inputs["multi_again"]["w"], size[2], inputs["leak_delta"]["multi"]
+    )
     return leak_map_entry(first.get("new_weights", {}).get("value"), moved, *reference)
 
 
@@ -1057,7 +1622,9 @@ def multi_leak_entry(first, seed, size, inputs) -> dict:
 def multi_leak_reference(x, w, H, delta):
     """As single_leak_reference, for the layer with weights w."""
     plain = reference_multi.__wrapped__
-    return reference_multi(x, w, H)[0], [plain(changed, w, H)[0] for changed in token_changes(x, delta)]
+    return reference_multi(x, w, H)[0], [
+        plain(changed, w, H)[0] for changed in token_changes(x, delta)
+    ]
 
 
 def judge_multi(v, outputs, inputs, jctx):
@@ -1072,8 +1639,12 @@ def judge_multi(v, outputs, inputs, jctx):
         # Drawn before judging: a failing step is where the heatmap helps most.
         # The weights are the last softmax the forward pass ran: without one, they cannot be had.
         v.visuals["heatmaps"] = [
-            weights(msg("visual.batch_head", b=0, h=h), round_matrix(soft[0, h]) if have else None,
-                    round_matrix(ref_w[0, h]), why=None if have else msg("visual.weights_not_captured"))
+            weights(
+                msg("visual.batch_head", b=0, h=h),
+                round_matrix(soft[0, h]) if have else None,
+                round_matrix(ref_w[0, h]),
+                why=None if have else msg("visual.weights_not_captured"),
+            )
             for h in range(ref_w.shape[1])
         ]
         if "leak_map" in first:
@@ -1082,7 +1653,9 @@ def judge_multi(v, outputs, inputs, jctx):
         judge_multi_checks(v, outputs, inputs, jctx, judge_case)
     finally:  # after the verdict: a route other than the lab's is only pointed at when the layer is wrong
         if "trace" in first:  # only probed for the views
-            v.visuals["view"] = trace_view(first["trace"].get("value"), TRACE_SIZE, wrong=not v.passed())
+            v.visuals["view"] = trace_view(
+                first["trace"].get("value"), TRACE_SIZE, wrong=not v.passed()
+            )
 
 
 def judge_multi_checks(v, outputs, inputs, jctx, judge_case):
@@ -1093,13 +1666,30 @@ def judge_multi_checks(v, outputs, inputs, jctx, judge_case):
         judge_constructor(v, first["constructor"], size)
     judge_case(v, first, seed, size)
     counts = outputs["counts"]
-    v.expect("heads-share-parameters", counts.get(1) is not None and counts.get(1) == counts.get(4),
-             "check.params_heads", one=counts.get(1), four=counts.get(4))
-    other_sizes(v, cases, inputs["multi"], MULTI_SIZES, ("d_in", "d_out", "n_heads", "context_length", "B", "T"),
-                judge_case)
+    v.expect(
+        "heads-share-parameters",
+        counts.get(1) is not None and counts.get(1) == counts.get(4),
+        "check.params_heads",
+        one=counts.get(1),
+        four=counts.get(4),
+    )
+    other_sizes(
+        v,
+        cases,
+        inputs["multi"],
+        MULTI_SIZES,
+        ("d_in", "d_out", "n_heads", "context_length", "B", "T"),
+        judge_case,
+    )
     trained = ((first.get("notebook") or {}).get("step") or {}).get("value")
     in_graph = trained.get("kernels") or [] if isinstance(trained, dict) else []
-    no_kernel(v, "forward", jctx.source, {"CausalMultiHeadAttention"}, sorted(set(jctx.kernels) | set(in_graph)))
+    no_kernel(
+        v,
+        "forward",
+        jctx.source,
+        {"CausalMultiHeadAttention"},
+        sorted(set(jctx.kernels) | set(in_graph)),
+    )
     judge_state(v, first, seed, size)
     first["new_weights_w"] = inputs["multi_again"]["w"]
     judge_again(v, first, seed, size)
@@ -1112,20 +1702,38 @@ def judge_large_multi(v, call, case, H):
     require_ran(v, call, "forward")
     expected = reference_multi(case["x"], case["w"], H)[0]
     y = require_tensor(v, "large-scores", "forward(x)", call["value"], tuple(expected.shape))
-    large_scores_check(v, judged(v.source, judge_output_values, y, expected), "check.large_scores_multi")
+    large_scores_check(
+        v, judged(v.source, judge_output_values, y, expected), "check.large_scores_multi"
+    )
 
 
 def judge_output_values(v, y, expected):
     bad = first_nonfinite(y)
-    v.require("finite", bad is None, "check.not_finite", what="forward(x)", count=bad[1] if bad else 0,
-              where=shape_str(bad[0]) if bad else "", likely=msg("likely.unknown"))
+    v.require(
+        "finite",
+        bad is None,
+        "check.not_finite",
+        what="forward(x)",
+        count=bad[1] if bad else 0,
+        where=shape_str(bad[0]) if bad else "",
+        likely=msg("likely.unknown"),
+    )
     if not close(y, expected):
         err, where = max_error(y, expected)
-        v.require("values", False, "check.values", what="forward(x)", err=err, where=shape_str(where), tol="1e-5",
-                  likely=msg("likely.unknown"))
+        v.require(
+            "values",
+            False,
+            "check.values",
+            what="forward(x)",
+            err=err,
+            where=shape_str(where),
+            tol="1e-5",
+            likely=msg("likely.unknown"),
+        )
 
 
 # ---------------------------------------------------------------- shapes
+
 
 def probe_shapes(ctx, inputs):
     fn = ctx.get("expected_shapes")
@@ -1141,7 +1749,7 @@ def true_shapes(B, T, H, hd):
     context = scores @ per_head
     merged = context.transpose(1, 2).contiguous().view(B, T, H * hd)
     shapes = [x, split, per_head, scores, torch.softmax(scores, -1), context, merged]
-    return {k: tuple(t.shape) for k, t in zip(SHAPE_KEYS, shapes)}
+    return {k: tuple(t.shape) for k, t in zip(SHAPE_KEYS, shapes, strict=False)}
 
 
 SHAPE_MISTAKES = {
@@ -1163,17 +1771,46 @@ def judge_shapes_case(v, call, _case, size):
     for key in SHAPE_KEYS:
         value = got[key]
         if isinstance(value, list) and all(isinstance(i, int) for i in value):
-            v.require("tuples", False, "check.shapes_type", key=key, expected=shape_str(truth[key]),
-                      got=str(value), type="list")
+            v.require(
+                "tuples",
+                False,
+                "check.shapes_type",
+                key=key,
+                expected=shape_str(truth[key]),
+                got=str(value),
+                type="list",
+            )
         if isinstance(value, tuple) and any(isinstance(i, float) for i in value):
-            v.require("tuples", False, "check.shapes_float", key=key, expected=shape_str(truth[key]),
-                      got=str(value), likely=msg("likely.shapes_float"))
-        is_shape = isinstance(value, tuple) and all(isinstance(i, int) and not isinstance(i, bool) for i in value)
-        v.require("tuples", is_shape, "check.shapes_type", key=key, expected=shape_str(truth[key]),
-                  got=describe(value) if not isinstance(value, tuple) else str(value), type=describe(value))
-        v.require("values", tuple(value) == truth[key], "check.shapes_value", key=key,
-                  expected=shape_str(truth[key]), got=shape_str(value),
-                  likely=shape_mistake(key, tuple(value), size))
+            v.require(
+                "tuples",
+                False,
+                "check.shapes_float",
+                key=key,
+                expected=shape_str(truth[key]),
+                got=str(value),
+                likely=msg("likely.shapes_float"),
+            )
+        is_shape = isinstance(value, tuple) and all(
+            isinstance(i, int) and not isinstance(i, bool) for i in value
+        )
+        v.require(
+            "tuples",
+            is_shape,
+            "check.shapes_type",
+            key=key,
+            expected=shape_str(truth[key]),
+            got=describe(value) if not isinstance(value, tuple) else str(value),
+            type=describe(value),
+        )
+        v.require(
+            "values",
+            tuple(value) == truth[key],
+            "check.shapes_value",
+            key=key,
+            expected=shape_str(truth[key]),
+            got=shape_str(value),
+            likely=shape_mistake(key, tuple(value), size),
+        )
 
 
 def shape_mistake(key: str, got: tuple, size) -> dict:
@@ -1190,7 +1827,9 @@ def shape_mistake(key: str, got: tuple, size) -> dict:
 def judge_shapes(v, outputs, inputs, jctx):
     calls = outputs["calls"]
     judge_shapes_case(v, calls[0], None, SHAPE_SIZES[0])
-    other_sizes(v, calls, [None] * len(calls), SHAPE_SIZES, ("B", "T", "H", "hd"), judge_shapes_case)
+    other_sizes(
+        v, calls, [None] * len(calls), SHAPE_SIZES, ("B", "T", "H", "hd"), judge_shapes_case
+    )
 
 
 # A save's checked steps run in this order in one child, and the judge takes each step as the
@@ -1234,7 +1873,9 @@ def seq_lens(t_min: int, t_max: int) -> list[int]:
     return out
 
 
-def memory_rows(lens, heads: int = 12, batch: int = 1, bytes_per: int = 4, d_out: int = D_OUT) -> list[dict]:
+def memory_rows(
+    lens, heads: int = 12, batch: int = 1, bytes_per: int = 4, d_out: int = D_OUT
+) -> list[dict]:
     """One dict per T, as the lab's loop prints it: scores = batch·heads·T², MB = scores·bytes/1e6
     (decimal megabytes). q, k and v are (batch, T, d_out) each: linear in T, and independent of
     the number of heads, which only splits d_out."""
@@ -1242,8 +1883,16 @@ def memory_rows(lens, heads: int = 12, batch: int = 1, bytes_per: int = 4, d_out
     for t in lens:
         scores = batch * heads * t * t
         qkv = 3 * batch * t * d_out * bytes_per
-        rows.append({"T": t, "scores": scores, "bytes": scores * bytes_per, "mb": scores * bytes_per / 1e6,
-                     "qkv_mb": qkv / 1e6, "ratio": scores * bytes_per / qkv})
+        rows.append(
+            {
+                "T": t,
+                "scores": scores,
+                "bytes": scores * bytes_per,
+                "mb": scores * bytes_per / 1e6,
+                "qkv_mb": qkv / 1e6,
+                "ratio": scores * bytes_per / qkv,
+            }
+        )
     return rows
 
 
@@ -1299,23 +1948,56 @@ def memory_view(settings: dict, measured: dict) -> list:
     """The memory step's table: the formula's columns for these settings, and what the learner's
     own layer built at each T."""
     t_min, t_max = settings["range"]
-    rows = memory_rows(seq_lens(t_min, t_max), heads=settings["heads"], batch=settings["batch"],
-                       bytes_per=BYTES[settings["dtype"]])
+    rows = memory_rows(
+        seq_lens(t_min, t_max),
+        heads=settings["heads"],
+        batch=settings["batch"],
+        bytes_per=BYTES[settings["dtype"]],
+    )
     top = max(r["mb"] for r in rows)
-    cells = [[str(r["T"]), f"{r['scores']:,}", f"{r['mb']:.1f}", f"{r['qkv_mb']:.1f}", f"{r['ratio']:.1f}×",
-              "—" if measured.get(r["T"]) is None else f"{measured[r['T']] / 1e6:.1f}",
-              bar(r["mb"], top, "cyan", 6)] for r in rows]
-    columns = [msg("visual.memory_T"), msg("visual.memory_scores"), msg("visual.memory_mb"),
-               msg("visual.memory_qkv"), msg("visual.memory_ratio"), msg("visual.memory_measured"), ""]
+    cells = [
+        [
+            str(r["T"]),
+            f"{r['scores']:,}",
+            f"{r['mb']:.1f}",
+            f"{r['qkv_mb']:.1f}",
+            f"{r['ratio']:.1f}×",
+            "—" if measured.get(r["T"]) is None else f"{measured[r['T']] / 1e6:.1f}",
+            bar(r["mb"], top, "cyan", 6),
+        ]
+        for r in rows
+    ]
+    columns = [
+        msg("visual.memory_T"),
+        msg("visual.memory_scores"),
+        msg("visual.memory_mb"),
+        msg("visual.memory_qkv"),
+        msg("visual.memory_ratio"),
+        msg("visual.memory_measured"),
+        "",
+    ]
     first, last = rows[0], rows[-1]
     return [
         heading(msg("visual.memory_title")),
         keys(),
         table(columns, cells, align=["right"] * 6 + ["left"]),
-        note(msg("visual.memory_growth", t1=first["T"], t2=last["T"], scores=f"{last['mb'] / first['mb']:.0f}",
-                 qkv=f"{last['qkv_mb'] / first['qkv_mb']:.0f}")),
-        note(msg("visual.memory_measured_note", heads=settings["heads"], batch=settings["batch"],
-                 dtype=settings["dtype"])),
+        note(
+            msg(
+                "visual.memory_growth",
+                t1=first["T"],
+                t2=last["T"],
+                scores=f"{last['mb'] / first['mb']:.0f}",
+                qkv=f"{last['qkv_mb'] / first['qkv_mb']:.0f}",
+            )
+        ),
+        note(
+            msg(
+                "visual.memory_measured_note",
+                heads=settings["heads"],
+                batch=settings["batch"],
+                dtype=settings["dtype"],
+            )
+        ),
     ]
 
 
@@ -1334,16 +2016,29 @@ def probe_reflect(ctx, inputs):
         layer = getattr(module, attr, None)
         if isinstance(layer, torch.nn.Module):
             qkv += sum(p.numel() for p in layer.parameters())
-    return {"head_dim": getattr(module, "head_dim", None), "qkv": qkv,
-            "total": sum(p.numel() for p in module.parameters())}
+    return {
+        "head_dim": getattr(module, "head_dim", None),
+        "qkv": qkv,
+        "total": sum(p.numel() for p in module.parameters()),
+    }
 
 
 def judge_reflect(v, outputs, inputs, jctx):
     # Question 4's numbers from the learner's own class: its answer, so shown only after it.
     if isinstance(outputs.get("head_dim"), int):
-        v.visuals["view"] = [after_answer(4, note(msg(
-            "visual.reflect_numbers", head_dim=outputs["head_dim"], qkv=f"{outputs['qkv']:,}",
-            total=f"{outputs['total']:,}")))]
+        v.visuals["view"] = [
+            after_answer(
+                4,
+                note(
+                    msg(
+                        "visual.reflect_numbers",
+                        head_dim=outputs["head_dim"],
+                        qkv=f"{outputs['qkv']:,}",
+                        total=f"{outputs['total']:,}",
+                    )
+                ),
+            )
+        ]
     v.expect("runs", True)
 
 

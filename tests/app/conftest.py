@@ -27,11 +27,17 @@ def _sources() -> dict[str, tuple[str, str, str]]:
     """name -> (lesson id, file name, source)."""
     lab = (ROOT / "reference" / "lab_02.py").read_text(encoding="utf-8")
     broken = lab.replace('float("-inf")', "0.0")
-    assert broken != lab, "the reference lab-02 no longer fills the mask with float(\"-inf\")"
+    assert broken != lab, 'the reference lab-02 no longer fills the mask with float("-inf")'
     # Every lesson's reference by its id (a new lesson gets its screens by data), and the broken lab-02.
     return {
-        **{lesson.id: (lesson.id, lesson.file_name, lesson.reference_path.read_text(encoding="utf-8"))
-           for lesson in all_lessons()},
+        **{
+            lesson.id: (
+                lesson.id,
+                lesson.file_name,
+                lesson.reference_path.read_text(encoding="utf-8"),
+            )
+            for lesson in all_lessons()
+        },
         "lab-02-broken": ("lab-02", FILES["lab-02"], broken),
     }
 
@@ -43,10 +49,16 @@ def pin_measured_times(result: StepResult) -> None:
     for item in result.visuals.get("view") or []:
         if item.get("kind") != "table":
             continue
-        timed = [i for i, c in enumerate(item["columns"]) if isinstance(c, dict) and "_ms" in c["key"]]
+        timed = [
+            i for i, c in enumerate(item["columns"]) if isinstance(c, dict) and "_ms" in c["key"]
+        ]
         for n, row in enumerate(item["rows"], 1):
             for i in timed:
-                if isinstance(row[i], dict) and row[i].get("kind") == "bar" and row[i].get("value") is not None:
+                if (
+                    isinstance(row[i], dict)
+                    and row[i].get("kind") == "bar"
+                    and row[i].get("value") is not None
+                ):
                     row[i]["value"] = row[i]["top"] * n / len(item["rows"])
 
 
@@ -68,17 +80,26 @@ def engine_results() -> dict[str, list[StepResult]]:
         lesson_id = sources[name][0]
         lesson = get_lesson(lesson_id)
         # Every checked step, and the others that run code (a reflection without a probe has none).
-        assert {s.id for s in lesson.checked_steps} <= {r.id for r in steps} <= set(lesson.step_ids()), name
+        assert (
+            {s.id for s in lesson.checked_steps} <= {r.id for r in steps} <= set(lesson.step_ids())
+        ), name
     for steps in results.values():
         for result in steps:
             pin_measured_times(result)
     # Never take screenshots of a broken engine: the references pass everything, and the
     # broken file fails exactly where a 0.0 mask shows.
     for name in FILES:
-        bad = {r.id: (r.status, r.failure and r.failure.detail) for r in results[name] if r.status != "pass"}
+        bad = {
+            r.id: (r.status, r.failure and r.failure.detail)
+            for r in results[name]
+            if r.status != "pass"
+        }
         assert not bad, f"the engine does not pass the reference {name}: {bad}"
     broken = {r.id: r.status for r in results["lab-02-broken"]}
-    assert broken["scores"] == broken["mask"] == "pass" and broken["weights"] == broken["output"] == "fail", broken
+    assert (
+        broken["scores"] == broken["mask"] == "pass"
+        and broken["weights"] == broken["output"] == "fail"
+    ), broken
     return results
 
 
@@ -91,8 +112,20 @@ def workspace(tmp_path, monkeypatch) -> Path:
     COLORTERM when the app starts, and the heatmaps draw differently per colour system,
     so without this the screenshots would depend on the terminal pytest runs in."""
     monkeypatch.chdir(tmp_path)
-    for var in ("LC_ALL", "LC_MESSAGES", "LANG", "NO_COLOR", "FORCE_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE",
-                "COLUMNS", "LINES", "VISUAL", "EDITOR", "ATTN_TUTOR_TRACE"):
+    for var in (
+        "LC_ALL",
+        "LC_MESSAGES",
+        "LANG",
+        "NO_COLOR",
+        "FORCE_COLOR",
+        "TTY_COMPATIBLE",
+        "TTY_INTERACTIVE",
+        "COLUMNS",
+        "LINES",
+        "VISUAL",
+        "EDITOR",
+        "ATTN_TUTOR_TRACE",
+    ):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("TERM", "xterm-256color")
     monkeypatch.setenv("COLORTERM", "truecolor")
@@ -109,14 +142,27 @@ def make_app(workspace, engine_results):
 
     sources = _sources()
 
-    def make(name: str = "lm3-l3", step_id: str | None = None, lang: str = "en", store: Store | None = None,
-             **kwargs):
+    def make(
+        name: str = "lm3-l3",
+        step_id: str | None = None,
+        lang: str = "en",
+        store: Store | None = None,
+        **kwargs,
+    ):
         lesson_id, file_name, source = sources[name]
         lesson = get_lesson(lesson_id)
         path = workspace / file_name
         path.write_text(source, encoding="utf-8")
-        app = TutorApp(lesson=lesson, path=path, created=False, step_id=step_id or lesson.steps[0].id,
-                       lang=lang, store=store or Store(workspace), start_worker=False, **kwargs)
+        app = TutorApp(
+            lesson=lesson,
+            path=path,
+            created=False,
+            step_id=step_id or lesson.steps[0].id,
+            lang=lang,
+            store=store or Store(workspace),
+            start_worker=False,
+            **kwargs,
+        )
         return app, engine_results[name]
 
     return make

@@ -22,8 +22,12 @@ CJK = re.compile(r"[\u3000-\u303f\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff00-\
 
 def render_text(widget: Static) -> str:
     """A Static's whole content as plain text, wrapped at the widget's width."""
-    console = Console(width=max(widget.size.width, 20), file=io.StringIO(), color_system=None,
-                      legacy_windows=False)
+    console = Console(
+        width=max(widget.size.width, 20),
+        file=io.StringIO(),
+        color_system=None,
+        legacy_windows=False,
+    )
     with console.capture() as capture:
         console.print(widget.content)
     return capture.get()
@@ -54,7 +58,9 @@ def leftover_cjk(text: str) -> list[str]:
     """Lines with Chinese in them, leaving out the language switch's label: in the English UI it
     names the language it switches to in that language, 中文."""
     label = t("ui.foot_lang", "en")
-    return sorted({line.strip() for line in text.splitlines() if CJK.search(line.replace(label, ""))})
+    return sorted(
+        {line.strip() for line in text.splitlines() if CJK.search(line.replace(label, ""))}
+    )
 
 
 async def settle(pilot) -> None:
@@ -128,7 +134,7 @@ async def test_l_switches_every_visible_string(make_app, name):
     async with app.run_test(size=SIZE) as pilot:
         app.apply_results(results)
         await settle(pilot)
-        for index, step in enumerate(app.lesson.step_ids()):
+        for _index, step in enumerate(app.lesson.step_ids()):
             assert app.step.id == step
             for view in ("text", "weights"):
                 if view == "weights":
@@ -143,7 +149,9 @@ async def test_l_switches_every_visible_string(make_app, name):
                 await pilot.press("l")
                 await settle(pilot)
                 assert app.lang == "zh"
-                assert CJK.search(screen_text(app)), f"{step} ({view}): no Chinese after switching back"
+                assert CJK.search(screen_text(app)), (
+                    f"{step} ({view}): no Chinese after switching back"
+                )
                 if view == "weights":
                     await pilot.press("w")
             await pilot.press("n")
@@ -336,7 +344,9 @@ async def test_a_failing_step_still_draws_its_weights(make_app, step):
 
 
 @pytest.mark.parametrize("size, scrollbar", [(SIZE, True), ((200, 80), False)])
-async def test_the_lesson_text_is_laid_out_once_at_its_final_width(make_app, monkeypatch, size, scrollbar):
+async def test_the_lesson_text_is_laid_out_once_at_its_final_width(
+    make_app, monkeypatch, size, scrollbar
+):
     """DocScroll takes the scrollbar's columns in the layout that finds the text too tall
     (Textual alone lays the text out at the full width first, then again without the columns),
     and leaves them alone when the text fits. It overrides Textual 8 internals: this is their test."""
@@ -385,10 +395,16 @@ async def test_the_gc_paused_for_the_start_up_is_back_after_the_first_screen(mak
 def edit_in_the_file(path, index: int, new: str, step: str = "reflect") -> None:
     """The learner's editor: the text between one pair of markers replaced, the file saved."""
     text = path.read_text("utf-8")
-    found = re.search(rf"<!-- answer {step} {index} -->\n(.*?)\n?<!-- /answer {step} {index} -->", text, re.S)
+    found = re.search(
+        rf"<!-- answer {step} {index} -->\n(.*?)\n?<!-- /answer {step} {index} -->", text, re.S
+    )
     assert found, f"no markers for answer {step} {index} in {path}"
-    path.write_text(text[:found.start()] + f"<!-- answer {step} {index} -->\n{new}\n<!-- /answer {step} {index} -->"
-                    + text[found.end():], "utf-8")
+    path.write_text(
+        text[: found.start()]
+        + f"<!-- answer {step} {index} -->\n{new}\n<!-- /answer {step} {index} -->"
+        + text[found.end() :],
+        "utf-8",
+    )
 
 
 def answers_of(app, step: str = "reflect") -> dict:
@@ -438,7 +454,8 @@ async def test_an_answer_written_in_the_file_is_never_overwritten(make_app, work
         await write_in_the_box(pilot, "1", " Edited in the app.")
         assert answers_of(app) == {
             0: "Scale keeps the softmax soft. Edited in the app.",
-            1: "The mask hides the future. (typed in my editor)"}
+            1: "The mask hides the future. (typed in my editor)",
+        }
         assert app.answers["reflect"] == answers_of(app)
         # The box opens on what the file says, even when the change is a moment old.
         edit_in_the_file(path, 1, "Rewritten in the editor.")
@@ -448,19 +465,32 @@ async def test_an_answer_written_in_the_file_is_never_overwritten(make_app, work
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
-async def test_an_answer_changed_in_the_file_and_the_box_at_once_keeps_both(make_app, workspace, lang):
+async def test_an_answer_changed_in_the_file_and_the_box_at_once_keeps_both(
+    make_app, workspace, lang
+):
     app, results = make_app("lm3-l3", step_id="reflect", lang=lang)
     path = workspace / "lm3-l3-answers.md"
     async with app.run_test(size=SIZE) as pilot:
         app.apply_results(results)
         await write_in_the_box(pilot, "3", "Heads look at different things.")
-        await write_in_the_box(pilot, "3", " (app)",
-                               before_closing=lambda: edit_in_the_file(path, 2, "Several subspaces. (file)"))
+        await write_in_the_box(
+            pilot,
+            "3",
+            " (app)",
+            before_closing=lambda: edit_in_the_file(path, 2, "Several subspaces. (file)"),
+        )
         answer = answers_of(app)[2]
-        assert answer == t("ui.answer_both", lang, file="Several subspaces. (file)",
-                           app="Heads look at different things. (app)")
+        assert answer == t(
+            "ui.answer_both",
+            lang,
+            file="Several subspaces. (file)",
+            app="Heads look at different things. (app)",
+        )
         assert app.answers["reflect"][2] == answer
-        assert any(t("ui.answer_kept_both", lang, n=3, path=path.name) in str(n.message) for n in app._notifications)
+        assert any(
+            t("ui.answer_kept_both", lang, n=3, path=path.name) in str(n.message)
+            for n in app._notifications
+        )
         # Opened again, the box holds both versions, to be made one.
         assert await write_in_the_box(pilot, "3", "") == answer
 
@@ -472,7 +502,9 @@ async def test_an_answer_that_could_not_be_saved_is_offered_again(make_app, work
         (workspace / "lm3-l3-answers.md").mkdir()  # a folder in its place: the write fails
         await write_in_the_box(pilot, "1", "Not lost.")
         assert app.answers["reflect"][0] == "Not lost."
-        await pilot.pause(1.2)  # the file is read again meanwhile: the unsaved answer stays on screen
+        await pilot.pause(
+            1.2
+        )  # the file is read again meanwhile: the unsaved answer stays on screen
         assert "Not lost." in doc_text(app)
         (workspace / "lm3-l3-answers.md").rmdir()
         assert await write_in_the_box(pilot, "1", " Saved now.") == "Not lost."
@@ -514,7 +546,9 @@ async def test_a_new_failure_is_in_view_after_a_scroll(make_app, engine_results)
         app.apply_results(broken)
         await settle(pilot)
         assert visible(app, "failure")
-        assert round(panel.scroll_y) <= panel.anchor_lines("failure")[0]  # near the top: at most the status above
+        assert (
+            round(panel.scroll_y) <= panel.anchor_lines("failure")[0]
+        )  # near the top: at most the status above
         assert "Future keys (strictly" in screen_shot_text(app)
 
 
@@ -534,7 +568,9 @@ async def test_h_shows_the_new_hint_and_keeps_the_failure_in_view(make_app):
 
 def screen_shot_text(app) -> str:
     svg = app.export_screenshot()
-    return "".join(html.unescape(m) for m in re.findall(r"<text[^>]*>([^<]*)</text>", svg)).replace("\xa0", " ")
+    return "".join(html.unescape(m) for m in re.findall(r"<text[^>]*>([^<]*)</text>", svg)).replace(
+        "\xa0", " "
+    )
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
@@ -556,9 +592,13 @@ async def test_step_titles_take_one_line_and_fit_whole_from_100_columns(make_app
         await settle(pilot)
         steps = app.query_one("#steps")
         lines = [steps.render_line(y).text for y in range(len(app.lesson.steps))]
-        for step, line in zip(app.lesson.steps, lines):  # line i is step i: no title took two
+        for step, line in zip(
+            app.lesson.steps, lines, strict=False
+        ):  # line i is step i: no title took two
             shown, title = line.strip()[2:], step.title["en"]
-            assert shown == title or (shown.endswith("…") and title.startswith(shown[:-1].rstrip())), line
+            assert shown == title or (
+                shown.endswith("…") and title.startswith(shown[:-1].rstrip())
+            ), line
         if size[0] >= 100:
             assert [line.strip()[2:] for line in lines] == [s.title["en"] for s in app.lesson.steps]
 
@@ -680,32 +720,52 @@ async def test_settings_keys_rerun_the_step_with_the_new_settings_in_the_real_wo
     # The 16-head run is held back a second, so that "updating…" is drawn before its table comes
     # on any machine (a quick run may end before the spinner's delay, and then shows none).
     path.write_text(lesson.reference_path.read_text("utf-8") + SLOW_WITH_16_HEADS, "utf-8")
-    app = TutorApp(lesson=lesson, path=path, created=False, step_id="memory", lang="en", store=Store(workspace))
+    app = TutorApp(
+        lesson=lesson, path=path, created=False, step_id="memory", lang="en", store=Store(workspace)
+    )
     async with app.run_test(size=SIZE) as pilot:
         await wait_for(pilot, lambda: "memory" in app.views and not app.running)
-        assert "Keys: 1 heads: 12" in doc_text(app) and re.search(r"1024 +12,582,912", doc_text(app))
+        assert "Keys: 1 heads: 12" in doc_text(app) and re.search(
+            r"1024 +12,582,912", doc_text(app)
+        )
         await pilot.press("1")
         assert app.settings["memory"]["heads"] == 16
         # The old table stays on screen meanwhile.
         assert "memory" in app.running and re.search(r"1024 +12,582,912", doc_text(app))
         assert "Keys: 1 heads: 16" in doc_text(app)
-        await wait_for(pilot, lambda: t("ui.updating", "en") in doc_text(app) or "memory" not in app.running)
+        await wait_for(
+            pilot, lambda: t("ui.updating", "en") in doc_text(app) or "memory" not in app.running
+        )
         assert "memory" in app.running and t("ui.updating", "en") in doc_text(app)
         await wait_for(pilot, lambda: "memory" not in app.running)
         await settle(pilot)
         shown = doc_text(app)
-        assert re.search(r"1024 +16,777,216", shown) and not re.search(r"1024 +12,582,912", shown)  # 16 heads · 1024²
+        assert re.search(r"1024 +16,777,216", shown) and not re.search(
+            r"1024 +12,582,912", shown
+        )  # 16 heads · 1024²
         assert "16 heads, batch 1, float32" in shown and t("ui.updating", "en") not in shown
         for key in "234":
             await pilot.press(key)
         await wait_for(pilot, lambda: not app.running)
         await settle(pilot)
-        assert app.settings["memory"] == {"heads": 16, "batch": 2, "dtype": "bfloat16", "range": [128, 2048]}
+        assert app.settings["memory"] == {
+            "heads": 16,
+            "batch": 2,
+            "dtype": "bfloat16",
+            "range": [128, 2048],
+        }
         assert "2048" in doc_text(app) and "bfloat16" in doc_text(app)
     saved = Store(workspace).load()["lessons"]["lm3-l3"]["settings"]["memory"]
     assert saved == {"heads": 16, "batch": 2, "dtype": "bfloat16", "range": [128, 2048]}
-    again = TutorApp(lesson=lesson, path=path, created=False, step_id="memory", lang="en", store=Store(workspace),
-                     start_worker=False)
+    again = TutorApp(
+        lesson=lesson,
+        path=path,
+        created=False,
+        step_id="memory",
+        lang="en",
+        store=Store(workspace),
+        start_worker=False,
+    )
     assert again.settings["memory"]["heads"] == 16
 
 
@@ -718,7 +778,9 @@ async def test_x_is_the_exercises_setting_and_questions_keys_are_the_steps_own(m
         await pilot.press("x")
         assert app.settings["exercises"] == {"variant": "shuffled_q"}
         assert "x change: head 0's Q rows shuffled" in doc_text(app)
-        await pilot.press("p")  # the heatmap step has neither settings nor questions: x and 1 do nothing
+        await pilot.press(
+            "p"
+        )  # the heatmap step has neither settings nor questions: x and 1 do nothing
         await pilot.press("x", "1")
         await settle(pilot)
         assert app.settings["exercises"] == {"variant": "shuffled_q"} and len(app.screen_stack) == 1
@@ -729,7 +791,10 @@ async def test_the_exercises_questions_can_be_answered(make_app, workspace):
     open their boxes, the answers go to the lesson's answers file, m shows the model answers."""
     app, results = make_app("lab-02", step_id="exercises")
     lesson = get_lesson("lab-02")
-    questions, models = lesson.step("exercises").questions["en"], lesson.step("exercises").answers["en"]
+    questions, models = (
+        lesson.step("exercises").questions["en"],
+        lesson.step("exercises").answers["en"],
+    )
     async with app.run_test(size=SIZE) as pilot:
         app.apply_results(results)
         await settle(pilot)
@@ -745,7 +810,9 @@ async def test_the_exercises_questions_can_be_answered(make_app, workspace):
         await settle(pilot)
         plain = lambda text: " ".join(text.replace("`", "").split())  # noqa: E731
         assert plain(models[1])[:60] in plain(doc_text(app))
-        assert plain(models[0])[:30] not in plain(doc_text(app))  # question 1 is not answered: no model answer yet
+        assert plain(models[0])[:30] not in plain(
+            doc_text(app)
+        )  # question 1 is not answered: no model answer yet
     assert questions[1].split()[0] in path.read_text("utf-8")
 
 
@@ -770,14 +837,18 @@ async def test_question_4s_numbers_only_after_it_is_answered_or_m(make_app):
         assert "1,769,472" in doc_text(app)
 
 
-async def test_an_answers_file_from_before_the_sections_is_read_and_nothing_in_it_is_lost(make_app, workspace):
+async def test_an_answers_file_from_before_the_sections_is_read_and_nothing_in_it_is_lost(
+    make_app, workspace
+):
     """An attn-lab/lm3-l3-answers.md written by the version before answers had a section per step
     (markers `<!-- answer N -->`): its answers show on the reflect step, and answering another
     question keeps them, byte for byte outside the new answer."""
-    old = ("# lm3-l3: reflection answers\n\n<!-- Written by attn-tutor. Edit answers between the markers. -->\n"
-           "\n## Question 1\n\n> Why must the causal mask be applied before the softmax, not after it?\n\n"
-           "<!-- answer 0 -->\nThe old answer, kept.\n<!-- /answer 0 -->\n"
-           "\n## Question 2\n\n> You double the context length.\n\n<!-- answer 1 -->\n\n<!-- /answer 1 -->\n")
+    old = (
+        "# lm3-l3: reflection answers\n\n<!-- Written by attn-tutor. Edit answers between the markers. -->\n"
+        "\n## Question 1\n\n> Why must the causal mask be applied before the softmax, not after it?\n\n"
+        "<!-- answer 0 -->\nThe old answer, kept.\n<!-- /answer 0 -->\n"
+        "\n## Question 2\n\n> You double the context length.\n\n<!-- answer 1 -->\n\n<!-- /answer 1 -->\n"
+    )
     path = workspace / "lm3-l3-answers.md"
     path.write_text(old, "utf-8")
     app, results = make_app("lm3-l3", step_id="reflect")
@@ -804,10 +875,15 @@ async def test_protections_the_worker_lacks_are_said_once(make_app, lang):
         for _ in range(2):
             app.post_message(WorkerEvent(Ready(1, ["landlock", "seccomp"])))
             await pilot.pause()
-        said = [n for n in app._notifications if str(n.message) == describe_off(["landlock", "seccomp"], lang)]
+        said = [
+            n
+            for n in app._notifications
+            if str(n.message) == describe_off(["landlock", "seccomp"], lang)
+        ]
         assert len(said) == 1, [str(n.message) for n in app._notifications]
-        assert ("Landlock" in said[0].message) and (lang == "en" or "文件访问限制" in said[0].message)
-
+        assert ("Landlock" in said[0].message) and (
+            lang == "en" or "文件访问限制" in said[0].message
+        )
 
 
 async def test_nothing_is_said_of_protections_when_none_is_off(make_app):
@@ -819,7 +895,11 @@ async def test_nothing_is_said_of_protections_when_none_is_off(make_app):
         app.post_message(WorkerEvent(Ready(1, [])))
         await pilot.pause()
         assert app.worker_state == "ready"
-        assert not [n for n in app._notifications if "Landlock" in str(n.message) or "seccomp" in str(n.message)]
+        assert not [
+            n
+            for n in app._notifications
+            if "Landlock" in str(n.message) or "seccomp" in str(n.message)
+        ]
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
@@ -828,7 +908,11 @@ async def test_once_every_checked_step_passes_the_lab_says_what_is_left(make_app
     async with app.run_test(size=(100, 40)) as pilot:
         app.apply_results(results)
         await settle(pilot)
-        said = "".join(render_text(app.query_one("#results")).split())  # lines joined as they wrapped
+        said = "".join(
+            render_text(app.query_one("#results")).split()
+        )  # lines joined as they wrapped
         reflect = get_lesson("lm3-l3").step("reflect")
-        expected = t("ui.lab_done", lang, n=4, answered=0, total=4, left=reflect.title[lang]).replace("**", "")
+        expected = t(
+            "ui.lab_done", lang, n=4, answered=0, total=4, left=reflect.title[lang]
+        ).replace("**", "")
         assert "".join(expected.split()) in said

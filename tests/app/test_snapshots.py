@@ -87,22 +87,28 @@ def test_failure_with_hints_open(snap_compare, make_app, lang):
     assert snap_compare(app, run_before=driver(results, "h", "h"))
 
 
-@pytest.mark.parametrize("lesson,step,keys,lang", [
-    pytest.param("lm3-l3", "single-head", ("w",), "en", id="lm3-l3-weights-en"),
-    pytest.param("lab-02", "heatmap", (), "zh", id="lab-02-heatmap-zh"),
-    pytest.param("lab-02-broken", "weights", (), "zh", id="lab-02-broken-weights-zh"),
-    pytest.param("lm3-l3", "memory", (), "en", id="lm3-l3-memory-en"),
-])
+@pytest.mark.parametrize(
+    "lesson,step,keys,lang",
+    [
+        pytest.param("lm3-l3", "single-head", ("w",), "en", id="lm3-l3-weights-en"),
+        pytest.param("lab-02", "heatmap", (), "zh", id="lab-02-heatmap-zh"),
+        pytest.param("lab-02-broken", "weights", (), "zh", id="lab-02-broken-weights-zh"),
+        pytest.param("lm3-l3", "memory", (), "en", id="lm3-l3-memory-en"),
+    ],
+)
 def test_no_color(snap_compare, make_app, monkeypatch, lesson, step, keys, lang):
     monkeypatch.setenv("NO_COLOR", "1")
     app, results = make_app(lesson, step_id=step, lang=lang)
     assert snap_compare(app, run_before=driver(results, *keys))
 
 
-@pytest.mark.parametrize("lesson,step,lang", [
-    pytest.param("lab-02", "heatmap", "en", id="lab-02-heatmap-en"),
-    pytest.param("lm3-l3", "memory", "zh", id="lm3-l3-memory-zh"),
-])
+@pytest.mark.parametrize(
+    "lesson,step,lang",
+    [
+        pytest.param("lab-02", "heatmap", "en", id="lab-02-heatmap-en"),
+        pytest.param("lm3-l3", "memory", "zh", id="lm3-l3-memory-zh"),
+    ],
+)
 def test_large_terminal(snap_compare, make_app, lesson, step, lang):
     app, results = make_app(lesson, step_id=step, lang=lang)
     assert snap_compare(app, terminal_size=(120, 40), run_before=driver(results))
@@ -120,7 +126,9 @@ def scrolled_to_end(results):
     return run_before
 
 
-@pytest.mark.parametrize("lesson,step", [("lab-02", "exercises"), ("lm3-l3", "reflect"), ("lab-02", "heatmap")])
+@pytest.mark.parametrize(
+    "lesson,step", [("lab-02", "exercises"), ("lm3-l3", "reflect"), ("lab-02", "heatmap")]
+)
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_end_of_long_steps(snap_compare, make_app, lesson, step, lang):
     app, results = make_app(lesson, step_id=step, lang=lang)

@@ -6,6 +6,7 @@ Stdlib only (the benchmarks must run where the app runs). Linux only (/proc, tmu
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -38,24 +39,43 @@ STEP_LINE_FIRST = set(FINAL_MARKS) | set(SPINNER) | {"…", "·"}
 
 # ------------------------------------------------------------------ learner files
 
+
 def _sub(text: str, old: str, new: str) -> str:
     if old not in text:
-        raise RuntimeError(f"benchmark variant: {old!r} is no longer in reference/lm3_l3.py; update _harness.VARIANTS")
+        raise RuntimeError(
+            f"benchmark variant: {old!r} is no longer in reference/lm3_l3.py; update _harness.VARIANTS"
+        )
     return text.replace(old, new, 1)
 
 
 # name -> (function of the reference text, the step-list marks it must end with)
 VARIANTS = {
     "correct": (lambda s: s, "✓✓✓✓"),
-    "no_mask": (lambda s: _sub(s, 'torch.softmax(scores.masked_fill(future, float("-inf")), dim=-1)',
-                               "torch.softmax(scores, dim=-1)"), "✗✗✓✓"),
-    "mha_no_mask": (lambda s: _sub(s, 'scores = scores.masked_fill(self.mask[:T, :T], float("-inf"))',
-                                   "scores = scores"), "✓✓✗✓"),
+    "no_mask": (
+        lambda s: _sub(
+            s,
+            'torch.softmax(scores.masked_fill(future, float("-inf")), dim=-1)',
+            "torch.softmax(scores, dim=-1)",
+        ),
+        "✗✗✓✓",
+    ),
+    "mha_no_mask": (
+        lambda s: _sub(
+            s, 'scores = scores.masked_fill(self.mask[:T, :T], float("-inf"))', "scores = scores"
+        ),
+        "✓✓✗✓",
+    ),
     "shapes_wrong": (lambda s: _sub(s, '"scores": (B, H, T, T),', '"scores": (B, T, T),'), "✓✓✓✗"),
     "syntax": (lambda s: s + "\ndef unfinished(:\n", "✗✗✗✗"),
-    "todo": (lambda s: _sub(s, "    q, k, v = x @ Wq, x @ Wk, x @ Wv\n    scores = q @ k.transpose(-2, -1)",
-                            "    raise NotImplementedError('single-head causal attention')\n"
-                            "    q, k, v = x @ Wq, x @ Wk, x @ Wv\n    scores = q @ k.transpose(-2, -1)"), "○○✓✓"),
+    "todo": (
+        lambda s: _sub(
+            s,
+            "    q, k, v = x @ Wq, x @ Wk, x @ Wv\n    scores = q @ k.transpose(-2, -1)",
+            "    raise NotImplementedError('single-head causal attention')\n"
+            "    q, k, v = x @ Wq, x @ Wk, x @ Wv\n    scores = q @ k.transpose(-2, -1)",
+        ),
+        "○○✓✓",
+    ),
 }
 BROKEN = ("no_mask", "mha_no_mask", "shapes_wrong", "syntax", "todo")
 
@@ -87,6 +107,7 @@ def marks_for(statuses: dict) -> str:
 
 # ------------------------------------------------------------------ saves, the way editors make them
 
+
 def save_atomic(path: Path, text: str) -> float:
     """vim / JetBrains / most editors: write a temp file, rename it over the old one."""
     tmp = path.with_name(f".{path.name}.bench-{os.getpid()}.tmp")
@@ -108,6 +129,7 @@ SAVERS = {"atomic": save_atomic, "truncate": save_in_place}
 
 # ------------------------------------------------------------------ numbers
 
+
 def pct(values, p: float) -> float | None:
     """Nearest-rank percentile (no interpolation: p95 of 40 values is the 38th)."""
     vals = sorted(v for v in values if v is not None)
@@ -121,11 +143,18 @@ def summary_ms(values) -> dict:
     vals = [v for v in values if v is not None]
     if not vals:
         return {"n": 0, "p50": None, "p95": None, "max": None, "min": None, "mean": None}
-    return {"n": len(vals), "p50": round(pct(vals, 50), 1), "p95": round(pct(vals, 95), 1),
-            "max": round(max(vals), 1), "min": round(min(vals), 1), "mean": round(statistics.fmean(vals), 1)}
+    return {
+        "n": len(vals),
+        "p50": round(pct(vals, 50), 1),
+        "p95": round(pct(vals, 95), 1),
+        "max": round(max(vals), 1),
+        "min": round(min(vals), 1),
+        "mean": round(statistics.fmean(vals), 1),
+    }
 
 
 # ------------------------------------------------------------------ machine load
+
 
 def loadavg() -> dict:
     with open("/proc/loadavg") as f:
@@ -184,15 +213,19 @@ class LoadWindow:
         ncpu = os.cpu_count() or 1
         return {
             "seconds": round(time.time() - self.t0, 1),
-            "load_start": self.load0, "load_end": loadavg(),
+            "load_start": self.load0,
+            "load_end": loadavg(),
             "busy_cpus": round((busy - self.busy0) / dt * ncpu, 2),
-            "app_cpus": round(app / dt * ncpu, 2), "bench_cpus": round(bench / dt * ncpu, 2),
+            "app_cpus": round(app / dt * ncpu, 2),
+            "bench_cpus": round(bench / dt * ncpu, 2),
             "others_cpus": round(max(0, (busy - self.busy0) - app - bench) / dt * ncpu, 2),
-            "app_cpu_ms": round(app * 1000 / self.tck), "ncpu": ncpu,
+            "app_cpu_ms": round(app * 1000 / self.tck),
+            "ncpu": ncpu,
         }
 
 
 # ------------------------------------------------------------------ processes and memory
+
 
 def _read(path: str) -> str | None:
     try:
@@ -333,20 +366,31 @@ class MemorySampler(threading.Thread):
                 st = status_kb(pid)
                 pss = pss_kb(pid) or 0
                 total_pss += pss
-                out[role] = {"pid": pid, "rss_mb": round(st.get("VmRSS", 0) / 1024, 1),
-                             "hwm_mb": round(st.get("VmHWM", 0) / 1024, 1), "pss_mb": round(pss / 1024, 1)}
+                out[role] = {
+                    "pid": pid,
+                    "rss_mb": round(st.get("VmRSS", 0) / 1024, 1),
+                    "hwm_mb": round(st.get("VmHWM", 0) / 1024, 1),
+                    "pss_mb": round(pss / 1024, 1),
+                }
         kids = []
         for pid in tree["children"]:
             st = status_kb(pid)
             pss = pss_kb(pid) or 0
             total_pss += pss
-            kids.append({"pid": pid, "rss_mb": round(st.get("VmRSS", 0) / 1024, 1), "pss_mb": round(pss / 1024, 1)})
+            kids.append(
+                {
+                    "pid": pid,
+                    "rss_mb": round(st.get("VmRSS", 0) / 1024, 1),
+                    "pss_mb": round(pss / 1024, 1),
+                }
+            )
         out["children"] = kids
         out["total_pss_mb"] = round(total_pss / 1024, 1)
         return out
 
 
 # ------------------------------------------------------------------ the trace file
+
 
 class TraceTail:
     def __init__(self, path: Path):
@@ -379,12 +423,22 @@ class TraceTail:
 
     def find(self, event: str, digest_: str | None = None, after: float = 0.0) -> dict | None:
         for ev in self.events:
-            if ev.get("event") == event and ev["t"] >= after and (digest_ is None or ev.get("digest") == digest_):
+            if (
+                ev.get("event") == event
+                and ev["t"] >= after
+                and (digest_ is None or ev.get("digest") == digest_)
+            ):
                 return ev
         return None
 
-    def wait(self, event: str, digest_: str | None = None, after: float = 0.0, timeout: float = 30.0,
-             sleep: float = 0.001) -> dict | None:
+    def wait(
+        self,
+        event: str,
+        digest_: str | None = None,
+        after: float = 0.0,
+        timeout: float = 30.0,
+        sleep: float = 0.001,
+    ) -> dict | None:
         deadline = time.monotonic() + timeout
         while True:
             self.poll()
@@ -395,6 +449,7 @@ class TraceTail:
 
 
 # ------------------------------------------------------------------ the screen
+
 
 def step_marks(lines: list[str]) -> str | None:
     """The checked steps' marks from the step list (left column), e.g. '✓✗✓✓'."""
@@ -421,7 +476,11 @@ class SpawnCapture:
         self.cmd = [*tmux, "capture-pane", "-p", "-t", target]
 
     def capture(self) -> list[str]:
-        return subprocess.run(self.cmd, capture_output=True, check=False).stdout.decode("utf-8", "replace").splitlines()
+        return (
+            subprocess.run(self.cmd, capture_output=True, check=False)
+            .stdout.decode("utf-8", "replace")
+            .splitlines()
+        )
 
     def close(self) -> None:
         pass
@@ -435,8 +494,13 @@ class ControlCapture:
 
     def __init__(self, tmux: list[str], target: str):
         self.target = target
-        self.proc = subprocess.Popen([*tmux, "-C", "attach-session", "-t", target],
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, bufsize=0)
+        self.proc = subprocess.Popen(
+            [*tmux, "-C", "attach-session", "-t", target],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            bufsize=0,
+        )
         self.buf = b""
         self.cmd = f"capture-pane -p -t {target}\n".encode()
         # No %output notifications (we never read them), then skip whatever came first.
@@ -476,10 +540,8 @@ class ControlCapture:
         return [x.decode("utf-8", "replace") for x in self._block()]
 
     def close(self) -> None:
-        try:
+        with contextlib.suppress(OSError):
             self.proc.stdin.close()
-        except OSError:
-            pass
         try:
             self.proc.wait(timeout=2)
         except subprocess.TimeoutExpired:
@@ -498,6 +560,7 @@ def capture_cost_ms(cap, n: int = 40) -> dict:
 
 # ------------------------------------------------------------------ the app in tmux
 
+
 @dataclass
 class AppSession:
     """One `python -m tutor` in a detached tmux session on our own tmux server socket."""
@@ -508,7 +571,9 @@ class AppSession:
     command: list[str] | None = None  # default: [python, "-m", "tutor"]
     env: dict = field(default_factory=dict)
     root: Path = ROOT  # the copy of attn-tutor to run (--root)
-    python: str = sys.executable  # the interpreter that runs it (--python); the worker uses the same
+    python: str = (
+        sys.executable
+    )  # the interpreter that runs it (--python); the worker uses the same
     ui_pid: int | None = None
     t_launch: float = 0.0
     trace_path: Path | None = None
@@ -524,17 +589,29 @@ class AppSession:
     def launch(self) -> None:
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.trace_path = self.workdir / "trace.jsonl"
-        env = {"ATTN_TUTOR_TRACE": str(self.trace_path), "PYTHONPATH": str(self.root), "ATTN_BENCH_ROOT": str(self.root),
-               **self.env}
+        env = {
+            "ATTN_TUTOR_TRACE": str(self.trace_path),
+            "PYTHONPATH": str(self.root),
+            "ATTN_BENCH_ROOT": str(self.root),
+            **self.env,
+        }
         cmd = self.command or [self.python, "-m", "tutor"]
         shell = "cd {} && {} exec {}".format(
             shlex.quote(str(self.workdir)),
             " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items()),
-            " ".join(shlex.quote(c) for c in cmd))
+            " ".join(shlex.quote(c) for c in cmd),
+        )
         self.t_launch = time.time()
-        subprocess.run([*self.tmux, "new-session", "-d", "-x", "80", "-y", "24", "-s", self.name, shell], check=True)
-        out = subprocess.run([*self.tmux, "display-message", "-p", "-t", self.name, "#{pane_pid}"],
-                             capture_output=True, text=True, check=True).stdout.strip()
+        subprocess.run(
+            [*self.tmux, "new-session", "-d", "-x", "80", "-y", "24", "-s", self.name, shell],
+            check=True,
+        )
+        out = subprocess.run(
+            [*self.tmux, "display-message", "-p", "-t", self.name, "#{pane_pid}"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
         self.ui_pid = int(out)
 
     def trace(self) -> TraceTail:
@@ -553,17 +630,19 @@ class AppSession:
         """Press q; wait for the UI and its worker to end; kill (by pid) what stays."""
         pids = self.own_pids()
         t0 = time.time()
-        subprocess.run([*self.tmux, "send-keys", "-t", self.name, "q"], check=False, capture_output=True)
+        subprocess.run(
+            [*self.tmux, "send-keys", "-t", self.name, "q"], check=False, capture_output=True
+        )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline and any(alive(p) for p in pids):
             time.sleep(0.02)
         left = [p for p in pids if alive(p)]
         for p in left:
-            try:
+            with contextlib.suppress(OSError):
                 os.kill(p, signal.SIGKILL)
-            except OSError:
-                pass
-        subprocess.run([*self.tmux, "kill-session", "-t", self.name], check=False, capture_output=True)
+        subprocess.run(
+            [*self.tmux, "kill-session", "-t", self.name], check=False, capture_output=True
+        )
         return {"quit_s": round(time.time() - t0, 3), "killed": left}
 
 
@@ -571,8 +650,11 @@ def compile_tree(root: Path, python: str) -> None:
     """Byte-compile the app as `pip install` does. This machine sets PYTHONDONTWRITEBYTECODE=1,
     so without it every launch of a checkout compiles each module edited since (tens of ms of
     start-up that an installed copy does not pay)."""
-    subprocess.run([python, "-m", "compileall", "-q", str(root / "tutor"), str(root / "lessons")],
-                   check=True, stdout=subprocess.DEVNULL)
+    subprocess.run(
+        [python, "-m", "compileall", "-q", str(root / "tutor"), str(root / "lessons")],
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
 
 
 def kill_tmux_server(socket: str) -> None:
@@ -586,8 +668,23 @@ def kill_tmux_server(socket: str) -> None:
 
 def start_tmux_server(socket: str) -> None:
     """Start our own tmux server first, so no launch we time pays for the server's start."""
-    subprocess.run(["tmux", "-L", socket, "new-session", "-d", "-s", "keepalive", "-x", "80", "-y", "24",
-                    "sleep 86400"], check=True)
+    subprocess.run(
+        [
+            "tmux",
+            "-L",
+            socket,
+            "new-session",
+            "-d",
+            "-s",
+            "keepalive",
+            "-x",
+            "80",
+            "-y",
+            "24",
+            "sleep 86400",
+        ],
+        check=True,
+    )
 
 
 def require_tools() -> None:

@@ -25,7 +25,7 @@ def emit(ev: str, **fields) -> None:
     path = os.environ.get("ATTN_BENCH_PROBE")
     if not path:
         return
-    if _FD is None or _FD_PID != os.getpid():
+    if _FD is None or os.getpid() != _FD_PID:
         _open(path)
     line = json.dumps({"ev": ev, "t": time.time(), "pid": os.getpid(), **fields}) + "\n"
     os.write(_FD, line.encode())
@@ -52,6 +52,7 @@ def wrap(owner, name: str, before=None, after=None) -> None:
     """owner.name(*a) runs between before(*a) and after(result, *a), both optional."""
     original = getattr(owner, name)
     if inspect.iscoroutinefunction(original):
+
         @functools.wraps(original)
         async def wrapped(*args, **kwargs):
             if before:
@@ -61,6 +62,7 @@ def wrap(owner, name: str, before=None, after=None) -> None:
                 after(result, *args, **kwargs)
             return result
     else:
+
         @functools.wraps(original)
         def wrapped(*args, **kwargs):
             if before:
@@ -69,6 +71,7 @@ def wrap(owner, name: str, before=None, after=None) -> None:
             if after:
                 after(result, *args, **kwargs)
             return result
+
     setattr(owner, name, wrapped)
 
 
@@ -82,25 +85,42 @@ def timed(owner, name: str, ev: str) -> None:
         try:
             return original(*args, **kwargs)
         finally:
-            emit(ev, dur=round((time.perf_counter() - t) * 1000, 3), cpu=round((time.thread_time() - c) * 1000, 3))
+            emit(
+                ev,
+                dur=round((time.perf_counter() - t) * 1000, 3),
+                cpu=round((time.thread_time() - c) * 1000, 3),
+            )
+
     setattr(owner, name, wrapped)
 
 
 # ------------------------------------------------------------------ the UI process
+
 
 def install_ui() -> None:
     from tutor import watch
     from tutor.app import app as app_mod
     from tutor.runner import client
 
-    wrap(watch.FileWatcher, "_read_settled",
-         before=lambda self: emit("ui_batch"),
-         after=lambda saved, self: emit("ui_read", d=saved and dig(saved.raw)))
-    wrap(app_mod.TutorApp, "run_checks", before=lambda self, text, raw: emit("ui_run_checks", d=dig(text)),
-         after=lambda r, self, text, raw: emit("ui_run_checks_end", d=dig(text)))
+    wrap(
+        watch.FileWatcher,
+        "_read_settled",
+        before=lambda self: emit("ui_batch"),
+        after=lambda saved, self: emit("ui_read", d=saved and dig(saved.raw)),
+    )
+    wrap(
+        app_mod.TutorApp,
+        "run_checks",
+        before=lambda self, text, raw: emit("ui_run_checks", d=dig(text)),
+        after=lambda r, self, text, raw: emit("ui_run_checks_end", d=dig(text)),
+    )
     wrap(client.Worker, "submit", after=lambda gen, self, *a, **k: emit("ui_sent", gen=gen))
-    wrap(client.Worker, "start", before=lambda self, *a, **k: emit("ui_worker_start"),
-         after=lambda r, self, *a, **k: emit("ui_worker_started"))
+    wrap(
+        client.Worker,
+        "start",
+        before=lambda self, *a, **k: emit("ui_worker_start"),
+        after=lambda r, self, *a, **k: emit("ui_worker_started"),
+    )
     wrap(app_mod.TutorApp, "on_mount", before=lambda self: emit("ui_mount"))
 
     original_init = client.Worker.__init__
@@ -108,15 +128,28 @@ def install_ui() -> None:
     def init(self, on_event, *args, **kwargs):
         def on_event_probe(event):
             result = getattr(event, "result", None)
-            emit("ui_recv", type=event.type, gen=getattr(event, "gen", None), step=getattr(result, "id", None))
+            emit(
+                "ui_recv",
+                type=event.type,
+                gen=getattr(event, "gen", None),
+                step=getattr(result, "id", None),
+            )
             return on_event(event)
+
         original_init(self, on_event_probe, *args, **kwargs)
 
     client.Worker.__init__ = init
 
-    wrap(app_mod.TutorApp, "after_results",
-         before=lambda self: emit("ui_after_results", running=len(self.running), d=self.running_digest),
-         after=lambda r, self: emit("ui_after_results_end", running=len(self.running), d=self.running_digest))
+    wrap(
+        app_mod.TutorApp,
+        "after_results",
+        before=lambda self: emit(
+            "ui_after_results", running=len(self.running), d=self.running_digest
+        ),
+        after=lambda r, self: emit(
+            "ui_after_results_end", running=len(self.running), d=self.running_digest
+        ),
+    )
 
     # Screen updates: each timer-driven update (layout + compositor) and each layout pass,
     # with their durations; and the app's own render_* calls.
@@ -124,7 +157,15 @@ def install_ui() -> None:
 
     timed(Screen, "_on_timer_update", "ui_frame")
     timed(Screen, "_refresh_layout", "ui_layout")
-    for name in ("render_steps", "render_progress", "render_results", "render_fileinfo", "render_main", "tick", "remember"):
+    for name in (
+        "render_steps",
+        "render_progress",
+        "render_results",
+        "render_fileinfo",
+        "render_main",
+        "tick",
+        "remember",
+    ):
         timed(app_mod.TutorApp, name, "ui_" + name)
 
     # Who asks for a layout: Widget.refresh(layout=True) (and the one that asks for a recompose).
@@ -134,7 +175,9 @@ def install_ui() -> None:
 
     def refresh(self, *regions, repaint=True, layout=False, recompose=False):
         if layout or recompose:
-            emit("ui_layout_request", widget=f"{type(self).__name__}#{self.id}", recompose=recompose)
+            emit(
+                "ui_layout_request", widget=f"{type(self).__name__}#{self.id}", recompose=recompose
+            )
         return original_refresh(self, *regions, repaint=repaint, layout=layout, recompose=recompose)
 
     Widget.refresh = refresh
@@ -156,6 +199,7 @@ def install_ui() -> None:
 
 # ------------------------------------------------------------------ the worker process (and its forks)
 
+
 def install_worker(w) -> None:
     """w: the tutor.runner.worker module, imported (not run as __main__)."""
     from tutor.runner import judge as judge_mod
@@ -166,32 +210,55 @@ def install_worker(w) -> None:
     wrap(w.Worker, "emit", before=lambda self, obj: obj.type == "ready" and emit("w_ready"))
 
     wrap(w.Worker, "on_stdin", before=lambda self: emit("w_stdin"))
-    wrap(w.Worker, "handle_request",
-         before=lambda self, req: emit("w_handle", type=req.get("type"), gen=req.get("gen"), d=dig(req.get("source"))),
-         after=lambda r, self, req: emit("w_handle_end", type=req.get("type"), gen=req.get("gen")))
+    wrap(
+        w.Worker,
+        "handle_request",
+        before=lambda self, req: emit(
+            "w_handle", type=req.get("type"), gen=req.get("gen"), d=dig(req.get("source"))
+        ),
+        after=lambda r, self, req: emit("w_handle_end", type=req.get("type"), gen=req.get("gen")),
+    )
+
     def after_spawn(job, self, gen, lesson, steps, source, *a, **k):
         for step in steps:  # a job runs its steps in order, in one child
             emit("w_spawn", step=step, gen=gen, d=dig(source), child=job.pid)
+
     wrap(w.Worker, "spawn", after=after_spawn)
-    wrap(w.Worker, "fork_spare", before=lambda self: emit("w_fork"), after=lambda sp, self: emit("w_fork_end", child=sp.pid))
+    wrap(
+        w.Worker,
+        "fork_spare",
+        before=lambda self: emit("w_fork"),
+        after=lambda sp, self: emit("w_fork_end", child=sp.pid),
+    )
 
     digests = {}  # (gen, step) -> the source's digest: report() is not given the source
 
     def to_judge(self, job, step, *a):
         digests[(job.gen, step)] = dig(job.source)
         emit("w_to_judge", step=step, gen=job.gen, d=dig(job.source))
+
     wrap(w.Worker, "send_to_judge", before=to_judge)
     wrap(w.Worker, "on_judge", before=lambda self: emit("w_judge_reply"))
-    wrap(w.Worker, "report", before=lambda self, gen, step, started, output, result: emit(
-        "w_report", step=step, gen=gen, d=digests.get((gen, step)), status=result.status))
+    wrap(
+        w.Worker,
+        "report",
+        before=lambda self, gen, step, started, output, result: emit(
+            "w_report", step=step, gen=gen, d=digests.get((gen, step)), status=result.status
+        ),
+    )
 
     def after_read_job(job, fd):
         if job is not None:
             for step in job["steps"]:
                 emit("c_job", step=step, d=dig(job["source"]))
+
     # CPU time since the fork (a child's counters start at zero): the spare's preparation.
-    wrap(sandbox, "_read_job", before=lambda fd: emit("c_ready", cpu=round(time.process_time() * 1000, 2)),
-         after=after_read_job)
+    wrap(
+        sandbox,
+        "_read_job",
+        before=lambda fd: emit("c_ready", cpu=round(time.process_time() * 1000, 2)),
+        after=after_read_job,
+    )
     cpu0 = {}
 
     def cpu_start(key):
@@ -211,15 +278,27 @@ def install_worker(w) -> None:
         data = real_dumps(obj, *a, **k)
         emit("c_dumped", size=len(data), cpu=round(time.process_time() * 1000, 2))
         return data
+
     sandbox._dumps = dumps
 
-    wrap(sandbox, "_run", before=run_before,
-         after=lambda r, job, step, *a: emit("c_run_end", step=step, d=dig(job["source"]), cpu=cpu_ms("run")))
+    wrap(
+        sandbox,
+        "_run",
+        before=run_before,
+        after=lambda r, job, step, *a: emit(
+            "c_run_end", step=step, d=dig(job["source"]), cpu=cpu_ms("run")
+        ),
+    )
 
     def judge_before(self, lesson, step, child, source, *a, **k):
         emit("j_start", step=step, d=dig(source))
         cpu_start("judge")
 
-    wrap(judge_mod.Judge, "verdict", before=judge_before,
-         after=lambda r, self, lesson, step, child, source, *a, **k: emit("j_end", step=step, d=dig(source),
-                                                                          status=r.status, cpu=cpu_ms("judge")))
+    wrap(
+        judge_mod.Judge,
+        "verdict",
+        before=judge_before,
+        after=lambda r, self, lesson, step, child, source, *a, **k: emit(
+            "j_end", step=step, d=dig(source), status=r.status, cpu=cpu_ms("judge")
+        ),
+    )

@@ -6,7 +6,9 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-sys.path.insert(1, os.environ.get("ATTN_BENCH_ROOT") or str(HERE.parents[1]))  # --root: another copy of the app
+sys.path.insert(
+    1, os.environ.get("ATTN_BENCH_ROOT") or str(HERE.parents[1])
+)  # --root: another copy of the app
 
 import _probe  # noqa: E402
 

@@ -6,7 +6,9 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path[0] = str(HERE)  # not this folder's parent's modules by accident
-sys.path.insert(1, os.environ.get("ATTN_BENCH_ROOT") or str(HERE.parents[1]))  # --root: another copy of the app
+sys.path.insert(
+    1, os.environ.get("ATTN_BENCH_ROOT") or str(HERE.parents[1])
+)  # --root: another copy of the app
 
 import _probe  # noqa: E402
 

@@ -36,7 +36,9 @@ def load() -> str:
     return " ".join(Path("/proc/loadavg").read_text().split()[:3])
 
 
-CPU = {"last": 0.0}  # CPU seconds of the last cli() call's process tree (those reaped: the judge is not)
+CPU = {
+    "last": 0.0
+}  # CPU seconds of the last cli() call's process tree (those reaped: the judge is not)
 
 
 def cli(*args) -> float:
@@ -44,12 +46,16 @@ def cli(*args) -> float:
 
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.monotonic()
-    proc = subprocess.run([sys.executable, "-m", "tutor", *map(str, args)], env=ENV, capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "tutor", *map(str, args)], env=ENV, capture_output=True, text=True
+    )
     took = time.monotonic() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     CPU["last"] = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
     if proc.returncode not in (0, 1):
-        raise SystemExit(f"attn-tutor {' '.join(map(str, args))} exited {proc.returncode}:\n{proc.stderr[-2000:]}")
+        raise SystemExit(
+            f"attn-tutor {' '.join(map(str, args))} exited {proc.returncode}:\n{proc.stderr[-2000:]}"
+        )
     return took
 
 
@@ -64,7 +70,9 @@ def statuses(out: Path) -> dict[str, int]:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=200)
-    ap.add_argument("--loop", type=int, default=20, help="files for the `check` loop (extrapolated to --n)")
+    ap.add_argument(
+        "--loop", type=int, default=20, help="files for the `check` loop (extrapolated to --n)"
+    )
     ap.add_argument("--hostile", type=int, default=4)
     ap.add_argument("--jobs", type=int, default=None)
     ap.add_argument("--timeout", type=float, default=3.0)
@@ -76,16 +84,27 @@ def main() -> None:
         tmp = Path(tmp)
         ordinary = write_class(tmp / "ordinary", plan(args.n))
         mixed = write_class(tmp / "mixed", plan(args.n, hostile=args.hostile))
-        subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "tutor"), str(ROOT / "lessons")], env=ENV)
+        subprocess.run(
+            [sys.executable, "-m", "compileall", "-q", str(ROOT / "tutor"), str(ROOT / "lessons")],
+            env=ENV,
+        )
 
         for name, folder in (("ordinary", ordinary), ("with_hostile", mixed)):
             print(f"[{name}] load average {load()}", flush=True)
             out = tmp / f"out-{name}"
             took = cli("grade", folder, "--out", out, "--timeout", args.timeout, *jobs)
-            result[name] = {"seconds": round(took, 2), "per_second": round(args.n / took, 1),
-                            "cpu_seconds": round(CPU["last"], 1), "statuses": statuses(out), "load_after": load()}
-            print(f"[{name}] {args.n} submissions graded in {took:.1f} s: {args.n / took:.1f}/s, "
-                  f"{CPU['last']:.1f} CPU-s; statuses {result[name]['statuses']}", flush=True)
+            result[name] = {
+                "seconds": round(took, 2),
+                "per_second": round(args.n / took, 1),
+                "cpu_seconds": round(CPU["last"], 1),
+                "statuses": statuses(out),
+                "load_after": load(),
+            }
+            print(
+                f"[{name}] {args.n} submissions graded in {took:.1f} s: {args.n / took:.1f}/s, "
+                f"{CPU['last']:.1f} CPU-s; statuses {result[name]['statuses']}",
+                flush=True,
+            )
 
         print(f"[check loop] load average {load()}", flush=True)
         files = sorted(ordinary.glob("*/lm3_l3.py"))[: args.loop]
@@ -94,14 +113,23 @@ def main() -> None:
             cli("check", path, "--json", "--timeout", args.timeout)
         took = time.monotonic() - start
         per_file = took / len(files)
-        result["check_loop"] = {"files": len(files), "seconds": round(took, 2), "per_file": round(per_file, 3),
-                                "extrapolated_seconds": round(per_file * args.n, 1)}
-        print(f"[check loop] {len(files)} files in {took:.1f} s ({per_file:.2f} s a file): "
-              f"{per_file * args.n:.0f} s for {args.n}, extrapolated", flush=True)
+        result["check_loop"] = {
+            "files": len(files),
+            "seconds": round(took, 2),
+            "per_file": round(per_file, 3),
+            "extrapolated_seconds": round(per_file * args.n, 1),
+        }
+        print(
+            f"[check loop] {len(files)} files in {took:.1f} s ({per_file:.2f} s a file): "
+            f"{per_file * args.n:.0f} s for {args.n}, extrapolated",
+            flush=True,
+        )
         speedup = per_file * args.n / result["ordinary"]["seconds"]
         result["speedup"] = round(speedup, 1)
-        print(f"grade is {speedup:.0f}× the check loop; target ≤ 10 s for {args.n} ordinary: "
-              f"{'met' if result['ordinary']['seconds'] <= 10 else 'missed'}")
+        print(
+            f"grade is {speedup:.0f}× the check loop; target ≤ 10 s for {args.n} ordinary: "
+            f"{'met' if result['ordinary']['seconds'] <= 10 else 'missed'}"
+        )
     if args.json:
         args.json.write_text(json.dumps(result, indent=1) + "\n")
 

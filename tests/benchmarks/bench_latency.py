@@ -43,14 +43,38 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _harness import (  # noqa: E402
-    BROKEN, HERE, ROOT, SAVERS, VARIANTS, AppSession, ControlCapture, LoadWindow, MemorySampler, SpawnCapture,
-    capture_cost_ms, compile_tree, digest, jitter, kill_tmux_server, learner_text, loadavg, marks_for, require_tools,
-    settled, start_tmux_server, step_marks, summary_ms,
+    BROKEN,
+    HERE,
+    ROOT,
+    SAVERS,
+    VARIANTS,
+    AppSession,
+    ControlCapture,
+    LoadWindow,
+    MemorySampler,
+    SpawnCapture,
+    capture_cost_ms,
+    compile_tree,
+    digest,
+    jitter,
+    kill_tmux_server,
+    learner_text,
+    loadavg,
+    marks_for,
+    require_tools,
+    settled,
+    start_tmux_server,
+    step_marks,
+    summary_ms,
 )
 
 TARGETS = {
-    "save_p50_ms": 60, "save_p95_ms": 150, "ratio_min": 40,
-    "first_screen_ms": 1000, "first_verdict_ms": 4000, "ui_rss_mb": 120,
+    "save_p50_ms": 60,
+    "save_p95_ms": 150,
+    "ratio_min": 40,
+    "first_screen_ms": 1000,
+    "first_verdict_ms": 4000,
+    "ui_rss_mb": 120,
 }
 
 
@@ -80,21 +104,34 @@ def screen_marks(capture) -> str | None:
     return step_marks(capture.capture()) if capture else None
 
 
-def one_save(sess, trace, kind: str, method: str, uid: str, capture, timeout: float, prints: int = 0) -> dict:
+def one_save(
+    sess, trace, kind: str, method: str, uid: str, capture, timeout: float, prints: int = 0
+) -> dict:
     prev = screen_marks(capture)
     if capture is not None and not settled(prev):  # still showing a run: let it finish
         time.sleep(0.5)
         prev = screen_marks(capture)
-    if capture is not None and VARIANTS[kind][1] == prev:  # the pane could not tell this save happened
+    if (
+        capture is not None and VARIANTS[kind][1] == prev
+    ):  # the pane could not tell this save happened
         kind = next(k for k in ("correct",) + BROKEN if VARIANTS[k][1] != prev)
     text = learner_text(kind, uid, prints)
     d = digest(text)
     t0 = SAVERS[method](sess.learner, text)
-    row = {"kind": kind, "method": method, "digest": d, "t_write": t0, "expected": VARIANTS[kind][1]}
+    row = {
+        "kind": kind,
+        "method": method,
+        "digest": d,
+        "t_write": t0,
+        "expected": VARIANTS[kind][1],
+    }
     if capture is not None:
         t_screen, marks, looks = wait_screen(capture, prev, timeout)
-        row.update(screen_ms=None if t_screen is None else round((t_screen - t0) * 1000, 2),
-                   screen_marks=marks, looks=looks)
+        row.update(
+            screen_ms=None if t_screen is None else round((t_screen - t0) * 1000, 2),
+            screen_marks=marks,
+            looks=looks,
+        )
     ev = trace.wait("verdicts", d, timeout=timeout if capture is None else 5.0)
     if ev is not None:
         row["trace_ms"] = round((ev["t"] - t0) * 1000, 2)
@@ -106,7 +143,12 @@ def one_save(sess, trace, kind: str, method: str, uid: str, capture, timeout: fl
     problems = []
     if row["marks"] is not None and row["marks"] != row["expected"]:
         problems.append(f"verdicts {row['marks']} but this variant should give {row['expected']}")
-    if capture is not None and row.get("screen_marks") and row["marks"] and row["screen_marks"] != row["marks"]:
+    if (
+        capture is not None
+        and row.get("screen_marks")
+        and row["marks"]
+        and row["screen_marks"] != row["marks"]
+    ):
         problems.append(f"screen showed {row['screen_marks']}, trace says {row['marks']}")
     if row["trace_ms"] is None:
         problems.append("no verdicts event for this content")
@@ -121,13 +163,18 @@ def save_series(sess, trace, n: int, label: str, capture, args) -> list[dict]:
     for i in range(n):
         kind = "correct" if i % 2 == 0 else BROKEN[(i // 2) % len(BROKEN)]
         method = ("atomic", "truncate")[(i // 2) % 2]
-        row = one_save(sess, trace, kind, method, f"{label}-{i}-{random.random():.9f}", capture, args.timeout)
+        row = one_save(
+            sess, trace, kind, method, f"{label}-{i}-{random.random():.9f}", capture, args.timeout
+        )
         row["i"] = i
         rows.append(row)
         if args.verbose:
-            print(f"  {label} {i:3d} {kind:13s} {method:8s} trace {row['trace_ms']} ms"
-                  + (f"  screen {row.get('screen_ms')} ms" if capture else "") + f"  {row['marks']} {row['problems'] or ''}",
-                  flush=True)
+            print(
+                f"  {label} {i:3d} {kind:13s} {method:8s} trace {row['trace_ms']} ms"
+                + (f"  screen {row.get('screen_ms')} ms" if capture else "")
+                + f"  {row['marks']} {row['problems'] or ''}",
+                flush=True,
+            )
         time.sleep(jitter(args.gap, args.jitter))
     return rows
 
@@ -150,16 +197,28 @@ def bursts(sess, trace, n: int, capture, args, size: int = 5, spacing: float = 0
             if k < size - 1:
                 time.sleep(spacing)
         t_last = t
-        row = {"kinds": kinds, "t_first": t_first, "t_last": t_last, "expected": VARIANTS[last_kind][1]}
+        row = {
+            "kinds": kinds,
+            "t_first": t_first,
+            "t_last": t_last,
+            "expected": VARIANTS[last_kind][1],
+        }
         if capture is not None:
             t_screen, marks, looks = wait_screen(capture, prev, args.timeout)
-            row.update(screen_ms=None if t_screen is None else round((t_screen - t_last) * 1000, 2), screen_marks=marks)
+            row.update(
+                screen_ms=None if t_screen is None else round((t_screen - t_last) * 1000, 2),
+                screen_marks=marks,
+            )
         ev = trace.wait("verdicts", digests[-1], timeout=args.timeout)
         row["trace_ms"] = None if ev is None else round((ev["t"] - t_last) * 1000, 2)
         row["marks"] = None if ev is None else marks_for(ev["statuses"])
         time.sleep(0.5)  # would an older content's verdicts still come after the last one's?
         trace.poll()
-        earlier = [e for e in trace.events if e.get("event") == "verdicts" and e.get("digest") in digests[:-1]]
+        earlier = [
+            e
+            for e in trace.events
+            if e.get("event") == "verdicts" and e.get("digest") in digests[:-1]
+        ]
         row["earlier_contents_rendered"] = len({e["digest"] for e in earlier})
         row["stale_after_last"] = bool(ev) and any(e["t"] > ev["t"] for e in earlier)
         final = [e for e in trace.events if e.get("event") == "verdicts" and e["t"] >= t_first]
@@ -167,13 +226,17 @@ def bursts(sess, trace, n: int, capture, args, size: int = 5, spacing: float = 0
         last_marks = row["marks"]
         rows.append(row)
         if args.verbose:
-            print(f"  burst {b} {kinds} trace {row['trace_ms']} ms screen {row.get('screen_ms')} ms "
-                  f"earlier rendered {row['earlier_contents_rendered']} stale {row['stale_after_last']}", flush=True)
+            print(
+                f"  burst {b} {kinds} trace {row['trace_ms']} ms screen {row.get('screen_ms')} ms "
+                f"earlier rendered {row['earlier_contents_rendered']} stale {row['stale_after_last']}",
+                flush=True,
+            )
         time.sleep(jitter(args.gap, args.jitter))
     return rows
 
 
 # ------------------------------------------------------------------ start-up
+
 
 def startup(sess, trace, args, solution: str | None = None) -> dict:
     """Launch and time the first screen and the first verdicts; leaves the app running."""
@@ -204,13 +267,18 @@ def startup(sess, trace, args, solution: str | None = None) -> dict:
     first_screen = trace.wait("first_screen", timeout=max(0.1, deadline - time.monotonic()))
     first_verdict = trace.wait("verdicts", timeout=max(0.1, deadline - time.monotonic()))
     ms = lambda t: None if t is None else round((t - sess.t_launch) * 1000, 1)  # noqa: E731
-    out.update(first_screen_ms=ms(first_screen and first_screen["t"]), first_verdict_ms=ms(first_verdict and first_verdict["t"]),
-               screen_title_ms=ms(t_title), screen_verdict_ms=ms(t_marks),
-               first_marks=first_verdict and marks_for(first_verdict["statuses"]))
+    out.update(
+        first_screen_ms=ms(first_screen and first_screen["t"]),
+        first_verdict_ms=ms(first_verdict and first_verdict["t"]),
+        screen_title_ms=ms(t_title),
+        screen_verdict_ms=ms(t_marks),
+        first_marks=first_verdict and marks_for(first_verdict["statuses"]),
+    )
     return out
 
 
 # ------------------------------------------------------------------ the cold approach
+
 
 def cold_runs(base: Path, n: int, args) -> dict:
     folder = base / "cold"
@@ -223,13 +291,32 @@ def cold_runs(base: Path, n: int, args) -> dict:
     for i in range(n):
         kind = "correct" if i % 2 == 0 else BROKEN[(i // 2) % len(BROKEN)]
         t0 = SAVERS[("atomic", "truncate")[(i // 2) % 2]](learner, learner_text(kind, f"cold-{i}"))
-        proc = subprocess.run([sys.executable, "-m", "pytest", "-q", test_file.name], cwd=folder, env=env,
-                              capture_output=True, text=True)
+        proc = subprocess.run(
+            [sys.executable, "-m", "pytest", "-q", test_file.name],
+            cwd=folder,
+            env=env,
+            capture_output=True,
+            text=True,
+        )
         ms = (time.time() - t0) * 1000
-        tail = proc.stdout.strip().splitlines()[-1:] if proc.stdout.strip() else [proc.stderr.strip()[-200:]]
-        rows.append({"kind": kind, "ms": round(ms, 1), "rc": proc.returncode, "summary": tail[0] if tail else ""})
+        tail = (
+            proc.stdout.strip().splitlines()[-1:]
+            if proc.stdout.strip()
+            else [proc.stderr.strip()[-200:]]
+        )
+        rows.append(
+            {
+                "kind": kind,
+                "ms": round(ms, 1),
+                "rc": proc.returncode,
+                "summary": tail[0] if tail else "",
+            }
+        )
         if args.verbose:
-            print(f"  cold {i} {kind:13s} {ms:7.0f} ms rc={proc.returncode} {rows[-1]['summary']}", flush=True)
+            print(
+                f"  cold {i} {kind:13s} {ms:7.0f} ms rc={proc.returncode} {rows[-1]['summary']}",
+                flush=True,
+            )
         time.sleep(jitter(args.gap, args.jitter))
     torch_import = []
     for _ in range(3):
@@ -237,12 +324,16 @@ def cold_runs(base: Path, n: int, args) -> dict:
         subprocess.run([sys.executable, "-c", "import torch"], env=env, check=True)
         torch_import.append((time.perf_counter() - t) * 1000)
     wrong_rc = [r for r in rows if (r["rc"] == 0) != (r["kind"] == "correct")]
-    return {"runs": rows, "ms": summary_ms([r["ms"] for r in rows]),
-            "python_import_torch_ms": summary_ms(torch_import),
-            "problems": [f"{r['kind']}: pytest exit {r['rc']}" for r in wrong_rc]}
+    return {
+        "runs": rows,
+        "ms": summary_ms([r["ms"] for r in rows]),
+        "python_import_torch_ms": summary_ms(torch_import),
+        "problems": [f"{r['kind']}: pytest exit {r['rc']}" for r in wrong_rc],
+    }
 
 
 # ------------------------------------------------------------------ report
+
 
 def fmt(v, unit="", digits=0):
     if v is None:
@@ -261,54 +352,94 @@ def print_table(res: dict) -> None:
         return f"{fmt(s['p50'])} / {fmt(s['p95'])} / {fmt(s['max'])}"
 
     print()
-    print(f"attn-tutor benchmarks   {res['when']}   {res['machine']['ncpu']} CPUs   python {res['machine']['python']}"
-          f"   app run by {res['machine'].get('app_python', sys.executable)}")
+    print(
+        f"attn-tutor benchmarks   {res['when']}   {res['machine']['ncpu']} CPUs   python {res['machine']['python']}"
+        f"   app run by {res['machine'].get('app_python', sys.executable)}"
+    )
     la = res["load"]
     print(f"load average: start {la['start']['1m']:.2f}, end {la['end']['1m']:.2f}")
     for k, v in res["phase_load"].items():
-        per = f", app CPU {v['app_cpu_ms_per_save']:.0f} ms/save" if "app_cpu_ms_per_save" in v else ""
-        print(f"  phase {k:<11} {v['seconds']:6.1f} s  load {v['load_start']['1m']:.2f}→{v['load_end']['1m']:.2f}  "
-              f"CPUs busy: other processes {v['others_cpus']:.2f}, app {v['app_cpus']:.2f}, bench {v['bench_cpus']:.2f}{per}")
+        per = (
+            f", app CPU {v['app_cpu_ms_per_save']:.0f} ms/save"
+            if "app_cpu_ms_per_save" in v
+            else ""
+        )
+        print(
+            f"  phase {k:<11} {v['seconds']:6.1f} s  load {v['load_start']['1m']:.2f}→{v['load_end']['1m']:.2f}  "
+            f"CPUs busy: other processes {v['others_cpus']:.2f}, app {v['app_cpus']:.2f}, bench {v['bench_cpus']:.2f}{per}"
+        )
     print()
     print(f"  {'measure':<46} {'p50 / p95 / max':>24}  {'target':<11}")
     t = res["targets_check"]
-    titles = (("trace", "save→verdict ms, app trace"), ("tmux", "save→verdict ms, tmux (control client)"),
-              ("tmux-spawn", "save→verdict ms, tmux (capture-pane procs)"))
+    titles = (
+        ("trace", "save→verdict ms, app trace"),
+        ("tmux", "save→verdict ms, tmux (control client)"),
+        ("tmux-spawn", "save→verdict ms, tmux (capture-pane procs)"),
+    )
     for key, title in titles:
         s = res["save_verdict"].get(key)
         if not s:
             continue
         if key == "trace":
-            line(f"{title} n={s['n']}", three(s), "≤60 / ≤150", mark(t.get("save_p50") and t.get("save_p95")))
+            line(
+                f"{title} n={s['n']}",
+                three(s),
+                "≤60 / ≤150",
+                mark(t.get("save_p50") and t.get("save_p95")),
+            )
         else:
             line(f"{title} n={s['n']}", three(s))
             line("  app trace, same saves", three(res["save_verdict"]["trace-in-" + key]))
             o = res["tmux_overhead"][key]
-            line("  one look at the pane / screen − trace, ms",
-                 f"{fmt(o['look_ms']['p50'], digits=2)} / {fmt(o['screen_minus_trace_ms']['p50'], digits=1)}")
+            line(
+                "  one look at the pane / screen − trace, ms",
+                f"{fmt(o['look_ms']['p50'], digits=2)} / {fmt(o['screen_minus_trace_ms']['p50'], digits=1)}",
+            )
     for kind in ("correct", "syntax"):
         s = res["save_verdict"].get("trace:" + kind)
         if s and s["n"]:
             line(f"  trace, {kind} files only n={s['n']}", three(s))
     b = res["burst"]["trace"]
     line(f"burst of 5 saves 20 ms apart: last → verdict n={b['n']}", three(b))
-    line("  older verdicts shown after the last's", f"{res['burst']['stale_after_last']} of {res['burst']['n']} bursts")
+    line(
+        "  older verdicts shown after the last's",
+        f"{res['burst']['stale_after_last']} of {res['burst']['n']} bursts",
+    )
     c = res["cold"]["ms"]
     line(f"cold `python -m pytest -q` per save n={c['n']}", three(c))
     line("  `python -c 'import torch'` alone", fmt(res["cold"]["python_import_torch_ms"]["p50"]))
-    line("ratio cold p50 / app p50 (trace; tmux)", f"{fmt(res['ratio']['trace'], '×', 1)}; {fmt(res['ratio']['tmux'], '×', 1)}",
-         "≥40×", mark(t.get("ratio")))
+    line(
+        "ratio cold p50 / app p50 (trace; tmux)",
+        f"{fmt(res['ratio']['trace'], '×', 1)}; {fmt(res['ratio']['tmux'], '×', 1)}",
+        "≥40×",
+        mark(t.get("ratio")),
+    )
     s0 = res["startup"]
-    line("first screen ms (trace), each launch", " ".join(fmt(r["first_screen_ms"]) for r in s0), "≤1000",
-         mark(t.get("first_screen")))
+    line(
+        "first screen ms (trace), each launch",
+        " ".join(fmt(r["first_screen_ms"]) for r in s0),
+        "≤1000",
+        mark(t.get("first_screen")),
+    )
     line("  pane shows the title, ms", " ".join(fmt(r["screen_title_ms"]) for r in s0))
-    line("first verdict ms (trace), each launch", " ".join(fmt(r["first_verdict_ms"]) for r in s0), "≤4000",
-         mark(t.get("first_verdict")))
-    line("  pane shows them (existing solution), ms", " ".join(fmt(r["screen_verdict_ms"]) for r in s0[1:]))
+    line(
+        "first verdict ms (trace), each launch",
+        " ".join(fmt(r["first_verdict_ms"]) for r in s0),
+        "≤4000",
+        mark(t.get("first_verdict")),
+    )
+    line(
+        "  pane shows them (existing solution), ms",
+        " ".join(fmt(r["screen_verdict_ms"]) for r in s0[1:]),
+    )
     m = res["memory"]
-    line("peak RSS (VmHWM) MB: UI", fmt(m["peak_mb"]["ui"], digits=1), "≤120", mark(t.get("ui_rss")))
-    line("peak RSS MB: worker / judge / largest child",
-         f"{fmt(m['peak_mb']['worker'], digits=1)} / {fmt(m['peak_mb']['judge'], digits=1)} / {fmt(m['peak_mb']['children'], digits=1)}")
+    line(
+        "peak RSS (VmHWM) MB: UI", fmt(m["peak_mb"]["ui"], digits=1), "≤120", mark(t.get("ui_rss"))
+    )
+    line(
+        "peak RSS MB: worker / judge / largest child",
+        f"{fmt(m['peak_mb']['worker'], digits=1)} / {fmt(m['peak_mb']['judge'], digits=1)} / {fmt(m['peak_mb']['children'], digits=1)}",
+    )
     line("PSS MB of the whole tree when idle", fmt(m["idle"].get("total_pss_mb"), digits=1))
     if res["problems"]:
         print("\nproblems:")
@@ -319,33 +450,61 @@ def print_table(res: dict) -> None:
 
 # ------------------------------------------------------------------ main
 
+
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("--saves", type=int, default=40, help="saves measured via the trace (≥30)")
-    p.add_argument("--tmux-saves", type=int, default=40, help="saves measured via a tmux control client")
-    p.add_argument("--spawn-saves", type=int, default=12, help="saves measured via `tmux capture-pane` processes")
+    p.add_argument(
+        "--tmux-saves", type=int, default=40, help="saves measured via a tmux control client"
+    )
+    p.add_argument(
+        "--spawn-saves",
+        type=int,
+        default=12,
+        help="saves measured via `tmux capture-pane` processes",
+    )
     p.add_argument("--bursts", type=int, default=6)
     p.add_argument("--cold", type=int, default=6, help="cold pytest runs")
-    p.add_argument("--startups", type=int, default=3, help="launches timed (the first in a new folder)")
+    p.add_argument(
+        "--startups", type=int, default=3, help="launches timed (the first in a new folder)"
+    )
     p.add_argument("--gap", type=float, default=0.3, help="pause after each verdict, s")
     p.add_argument("--jitter", type=float, default=0.2, help="extra random pause, up to, s")
     p.add_argument("--timeout", type=float, default=20.0)
-    p.add_argument("--look-pause", type=float, default=0.0,
-                   help="s between two looks at the pane (default 0: as fast as possible; every look costs the "
-                        "tmux server CPU, ~200 ms per save at full speed here, which slows the app on 2 cores)")
+    p.add_argument(
+        "--look-pause",
+        type=float,
+        default=0.0,
+        help="s between two looks at the pane (default 0: as fast as possible; every look costs the "
+        "tmux server CPU, ~200 ms per save at full speed here, which slows the app on 2 cores)",
+    )
     p.add_argument("--json", type=Path, help="write the results here")
     p.add_argument("--keep", action="store_true", help="keep the temporary folders")
     p.add_argument("--quick", action="store_true", help="fewer of everything (a smoke run)")
     p.add_argument("--strict", action="store_true", help="exit 1 when a target is missed")
     p.add_argument("--seed", type=int, default=7)
-    p.add_argument("--root", type=Path, default=ROOT, help="the attn-tutor tree to run (default: this one)")
-    p.add_argument("--python", default=sys.executable,
-                   help="the interpreter that runs the app, e.g. a venv's made as the README says (default: this "
-                        "one); the cold pytest runs always use this one")
+    p.add_argument(
+        "--root", type=Path, default=ROOT, help="the attn-tutor tree to run (default: this one)"
+    )
+    p.add_argument(
+        "--python",
+        default=sys.executable,
+        help="the interpreter that runs the app, e.g. a venv's made as the README says (default: this "
+        "one); the cold pytest runs always use this one",
+    )
     p.add_argument("-v", "--verbose", action="store_true")
     args = p.parse_args(argv)
     if args.quick:
-        args.saves, args.tmux_saves, args.spawn_saves, args.bursts, args.cold, args.startups = 10, 6, 4, 2, 2, 2
+        args.saves, args.tmux_saves, args.spawn_saves, args.bursts, args.cold, args.startups = (
+            10,
+            6,
+            4,
+            2,
+            2,
+            2,
+        )
     random.seed(args.seed)
     LOOK_PAUSE[0] = args.look_pause
     require_tools()
@@ -354,14 +513,30 @@ def main(argv=None) -> int:
     base = Path(tempfile.mkdtemp(prefix="attn-bench-"))
     socket = f"attn-bench-{os.getpid()}"
     start_tmux_server(socket)
-    res: dict = {"when": time.strftime("%Y-%m-%d %H:%M:%S"), "root": str(args.root), "args": {k: str(v) for k, v in vars(args).items()},
-                 "machine": {"ncpu": os.cpu_count(), "python": sys.version.split()[0], "uname": os.uname().release,
-                             "app_python": args.python},
-                 "load": {"start": loadavg()}, "phase_load": {}, "problems": []}
+    res: dict = {
+        "when": time.strftime("%Y-%m-%d %H:%M:%S"),
+        "root": str(args.root),
+        "args": {k: str(v) for k, v in vars(args).items()},
+        "machine": {
+            "ncpu": os.cpu_count(),
+            "python": sys.version.split()[0],
+            "uname": os.uname().release,
+            "app_python": args.python,
+        },
+        "load": {"start": loadavg()},
+        "phase_load": {},
+        "problems": [],
+    }
     sessions = []
     try:
-        tmux_pid = int(subprocess.run(["tmux", "-L", socket, "display-message", "-p", "#{pid}"],
-                                      capture_output=True, text=True).stdout.strip() or 0)
+        tmux_pid = int(
+            subprocess.run(
+                ["tmux", "-L", socket, "display-message", "-p", "#{pid}"],
+                capture_output=True,
+                text=True,
+            ).stdout.strip()
+            or 0
+        )
 
         # --- the main session: start-up, saves, bursts, memory
         sess = AppSession(base / "app-0", socket, "app0", root=args.root, python=args.python)
@@ -398,7 +573,9 @@ def main(argv=None) -> int:
         if args.spawn_saves:
             print(f"{args.spawn_saves} saves, tmux capture-pane processes …", flush=True)
             win = LoadWindow(own)
-            all_rows["tmux-spawn"] = save_series(sess, trace, args.spawn_saves, "spawn", spawn, args)
+            all_rows["tmux-spawn"] = save_series(
+                sess, trace, args.spawn_saves, "spawn", spawn, args
+            )
             res["phase_load"]["tmux-spawn"] = win.stop()
         look_spawn = capture_cost_ms(spawn)
 
@@ -408,19 +585,26 @@ def main(argv=None) -> int:
         idle = sampler.snapshot()
         res["memory"] = {
             "peak_mb": {k: round(v / 1024, 1) for k, v in sampler.peak_kb.items()},
-            "idle": idle, "samples": sampler.samples, "judge_pids": sorted(sampler.judges),
-            "worker_pids": sorted(sampler.workers), "children_seen": len(sampler.children_seen),
+            "idle": idle,
+            "samples": sampler.samples,
+            "judge_pids": sorted(sampler.judges),
+            "worker_pids": sorted(sampler.workers),
+            "children_seen": len(sampler.children_seen),
         }
         res["quit"] = [sess.quit()]
 
         # --- more launches: a folder that already holds a correct solution
         for k in range(1, args.startups):
-            s2 = AppSession(base / f"app-{k}", socket, f"app{k}", root=args.root, python=args.python)
+            s2 = AppSession(
+                base / f"app-{k}", socket, f"app{k}", root=args.root, python=args.python
+            )
             sessions.append(s2)
             s2.trace_path = s2.workdir / "trace.jsonl"
             print(f"start-up {k + 1} (existing solution) …", flush=True)
             time.sleep(1.0)
-            res["startup"].append(startup(s2, s2.trace(), args, solution=learner_text("correct", f"startup-{k}")))
+            res["startup"].append(
+                startup(s2, s2.trace(), args, solution=learner_text("correct", f"startup-{k}"))
+            )
             s2.quit()
 
         print(f"{args.cold} cold pytest runs …", flush=True)
@@ -440,34 +624,64 @@ def main(argv=None) -> int:
                 continue
             sv[key] = summary_ms(r.get("screen_ms") for r in rows)
             sv["trace-in-" + key] = summary_ms(r["trace_ms"] for r in rows)
-            diff = [r["screen_ms"] - r["trace_ms"] for r in rows if r.get("screen_ms") is not None and r["trace_ms"] is not None]
-            overhead[key] = {"look_ms": look, "screen_minus_trace_ms": summary_ms(diff),
-                             "looks_per_save": summary_ms(r.get("looks") for r in rows)}
+            diff = [
+                r["screen_ms"] - r["trace_ms"]
+                for r in rows
+                if r.get("screen_ms") is not None and r["trace_ms"] is not None
+            ]
+            overhead[key] = {
+                "look_ms": look,
+                "screen_minus_trace_ms": summary_ms(diff),
+                "looks_per_save": summary_ms(r.get("looks") for r in rows),
+            }
         for kind in ("correct",) + BROKEN:
-            sv["trace:" + kind] = summary_ms(r["trace_ms"] for r in all_rows["trace"] if r["kind"] == kind)
+            sv["trace:" + kind] = summary_ms(
+                r["trace_ms"] for r in all_rows["trace"] if r["kind"] == kind
+            )
         for method in SAVERS:
-            sv["trace:" + method] = summary_ms(r["trace_ms"] for r in all_rows["trace"] if r["method"] == method)
+            sv["trace:" + method] = summary_ms(
+                r["trace_ms"] for r in all_rows["trace"] if r["method"] == method
+            )
         res["save_verdict"] = sv
-        for key, rows in all_rows.items():  # CPU time of the app's processes (and tmux) per save, waits included
-            res["phase_load"][key]["app_cpu_ms_per_save"] = round(res["phase_load"][key]["app_cpu_ms"] / max(1, len(rows)), 1)
+        for (
+            key,
+            rows,
+        ) in (
+            all_rows.items()
+        ):  # CPU time of the app's processes (and tmux) per save, waits included
+            res["phase_load"][key]["app_cpu_ms_per_save"] = round(
+                res["phase_load"][key]["app_cpu_ms"] / max(1, len(rows)), 1
+            )
         res["tmux_overhead"] = overhead
-        res["burst"] = {"trace": summary_ms(r["trace_ms"] for r in burst_rows), "n": len(burst_rows),
-                        "stale_after_last": sum(r["stale_after_last"] for r in burst_rows),
-                        "earlier_contents_rendered": [r["earlier_contents_rendered"] for r in burst_rows],
-                        "last_event_is_last_content": all(r["last_event_is_last_content"] for r in burst_rows)}
+        res["burst"] = {
+            "trace": summary_ms(r["trace_ms"] for r in burst_rows),
+            "n": len(burst_rows),
+            "stale_after_last": sum(r["stale_after_last"] for r in burst_rows),
+            "earlier_contents_rendered": [r["earlier_contents_rendered"] for r in burst_rows],
+            "last_event_is_last_content": all(r["last_event_is_last_content"] for r in burst_rows),
+        }
         cold_p50 = res["cold"]["ms"]["p50"]
-        res["ratio"] = {"trace": cold_p50 / sv["trace"]["p50"] if cold_p50 and sv["trace"]["p50"] else None,
-                        "tmux": cold_p50 / sv["tmux"]["p50"] if cold_p50 and sv.get("tmux", {}).get("p50") else None}
+        res["ratio"] = {
+            "trace": cold_p50 / sv["trace"]["p50"] if cold_p50 and sv["trace"]["p50"] else None,
+            "tmux": cold_p50 / sv["tmux"]["p50"]
+            if cold_p50 and sv.get("tmux", {}).get("p50")
+            else None,
+        }
         for key, rows in all_rows.items():
             for r in rows:
-                res["problems"] += [f"{key} save {r['i']} ({r['kind']}, {r['method']}): {x}" for x in r["problems"]]
+                res["problems"] += [
+                    f"{key} save {r['i']} ({r['kind']}, {r['method']}): {x}" for x in r["problems"]
+                ]
         fs = [r["first_screen_ms"] for r in res["startup"]]
         fv = [r["first_verdict_ms"] for r in res["startup"]]
         res["targets"] = TARGETS
         res["targets_check"] = {
-            "save_p50": sv["trace"]["p50"] is not None and sv["trace"]["p50"] <= TARGETS["save_p50_ms"],
-            "save_p95": sv["trace"]["p95"] is not None and sv["trace"]["p95"] <= TARGETS["save_p95_ms"],
-            "ratio": res["ratio"]["trace"] is not None and res["ratio"]["trace"] >= TARGETS["ratio_min"],
+            "save_p50": sv["trace"]["p50"] is not None
+            and sv["trace"]["p50"] <= TARGETS["save_p50_ms"],
+            "save_p95": sv["trace"]["p95"] is not None
+            and sv["trace"]["p95"] <= TARGETS["save_p95_ms"],
+            "ratio": res["ratio"]["trace"] is not None
+            and res["ratio"]["trace"] >= TARGETS["ratio_min"],
             "first_screen": all(x is not None and x <= TARGETS["first_screen_ms"] for x in fs),
             "first_verdict": all(x is not None and x <= TARGETS["first_verdict_ms"] for x in fv),
             "ui_rss": res["memory"]["peak_mb"]["ui"] <= TARGETS["ui_rss_mb"],

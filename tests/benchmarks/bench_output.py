@@ -27,22 +27,37 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _harness import (  # noqa: E402
-    BROKEN, ROOT, AppSession, LoadWindow, compile_tree, jitter, kill_tmux_server, loadavg, require_tools,
-    start_tmux_server, summary_ms,
+    BROKEN,
+    ROOT,
+    AppSession,
+    LoadWindow,
+    compile_tree,
+    jitter,
+    kill_tmux_server,
+    loadavg,
+    require_tools,
+    start_tmux_server,
+    summary_ms,
 )
 from bench_latency import one_save, startup  # noqa: E402
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--bytes", type=int, default=1_000_000, help="printed by every function, each call")
+    p = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    p.add_argument(
+        "--bytes", type=int, default=1_000_000, help="printed by every function, each call"
+    )
     p.add_argument("--saves", type=int, default=20, help="saves in each series")
     p.add_argument("--gap", type=float, default=0.3, help="pause after each verdict, s")
     p.add_argument("--jitter", type=float, default=0.2, help="extra random pause, up to, s")
     p.add_argument("--timeout", type=float, default=20.0)
     p.add_argument("--json", type=Path, help="write the results here")
     p.add_argument("--seed", type=int, default=7)
-    p.add_argument("--root", type=Path, default=ROOT, help="the attn-tutor tree to run (default: this one)")
+    p.add_argument(
+        "--root", type=Path, default=ROOT, help="the attn-tutor tree to run (default: this one)"
+    )
     p.add_argument("--python", default=sys.executable, help="the interpreter that runs the app")
     p.add_argument("-v", "--verbose", action="store_true")
     args = p.parse_args(argv)
@@ -54,7 +69,11 @@ def main(argv=None) -> int:
     start_tmux_server(socket)
     series = {"silent": 0, "prints": args.bytes}
     rows: dict[str, list] = {name: [] for name in series}
-    res: dict = {"when": time.strftime("%Y-%m-%d %H:%M:%S"), "bytes_per_call": args.bytes, "load": {"start": loadavg()}}
+    res: dict = {
+        "when": time.strftime("%Y-%m-%d %H:%M:%S"),
+        "bytes_per_call": args.bytes,
+        "load": {"start": loadavg()},
+    }
     sess = AppSession(base / "app", socket, "app", root=args.root, python=args.python)
     try:
         sess.trace_path = sess.workdir / "trace.jsonl"
@@ -69,13 +88,24 @@ def main(argv=None) -> int:
             method = ("atomic", "truncate")[(i // 2) % 2]
             order = list(series) if i % 2 == 0 else list(series)[::-1]
             for name in order:
-                row = one_save(sess, trace, kind, method, f"{name}-{i}-{random.random():.9f}", None, args.timeout,
-                               series[name])
+                row = one_save(
+                    sess,
+                    trace,
+                    kind,
+                    method,
+                    f"{name}-{i}-{random.random():.9f}",
+                    None,
+                    args.timeout,
+                    series[name],
+                )
                 row["i"] = i
                 rows[name].append(row)
                 if args.verbose:
-                    print(f"  {name:7s} {i:3d} {kind:13s} {method:8s} trace {row['trace_ms']} ms {row['marks']} "
-                          f"{row['problems'] or ''}", flush=True)
+                    print(
+                        f"  {name:7s} {i:3d} {kind:13s} {method:8s} trace {row['trace_ms']} ms {row['marks']} "
+                        f"{row['problems'] or ''}",
+                        flush=True,
+                    )
                 time.sleep(jitter(args.gap, args.jitter))
         res["phase_load"] = win.stop()
         res["quit"] = sess.quit()
@@ -88,16 +118,27 @@ def main(argv=None) -> int:
     res["saves"] = rows
     res["save_verdict"] = {name: summary_ms(r["trace_ms"] for r in rows[name]) for name in series}
     for name in series:
-        res["save_verdict"][name + ":correct"] = summary_ms(r["trace_ms"] for r in rows[name] if r["kind"] == "correct")
-    res["problems"] = [f"{name} save {r['i']} ({r['kind']}): {x}"
-                       for name in series for r in rows[name] for x in r["problems"]]
+        res["save_verdict"][name + ":correct"] = summary_ms(
+            r["trace_ms"] for r in rows[name] if r["kind"] == "correct"
+        )
+    res["problems"] = [
+        f"{name} save {r['i']} ({r['kind']}): {x}"
+        for name in series
+        for r in rows[name]
+        for x in r["problems"]
+    ]
 
     la, pl = res["load"], res["phase_load"]
-    print(f"\nload average: start {la['start']['1m']:.2f}, end {la['end']['1m']:.2f}; during the saves, CPUs busy: "
-          f"other processes {pl['others_cpus']:.2f}, app {pl['app_cpus']:.2f}")
+    print(
+        f"\nload average: start {la['start']['1m']:.2f}, end {la['end']['1m']:.2f}; during the saves, CPUs busy: "
+        f"other processes {pl['others_cpus']:.2f}, app {pl['app_cpus']:.2f}"
+    )
     print(f"  {'save → verdicts on screen, app trace, ms':<48} {'p50 / p95 / max':>22}")
     for name in series:
-        for key, label in ((name, f"{name} (n={len(rows[name])})"), (name + ":correct", "  correct files only")):
+        for key, label in (
+            (name, f"{name} (n={len(rows[name])})"),
+            (name + ":correct", "  correct files only"),
+        ):
             s = res["save_verdict"][key]
             print(f"  {label:<48} {s['p50']} / {s['p95']} / {s['max']}".replace("None", "—"))
     if res["problems"]:

@@ -17,7 +17,9 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-LEARNER = pathlib.Path(os.environ.get("LEARNER_FILE") or pathlib.Path(__file__).with_name("lm3_l3.py"))
+LEARNER = pathlib.Path(
+    os.environ.get("LEARNER_FILE") or pathlib.Path(__file__).with_name("lm3_l3.py")
+)
 
 
 @pytest.fixture(scope="module")
@@ -35,7 +37,7 @@ def nb(lab):
     B, T, d = 2, 6, 8
     x = torch.randn(B, T, d)
     d_k = 4
-    Wq, Wk, Wv = (torch.randn(d, d_k) / d ** 0.5 for _ in range(3))
+    Wq, Wk, Wv = (torch.randn(d, d_k) / d**0.5 for _ in range(3))
     return {"B": B, "T": T, "d": d, "x": x, "d_k": d_k, "W": (Wq, Wk, Wv)}
 
 
@@ -60,11 +62,17 @@ def test_self_check_1(lab, nb):
     out, w = lab.causal_attention(x, Wq, Wk, Wv)
     assert out.shape == (B, T, d_k), f"out should have shape {(B, T, d_k)}, got {tuple(out.shape)}"
     assert w.shape == (B, T, T), f"weights should have shape {(B, T, T)}, got {tuple(w.shape)}"
-    assert torch.allclose(w.sum(-1), torch.ones(B, T), atol=1e-5), "each row of weights must sum to 1: mask BEFORE the softmax"
-    assert torch.all(torch.triu(w, diagonal=1) == 0), "weights above the diagonal (future tokens) must be exactly 0"
+    assert torch.allclose(w.sum(-1), torch.ones(B, T), atol=1e-5), (
+        "each row of weights must sum to 1: mask BEFORE the softmax"
+    )
+    assert torch.all(torch.triu(w, diagonal=1) == 0), (
+        "weights above the diagonal (future tokens) must be exactly 0"
+    )
     assert torch.allclose(w[:, 0, 0], torch.ones(B)), "the first token can only attend to itself"
     ref = F.scaled_dot_product_attention(x @ Wq, x @ Wk, x @ Wv, is_causal=True)
-    assert torch.allclose(out, ref, atol=1e-5), "output differs from F.scaled_dot_product_attention(..., is_causal=True)"
+    assert torch.allclose(out, ref, atol=1e-5), (
+        "output differs from F.scaled_dot_product_attention(..., is_causal=True)"
+    )
 
 
 def test_self_check_2(lab, nb):
@@ -88,15 +96,23 @@ def test_self_check_3(lab, nb, mha_y):
     mha, y = mha_y
     CausalMultiHeadAttention = lab.CausalMultiHeadAttention
     assert y.shape == (B, T, 8), f"output should be {(B, T, 8)}, got {tuple(y.shape)}"
-    assert leak(lambda z: mha(z), x) < 1e-6, "your multi-head attention leaks information from future tokens"
+    assert leak(lambda z: mha(z), x) < 1e-6, (
+        "your multi-head attention leaks information from future tokens"
+    )
     H, hd = mha.n_heads, mha.head_dim
     q, k, v = (proj(x).view(B, T, H, hd).transpose(1, 2) for proj in (mha.W_q, mha.W_k, mha.W_v))
     ref = F.scaled_dot_product_attention(q, k, v, is_causal=True).transpose(1, 2).reshape(B, T, 8)
     ref = mha.out_proj(ref)
-    assert torch.allclose(y, ref, atol=1e-5), "output differs from the reference built with F.scaled_dot_product_attention"
+    assert torch.allclose(y, ref, atol=1e-5), (
+        "output differs from the reference built with F.scaled_dot_product_attention"
+    )
     n_params = lambda m: sum(p.numel() for p in m.parameters())  # noqa: E731
-    assert n_params(CausalMultiHeadAttention(d, 8, 1, 16)) == n_params(CausalMultiHeadAttention(d, 8, 4, 16)), "heads must not change the parameter count"
-    assert n_params(mha) == 3 * d * 8 + 8 * 8 + 8, "expected 3 * d_in * d_out (Q, K, V) + d_out * d_out + d_out parameters"
+    assert n_params(CausalMultiHeadAttention(d, 8, 1, 16)) == n_params(
+        CausalMultiHeadAttention(d, 8, 4, 16)
+    ), "heads must not change the parameter count"
+    assert n_params(mha) == 3 * d * 8 + 8 * 8 + 8, (
+        "expected 3 * d_in * d_out (Q, K, V) + d_out * d_out + d_out parameters"
+    )
 
 
 def test_self_check_4(lab, nb, mha_y):
@@ -105,11 +121,15 @@ def test_self_check_4(lab, nb, mha_y):
     shapes = lab.expected_shapes(2, 6, 2, 4)
     Bn, Tn, Hn, hdn = 2, 6, 2, 4
     real_q = mha.W_q(x)
-    assert shapes["projected_q"] == tuple(real_q.shape), f"projected_q: expected {tuple(real_q.shape)}"
+    assert shapes["projected_q"] == tuple(real_q.shape), (
+        f"projected_q: expected {tuple(real_q.shape)}"
+    )
     assert shapes["q_split_into_heads"] == tuple(real_q.view(Bn, Tn, Hn, hdn).shape)
     assert shapes["q_per_head"] == tuple(real_q.view(Bn, Tn, Hn, hdn).transpose(1, 2).shape)
     qh = real_q.view(Bn, Tn, Hn, hdn).transpose(1, 2)
-    assert shapes["scores"] == tuple((qh @ qh.transpose(2, 3)).shape), "scores should be (B, H, T, T)"
+    assert shapes["scores"] == tuple((qh @ qh.transpose(2, 3)).shape), (
+        "scores should be (B, H, T, T)"
+    )
     assert shapes["weights"] == shapes["scores"], "the softmax does not change the shape"
     assert shapes["context_per_head"] == tuple(((qh @ qh.transpose(2, 3)) @ qh).shape)
     assert shapes["context_merged"] == tuple(y.shape)

@@ -53,27 +53,61 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
+import contextlib
+
 from _harness import (  # noqa: E402
-    ROOT, AppSession, LoadWindow, compile_tree, kill_tmux_server, proc_cpu_jiffies, loadavg, require_tools, start_tmux_server, summary_ms,
+    ROOT,
+    AppSession,
+    LoadWindow,
+    compile_tree,
+    kill_tmux_server,
+    loadavg,
+    proc_cpu_jiffies,
+    require_tools,
+    start_tmux_server,
+    summary_ms,
 )
 from bench_latency import save_series  # noqa: E402
 
-SEGMENTS = ["wake", "read", "submit", "pipe", "dispatch", "child_wake", "child_run", "child_encode", "child_exit",
-            "jqueue", "judge", "report", "ui_recv", "ui_queue", "render", "paint"]
+SEGMENTS = [
+    "wake",
+    "read",
+    "submit",
+    "pipe",
+    "dispatch",
+    "child_wake",
+    "child_run",
+    "child_encode",
+    "child_exit",
+    "jqueue",
+    "judge",
+    "report",
+    "ui_recv",
+    "ui_queue",
+    "render",
+    "paint",
+]
 
 
-UI_TIMED = ("ui_frame", "ui_layout", "ui_render_steps", "ui_render_progress", "ui_render_results",
-            "ui_render_fileinfo", "ui_render_main", "ui_tick", "ui_remember")
+UI_TIMED = (
+    "ui_frame",
+    "ui_layout",
+    "ui_render_steps",
+    "ui_render_progress",
+    "ui_render_results",
+    "ui_render_fileinfo",
+    "ui_render_main",
+    "ui_tick",
+    "ui_remember",
+)
 
 
 def load_events(path: Path) -> list[dict]:
     out = []
     with open(path, encoding="utf-8") as f:
         for line in f:
-            try:
+            with contextlib.suppress(ValueError):
                 out.append(json.loads(line))
-            except ValueError:
-                pass
     out.sort(key=lambda e: e["t"])
     return out
 
@@ -121,8 +155,18 @@ def breakdown(row: dict, events: list[dict]) -> dict | None:
         jstart = first(events, "j_start", t0, d=d, step=s)
         jend = first(events, "j_end", t0, d=d, step=s)
         recv = first(events, "ui_recv", rep["t"], type="step", step=s, gen=gen)
-        steps[s] = dict(spawn=spawn, cjob=cjob, crun=crun, cend=cend, dumped=dumped, tojudge=tojudge, jstart=jstart, jend=jend,
-                        report=rep, recv=recv)
+        steps[s] = dict(
+            spawn=spawn,
+            cjob=cjob,
+            crun=crun,
+            cend=cend,
+            dumped=dumped,
+            tojudge=tojudge,
+            jstart=jstart,
+            jend=jend,
+            report=rep,
+            recv=recv,
+        )
     if not steps:
         return None
     crit_step = max(steps, key=lambda s: steps[s]["report"]["t"])
@@ -133,39 +177,76 @@ def breakdown(row: dict, events: list[dict]) -> dict | None:
             final = e
             break
     final_end = final and first(events, "ui_after_results_end", final["t"])
-    ms = lambda a, b: None if a is None or b is None else round((b["t"] if isinstance(b, dict) else b) * 1000  # noqa: E731
-                                                                 - (a["t"] if isinstance(a, dict) else a) * 1000, 2)
+    ms = lambda a, b: (
+        None
+        if a is None or b is None
+        else round(
+            (b["t"] if isinstance(b, dict) else b) * 1000  # noqa: E731
+            - (a["t"] if isinstance(a, dict) else a) * 1000,
+            2,
+        )
+    )
     seg = {
-        "wake": ms(t0, batch), "read": ms(batch, read), "submit": ms(read, sent), "pipe": ms(sent, stdin),
-        "dispatch": ms(stdin, c["spawn"]), "child_wake": ms(c["spawn"], c["crun"]), "child_run": ms(c["crun"], c["cend"]),
-        "child_encode": ms(c["cend"], c["dumped"]), "child_exit": ms(c["dumped"] or c["cend"], c["tojudge"]),
+        "wake": ms(t0, batch),
+        "read": ms(batch, read),
+        "submit": ms(read, sent),
+        "pipe": ms(sent, stdin),
+        "dispatch": ms(stdin, c["spawn"]),
+        "child_wake": ms(c["spawn"], c["crun"]),
+        "child_run": ms(c["crun"], c["cend"]),
+        "child_encode": ms(c["cend"], c["dumped"]),
+        "child_exit": ms(c["dumped"] or c["cend"], c["tojudge"]),
         "jqueue": ms(c["tojudge"], c["jstart"]) if c["jstart"] else None,
         "judge": ms(c["jstart"], c["jend"]) if c["jstart"] else None,
         "report": ms(c["jend"] or c["tojudge"], c["report"]),
-        "ui_recv": ms(c["report"], c["recv"]), "ui_queue": ms(c["recv"], final), "render": ms(final, final_end),
+        "ui_recv": ms(c["report"], c["recv"]),
+        "ui_queue": ms(c["recv"], final),
+        "render": ms(final, final_end),
         "paint": ms(final_end, t_end),
     }
-    per_step = {s: {"child_run": ms(v["crun"], v["cend"]), "judge": ms(v["jstart"], v["jend"]),
-                    "child_run_cpu": v["cend"] and v["cend"].get("cpu"), "judge_cpu": v["jend"] and v["jend"].get("cpu"),
-                    "spawned_after_ms": ms(t0, v["spawn"]), "run_after_ms": ms(t0, v["crun"]),
-                    "judged_after_ms": ms(t0, v["jstart"]), "reported_after_ms": ms(t0, v["report"])}
-                for s, v in steps.items()}
+    per_step = {
+        s: {
+            "child_run": ms(v["crun"], v["cend"]),
+            "judge": ms(v["jstart"], v["jend"]),
+            "child_run_cpu": v["cend"] and v["cend"].get("cpu"),
+            "judge_cpu": v["jend"] and v["jend"].get("cpu"),
+            "spawned_after_ms": ms(t0, v["spawn"]),
+            "run_after_ms": ms(t0, v["crun"]),
+            "judged_after_ms": ms(t0, v["jstart"]),
+            "reported_after_ms": ms(t0, v["report"]),
+        }
+        for s, v in steps.items()
+    }
     forks = [e for e in events if e["ev"] in ("w_fork", "w_fork_end") and t0 <= e["t"] <= t_end]
     ui = {}
     for ev in UI_TIMED:
         inside = [e for e in events if e["ev"] == ev and t0 <= e["t"] <= t_end]
-        ui[ev] = {"n": len(inside), "ms": round(sum(e["dur"] for e in inside), 2),
-                  "cpu_ms": round(sum(e.get("cpu", 0) for e in inside), 2)}
-    return {"i": row["i"], "kind": row["kind"], "method": row["method"], "total": row["trace_ms"], "critical_step": crit_step,
-            "segments": seg, "steps": per_step, "ui_work": ui, "forks_on_path": sum(e["ev"] == "w_fork" for e in forks),
-            "sum_segments": round(sum(v for v in seg.values() if v is not None), 2)}
+        ui[ev] = {
+            "n": len(inside),
+            "ms": round(sum(e["dur"] for e in inside), 2),
+            "cpu_ms": round(sum(e.get("cpu", 0) for e in inside), 2),
+        }
+    return {
+        "i": row["i"],
+        "kind": row["kind"],
+        "method": row["method"],
+        "total": row["trace_ms"],
+        "critical_step": crit_step,
+        "segments": seg,
+        "steps": per_step,
+        "ui_work": ui,
+        "forks_on_path": sum(e["ev"] == "w_fork" for e in forks),
+        "sum_segments": round(sum(v for v in seg.values() if v is not None), 2),
+    }
 
 
 def spare_costs(events: list[dict]) -> dict:
     """CPU of a spare child before its job (fork to ready), and in all (at its result), ms."""
-    return {"prep_cpu": summary_ms(e["cpu"] for e in events if e["ev"] == "c_ready"),
-            "total_cpu": summary_ms(e["cpu"] for e in events if e["ev"] == "c_dumped"),
-            "result_bytes": summary_ms(e["size"] for e in events if e["ev"] == "c_dumped")}
+    return {
+        "prep_cpu": summary_ms(e["cpu"] for e in events if e["ev"] == "c_ready"),
+        "total_cpu": summary_ms(e["cpu"] for e in events if e["ev"] == "c_dumped"),
+        "result_bytes": summary_ms(e["size"] for e in events if e["ev"] == "c_dumped"),
+    }
 
 
 STARTUP_MARKS = [
@@ -204,8 +285,12 @@ def role_cpu(sess) -> dict:
     worker_all = proc_cpu_jiffies(tree["worker"], children=True)
     worker_self = proc_cpu_jiffies(tree["worker"])
     judge = proc_cpu_jiffies(tree["judge"])
-    return {"ui": proc_cpu_jiffies(tree["ui"]), "worker": worker_self, "judge": judge,
-            "children": worker_all - worker_self + sum(proc_cpu_jiffies(p) for p in tree["children"])}
+    return {
+        "ui": proc_cpu_jiffies(tree["ui"]),
+        "worker": worker_self,
+        "judge": judge,
+        "children": worker_all - worker_self + sum(proc_cpu_jiffies(p) for p in tree["children"]),
+    }
 
 
 def fork_costs(events: list[dict]) -> dict:
@@ -220,15 +305,24 @@ def fork_costs(events: list[dict]) -> dict:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("--saves", type=int, default=30)
     p.add_argument("--gap", type=float, default=0.3)
     p.add_argument("--jitter", type=float, default=0.2)
     p.add_argument("--timeout", type=float, default=20.0)
     p.add_argument("--json", type=Path)
-    p.add_argument("--py-spy", type=Path, dest="py_spy", help="folder for py-spy flame graphs of the UI and worker")
+    p.add_argument(
+        "--py-spy",
+        type=Path,
+        dest="py_spy",
+        help="folder for py-spy flame graphs of the UI and worker",
+    )
     p.add_argument("--keep", action="store_true")
-    p.add_argument("--root", type=Path, default=ROOT, help="the attn-tutor tree to run (default: this one)")
+    p.add_argument(
+        "--root", type=Path, default=ROOT, help="the attn-tutor tree to run (default: this one)"
+    )
     p.add_argument("-v", "--verbose", action="store_true")
     args = p.parse_args(argv)
     random.seed(11)
@@ -240,8 +334,14 @@ def main(argv=None) -> int:
     start_tmux_server(socket)
     spies = []
     try:
-        sess = AppSession(base / "app", socket, "prof", root=args.root, command=[sys.executable, str(HERE / "_probe_app.py")],
-                          env={"ATTN_BENCH_PROBE": str(probe)})
+        sess = AppSession(
+            base / "app",
+            socket,
+            "prof",
+            root=args.root,
+            command=[sys.executable, str(HERE / "_probe_app.py")],
+            env={"ATTN_BENCH_PROBE": str(probe)},
+        )
         sess.launch()
         trace = sess.trace()
         if trace.wait("verdicts", timeout=args.timeout) is None:
@@ -254,10 +354,26 @@ def main(argv=None) -> int:
             for role in ("ui", "worker"):
                 for fmt, ext in (("raw", "txt"),):
                     out = args.py_spy / f"{role}.{ext}"
-                    spies.append(subprocess.Popen(
-                        ["py-spy", "record", "--pid", str(tree[role]), "--rate", "250", "--format", fmt,
-                         "--output", str(out), "--nonblocking"] + (["--subprocesses"] if role == "worker" else []),
-                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+                    spies.append(
+                        subprocess.Popen(
+                            [
+                                "py-spy",
+                                "record",
+                                "--pid",
+                                str(tree[role]),
+                                "--rate",
+                                "250",
+                                "--format",
+                                fmt,
+                                "--output",
+                                str(out),
+                                "--nonblocking",
+                            ]
+                            + (["--subprocesses"] if role == "worker" else []),
+                            stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL,
+                        )
+                    )
             time.sleep(1.0)
         win = LoadWindow(lambda: sess.own_pids())
         roles0 = role_cpu(sess)
@@ -265,8 +381,12 @@ def main(argv=None) -> int:
         time.sleep(0.5)  # the last spares get ready
         roles1 = role_cpu(sess)
         load = win.stop()
-        cpu_roles = {k: round((roles1[k] - roles0[k]) * 1000 / os.sysconf("SC_CLK_TCK") / max(1, len(rows)), 1)
-                     for k in roles0}
+        cpu_roles = {
+            k: round(
+                (roles1[k] - roles0[k]) * 1000 / os.sysconf("SC_CLK_TCK") / max(1, len(rows)), 1
+            )
+            for k in roles0
+        }
         for spy in spies:
             spy.send_signal(2)  # SIGINT: py-spy writes its SVG and ends
         for spy in spies:
@@ -284,47 +404,94 @@ def main(argv=None) -> int:
     total = summary_ms(b["total"] for b in parts)
     step_stats = defaultdict(dict)
     for s in ("single-head", "leakage", "multi-head", "shapes"):
-        for k in ("child_run", "judge", "child_run_cpu", "judge_cpu", "spawned_after_ms", "run_after_ms",
-                  "judged_after_ms", "reported_after_ms"):
+        for k in (
+            "child_run",
+            "judge",
+            "child_run_cpu",
+            "judge_cpu",
+            "spawned_after_ms",
+            "run_after_ms",
+            "judged_after_ms",
+            "reported_after_ms",
+        ):
             step_stats[s][k] = summary_ms(b["steps"].get(s, {}).get(k) for b in parts)
     crit = defaultdict(int)
     for b in parts:
         crit[b["critical_step"]] += 1
-    by_kind = {k: summary_ms(b["total"] for b in parts if b["kind"] == k) for k in sorted({b["kind"] for b in parts})}
-    res = {"when": time.strftime("%Y-%m-%d %H:%M:%S"), "load": load, "loadavg_end": loadavg(), "total_ms": total,
-           "segments_ms": seg_stats, "steps_ms": step_stats, "critical_step": dict(crit), "by_kind": by_kind,
-           "startup_ms": startup, "cpu_ms_per_save": cpu_roles, "fork_ms": fork_costs(events), "spare": spare_costs(events), "forks_on_path": summary_ms(b["forks_on_path"] for b in parts),
-           "ui_work": {ev: {"n": summary_ms(b["ui_work"][ev]["n"] for b in parts)["p50"],
-                            "ms": summary_ms(b["ui_work"][ev]["ms"] for b in parts)["p50"],
-                            "cpu_ms": summary_ms(b["ui_work"][ev]["cpu_ms"] for b in parts)["p50"]} for ev in UI_TIMED},
-           "saves": parts}
+    by_kind = {
+        k: summary_ms(b["total"] for b in parts if b["kind"] == k)
+        for k in sorted({b["kind"] for b in parts})
+    }
+    res = {
+        "when": time.strftime("%Y-%m-%d %H:%M:%S"),
+        "load": load,
+        "loadavg_end": loadavg(),
+        "total_ms": total,
+        "segments_ms": seg_stats,
+        "steps_ms": step_stats,
+        "critical_step": dict(crit),
+        "by_kind": by_kind,
+        "startup_ms": startup,
+        "cpu_ms_per_save": cpu_roles,
+        "fork_ms": fork_costs(events),
+        "spare": spare_costs(events),
+        "forks_on_path": summary_ms(b["forks_on_path"] for b in parts),
+        "ui_work": {
+            ev: {
+                "n": summary_ms(b["ui_work"][ev]["n"] for b in parts)["p50"],
+                "ms": summary_ms(b["ui_work"][ev]["ms"] for b in parts)["p50"],
+                "cpu_ms": summary_ms(b["ui_work"][ev]["cpu_ms"] for b in parts)["p50"],
+            }
+            for ev in UI_TIMED
+        },
+        "saves": parts,
+    }
 
     print()
-    print(f"save → verdict breakdown, {len(parts)} saves   load {load['load_start']['1m']:.2f}→{load['load_end']['1m']:.2f}, "
-          f"other processes used {load['others_cpus']:.2f} of {load['ncpu']} CPUs")
-    print(f"  total (trace)  p50 {total['p50']} ms  p95 {total['p95']} ms;  CPU of the app's processes "
-          f"{load['app_cpu_ms'] / max(1, len(rows)):.0f} ms per save (waits between saves included)")
-    print("  CPU ms per save by process: " + ", ".join(f"{k} {v}" for k, v in cpu_roles.items())
-          + "  (children: the spare children, from their fork to their exit)")
+    print(
+        f"save → verdict breakdown, {len(parts)} saves   load {load['load_start']['1m']:.2f}→{load['load_end']['1m']:.2f}, "
+        f"other processes used {load['others_cpus']:.2f} of {load['ncpu']} CPUs"
+    )
+    print(
+        f"  total (trace)  p50 {total['p50']} ms  p95 {total['p95']} ms;  CPU of the app's processes "
+        f"{load['app_cpu_ms'] / max(1, len(rows)):.0f} ms per save (waits between saves included)"
+    )
+    print(
+        "  CPU ms per save by process: "
+        + ", ".join(f"{k} {v}" for k, v in cpu_roles.items())
+        + "  (children: the spare children, from their fork to their exit)"
+    )
     print(f"  {'segment (critical path)':<26}{'p50':>8}{'p95':>8}{'mean':>8}  share of mean")
     mean_total = sum((seg_stats[s]["mean"] or 0) for s in SEGMENTS) or 1
     for s in SEGMENTS:
         st = seg_stats[s]
-        print(f"  {s:<26}{st['p50'] or 0:8.1f}{st['p95'] or 0:8.1f}{st['mean'] or 0:8.1f}  {100 * (st['mean'] or 0) / mean_total:5.1f}%")
+        print(
+            f"  {s:<26}{st['p50'] or 0:8.1f}{st['p95'] or 0:8.1f}{st['mean'] or 0:8.1f}  {100 * (st['mean'] or 0) / mean_total:5.1f}%"
+        )
     print("  per step (all four, not only the critical one):")
     for s, v in step_stats.items():
-        print(f"    {s:<12} child run p50 {v['child_run']['p50']} ms (CPU {v['child_run_cpu']['p50']}), "
-              f"judge p50 {v['judge']['p50']} ms (CPU {v['judge_cpu']['p50']}), "
-              f"job handed out at +{v['spawned_after_ms']['p50']} ms, run from +{v['run_after_ms']['p50']}, "
-              f"judged from +{v['judged_after_ms']['p50']}, reported at +{v['reported_after_ms']['p50']} ms")
-    print(f"  critical step: {dict(crit)}; forks inside a save window p50 {res['forks_on_path']['p50']}; "
-          f"a fork_spare takes p50 {res['fork_ms']['p50']} ms")
-    print("  UI work between the write and the verdicts on screen (per save, p50): "
-          + ", ".join(f"{ev[3:]} {res['ui_work'][ev]['n']}× {res['ui_work'][ev]['ms']} ms (CPU {res['ui_work'][ev]['cpu_ms']})"
-                     for ev in UI_TIMED))
+        print(
+            f"    {s:<12} child run p50 {v['child_run']['p50']} ms (CPU {v['child_run_cpu']['p50']}), "
+            f"judge p50 {v['judge']['p50']} ms (CPU {v['judge_cpu']['p50']}), "
+            f"job handed out at +{v['spawned_after_ms']['p50']} ms, run from +{v['run_after_ms']['p50']}, "
+            f"judged from +{v['judged_after_ms']['p50']}, reported at +{v['reported_after_ms']['p50']} ms"
+        )
+    print(
+        f"  critical step: {dict(crit)}; forks inside a save window p50 {res['forks_on_path']['p50']}; "
+        f"a fork_spare takes p50 {res['fork_ms']['p50']} ms"
+    )
+    print(
+        "  UI work between the write and the verdicts on screen (per save, p50): "
+        + ", ".join(
+            f"{ev[3:]} {res['ui_work'][ev]['n']}× {res['ui_work'][ev]['ms']} ms (CPU {res['ui_work'][ev]['cpu_ms']})"
+            for ev in UI_TIMED
+        )
+    )
     sp = res["spare"]
-    print(f"  a spare child: CPU before its job p50 {sp['prep_cpu']['p50']} ms, CPU up to its result p50 "
-          f"{sp['total_cpu']['p50']} ms; result message p50 {sp['result_bytes']['p50']} bytes, max {sp['result_bytes']['max']}")
+    print(
+        f"  a spare child: CPU before its job p50 {sp['prep_cpu']['p50']} ms, CPU up to its result p50 "
+        f"{sp['total_cpu']['p50']} ms; result message p50 {sp['result_bytes']['p50']} bytes, max {sp['result_bytes']['max']}"
+    )
     print("  start-up, ms after the launch:")
     for label, ms in startup:
         print(f"    {ms if ms is not None else '—':>8}  {label}")

@@ -48,17 +48,23 @@ def test_every_save_got_its_verdicts(results):
 
 def test_save_to_verdict_p50(results):
     s = results["save_verdict"]["trace"]
-    assert s["p50"] <= T["save_p50_ms"], f"p50 {s['p50']} ms > {T['save_p50_ms']} ms {_load(results)}"
+    assert s["p50"] <= T["save_p50_ms"], (
+        f"p50 {s['p50']} ms > {T['save_p50_ms']} ms {_load(results)}"
+    )
 
 
 def test_save_to_verdict_p95(results):
     s = results["save_verdict"]["trace"]
-    assert s["p95"] <= T["save_p95_ms"], f"p95 {s['p95']} ms > {T['save_p95_ms']} ms {_load(results)}"
+    assert s["p95"] <= T["save_p95_ms"], (
+        f"p95 {s['p95']} ms > {T['save_p95_ms']} ms {_load(results)}"
+    )
 
 
 def test_far_ahead_of_a_fresh_pytest(results):
     r = results["ratio"]["trace"]
-    assert r is not None and r >= T["ratio_min"], f"only {r:.1f}× faster than a cold pytest {_load(results)}"
+    assert r is not None and r >= T["ratio_min"], (
+        f"only {r:.1f}× faster than a cold pytest {_load(results)}"
+    )
 
 
 def test_first_screen(results):
@@ -81,14 +87,23 @@ def test_older_verdicts_never_replace_newer(results):
     assert results["burst"]["last_event_is_last_content"]
 
 
-@pytest.mark.parametrize("kind, passes", [("correct", True), ("no_mask", False), ("mha_no_mask", False),
-                                          ("shapes_wrong", False)])
+@pytest.mark.parametrize(
+    "kind, passes",
+    [("correct", True), ("no_mask", False), ("mha_no_mask", False), ("shapes_wrong", False)],
+)
 def test_cold_checks_are_the_notebooks(tmp_path, kind, passes):
     """The cold approach checks what the notebook checks: the reference passes, mistakes fail."""
     (tmp_path / "lm3_l3.py").write_text(_harness.learner_text(kind, "t"), encoding="utf-8")
     test_file = tmp_path / "test_selfchecks_lm3.py"
-    test_file.write_text((HERE / "cold_selfchecks_lm3.py").read_text(encoding="utf-8"), encoding="utf-8")
+    test_file.write_text(
+        (HERE / "cold_selfchecks_lm3.py").read_text(encoding="utf-8"), encoding="utf-8"
+    )
     env = {k: v for k, v in os.environ.items() if k not in ("PYTEST_ADDOPTS", "PYTHONPATH")}
-    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", test_file.name],
-                          cwd=tmp_path, env=env, capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", test_file.name],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     assert (proc.returncode == 0) == passes, proc.stdout[-2000:]

@@ -19,8 +19,14 @@ def run(*args, cwd=None, env=None):
     checkout, where an `attn-tutor` run leaves an attn-lab/ with its state."""
     environ = dict(os.environ, PYTHONPATH=str(ROOT))
     environ.update(env or {})
-    return subprocess.run([sys.executable, "-m", "tutor", *args], capture_output=True, text=True,
-                          cwd=cwd or Path.cwd(), env=environ, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "tutor", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd or Path.cwd(),
+        env=environ,
+        timeout=120,
+    )
 
 
 def here(relative: str) -> str:
@@ -32,26 +38,56 @@ def test_reference_passes_and_json_is_one_object():
         out = run("check", file, "--lesson", lesson, "--json")
         assert out.returncode == 0, out.stderr
         data = json.loads(out.stdout)
-        assert set(data) == {"lesson", "file", "steps", "passed", "total", "file_error", "protections_off"}
+        assert set(data) == {
+            "lesson",
+            "file",
+            "steps",
+            "passed",
+            "total",
+            "file_error",
+            "protections_off",
+        }
         assert data["lesson"] == lesson and data["file"] == file and data["file_error"] is None
         assert data["protections_off"] == probe().off()
         assert data["passed"] == data["total"] == len(get_lesson(lesson).checked_steps)
         for step in data["steps"]:
             assert set(step) == {"id", "status", "checks"}
             assert step["status"] == "pass"
-            assert step["checks"] and all(set(c) == {"id", "status", "message"} for c in step["checks"])
+            assert step["checks"] and all(
+                set(c) == {"id", "status", "message"} for c in step["checks"]
+            )
 
 
-@pytest.mark.parametrize("lang, words", [("en", "file confinement (Landlock), the signal and network filter"),
-                                         ("zh", "文件访问限制（Landlock）、信号与网络过滤")])
+@pytest.mark.parametrize(
+    "lang, words",
+    [
+        ("en", "file confinement (Landlock), the signal and network filter"),
+        ("zh", "文件访问限制（Landlock）、信号与网络过滤"),
+    ],
+)
 def test_check_says_once_which_protections_are_off(lang, words):
     """As on a platform without them: the reference still passes, and one line says what is off."""
-    out = run("check", here("reference/lm3_l3.py"), "--lesson", "lm3-l3", "--lang", lang,
-              env={"ATTN_TUTOR_DISABLE": "landlock,seccomp"})
+    out = run(
+        "check",
+        here("reference/lm3_l3.py"),
+        "--lesson",
+        "lm3-l3",
+        "--lang",
+        lang,
+        env={"ATTN_TUTOR_DISABLE": "landlock,seccomp"},
+    )
     assert out.returncode == 0, out.stdout + out.stderr
     assert out.stdout.count(words) == 1, out.stdout
-    as_json = json.loads(run("check", here("reference/lm3_l3.py"), "--lesson", "lm3-l3", "--json",
-                             env={"ATTN_TUTOR_DISABLE": "landlock,seccomp"}).stdout)
+    as_json = json.loads(
+        run(
+            "check",
+            here("reference/lm3_l3.py"),
+            "--lesson",
+            "lm3-l3",
+            "--json",
+            env={"ATTN_TUTOR_DISABLE": "landlock,seccomp"},
+        ).stdout
+    )
     assert {"landlock", "seccomp"} <= set(as_json["protections_off"]) and as_json["passed"] == 4
 
 
@@ -89,11 +125,14 @@ def test_default_file_is_the_workspace_file(tmp_path):
     assert json.loads(out.stdout)["file"].endswith("attn-lab/lm3_l3.py")
 
 
-@pytest.mark.parametrize("args", [
-    ("check", "no/such/file.py"),
-    ("check", here("reference/lm3_l3.py"), "--lesson", "nope"),
-    ("check", here("reference")),
-])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("check", "no/such/file.py"),
+        ("check", here("reference/lm3_l3.py"), "--lesson", "nope"),
+        ("check", here("reference")),
+    ],
+)
 def test_bad_usage_exits_2_with_one_line(args):
     out = run(*args)
     assert out.returncode == 2
@@ -122,10 +161,15 @@ def test_list_json_and_version_and_help():
 def test_a_file_that_uses_numpy_passes(tmp_path):
     """NumPy is a dependency of the tutor now: a learner's file may use it (the app's process
     still never imports it: tests/unit/test_import_contracts.py)."""
-    source = (ROOT / "reference/lab_02.py").read_text().replace(
-        "import torch\n", "import numpy as np\nimport torch\n", 1).replace(
-        "    return weights @ v, weights",
-        "    print('weights as numpy:', weights.numpy().shape)\n    return weights @ v, weights")
+    source = (
+        (ROOT / "reference/lab_02.py")
+        .read_text()
+        .replace("import torch\n", "import numpy as np\nimport torch\n", 1)
+        .replace(
+            "    return weights @ v, weights",
+            "    print('weights as numpy:', weights.numpy().shape)\n    return weights @ v, weights",
+        )
+    )
     assert "numpy()" in source
     path = tmp_path / "lab_02.py"
     path.write_text(source)
@@ -140,7 +184,12 @@ def test_help_follows_the_locale_unless_the_workspace_remembers_a_choice(tmp_pat
     with `l` or --lang is remembered and wins."""
     state = tmp_path / "attn-lab" / ".attn-tutor" / "state.json"
     state.parent.mkdir(parents=True)
-    progress = {"version": 1, "lang": None, "lesson": "lm3-l3", "lessons": {"lm3-l3": {"step": "single-head"}}}
+    progress = {
+        "version": 1,
+        "lang": None,
+        "lesson": "lm3-l3",
+        "lessons": {"lm3-l3": {"step": "single-head"}},
+    }
     state.write_text(json.dumps(progress))
     assert "检查" in run("--help", cwd=tmp_path, env={"LANG": "zh_CN.UTF-8"}).stdout
     assert "检查" not in run("--help", cwd=tmp_path).stdout
@@ -148,24 +197,38 @@ def test_help_follows_the_locale_unless_the_workspace_remembers_a_choice(tmp_pat
     assert "检查" not in run("--help", cwd=tmp_path, env={"LANG": "zh_CN.UTF-8"}).stdout
 
 
-@pytest.mark.parametrize("lang, not_run", [("en", "not run: your file does not load"), ("zh", "未运行：你的文件无法加载")])
+@pytest.mark.parametrize(
+    "lang, not_run",
+    [("en", "not run: your file does not load"), ("zh", "未运行：你的文件无法加载")],
+)
 def test_a_file_that_does_not_load_is_said_once(tmp_path, lang, not_run):
     """An import that fails is the file's error: printed once, each step shown as not run
     because of it; --json keeps every step's status and adds file_error."""
-    source = (ROOT / "reference/lab_02.py").read_text().replace(
-        "import torch\n", "import torch\nimport attn_tutor_no_such_package.pyplot as plt\n", 1)
+    source = (
+        (ROOT / "reference/lab_02.py")
+        .read_text()
+        .replace(
+            "import torch\n", "import torch\nimport attn_tutor_no_such_package.pyplot as plt\n", 1
+        )
+    )
     path = tmp_path / "lab_02.py"
     path.write_text(source)
     out = run("check", str(path), "--lang", lang)
     assert out.returncode == 1
     assert out.stdout.count(not_run) == 4, out.stdout
     for step in ("scores", "mask", "weights", "output"):
-        assert any(line.startswith("✗ " + step) and line.endswith(not_run) for line in out.stdout.splitlines())
+        assert any(
+            line.startswith("✗ " + step) and line.endswith(not_run)
+            for line in out.stdout.splitlines()
+        )
     data = json.loads(run("check", str(path), "--json", "--lang", lang).stdout)
     assert [s["status"] for s in data["steps"]] == ["error"] * 4 and data["passed"] == 0
     assert [c["id"] for s in data["steps"] for c in s["checks"]] == ["file-loads"] * 4
     line = source.splitlines().index("import attn_tutor_no_such_package.pyplot as plt") + 1
-    assert data["file_error"]["line"] == line and "attn_tutor_no_such_package" in data["file_error"]["message"]
+    assert (
+        data["file_error"]["line"] == line
+        and "attn_tutor_no_such_package" in data["file_error"]["message"]
+    )
     assert data["file_error"]["message"] == data["steps"][0]["checks"][0]["message"]
     # The message once in the text, its Markdown code marks left out.
     assert out.stdout.count(data["file_error"]["message"].replace("`", "")) == 1, out.stdout
@@ -179,12 +242,24 @@ def test_a_file_whose_steps_fail_on_their_own_has_no_file_error(tmp_path):
     assert data["file_error"] is None and data["passed"] < 4
 
 
-@pytest.mark.parametrize("args", [("--lang", "zh", "--help"), ("--lang", "zh", "check", "--help"),
-                                  ("--lang", "zh", "dev", "check", "--help")])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("--lang", "zh", "--help"),
+        ("--lang", "zh", "check", "--help"),
+        ("--lang", "zh", "dev", "check", "--help"),
+    ],
+)
 def test_chinese_help_has_no_argparse_english(args):
     out = run(*args).stdout
     assert out.startswith("用法：attn-tutor") and "位置参数：" in out or "选项：" in out, out
-    for english in ("usage:", "positional arguments", "options:", "show this help", "show program's version"):
+    for english in (
+        "usage:",
+        "positional arguments",
+        "options:",
+        "show this help",
+        "show program's version",
+    ):
         assert english not in out, (english, out)
     assert "用法：用法" not in out
 

@@ -19,15 +19,29 @@ ROOT = Path(__file__).resolve().parents[2]
 def run(*args, cwd: Path):
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     env.pop("ATTN_TUTOR_LESSONS", None)
-    return subprocess.run([sys.executable, "-m", "tutor", *args], capture_output=True, text=True,
-                          cwd=cwd, env=env, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "tutor", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=env,
+        timeout=120,
+    )
 
 
 def workspace(tmp_path: Path, lesson: str, status: dict) -> Path:
     state = tmp_path / "attn-lab" / ".attn-tutor" / "state.json"
     state.parent.mkdir(parents=True)
-    state.write_text(json.dumps({"version": 1, "lang": None, "lesson": lesson,
-                                 "lessons": {lesson: {"step": None, "status": status, "hints": {}}}}))
+    state.write_text(
+        json.dumps(
+            {
+                "version": 1,
+                "lang": None,
+                "lesson": lesson,
+                "lessons": {lesson: {"step": None, "status": status, "hints": {}}},
+            }
+        )
+    )
     return tmp_path / "attn-lab"
 
 
@@ -35,7 +49,9 @@ def test_check_without_a_lesson_takes_the_one_the_app_used_last(tmp_path):
     lab = workspace(tmp_path, "lab-02", {})
     shutil.copy(ROOT / "reference" / "lab_02.py", lab / "lab_02.py")
     out = run("check", "--json", cwd=tmp_path)
-    assert out.returncode == 0 and json.loads(out.stdout)["lesson"] == "lab-02", out.stdout + out.stderr
+    assert out.returncode == 0 and json.loads(out.stdout)["lesson"] == "lab-02", (
+        out.stdout + out.stderr
+    )
 
 
 def test_list_shows_each_lessons_progress(tmp_path):
@@ -45,7 +61,11 @@ def test_list_shows_each_lessons_progress(tmp_path):
     assert (lm3["passed"], lm3["checked"]) == (1, 4)
     assert [s["status"] for s in lm3["steps"][:3]] == ["pass", "fail", None]
     text = run("list", cwd=tmp_path).stdout
-    assert "1/4" in text.splitlines()[0] and re.search(r"✓ single-head", text) and re.search(r"✗ leakage", text)
+    assert (
+        "1/4" in text.splitlines()[0]
+        and re.search(r"✓ single-head", text)
+        and re.search(r"✗ leakage", text)
+    )
 
 
 def test_a_solution_is_shown_after_the_step_passed_and_only_then(tmp_path):
@@ -57,11 +77,19 @@ def test_a_solution_is_shown_after_the_step_passed_and_only_then(tmp_path):
     assert "class CausalMultiHeadAttention" not in shown.stdout  # that step's code only
     shutil.copy(ROOT / "lessons" / "lm3-l3" / "starter.py", lab / "lm3_l3.py")
     diff = run("solution", "single-head", "--diff", cwd=tmp_path).stdout
-    assert diff.startswith("--- yours") and "-    raise NotImplementedError" in diff and "+    scores = " in diff
-    assert run("solution", "memory", "--force", cwd=tmp_path).returncode == 2  # an experiment has no code
+    assert (
+        diff.startswith("--- yours")
+        and "-    raise NotImplementedError" in diff
+        and "+    scores = " in diff
+    )
+    assert (
+        run("solution", "memory", "--force", cwd=tmp_path).returncode == 2
+    )  # an experiment has no code
 
 
-@pytest.mark.parametrize("command", [[], ["check"], ["reset"], ["list"], ["solution"], ["dev", "check"]])
+@pytest.mark.parametrize(
+    "command", [[], ["check"], ["reset"], ["list"], ["solution"], ["dev", "check"]]
+)
 def test_help_shows_no_internal_names(tmp_path, command):
     out = run(*command, "--help", cwd=tmp_path).stdout
     # argparse's names from dests (RESET_LESSON, CHECK_TIMEOUT); the environment's ATTN_TUTOR_* are meant
@@ -82,8 +110,13 @@ def test_a_reader_that_leaves_early_gets_no_traceback(tmp_path):
     shutil.copy(ROOT / "lessons" / "lm3-l3" / "starter.py", starter)
     read, write = os.pipe()
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    child = subprocess.Popen([sys.executable, "-m", "tutor", "check", str(starter)], stdout=write,
-                             stderr=subprocess.PIPE, cwd=tmp_path, env=env)
+    child = subprocess.Popen(
+        [sys.executable, "-m", "tutor", "check", str(starter)],
+        stdout=write,
+        stderr=subprocess.PIPE,
+        cwd=tmp_path,
+        env=env,
+    )
     os.close(write)
     os.close(read)  # `| head` that has already gone
     err = child.stderr.read().decode()

@@ -20,8 +20,14 @@ def run(*args, cwd, env=None):
     """The CLI of this checkout, with a course folder only where a test gives one."""
     environ = {k: v for k, v in os.environ.items() if k != LESSONS_ENV}
     environ.update(PYTHONPATH=str(ROOT), **(env or {}))
-    return subprocess.run([sys.executable, "-m", "tutor", *args], capture_output=True, text=True,
-                          cwd=cwd, env=environ, timeout=180)
+    return subprocess.run(
+        [sys.executable, "-m", "tutor", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=environ,
+        timeout=180,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -29,23 +35,35 @@ def course(tmp_path_factory) -> Path:
     """lab-02 copied as a course's lesson `ours`, its reference in its own folder."""
     root = tmp_path_factory.mktemp("course")
     folder = root / "ours"
-    shutil.copytree(get_lesson("lab-02").folder, folder, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(
+        get_lesson("lab-02").folder, folder, ignore=shutil.ignore_patterns("__pycache__")
+    )
     toml_path = folder / "lesson.toml"
     text = toml_path.read_text(encoding="utf-8")
-    toml_path.write_text(text.replace('id = "lab-02"', 'id = "ours"').replace('file = "lab_02.py"', 'file = "ours.py"'),
-                         encoding="utf-8")
+    toml_path.write_text(
+        text.replace('id = "lab-02"', 'id = "ours"').replace(
+            'file = "lab_02.py"', 'file = "ours.py"'
+        ),
+        encoding="utf-8",
+    )
     shutil.copy(ROOT / "reference" / "lab_02.py", folder / "reference.py")
     return root
 
 
 def test_lessons_dir_lists_checks_and_proves_a_course_lesson(course, tmp_path):
     listed = json.loads(run("--lessons", str(course), "list", "--json", cwd=tmp_path).stdout)
-    assert [l["id"] for l in listed["lessons"]][:2] == ["lm3-l3", "lab-02"] and "ours" in [l["id"] for l in listed["lessons"]]
+    assert [l["id"] for l in listed["lessons"]][:2] == ["lm3-l3", "lab-02"] and "ours" in [
+        l["id"] for l in listed["lessons"]
+    ]
     solution = tmp_path / "ours.py"
     shutil.copy(course / "ours" / "reference.py", solution)
     checked = run("--lessons", str(course), "check", str(solution), "--json", cwd=tmp_path)
     report = json.loads(checked.stdout)
-    assert checked.returncode == 0 and report["lesson"] == "ours" and report["passed"] == report["total"] == 4
+    assert (
+        checked.returncode == 0
+        and report["lesson"] == "ours"
+        and report["passed"] == report["total"] == 4
+    )
     # The same through the environment variable, and dev check proves the lesson.
     proved = run("dev", "check", "ours", cwd=tmp_path, env={LESSONS_ENV: str(course)})
     assert proved.returncode == 0, proved.stdout + proved.stderr
@@ -53,8 +71,12 @@ def test_lessons_dir_lists_checks_and_proves_a_course_lesson(course, tmp_path):
 
 def test_a_course_lessons_reference_is_out_of_the_learners_reach(course, tmp_path):
     cheat = tmp_path / "ours.py"
-    cheat.write_text(f"exec(open({str(course / 'ours' / 'reference.py')!r}).read())\n", encoding="utf-8")
-    report = json.loads(run("--lessons", str(course), "check", str(cheat), "--json", cwd=tmp_path).stdout)
+    cheat.write_text(
+        f"exec(open({str(course / 'ours' / 'reference.py')!r}).read())\n", encoding="utf-8"
+    )
+    report = json.loads(
+        run("--lessons", str(course), "check", str(cheat), "--json", cwd=tmp_path).stdout
+    )
     assert report["passed"] == 0 and report["file_error"], report
 
 
@@ -69,8 +91,12 @@ def test_a_file_is_matched_to_the_lesson_whose_functions_it_defines():
     # A name two lessons' steps share (kv-cache starts from lm3-l3's layer) decides nothing alone;
     # the file's other names do.
     assert lesson_for_source("class CausalMultiHeadAttention:\n    pass\n") is None
-    assert lesson_for_source("class CausalMultiHeadAttention:\n    pass\ndef generate(layer, x):\n"
-                             "    pass\n").id == "kv-cache"
+    assert (
+        lesson_for_source(
+            "class CausalMultiHeadAttention:\n    pass\ndef generate(layer, x):\n    pass\n"
+        ).id
+        == "kv-cache"
+    )
     assert lesson_for_source("def helper():\n    pass\n") is None
 
 
@@ -79,16 +105,39 @@ def test_a_course_lesson_names_its_own_checks(course, tmp_path):
     languages; checks it does not name keep the tutor's names."""
     named = tmp_path / "named"
     shutil.copytree(course, named)
-    for lang, words in (("en", "Scores match q·kᵀ/√d_k exactly"), ("zh", "分数与 q·kᵀ/√d_k 完全一致")):
+    for lang, words in (
+        ("en", "Scores match q·kᵀ/√d_k exactly"),
+        ("zh", "分数与 q·kᵀ/√d_k 完全一致"),
+    ):
         catalog = named / "ours" / f"messages.{lang}.toml"
-        catalog.write_text(catalog.read_text(encoding="utf-8") + f'\n[checkname]\nvalues = "{words}"\n', encoding="utf-8")
+        catalog.write_text(
+            catalog.read_text(encoding="utf-8") + f'\n[checkname]\nvalues = "{words}"\n',
+            encoding="utf-8",
+        )
     solution = tmp_path / "ours.py"
     shutil.copy(course / "ours" / "reference.py", solution)
-    for lang, words, kept in (("en", "Scores match q·kᵀ/√d_k exactly", "Shapes are right"),
-                              ("zh", "分数与 q·kᵀ/√d_k 完全一致", "张量形状正确")):
-        report = json.loads(run("--lessons", str(named), "check", str(solution), "--json", "--lang", lang,
-                                cwd=tmp_path).stdout)
+    for lang, words, kept in (
+        ("en", "Scores match q·kᵀ/√d_k exactly", "Shapes are right"),
+        ("zh", "分数与 q·kᵀ/√d_k 完全一致", "张量形状正确"),
+    ):
+        report = json.loads(
+            run(
+                "--lessons",
+                str(named),
+                "check",
+                str(solution),
+                "--json",
+                "--lang",
+                lang,
+                cwd=tmp_path,
+            ).stdout
+        )
         scores = {c["id"]: c["message"] for c in report["steps"][0]["checks"]}
         assert scores["values"] == words and scores["shape"] == kept, scores
         # The other steps' "values" checks carry the same id: the lesson names them all.
-        assert all(c["message"] == words for s in report["steps"] for c in s["checks"] if c["id"] == "values")
+        assert all(
+            c["message"] == words
+            for s in report["steps"]
+            for c in s["checks"]
+            if c["id"] == "values"
+        )

@@ -9,8 +9,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-
 from test_cli import ROOT, run
+
 from tutor import toml
 from tutor.lesson import all_lessons
 
@@ -44,7 +44,16 @@ def test_dev_check_passes_for_the_lesson(lesson):
     assert 4 <= len(mistakes) <= 6
     for m in mistakes:  # each variant said, as caught
         assert any(line.startswith(f"✓ mistake {m['id']}: ") for line in lines), out.stdout
-    for word in ("schema", "files", "texts", "hints", "message keys", "catalogs", "starter", "reference"):
+    for word in (
+        "schema",
+        "files",
+        "texts",
+        "hints",
+        "message keys",
+        "catalogs",
+        "starter",
+        "reference",
+    ):
         assert any(line.startswith(f"✓ {word}: ") for line in lines), (word, out.stdout)
     assert out.stdout.rstrip().endswith(f"{len(lines)}/{len(lines)} checks passed")
 
@@ -70,8 +79,10 @@ def test_a_failing_step_is_told_in_the_readers_language(tmp_path):
     reference.write_text(reference.read_text().replace('float("-inf")', "0.0"))
     out = run("dev", "check", str(folder), "--lang", "zh")
     assert out.returncode == 1
-    assert "✗ 参考答案：并非每个需要检查的步骤都通过（步骤 weights：未通过，检查 future-is-zero（check.future）" in out.stdout, \
-        out.stdout
+    assert (
+        "✗ 参考答案：并非每个需要检查的步骤都通过（步骤 weights：未通过，检查 future-is-zero（check.future）"
+        in out.stdout
+    ), out.stdout
 
 
 def test_a_missing_catalog_key_is_named_with_where_it_is_used(tmp_path):
@@ -83,14 +94,20 @@ def test_a_missing_catalog_key_is_named_with_where_it_is_used(tmp_path):
     out = run("dev", "check", str(folder))
     assert out.returncode == 1
     bad = failed(out)
-    assert any("'likely.no_such_key' (checks.py:" in line and "en.toml" in line for line in bad), out.stdout
-    assert any("'likely.no_such_key' (checks.py:" in line and "zh.toml" in line for line in bad), out.stdout
+    assert any("'likely.no_such_key' (checks.py:" in line and "en.toml" in line for line in bad), (
+        out.stdout
+    )
+    assert any("'likely.no_such_key' (checks.py:" in line and "zh.toml" in line for line in bad), (
+        out.stdout
+    )
 
 
 def test_a_key_built_at_run_time_that_cannot_be_resolved_fails(tmp_path):
     folder = copy_lesson(tmp_path, "lab-02")
     checks = folder / "checks.py"
-    checks.write_text(checks.read_text() + '\n\ndef _later(name):\n    return msg(f"likely.{name}")\n')
+    checks.write_text(
+        checks.read_text() + '\n\ndef _later(name):\n    return msg(f"likely.{name}")\n'
+    )
     out = run("dev", "check", str(folder))
     assert out.returncode == 1
     assert any("built at run time at checks.py:" in line for line in failed(out)), out.stdout
@@ -101,8 +118,10 @@ def test_a_starter_that_passes_fails_the_starter_check(tmp_path):
     shutil.copy(ROOT / "reference" / "lab_02.py", folder / "starter.py")
     out = run("dev", "check", str(folder))
     assert out.returncode == 1
-    assert failed(out) == ["✗ starter: not todo on every checked step "
-                           "(scores: passed, mask: passed, weights: passed, output: passed)"], out.stdout
+    assert failed(out) == [
+        "✗ starter: not todo on every checked step "
+        "(scores: passed, mask: passed, weights: passed, output: passed)"
+    ], out.stdout
 
 
 def test_a_reference_with_a_bug_fails_the_reference_check(tmp_path):
@@ -119,7 +138,9 @@ def test_a_variant_the_checks_let_through_fails(tmp_path):
     folder = copy_lesson(tmp_path, "lab-02")
     mistakes = folder / "mistakes.toml"
     # "Wrong" only in form: the same formula written another way must pass, so it is reported.
-    mistakes.write_text(mistakes.read_text() + '''
+    mistakes.write_text(
+        mistakes.read_text()
+        + '''
 [[mistakes]]
 id = "not-wrong"
 step = "scores"
@@ -130,11 +151,13 @@ code = """
 def scaled_scores(q, k):
     return (q @ k.transpose(-2, -1)) * q.shape[-1] ** -0.5
 """
-''')
+'''
+    )
     out = run("dev", "check", str(folder))
     assert out.returncode == 1
-    assert failed(out) == ["✗ mistake not-wrong: step scores passes; the checks let this wrong variant through"], \
-        out.stdout
+    assert failed(out) == [
+        "✗ mistake not-wrong: step scores passes; the checks let this wrong variant through"
+    ], out.stdout
 
 
 def test_schema_problems_are_each_a_line(tmp_path):
@@ -156,10 +179,14 @@ def test_a_step_function_the_starter_lacks_is_named(tmp_path):
     starter.write_text(starter.read_text().replace("def causal_mask(", "def causal_mask_renamed("))
     out = run("dev", "check", str(folder))
     assert out.returncode == 1
-    assert "✗ files: step 'mask' is about causal_mask, which starter.py does not define" in failed(out), out.stdout
+    assert "✗ files: step 'mask' is about causal_mask, which starter.py does not define" in failed(
+        out
+    ), out.stdout
 
 
-@pytest.mark.parametrize("args", [("dev", "check", "no-such-lesson"), ("dev", "check", "/"), ("dev",)])
+@pytest.mark.parametrize(
+    "args", [("dev", "check", "no-such-lesson"), ("dev", "check", "/"), ("dev",)]
+)
 def test_bad_usage_exits_2(args):
     out = run(*args)
     assert out.returncode == 2 and out.stdout == ""

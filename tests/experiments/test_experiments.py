@@ -55,12 +55,19 @@ def test_measured_scores_agree_with_the_formula_and_say_for_which_settings():
     for T, row in rows.items():
         assert row[1] == f"{2 * 4 * T * T:,}"  # batch · heads · T²
         assert row[5] == f"{2 * 4 * T * T * 2 / 1e6:.1f}"  # measured: · 2 bytes
-    (said,) = [n for n in items(got["memory"].visuals["view"], "note")
-               if key_of(n["text"]).endswith("memory_measured_note")]
+    (said,) = [
+        n
+        for n in items(got["memory"].visuals["view"], "note")
+        if key_of(n["text"]).endswith("memory_measured_note")
+    ]
     assert said["text"]["params"] == {"heads": 4, "batch": 2, "dtype": "bfloat16"}
     (numbers,) = items(got["reflect"].visuals["view"], "after_answer")
     assert numbers["question"] == 4
-    assert numbers["items"][0]["text"]["params"] == {"head_dim": 64, "qkv": "1,769,472", "total": "2,360,064"}
+    assert numbers["items"][0]["text"]["params"] == {
+        "head_dim": 64,
+        "qkv": "1,769,472",
+        "total": "2,360,064",
+    }
 
 
 def test_the_memory_formula_shows_without_the_learners_class():
@@ -74,7 +81,8 @@ def test_the_memory_formula_shows_without_the_learners_class():
 def test_a_learner_that_builds_the_scores_per_head_in_a_loop_is_still_measured():
     looped = LM3.replace(
         "        scores = q @ k.transpose(2, 3) / hd**0.5\n",
-        "        scores = torch.stack([q[:, h] @ k[:, h].transpose(1, 2) for h in range(H)], 1) / hd**0.5\n")
+        "        scores = torch.stack([q[:, h] @ k[:, h].transpose(1, 2) for h in range(H)], 1) / hd**0.5\n",
+    )
     assert looped != LM3
     got = run("lm3-l3", looped, ["memory"], {"memory": {"range": [64, 128]}})
     assert memory_table(got["memory"])[64][5] == f"{12 * 64 * 64 * 4 / 1e6:.1f}"
@@ -112,18 +120,22 @@ def test_exercises_entropy_nan_row_and_heads():
 
 def test_the_exercise_variant_is_a_setting():
     view = lambda variant: run("lab-02", LAB, ["exercises"], {"exercises": {"variant": variant}})[  # noqa: E731
-        "exercises"].visuals["view"]
+        "exercises"
+    ].visuals["view"]
     scaled, shuffled = view("scaled_q"), view("shuffled_q")
     after = lambda v: [r["items"][1]["matrix"] for r in items(v, "row")]  # noqa: E731
     assert after(scaled)[1] == after(shuffled)[1] and after(scaled)[0] != after(shuffled)[0]
 
 
 def test_exercises_follow_the_learners_code():
-    unscaled = LAB.replace("return q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])",
-                           "return q @ k.transpose(-2, -1)")
+    unscaled = LAB.replace(
+        "return q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])", "return q @ k.transpose(-2, -1)"
+    )
     assert unscaled != LAB
     for with_, without in entropy(run("lab-02", unscaled, ["exercises"])["exercises"]).values():
-        assert with_ == pytest.approx(without, abs=0.01)  # the learner's "scaled" scores are the unscaled ones
+        assert with_ == pytest.approx(
+            without, abs=0.01
+        )  # the learner's "scaled" scores are the unscaled ones
     zero_fill = LAB.replace('float("-inf")', "0.0")
     view = run("lab-02", zero_fill, ["exercises"])["exercises"].visuals["view"]
     assert [n for n in items(view, "note") if key_of(n["text"]).endswith("ex2_no_nan")]

@@ -15,7 +15,9 @@ STARTER = KV.starter_path.read_text(encoding="utf-8")
 
 
 def run(source, steps, params=None):
-    results = check_source(KV.id, f"/tmp/attn-lab/{KV.file_name}", source, timeout=10, steps=steps, params=params)
+    results = check_source(
+        KV.id, f"/tmp/attn-lab/{KV.file_name}", source, timeout=10, steps=steps, params=params
+    )
     return {r.id: r for r in results}
 
 
@@ -44,7 +46,11 @@ def well_formed(view):
             assert all(len(r) == n for r in item["rows"])
             for r in item["rows"]:
                 for cell in r:
-                    assert cell is None or isinstance(cell, (str, int, float)) or cell.get("kind") in visuals.CELL_KINDS
+                    assert (
+                        cell is None
+                        or isinstance(cell, (str, int, float))
+                        or cell.get("kind") in visuals.CELL_KINDS
+                    )
         if item["kind"] == "heatmap":
             assert all(len(r) == len(item["matrix"]) for r in item["matrix"])
     for ref in texts(view):
@@ -56,7 +62,9 @@ def well_formed(view):
 def test_the_cost_settings_are_declared_in_lesson_toml():
     from tutor import toml
 
-    step = next(s for s in toml.loads((KV.folder / "lesson.toml").read_text())["steps"] if s["id"] == "cost")
+    step = next(
+        s for s in toml.loads((KV.folder / "lesson.toml").read_text())["steps"] if s["id"] == "cost"
+    )
     settings = {s["id"]: s for s in step["settings"]}
     assert set(settings) == {"heads", "batch", "t_max"}
     assert [s["key"] for s in step["settings"]] == ["1", "2", "3"]
@@ -64,7 +72,9 @@ def test_the_cost_settings_are_declared_in_lesson_toml():
         assert s["default"] in s["values"] and set(s["label"]) == set(LANGS)
 
 
-@pytest.mark.parametrize("params", [None, {"heads": 8, "batch": 4, "t_max": 64}], ids=["defaults", "chosen"])
+@pytest.mark.parametrize(
+    "params", [None, {"heads": 8, "batch": 4, "t_max": 64}], ids=["defaults", "chosen"]
+)
 def test_cost_view_follows_the_settings(params):
     got = run(REFERENCE, ["cost"], {"cost": params} if params else None)["cost"]
     assert got.status == "pass", got
@@ -74,7 +84,11 @@ def test_cost_view_follows_the_settings(params):
     assert s == ({"heads": 4, "batch": 1, "t_max": 128} if params is None else params)
     table = next(i for i in view if i["kind"] == "table")
     T = [int(r[0]) for r in table["rows"]]
-    assert T[0] == 16 and T[-1] == s["t_max"] and all(b == 2 * a for a, b in zip(T, T[1:]))
+    assert (
+        T[0] == 16
+        and T[-1] == s["t_max"]
+        and all(b == 2 * a for a, b in zip(T, T[1:], strict=False))
+    )
     d = 32 * s["heads"]
     for r in table["rows"]:  # the cache of one layer, float32: k and v, B·T·d numbers each
         assert float(r[1]) == pytest.approx(2 * s["batch"] * int(r[0]) * d * 4 / 1e6, abs=1e-3)
@@ -83,13 +97,17 @@ def test_cost_view_follows_the_settings(params):
 
 
 def test_cost_without_generate_still_shows_the_formulas():
-    got = run(STARTER.replace('raise NotImplementedError("one step with the KV cache")', "return None"),
-              ["cost"])["cost"]
+    got = run(
+        STARTER.replace('raise NotImplementedError("one step with the KV cache")', "return None"),
+        ["cost"],
+    )["cost"]
     view = got.visuals["view"]
     well_formed(view)
     table = next(i for i in view if i["kind"] == "table")
     assert all(r[4]["value"] is None for r in table["rows"])  # generate is still todo
-    assert any(i["kind"] == "waiting" for i in view) or any(r[5]["value"] is not None for r in table["rows"])
+    assert any(i["kind"] == "waiting" for i in view) or any(
+        r[5]["value"] is not None for r in table["rows"]
+    )
 
 
 def test_rows_are_the_full_pass_weights_row_by_row():
@@ -100,9 +118,9 @@ def test_rows_are_the_full_pass_weights_row_by_row():
     for entry in maps:
         learner, reference = entry["learner"], entry["reference"]
         assert learner is not None and len(learner) == len(reference) == 8
-        for i, (a, b) in enumerate(zip(learner, reference)):
-            assert all(abs(x - y) < 1e-3 for x, y in zip(a, b))
-            assert all(x == 0 for x in a[i + 1:])  # lower triangle: one new row per token
+        for i, (a, b) in enumerate(zip(learner, reference, strict=False)):
+            assert all(abs(x - y) < 1e-3 for x, y in zip(a, b, strict=False))
+            assert all(x == 0 for x in a[i + 1 :])  # lower triangle: one new row per token
     keys = [i["text"]["key"] for i in got.visuals["view"] if i["kind"] == "note"]
     assert "kv-cache.visual.rows_same" in keys
 

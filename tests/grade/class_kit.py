@@ -8,18 +8,22 @@ sys.exit at import).
 
 from __future__ import annotations
 
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
+
+import tomllib
 
 from tutor.variants import apply_replacements
 
 ROOT = Path(__file__).resolve().parents[2]
 REFERENCE = (ROOT / "reference" / "lm3_l3.py").read_text(encoding="utf-8")
 STARTER = (ROOT / "lessons" / "lm3-l3" / "starter.py").read_text(encoding="utf-8")
-MISTAKES = tomllib.loads((ROOT / "lessons" / "lm3-l3" / "mistakes.toml").read_text(encoding="utf-8"))["mistakes"]
+MISTAKES = tomllib.loads(
+    (ROOT / "lessons" / "lm3-l3" / "mistakes.toml").read_text(encoding="utf-8")
+)["mistakes"]
 
-RENAMED = {"causal_attention": '''
+RENAMED = {
+    "causal_attention": """
 def causal_attention(x, Wq, Wk, Wv):
     queries, keys, values = x @ Wq, x @ Wk, x @ Wv
     att = queries @ keys.transpose(-2, -1) / keys.shape[-1] ** 0.5
@@ -27,8 +31,10 @@ def causal_attention(x, Wq, Wk, Wv):
     blocked = torch.triu(torch.ones(n, n, dtype=torch.bool), diagonal=1)
     probs = torch.softmax(att.masked_fill(blocked, float("-inf")), dim=-1)
     return probs @ values, probs
-'''}
-SQRT = {"causal_attention": '''
+"""
+}
+SQRT = {
+    "causal_attention": """
 def causal_attention(x, Wq, Wk, Wv):
     q = x @ Wq
     k = x @ Wk
@@ -40,8 +46,10 @@ def causal_attention(x, Wq, Wk, Wv):
     scores = scores.masked_fill(mask, float("-inf"))
     weights = torch.softmax(scores, dim=-1)
     return weights @ v, weights
-'''}
-RESHAPE = {"CausalMultiHeadAttention.forward": '''
+"""
+}
+RESHAPE = {
+    "CausalMultiHeadAttention.forward": """
 def forward(self, x):
     B, T, _ = x.shape
     H, hd = self.n_heads, self.head_dim
@@ -53,7 +61,8 @@ def forward(self, x):
     weights = self.dropout(torch.softmax(scores, dim=-1))
     context = (weights @ v).permute(0, 2, 1, 3).reshape(B, T, self.d_out)
     return self.out_proj(context)
-'''}
+"""
+}
 
 CORRECT = {
     "reference": REFERENCE,
@@ -61,7 +70,10 @@ CORRECT = {
     "sqrt": apply_replacements(REFERENCE, SQRT, "import math"),
     "reshape": apply_replacements(REFERENCE, RESHAPE),
 }
-WRONG = {m["id"]: apply_replacements(REFERENCE, {m["function"]: m["code"]}, m.get("header", "")) for m in MISTAKES}
+WRONG = {
+    m["id"]: apply_replacements(REFERENCE, {m["function"]: m["code"]}, m.get("header", ""))
+    for m in MISTAKES
+}
 # The likely id each wrong variant's failing check names (mistakes.toml's expect_keys).
 LIKELY = {m["id"]: next(k for k in m["expect_keys"] if k.startswith("likely.")) for m in MISTAKES}
 
@@ -89,19 +101,40 @@ def plan(n: int, hostile: int = 0) -> list[Student]:
     out = []
     for i in range(n):
         sid = f"s{i:03d}"
-        if hostile and i % every == every // 2 and len([s for s in out if s.kind == "hostile"]) < hostile:
-            out.append(Student(sid, "hostile", hostile_names[len([s for s in out if s.kind == "hostile"]) % len(hostile_names)]))
+        if (
+            hostile
+            and i % every == every // 2
+            and len([s for s in out if s.kind == "hostile"]) < hostile
+        ):
+            out.append(
+                Student(
+                    sid,
+                    "hostile",
+                    hostile_names[
+                        len([s for s in out if s.kind == "hostile"]) % len(hostile_names)
+                    ],
+                )
+            )
         elif i % 10 < 6:
             out.append(Student(sid, "correct", correct[i % len(correct)]))
         elif i % 10 < 9:
-            out.append(Student(sid, "wrong", wrong[len([s for s in out if s.kind == "wrong"]) % len(wrong)]))
+            out.append(
+                Student(
+                    sid, "wrong", wrong[len([s for s in out if s.kind == "wrong"]) % len(wrong)]
+                )
+            )
         else:
             out.append(Student(sid, "starter", "starter"))
     return out
 
 
 def source_of(student: Student) -> str:
-    table = {"correct": CORRECT, "wrong": WRONG, "hostile": HOSTILE, "starter": {"starter": STARTER}}[student.kind]
+    table = {
+        "correct": CORRECT,
+        "wrong": WRONG,
+        "hostile": HOSTILE,
+        "starter": {"starter": STARTER},
+    }[student.kind]
     return table[student.variant]
 
 

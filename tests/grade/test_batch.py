@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import sys
 import threading
-from pathlib import Path
 
 import pytest
 
@@ -53,7 +52,9 @@ def often_switching():
     sys.setswitchinterval(old)
 
 
-def test_every_file_is_graded_once_however_the_events_interleave(tmp_path, monkeypatch, often_switching):
+def test_every_file_is_graded_once_however_the_events_interleave(
+    tmp_path, monkeypatch, often_switching
+):
     monkeypatch.setattr(batch_run, "Worker", InstantWorker)
     files = []
     for i in range(4):
@@ -62,5 +63,7 @@ def test_every_file_is_graded_once_however_the_events_interleave(tmp_path, monke
         files.append(Submission(f"s{i}", path))
     for _ in range(300):
         graded = []
-        batch_run.Batch(LESSON, timeout=3.0, jobs=2).grade(files, lambda sub, raw, steps, s: graded.append(sub.student))
+        batch_run.Batch(LESSON, timeout=3.0, jobs=2).grade(
+            files, lambda sub, raw, steps, s: graded.append(sub.student)
+        )
         assert sorted(graded) == [f.student for f in files]

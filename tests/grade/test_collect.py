@@ -4,21 +4,32 @@ from __future__ import annotations
 
 import pytest
 
-from tutor.grade.collect import CollectError, collect, guess_lesson, in_shard, parse_shard, shard, student_id
+from tutor.grade.collect import (
+    CollectError,
+    collect,
+    guess_lesson,
+    in_shard,
+    parse_shard,
+    shard,
+    student_id,
+)
 from tutor.lesson import get_lesson
 
 LM3 = get_lesson("lm3-l3")
 
 
-@pytest.mark.parametrize("name, expected", [
-    ("alice.py", "alice"),
-    ("alice_lm3_l3.py", "alice"),
-    ("alice-lm3-l3.py", "alice"),
-    ("lm3_l3_alice.py", "alice"),
-    ("lm3-l3 alice.py", "alice"),
-    ("Bob.Smith_lm3_l3.py", "Bob.Smith"),
-    ("lm3_l3x.py", "lm3_l3x"),  # not the lesson's name followed by a separator: kept whole
-])
+@pytest.mark.parametrize(
+    "name, expected",
+    [
+        ("alice.py", "alice"),
+        ("alice_lm3_l3.py", "alice"),
+        ("alice-lm3-l3.py", "alice"),
+        ("lm3_l3_alice.py", "alice"),
+        ("lm3-l3 alice.py", "alice"),
+        ("Bob.Smith_lm3_l3.py", "Bob.Smith"),
+        ("lm3_l3x.py", "lm3_l3x"),  # not the lesson's name followed by a separator: kept whole
+    ],
+)
 def test_a_file_names_its_student(tmp_path, name, expected):
     assert student_id(tmp_path / name, LM3) == expected
 
@@ -43,8 +54,12 @@ def test_a_class_folder_of_folders_and_files(tmp_path):
     (tmp_path / ".hidden").mkdir()
     subs = collect([tmp_path], LM3)
     assert [(s.student, s.path and s.path.name) for s in subs] == [
-        ("alice", "lm3_l3.py"), ("bob", "lm3_l3.py"), ("carol", "carol_lm3_l3.py"), ("dave", None),
-        ("erin", "attention.py")]
+        ("alice", "lm3_l3.py"),
+        ("bob", "lm3_l3.py"),
+        ("carol", "carol_lm3_l3.py"),
+        ("dave", None),
+        ("erin", "attention.py"),
+    ]
 
 
 def test_two_submissions_of_one_student_are_a_usage_error(tmp_path):
@@ -76,7 +91,9 @@ def test_the_lesson_is_guessed_from_names_then_contents(tmp_path):
     assert err.value.key == "grade.several_lessons"
 
 
-@pytest.mark.parametrize("text, ok", [("1/2", (1, 2)), ("3/3", (3, 3)), ("0/2", None), ("3/2", None), ("x", None)])
+@pytest.mark.parametrize(
+    "text, ok", [("1/2", (1, 2)), ("3/3", (3, 3)), ("0/2", None), ("3/2", None), ("x", None)]
+)
 def test_parse_shard(text, ok):
     if ok:
         assert parse_shard(text) == ok
@@ -94,4 +111,6 @@ def test_shards_split_a_class_exactly_and_stably(tmp_path):
     assert sorted(ids) == [s.student for s in subs] and len(ids) == len(set(ids))
     assert all(parts)  # 40 ids over 3 shards: none empty
     # A student's shard does not depend on who else submitted.
-    assert [in_shard(s.student, 2, 3) for s in subs[:10]] == [in_shard(s.student, 2, 3) for s in shard(subs[:10], 1, 1)]
+    assert [in_shard(s.student, 2, 3) for s in subs[:10]] == [
+        in_shard(s.student, 2, 3) for s in shard(subs[:10], 1, 1)
+    ]

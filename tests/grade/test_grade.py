@@ -42,8 +42,13 @@ ORDINARY_TIMEOUT = "15"
 
 
 def grade(*args, check=True, timeout=240) -> subprocess.CompletedProcess:
-    proc = subprocess.run([sys.executable, "-m", "tutor", "grade", *map(str, args)], env=ENV,
-                          capture_output=True, text=True, timeout=timeout)
+    proc = subprocess.run(
+        [sys.executable, "-m", "tutor", "grade", *map(str, args)],
+        env=ENV,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
     if check:
         assert proc.returncode == 0, proc.stderr[-3000:]
     return proc
@@ -70,10 +75,14 @@ def graded(tmp_path_factory):
     (folder / "kim").mkdir()  # a student whose folder holds no file
     (folder / "kim" / "notes.txt").write_text("forgot to upload\n")
     (folder / "lee").mkdir()
-    (folder / "lee" / "lm3_l3.py").write_bytes(b"# caf\xe9 in Latin-1\n" + source_of(CLASS[0]).encode())
+    (folder / "lee" / "lm3_l3.py").write_bytes(
+        b"# caf\xe9 in Latin-1\n" + source_of(CLASS[0]).encode()
+    )
     out = base / "out"
     proc = grade(folder, "--out", out, "--timeout", TIMEOUT, "--jobs", "2")
-    records = {p.stem: json.loads(p.read_text(encoding="utf-8")) for p in (out / "students").glob("*.json")}
+    records = {
+        p.stem: json.loads(p.read_text(encoding="utf-8")) for p in (out / "students").glob("*.json")
+    }
     return folder, out, proc, records
 
 
@@ -100,8 +109,22 @@ def test_a_record_is_check_json_plus_what_traces_it(graded):
 
 def test_the_record_matches_check_json_for_the_same_file(graded):
     folder, out, proc, records = graded
-    check = subprocess.run([sys.executable, "-m", "tutor", "check", "--json", "--timeout", ORDINARY_TIMEOUT,
-                            str(folder / "cat" / "lm3_l3.py")], env=ENV, capture_output=True, text=True, timeout=120)
+    check = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tutor",
+            "check",
+            "--json",
+            "--timeout",
+            ORDINARY_TIMEOUT,
+            str(folder / "cat" / "lm3_l3.py"),
+        ],
+        env=ENV,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     expected = json.loads(check.stdout)
     got = {k: records["cat"][k] for k in expected}
     assert got == expected
@@ -115,12 +138,17 @@ def test_hostile_files_cost_only_themselves(graded):
     assert records["hal"]["status"] == "timeout"
     for s in CLASS:
         if s.kind == "correct":
-            assert records[s.id]["status"] == "graded" and records[s.id]["score"] == LESSON.max_points, s
+            assert (
+                records[s.id]["status"] == "graded" and records[s.id]["score"] == LESSON.max_points
+            ), s
         if s.kind == "wrong":
             r = records[s.id]
             assert r["status"] == "graded" and r["score"] < LESSON.max_points
             # The id is the catalog key as the judge gives it (a lesson's own under its id).
-            assert LIKELY[s.variant] in {local_key(m["id"]) for m in r["mistakes"]}, (s, r["mistakes"])
+            assert LIKELY[s.variant] in {local_key(m["id"]) for m in r["mistakes"]}, (
+                s,
+                r["mistakes"],
+            )
 
 
 def test_a_file_that_is_not_utf8_is_an_error_said_as_such(graded):
@@ -133,13 +161,15 @@ def test_grades_csv(graded):
     folder, out, proc, records = graded
     rows = list(csv.reader((out / "grades.csv").open(encoding="utf-8", newline="")))
     assert rows[0] == ["student", *STEPS, "total", "percent", "status"]
-    assert rows[1][0] == "points" and [float(x) for x in rows[1][1:-2]] == [*(s.points for s in LESSON.checked_steps),
-                                                                          LESSON.max_points]
+    assert rows[1][0] == "points" and [float(x) for x in rows[1][1:-2]] == [
+        *(s.points for s in LESSON.checked_steps),
+        LESSON.max_points,
+    ]
     body = rows[2:]
     assert [r[0] for r in body] == sorted(records)
     for row in body:
         r = records[row[0]]
-        earned = [float(x) for x in row[1:1 + len(STEPS)]]
+        earned = [float(x) for x in row[1 : 1 + len(STEPS)]]
         assert sum(earned) == float(row[-3]) == r["score"]
         assert float(row[-2]) == pytest.approx(100 * r["score"] / r["max_score"], abs=0.01)
         assert row[-1] == r["status"] and row[-1] in ("graded", "timeout", "error", "no file")
@@ -149,12 +179,18 @@ def test_gradescope_results_follow_its_schema(graded):
     folder, out, proc, records = graded
     for sid, r in records.items():
         data = json.loads((out / "gradescope" / sid / "results.json").read_text(encoding="utf-8"))
-        assert isinstance(data["score"], (int, float)) and isinstance(data["execution_time"], (int, float))
+        assert isinstance(data["score"], (int, float)) and isinstance(
+            data["execution_time"], (int, float)
+        )
         assert len(data["tests"]) == len(STEPS)
         for test in data["tests"]:
             assert set(test) >= {"name", "score", "max_score", "status", "output", "visibility"}
-            assert test["status"] in ("passed", "failed") and test["visibility"] in ("visible", "hidden",
-                                                                                   "after_due_date", "after_published")
+            assert test["status"] in ("passed", "failed") and test["visibility"] in (
+                "visible",
+                "hidden",
+                "after_due_date",
+                "after_published",
+            )
             assert isinstance(test["name"], str) and isinstance(test["output"], str)
             assert (test["score"] == test["max_score"]) == (test["status"] == "passed")
         assert data["score"] == sum(t["score"] for t in data["tests"]) == r["score"]
@@ -193,19 +229,25 @@ def test_the_class_reports_counts_agree_with_the_records(graded):
     md = (out / "report.md").read_text(encoding="utf-8")
     with_file = [r for r in records.values() if r["status"] != "no file"]
     steps = _md_table(md, "Pass rate per step")
-    for step, row in zip(STEPS, steps):
-        passed = sum(any(s["id"] == step and s["status"] == "pass" for s in r["steps"]) for r in with_file)
+    for step, row in zip(STEPS, steps, strict=False):
+        passed = sum(
+            any(s["id"] == step and s["status"] == "pass" for s in r["steps"]) for r in with_file
+        )
         assert f"`{step}`" in row[0] and row[1] == f"{passed}/{len(with_file)}"
     who: dict[str, set[str]] = {}
     for r in records.values():
         for m in r["mistakes"]:
             who.setdefault(m["id"], set()).add(r["student"])
-    mistakes = {re.match(r"`([^`]+)`", row[0]).group(1): row for row in _md_table(md, "Likely mistakes")}
+    mistakes = {
+        re.match(r"`([^`]+)`", row[0]).group(1): row for row in _md_table(md, "Likely mistakes")
+    }
     assert set(mistakes) == set(who)
     for mid, row in mistakes.items():
         assert int(row[1]) == len(who[mid]) and set(row[2].split(", ")) == who[mid]
     problems = {row[0] for row in _md_table(md, "Files that timed out or crashed")}
-    assert problems == {r["student"] for r in records.values() if r["status"] in ("timeout", "error")}
+    assert problems == {
+        r["student"] for r in records.values() if r["status"] in ("timeout", "error")
+    }
     assert "kim" in md.rsplit("##", 1)[1]  # said among the students with no file
 
 
@@ -243,7 +285,10 @@ def test_shards_merged_give_what_one_run_gives(tmp_path):
     grade("--merge", tmp_path / "a", tmp_path / "b", "--out", tmp_path / "merged")
     for name in ("grades.csv", "report.md", "report.html"):
         merged, one = ((tmp_path / x / name).read_text() for x in ("merged", "one"))
-        assert merged == one, (name, list(difflib.unified_diff(one.splitlines(), merged.splitlines(), lineterm="")))
+        assert merged == one, (
+            name,
+            list(difflib.unified_diff(one.splitlines(), merged.splitlines(), lineterm="")),
+        )
 
     def untimed(path: Path) -> dict:
         r = json.loads(path.read_text(encoding="utf-8"))
@@ -255,22 +300,35 @@ def test_shards_merged_give_what_one_run_gives(tmp_path):
 
 
 def test_the_same_seed_gives_the_same_grades(tmp_path):
-    students = [Student("a", "correct", "reference"), Student("b", "wrong", "no-mask-leaks"),
-                Student("c", "correct", "reshape")]
+    students = [
+        Student("a", "correct", "reference"),
+        Student("b", "wrong", "no-mask-leaks"),
+        Student("c", "correct", "reshape"),
+    ]
     folder = write_class(tmp_path / "class", students)
     for run in ("s1", "s2"):
         grade(folder, "--out", tmp_path / run, "--seed", "7", "--timeout", ORDINARY_TIMEOUT)
-    assert (tmp_path / "s1" / "grades.csv").read_text() == (tmp_path / "s2" / "grades.csv").read_text()
+    assert (tmp_path / "s1" / "grades.csv").read_text() == (
+        tmp_path / "s2" / "grades.csv"
+    ).read_text()
     r = json.loads((tmp_path / "s1" / "students" / "a.json").read_text())
     assert r["seed"] == 7 and r["score"] == LESSON.max_points  # correct code passes on fresh inputs
-    assert json.loads((tmp_path / "s1" / "students" / "b.json").read_text())["score"] < LESSON.max_points
+    assert (
+        json.loads((tmp_path / "s1" / "students" / "b.json").read_text())["score"]
+        < LESSON.max_points
+    )
 
 
 def test_ctrl_c_stops_cleanly_and_keeps_what_was_graded(tmp_path):
     folder = write_class(tmp_path / "class", plan(60), layout="files")
     out = tmp_path / "out"
-    proc = subprocess.Popen([sys.executable, "-m", "tutor", "grade", str(folder), "--out", str(out), "--jobs", "1"],
-                            env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tutor", "grade", str(folder), "--out", str(out), "--jobs", "1"],
+        env=ENV,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     deadline = time.monotonic() + 120
     while len(list((out / "students").glob("*.json"))) < 3 and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -285,7 +343,9 @@ def test_ctrl_c_stops_cleanly_and_keeps_what_was_graded(tmp_path):
     assert sorted(p.parent.name for p in (out / "gradescope").glob("*/results.json")) == kept
     assert not list(out.rglob(".*.tmp"))  # no half-written file
     # The worker and its children are gone with the run.
-    leftover = subprocess.run(["pgrep", "-f", f"tutor.runner.worker"], capture_output=True, text=True).stdout.split()
+    leftover = subprocess.run(
+        ["pgrep", "-f", "tutor.runner.worker"], capture_output=True, text=True
+    ).stdout.split()
     assert all(not _is_descendant_of(int(pid), proc.pid) for pid in leftover)
 
 
@@ -304,12 +364,24 @@ def _is_descendant_of(pid: int, ancestor: int) -> bool:
 def test_gradescope_run_autograder_on_a_simulated_layout(tmp_path):
     root = tmp_path / "autograder"
     (root / "submission").mkdir(parents=True)
-    (root / "submission" / "lm3_l3.py").write_text(source_of(Student("x", "wrong", "no-mask-leaks")))
-    env = dict(ENV, AUTOGRADER_ROOT=str(root), ATTN_TUTOR=f"{sys.executable} -m tutor", ATTN_TIMEOUT=TIMEOUT)
+    (root / "submission" / "lm3_l3.py").write_text(
+        source_of(Student("x", "wrong", "no-mask-leaks"))
+    )
+    env = dict(
+        ENV,
+        AUTOGRADER_ROOT=str(root),
+        ATTN_TUTOR=f"{sys.executable} -m tutor",
+        ATTN_TIMEOUT=TIMEOUT,
+    )
     script = ROOT / "docs" / "gradescope" / "run_autograder"
-    proc = subprocess.run(["bash", str(script)], env=env, capture_output=True, text=True, timeout=180)
+    proc = subprocess.run(
+        ["bash", str(script)], env=env, capture_output=True, text=True, timeout=180
+    )
     assert proc.returncode == 0, proc.stderr
     data = json.loads((root / "results" / "results.json").read_text())
     assert [t["status"] for t in data["tests"]].count("failed") >= 1
     assert 0 < data["score"] < LESSON.max_points
-    assert subprocess.run(["bash", "-n", str(ROOT / "docs" / "gradescope" / "setup.sh")]).returncode == 0
+    assert (
+        subprocess.run(["bash", "-n", str(ROOT / "docs" / "gradescope" / "setup.sh")]).returncode
+        == 0
+    )

@@ -28,8 +28,13 @@ def weighted(tmp_path):
     shutil.copytree(LM3.folder, folder)
     text = (folder / "lesson.toml").read_text(encoding="utf-8")
     text = text.replace('file = "lm3_l3.py"\n', 'file = "lm3_l3.py"\nversion = "2026.1"\n', 1)
-    text = text.replace('id = "single-head"\nkind = "checked"\n', 'id = "single-head"\nkind = "checked"\npoints = 3\n')
-    text = text.replace('id = "shapes"\nkind = "checked"\n', 'id = "shapes"\nkind = "checked"\npoints = 0.5\n')
+    text = text.replace(
+        'id = "single-head"\nkind = "checked"\n',
+        'id = "single-head"\nkind = "checked"\npoints = 3\n',
+    )
+    text = text.replace(
+        'id = "shapes"\nkind = "checked"\n', 'id = "shapes"\nkind = "checked"\npoints = 0.5\n'
+    )
     (folder / "lesson.toml").write_text(text, encoding="utf-8")
     return load_lesson(folder)
 
@@ -39,8 +44,16 @@ def passing(step: str) -> StepResult:
 
 
 def failing(step: str, likely: str) -> StepResult:
-    message = Message("check.values", {"what": "out", "err": 0.5, "where": "(0,)", "tol": "1e-5",
-                                       "likely": {"key": likely, "params": {}}})
+    message = Message(
+        "check.values",
+        {
+            "what": "out",
+            "err": 0.5,
+            "where": "(0,)",
+            "tol": "1e-5",
+            "likely": {"key": likely, "params": {}},
+        },
+    )
     return StepResult(step, "fail", [Check("matches-pytorch", "fail", message)], ms=9.0)
 
 
@@ -52,14 +65,20 @@ def test_points_and_version_come_from_lesson_toml(weighted):
 
 def test_a_negative_points_value_is_refused(weighted, tmp_path):
     path = weighted.folder / "lesson.toml"
-    path.write_text(path.read_text(encoding="utf-8").replace("points = 3", "points = -3"), encoding="utf-8")
+    path.write_text(
+        path.read_text(encoding="utf-8").replace("points = 3", "points = -3"), encoding="utf-8"
+    )
     with pytest.raises(ValueError):
         load_lesson(weighted.folder)
 
 
 def test_scores_the_csv_gradescope_and_junit_use_the_points(weighted):
-    steps = [failing("single-head", "likely.mask_after_softmax"), passing("leakage"), passing("multi-head"),
-             passing("shapes")]
+    steps = [
+        failing("single-head", "likely.mask_after_softmax"),
+        passing("leakage"),
+        passing("multi-head"),
+        passing("shapes"),
+    ]
     r = make_record(weighted, "ann", "/x/ann.py", b"code", steps, "en", 0, 3.0, 0.5)
     assert r["score"] == 2.5 and r["max_score"] == 5.5 and r["lesson_version"] == "2026.1"
     assert [m["id"] for m in r["mistakes"]] == ["likely.mask_after_softmax"]
@@ -74,30 +93,73 @@ def test_scores_the_csv_gradescope_and_junit_use_the_points(weighted):
     json.dumps(gs)
     root = ET.fromstring(junit_xml(weighted, [r, none], "en"))
     ann = root.find("testsuite[@name='ann']")
-    assert ann.get("failures") == "1" and ann.find("testcase[@name='single-head']/failure").get("message")
+    assert ann.get("failures") == "1" and ann.find("testcase[@name='single-head']/failure").get(
+        "message"
+    )
     assert root.find("testsuite[@name='bob']").get("errors") == "4"
 
 
 def test_statuses():
-    timeout = StepResult("single-head", "timeout", [Check("runs", "timeout", Message("failure.timeout", {}))],
-                         Failure("timeout", "3 s"))
-    crash = StepResult("leakage", "error", [Check("runs", "error", Message("failure.crash", {}))],
-                       Failure("crash", "SIGSEGV"))
-    raised = StepResult("leakage", "error", [Check("runs", "error", Message("failure.raised", {}))],
-                        Failure("ValueError", "bad"))
+    timeout = StepResult(
+        "single-head",
+        "timeout",
+        [Check("runs", "timeout", Message("failure.timeout", {}))],
+        Failure("timeout", "3 s"),
+    )
+    crash = StepResult(
+        "leakage",
+        "error",
+        [Check("runs", "error", Message("failure.crash", {}))],
+        Failure("crash", "SIGSEGV"),
+    )
+    raised = StepResult(
+        "leakage",
+        "error",
+        [Check("runs", "error", Message("failure.raised", {}))],
+        Failure("ValueError", "bad"),
+    )
     assert status_of([timeout, crash]) == "timeout"
     assert status_of([passing("single-head"), crash]) == "error"
-    assert status_of([passing("single-head"), raised]) == "graded"  # an exception is an ordinary mistake
+    assert (
+        status_of([passing("single-head"), raised]) == "graded"
+    )  # an exception is an ordinary mistake
 
 
 def test_the_report_counts_each_student_once_per_mistake(weighted):
-    twice = [failing("single-head", "likely.leak"), failing("leakage", "likely.leak"), passing("multi-head"),
-             passing("shapes")]
+    twice = [
+        failing("single-head", "likely.leak"),
+        failing("leakage", "likely.leak"),
+        passing("multi-head"),
+        passing("shapes"),
+    ]
     a = make_record(weighted, "a", "/a.py", b"a", twice, "en", 0, 3.0, 0.1)
-    b = make_record(weighted, "b", "/b.py", b"b", twice[:1] + [passing("leakage")] + twice[2:], "zh", 0, 3.0, 0.1)
+    b = make_record(
+        weighted,
+        "b",
+        "/b.py",
+        b"b",
+        twice[:1] + [passing("leakage")] + twice[2:],
+        "zh",
+        0,
+        3.0,
+        0.1,
+    )
     rep = class_report(weighted, [a, b])
     (leak,) = rep.mistakes
-    assert leak.id == "likely.leak" and leak.students == ["a", "b"] and leak.steps == ["single-head", "leakage"]
-    assert [(s.id, s.passed, s.of) for s in rep.steps] == [("single-head", 0, 2), ("leakage", 1, 2),
-                                                          ("multi-head", 2, 2), ("shapes", 2, 2)]
-    assert dataclasses.asdict(rep)["by_status"] == {"graded": 2, "timeout": 0, "error": 0, "no file": 0}
+    assert (
+        leak.id == "likely.leak"
+        and leak.students == ["a", "b"]
+        and leak.steps == ["single-head", "leakage"]
+    )
+    assert [(s.id, s.passed, s.of) for s in rep.steps] == [
+        ("single-head", 0, 2),
+        ("leakage", 1, 2),
+        ("multi-head", 2, 2),
+        ("shapes", 2, 2),
+    ]
+    assert dataclasses.asdict(rep)["by_status"] == {
+        "graded": 2,
+        "timeout": 0,
+        "error": 0,
+        "no file": 0,
+    }

@@ -32,8 +32,14 @@ async def test_saves_are_seen_and_judged(tmp_path, monkeypatch):
     lesson = get_lesson("lm3-l3")
     path, created = ensure_solution(tmp_path, lesson)
     assert created and path == tmp_path / "attn-lab" / "lm3_l3.py"
-    app = TutorApp(lesson=lesson, path=path, created=created, step_id="single-head", lang="en",
-                   store=Store(workspace_dir(tmp_path)))
+    app = TutorApp(
+        lesson=lesson,
+        path=path,
+        created=created,
+        step_id="single-head",
+        lang="en",
+        store=Store(workspace_dir(tmp_path)),
+    )
     async with app.run_test(size=(80, 24)) as pilot:
         assert await wait_for(pilot, lambda: set(statuses(app).values()) == {"todo"}), statuses(app)
         # A correct solution, saved the way vim does (write a new file, rename over).
@@ -44,7 +50,9 @@ async def test_saves_are_seen_and_judged(tmp_path, monkeypatch):
         # Then a broken one (filled with 0 instead of -inf), written in place.
         broken = (ROOT / "reference" / "lm3_l3.py").read_text().replace('float("-inf")', "0.0")
         path.write_text(broken)
-        assert await wait_for(pilot, lambda: statuses(app)["single-head"] == "fail" and not app.running), statuses(app)
+        assert await wait_for(
+            pilot, lambda: statuses(app)["single-head"] == "fail" and not app.running
+        ), statuses(app)
         result = app.results["single-head"]
         failing = [c for c in result.checks if c.status == "fail"]
         assert failing and failing[0].message.params["likely"]["key"] == "likely.fill_zero"
@@ -60,17 +68,27 @@ async def test_a_newer_save_supersedes_the_one_being_checked(tmp_path, monkeypat
     monkeypatch.chdir(tmp_path)
     lesson = get_lesson("lab-02")
     path, created = ensure_solution(tmp_path, lesson)
-    app = TutorApp(lesson=lesson, path=path, created=created, step_id="scores", lang="zh",
-                   store=Store(workspace_dir(tmp_path)))
+    app = TutorApp(
+        lesson=lesson,
+        path=path,
+        created=created,
+        step_id="scores",
+        lang="zh",
+        store=Store(workspace_dir(tmp_path)),
+    )
     async with app.run_test(size=(80, 24)) as pilot:
         assert await wait_for(pilot, lambda: app.worker_state == "ready" and not app.running)
         reference = (ROOT / "reference" / "lab_02.py").read_text()
-        slow = reference.replace("def attention(q, k, v):", "import time\ntime.sleep(1.5)\n\n\ndef attention(q, k, v):")
+        slow = reference.replace(
+            "def attention(q, k, v):", "import time\ntime.sleep(1.5)\n\n\ndef attention(q, k, v):"
+        )
         path.write_text(slow)
         await asyncio.sleep(0.3)
         path.write_text(reference)
         assert await wait_for(pilot, lambda: set(statuses(app).values()) == {"pass"}), statuses(app)
-        await pilot.pause(2.0)  # the slow file's verdicts (timeouts or passes) must never show up now
+        await pilot.pause(
+            2.0
+        )  # the slow file's verdicts (timeouts or passes) must never show up now
         assert set(statuses(app).values()) == {"pass"}
 
 
@@ -80,8 +98,15 @@ async def test_reset_asks_first_and_keeps_a_backup(tmp_path, monkeypatch):
     path, _ = ensure_solution(tmp_path, lesson)
     mine = (ROOT / "reference" / "lm3_l3.py").read_text()
     path.write_text(mine)
-    app = TutorApp(lesson=lesson, path=path, created=False, step_id="shapes", lang="en",
-                   store=Store(workspace_dir(tmp_path)), start_worker=False)
+    app = TutorApp(
+        lesson=lesson,
+        path=path,
+        created=False,
+        step_id="shapes",
+        lang="en",
+        store=Store(workspace_dir(tmp_path)),
+        start_worker=False,
+    )
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.press("R")
         await pilot.press("n")  # no: nothing changes
@@ -105,8 +130,14 @@ async def test_after_a_scroll_the_next_failure_is_in_view(tmp_path, monkeypatch)
     path, _ = ensure_solution(tmp_path, lesson)
     reference = (ROOT / "reference" / "lab_02.py").read_text()
     path.write_text(reference.replace('float("-inf")', "0.0"))
-    app = TutorApp(lesson=lesson, path=path, created=False, step_id="weights", lang="en",
-                   store=Store(workspace_dir(tmp_path)))
+    app = TutorApp(
+        lesson=lesson,
+        path=path,
+        created=False,
+        step_id="weights",
+        lang="en",
+        store=Store(workspace_dir(tmp_path)),
+    )
     async with app.run_test(size=(80, 24)) as pilot:
         assert await wait_for(pilot, lambda: statuses(app)["weights"] == "fail" and not app.running)
         await pilot.press("h", "h")

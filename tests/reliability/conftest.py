@@ -23,8 +23,10 @@ from reliability_kit import MEMORY_MB, MEMORY_TIMEOUT, STEP_TIMEOUT, LiveWorker 
 @pytest.fixture(scope="session")
 def workers():
     """Both workers, started together: their torch imports overlap on the two cores."""
-    made = {"live": LiveWorker(STEP_TIMEOUT),
-            "memory": LiveWorker(MEMORY_TIMEOUT, env={"ATTN_TUTOR_MEMORY_MB": str(MEMORY_MB)})}
+    made = {
+        "live": LiveWorker(STEP_TIMEOUT),
+        "memory": LiveWorker(MEMORY_TIMEOUT, env={"ATTN_TUTOR_MEMORY_MB": str(MEMORY_MB)}),
+    }
     try:
         for lw in made.values():
             lw.start(wait=False)

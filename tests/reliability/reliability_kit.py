@@ -12,7 +12,7 @@ import os
 import textwrap
 import threading
 import time
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 from tutor.lesson import all_lessons
@@ -85,11 +85,15 @@ def summary(results: dict[str, StepResult]) -> str:
         out.append(f"{sid}: {r.status} ({r.ms} ms)")
         for c in r.checks:
             if c.status != "pass":
-                out.append(f"    {c.id} {c.status} {c.message.key if c.message else ''} "
-                           f"{c.message.params if c.message else ''}"[:400])
+                out.append(
+                    f"    {c.id} {c.status} {c.message.key if c.message else ''} "
+                    f"{c.message.params if c.message else ''}"[:400]
+                )
         if r.failure:
-            out.append(f"    failure {r.failure.kind}: {r.failure.detail[:200]} "
-                       f"frames={[(f.line, f.function) for f in r.failure.frames]}")
+            out.append(
+                f"    failure {r.failure.kind}: {r.failure.detail[:200]} "
+                f"frames={[(f.line, f.function) for f in r.failure.frames]}"
+            )
         if r.output:
             out.append(f"    output tail: {r.output[-160:]!r}")
     return "\n".join(out)
@@ -149,12 +153,18 @@ class LiveWorker:
     def submit(self, lesson: str, source: str, steps=None, filename: str | None = None) -> Run:
         with self.lock:
             started = time.monotonic()
-            gen = self.worker.submit(lesson, filename or f"/tmp/attn-lab/{FILENAME[lesson]}", source,
-                                     steps or CHECKED[lesson])
+            gen = self.worker.submit(
+                lesson,
+                filename or f"/tmp/attn-lab/{FILENAME[lesson]}",
+                source,
+                steps or CHECKED[lesson],
+            )
             run = self.runs[gen] = Run(gen, started)
         return run
 
-    def run(self, lesson: str, source: str, steps=None, filename: str | None = None, wait: float = 60) -> Run:
+    def run(
+        self, lesson: str, source: str, steps=None, filename: str | None = None, wait: float = 60
+    ) -> Run:
         run = self.submit(lesson, source, steps, filename)
         assert run.done.wait(wait), f"no 'done' for generation {run.gen} within {wait} s"
         assert not self.gone, f"the worker ended: {self.gone}"
@@ -194,6 +204,7 @@ def patched_env(env: dict):
 
 # ------------------------------------------------------------------ processes in /proc
 
+
 def proc_alive(pid: int, start: str | None = None) -> bool:
     """Running (not a zombie), and the same process if its start time is given."""
     try:
@@ -211,10 +222,10 @@ def children_of(pid: int) -> set[int]:
     except OSError:
         return found
     for tid in tids:
-        try:
-            found.update(int(p) for p in Path(f"/proc/{pid}/task/{tid}/children").read_text().split())
-        except OSError:
-            pass
+        with suppress(OSError):
+            found.update(
+                int(p) for p in Path(f"/proc/{pid}/task/{tid}/children").read_text().split()
+            )
     return found
 
 
@@ -223,7 +234,12 @@ def with_cmdline(marker: str) -> list[int]:
     for entry in os.listdir("/proc"):
         if entry.isdigit():
             try:
-                cmd = Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+                cmd = (
+                    Path(f"/proc/{entry}/cmdline")
+                    .read_bytes()
+                    .replace(b"\0", b" ")
+                    .decode(errors="replace")
+                )
             except OSError:
                 continue
             if marker in cmd and proc_alive(int(entry)):

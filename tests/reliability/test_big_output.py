@@ -25,8 +25,14 @@ PER_CALL = 5_000_000
 def with_prints(source: str, nbytes: int) -> str:
     """The source with `print("x" * nbytes)` as the first line of every function and method."""
     lines = source.splitlines(keepends=True)
-    firsts = sorted(((node.body[0].lineno, node.body[0].col_offset) for node in ast.walk(ast.parse(source))
-                     if isinstance(node, ast.FunctionDef)), reverse=True)
+    firsts = sorted(
+        (
+            (node.body[0].lineno, node.body[0].col_offset)
+            for node in ast.walk(ast.parse(source))
+            if isinstance(node, ast.FunctionDef)
+        ),
+        reverse=True,
+    )
     for lineno, col in firsts:
         lines.insert(lineno - 1, " " * col + f'print("x" * {nbytes})\n')
     return "".join(lines)
@@ -44,7 +50,9 @@ def default_live():
 
 def test_every_function_of_the_test_files_prints():
     source = with_prints(REFERENCE["lm3-l3"], PER_CALL)
-    assert source.count(f'print("x" * {PER_CALL})') == 4  # causal_attention, __init__, forward, expected_shapes
+    assert (
+        source.count(f'print("x" * {PER_CALL})') == 4
+    )  # causal_attention, __init__, forward, expected_shapes
     assert with_prints(REFERENCE["lab-02"], PER_CALL).count("print(") == 4
 
 
@@ -60,15 +68,19 @@ def test_a_correct_file_that_prints_5_mb_a_call_passes_every_checked_step(defaul
         assert r.status == "pass", f"{step}: {r.status} after {r.ms} ms\n{report}"
         # Each step shows the tail of its own output and says how much came before it.
         assert len(r.output) == OUTPUT_TAIL and set(r.output) == {"x", "\n"}, report
-        assert r.output_dropped >= PER_CALL - OUTPUT_TAIL and (r.output_dropped + OUTPUT_TAIL) % (PER_CALL + 1) == 0, (
-            step, r.output_dropped)
+        assert (
+            r.output_dropped >= PER_CALL - OUTPUT_TAIL
+            and (r.output_dropped + OUTPUT_TAIL) % (PER_CALL + 1) == 0
+        ), (step, r.output_dropped)
 
 
 def test_a_writer_that_never_stops_is_read_at_pipe_speed_only_up_to_the_steps_budget(live):
     # A thread writing for ever, started by each step's import; the shapes step lasts ~1.2 s.
     # Past FLOOD_BUDGET the worker reads at ticks again, at most a drain (DRAIN_CAP, plus what
     # the child wrote meanwhile) each: without the budget it read ~1.5 GB a step here, a core's work.
-    run = live.run("lm3-l3", with_code("""
+    run = live.run(
+        "lm3-l3",
+        with_code("""
         import os, threading, time
 
         def _flood():
@@ -81,9 +93,12 @@ def test_a_writer_that_never_stops_is_read_at_pipe_speed_only_up_to_the_steps_bu
         def expected_shapes(B, T, H, hd):
             time.sleep(0.4)
             return _original(B, T, H, hd)
-        """))
+        """),
+    )
     assert all(r.status == "pass" for r in run.results.values()), summary(run.results)
     per_tick = DRAIN_CAP + READ_SIZE
     for r in run.results.values():
-        assert r.output_dropped + len(r.output) <= FLOOD_BUDGET + (STEP_TIMEOUT / TICK + 2) * per_tick + OUTPUT_PIPE, (
-            r.id, r.output_dropped)
+        assert (
+            r.output_dropped + len(r.output)
+            <= FLOOD_BUDGET + (STEP_TIMEOUT / TICK + 2) * per_tick + OUTPUT_PIPE
+        ), (r.id, r.output_dropped)

@@ -40,8 +40,23 @@ def test_check_exits_1_and_never_hangs(tmp_path):
     start = time.monotonic()
     # torch import (~3 s, more on a busy machine) + one run bounded by the step timeout.
     proc = subprocess.run(
-        [sys.executable, "-m", "tutor", "check", str(path), "--lesson", "lm3-l3", "--timeout", str(TIMEOUT)],
-        capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=str(ROOT)), cwd=tmp_path, timeout=45)
+        [
+            sys.executable,
+            "-m",
+            "tutor",
+            "check",
+            str(path),
+            "--lesson",
+            "lm3-l3",
+            "--timeout",
+            str(TIMEOUT),
+        ],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, PYTHONPATH=str(ROOT)),
+        cwd=tmp_path,
+        timeout=45,
+    )
     out = proc.stdout + proc.stderr
     assert proc.returncode == 1, out
     assert "timed out" in out and "SIGSEGV" in out and "SystemExit" in out, out

@@ -52,19 +52,27 @@ def loads_with(run, key: str) -> None:
 
 # ------------------------------------------------------------------ files
 
+
 @needs_landlock
-@pytest.mark.parametrize("target", [
-    ".attn-tutor/progress.json",  # the progress store
-    "lm3-l3-answers.md",  # the reflection answers
-    "lm3_l3.py",  # the solution file itself
-    "new_file.txt",  # anything new in the learner's folder
-])
+@pytest.mark.parametrize(
+    "target",
+    [
+        ".attn-tutor/progress.json",  # the progress store
+        "lm3-l3-answers.md",  # the reflection answers
+        "lm3_l3.py",  # the solution file itself
+        "new_file.txt",  # anything new in the learner's folder
+    ],
+)
 def test_writing_the_workspace_is_refused(live, workspace, target):
     path = workspace / target
     before = path.read_bytes() if path.exists() else None
     run = run_in(live, workspace, f"open({str(path)!r}, 'w').write('overwritten')")
     loads_with(run, "failure.confined_write")
-    assert (path.read_bytes() if path.exists() else None) == before or target == "lm3_l3.py" and path.read_text() != "overwritten"
+    assert (
+        (path.read_bytes() if path.exists() else None) == before
+        or target == "lm3_l3.py"
+        and path.read_text() != "overwritten"
+    )
 
 
 @needs_landlock
@@ -73,14 +81,20 @@ def test_writing_the_lessons_and_reference_is_refused(live, workspace):
 
     target = lessons_dir() / "lm3-l3" / "lesson.toml"
     before = target.read_bytes()
-    run = run_in(live, workspace, f"import ctypes\nassert ctypes.CDLL(None).open({str(target).encode()!r}, 1) == -1\n"
-                                  f"open({str(target)!r}, 'a').write('x')")
+    run = run_in(
+        live,
+        workspace,
+        f"import ctypes\nassert ctypes.CDLL(None).open({str(target).encode()!r}, 1) == -1\n"
+        f"open({str(target)!r}, 'a').write('x')",
+    )
     loads_with(run, "failure.refused")  # the fence sees open() first: its own message
     assert target.read_bytes() == before
 
 
 @needs_landlock
-@pytest.mark.parametrize("target", [".attn-tutor/progress.json", "lm3-l3-answers.md", "other_student.py"])
+@pytest.mark.parametrize(
+    "target", [".attn-tutor/progress.json", "lm3-l3-answers.md", "other_student.py"]
+)
 def test_reading_the_workspace_state_and_other_submissions_is_refused(live, workspace, target):
     run = run_in(live, workspace, f"DATA = open({str(workspace / target)!r}).read()")
     loads_with(run, "failure.confined_read")
@@ -90,7 +104,10 @@ def test_reading_the_workspace_state_and_other_submissions_is_refused(live, work
 
 @needs_landlock
 def test_the_learner_may_read_its_own_file_and_write_its_scratch(live, workspace):
-    run = run_in(live, workspace, """
+    run = run_in(
+        live,
+        workspace,
+        """
         import os, tempfile
         MINE = open(__file__).read()
         assert "def causal_attention" in MINE
@@ -101,18 +118,22 @@ def test_the_learner_may_read_its_own_file_and_write_its_scratch(live, workspace
         os.makedirs("sub/dir", exist_ok=True)
         os.rename("note.txt", "sub/dir/note.txt")
         print("scratch", os.getcwd(), tempfile.gettempdir(), sorted(os.listdir(".")))
-        """)
+        """,
+    )
     r = run.results["shapes"]
     assert r.status == "pass", summary(run.results)
     _, cwd, tmp, *_ = r.output.split()
     assert cwd == tmp and os.path.basename(cwd).startswith("attn-run-"), r.output
     # Removed with its child, whatever it holds.
     from reliability_kit import wait_until
+
     assert wait_until(lambda: not os.path.exists(cwd), 2), f"{cwd} is still there"
 
 
 @needs_landlock
-@pytest.mark.parametrize("route", ["subprocess-cat", "python-c", "ctypes-open", "ctypes-syscall-openat"])
+@pytest.mark.parametrize(
+    "route", ["subprocess-cat", "python-c", "ctypes-open", "ctypes-syscall-openat"]
+)
 def test_the_reference_is_out_of_reach_around_the_fence(live, workspace, route):
     """Routes the audit hook cannot see: another program, raw syscalls. Each gets EACCES from
     the kernel; the file then prints what it got and defines the reference's functions itself
@@ -120,7 +141,7 @@ def test_the_reference_is_out_of_reach_around_the_fence(live, workspace, route):
     attempts = {
         "subprocess-cat": "import subprocess\nGOT = subprocess.run(['cat', REF], capture_output=True).stdout",
         "python-c": "import subprocess, sys\nGOT = subprocess.run([sys.executable, '-c', "
-                    "f'import sys; sys.stdout.write(open({REF!r}).read())'], capture_output=True).stdout",
+        "f'import sys; sys.stdout.write(open({REF!r}).read())'], capture_output=True).stdout",
         "ctypes-open": textwrap.dedent("""
             import ctypes, os
             fd = ctypes.CDLL(None, use_errno=True).open(REF.encode(), os.O_RDONLY)
@@ -138,7 +159,10 @@ def test_the_reference_is_out_of_reach_around_the_fence(live, workspace, route):
         pytest.skip("the syscall number is x86_64's")
     code = REF + attempts[route] + "\nprint('got', len(GOT))\nif GOT:\n    exec(GOT.decode())\n"
     # The functions the file defines are UNMASKED-free stubs: only the reference would pass.
-    source = code + "\ndef causal_attention(x, Wq, Wk, Wv):\n    if not GOT:\n        raise NotImplementedError\n"
+    source = (
+        code
+        + "\ndef causal_attention(x, Wq, Wk, Wv):\n    if not GOT:\n        raise NotImplementedError\n"
+    )
     mine = workspace / "lm3_l3.py"
     mine.write_text(source)
     run = live.run(LM3, source, steps=["single-head"], filename=str(mine))
@@ -149,13 +173,17 @@ def test_the_reference_is_out_of_reach_around_the_fence(live, workspace, route):
 
 # ------------------------------------------------------------------ network
 
+
 @needs_seccomp
-@pytest.mark.parametrize("attempt", [
-    "import socket\nsocket.socket(socket.AF_INET, socket.SOCK_STREAM)",
-    "import socket\nsocket.socket(socket.AF_INET6, socket.SOCK_DGRAM)",
-    "import socket\nsocket.create_connection(('127.0.0.1', 9), timeout=1)",
-    "import urllib.request\nurllib.request.urlopen('http://127.0.0.1:9/', timeout=1)",
-])
+@pytest.mark.parametrize(
+    "attempt",
+    [
+        "import socket\nsocket.socket(socket.AF_INET, socket.SOCK_STREAM)",
+        "import socket\nsocket.socket(socket.AF_INET6, socket.SOCK_DGRAM)",
+        "import socket\nsocket.create_connection(('127.0.0.1', 9), timeout=1)",
+        "import urllib.request\nurllib.request.urlopen('http://127.0.0.1:9/', timeout=1)",
+    ],
+)
 def test_the_network_is_off(live, workspace, attempt):
     run = run_in(live, workspace, attempt)
     loads_with(run, "failure.network_off")
@@ -163,17 +191,22 @@ def test_the_network_is_off(live, workspace, attempt):
 
 @needs_seccomp
 def test_unix_sockets_between_its_own_processes_still_work(live, workspace):
-    run = run_in(live, workspace, """
+    run = run_in(
+        live,
+        workspace,
+        """
         import socket
         _a, _b = socket.socketpair()
         _a.sendall(b"ping")
         assert _b.recv(4) == b"ping"
         socket.socket(socket.AF_UNIX, socket.SOCK_STREAM).close()
-        """)
+        """,
+    )
     assert run.results["shapes"].status == "pass", summary(run.results)
 
 
 # ------------------------------------------------------------------ signals between the run's children
+
 
 @needs_landlock
 def test_children_cannot_signal_the_other_children_of_the_worker(live, workspace):
@@ -183,7 +216,10 @@ def test_children_cannot_signal_the_other_children_of_the_worker(live, workspace
         pytest.skip("signal scoping needs Landlock ABI 6")
     others = [p.pid for p in psutil.Process(live.pid).children()]
     assert others, "the worker has no spare children"
-    run = run_in(live, workspace, f"""
+    run = run_in(
+        live,
+        workspace,
+        f"""
         import os, signal
         _refused = _sent = 0
         for _pid in {others!r}:
@@ -196,7 +232,8 @@ def test_children_cannot_signal_the_other_children_of_the_worker(live, workspace
                 except ProcessLookupError:
                     pass  # a child that ended since the test looked
         print("refused", _refused, "sent", _sent)
-        """)
+        """,
+    )
     r = run.results["shapes"]
     assert r.status == "pass", summary(run.results)
     refused, sent = int(r.output.split()[1]), int(r.output.split()[3])
@@ -210,7 +247,10 @@ def test_other_processes_proc_entries_are_refused_but_its_own_are_not(live, work
     """/proc is readable, but what is behind ptrace's check (environment, fds, memory, root) of a
     process outside the child's domain is not: here the UI, this test process."""
     ui = os.getpid()
-    run = run_in(live, workspace, f"""
+    run = run_in(
+        live,
+        workspace,
+        f"""
         import os
         assert open("/proc/self/status").read() and os.listdir("/proc/self/fd")
         _got = []
@@ -221,7 +261,8 @@ def test_other_processes_proc_entries_are_refused_but_its_own_are_not(live, work
             except OSError:
                 pass
         print("got", _got)
-        """)
+        """,
+    )
     r = run.results["shapes"]
     assert r.status == "pass" and "got []" in r.output, summary(run.results)
 
@@ -232,10 +273,13 @@ needs_forks = pytest.mark.skipif(not PROTECTIONS.forks, reason="no pids cgroup t
 
 
 @needs_forks
-@pytest.mark.parametrize("bomb", [
-    "import os, time\nwhile True:\n    if os.fork() == 0:\n        time.sleep(1000)",
-    "import threading, time\nwhile True:\n    threading.Thread(target=time.sleep, args=(1000,), daemon=True).start()",
-])
+@pytest.mark.parametrize(
+    "bomb",
+    [
+        "import os, time\nwhile True:\n    if os.fork() == 0:\n        time.sleep(1000)",
+        "import threading, time\nwhile True:\n    threading.Thread(target=time.sleep, args=(1000,), daemon=True).start()",
+    ],
+)
 def test_a_fork_or_thread_bomb_is_bounded_and_told(memory_live, workspace, bomb):
     """The run's pids cgroup refuses task pids_cgroup.LIMIT + 1: the file fails to load with the
     message that says so, before its deadline (the long one: forking a torch-loaded process
@@ -251,9 +295,12 @@ def test_a_fork_or_thread_bomb_is_bounded_and_told(memory_live, workspace, bomb)
     assert run.arrived["shapes"] < MEMORY_TIMEOUT, run.arrived
     worker = psutil.Process(live.pid)
     # The run's leftovers killed and reaped; its cgroup folder removed, or kept empty for reuse.
-    assert wait_until(lambda: len(worker.children(recursive=True)) <= 6, 3), worker.children(recursive=True)
-    from tutor.runner.pids_cgroup import POOL, base
+    assert wait_until(lambda: len(worker.children(recursive=True)) <= 6, 3), worker.children(
+        recursive=True
+    )
     from tutor.runner.leftovers import tag
+    from tutor.runner.pids_cgroup import POOL, base
+
     folder = os.path.join(base(), f"attn-tutor-{tag(live.pid)}")
     spares = {p.pid for p in worker.children()}
 
@@ -265,4 +312,6 @@ def test_a_fork_or_thread_bomb_is_bounded_and_told(memory_live, workspace, bomb)
         subs = [d.name for d in os.scandir(folder) if d.is_dir()]
         return len(subs) <= 4 + POOL and all(tasks(sub) <= spares for sub in subs)
 
-    assert wait_until(tidy, 3), {sub: tasks(sub) for sub in os.listdir(folder) if os.path.isdir(os.path.join(folder, sub))}
+    assert wait_until(tidy, 3), {
+        sub: tasks(sub) for sub in os.listdir(folder) if os.path.isdir(os.path.join(folder, sub))
+    }

@@ -33,7 +33,8 @@ REFUSED = {
         """,
     "exec-open": REF + "exec(open(REF).read())",
     "exec-pathlib-read-text": REF + "exec(REF.read_text())",
-    "spec-from-file-location": REF + _("""
+    "spec-from-file-location": REF
+    + _("""
         import importlib.util
         _spec = importlib.util.spec_from_file_location("stolen", REF)
         _m = importlib.util.module_from_spec(_spec)
@@ -41,7 +42,8 @@ REFUSED = {
         causal_attention, expected_shapes = _m.causal_attention, _m.expected_shapes
         CausalMultiHeadAttention = _m.CausalMultiHeadAttention
         """),
-    "runpy-run-path": REF + _("""
+    "runpy-run-path": REF
+    + _("""
         import runpy
         globals().update({k: v for k, v in runpy.run_path(str(REF)).items() if not k.startswith("__")})
         """),
@@ -54,29 +56,34 @@ REFUSED = {
         import pkgutil
         exec(pkgutil.get_data("tutor.reference", "lm3_l3.py").decode())
         """,
-    "through-a-symlink": REF + _("""
+    "through-a-symlink": REF
+    + _("""
         import os, tempfile
         _link = os.path.join(tempfile.mkdtemp(), "mine.py")
         os.symlink(REF, _link)
         exec(open(_link).read())
         """),
-    "through-a-hard-link": REF + _("""
+    "through-a-hard-link": REF
+    + _("""
         import os, tempfile
         _link = os.path.join(tempfile.mkdtemp(), "mine.py")  # refused before the link is made
         os.link(REF, _link)
         exec(open(_link).read())
         """),
-    "relative-path-after-chdir": REF + _("""
+    "relative-path-after-chdir": REF
+    + _("""
         import os
         os.chdir(REF.parent)
         exec(open("lm3_l3.py").read())
         """),
-    "dir-fd-of-a-folder-above": REF + _("""
+    "dir-fd-of-a-folder-above": REF
+    + _("""
         import os
         _fd = os.open(REF.parent.parent, os.O_RDONLY)
         exec(os.read(os.open("reference/lm3_l3.py", os.O_RDONLY, dir_fd=_fd), 1 << 20).decode())
         """),
-    "dir-fd-and-dot-dot": REF + _("""
+    "dir-fd-and-dot-dot": REF
+    + _("""
         import os
         _fd = os.open("/tmp", os.O_RDONLY)
         _rel = os.path.relpath(REF, "/tmp")  # ../work/.../reference/lm3_l3.py
@@ -93,8 +100,9 @@ REFUSED = {
 # find: pkgutil.get_data then gives None and the file's own code fails on it, which is no pass either.
 # Landlock refuses some of these routes before the fence sees them (a folder above the reference
 # opened as a dir_fd, say): that refusal has its own message.
-ALLOWED = {"failure.refused", "failure.confined_read"} | ({"failure.file_exception"} if importlib.util.find_spec("tutor.reference") is None
-                                 else set())
+ALLOWED = {"failure.refused", "failure.confined_read"} | (
+    {"failure.file_exception"} if importlib.util.find_spec("tutor.reference") is None else set()
+)
 
 
 @pytest.mark.parametrize("route", list(REFUSED))
@@ -104,7 +112,9 @@ def test_the_reference_cannot_be_imported_or_read(live, route):
         r = run.results[step]
         assert r.status == "error", summary(run.results)
         message = first_message(r)
-        assert [c.id for c in r.checks] == ["file-loads"] and message.key in ALLOWED, summary(run.results)
+        assert [c.id for c in r.checks] == ["file-loads"] and message.key in ALLOWED, summary(
+            run.results
+        )
         assert message.params["line"] != "?" and "fn" not in message.params, message
 
 
@@ -117,7 +127,11 @@ def test_a_refused_import_can_be_caught_and_then_nothing_is_defined(live):
 
 def test_linecache_gets_nothing_from_the_reference(live):
     # linecache swallows the refusal (it returns no lines): the file then defines nothing.
-    run = live.run(LM3, REF + "import linecache\nexec(''.join(linecache.getlines(str(REF))))\n", steps=["shapes"])
+    run = live.run(
+        LM3,
+        REF + "import linecache\nexec(''.join(linecache.getlines(str(REF))))\n",
+        steps=["shapes"],
+    )
     r = run.results["shapes"]
     assert r.status == "fail" and first_message(r).key == "check.missing", summary(run.results)
 
@@ -226,38 +240,68 @@ def test_the_warm_ups_code_is_not_reachable_by_referents(worker, request):
 # the second line of defence on a platform without Landlock.
 FOREIGN = {
     "exec-of-a-copy-read-by-a-subprocess": (LM3, STEAL + "exec(STOLEN)", CHECKED[LM3], "<string>"),
-    "compiled-under-the-files-own-name": (LM3, STEAL + "exec(compile(STOLEN, __file__, 'exec'))", CHECKED[LM3],
-                                          "exec(compile("),
-    "a-sibling-module": (LM3, STEAL + _("""
+    "compiled-under-the-files-own-name": (
+        LM3,
+        STEAL + "exec(compile(STOLEN, __file__, 'exec'))",
+        CHECKED[LM3],
+        "exec(compile(",
+    ),
+    "a-sibling-module": (
+        LM3,
+        STEAL
+        + _("""
         import os, sys, tempfile
         _folder = tempfile.mkdtemp()
         with open(os.path.join(_folder, "helpers.py"), "w") as _f:
             _f.write(STOLEN)
         sys.path.insert(0, _folder)
         from helpers import causal_attention, CausalMultiHeadAttention, expected_shapes
-        """), CHECKED[LM3], "helpers"),
-    "a-foreign-function-claiming-to-wrap-the-learners": (LM3, STEAL + _("""
+        """),
+        CHECKED[LM3],
+        "helpers",
+    ),
+    "a-foreign-function-claiming-to-wrap-the-learners": (
+        LM3,
+        STEAL
+        + _("""
         _ns = {}
         exec(STOLEN, _ns)
         def _mine(x, Wq, Wk, Wv):
             raise NotImplementedError
         causal_attention = _ns["causal_attention"]
         causal_attention.__wrapped__ = _mine
-        """), ["single-head", "leakage"], "<string>"),
-    "a-module-getattr-handing-out-the-copy": (LM3, STEAL + _("""
+        """),
+        ["single-head", "leakage"],
+        "<string>",
+    ),
+    "a-module-getattr-handing-out-the-copy": (
+        LM3,
+        STEAL
+        + _("""
         _ns = {}
         exec(STOLEN, _ns)
         del causal_attention, CausalMultiHeadAttention, expected_shapes
         def __getattr__(name):
             return _ns[name]
-        """), CHECKED[LM3], "<string>"),
-    "a-class-that-only-inherits-the-copy": (LM3, STEAL + _("""
+        """),
+        CHECKED[LM3],
+        "<string>",
+    ),
+    "a-class-that-only-inherits-the-copy": (
+        LM3,
+        STEAL
+        + _("""
         _ns = {}
         exec(STOLEN, _ns)
         class CausalMultiHeadAttention(_ns["CausalMultiHeadAttention"]):
             pass
-        """), ["multi-head"], "<string>"),
-    "the-checks-own-helpers-found-in-the-callers-frame": (LAB, """
+        """),
+        ["multi-head"],
+        "<string>",
+    ),
+    "the-checks-own-helpers-found-in-the-callers-frame": (
+        LAB,
+        """
         import sys
         _f = sys._getframe()
         while _f is not None and "checks_module" not in _f.f_locals:  # sandbox._run, which loads this file
@@ -265,7 +309,10 @@ FOREIGN = {
         _g = vars(_f.f_locals["checks_module"])
         scaled_scores = _g["ref_scores"]
         attention_weights = _g["ref_weights"]
-        """, ["scores", "weights"], "checks.py"),
+        """,
+        ["scores", "weights"],
+        "checks.py",
+    ),
 }
 
 
@@ -280,19 +327,26 @@ def test_a_function_or_class_from_elsewhere_fails_own_code(no_landlock, case):
             continue
         assert r.status == "fail" and [c.id for c in r.checks] == ["own-code"], summary(run.results)
         message = first_message(r)
-        assert message.key == "check.not_in_file" and origin in message.params["origin"], summary(run.results)
+        assert message.key == "check.not_in_file" and origin in message.params["origin"], summary(
+            run.results
+        )
 
 
 # ------------------------------------------------------------------ correct files in unusual styles
 
 CORRECT = {
-    "torchscript-scores": (LAB, """
+    "torchscript-scores": (
+        LAB,
+        """
         import math
         @torch.jit.script
         def scaled_scores(q, k):
             return q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
-        """),
-    "a-decorator-with-functools-wraps": (LM3, """
+        """,
+    ),
+    "a-decorator-with-functools-wraps": (
+        LM3,
+        """
         import functools
         _plain = causal_attention
         def logged(fn):
@@ -303,28 +357,40 @@ CORRECT = {
         @logged
         def causal_attention(x, Wq, Wk, Wv):
             return _plain(x, Wq, Wk, Wv)
-        """),
-    "lru-cached-shapes": (LM3, """
+        """,
+    ),
+    "lru-cached-shapes": (
+        LM3,
+        """
         import functools
         _plain = expected_shapes
         expected_shapes = functools.lru_cache(maxsize=None)(_plain)
-        """),
-    "a-decorated-forward-in-a-class-inheriting-the-constructor": (LM3, """
+        """,
+    ),
+    "a-decorated-forward-in-a-class-inheriting-the-constructor": (
+        LM3,
+        """
         class _Given(CausalMultiHeadAttention):  # the notebook's constructor, forward below
             pass
         class CausalMultiHeadAttention(_Given):
             @torch.enable_grad()  # torch's decorator: functools.wraps around the learner's forward
             def forward(self, x):
                 return super().forward(x)
-        """),
-    "a-lambda-and-a-partial": (LAB, """
+        """,
+    ),
+    "a-lambda-and-a-partial": (
+        LAB,
+        """
         import functools
         def _triu(seq_len, offset):
             return torch.triu(torch.ones(seq_len, seq_len, dtype=torch.bool), diagonal=offset)
         causal_mask = functools.partial(_triu, offset=1)
         scaled_scores = lambda q, k: q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
-        """),
-    "a-callable-object-and-a-staticmethod": (LAB, """
+        """,
+    ),
+    "a-callable-object-and-a-staticmethod": (
+        LAB,
+        """
         class _Attention:
             def __call__(self, q, k, v):
                 weights = attention_weights(scaled_scores(q, k), causal_mask(q.shape[-2]))
@@ -335,8 +401,11 @@ CORRECT = {
             def weights(scores, mask):
                 return torch.softmax(scores.masked_fill(mask, float("-inf")), dim=-1)
         attention_weights = _Ops.weights
-        """),
-    "made-by-a-factory-and-a-bound-method": (LM3, """
+        """,
+    ),
+    "made-by-a-factory-and-a-bound-method": (
+        LM3,
+        """
         def _make():
             def causal_attention(x, Wq, Wk, Wv):
                 q, k, v = x @ Wq, x @ Wk, x @ Wv
@@ -353,7 +422,8 @@ CORRECT = {
                         "q_per_head": (B, H, T, hd), "scores": (B, H, T, T), "weights": (B, H, T, T),
                         "context_per_head": (B, H, T, hd), "context_merged": (B, T, H * hd)}
         expected_shapes = _Shapes().of
-        """),
+        """,
+    ),
 }
 
 
@@ -362,7 +432,9 @@ def test_correct_files_in_unusual_styles_pass(live, tmp_path, case):
     lesson, code = CORRECT[case]
     source = with_code(textwrap.dedent(code), lesson)
     path = tmp_path / ("lab_02.py" if lesson == LAB else "lm3_l3.py")
-    path.write_text(source, encoding="utf-8")  # TorchScript reads the function's source from the file
+    path.write_text(
+        source, encoding="utf-8"
+    )  # TorchScript reads the function's source from the file
     run = live.run(lesson, source, filename=str(path))
     assert all(r.status == "pass" for r in run.results.values()), summary(run.results)
 

@@ -10,7 +10,7 @@ from tutor.runner.codec import MAGIC, FrameReader, pack_frame
 
 def feed_in_pieces(reader: FrameReader, data: bytes, size: int) -> None:
     for i in range(0, len(data), size):
-        reader.feed(data[i:i + size])
+        reader.feed(data[i : i + size])
 
 
 def test_frame_after_junk_and_forgeries_split_anywhere():
@@ -27,9 +27,9 @@ def test_frame_after_junk_and_forgeries_split_anywhere():
 
 def test_no_frame_keeps_everything_as_text():
     reader = FrameReader(os.urandom(16))
-    feed_in_pieces(reader, b"Stack (most recent call first):\n  File \"f.py\", line 3 in g\n", 5)
+    feed_in_pieces(reader, b'Stack (most recent call first):\n  File "f.py", line 3 in g\n', 5)
     assert reader.payload is None
-    assert reader.before().endswith('line 3 in g\n')
+    assert reader.before().endswith("line 3 in g\n")
 
 
 def test_an_oversized_length_is_refused_without_buffering_it():

@@ -11,11 +11,19 @@ from __future__ import annotations
 import textwrap
 
 import pytest
-from reliability_kit import CHECKED, RECORD, STEP_TIMEOUT, at_import, first_message, summary, with_code
+from reliability_kit import (
+    CHECKED,
+    RECORD,
+    STEP_TIMEOUT,
+    at_import,
+    first_message,
+    summary,
+    with_code,
+)
 
-from tutor.runner.client import check_file
 from tutor.i18n import local_key
 from tutor.lesson import get_lesson
+from tutor.runner.client import check_file
 
 ALL = CHECKED["lm3-l3"]
 CA = ["single-head", "leakage"]  # the steps that call causal_attention
@@ -43,55 +51,112 @@ def fn_ca(body: str) -> str:
 
 CASES = [
     # --------------------------------------------------------- endless loops and sleeps
-    case("import-loop", at_import("while True: pass  # <-"),
-         Exp("timeout", "failure.timeout", marked_line=True)),
-    case("import-sleep", at_import("import time\ntime.sleep(1000)  # <-"),
-         Exp("timeout", "failure.timeout", marked_line=True)),
-    case("function-loop-and-sleep", with_code("""
+    case(
+        "import-loop",
+        at_import("while True: pass  # <-"),
+        Exp("timeout", "failure.timeout", marked_line=True),
+    ),
+    case(
+        "import-sleep",
+        at_import("import time\ntime.sleep(1000)  # <-"),
+        Exp("timeout", "failure.timeout", marked_line=True),
+    ),
+    case(
+        "function-loop-and-sleep",
+        with_code("""
         def expected_shapes(B, T, H, hd):
             while True: pass  # <-
 
         def causal_attention(x, Wq, Wk, Wv):
             import time
             time.sleep(1000)  # <-
-        """), Exp("timeout", "failure.timeout", SHAPES + CA, marked_line=True), Exp("pass", steps=["multi-head"])),
+        """),
+        Exp("timeout", "failure.timeout", SHAPES + CA, marked_line=True),
+        Exp("pass", steps=["multi-head"]),
+    ),
     # --------------------------------------------------------- exits
-    case("import-sys-exit", at_import("import sys\nsys.exit()  # <-"),
-         Exp("error", "failure.system_exit", marked_line=True)),
-    case("import-raise-systemexit", at_import("raise SystemExit(2)  # <-"),
-         Exp("error", "failure.system_exit", marked_line=True)),
-    case("import-os-exit", at_import("import os\nos._exit(3)"),
-         Exp("error", "failure.exit", params={"code": 3})),
-    case("function-sys-exit", fn_shapes("    import sys\n    sys.exit(1)  # <-"),
-         Exp("error", "failure.system_exit", SHAPES, marked_line=True), Exp("pass", steps=CA + ["multi-head"])),
-    case("function-raise-systemexit", fn_shapes("    raise SystemExit  # <-"),
-         Exp("error", "failure.system_exit", SHAPES, marked_line=True), Exp("pass", steps=CA + ["multi-head"])),
-    case("function-os-exit", fn_shapes("    import os\n    os._exit(3)"),
-         Exp("error", "failure.exit", SHAPES, params={"code": 3}), Exp("pass", steps=CA + ["multi-head"])),
-    case("exit-from-a-method", with_code("""
+    case(
+        "import-sys-exit",
+        at_import("import sys\nsys.exit()  # <-"),
+        Exp("error", "failure.system_exit", marked_line=True),
+    ),
+    case(
+        "import-raise-systemexit",
+        at_import("raise SystemExit(2)  # <-"),
+        Exp("error", "failure.system_exit", marked_line=True),
+    ),
+    case(
+        "import-os-exit",
+        at_import("import os\nos._exit(3)"),
+        Exp("error", "failure.exit", params={"code": 3}),
+    ),
+    case(
+        "function-sys-exit",
+        fn_shapes("    import sys\n    sys.exit(1)  # <-"),
+        Exp("error", "failure.system_exit", SHAPES, marked_line=True),
+        Exp("pass", steps=CA + ["multi-head"]),
+    ),
+    case(
+        "function-raise-systemexit",
+        fn_shapes("    raise SystemExit  # <-"),
+        Exp("error", "failure.system_exit", SHAPES, marked_line=True),
+        Exp("pass", steps=CA + ["multi-head"]),
+    ),
+    case(
+        "function-os-exit",
+        fn_shapes("    import os\n    os._exit(3)"),
+        Exp("error", "failure.exit", SHAPES, params={"code": 3}),
+        Exp("pass", steps=CA + ["multi-head"]),
+    ),
+    case(
+        "exit-from-a-method",
+        with_code("""
         class CausalMultiHeadAttention(CausalMultiHeadAttention):
             def forward(self, x):
                 raise SystemExit("bye")  # <-
-        """), Exp("error", "failure.system_exit", ["multi-head"], marked_line=True), Exp("pass", steps=CA + SHAPES)),
+        """),
+        Exp("error", "failure.system_exit", ["multi-head"], marked_line=True),
+        Exp("pass", steps=CA + SHAPES),
+    ),
     # --------------------------------------------------------- crashes
-    case("function-segfault", fn_shapes("    import ctypes\n    ctypes.string_at(0)  # <-"),
-         Exp("error", "failure.crash", SHAPES, params={"signal": "SIGSEGV"}, marked_line=True),
-         Exp("pass", steps=CA + ["multi-head"])),
-    case("import-segfault", at_import("import ctypes\nctypes.string_at(0)  # <-"),
-         Exp("error", "failure.crash", params={"signal": "SIGSEGV"}, marked_line=True)),
-    case("function-abort", fn_ca("    import os\n    os.abort()  # <-"),
-         Exp("error", "failure.crash", CA, params={"signal": "SIGABRT"}, marked_line=True),
-         Exp("pass", steps=["multi-head", "shapes"])),
+    case(
+        "function-segfault",
+        fn_shapes("    import ctypes\n    ctypes.string_at(0)  # <-"),
+        Exp("error", "failure.crash", SHAPES, params={"signal": "SIGSEGV"}, marked_line=True),
+        Exp("pass", steps=CA + ["multi-head"]),
+    ),
+    case(
+        "import-segfault",
+        at_import("import ctypes\nctypes.string_at(0)  # <-"),
+        Exp("error", "failure.crash", params={"signal": "SIGSEGV"}, marked_line=True),
+    ),
+    case(
+        "function-abort",
+        fn_ca("    import os\n    os.abort()  # <-"),
+        Exp("error", "failure.crash", CA, params={"signal": "SIGABRT"}, marked_line=True),
+        Exp("pass", steps=["multi-head", "shapes"]),
+    ),
     # --------------------------------------------------------- recursion
-    case("function-recursion", fn_shapes("    return expected_shapes(B, T, H, hd)  # <-"),
-         Exp("error", "failure.recursion", SHAPES, marked_line=True), Exp("pass", steps=CA + ["multi-head"])),
-    case("forward-calls-self", with_code("""
+    case(
+        "function-recursion",
+        fn_shapes("    return expected_shapes(B, T, H, hd)  # <-"),
+        Exp("error", "failure.recursion", SHAPES, marked_line=True),
+        Exp("pass", steps=CA + ["multi-head"]),
+    ),
+    case(
+        "forward-calls-self",
+        with_code("""
         class CausalMultiHeadAttention(CausalMultiHeadAttention):
             def forward(self, x):
                 return self(x)  # <-
-        """), Exp("error", "failure.recursion", ["multi-head"], marked_line=True), Exp("pass", steps=CA + SHAPES)),
+        """),
+        Exp("error", "failure.recursion", ["multi-head"], marked_line=True),
+        Exp("pass", steps=CA + SHAPES),
+    ),
     # The child's main stack may grow to 256 MiB: a raised limit still ends in RecursionError.
-    case("recursion-limit-raised", with_code("""
+    case(
+        "recursion-limit-raised",
+        with_code("""
         import sys
         sys.setrecursionlimit(30_000)  # past what an 8 MiB stack holds for __getattr__
 
@@ -101,9 +166,14 @@ CASES = [
 
         def expected_shapes(B, T, H, hd):
             return Endless().shapes
-        """), Exp("error", "failure.recursion", SHAPES, marked_line=True), Exp("pass", steps=CA + ["multi-head"])),
+        """),
+        Exp("error", "failure.recursion", SHAPES, marked_line=True),
+        Exp("pass", steps=CA + ["multi-head"]),
+    ),
     # Past the C stack it is a crash: reported as the recursion it is, from faulthandler's report.
-    case("stack-overflow", with_code("""
+    case(
+        "stack-overflow",
+        with_code("""
         import resource, sys
         resource.setrlimit(resource.RLIMIT_STACK, (8 << 20, resource.getrlimit(resource.RLIMIT_STACK)[1]))
         sys.setrecursionlimit(10**6)
@@ -114,27 +184,54 @@ CASES = [
 
         def expected_shapes(B, T, H, hd):
             return Endless().shapes
-        """), Exp("error", "failure.recursion", SHAPES, marked_line=True), Exp("pass", steps=CA + ["multi-head"])),
+        """),
+        Exp("error", "failure.recursion", SHAPES, marked_line=True),
+        Exp("pass", steps=CA + ["multi-head"]),
+    ),
     # --------------------------------------------------------- input
     # At import time it is the file's error, said as such (not "causal_attention raised …").
-    case("import-input", at_import("answer = input('name? ')  # <-"),
-         Exp("error", "failure.file_exception", params={"kind": "EOFError"}, marked_line=True)),
-    case("function-reads-stdin", fn_shapes("    import sys\n    return sys.stdin.read()"),
-         Exp("fail", "check.shapes_not_dict", SHAPES), Exp("pass", steps=CA + ["multi-head"])),
+    case(
+        "import-input",
+        at_import("answer = input('name? ')  # <-"),
+        Exp("error", "failure.file_exception", params={"kind": "EOFError"}, marked_line=True),
+    ),
+    case(
+        "function-reads-stdin",
+        fn_shapes("    import sys\n    return sys.stdin.read()"),
+        Exp("fail", "check.shapes_not_dict", SHAPES),
+        Exp("pass", steps=CA + ["multi-head"]),
+    ),
     # --------------------------------------------------------- syntax and empty files
-    case("syntax-error", at_import("def broken(:  # <-\n    pass"),
-         Exp("error", "failure.syntax", marked_line=True)),
-    case("indentation-error", at_import("def f():\nreturn 1  # <-"),
-         Exp("error", "failure.syntax", params={"kind": "IndentationError"}, marked_line=True)),
-    case("tab-error", at_import("def f():\n        x = 1\n\treturn x  # <-"),
-         Exp("error", "failure.syntax", params={"kind": "TabError"}, marked_line=True)),
+    case(
+        "syntax-error",
+        at_import("def broken(:  # <-\n    pass"),
+        Exp("error", "failure.syntax", marked_line=True),
+    ),
+    case(
+        "indentation-error",
+        at_import("def f():\nreturn 1  # <-"),
+        Exp("error", "failure.syntax", params={"kind": "IndentationError"}, marked_line=True),
+    ),
+    case(
+        "tab-error",
+        at_import("def f():\n        x = 1\n\treturn x  # <-"),
+        Exp("error", "failure.syntax", params={"kind": "TabError"}, marked_line=True),
+    ),
     case("null-byte", at_import("x = 1\x00"), Exp("error")),
     case("empty-file", "", Exp("fail", "check.missing")),
     case("only-comments", "# nothing yet\n", Exp("fail", "check.missing")),
-    case("missing-function", with_code("del expected_shapes"),
-         Exp("fail", "check.missing", SHAPES), Exp("pass", steps=CA + ["multi-head"])),
-    case("not-callable", with_code("causal_attention = 42"),
-         Exp("fail", "check.missing", CA), Exp("pass", steps=["multi-head", "shapes"])),
+    case(
+        "missing-function",
+        with_code("del expected_shapes"),
+        Exp("fail", "check.missing", SHAPES),
+        Exp("pass", steps=CA + ["multi-head"]),
+    ),
+    case(
+        "not-callable",
+        with_code("causal_attention = 42"),
+        Exp("fail", "check.missing", CA),
+        Exp("pass", steps=["multi-head", "shapes"]),
+    ),
 ]
 
 
@@ -151,14 +248,20 @@ def check_run(run, source, exps):
             assert r.status == exp.status, f"{step}: {exp.status} expected\n{summary(results)}"
             if exp.key:
                 msg = first_message(r)
-                assert msg is not None and local_key(msg.key) == exp.key, f"{step}: {exp.key} expected\n{summary(results)}"
+                assert msg is not None and local_key(msg.key) == exp.key, (
+                    f"{step}: {exp.key} expected\n{summary(results)}"
+                )
                 for k, v in exp.params.items():
                     assert msg.params.get(k) == v, f"{step}: {k}={v!r} expected\n{summary(results)}"
             if exp.marked_line:
                 lines = {f.line for f in r.failure.frames} if r.failure else set()
-                assert lines & marked_lines(source), f"{step}: no marked line in {lines}\n{summary(results)}"
+                assert lines & marked_lines(source), (
+                    f"{step}: no marked line in {lines}\n{summary(results)}"
+                )
             # Nothing may be left waiting past the deadline.
-            assert run.arrived[step] <= STEP_TIMEOUT + 1.0, f"{step} came after {run.arrived[step]:.2f} s"
+            assert run.arrived[step] <= STEP_TIMEOUT + 1.0, (
+                f"{step} came after {run.arrived[step]:.2f} s"
+            )
 
 
 @pytest.mark.parametrize("lesson, source, exps", CASES)
@@ -173,7 +276,9 @@ def test_syntax_error_has_a_caret(live, tmp_path):
     source = at_import("x = (1 +\ny = 2  # <-")
     run = live.run("lm3-l3", source, filename=str(tmp_path / "lm3_l3.py"))
     for r in run.results.values():
-        assert r.status == "error" and first_message(r).key == "failure.syntax", summary(run.results)
+        assert r.status == "error" and first_message(r).key == "failure.syntax", summary(
+            run.results
+        )
         assert "^" in r.failure.caret and f"{r.failure.frames[0].line:>4} |" in r.failure.caret
 
 
@@ -247,27 +352,34 @@ def test_processes_are_killed_with_the_run(live, tmp_path, kind):
         assert records, f"the learner's process never started: {summary(run.results)}"
     # Killed with its child; orphans that left the group come to the worker (a subreaper) and die.
     assert wait_until(lambda: not recorded_alive(records) and not with_cmdline(marker), 2), (
-        f"still running: {recorded_alive(records)} {with_cmdline(marker)}")
+        f"still running: {recorded_alive(records)} {with_cmdline(marker)}"
+    )
 
 
 # ------------------------------------------------------------------ floods of output
 
 FLOODS = {
     "print-at-import": ("i = 0\nwhile True:\n    print('flood line', i)\n    i += 1", ALL),
-    "print-in-function": ("""
+    "print-in-function": (
+        """
         _original = expected_shapes
         def expected_shapes(B, T, H, hd):
             for i in range(3_000_000):
                 print('flood line', i)
             return _original(B, T, H, hd)
-        """, SHAPES),
-    "os-write-to-fd-1-and-2": ("""
+        """,
+        SHAPES,
+    ),
+    "os-write-to-fd-1-and-2": (
+        """
         import os
         for i in range(100_000):
             os.write(1, b"out %d\\n" % i)
             os.write(2, b"err %d\\n" % i)
         print("flood line end")
-        """, ALL),
+        """,
+        ALL,
+    ),
 }
 
 
@@ -281,7 +393,9 @@ def test_output_floods_are_bounded(live, kind):
         assert r.status in ("pass", "timeout"), summary(run.results)
         assert run.arrived[step] <= STEP_TIMEOUT + 1.0
         assert len(r.output) < 4200, len(r.output)
-        assert r.output_dropped > 0 and ("flood line" in r.output or "out " in r.output), r.output[-300:]
+        assert r.output_dropped > 0 and ("flood line" in r.output or "out " in r.output), r.output[
+            -300:
+        ]
     for step in set(ALL) - set(flooded):
         assert run.results[step].status == "pass", summary(run.results)
     # Still responsive: the next run is judged at once.
@@ -291,6 +405,7 @@ def test_output_floods_are_bounded(live, kind):
 
 
 # ------------------------------------------------------------------ files the client cannot decode
+
 
 def test_invalid_utf8_is_reported_per_step_without_running(tmp_path):
     path = tmp_path / "lm3_l3.py"

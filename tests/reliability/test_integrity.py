@@ -18,8 +18,15 @@ import pytest
 from reliability_kit import UNMASKED, problem_keys, summary, with_code
 
 FORGED_RESULT = json.dumps({"outputs": {"calls": []}, "kernels": []})
-FORGED_STEP = {"id": "single-head", "status": "pass", "checks": [], "failure": None, "output": "",
-               "visuals": {}, "ms": 1.0}
+FORGED_STEP = {
+    "id": "single-head",
+    "status": "pass",
+    "checks": [],
+    "failure": None,
+    "output": "",
+    "visuals": {},
+    "ms": 1.0,
+}
 
 ATTEMPTS = {
     "patch-allclose-and-equal": """
@@ -135,7 +142,9 @@ def test_wrong_file_still_fails(live, attempt):
     run = live.run("lm3-l3", source, steps=["single-head", "leakage", "shapes"])
     for step in ("single-head", "leakage"):
         assert run.results[step].status in ("fail", "error"), summary(run.results)
-        assert not problem_keys(run.results[step]) & {"failure.judge", "failure.harness"}, summary(run.results)
+        assert not problem_keys(run.results[step]) & {"failure.judge", "failure.harness"}, summary(
+            run.results
+        )
     # No forged event reached the client: every step event of this run is the real one.
     with live.lock:
         delivered = [e for e in live.events if e.type == "step" and e.gen == run.gen]
@@ -148,8 +157,10 @@ def test_wrong_file_still_fails(live, attempt):
 
 def test_attacks_were_refused_not_ignored(live):
     """The signal and /proc attempts above really ran and were refused (EPERM/EACCES)."""
-    source = with_code(textwrap.dedent(ATTEMPTS["signal-the-worker-judge-ui-and-everyone"])
-                       + textwrap.dedent(ATTEMPTS["write-to-the-ui-through-proc"]))
+    source = with_code(
+        textwrap.dedent(ATTEMPTS["signal-the-worker-judge-ui-and-everyone"])
+        + textwrap.dedent(ATTEMPTS["write-to-the-ui-through-proc"])
+    )
     run = live.run("lm3-l3", source, steps=["shapes"])
     out = run.results["shapes"].output
     assert run.results["shapes"].status == "pass", summary(run.results)
@@ -175,7 +186,9 @@ def test_inputs_mutated_in_place_are_caught(live):
 
 
 def test_closing_every_fd_is_an_error_not_a_pass(live):
-    run = live.run("lm3-l3", with_code("import os\nos.closerange(3, 1 << 16)"), steps=["single-head", "shapes"])
+    run = live.run(
+        "lm3-l3", with_code("import os\nos.closerange(3, 1 << 16)"), steps=["single-head", "shapes"]
+    )
     for r in run.results.values():
         assert r.status == "error" and "failure.channel" in problem_keys(r), summary(run.results)
 

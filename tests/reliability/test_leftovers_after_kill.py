@@ -26,7 +26,12 @@ def test_the_next_worker_removes_what_a_killed_one_left():
         children = psutil.Process(pid).children(recursive=True)
         cgroup = os.path.join(base(), f"attn-tutor-{tag(pid)}") if base() else None
         os.kill(pid, signal.SIGKILL)
-        assert wait_until(lambda: not any(c.is_running() and c.status() != psutil.STATUS_ZOMBIE for c in children), 10)
+        assert wait_until(
+            lambda: (
+                not any(c.is_running() and c.status() != psutil.STATUS_ZOMBIE for c in children)
+            ),
+            10,
+        )
     finally:
         first.close()
     assert all(os.path.isdir(s) for s in scratch), "left behind, as a killed worker leaves them"

@@ -17,8 +17,11 @@ STEPS = ["single-head", "shapes"]  # a bomb in causal_attention, and a step it d
 
 
 def in_causal_attention(body: str) -> str:
-    return with_code("_original = causal_attention\ndef causal_attention(x, Wq, Wk, Wv):\n"
-                     + body + "\n    return _original(x, Wq, Wk, Wv)")
+    return with_code(
+        "_original = causal_attention\ndef causal_attention(x, Wq, Wk, Wv):\n"
+        + body
+        + "\n    return _original(x, Wq, Wk, Wv)"
+    )
 
 
 # 200 MiB, every page touched, kept alive while the probe calls the learner's code (which uses it).
@@ -40,10 +43,12 @@ BOMBS = {
     # Not counted by RLIMIT_DATA (a shared mapping): the worker's RSS watchdog stops it.
     "shared-mmap": "    import mmap\n    m = mmap.mmap(-1, 8 << 30)\n    for i in range(0, 8 << 30, 4096):\n        m[i] = 1",
     # Raising the limit back: refused (hard limit set; capabilities dropped when root).
-    "raise-the-limit-then-bomb": ("    import resource\n    try:\n"
-                                  "        resource.setrlimit(resource.RLIMIT_DATA, (-1, -1))\n"
-                                  "    except (ValueError, OSError):\n        pass\n"
-                                  "    torch.empty(10**9).fill_(1.0)"),
+    "raise-the-limit-then-bomb": (
+        "    import resource\n    try:\n"
+        "        resource.setrlimit(resource.RLIMIT_DATA, (-1, -1))\n"
+        "    except (ValueError, OSError):\n        pass\n"
+        "    torch.empty(10**9).fill_(1.0)"
+    ),
 }
 
 
@@ -65,7 +70,9 @@ def test_reference_and_a_legit_200mb_tensor_pass_under_the_test_limit(memory_liv
 def test_default_limit_allows_200mb_and_stops_a_bomb_at_once(live):
     run = live.run("lm3-l3", LEGIT_200MB, steps=STEPS)
     assert all(r.status == "pass" for r in run.results.values()), summary(run.results)
-    run = live.run("lm3-l3", in_causal_attention("    torch.empty(10**10).fill_(1.0)  # 40 GB"), steps=STEPS)
+    run = live.run(
+        "lm3-l3", in_causal_attention("    torch.empty(10**10).fill_(1.0)  # 40 GB"), steps=STEPS
+    )
     r = run.results["single-head"]
     assert r.status == "error" and first_message(r).key == "failure.memory", summary(run.results)
     assert run.arrived["single-head"] < STEP_TIMEOUT

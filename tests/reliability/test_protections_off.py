@@ -6,7 +6,15 @@ out, and the ready event names what is off."""
 from __future__ import annotations
 
 import pytest
-from reliability_kit import CHECKED, STEP_TIMEOUT, UNMASKED, LiveWorker, first_message, summary, with_code
+from reliability_kit import (
+    CHECKED,
+    STEP_TIMEOUT,
+    UNMASKED,
+    LiveWorker,
+    first_message,
+    summary,
+    with_code,
+)
 
 from tutor.runner.platform_probe import DISABLE_ENV, NAMES
 

@@ -85,17 +85,30 @@ CASES = {
     "hostile-object": ("Hostile()", HOSTILE, "check.returns_pair"),
     "hostile-items": ("(Hostile(), Hostile())", HOSTILE, "check.not_tensor"),
     "object-claiming-to-be-a-tuple": ("Liar()", HOSTILE, "check.returns_pair"),
-    "lying-tensor-subclass": ("tuple(t.as_subclass(Sneaky) for t in unmasked(x, Wq, Wk, Wv))", HOSTILE,
-                              "check.future"),
+    "lying-tensor-subclass": (
+        "tuple(t.as_subclass(Sneaky) for t in unmasked(x, Wq, Wk, Wv))",
+        HOSTILE,
+        "check.future",
+    ),
     "generator": ("(t for t in (out, weights))", "", "check.returns_pair"),
     "huge-nested-list": ("nested()", HOSTILE, "check.returns_pair"),
     # Subclasses are read through the base type's own methods: what they hold is judged, not what
     # their methods claim.
-    "tuple-subclass-whose-getitem-lies": ("Lying(unmasked(x, Wq, Wk, Wv), (out, weights))", HOSTILE + TUPLE_LIARS,
-                                          "check.future"),
-    "tuple-subclass-of-three-claiming-two": ("LongerThanItSays((out, weights, weights))", HOSTILE + TUPLE_LIARS,
-                                             "check.returns_pair"),
-    "list-subclass-claiming-to-be-a-tuple": ("ListPretendingTuple([out, weights])", TUPLE_LIARS, "check.returns_pair"),
+    "tuple-subclass-whose-getitem-lies": (
+        "Lying(unmasked(x, Wq, Wk, Wv), (out, weights))",
+        HOSTILE + TUPLE_LIARS,
+        "check.future",
+    ),
+    "tuple-subclass-of-three-claiming-two": (
+        "LongerThanItSays((out, weights, weights))",
+        HOSTILE + TUPLE_LIARS,
+        "check.returns_pair",
+    ),
+    "list-subclass-claiming-to-be-a-tuple": (
+        "ListPretendingTuple([out, weights])",
+        TUPLE_LIARS,
+        "check.returns_pair",
+    ),
     "meta-tensors": ("(torch.empty(out.shape, device='meta'), weights)", "", "check.not_tensor"),
     "complex-tensors": ("(out.to(torch.complex64), weights)", "", "check.not_tensor"),
     "too-large-tensor": ("(torch.zeros(5_000_000), weights)", "", "check.not_tensor"),
@@ -116,14 +129,19 @@ def test_wrong_return_value_fails_clearly(live, case):
 # Values of other Python types that are still what was asked: a namedtuple is a tuple, an
 # OrderedDict a dict, whatever their methods do.
 RIGHT_TYPES = {
-    "namedtuple-pair": ("single-head", """
+    "namedtuple-pair": (
+        "single-head",
+        """
         import collections
         Pair = collections.namedtuple("Pair", "out weights")
         _original = causal_attention
         def causal_attention(x, Wq, Wk, Wv):
             return Pair(*_original(x, Wq, Wk, Wv))
-        """),
-    "typing-namedtuple-pair": ("single-head", """
+        """,
+    ),
+    "typing-namedtuple-pair": (
+        "single-head",
+        """
         from typing import NamedTuple
         class Attended(NamedTuple):
             out: torch.Tensor
@@ -131,8 +149,11 @@ RIGHT_TYPES = {
         _original = causal_attention
         def causal_attention(x, Wq, Wk, Wv):
             return Attended(*_original(x, Wq, Wk, Wv))
-        """),
-    "tuple-subclass-whose-methods-raise": ("single-head", """
+        """,
+    ),
+    "tuple-subclass-whose-methods-raise": (
+        "single-head",
+        """
         class Sealed(tuple):
             def __iter__(self): raise RuntimeError("no iterating")
             def __getitem__(self, i): raise RuntimeError("no indexing")
@@ -141,8 +162,11 @@ RIGHT_TYPES = {
         _original = causal_attention
         def causal_attention(x, Wq, Wk, Wv):
             return Sealed(_original(x, Wq, Wk, Wv))
-        """),
-    "ordered-dict-of-namedtuple-shapes": ("shapes", """
+        """,
+    ),
+    "ordered-dict-of-namedtuple-shapes": (
+        "shapes",
+        """
         import collections
         Shape3 = collections.namedtuple("Shape3", "a b c")
         Shape4 = collections.namedtuple("Shape4", "a b c d")
@@ -150,8 +174,11 @@ RIGHT_TYPES = {
         def expected_shapes(B, T, H, hd):
             return collections.OrderedDict((k, (Shape3 if len(v) == 3 else Shape4)(*v))
                                            for k, v in _original(B, T, H, hd).items())
-        """),
-    "dict-subclass-whose-methods-raise": ("shapes", """
+        """,
+    ),
+    "dict-subclass-whose-methods-raise": (
+        "shapes",
+        """
         class Sealed(dict):
             def __getitem__(self, key): raise RuntimeError("no getitem")
             def items(self): raise RuntimeError("no items")
@@ -161,15 +188,19 @@ RIGHT_TYPES = {
         _original = expected_shapes
         def expected_shapes(B, T, H, hd):
             return Sealed(_original(B, T, H, hd))
-        """),
-    "defaultdict-shapes": ("shapes", """
+        """,
+    ),
+    "defaultdict-shapes": (
+        "shapes",
+        """
         import collections
         _original = expected_shapes
         def expected_shapes(B, T, H, hd):
             out = collections.defaultdict(tuple)
             out.update(_original(B, T, H, hd))
             return out
-        """),
+        """,
+    ),
 }
 
 

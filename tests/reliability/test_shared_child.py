@@ -69,8 +69,13 @@ def test_each_step_reports_its_own_output(live):
     run = live.run("lm3-l3", source)
     assert statuses(run) == dict.fromkeys(ALL, "pass"), summary(run.results)
     out = {step: run.results[step].output for step in ALL}
-    assert "from causal_attention" in out["single-head"] and "from expected_shapes" not in out["single-head"]
-    assert "from causal_attention" in out["leakage"] and "from expected_shapes" not in out["leakage"]
+    assert (
+        "from causal_attention" in out["single-head"]
+        and "from expected_shapes" not in out["single-head"]
+    )
+    assert (
+        "from causal_attention" in out["leakage"] and "from expected_shapes" not in out["leakage"]
+    )
     assert "from expected_shapes" in out["shapes"] and "from causal_attention" not in out["shapes"]
     assert "from" not in out["multi-head"]
 
@@ -92,7 +97,9 @@ def test_a_slow_first_step_does_not_hold_up_the_others(live):
     assert statuses(run) == dict.fromkeys(ALL, "pass"), summary(run.results)
     assert run.arrived["single-head"] >= slow
     # multi-head and shapes were handed to children of their own at HEDGE_AFTER (0.3 s).
-    assert max(run.arrived["multi-head"], run.arrived["shapes"]) < run.arrived["single-head"], run.arrived
+    assert max(run.arrived["multi-head"], run.arrived["shapes"]) < run.arrived["single-head"], (
+        run.arrived
+    )
 
 
 def test_a_crash_in_the_first_step_leaves_the_others_judged(live):
@@ -103,8 +110,12 @@ def test_a_crash_in_the_first_step_leaves_the_others_judged(live):
             os.abort()
         """)
     run = live.run("lm3-l3", source)
-    assert statuses(run) == {"single-head": "error", "leakage": "error", "multi-head": "pass", "shapes": "pass"}, \
-        summary(run.results)
+    assert statuses(run) == {
+        "single-head": "error",
+        "leakage": "error",
+        "multi-head": "pass",
+        "shapes": "pass",
+    }, summary(run.results)
     assert max(run.arrived.values()) < STEP_TIMEOUT, run.arrived
 
 

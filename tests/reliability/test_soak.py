@@ -37,7 +37,11 @@ def worker_counts(live) -> dict:
     def idle():
         stats.update(live.request({"type": "stats"}, "stats"))
         # The judge and SPARES ready children; children killed with their run are reaped.
-        return stats["jobs"] == 0 and stats["spares"] == SPARES and len(stats["children"]) == 1 + SPARES
+        return (
+            stats["jobs"] == 0
+            and stats["spares"] == SPARES
+            and len(stats["children"]) == 1 + SPARES
+        )
 
     assert wait_until(idle, 10, step=0.1), stats
     try:
@@ -45,8 +49,12 @@ def worker_counts(live) -> dict:
         children = len(children_of(live.pid))
     except PermissionError:
         fds, children = stats["fds"], len(stats["children"])
-    return {"worker_fds": fds, "worker_children": children,
-            "test_fds": len(os.listdir("/proc/self/fd")), "test_threads": threading.active_count()}
+    return {
+        "worker_fds": fds,
+        "worker_children": children,
+        "test_fds": len(os.listdir("/proc/self/fd")),
+        "test_threads": threading.active_count(),
+    }
 
 
 def test_soak(live, tmp_path):
@@ -82,6 +90,8 @@ def test_soak(live, tmp_path):
     for e in delivered:
         assert e.result.status == EXPECTED[kinds[e.gen]][e.result.id], e
     assert after == before, f"before {before}, after {after}"
-    print(f"\nsoak: {RUNS} runs ({len(waited)} waited for, {RUNS - len(waited)} superseded) "
-          f"in {elapsed:.1f} s; {len(delivered)} verdicts; before {before}; after {after}")
+    print(
+        f"\nsoak: {RUNS} runs ({len(waited)} waited for, {RUNS - len(waited)} superseded) "
+        f"in {elapsed:.1f} s; {len(delivered)} verdicts; before {before}; after {after}"
+    )
     assert elapsed < 60

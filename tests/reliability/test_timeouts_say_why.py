@@ -86,13 +86,20 @@ MEMORY_HOGS = {
 def test_a_timeout_holding_most_of_the_memory_limit_says_it_used_too_much_memory(small, case):
     run = small.run("lm3-l3", with_code(MEMORY_HOGS[case]), steps=["single-head"])
     params = timed_out_with(run, "single-head", "failure.timeout_memory")
-    assert params["limit"] == SMALL_MEMORY_MB and SMALL_MEMORY_MB * 0.5 <= params["mb"] <= SMALL_MEMORY_MB + 256
+    assert (
+        params["limit"] == SMALL_MEMORY_MB
+        and SMALL_MEMORY_MB * 0.5 <= params["mb"] <= SMALL_MEMORY_MB + 256
+    )
 
 
-@pytest.mark.parametrize("code", [
-    "import time\ntime.sleep(100)",
-    "_held = torch.ones(10 * 2**20)  # 40 MiB: not near the limit\nwhile True:\n    pass",
-], ids=["a-sleep", "a-loop-with-a-little-memory"])
+@pytest.mark.parametrize(
+    "code",
+    [
+        "import time\ntime.sleep(100)",
+        "_held = torch.ones(10 * 2**20)  # 40 MiB: not near the limit\nwhile True:\n    pass",
+    ],
+    ids=["a-sleep", "a-loop-with-a-little-memory"],
+)
 def test_a_plain_timeout_is_still_a_loop_or_a_sleep(small, code):
     run = small.run("lm3-l3", with_code(code), steps=["shapes"])
     params = timed_out_with(run, "shapes", "failure.timeout")
@@ -103,7 +110,9 @@ def test_a_crash_inside_faulthandlers_timeout_dump_is_a_timeout(live):
     """faulthandler's dump of where the code was, 0.2 s before the deadline, can itself crash
     the child (seen while torch.compile traced). Simulated: the dump's first line on every fd
     the child holds (the result pipe among them), then a segfault."""
-    run = live.run("lm3-l3", with_code("""
+    run = live.run(
+        "lm3-l3",
+        with_code("""
         import ctypes, os
         _plain = causal_attention
         def causal_attention(x, Wq, Wk, Wv):
@@ -113,5 +122,7 @@ def test_a_crash_inside_faulthandlers_timeout_dump_is_a_timeout(live):
                 except OSError:
                     pass
             ctypes.string_at(0)
-        """), steps=["single-head"])
+        """),
+        steps=["single-head"],
+    )
     timed_out_with(run, "single-head", "failure.timeout")

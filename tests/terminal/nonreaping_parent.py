@@ -27,7 +27,7 @@ PR_SET_CHILD_SUBREAPER = 36
 def main() -> None:
     args = sys.argv[1:]
     use_pty = args[:1] == ["--pty"]
-    command = args[args.index("--") + 1:]
+    command = args[args.index("--") + 1 :]
     ctypes.CDLL(None).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
     fd = -1
     if use_pty:

@@ -4,6 +4,7 @@ first process may be like that). Only the process the parent started itself may 
 zombie: reaping that one is the parent's job. The learner's file leaves a daemon behind (a
 fork in a new session), which the worker, a subreaper, must kill and reap too."""
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -16,14 +17,14 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 PARENT = Path(__file__).with_name("nonreaping_parent.py")
 # A correct file that leaves a daemon in a new session at each import.
-DAEMON = '''
+DAEMON = """
 import os, time
 if os.fork() == 0:
     os.setsid()
     if os.fork() == 0:
         time.sleep(1000)
     os._exit(0)
-'''
+"""
 
 
 def correct_file_with_a_daemon() -> str:
@@ -33,8 +34,14 @@ def correct_file_with_a_daemon() -> str:
 class Parent:
     def __init__(self, tmp_path: Path, command: list[str], pty: bool):
         env = dict(os.environ, PYTHONPATH=str(ROOT), TERM="xterm-256color", LANG="C.UTF-8")
-        self.proc = subprocess.Popen([sys.executable, str(PARENT), *(["--pty"] if pty else []), "--", *command],
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=tmp_path, env=env)
+        self.proc = subprocess.Popen(
+            [sys.executable, str(PARENT), *(["--pty"] if pty else []), "--", *command],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            cwd=tmp_path,
+            env=env,
+        )
         self.child = int(self.proc.stdout.readline())
 
     def send(self, line: str) -> None:
@@ -68,10 +75,8 @@ class Parent:
 
     def close(self) -> None:
         for p in psutil.Process(self.proc.pid).children(recursive=True):
-            try:
+            with contextlib.suppress(psutil.NoSuchProcess):
                 p.kill()
-            except psutil.NoSuchProcess:
-                pass
         self.proc.kill()
         self.proc.wait()
 
@@ -110,9 +115,15 @@ def test_the_app_leaves_no_process(tmp_path, how):
 def test_check_leaves_no_process(tmp_path):
     path = tmp_path / "lm3_l3.py"
     path.write_text(correct_file_with_a_daemon())
-    parent = Parent(tmp_path, [sys.executable, "-m", "tutor", "check", "--lesson", "lm3-l3", str(path)], pty=False)
+    parent = Parent(
+        tmp_path,
+        [sys.executable, "-m", "tutor", "check", "--lesson", "lm3-l3", str(path)],
+        pty=False,
+    )
     try:
-        assert wait_until(lambda: psutil.Process(parent.child).status() == psutil.STATUS_ZOMBIE, 60), "check never ended"
+        assert wait_until(
+            lambda: psutil.Process(parent.child).status() == psutil.STATUS_ZOMBIE, 60
+        ), "check never ended"
         parent.assert_nothing_left()
     finally:
         parent.close()

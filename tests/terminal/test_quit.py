@@ -4,8 +4,8 @@ all restore the terminal and leave no worker process behind."""
 import json
 import os
 import pty
-import subprocess
 import signal
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -44,8 +44,6 @@ def alive(pid: int) -> bool:
     except OSError:
         return False
     return state != "Z"
-
-
 
 
 @pytest.mark.parametrize("how", ["q", "ctrl+c", "SIGTERM", "SIGHUP"])
@@ -138,6 +136,12 @@ def test_a_language_nobody_chose_is_not_remembered(tmp_path):
     assert os.waitstatus_to_exitcode(status) == 0
     state = json.loads((tmp_path / "attn-lab" / ".attn-tutor" / "state.json").read_text())
     assert state["lessons"]["lm3-l3"]["step"] == "leakage" and state["lang"] is None
-    out = subprocess.run([sys.executable, "-m", "tutor", "--help"], capture_output=True, text=True,
-                         cwd=tmp_path, env=dict(env, LANG="zh_CN.UTF-8"), timeout=60)
+    out = subprocess.run(
+        [sys.executable, "-m", "tutor", "--help"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=dict(env, LANG="zh_CN.UTF-8"),
+        timeout=60,
+    )
     assert "检查" in out.stdout

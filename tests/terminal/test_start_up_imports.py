@@ -45,14 +45,17 @@ if _LOG:
 '''
 
 
-
-
 def recording_env(tmp_path: Path) -> dict:
     hook = tmp_path / "hook"
     hook.mkdir()
     (hook / "sitecustomize.py").write_text(RECORDER)
-    return dict(os.environ, PYTHONPATH=f"{hook}{os.pathsep}{ROOT}", ATTN_TEST_IMPORT_LOG=str(tmp_path / "imports.log"),
-                TERM="xterm-256color", LANG="C.UTF-8")
+    return dict(
+        os.environ,
+        PYTHONPATH=f"{hook}{os.pathsep}{ROOT}",
+        ATTN_TEST_IMPORT_LOG=str(tmp_path / "imports.log"),
+        TERM="xterm-256color",
+        LANG="C.UTF-8",
+    )
 
 
 def imports_by_process(tmp_path: Path) -> dict[int, set[str]]:
@@ -70,7 +73,9 @@ def packages(names: set[str]) -> set[str]:
 def workspace(tmp_path: Path) -> Path:
     work = tmp_path / "work"
     (work / "attn-lab").mkdir(parents=True)
-    shutil.copy(ROOT / "reference" / "lm3_l3.py", work / "attn-lab" / "lm3_l3.py")  # every step passes
+    shutil.copy(
+        ROOT / "reference" / "lm3_l3.py", work / "attn-lab" / "lm3_l3.py"
+    )  # every step passes
     return work
 
 
@@ -81,15 +86,32 @@ def test_the_app_never_imports_torch_or_numpy(tmp_path):
         os.chdir(work)
         os.execve(sys.executable, [sys.executable, "-m", "tutor", "--lang", "en"], env)
     try:
-        done = t("ui.progress", "en", passed=4, total=4).encode()  # the progress line once all passed
+        done = t(
+            "ui.progress", "en", passed=4, total=4
+        ).encode()  # the progress line once all passed
         screen, deadline = b"", time.monotonic() + 60
         while done not in screen and time.monotonic() < deadline:
             screen += read_for(fd, 0.2)
         assert done in screen, "the app never showed the verdicts"
         # What is imported on demand: the heatmap, help, the reset confirmation, the other
         # language, every step, an answer editor.
-        for key in [b"w", b"d", b"?", b"\x1b", b"R", b"\x1b", b"l", b"l", b"n", b"n", b"n", b"n", b"n",
-                    b"1", b"\x1b"]:
+        for key in [
+            b"w",
+            b"d",
+            b"?",
+            b"\x1b",
+            b"R",
+            b"\x1b",
+            b"l",
+            b"l",
+            b"n",
+            b"n",
+            b"n",
+            b"n",
+            b"n",
+            b"1",
+            b"\x1b",
+        ]:
             os.write(fd, key)
             read_for(fd, 0.3)
         os.write(fd, b"q")
@@ -100,8 +122,15 @@ def test_the_app_never_imports_torch_or_numpy(tmp_path):
     assert os.waitstatus_to_exitcode(status) == 0
     seen = imports_by_process(tmp_path)
     ui = seen.pop(pid)
-    assert {"tutor.app.app", "tutor.app.help", "tutor.app.confirm", "tutor.app.answer",
-            "tutor.render.heatmap", "tutor.runner.client", "tutor.watch"} <= ui  # all of it ran
+    assert {
+        "tutor.app.app",
+        "tutor.app.help",
+        "tutor.app.confirm",
+        "tutor.app.answer",
+        "tutor.render.heatmap",
+        "tutor.runner.client",
+        "tutor.watch",
+    } <= ui  # all of it ran
     assert "textual" in packages(ui) and "watchfiles" in packages(ui)
     assert "torch" not in packages(ui)
     assert "numpy" not in packages(ui)
@@ -111,8 +140,14 @@ def test_the_app_never_imports_torch_or_numpy(tmp_path):
 
 def test_the_check_command_never_imports_torch_or_numpy(tmp_path):
     work, env = workspace(tmp_path), recording_env(tmp_path)
-    proc = subprocess.Popen([sys.executable, "-m", "tutor", "check", "--json"], cwd=work, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tutor", "check", "--json"],
+        cwd=work,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     out, err = proc.communicate(timeout=120)
     assert proc.returncode == 0, err
     report = json.loads(out)

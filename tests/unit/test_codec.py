@@ -16,23 +16,44 @@ def round_trip(value):
     return codec.decode(message["outputs"], got_blob)
 
 
-@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int64,
-                                   torch.int8, torch.uint8, torch.bool])
+@pytest.mark.parametrize(
+    "dtype",
+    [
+        torch.float32,
+        torch.float64,
+        torch.float16,
+        torch.bfloat16,
+        torch.int64,
+        torch.int8,
+        torch.uint8,
+        torch.bool,
+    ],
+)
 def test_tensors_come_back_equal_whatever_their_dtype(dtype):
     g = torch.Generator().manual_seed(1)
     # Odd sizes first, so that the later tensors start at offsets that need the 8-byte padding.
-    values = [(torch.randn(3, generator=g) * 5).to(dtype), (torch.randn(2, 5, 7, generator=g) * 5).to(dtype)]
+    values = [
+        (torch.randn(3, generator=g) * 5).to(dtype),
+        (torch.randn(2, 5, 7, generator=g) * 5).to(dtype),
+    ]
     got = round_trip(values)
     assert isinstance(got, list) and len(got) == 2
-    for want, came in zip(values, got):
+    for want, came in zip(values, got, strict=False):
         assert came.dtype == dtype and came.shape == want.shape
         assert torch.equal(came, want)
 
 
 def test_structure_views_and_empty_tensors():
     x = torch.arange(12.0).reshape(3, 4)
-    value = {"pair": (x.T, x[1:, ::2]), "empty": torch.zeros(0, 4), "scalar": torch.tensor(2.5),
-             "size": torch.Size([2, 3]), "nan": float("nan"), "text": "ok", "none": None}
+    value = {
+        "pair": (x.T, x[1:, ::2]),
+        "empty": torch.zeros(0, 4),
+        "scalar": torch.tensor(2.5),
+        "size": torch.Size([2, 3]),
+        "nan": float("nan"),
+        "text": "ok",
+        "none": None,
+    }
     got = round_trip(value)
     assert torch.equal(got["pair"][0], x.T) and torch.equal(got["pair"][1], x[1:, ::2])
     assert got["empty"].shape == (0, 4) and got["scalar"].item() == 2.5
@@ -93,8 +114,15 @@ def test_subclasses_of_tuple_list_and_dict_come_as_their_base_type_with_what_the
 
     Pair = collections.namedtuple("Pair", "out weights")
     x = torch.arange(4.0)
-    got = round_trip({"pair": Pair(x, x * 2), "sealed": _Sealed((1, 2)), "list": _SealedList([3, 4]),
-                      "ordered": collections.OrderedDict(a=(1, 2)), "dict": _SealedDict(b=5)})
+    got = round_trip(
+        {
+            "pair": Pair(x, x * 2),
+            "sealed": _Sealed((1, 2)),
+            "list": _SealedList([3, 4]),
+            "ordered": collections.OrderedDict(a=(1, 2)),
+            "dict": _SealedDict(b=5),
+        }
+    )
     assert type(got["pair"]) is tuple and torch.equal(got["pair"][1], x * 2)
     assert got["sealed"] == (1, 2) and type(got["sealed"]) is tuple
     assert got["list"] == [3, 4] and type(got["list"]) is list

@@ -17,24 +17,37 @@ def keys(tmp_path, code: str) -> list:
 
 
 def test_literal_keys_anywhere_and_fstrings_over_a_literal_loop(tmp_path):
-    found = keys(tmp_path, '''
+    found = keys(
+        tmp_path,
+        """
         TABLE = {"q": "likely.per_head_transpose"}
         def judge(v):
             v.require("x", False, "check.values", likely=msg("likely.scale_none"))
             for mode in ("train", "eval"):
                 v.require("d", False, f"check.dropout_{mode}")
             print("not a key: check. spaced", "checks.py")
-    ''')
-    assert sorted(found) == sorted([("likely.per_head_transpose", 2), ("check.values", 4),
-                                    ("likely.scale_none", 4), ("check.dropout_train", 6), ("check.dropout_eval", 6)])
+    """,
+    )
+    assert sorted(found) == sorted(
+        [
+            ("likely.per_head_transpose", 2),
+            ("check.values", 4),
+            ("likely.scale_none", 4),
+            ("check.dropout_train", 6),
+            ("check.dropout_eval", 6),
+        ]
+    )
 
 
 def test_keys_built_from_unknown_values_are_reported_not_guessed(tmp_path):
-    found = keys(tmp_path, '''
+    found = keys(
+        tmp_path,
+        """
         def judge(v, name, mode):
             v.expect("a", False, f"likely.{name}")
             v.expect("b", False, "check." + mode)
-    ''')
+    """,
+    )
     assert sorted(found, key=lambda k: k[1]) == [(None, 3), (None, 4)]
 
 
@@ -47,17 +60,32 @@ def test_every_installed_lesson_uses_only_keys_the_catalogs_have():
 def test_the_engine_modules_are_read_through_the_checks_imports():
     lesson = next(l for l in all_lessons() if l.id == "lm3-l3")
     names = {p.name for p in devcheck.key_sources(lesson)}
-    assert {"checks.py", "judge_kit.py", "probe_kit.py", "fixed_dropout.py", "judge.py", "worker.py"} <= names
+    assert {
+        "checks.py",
+        "judge_kit.py",
+        "probe_kit.py",
+        "fixed_dropout.py",
+        "judge.py",
+        "worker.py",
+    } <= names
 
 
 def test_declared_steps_reads_the_dict_and_later_assignments():
-    source = 'STEPS = {"a": StepSpec(p, j, ("f",))}\nSTEPS["b"] = StepSpec(p, j, ())\nOTHER = {"c": 1}\n'
+    source = (
+        'STEPS = {"a": StepSpec(p, j, ("f",))}\nSTEPS["b"] = StepSpec(p, j, ())\nOTHER = {"c": 1}\n'
+    )
     assert declared_steps(source) == {"a", "b"}
 
 
 def test_schema_names_what_is_missing():
-    lines = schema_problems({"id": "x", "file": "x.txt", "title": {"en": "X"},
-                             "steps": [{"id": "s", "kind": "checked", "title": {"en": "S", "zh": "S"}}]})
+    lines = schema_problems(
+        {
+            "id": "x",
+            "file": "x.txt",
+            "title": {"en": "X"},
+            "steps": [{"id": "s", "kind": "checked", "title": {"en": "S", "zh": "S"}}],
+        }
+    )
     got = [(line.key, line.params) for line in lines]
     assert ("dev.field_missing", {"field": "format_version", "where": "lesson.toml"}) in got
     assert ("dev.field_type", {"field": "file", "where": "lesson.toml", "type": "*.py"}) in got
@@ -66,33 +94,88 @@ def test_schema_names_what_is_missing():
 
 
 def lesson_with(step: dict) -> dict:
-    return {"format_version": 1, "id": "x", "file": "x.py", "title": {"en": "X", "zh": "X"},
-            "steps": [{"id": "s", "kind": "experiment", "title": {"en": "S", "zh": "S"}, **step}]}
+    return {
+        "format_version": 1,
+        "id": "x",
+        "file": "x.py",
+        "title": {"en": "X", "zh": "X"},
+        "steps": [{"id": "s", "kind": "experiment", "title": {"en": "S", "zh": "S"}, **step}],
+    }
 
 
 def setting(**fields) -> dict:
-    return {"id": "heads", "key": "1", "values": [1, 2], "default": 1, "label": {"en": "heads", "zh": "头数"},
-            **fields}
+    return {
+        "id": "heads",
+        "key": "1",
+        "values": [1, 2],
+        "default": 1,
+        "label": {"en": "heads", "zh": "头数"},
+        **fields,
+    }
 
 
 def test_settings_are_checked_and_their_keys_may_not_collide():
-    assert schema_problems(lesson_with({"settings": [setting(), setting(id="range", key="2",
-                                                                        values=[[64, 1024], [128, 2048]],
-                                                                        default=[64, 1024])]})) == []
-    got = [(line.key, line.params.get("key")) for line in schema_problems(lesson_with({
-        "questions": {"en": ["Q1?", "Q2?"], "zh": ["一？", "二？"]},
-        "settings": [setting(), setting(id="b", key="x"), setting(id="c", key="x"), setting(id="d", key="n")]}))]
+    assert (
+        schema_problems(
+            lesson_with(
+                {
+                    "settings": [
+                        setting(),
+                        setting(
+                            id="range",
+                            key="2",
+                            values=[[64, 1024], [128, 2048]],
+                            default=[64, 1024],
+                        ),
+                    ]
+                }
+            )
+        )
+        == []
+    )
+    got = [
+        (line.key, line.params.get("key"))
+        for line in schema_problems(
+            lesson_with(
+                {
+                    "questions": {"en": ["Q1?", "Q2?"], "zh": ["一？", "二？"]},
+                    "settings": [
+                        setting(),
+                        setting(id="b", key="x"),
+                        setting(id="c", key="x"),
+                        setting(id="d", key="n"),
+                    ],
+                }
+            )
+        )
+    ]
     # "1" is question 1's key on this step; "x" twice; "n" is the app's next-step key.
     assert got == [("dev.key_collision", "1"), ("dev.key_collision", "x"), ("dev.setting_key", "n")]
-    got = [line.key for line in schema_problems(lesson_with({"settings": [
-        setting(default=3), setting(id="b", key="2", label={"en": "b"}), setting(id="c", key="3", values=[]),
-        {"key": "4", "values": [1], "label": {"en": "d", "zh": "d"}}]}))]
+    got = [
+        line.key
+        for line in schema_problems(
+            lesson_with(
+                {
+                    "settings": [
+                        setting(default=3),
+                        setting(id="b", key="2", label={"en": "b"}),
+                        setting(id="c", key="3", values=[]),
+                        {"key": "4", "values": [1], "label": {"en": "d", "zh": "d"}},
+                    ]
+                }
+            )
+        )
+    ]
     assert got == ["dev.setting_default", "dev.lang_missing", "dev.field_type", "dev.field_missing"]
 
 
 def test_weights_from_names_a_step_and_the_answers_file_a_markdown_file():
-    got = [line.key for line in schema_problems({**lesson_with({"weights_from": "nowhere"}),
-                                                 "answers": {"file": "../x.txt"}})]
+    got = [
+        line.key
+        for line in schema_problems(
+            {**lesson_with({"weights_from": "nowhere"}), "answers": {"file": "../x.txt"}}
+        )
+    ]
     assert got == ["dev.weights_from", "dev.field_type"]
 
 
@@ -104,11 +187,18 @@ def test_a_catalog_key_without_its_twin_or_with_other_placeholders(monkeypatch):
 
 
 def test_apply_replacements_replaces_a_function_and_a_method():
-    source = "import torch\n\ndef f(x):\n    return x\n\nclass C:\n    def m(self):\n        return 1\n"
-    out = apply_replacements(source, {"f": "def f(x):\n    return 2 * x\n", "C.m": "def m(self):\n    return 2\n"},
-                             "import math")
-    assert out == ("import math\nimport torch\n\ndef f(x):\n    return 2 * x\n\nclass C:\n"
-                   "    def m(self):\n        return 2\n")
+    source = (
+        "import torch\n\ndef f(x):\n    return x\n\nclass C:\n    def m(self):\n        return 1\n"
+    )
+    out = apply_replacements(
+        source,
+        {"f": "def f(x):\n    return 2 * x\n", "C.m": "def m(self):\n    return 2\n"},
+        "import math",
+    )
+    assert out == (
+        "import math\nimport torch\n\ndef f(x):\n    return 2 * x\n\nclass C:\n"
+        "    def m(self):\n        return 2\n"
+    )
 
 
 def test_schema_checks_the_optional_points_and_version():

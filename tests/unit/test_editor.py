@@ -16,14 +16,17 @@ def test_the_line_is_the_steps_first_definition():
     assert function_line(SOURCE, ()) is None and function_line("def (:", ("f",)) is None
 
 
-@pytest.mark.parametrize("editor, argv", [
-    ("vim", ["vim", "+8", str(FILE)]),
-    ("/usr/bin/nano -w", ["/usr/bin/nano", "-w", "+8", str(FILE)]),
-    ("emacsclient -t", ["emacsclient", "-t", "+8", str(FILE)]),
-    ("code --wait", ["code", "--wait", "-g", f"{FILE}:8"]),
-    ("subl -w", ["subl", "-w", f"{FILE}:8"]),
-    ("ed", ["ed", str(FILE)]),  # unknown: the file only
-])
+@pytest.mark.parametrize(
+    "editor, argv",
+    [
+        ("vim", ["vim", "+8", str(FILE)]),
+        ("/usr/bin/nano -w", ["/usr/bin/nano", "-w", "+8", str(FILE)]),
+        ("emacsclient -t", ["emacsclient", "-t", "+8", str(FILE)]),
+        ("code --wait", ["code", "--wait", "-g", f"{FILE}:8"]),
+        ("subl -w", ["subl", "-w", f"{FILE}:8"]),
+        ("ed", ["ed", str(FILE)]),  # unknown: the file only
+    ],
+)
 def test_each_editor_gets_the_line_its_way(editor, argv):
     assert editor_command(editor, FILE, 8) == argv
 

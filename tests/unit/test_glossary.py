@@ -38,11 +38,16 @@ def texts() -> list[tuple[str, Path]]:
 
 def _strip_comments(path: Path, text: str) -> str:
     # A catalog's comments describe keys, they are not shown: only the values count.
-    return "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("#")) \
-        if path.suffix == ".toml" else text
+    return (
+        "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("#"))
+        if path.suffix == ".toml"
+        else text
+    )
 
 
-@pytest.mark.parametrize("lang,term,instead", ruled_out(), ids=lambda x: x if len(x) < 30 else x[:30])
+@pytest.mark.parametrize(
+    "lang,term,instead", ruled_out(), ids=lambda x: x if len(x) < 30 else x[:30]
+)
 def test_no_text_uses_a_term_the_glossary_rules_out(lang, term, instead):
     found = []
     for file_lang, path in texts():

@@ -45,11 +45,23 @@ def run_lint(root: Path) -> tuple[int, str, dict[str, str]]:
     """lint-imports on the package under root, with root's pyproject.toml: its exit code, its
     output and each contract's verdict by id."""
     env = dict(os.environ, PYTHONPATH=str(root))  # this copy of tutor, not an installed one
-    found = subprocess.run([sys.executable, "-c", "import tutor; print(tutor.__file__)"],
-                           env=env, cwd=root, capture_output=True, text=True, check=True)
+    found = subprocess.run(
+        [sys.executable, "-c", "import tutor; print(tutor.__file__)"],
+        env=env,
+        cwd=root,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert Path(found.stdout.strip()) == root / "tutor" / "__init__.py"
-    done = subprocess.run([lint_imports_command(), "--no-cache", "--no-logo", str(root / "pyproject.toml")],
-                          env=env, cwd=root, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [lint_imports_command(), "--no-cache", "--no-logo", str(root / "pyproject.toml")],
+        env=env,
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     output = done.stdout + done.stderr
     by_name = {c["name"]: i for i, c in CONTRACTS.items()}
     verdicts = {}
@@ -75,8 +87,14 @@ def test_every_module_under_tutor_is_in_the_graph():
         parts = path.relative_to(ROOT).with_suffix("").parts
         files.add(".".join(parts[:-1] if parts[-1] == "__init__" else parts))
     code = "import grimp, json; print(json.dumps(sorted(grimp.build_graph('tutor', cache_dir=None).modules)))"
-    out = subprocess.run([sys.executable, "-c", code], env=dict(os.environ, PYTHONPATH=str(ROOT)),
-                         cwd=ROOT, capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        env=dict(os.environ, PYTHONPATH=str(ROOT)),
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert set(json.loads(out.stdout)) == files
     assert len(files) > 30
 
@@ -98,28 +116,46 @@ def _late_import(statement: str) -> str:
 VIOLATIONS = {
     "a new module imports torch": (
         {"tutor/fresh.py": "import torch\n"},
-        {"torch-side"}, ["tutor.fresh -> torch"]),
+        {"torch-side"},
+        ["tutor.fresh -> torch"],
+    ),
     "the UI client imports the worker, in a function": (
         {"tutor/runner/client.py": "+" + _late_import("from . import worker")},
-        {"torch-side", "ui-no-torch"}, ["tutor.runner.client -> tutor.runner.worker"]),
+        {"torch-side", "ui-no-torch"},
+        ["tutor.runner.client -> tutor.runner.worker"],
+    ),
     "a renderer reaches the torch side through a new module": (
-        {"tutor/fresh.py": "from .runner.codec import Opaque\n",
-         "tutor/render/heatmap.py": "+" + _late_import("from .. import fresh")},
-        {"torch-side", "ui-no-torch"}, ["tutor.render.heatmap -> tutor.fresh", "tutor.fresh -> tutor.runner.codec"]),
+        {
+            "tutor/fresh.py": "from .runner.codec import Opaque\n",
+            "tutor/render/heatmap.py": "+" + _late_import("from .. import fresh"),
+        },
+        {"torch-side", "ui-no-torch"},
+        ["tutor.render.heatmap -> tutor.fresh", "tutor.fresh -> tutor.runner.codec"],
+    ),
     # No module imports numpy, so only the forbidden contract can see this one.
     "the CLI's text output reaches numpy through a new module": (
-        {"tutor/fresh.py": "import numpy as np\n",
-         "tutor/cli_text.py": "+" + _late_import("from . import fresh")},
-        {"ui-no-torch"}, ["tutor.cli_text -> tutor.fresh", "tutor.fresh -> numpy"]),
+        {
+            "tutor/fresh.py": "import numpy as np\n",
+            "tutor/cli_text.py": "+" + _late_import("from . import fresh"),
+        },
+        {"ui-no-torch"},
+        ["tutor.cli_text -> tutor.fresh", "tutor.fresh -> numpy"],
+    ),
     "a new renderer imports Textual": (
         {"tutor/render/fresh.py": "from textual.widgets import Static\n"},
-        {"render-no-textual", "textual-in-app"}, ["tutor.render.fresh -> textual"]),
+        {"render-no-textual", "textual-in-app"},
+        ["tutor.render.fresh -> textual"],
+    ),
     "a renderer imports the app (a module of it without Textual)": (
         {"tutor/render/wrap.py": "+" + _late_import("from ..app import trace")},
-        {"render-no-textual", "app-from-cli"}, ["tutor.render.wrap -> tutor.app.trace"]),
+        {"render-no-textual", "app-from-cli"},
+        ["tutor.render.wrap -> tutor.app.trace"],
+    ),
     "a pure module imports Textual": (
         {"tutor/store.py": "+" + _late_import("from textual.message import Message")},
-        {"textual-in-app"}, ["tutor.store -> textual"]),
+        {"textual-in-app"},
+        ["tutor.store -> textual"],
+    ),
 }
 
 
@@ -186,16 +222,28 @@ def lesson_import_faults(source: str) -> list[str]:
                 check(node.lineno, alias.name)
         elif isinstance(node, ast.ImportFrom):
             if node.level:  # where a lesson sits is the installer's business, not the lesson's
-                faults.append(f"{node.lineno}: relative import from {'.' * node.level}{node.module or ''}")
+                faults.append(
+                    f"{node.lineno}: relative import from {'.' * node.level}{node.module or ''}"
+                )
                 continue
             for alias in node.names:
                 # `from tutor.runner import probe_kit` imports the module tutor.runner.probe_kit
                 name = f"{node.module}.{alias.name}"
-                check(node.lineno, name if node.module.startswith("tutor") and _is_tutor_module(name)
-                      else node.module)
+                check(
+                    node.lineno,
+                    name
+                    if node.module.startswith("tutor") and _is_tutor_module(name)
+                    else node.module,
+                )
         elif isinstance(node, ast.Call):
             func = node.func
-            called = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+            called = (
+                func.id
+                if isinstance(func, ast.Name)
+                else func.attr
+                if isinstance(func, ast.Attribute)
+                else ""
+            )
             if called in ("__import__", "import_module"):  # an import this test cannot follow
                 faults.append(f"{node.lineno}: {called}(...)")
     return sorted(faults, key=lambda fault: int(fault.split(":")[0]))
@@ -259,9 +307,15 @@ PROBE = textwrap.dedent("""
 
 
 def probe(skip: set[str]) -> dict:
-    out = subprocess.run([sys.executable, "-c", PROBE, ",".join(sorted(skip))],
-                         env=dict(os.environ, PYTHONPATH=str(ROOT)), cwd=ROOT,
-                         capture_output=True, text=True, check=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-c", PROBE, ",".join(sorted(skip))],
+        env=dict(os.environ, PYTHONPATH=str(ROOT)),
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
     return json.loads(out.stdout)
 
 

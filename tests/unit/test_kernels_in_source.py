@@ -11,15 +11,24 @@ from tutor.runner.judge_kit import kernels_in_source
 HEAD = "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n"
 
 
-@pytest.mark.parametrize("body, found", [
-    ("    return F.scaled_dot_product_attention(q, k, v, is_causal=True)", {"F.scaled_dot_product_attention"}),
-    # Python reads identifiers in NFKC: a full-width s is an s, and the call is the kernel's.
-    ("    return F.\uff53caled_dot_product_attention(q, k, v, is_causal=True)", {"F.scaled_dot_product_attention"}),
-    ("    return nn.MultiheadAttention(8, 2)(q, k, v)[0]", {"nn.MultiheadAttention"}),
-    ("    return torch.softmax(q @ k.transpose(-2, -1), dim=-1) @ v", set()),
-    # A string only mentions the kernel: no call, as the parse has always said.
-    ("    print('scaled_dot_product_attention')\n    return v", set()),
-])
+@pytest.mark.parametrize(
+    "body, found",
+    [
+        (
+            "    return F.scaled_dot_product_attention(q, k, v, is_causal=True)",
+            {"F.scaled_dot_product_attention"},
+        ),
+        # Python reads identifiers in NFKC: a full-width s is an s, and the call is the kernel's.
+        (
+            "    return F.\uff53caled_dot_product_attention(q, k, v, is_causal=True)",
+            {"F.scaled_dot_product_attention"},
+        ),
+        ("    return nn.MultiheadAttention(8, 2)(q, k, v)[0]", {"nn.MultiheadAttention"}),
+        ("    return torch.softmax(q @ k.transpose(-2, -1), dim=-1) @ v", set()),
+        # A string only mentions the kernel: no call, as the parse has always said.
+        ("    print('scaled_dot_product_attention')\n    return v", set()),
+    ],
+)
 def test_the_same_answer_as_the_parse(body, found):
     source = f"{HEAD}def attend(q, k, v):\n{body}\n"
     assert kernels_in_source(source, frozenset({"attend"})) == found

@@ -50,7 +50,9 @@ def test_a_dead_workers_cgroups_go_unless_busy(tmp_path):
     (gone / "2").mkdir()
     busy = tmp_path / f"attn-tutor-{leftovers.tag(dead_pid())}"
     (busy / "1").mkdir(parents=True)
-    (busy / "1" / "cgroup.procs").write_text("123\n")  # a plain folder with a file: rmdir fails, as on a busy cgroup
+    (busy / "1" / "cgroup.procs").write_text(
+        "123\n"
+    )  # a plain folder with a file: rmdir fails, as on a busy cgroup
     alive = tmp_path / f"attn-tutor-{leftovers.tag()}"
     alive.mkdir()
 

@@ -6,7 +6,8 @@ import shutil
 
 import pytest
 
-from tutor import i18n, lesson as lesson_mod
+from tutor import i18n
+from tutor import lesson as lesson_mod
 from tutor.i18n import LANGS, engine_catalog, local_key, qualify, t
 from tutor.lesson import all_lessons, lessons_in
 
@@ -26,13 +27,21 @@ def test_a_lessons_messages_are_under_its_id_and_not_in_the_engines(lesson):
 
 def test_qualify_prefixes_only_the_lessons_own_keys_at_any_depth():
     own = frozenset({"likely.mine", "check.mine"})
-    value = {"likely": {"key": "likely.mine", "params": {"reason": {"key": "check.raised", "params": {}}}},
-             "items": [{"kind": "note", "text": {"key": "check.mine", "params": {"n": 1}}}, [0.5, None]]}
+    value = {
+        "likely": {
+            "key": "likely.mine",
+            "params": {"reason": {"key": "check.raised", "params": {}}},
+        },
+        "items": [{"kind": "note", "text": {"key": "check.mine", "params": {"n": 1}}}, [0.5, None]],
+    }
     qualify(value, "les-1", own)
     assert value["likely"]["key"] == "les-1.likely.mine"
     assert value["likely"]["params"]["reason"]["key"] == "check.raised"  # the engine's stays
     assert value["items"][0]["text"]["key"] == "les-1.check.mine"
-    assert local_key("lm3-l3.likely.leak") == "likely.leak" and local_key("check.raised") == "check.raised"
+    assert (
+        local_key("lm3-l3.likely.leak") == "likely.leak"
+        and local_key("check.raised") == "check.raised"
+    )
 
 
 def test_a_verdict_carries_the_lessons_keys_under_its_id(tmp_path):
@@ -41,7 +50,9 @@ def test_a_verdict_carries_the_lessons_keys_under_its_id(tmp_path):
     from tutor.runner.worker import load_checks
 
     lessons = {l.id: l for l in all_lessons()}
-    judge = Judge(load_checks(lessons.values()), {lid: l.message_keys() for lid, l in lessons.items()})
+    judge = Judge(
+        load_checks(lessons.values()), {lid: l.message_keys() for lid, l in lessons.items()}
+    )
     # The shapes step given a list where a dict of shapes belongs: lm3-l3's own check.shapes_not_dict.
     tree, blob = codec.encode({"calls": [{"value": [1, 2]}] * 3})
     report = messages.Outputs(tree, []).to_json()
@@ -56,8 +67,10 @@ def test_a_course_folder_of_lessons_is_loaded_beside_the_built_in_ones(tmp_path,
     copy = course / "my-copy"
     shutil.copytree(lesson_mod.get_lesson("lab-02").folder, copy)
     toml_path = copy / "lesson.toml"
-    toml_path.write_text(toml_path.read_text(encoding="utf-8").replace('id = "lab-02"', 'id = "my-copy"'),
-                         encoding="utf-8")
+    toml_path.write_text(
+        toml_path.read_text(encoding="utf-8").replace('id = "lab-02"', 'id = "my-copy"'),
+        encoding="utf-8",
+    )
     monkeypatch.setenv(lesson_mod.LESSONS_ENV, str(course))
     lesson_mod.all_lessons.cache_clear()
     i18n.catalog.cache_clear()
@@ -73,12 +86,16 @@ def test_a_course_folder_of_lessons_is_loaded_beside_the_built_in_ones(tmp_path,
         i18n.catalog.cache_clear()
 
 
-@pytest.mark.parametrize("lesson", [l for l in all_lessons() if l.id in ("lm3-l3", "lab-02")], ids=lambda l: l.id)
+@pytest.mark.parametrize(
+    "lesson", [l for l in all_lessons() if l.id in ("lm3-l3", "lab-02")], ids=lambda l: l.id
+)
 def test_each_checked_step_has_its_own_fallback_likely_mistake(lesson):
     own = lesson.message_keys()
     for step in lesson.steps:
         if step.kind == "checked":
-            assert f"fallback.{step.id}" in own, f"{lesson.id}: step {step.id} has no fallback.{step.id}"
+            assert f"fallback.{step.id}" in own, (
+                f"{lesson.id}: step {step.id} has no fallback.{step.id}"
+            )
     # Only the steps that draw the learner's weights send the learner to them (`w`).
     for lang in LANGS:
         for step in ("shapes", "leakage"):
@@ -90,8 +107,14 @@ def test_each_checked_step_has_its_own_fallback_likely_mistake(lesson):
 def test_the_judge_puts_the_steps_fallback_for_an_unknown_mistake():
     from tutor.runner.judge import _step_fallback
 
-    params = {"what": "weights", "likely": {"key": "likely.unknown", "params": {}},
-              "reason": {"key": "check.raised", "params": {"likely": {"key": "likely.unknown", "params": {}}}}}
+    params = {
+        "what": "weights",
+        "likely": {"key": "likely.unknown", "params": {}},
+        "reason": {
+            "key": "check.raised",
+            "params": {"likely": {"key": "likely.unknown", "params": {}}},
+        },
+    }
     _step_fallback(params, "fallback.mask")
     assert params["likely"]["key"] == "fallback.mask"
     assert params["reason"]["params"]["likely"]["key"] == "fallback.mask"

@@ -10,12 +10,29 @@ from tutor.lesson import LANGS, all_lessons, get_lesson
 
 def test_the_lessons_load_in_the_courses_order():
     lessons = all_lessons()
-    folders = sorted(p.name for p in (Path(__file__).resolve().parents[2] / "lessons").iterdir()
-                     if (p / "lesson.toml").is_file())
+    folders = sorted(
+        p.name
+        for p in (Path(__file__).resolve().parents[2] / "lessons").iterdir()
+        if (p / "lesson.toml").is_file()
+    )
     assert sorted(lesson.id for lesson in lessons) == folders  # every folder, each once
     assert [lesson.id for lesson in lessons][:2] == ["lm3-l3", "lab-02"]
-    assert get_lesson("lm3-l3").step_ids() == ["single-head", "leakage", "multi-head", "shapes", "memory", "reflect"]
-    assert get_lesson("lab-02").step_ids() == ["scores", "mask", "weights", "output", "heatmap", "exercises"]
+    assert get_lesson("lm3-l3").step_ids() == [
+        "single-head",
+        "leakage",
+        "multi-head",
+        "shapes",
+        "memory",
+        "reflect",
+    ]
+    assert get_lesson("lab-02").step_ids() == [
+        "scores",
+        "mask",
+        "weights",
+        "output",
+        "heatmap",
+        "exercises",
+    ]
 
 
 @pytest.mark.parametrize("lesson", all_lessons(), ids=lambda l: l.id)
@@ -29,16 +46,27 @@ def test_every_step_has_text_title_and_hints_in_both_languages(lesson):
                 assert all(h.strip() for h in step.hints[lang])
         if step.checked:
             assert len(step.hints["en"]) == len(step.hints["zh"]), step.id
-        assert len(step.questions.get("en", ())) == len(step.questions.get("zh", ())) == len(step.answers.get("en", ()))
+        assert (
+            len(step.questions.get("en", ()))
+            == len(step.questions.get("zh", ()))
+            == len(step.answers.get("en", ()))
+        )
 
 
 @pytest.mark.parametrize("lesson", all_lessons(), ids=lambda l: l.id)
 def test_checked_steps_match_checks_py_and_the_starter(lesson):
     tree = ast.parse(lesson.checks_path.read_text())
-    steps_dict = next(n.value for n in tree.body if isinstance(n, ast.Assign) and n.targets[0].id == "STEPS")
-    declared = {k.value: [e.value for e in v.args[2].elts] for k, v in zip(steps_dict.keys, steps_dict.values)}
+    steps_dict = next(
+        n.value for n in tree.body if isinstance(n, ast.Assign) and n.targets[0].id == "STEPS"
+    )
+    declared = {
+        k.value: [e.value for e in v.args[2].elts]
+        for k, v in zip(steps_dict.keys, steps_dict.values, strict=False)
+    }
     assert set(declared) == {s.id for s in lesson.checked_steps}
-    starter_names = {n.name for n in ast.parse(lesson.starter_path.read_text()).body if hasattr(n, "name")}
+    starter_names = {
+        n.name for n in ast.parse(lesson.starter_path.read_text()).body if hasattr(n, "name")
+    }
     for step in lesson.checked_steps:
         assert list(step.functions) == declared[step.id]
         assert set(step.functions) <= starter_names
@@ -48,14 +76,21 @@ def test_settings_are_read_from_lesson_toml_and_cycle():
     memory = get_lesson("lm3-l3").step("memory")
     assert [s.id for s in memory.settings] == ["heads", "batch", "dtype", "range"]
     assert [s.key for s in memory.settings] == ["1", "2", "3", "4"]
-    assert memory.default_settings() == {"heads": 12, "batch": 1, "dtype": "float32", "range": [64, 1024]}
+    assert memory.default_settings() == {
+        "heads": 12,
+        "batch": 1,
+        "dtype": "float32",
+        "range": [64, 1024],
+    }
     heads, _, dtype, span = memory.settings
     seen, value = [], 12
     for _ in range(6):
         value = heads.next(value)
         seen.append(value)
     assert seen == [16, 1, 2, 4, 8, 12]  # round and back to the default
-    assert heads.next(7) == 16  # a value not among them (an old state file): the default's successor
+    assert (
+        heads.next(7) == 16
+    )  # a value not among them (an old state file): the default's successor
     assert dtype.next("float32") == "bfloat16" and span.next([512, 8192]) == [64, 1024]
     assert span.shown([128, 2048], "en") == "128–2048" and heads.label["zh"] == "头数"
     variant = get_lesson("lab-02").step("exercises").settings[0]
@@ -67,7 +102,10 @@ def test_questions_weights_and_the_answers_file_are_declared():
     lm3, lab = get_lesson("lm3-l3"), get_lesson("lab-02")
     assert lm3.step("reflect").question_keys() == ("1", "2", "3", "4")
     assert lab.step("exercises").question_keys() == ("1", "2", "3")
-    assert lab.step("heatmap").weights_from == "output" and lm3.step("multi-head").weights_from == "multi-head"
+    assert (
+        lab.step("heatmap").weights_from == "output"
+        and lm3.step("multi-head").weights_from == "multi-head"
+    )
     assert lm3.step("shapes").weights_declared == ""
     assert (lm3.answers_file, lab.answers_file) == ("lm3-l3-answers.md", "lab-02-answers.md")
 
@@ -77,10 +115,17 @@ def test_a_lessons_own_answers_file_and_a_bad_default(tmp_path):
 
     step = '[[steps]]\nid = "s"\nkind = "experiment"\ntitle = { en = "S", zh = "S" }\n'
     (tmp_path / "lesson.toml").write_text(
-        'id = "c"\nfile = "c.py"\ntitle = { en = "C", zh = "C" }\n[answers]\nfile = "notes.md"\n' + step, "utf-8")
+        'id = "c"\nfile = "c.py"\ntitle = { en = "C", zh = "C" }\n[answers]\nfile = "notes.md"\n'
+        + step,
+        "utf-8",
+    )
     assert load_lesson(tmp_path).answers_file == "notes.md"
-    (tmp_path / "lesson.toml").write_text('id = "c"\nfile = "c.py"\ntitle = { en = "C", zh = "C" }\n' + step +
-                                          '[[steps.settings]]\nid = "n"\nkey = "1"\nvalues = [1, 2]\ndefault = 3\n'
-                                          'label = { en = "n", zh = "n" }\n', "utf-8")
+    (tmp_path / "lesson.toml").write_text(
+        'id = "c"\nfile = "c.py"\ntitle = { en = "C", zh = "C" }\n'
+        + step
+        + '[[steps.settings]]\nid = "n"\nkey = "1"\nvalues = [1, 2]\ndefault = 3\n'
+        'label = { en = "n", zh = "n" }\n',
+        "utf-8",
+    )
     with pytest.raises(ValueError, match="default"):
         load_lesson(tmp_path)

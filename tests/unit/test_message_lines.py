@@ -33,15 +33,57 @@ WIDTH = panel_width()
 
 # What the checks pass, as they pass it: names, shapes, a PyTorch error of the usual length.
 PARAMS = dict(
-    fn="causal_attention", kind="RuntimeError", line=10, code="scores = q @ k.T",
-    detail="mat1 and mat2 shapes cannot be multiplied (12x8 and 16x8)", what="weights",
-    expected="(2, 6, 6)", got="(2, 6, 4)", err="0.4067", where="(0, 5, 1)", tol="1e-5", name="causal_attention",
-    origin="torch.nn.functional", arg="x", row=3, col=4, count=2, sizes="B=3, T=11, d_in=16, d_k=5",
-    kernel="F.scaled_dot_product_attention", seconds=3, mb=1900, limit=2048, signal="SIGSEGV", byte="0xff",
-    module="numpy", pos=5, T=6, n=6, key="scores", keys="scores, weights", t=4, p=0.1, shape="(2, 6, 8)",
-    one=264, four=264, args="d_in=8, d_out=8, n_heads=2, context_length=16", attr="W_q", type="list",
-    reason="", diff="T = 11 (6)", value=6, now="T = 11", ones="B", d_in=8, d_k=4, d_out=8, hd=4, width=8,
-    lab_rank=4, rank=3, size=8,
+    fn="causal_attention",
+    kind="RuntimeError",
+    line=10,
+    code="scores = q @ k.T",
+    detail="mat1 and mat2 shapes cannot be multiplied (12x8 and 16x8)",
+    what="weights",
+    expected="(2, 6, 6)",
+    got="(2, 6, 4)",
+    err="0.4067",
+    where="(0, 5, 1)",
+    tol="1e-5",
+    name="causal_attention",
+    origin="torch.nn.functional",
+    arg="x",
+    row=3,
+    col=4,
+    count=2,
+    sizes="B=3, T=11, d_in=16, d_k=5",
+    kernel="F.scaled_dot_product_attention",
+    seconds=3,
+    mb=1900,
+    limit=2048,
+    signal="SIGSEGV",
+    byte="0xff",
+    module="numpy",
+    pos=5,
+    T=6,
+    n=6,
+    key="scores",
+    keys="scores, weights",
+    t=4,
+    p=0.1,
+    shape="(2, 6, 8)",
+    one=264,
+    four=264,
+    args="d_in=8, d_out=8, n_heads=2, context_length=16",
+    attr="W_q",
+    type="list",
+    reason="",
+    diff="T = 11 (6)",
+    value=6,
+    now="T = 11",
+    ones="B",
+    d_in=8,
+    d_k=4,
+    d_out=8,
+    hd=4,
+    width=8,
+    lab_rank=4,
+    rank=3,
+    size=8,
 )
 
 
@@ -59,13 +101,21 @@ def params_for(key: str, lang: str, likely) -> dict:
 
 
 def drawn_lines(renderable) -> list[str]:
-    console = Console(width=WIDTH, file=io.StringIO(), force_terminal=True, color_system="truecolor")
-    return ["".join(seg.text for seg in line).rstrip() for line in console.render_lines(renderable, pad=False)]
+    console = Console(
+        width=WIDTH, file=io.StringIO(), force_terminal=True, color_system="truecolor"
+    )
+    return [
+        "".join(seg.text for seg in line).rstrip()
+        for line in console.render_lines(renderable, pad=False)
+    ]
 
 
 def longest_likely(lang: str) -> dict:
     cat = i18n.catalog(lang)
-    key = max((k for k in cat if re.match(r"^([\w-]+\.)?(likely|fallback)\.", k)), key=lambda k: len(cat[k]))
+    key = max(
+        (k for k in cat if re.match(r"^([\w-]+\.)?(likely|fallback)\.", k)),
+        key=lambda k: len(cat[k]),
+    )
     return {"key": key, "params": {n: PARAMS.get(n, n) for n in placeholders(cat[key])}}
 
 
@@ -78,14 +128,19 @@ def test_the_panel_is_as_wide_as_the_app_makes_it():
 def test_the_finding_fits_four_lines_at_80_columns(key, lang):
     text = t(key, lang, **params_for(key, lang, ""))
     lines = drawn_lines(marked(status_mark("fail"), render_markdown(text)))
-    assert len(lines) <= MESSAGE_LINES, f"{lang}:{key} takes {len(lines)} lines at {WIDTH} columns:\n" + "\n".join(lines)
+    assert len(lines) <= MESSAGE_LINES, (
+        f"{lang}:{key} takes {len(lines)} lines at {WIDTH} columns:\n" + "\n".join(lines)
+    )
 
 
 @pytest.mark.parametrize("lang", i18n.LANGS)
 @pytest.mark.parametrize("key", [k for k in failure_keys() if "{likely}" in i18n.catalog("en")[k]])
 def test_with_a_long_likely_mistake_the_panel_cuts_the_message_and_says_so(key, lang):
-    result = StepResult("single-head", "fail", [Check("values", "fail",
-                                                      Message(key, params_for(key, lang, longest_likely(lang))))])
+    result = StepResult(
+        "single-head",
+        "fail",
+        [Check("values", "fail", Message(key, params_for(key, lang, longest_likely(lang))))],
+    )
     lines = drawn_lines(step_results(result, lang))[1:]  # under the status line
     assert len(lines) <= MESSAGE_LINES, "\n".join(lines)
     whole = drawn_lines(step_results(result, lang, full=True))[1:]
@@ -97,7 +152,9 @@ def test_with_a_long_likely_mistake_the_panel_cuts_the_message_and_says_so(key, 
 
 
 def test_the_status_header_has_no_empty_slot():
-    result = StepResult("single-head", "fail", [Check("values", "fail", Message("likely.scale_none", {}))])
+    result = StepResult(
+        "single-head", "fail", [Check("values", "fail", Message("likely.scale_none", {}))]
+    )
     for lang in i18n.LANGS:
         header = drawn_lines(step_results(result, lang))[0]
         assert header == f"✗ {t('status.fail', lang)}", header

@@ -43,12 +43,29 @@ def test_the_wire_keeps_its_keys():
     # The JSON head is what it always was: one key tells the kind (old children, forged frames).
     assert REPORTS[2].to_json() == {"missing": "causal_attention"}
     assert REPORTS[-1].to_json() == {"outputs": {"calls": [1, 2]}, "kernels": ["aten::softmax"]}
-    assert set(REPORTS[1].to_json()["import_error"]) == {"kind", "detail", "frames", "caret", "module"}
+    assert set(REPORTS[1].to_json()["import_error"]) == {
+        "kind",
+        "detail",
+        "frames",
+        "caret",
+        "module",
+    }
 
 
-MALFORMED = [{}, [], 3, {"import_error": 1}, {"failure": {"kind": "X"}}, {"failure": {"kind": 1, "detail": ""}},
-             {"failure": {"kind": "X", "detail": "", "frames": [{"line": 1}]}}, {"missing": 5},
-             {"foreign": "x"}, {"harness_error": None}, {"outputs": {}, "kernels": 3}, {"unknown": 1}]
+MALFORMED = [
+    {},
+    [],
+    3,
+    {"import_error": 1},
+    {"failure": {"kind": "X"}},
+    {"failure": {"kind": 1, "detail": ""}},
+    {"failure": {"kind": "X", "detail": "", "frames": [{"line": 1}]}},
+    {"missing": 5},
+    {"foreign": "x"},
+    {"harness_error": None},
+    {"outputs": {}, "kernels": 3},
+    {"unknown": 1},
+]
 
 
 @pytest.mark.parametrize("data", MALFORMED, ids=repr)
@@ -68,11 +85,20 @@ def test_the_judge_says_channel_for_a_malformed_report_and_does_not_crash(judge,
     assert result.status == "error" and result.checks[0].message.key == "failure.channel"
 
 
-@pytest.mark.parametrize("report, key", [
-    (REPORTS[0], "failure.syntax"), (REPORTS[1], "failure.missing_package"), (REPORTS[2], "check.missing"),
-    (REPORTS[3], "check.not_in_file"), (REPORTS[4], "failure.exception"), (REPORTS[5], "check.todo"),
-    (REPORTS[6], "failure.refused"), (REPORTS[7], "failure.harness"),
-], ids=lambda x: x if isinstance(x, str) else type(x).__name__)
+@pytest.mark.parametrize(
+    "report, key",
+    [
+        (REPORTS[0], "failure.syntax"),
+        (REPORTS[1], "failure.missing_package"),
+        (REPORTS[2], "check.missing"),
+        (REPORTS[3], "check.not_in_file"),
+        (REPORTS[4], "failure.exception"),
+        (REPORTS[5], "check.todo"),
+        (REPORTS[6], "failure.refused"),
+        (REPORTS[7], "failure.harness"),
+    ],
+    ids=lambda x: x if isinstance(x, str) else type(x).__name__,
+)
 def test_each_kind_gets_its_message(judge, report, key):
     result = judge.verdict("lm3-l3", "single-head", codec.pack_payload(report.to_json()), "")
     assert result.checks[0].message.key == key
@@ -82,13 +108,31 @@ def test_a_file_that_does_not_load_is_said_about_the_file():
     key, params = messages.learner_failure_message(learner_failure("RecursionError"), None)
     assert key == "failure.file_exception" and "fn" not in params
     key, params = messages.learner_failure_message(learner_failure("RecursionError"), "f")
-    assert key == "failure.recursion" and params["fn"] == "f" and params["line"] == 3 and params["code"] == "return x"
+    assert (
+        key == "failure.recursion"
+        and params["fn"] == "f"
+        and params["line"] == 3
+        and params["code"] == "return x"
+    )
 
 
-EVENTS = [messages.Ready(123), messages.Done(4), messages.RunError(4, "unknown lesson 'x'"), messages.Pong(),
-          messages.Stats(12, 3, 0, [5, 6]),
-          messages.StepVerdict(4, messages.failed_step("single-head", "timeout", Failure("timeout", "3 s", list(FRAMES)),
-                                                      "failure.timeout", {"seconds": "3"}))]
+EVENTS = [
+    messages.Ready(123),
+    messages.Done(4),
+    messages.RunError(4, "unknown lesson 'x'"),
+    messages.Pong(),
+    messages.Stats(12, 3, 0, [5, 6]),
+    messages.StepVerdict(
+        4,
+        messages.failed_step(
+            "single-head",
+            "timeout",
+            Failure("timeout", "3 s", list(FRAMES)),
+            "failure.timeout",
+            {"seconds": "3"},
+        ),
+    ),
+]
 
 
 @pytest.mark.parametrize("event", EVENTS, ids=lambda e: type(e).__name__)
@@ -98,8 +142,20 @@ def test_an_event_comes_back_as_it_was_sent(event):
     assert json.loads(line)["type"] == event.type
 
 
-@pytest.mark.parametrize("data", [{}, [], {"type": "gone"}, {"type": "done"}, {"type": "step", "gen": "1", "result": {}},
-                                  {"type": "step", "gen": 1}, {"type": "stats", "fds": 1}, {"type": "nope"}], ids=repr)
+@pytest.mark.parametrize(
+    "data",
+    [
+        {},
+        [],
+        {"type": "gone"},
+        {"type": "done"},
+        {"type": "step", "gen": "1", "result": {}},
+        {"type": "step", "gen": 1},
+        {"type": "stats", "fds": 1},
+        {"type": "nope"},
+    ],
+    ids=repr,
+)
 def test_an_event_line_that_is_none_of_them_is_malformed(data):
     with pytest.raises(messages.Malformed):
         messages.event_from_json(data)
@@ -119,8 +175,15 @@ def test_a_mask_size_mismatch_and_a_missing_numpy_get_their_likely_mistake():
     def failure(detail, code):
         return LearnerFailure(Failure("RuntimeError", detail, [Frame(33, "forward", code)]))
 
-    size = "The size of tensor a (16) must match the size of tensor b (6) at non-singleton dimension 3"
-    key, params = learner_failure_message(failure(size, 'scores = scores.masked_fill(self.mask, float("-inf"))'), "f")
+    size = (
+        "The size of tensor a (16) must match the size of tensor b (6) at non-singleton dimension 3"
+    )
+    key, params = learner_failure_message(
+        failure(size, 'scores = scores.masked_fill(self.mask, float("-inf"))'), "f"
+    )
     assert key == "failure.mask_size" and params["line"] == 33
     assert learner_failure_message(failure(size, "y = a + b"), "f")[0] == "failure.exception"
-    assert learner_failure_message(failure("Numpy is not available", "return w.numpy()"), "f")[0] == "failure.no_numpy"
+    assert (
+        learner_failure_message(failure("Numpy is not available", "return w.numpy()"), "f")[0]
+        == "failure.no_numpy"
+    )

@@ -19,8 +19,12 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 SCANNED = sorted(
-    [*(ROOT / "tutor" / "app").glob("*.py"), *(ROOT / "tutor" / "render").glob("*.py"),
-     ROOT / "tutor" / "cli.py", ROOT / "tutor" / "cli_text.py"]
+    [
+        *(ROOT / "tutor" / "app").glob("*.py"),
+        *(ROOT / "tutor" / "render").glob("*.py"),
+        ROOT / "tutor" / "cli.py",
+        ROOT / "tutor" / "cli_text.py",
+    ]
 )
 
 # Words that may appear on screen untranslated. Each one with its reason.
@@ -31,8 +35,7 @@ ALLOWED_WORDS = {
 
 # Findings already reported to whoever owns the file, with the fix proposed. The scan still
 # runs on those files; only these exact literals are tolerated, and only while they are there.
-KNOWN_UNFIXED = {
-}
+KNOWN_UNFIXED = {}
 
 # A word: letters, digits and the characters of code tokens and paths.
 WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_./=+-]*")
@@ -50,7 +53,9 @@ SINKS: dict[str, Sink] = {
     # Rich and the app's own renderables
     "Text": Sink((0,), ("text",)),
     "assemble": Sink(None),  # Text.assemble: strings, or (text, style) pairs
-    "append": Sink((0,), ("text",)),  # Text.append; list.append of a bare string is flagged too, on purpose
+    "append": Sink(
+        (0,), ("text",)
+    ),  # Text.append; list.append of a bare string is flagged too, on purpose
     "Wrapped": Sink((0,), ("text",)),
     "render_markdown": Sink((0,)),
     "Group": Sink(None),
@@ -78,8 +83,21 @@ SINKS: dict[str, Sink] = {
     "add_argument_group": Sink((0, 1), ("title", "description")),
 }
 # Keywords that are visible text whatever the call (a heatmap's title, a widget's tooltip...).
-VISIBLE_KEYWORDS = {"title", "subtitle", "sub_title", "border_title", "border_subtitle", "tooltip",
-                    "placeholder", "description", "help", "message", "label", "prompt", "version"}
+VISIBLE_KEYWORDS = {
+    "title",
+    "subtitle",
+    "sub_title",
+    "border_title",
+    "border_subtitle",
+    "tooltip",
+    "placeholder",
+    "description",
+    "help",
+    "message",
+    "label",
+    "prompt",
+    "version",
+}
 # Attributes whose value is shown: App.title, the app's notice line, widget borders.
 VISIBLE_ATTRIBUTES = {"title", "sub_title", "notice", "tooltip", "border_title", "border_subtitle"}
 # Renderers whose English defaults must always be overridden by the caller: name -> (position, keyword).
@@ -140,7 +158,11 @@ def visible_strings(node: ast.AST, pairs: bool = False):
 
 
 def bad_words(text: str) -> list[str]:
-    return [w for w in WORD.findall(text) if w not in ALLOWED_WORDS and w.rstrip(".:") not in ALLOWED_WORDS]
+    return [
+        w
+        for w in WORD.findall(text)
+        if w not in ALLOWED_WORDS and w.rstrip(".:") not in ALLOWED_WORDS
+    ]
 
 
 @dataclass(frozen=True)
@@ -182,7 +204,11 @@ def scan_source(source: str, path: str = "<string>") -> list[Finding]:
         elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             for target in targets:
-                if isinstance(target, ast.Attribute) and target.attr in VISIBLE_ATTRIBUTES and node.value is not None:
+                if (
+                    isinstance(target, ast.Attribute)
+                    and target.attr in VISIBLE_ATTRIBUTES
+                    and node.value is not None
+                ):
                     check(node.value, f".{target.attr} =")
     return findings
 
@@ -208,15 +234,22 @@ def _rel(path: Path) -> str:
 
 def test_the_scan_finds_the_files():
     names = {_rel(p) for p in SCANNED}
-    assert {"tutor/app/app.py", "tutor/app/widgets.py", "tutor/render/verdicts.py", "tutor/cli.py",
-            "tutor/cli_text.py"} <= names
+    assert {
+        "tutor/app/app.py",
+        "tutor/app/widgets.py",
+        "tutor/render/verdicts.py",
+        "tutor/cli.py",
+        "tutor/cli_text.py",
+    } <= names
 
 
 @pytest.mark.parametrize("path", SCANNED, ids=_rel)
 def test_no_user_visible_literal_bypasses_the_catalog(path):
     findings = scan_source(path.read_text(encoding="utf-8"), _rel(path))
     new = [f for f in findings if (f.path, f.text) not in KNOWN_UNFIXED]
-    assert not new, "text shown without the catalog (put it in en.toml and zh.toml):\n" + "\n".join(map(str, new))
+    assert not new, "text shown without the catalog (put it in en.toml and zh.toml):\n" + "\n".join(
+        map(str, new)
+    )
     known = [f for f in findings if (f.path, f.text) in KNOWN_UNFIXED]
     if known:
         pytest.xfail("; ".join(f"{f}: {KNOWN_UNFIXED[f.path, f.text]}" for f in known))
@@ -224,7 +257,11 @@ def test_no_user_visible_literal_bypasses_the_catalog(path):
 
 def test_known_findings_are_still_there():
     """Once a reported literal is fixed, its KNOWN_UNFIXED entry must go, so it cannot come back."""
-    found = {(f.path, f.text) for p in SCANNED for f in scan_source(p.read_text(encoding="utf-8"), _rel(p))}
+    found = {
+        (f.path, f.text)
+        for p in SCANNED
+        for f in scan_source(p.read_text(encoding="utf-8"), _rel(p))
+    }
     stale = set(KNOWN_UNFIXED) - found
     assert not stale, f"fixed, so remove from KNOWN_UNFIXED: {stale}"
 
@@ -245,7 +282,9 @@ def test_every_allowed_word_is_still_used():
         tree = ast.parse(path.read_text(encoding="utf-8"))
         for node in ast.walk(tree):
             if isinstance(node, ast.Constant) and isinstance(node.value, str):
-                used |= {w.rstrip(".:") for w in WORD.findall(node.value)} | set(WORD.findall(node.value))
+                used |= {w.rstrip(".:") for w in WORD.findall(node.value)} | set(
+                    WORD.findall(node.value)
+                )
     assert set(ALLOWED_WORDS) <= used, set(ALLOWED_WORDS) - used
 
 
@@ -310,9 +349,12 @@ def test_scanner_allows(snippet):
     assert not scan_source(snippet), f"flagged: {scan_source(snippet)}"
 
 
-@pytest.mark.parametrize("snippet,expected", [
-    ("heatmap(m, title=x)", 2),
-    ("heatmap(m, legend=l, axis_labels=a)", 0),
-])
+@pytest.mark.parametrize(
+    "snippet,expected",
+    [
+        ("heatmap(m, title=x)", 2),
+        ("heatmap(m, legend=l, axis_labels=a)", 0),
+    ],
+)
 def test_unlocalised_renderer_calls(snippet, expected):
     assert len(unlocalised_calls(snippet)) == expected

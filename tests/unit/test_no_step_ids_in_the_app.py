@@ -11,7 +11,9 @@ import pytest
 from tutor.lesson import all_lessons
 
 ROOT = Path(__file__).resolve().parents[2]
-SCANNED = sorted([*(ROOT / "tutor" / "app").glob("*.py"), *(ROOT / "tutor" / "render").glob("*.py")])
+SCANNED = sorted(
+    [*(ROOT / "tutor" / "app").glob("*.py"), *(ROOT / "tutor" / "render").glob("*.py")]
+)
 STEP_IDS = sorted({(lesson.id, step.id) for lesson in all_lessons() for step in lesson.steps})
 
 
@@ -22,13 +24,19 @@ def engine_words() -> set[str]:
     from tutor import visuals
     from tutor.app.app import TutorApp
 
-    actions = {b.action.split("(")[0] for b in TutorApp.BINDINGS} | {b.id for b in TutorApp.BINDINGS if b.id}
+    actions = {b.action.split("(")[0] for b in TutorApp.BINDINGS} | {
+        b.id for b in TutorApp.BINDINGS if b.id
+    }
     return set(visuals.KINDS) | set(visuals.FIELDS) | actions
 
 
 def literals(path: Path) -> set[str]:
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    return {node.value for node in ast.walk(tree) if isinstance(node, ast.Constant) and isinstance(node.value, str)}
+    return {
+        node.value
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant) and isinstance(node.value, str)
+    }
 
 
 def test_the_scan_sees_both_folders_and_every_lesson():

@@ -13,7 +13,7 @@ import torch
 from tutor.runner.origin import code_ids, foreign_origin
 
 FILE = "/tmp/attn-lab/lm3_l3.py"
-SOURCE = textwrap.dedent('''
+SOURCE = textwrap.dedent("""
     import functools
     import torch
     import torch.nn as nn
@@ -72,7 +72,7 @@ SOURCE = textwrap.dedent('''
 
     class Empty(nn.Module):
         pass
-''')
+""")
 
 
 # The same text for code compiled elsewhere (TorchScript would want a file to read it from).
@@ -89,8 +89,22 @@ def learner(tmp_path_factory):
     return namespace, code_ids(code), code
 
 
-MINE = ["plain", "lam", "decorated", "cached", "partial", "no_grad", "scripted", "Given", "Layer", "instance",
-        "bound", "static", "made", "Empty"]
+MINE = [
+    "plain",
+    "lam",
+    "decorated",
+    "cached",
+    "partial",
+    "no_grad",
+    "scripted",
+    "Given",
+    "Layer",
+    "instance",
+    "bound",
+    "static",
+    "made",
+    "Empty",
+]
 
 
 @pytest.mark.parametrize("name", MINE)
@@ -131,12 +145,17 @@ def test_a_class_inheriting_foreign_methods_is_foreign(learner):
         pass
 
     assert foreign_origin(Renamed, ids) == "other (/elsewhere/reference.py)"
-    assert foreign_origin(type("Layer", (torch.nn.Module,), {"forward": other["Layer"].forward}), ids) \
+    assert (
+        foreign_origin(type("Layer", (torch.nn.Module,), {"forward": other["Layer"].forward}), ids)
         == "other (/elsewhere/reference.py)"
+    )
 
 
 def test_library_functions_and_classes_name_where_they_come_from(learner):
     _, ids, _ = learner
     assert foreign_origin(torch.triu, ids) == "torch.triu"
-    assert foreign_origin(torch.nn.MultiheadAttention, ids) == "torch.nn.modules.activation.MultiheadAttention"
+    assert (
+        foreign_origin(torch.nn.MultiheadAttention, ids)
+        == "torch.nn.modules.activation.MultiheadAttention"
+    )
     assert foreign_origin(torch.nn.functional.softmax, ids).startswith("torch.nn.functional")

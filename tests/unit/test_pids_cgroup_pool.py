@@ -47,7 +47,9 @@ def test_the_pool_is_bounded(tmp_path):
         emptied(folder)
         bound.remove(pid)
     assert len(bound.free) == POOL
-    assert len(bound.left) == 2  # plain folders with files in them: rmdir fails, as for a busy cgroup
+    assert (
+        len(bound.left) == 2
+    )  # plain folders with files in them: rmdir fails, as for a busy cgroup
 
 
 def test_no_pool_without_cgroup_procs(tmp_path, monkeypatch):

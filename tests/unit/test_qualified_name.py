@@ -4,7 +4,7 @@ import pytest
 
 from tutor.runner.source_kit import qualified_name
 
-SOURCE = '''\
+SOURCE = """\
 class Layer:
     def forward(self, x):
         return x
@@ -17,19 +17,22 @@ class Layer:
 
 def generate(layer, x):
     raise NotImplementedError("generation")
-'''
+"""
 
 
-@pytest.mark.parametrize("line, function, expected", [
-    (3, "forward", "Layer.forward"),
-    (5, "forward_cached", "Layer.forward_cached"),  # the def line itself
-    (7, "step", "Layer.forward_cached.step"),
-    (8, "forward_cached", "Layer.forward_cached"),
-    (12, "generate", "generate"),
-    (12, "forward", None),  # a frame that does not match the source: no guess
-    (10, "<module>", None),
-    (99, "generate", None),
-])
+@pytest.mark.parametrize(
+    "line, function, expected",
+    [
+        (3, "forward", "Layer.forward"),
+        (5, "forward_cached", "Layer.forward_cached"),  # the def line itself
+        (7, "step", "Layer.forward_cached.step"),
+        (8, "forward_cached", "Layer.forward_cached"),
+        (12, "generate", "generate"),
+        (12, "forward", None),  # a frame that does not match the source: no guess
+        (10, "<module>", None),
+        (99, "generate", None),
+    ],
+)
 def test_the_def_holding_the_line_is_named_with_its_class(line, function, expected):
     assert qualified_name(SOURCE, line, function) == expected
 

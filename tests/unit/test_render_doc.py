@@ -47,8 +47,13 @@ Return `(out, weights)`.
 
 
 def render(md: str, width: int, color_system: str | None = "truecolor") -> list[str]:
-    console = Console(width=width, record=True, color_system=color_system,
-                      force_terminal=color_system is not None, file=open("/dev/null", "w"))
+    console = Console(
+        width=width,
+        record=True,
+        color_system=color_system,
+        force_terminal=color_system is not None,
+        file=open("/dev/null", "w"),
+    )
     console.print(render_markdown(md))
     return console.export_text(styles=False).rstrip("\n").split("\n")
 
@@ -105,8 +110,14 @@ def test_no_color_keeps_structure():
 
 
 def test_headings_are_bold_even_without_colour():
-    console = Console(width=60, record=True, no_color=True, force_terminal=True,
-                      color_system="truecolor", file=open("/dev/null", "w"))
+    console = Console(
+        width=60,
+        record=True,
+        no_color=True,
+        force_terminal=True,
+        color_system="truecolor",
+        file=open("/dev/null", "w"),
+    )
     console.print(render_markdown("# Title\n\ntext"))
     html = console.export_html(inline_styles=True)
     assert "font-weight: bold" in html.split("Title")[0].rsplit("<span", 1)[-1]

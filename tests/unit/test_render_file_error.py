@@ -14,16 +14,33 @@ from tutor.report import file_error
 from tutor.results import Check, Failure, Frame, Message, StepResult
 
 CASES = {
-    "failure.missing_package": {"module": "matplotlib", "line": 3, "code": "import matplotlib.pyplot as plt",
-                                "kind": "ModuleNotFoundError", "detail": "No module named 'matplotlib'"},
-    "failure.file_exception": {"kind": "ZeroDivisionError", "detail": "division by zero", "line": 9, "code": "x = 1 / 0"},
-    "failure.refused": {"kind": "RefusedImport", "detail": "…", "line": 1, "code": "from tutor.reference.lm3_l3 import *"},
+    "failure.missing_package": {
+        "module": "matplotlib",
+        "line": 3,
+        "code": "import matplotlib.pyplot as plt",
+        "kind": "ModuleNotFoundError",
+        "detail": "No module named 'matplotlib'",
+    },
+    "failure.file_exception": {
+        "kind": "ZeroDivisionError",
+        "detail": "division by zero",
+        "line": 9,
+        "code": "x = 1 / 0",
+    },
+    "failure.refused": {
+        "kind": "RefusedImport",
+        "detail": "…",
+        "line": 1,
+        "code": "from tutor.reference.lm3_l3 import *",
+    },
 }
 
 
 def result(key, step="scores"):
     params = CASES[key]
-    failure = Failure(params["kind"], params["detail"], [Frame(params["line"], "<module>", params["code"])])
+    failure = Failure(
+        params["kind"], params["detail"], [Frame(params["line"], "<module>", params["code"])]
+    )
     return StepResult(step, "error", [Check("file-loads", "error", Message(key, params))], failure)
 
 

@@ -25,8 +25,13 @@ def causal(T: int, seed: int = 7) -> list[list[float]]:
 
 
 def render(renderable, width=76, color_system="truecolor") -> list[str]:
-    console = Console(width=width, record=True, color_system=color_system,
-                      force_terminal=color_system is not None, file=open("/dev/null", "w"))
+    console = Console(
+        width=width,
+        record=True,
+        color_system=color_system,
+        force_terminal=color_system is not None,
+        file=open("/dev/null", "w"),
+    )
     console.print(renderable)
     return console.export_text(styles=False).rstrip("\n").split("\n")
 
@@ -128,10 +133,21 @@ def test_no_line_wider_than_console(T, width):
 
 
 def test_chinese_labels_present_and_aligned():
-    lines = render(heatmap(causal(6), axis_labels=("键位置 →", "查询位置 ↓"),
-                           legend={"learner": "你的权重", "masked": "被遮住的未来"}), 50)
+    lines = render(
+        heatmap(
+            causal(6),
+            axis_labels=("键位置 →", "查询位置 ↓"),
+            legend={"learner": "你的权重", "masked": "被遮住的未来"},
+        ),
+        50,
+    )
     text = "\n".join(lines)
-    assert "键位置 →" in text and "查询位置 ↓" in text and "你的权重" in text and "被遮住的未来" in text
+    assert (
+        "键位置 →" in text
+        and "查询位置 ↓" in text
+        and "你的权重" in text
+        and "被遮住的未来" in text
+    )
     assert all(cell_len(l) <= 50 for l in lines)
 
 
@@ -159,7 +175,13 @@ def test_shade_glyph_and_viridis():
 
 def test_fmt_value():
     assert [fmt_value(v) for v in (0.37, 1.0, 0.0, 0.004, -0.05, 12.3)] == [
-        ".37", "1.0", ".00", ".00", "-.05", "12"]
+        ".37",
+        "1.0",
+        ".00",
+        ".00",
+        "-.05",
+        "12",
+    ]
     assert fmt_value(0.12, signed=True) == "+.12"
     assert fmt_value(float("nan")) == "NaN" and fmt_value(float("-inf")) == "-inf"
 
@@ -216,7 +238,7 @@ def test_the_difference_view_lines_up_signed_values():
     mine[5][0] += 0.12
     mine[5][1] -= 0.05
     row = grid(render(heatmap(mine, reference=ref, mode="diff"), 76, "truecolor"), 6)[5]
-    cells = [row[3 + 6 * j: 3 + 6 * (j + 1)] for j in range(6)]
+    cells = [row[3 + 6 * j : 3 + 6 * (j + 1)] for j in range(6)]
     assert [c.index(".") for c in cells] == [cells[0].index(".")] * 6  # the points in one column
     assert "+.12" in cells[0] and "-.05" in cells[1]
 
@@ -226,4 +248,3 @@ def test_the_legend_shows_a_non_finite_cell_as_the_cells_do():
     m[4][1] = float("inf")
     text = "\n".join(render(heatmap(m), 76, "truecolor"))
     assert " inf  not a number, or infinite" in text and " ? " not in text
-

@@ -15,13 +15,21 @@ from tutor.lesson import get_lesson
 from tutor.render.verdicts import shown_of, step_results
 from tutor.results import Check, Message, StepResult
 
-NOTE = {"en": "(the first 59,996,000 bytes are not shown)", "zh": "（前面 59,996,000 字节的输出未显示）"}
+NOTE = {
+    "en": "(the first 59,996,000 bytes are not shown)",
+    "zh": "（前面 59,996,000 字节的输出未显示）",
+}
 
 
 def cut(status: str = "pass") -> StepResult:
-    checks = [Check("runs", "pass")] if status == "pass" else [
-        Check("runs", status, Message("failure.timeout", {"seconds": "3"}))]
-    return StepResult("leakage", status, checks, output="x" * 3999 + "\n", output_dropped=59_996_000)
+    checks = (
+        [Check("runs", "pass")]
+        if status == "pass"
+        else [Check("runs", status, Message("failure.timeout", {"seconds": "3"}))]
+    )
+    return StepResult(
+        "leakage", status, checks, output="x" * 3999 + "\n", output_dropped=59_996_000
+    )
 
 
 def panel(result: StepResult, lang: str) -> str:

@@ -23,8 +23,16 @@ def lines(renderable, width=50) -> list[tuple[str, set]]:
 
 
 def failing() -> StepResult:
-    return StepResult("weights", "fail", checks=[
-        Check("shape", "pass"), Check("future-is-zero", "fail"), Check("finite", "pass"), Check("rows-sum-to-1", "fail")])
+    return StepResult(
+        "weights",
+        "fail",
+        checks=[
+            Check("shape", "pass"),
+            Check("future-is-zero", "fail"),
+            Check("finite", "pass"),
+            Check("rows-sum-to-1", "fail"),
+        ],
+    )
 
 
 def test_the_first_failing_check_is_anchored_and_the_hints_follow_the_failures():
@@ -32,7 +40,9 @@ def test_the_first_failing_check_is_anchored_and_the_hints_follow_the_failures()
     texts = [text for text, _ in drawn]
     failure = [i for i, (_, anchors) in enumerate(drawn) if "failure" in anchors]
     hint = [i for i, (_, anchors) in enumerate(drawn) if "hint" in anchors]
-    assert failure and texts[failure[0]].startswith("✗ ") and failure[0] == 1  # under the status line
+    assert (
+        failure and texts[failure[0]].startswith("✗ ") and failure[0] == 1
+    )  # under the status line
     assert all(texts[i].startswith(("✗", "  ")) for i in failure)  # the first failing check only
     # The newest hint first, under both failures, then a rule, then the checks that pass.
     assert hint and texts[hint[0]].startswith("Hint 2/3: Second hint.")

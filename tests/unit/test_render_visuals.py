@@ -7,7 +7,15 @@ from rich.console import Console, Group
 
 from tutor import visuals as v
 from tutor.render.bars import bar
-from tutor.render.visuals import Context, Packed, Questions, draw_questions, draw_view, spoilers, text_of
+from tutor.render.visuals import (
+    Context,
+    Packed,
+    Questions,
+    draw_questions,
+    draw_view,
+    spoilers,
+    text_of,
+)
 
 
 def lines(renderables, width=60) -> list[str]:
@@ -23,9 +31,17 @@ def test_texts_are_message_references_or_plain():
 
 
 def test_a_table_with_numbers_none_and_bars():
-    view = [v.heading("Memory"), v.table(["T", "MB", ""], [["64", "0.2", v.bar(0.2, 50.3, "cyan", 6)],
-                                                         ["1024", None, v.bar(50.3, 50.3, "cyan", 6)]],
-                                         align=["right", "right", "left"])]
+    view = [
+        v.heading("Memory"),
+        v.table(
+            ["T", "MB", ""],
+            [
+                ["64", "0.2", v.bar(0.2, 50.3, "cyan", 6)],
+                ["1024", None, v.bar(50.3, 50.3, "cyan", 6)],
+            ],
+            align=["right", "right", "left"],
+        ),
+    ]
     got = lines(draw_view(view, Context("en")))
     assert got[0] == "Memory"
     assert got[1].split() == ["T", "MB"]
@@ -36,7 +52,13 @@ def test_a_table_with_numbers_none_and_bars():
 
 
 def test_sections_are_set_apart_and_a_heading_keeps_its_block():
-    view = [v.heading("One"), v.table(["a"], [["1"]]), v.note("said"), v.heading("Two"), v.note("more")]
+    view = [
+        v.heading("One"),
+        v.table(["a"], [["1"]]),
+        v.note("said"),
+        v.heading("Two"),
+        v.note("more"),
+    ]
     assert lines(draw_view(view, Context("en"))) == ["One", "a", "1", "", "said", "", "Two", "more"]
 
 
@@ -78,7 +100,9 @@ def test_an_after_answer_item_shows_under_its_question_only_once_answered_or_ask
     after = shown({1: "mine"})
     assert after.index("Second?") < after.index("mine") < after.index("head_dim = 64")
     asked = shown({}, show_model=True)
-    assert "head_dim = 64" in asked and "m2" not in asked  # m: the numbers, not an unasked model answer
+    assert (
+        "head_dim = 64" in asked and "m2" not in asked
+    )  # m: the numbers, not an unasked model answer
 
 
 def test_the_questions_say_truly_when_the_model_answer_appears():
@@ -103,10 +127,17 @@ def test_a_number_in_a_table_is_never_cut_short_and_headers_wrap_instead():
     from tutor import visuals as v
     from tutor.render.visuals import draw_table
 
-    item = v.table(["T", "cache MB", "FLOPs with the cache", "FLOPs recomputing", "ms"],
-                   [[16, "0.016", "2.2 M", "18.6 M", v.bar(1, 2)], [128, "0.131", "21.0 M", "1.4 G", v.bar(2, 2)]])
+    item = v.table(
+        ["T", "cache MB", "FLOPs with the cache", "FLOPs recomputing", "ms"],
+        [
+            [16, "0.016", "2.2 M", "18.6 M", v.bar(1, 2)],
+            [128, "0.131", "21.0 M", "1.4 G", v.bar(2, 2)],
+        ],
+    )
     console = Console(width=40, record=True, file=open("/dev/null", "w"))
     console.print(draw_table(item, "en"))
-    values = console.export_text().rstrip("\n").splitlines()[-2:]  # the rows, under a header that wrapped
+    values = (
+        console.export_text().rstrip("\n").splitlines()[-2:]
+    )  # the rows, under a header that wrapped
     assert values[1].split()[:4] == ["128", "0.131", "21.0", "M"] and "1.4 G" in values[1]
     assert not any("…" in line for line in values)

@@ -118,13 +118,16 @@ def test_wrap_text_keeps_styles(width):
     lines = wrap_text(text, width, [(start, end)])
     assert all(cell_len(line.plain) <= width for line in lines)
     # Styles survive the split: the bold and the red parts are still styled.
-    bold = "".join(line.plain[s.start : s.end] for line in lines for s in line.spans if s.style == "bold")
-    red = "".join(line.plain[s.start : s.end] for line in lines for s in line.spans if s.style == "red")
+    bold = "".join(
+        line.plain[s.start : s.end] for line in lines for s in line.spans if s.style == "bold"
+    )
+    red = "".join(
+        line.plain[s.start : s.end] for line in lines for s in line.spans if s.style == "red"
+    )
     assert bold == "因果注意力"
     assert red == "torch.softmax(scores, dim=-1)"
     if width >= 29:  # the atomic span fits, so it stays on one line
         assert any("torch.softmax(scores, dim=-1)" in line.plain for line in lines)
-
 
 
 def test_the_ascii_shortcut_breaks_where_the_general_rules_break():
@@ -149,13 +152,25 @@ def test_the_ascii_shortcut_breaks_where_the_general_rules_break():
                 assert fast == wrap._line_spans.__wrapped__(text, width, atomic), (text, width)
 
 
-@pytest.mark.parametrize("text,formula", [
-    ("成 H 个较窄的头并行计算，每个头的宽度为 head_dim = d_out / H，最后拼接起来。", "head_dim = d_out / H"),
-    ("熵为 0 表示权重全部集中在一个键上；第 i 行共有 i + 1 个可见的键。", "i + 1"),
-    ("字节）。每层分数个数 = 12·T²，内存 = 4·12·T² / 10⁶ MB。", "4·12·T² / 10⁶ MB"),
-    ("The lab's table: scores per layer = 12·T², memory = 4·12·T² / 10⁶ MB, for one sequence.", "4·12·T² / 10⁶ MB"),
-    ("Multi-head attention runs H narrower heads, each of width head_dim = d_out / H, and more.", "head_dim = d_out / H"),
-])
+@pytest.mark.parametrize(
+    "text,formula",
+    [
+        (
+            "成 H 个较窄的头并行计算，每个头的宽度为 head_dim = d_out / H，最后拼接起来。",
+            "head_dim = d_out / H",
+        ),
+        ("熵为 0 表示权重全部集中在一个键上；第 i 行共有 i + 1 个可见的键。", "i + 1"),
+        ("字节）。每层分数个数 = 12·T²，内存 = 4·12·T² / 10⁶ MB。", "4·12·T² / 10⁶ MB"),
+        (
+            "The lab's table: scores per layer = 12·T², memory = 4·12·T² / 10⁶ MB, for one sequence.",
+            "4·12·T² / 10⁶ MB",
+        ),
+        (
+            "Multi-head attention runs H narrower heads, each of width head_dim = d_out / H, and more.",
+            "head_dim = d_out / H",
+        ),
+    ],
+)
 @pytest.mark.parametrize("width", range(14, 60))
 def test_an_inline_formula_never_breaks_at_its_spaces(text, formula, width):
     if cell_len(formula) + 10 > width:  # room for the formula and the word it hangs on ("memory =")

@@ -11,11 +11,10 @@ import subprocess
 import sys
 import textwrap
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
-
-from dataclasses import replace
 
 from tutor.store import AnswerSheet, Section, Store, fresh_state, parse_answers
 
@@ -44,7 +43,11 @@ def test_round_trip(tmp_path: Path):
     def fn(state: dict) -> None:
         state["lang"] = "zh"
         state["lesson"] = "lm3-l3"
-        state["lessons"]["lm3-l3"] = {"step": "scores", "status": {"scores": "pass"}, "hints": {"mask": 2}}
+        state["lessons"]["lm3-l3"] = {
+            "step": "scores",
+            "status": {"scores": "pass"},
+            "hints": {"mask": 2},
+        }
 
     returned = Store(ws).update(fn)
     loaded = Store(ws).load()
@@ -176,7 +179,10 @@ def test_kill_during_writes_leaves_valid_json(tmp_path: Path):
     rng = random.Random(1234)
     for _ in range(20):
         child = subprocess.Popen(
-            [sys.executable, "-c", WRITER, str(tmp_path)], cwd=ROOT, stdout=subprocess.PIPE, text=True
+            [sys.executable, "-c", WRITER, str(tmp_path)],
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            text=True,
         )
         try:
             assert child.stdout.readline().strip() == "ready"
@@ -201,10 +207,15 @@ QUESTIONS = ["Why divide by sqrt(d)?", "What does the mask do?", "Why several he
 
 # -- answers: one file per lesson, a section per step with questions -------------------------
 
+
 def sheet(lesson: str, questions=(), step: str = "q") -> AnswerSheet:
     """An answers file with one step of questions (the app builds these from the lesson)."""
-    return AnswerSheet(f"{lesson}-answers.md", f"{lesson}: answers",
-                       sections=(Section(step, "Questions", tuple(questions)),), legacy_step=step)
+    return AnswerSheet(
+        f"{lesson}-answers.md",
+        f"{lesson}: answers",
+        sections=(Section(step, "Questions", tuple(questions)),),
+        legacy_step=step,
+    )
 
 
 def read(store: Store, lesson: str, step: str = "q") -> dict:
@@ -237,17 +248,26 @@ def test_answers_round_trip(tmp_path: Path):
 def test_the_answers_file_is_written_in_the_learners_language(tmp_path: Path):
     from tutor.i18n import t
 
-    zh = AnswerSheet("lm3-l3-answers.md", t("store.answers_title", "zh", lesson="lm3-l3"), t("store.answers_note", "zh"),
-                     (Section("reflect", "思考题", ("遮罩有什么用？", "第二题")),), t("store.answers_question", "zh"),
-                     legacy_step="reflect")
+    zh = AnswerSheet(
+        "lm3-l3-answers.md",
+        t("store.answers_title", "zh", lesson="lm3-l3"),
+        t("store.answers_note", "zh"),
+        (Section("reflect", "思考题", ("遮罩有什么用？", "第二题")),),
+        t("store.answers_question", "zh"),
+        legacy_step="reflect",
+    )
     store = Store(tmp_path / "attn-lab")
     path = store.write_answers(zh, {"reflect": {0: "中文回答"}})
     text = path.read_text("utf-8")
     assert text.startswith("# lm3-l3：") and "第 1 题" in text and "第 2 题" in text
-    assert "Question" not in text and "answers between" not in text  # no English left in Chinese mode
+    assert (
+        "Question" not in text and "answers between" not in text
+    )  # no English left in Chinese mode
     assert store.read_answers(zh) == {"reflect": {0: "中文回答"}}
     saved = store.save_answer(zh, "reflect", 1, "二", base="", both=lambda a, b: a + b)
-    assert saved.answers == {"reflect": {0: "中文回答", 1: "二"}} and "Question" not in saved.path.read_text("utf-8")
+    assert saved.answers == {
+        "reflect": {0: "中文回答", 1: "二"}
+    } and "Question" not in saved.path.read_text("utf-8")
 
 
 def test_answers_edited_by_hand_with_crlf(tmp_path: Path):
@@ -267,7 +287,6 @@ def test_answers_missing_file_and_bad_id(tmp_path: Path):
 # -- one answer saved into a file the learner also edits ----------------------------------
 
 
-
 def both(theirs: str, mine: str) -> str:
     return f"FILE: {theirs} | APP: {mine}"
 
@@ -277,7 +296,10 @@ def edit_answer(path: Path, index: int, old: str, new: str) -> None:
     text = path.read_text("utf-8")
     block = f"<!-- answer q {index} -->\n{old}\n<!-- /answer q {index} -->"
     assert block in text
-    path.write_text(text.replace(block, f"<!-- answer q {index} -->\n{new}\n<!-- /answer q {index} -->"), "utf-8")
+    path.write_text(
+        text.replace(block, f"<!-- answer q {index} -->\n{new}\n<!-- /answer q {index} -->"),
+        "utf-8",
+    )
 
 
 def test_save_answer_keeps_what_the_file_says_for_the_other_questions(tmp_path: Path):
@@ -288,8 +310,11 @@ def test_save_answer_keeps_what_the_file_says_for_the_other_questions(tmp_path: 
     before = path.read_text("utf-8")
     saved = save(store, "l", 0, "first, rewritten in the app", base="first")
     assert saved.written and not saved.kept_both
-    assert saved.answers == read(store, "l") == {
-        0: "first, rewritten in the app", 1: "Blocks the future (written in the file)."}
+    assert (
+        saved.answers
+        == read(store, "l")
+        == {0: "first, rewritten in the app", 1: "Blocks the future (written in the file)."}
+    )
     # Nothing but answer 0's line changed.
     assert path.read_text("utf-8") == before.replace("\nfirst\n", "\nfirst, rewritten in the app\n")
 
@@ -321,7 +346,9 @@ def test_save_answer_emptied_on_one_side(tmp_path: Path):
     path = store.write_answers(sheet("l", QUESTIONS), {"q": {0: "start", 1: "two"}})
     edit_answer(path, 0, "start", "")  # cleared in the file, rewritten in the app: the app's
     assert save(store, "l", 0, "new", base="start").answers[0] == "new"
-    edit_answer(path, 1, "two", "two, edited")  # changed in the file, cleared in the app: the file's
+    edit_answer(
+        path, 1, "two", "two, edited"
+    )  # changed in the file, cleared in the app: the file's
     assert save(store, "l", 1, "", base="two").answers[1] == "two, edited"
     # cleared in the app, the file unchanged: cleared
     assert 0 not in save(store, "l", 0, "", base="new").answers
@@ -334,7 +361,10 @@ def test_save_answer_creates_the_file_and_adds_a_deleted_section(tmp_path: Path)
     text = saved.path.read_text("utf-8")
     assert "Edit answers between the markers" in text and "### Question 3" in text
     # The learner deleted question 3's section (markers and all), then answers it in the app.
-    start, end = text.index("\n### Question 3"), text.index("<!-- /answer q 2 -->\n") + len("<!-- /answer q 2 -->\n")
+    start, end = (
+        text.index("\n### Question 3"),
+        text.index("<!-- /answer q 2 -->\n") + len("<!-- /answer q 2 -->\n"),
+    )
     saved.path.write_text(text[:start] + text[end:], "utf-8")
     saved = save(store, "l", 2, "three", base="")
     assert saved.answers == {1: "two", 2: "three"}
@@ -347,7 +377,9 @@ def test_save_answer_keeps_crlf_and_bytes_that_are_not_utf8(tmp_path: Path):
     raw = path.read_bytes().replace(b"\n", b"\r\n").replace(b"> Why several", b"> \xff Why several")
     path.write_bytes(raw)
     save(store, "l", 1, "two\nlines", base="")
-    assert path.read_bytes() == raw.replace(b"<!-- answer q 1 -->\r\n\r\n", b"<!-- answer q 1 -->\r\ntwo\r\nlines\r\n")
+    assert path.read_bytes() == raw.replace(
+        b"<!-- answer q 1 -->\r\n\r\n", b"<!-- answer q 1 -->\r\ntwo\r\nlines\r\n"
+    )
     assert read(store, "l") == {0: "one", 1: "two\nlines"}
 
 
@@ -415,9 +447,15 @@ head_dim = 64
 
 
 def two_steps() -> AnswerSheet:
-    return AnswerSheet("lm3-l3-answers.md", "lm3-l3: answers", legacy_step="reflect", sections=(
-        Section("reflect", "Reflection questions", ("Q1?", "Q2?", "Q3?", "Q4?")),
-        Section("exercises", "Exercises", ("E1?", "E2?"))))
+    return AnswerSheet(
+        "lm3-l3-answers.md",
+        "lm3-l3: answers",
+        legacy_step="reflect",
+        sections=(
+            Section("reflect", "Reflection questions", ("Q1?", "Q2?", "Q3?", "Q4?")),
+            Section("exercises", "Exercises", ("E1?", "E2?")),
+        ),
+    )
 
 
 def test_an_answers_file_in_the_format_from_before_steps_is_read_and_kept(tmp_path: Path):
@@ -426,15 +464,17 @@ def test_an_answers_file_in_the_format_from_before_steps_is_read_and_kept(tmp_pa
     store = Store(tmp_path)
     path = store.answers_path(two_steps())
     path.write_text(OLD_FORMAT, "utf-8")
-    assert store.read_answers(two_steps()) == {"reflect": {0: "Masked scores become exp(-inf) = 0.",
-                                                           3: "head_dim = 64"}}
+    assert store.read_answers(two_steps()) == {
+        "reflect": {0: "Masked scores become exp(-inf) = 0.", 3: "head_dim = 64"}
+    }
     # Answer 2 of the same step: its old block is rewritten in place, with the step in its markers.
     store.save_answer(two_steps(), "reflect", 1, "×4 and ×2", base="", both=both)
     # An answer of another step: its own section, added at the end.
     store.save_answer(two_steps(), "exercises", 0, "It collapses.", base="", both=both)
     assert store.read_answers(two_steps()) == {
         "reflect": {0: "Masked scores become exp(-inf) = 0.", 1: "×4 and ×2", 3: "head_dim = 64"},
-        "exercises": {0: "It collapses."}}
+        "exercises": {0: "It collapses."},
+    }
     text = path.read_text("utf-8")
     assert text.startswith(OLD_FORMAT.split("<!-- answer 1 -->")[0])  # the learner's file as it was
     assert "<!-- answer reflect 1 -->\n×4 and ×2\n<!-- /answer reflect 1 -->" in text
@@ -448,9 +488,17 @@ def test_answers_of_several_steps_each_in_its_section(tmp_path: Path):
     store.save_answer(two_steps(), "exercises", 0, "first", base="", both=both)
     text = store.answers_path(two_steps()).read_text("utf-8")
     # A new file has every step's section, in the lesson's order, each question in its place.
-    assert text.index("## Reflection questions") < text.index("<!-- answer reflect 0 -->") \
-        < text.index("## Exercises") < text.index("<!-- answer exercises 0 -->") < text.index("<!-- answer exercises 1 -->")
-    assert parse_answers(text, "reflect") == {"reflect": {0: "one"}, "exercises": {0: "first", 1: "two"}}
+    assert (
+        text.index("## Reflection questions")
+        < text.index("<!-- answer reflect 0 -->")
+        < text.index("## Exercises")
+        < text.index("<!-- answer exercises 0 -->")
+        < text.index("<!-- answer exercises 1 -->")
+    )
+    assert parse_answers(text, "reflect") == {
+        "reflect": {0: "one"},
+        "exercises": {0: "first", 1: "two"},
+    }
 
 
 def test_atomic_write_still_false_replaces_nothing(tmp_path: Path):

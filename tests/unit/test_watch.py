@@ -273,7 +273,10 @@ def test_watcher_that_cannot_start_raises_watch_error(tmp_path: Path):
     target.write_text("x")
     out = subprocess.run(
         [sys.executable, "-c", script, str(target)],
-        capture_output=True, text=True, timeout=20, cwd=Path(__file__).resolve().parents[2],
+        capture_output=True,
+        text=True,
+        timeout=20,
+        cwd=Path(__file__).resolve().parents[2],
     )
     assert out.stdout.startswith("WatchError"), out.stderr
 

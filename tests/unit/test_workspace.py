@@ -55,7 +55,7 @@ def scores(q, k):
 
 @staticmethod
 def mask(t):
-    return torch.tril(torch.ones(t, t))   # trailing spaces kept   
+    return torch.tril(torch.ones(t, t))   # trailing spaces kept
 
 
 # a note between functions
@@ -186,7 +186,9 @@ def test_reset_function_puts_back_a_deleted_function(cwd: Path, lesson: FakeLess
     path.write_text(without)
     reset_function(path, lesson.starter_path, ["mask"])
     text = path.read_text()
-    assert text.startswith(without) and text.endswith("def mask(t):\n    raise NotImplementedError\n")
+    assert text.startswith(without) and text.endswith(
+        "def mask(t):\n    raise NotImplementedError\n"
+    )
 
 
 def test_unparsable_file_raises_and_is_untouched(cwd: Path, lesson: FakeLesson):

@@ -6,13 +6,15 @@ from __future__ import annotations
 
 from worker_kit import learner_file, verify
 
-COMPILED_SHAPES = {"expected_shapes": """
+COMPILED_SHAPES = {
+    "expected_shapes": """
 @torch.compile(backend="eager")
 def expected_shapes(B, T, H, hd):
     return {"projected_q": (B, T, H * hd), "q_split_into_heads": (B, T, H, hd), "q_per_head": (B, H, T, hd),
             "scores": (B, H, T, T), "weights": (B, H, T, T), "context_per_head": (B, H, T, hd),
             "context_merged": (B, T, H * hd)}
-"""}
+"""
+}
 
 
 def test_a_function_wrapped_by_torch_compile_passes(run):

@@ -8,7 +8,6 @@ right answer: such a case is marked xfail(strict=True) with what we observed.
 from __future__ import annotations
 
 import pytest
-
 from worker_kit import CHECKED_STEPS, learner_file, verify
 
 LM3, LAB = "lm3-l3", "lab-02"
@@ -517,12 +516,16 @@ assert error < 1e-5
 def with_self_check(lesson, check, main_guard):
     source = learner_file(lesson, {}, "import torch.nn.functional as F")
     if main_guard:
-        check = "if __name__ == '__main__':\n" + "".join(f"    {line}\n" for line in check.strip().splitlines())
+        check = "if __name__ == '__main__':\n" + "".join(
+            f"    {line}\n" for line in check.strip().splitlines()
+        )
     return source + "\n\n" + check
 
 
 @pytest.mark.parametrize("main_guard", [False, True], ids=["module-level", "main-guard"])
-@pytest.mark.parametrize("lesson, check", [(LM3, LM3_SELF_CHECK), (LAB, LAB_SELF_CHECK)], ids=[LM3, LAB])
+@pytest.mark.parametrize(
+    "lesson, check", [(LM3, LM3_SELF_CHECK), (LAB, LAB_SELF_CHECK)], ids=[LM3, LAB]
+)
 def test_notebook_self_check_pasted_below_passes(run, lesson, check, main_guard):
     results = run(lesson, with_self_check(lesson, check, main_guard))
     verify(results, lesson, {})
@@ -534,7 +537,12 @@ def _params(lesson, name, styles, header=""):
 
 STYLES = (
     _params(LM3, "causal_attention", LM3_CAUSAL, "import math\nimport torch.nn.functional as F")
-    + _params(LM3, "CausalMultiHeadAttention.forward", LM3_FORWARD, "import math\nimport torch.nn.functional as F")
+    + _params(
+        LM3,
+        "CausalMultiHeadAttention.forward",
+        LM3_FORWARD,
+        "import math\nimport torch.nn.functional as F",
+    )
     + _params(LM3, "CausalMultiHeadAttention.__init__", LM3_INIT)
     + _params(LM3, "expected_shapes", LM3_SHAPES)
     + _params(LAB, "scaled_scores", LAB_SCORES)
@@ -553,17 +561,24 @@ def test_correct_style_passes(run, lesson, replace, header):
 
 def test_all_styles_at_once(run):
     """One file per lesson mixing several of the styles above: nothing in one style upsets another."""
-    lm3 = learner_file(LM3, {
-        "causal_attention": LM3_CAUSAL["softmax_by_hand"],
-        "CausalMultiHeadAttention.forward": LM3_FORWARD["loop_over_heads"],
-        "expected_shapes": LM3_SHAPES["torch_Size_values"],
-    }, "import math\nimport torch.nn.functional as F")
-    lab = learner_file(LAB, {
-        "scaled_scores": LAB_SCORES["einsum"],
-        "causal_mask": LAB_MASK["arange_comparison"],
-        "attention_weights": LAB_WEIGHTS["masked_fill_in_place_on_a_copy"],
-        "attention": LAB_ATTENTION["composed_with_keyword_names"],
-    })
+    lm3 = learner_file(
+        LM3,
+        {
+            "causal_attention": LM3_CAUSAL["softmax_by_hand"],
+            "CausalMultiHeadAttention.forward": LM3_FORWARD["loop_over_heads"],
+            "expected_shapes": LM3_SHAPES["torch_Size_values"],
+        },
+        "import math\nimport torch.nn.functional as F",
+    )
+    lab = learner_file(
+        LAB,
+        {
+            "scaled_scores": LAB_SCORES["einsum"],
+            "causal_mask": LAB_MASK["arange_comparison"],
+            "attention_weights": LAB_WEIGHTS["masked_fill_in_place_on_a_copy"],
+            "attention": LAB_ATTENTION["composed_with_keyword_names"],
+        },
+    )
     for lesson, source in ((LM3, lm3), (LAB, lab)):
         results = run(lesson, source)
         verify(results, lesson, {})

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import threading
 
+from worker_kit import FILENAME, REFERENCE
+
 from tutor.runner import worker as worker_module
 from tutor.runner.client import Worker
-from worker_kit import FILENAME, REFERENCE
 
 RUN_TIMEOUT = 60.0
 

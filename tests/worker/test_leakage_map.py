@@ -4,14 +4,14 @@ diagonal for a causal layer; a leak lights up at the very cell that leaks."""
 from __future__ import annotations
 
 import pytest
-
 from worker_kit import REFERENCE, learner_file
 
 from tutor.i18n import local_key
 
 LM3 = "lm3-l3"
 # The mask built one row too short: query i also sees key i + 1.
-MASK_OFF_BY_ONE = {"causal_attention": """
+MASK_OFF_BY_ONE = {
+    "causal_attention": """
 def causal_attention(x, Wq, Wk, Wv):
     q, k, v = x @ Wq, x @ Wk, x @ Wv
     T = x.shape[1]
@@ -19,9 +19,11 @@ def causal_attention(x, Wq, Wk, Wv):
     future = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=2)
     weights = torch.softmax(scores.masked_fill(future, float("-inf")), dim=-1)
     return weights @ v, weights
-"""}
+"""
+}
 # The layer's mask sliced from the wrong end: row i sees the future of the last tokens.
-MULTI_NO_MASK = {"CausalMultiHeadAttention.forward": """
+MULTI_NO_MASK = {
+    "CausalMultiHeadAttention.forward": """
 def forward(self, x):
     B, T, _ = x.shape
     H, hd = self.n_heads, self.head_dim
@@ -30,11 +32,16 @@ def forward(self, x):
     v = self.W_v(x).view(B, T, H, hd).transpose(1, 2)
     w = self.dropout(torch.softmax(q @ k.transpose(2, 3) / hd ** 0.5, dim=-1))
     return self.out_proj((w @ v).transpose(1, 2).contiguous().view(B, T, self.d_out))
-"""}
+"""
+}
 
 
 def leak_map(result):
-    maps = [e for e in result.visuals.get("heatmaps", []) if local_key(e["label"]["key"]) == "visual.leak_map"]
+    maps = [
+        e
+        for e in result.visuals.get("heatmaps", [])
+        if local_key(e["label"]["key"]) == "visual.leak_map"
+    ]
     assert len(maps) == 1, result.visuals.get("heatmaps")
     return maps[0]
 

@@ -9,7 +9,8 @@ from worker_kit import REFERENCE, learner_file
 from tutor.i18n import local_key
 
 LM3 = "lm3-l3"
-NO_HEAD_TRANSPOSE = {"CausalMultiHeadAttention.forward": """
+NO_HEAD_TRANSPOSE = {
+    "CausalMultiHeadAttention.forward": """
 def forward(self, x):
     B, T, _ = x.shape
     H, hd = self.n_heads, self.head_dim
@@ -18,8 +19,10 @@ def forward(self, x):
     v = self.W_v(x).view(B, T, H, hd)
     w = self.dropout(torch.softmax(q @ k.transpose(2, 3) / hd ** 0.5, dim=-1))
     return self.out_proj((w @ v).contiguous().view(B, T, self.d_out))
-"""}
-LOOP_OVER_HEADS = {"CausalMultiHeadAttention.forward": """
+"""
+}
+LOOP_OVER_HEADS = {
+    "CausalMultiHeadAttention.forward": """
 def forward(self, x):
     B, T, _ = x.shape
     hd = self.head_dim
@@ -32,7 +35,8 @@ def forward(self, x):
         weights = self.dropout(torch.softmax(scores.masked_fill(future, float("-inf")), dim=-1))
         heads.append(weights @ v[..., part])
     return self.out_proj(torch.cat(heads, dim=-1))
-"""}
+"""
+}
 
 
 def trace(result) -> tuple[list, dict]:
@@ -46,7 +50,11 @@ def trace(result) -> tuple[list, dict]:
 def test_the_reference_makes_only_the_labs_shapes(run):
     rows, said = trace(run(LM3, REFERENCE[LM3])["multi-head"])
     assert said["key"] == "ui.trace_same" and not any(r[3] for r in rows)
-    assert [r[2] for r in rows[:3]] == ["(2, 5, 12)", "(2, 5, 3, 4)", "(2, 3, 5, 4)"]  # B, T, H, head_dim apart
+    assert [r[2] for r in rows[:3]] == [
+        "(2, 5, 12)",
+        "(2, 5, 3, 4)",
+        "(2, 3, 5, 4)",
+    ]  # B, T, H, head_dim apart
     assert rows[-1][2] == "(2, 5, 12)" and len(rows) >= 15
 
 
@@ -56,7 +64,11 @@ def test_a_missing_transpose_is_cut_where_it_parts_with_what_comes_next(run):
     rows, said = trace(result)
     assert rows[-1][3] == "✗" and sum(bool(r[3]) for r in rows) == 1
     assert said["key"] == "ui.trace_parts"
-    assert (said["before"], said["shape"], said["expected"]) == ("(2, 5, 3, 4)", "(2, 5, 4, 3)", "transpose(1, 2)")
+    assert (said["before"], said["shape"], said["expected"]) == (
+        "(2, 5, 3, 4)",
+        "(2, 5, 4, 3)",
+        "transpose(1, 2)",
+    )
 
 
 def test_a_right_layer_on_another_route_is_not_marked(run):

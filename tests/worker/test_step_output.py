@@ -15,13 +15,30 @@ TOKENS = [os.urandom(16) for _ in range(3)]
 
 def make_job(tokens=TOKENS) -> Job:
     steps = [f"step{i}" for i in range(len(tokens))]
-    return Job(0, 1, "lm3-l3", steps, list(tokens), "", "f.py", {}, 0, -1, -1, 0.0, 0.0, 0.0, 3.0,
-               FrameReader(tokens[0]), 0)
+    return Job(
+        0,
+        1,
+        "lm3-l3",
+        steps,
+        list(tokens),
+        "",
+        "f.py",
+        {},
+        0,
+        -1,
+        -1,
+        0.0,
+        0.0,
+        0.0,
+        3.0,
+        FrameReader(tokens[0]),
+        0,
+    )
 
 
 def take_all(worker: Worker, job: Job, stream: bytes, chunk: int) -> list[tuple[str, int]]:
     for at in range(0, len(stream), chunk):
-        worker.keep_output(job, stream[at:at + chunk])
+        worker.keep_output(job, stream[at : at + chunk])
     got = []
     for index in range(len(job.steps)):
         job.index = index
@@ -33,14 +50,21 @@ def take_all(worker: Worker, job: Job, stream: bytes, chunk: int) -> list[tuple[
 def test_each_step_gets_what_it_printed_however_the_reads_cut_the_stream(chunk):
     worker = Worker.__new__(Worker)  # only the output methods: no judge, no children
     stream = b"one\n" + MAGIC + TOKENS[0] + b"two\n" + MAGIC + TOKENS[1] + b"three\n"
-    assert take_all(worker, make_job(), stream, chunk) == [("one\n", 0), ("two\n", 0), ("three\n", 0)]
+    assert take_all(worker, make_job(), stream, chunk) == [
+        ("one\n", 0),
+        ("two\n", 0),
+        ("three\n", 0),
+    ]
 
 
 def test_a_step_that_floods_keeps_its_tail_and_the_count_of_what_was_dropped():
     worker = Worker.__new__(Worker)
     stream = b"x" * (OUTPUT_TAIL + 500) + MAGIC + TOKENS[0] + b"quiet" + MAGIC + TOKENS[1]
     first, second, third = take_all(worker, make_job(), stream, 4096)
-    assert first == ("x" * OUTPUT_TAIL, 500)  # the count is data: the UI words it in the learner's language
+    assert first == (
+        "x" * OUTPUT_TAIL,
+        500,
+    )  # the count is data: the UI words it in the learner's language
     assert second == ("quiet", 0) and third == ("", 0)
 
 

@@ -7,14 +7,14 @@ reference, is judged both ways and compared check by check, as `check --json` wo
 from __future__ import annotations
 
 import pytest
-
 import test_correct_styles
 import test_kv_cache
 import test_trainable_layer
 import test_wrong_between_calls_and_sizes
 import test_wrong_implementations
-from tutor.report import check_text
 from worker_kit import LESSONS, REFERENCE, STARTER, SessionWorker, learner_file
+
+from tutor.report import check_text
 
 KV, LM3 = test_kv_cache.KV, test_trainable_layer.LM3
 
@@ -23,8 +23,10 @@ def _corpus() -> list[tuple[str, str, str]]:
     """(id, lesson, source) of every file."""
     files = []
     for lesson in LESSONS:
-        files += [(f"{lesson.id}-reference", lesson.id, REFERENCE[lesson.id]),
-                  (f"{lesson.id}-starter", lesson.id, STARTER[lesson.id])]
+        files += [
+            (f"{lesson.id}-reference", lesson.id, REFERENCE[lesson.id]),
+            (f"{lesson.id}-starter", lesson.id, STARTER[lesson.id]),
+        ]
     for params in test_wrong_implementations.ALL_CASES + test_wrong_between_calls_and_sizes.ALL:
         lesson, replace, header, _ = params.values
         files.append((params.id, lesson, learner_file(lesson, replace, header)))
@@ -54,9 +56,14 @@ def run_without_views():
 
 
 def said(results) -> dict:
-    return {sid: (r.status, r.failure and r.failure.kind,
-                  [(c.id, c.status, check_text(c, "en", cli=True)) for c in r.checks])
-            for sid, r in results.items()}
+    return {
+        sid: (
+            r.status,
+            r.failure and r.failure.kind,
+            [(c.id, c.status, check_text(c, "en", cli=True)) for c in r.checks],
+        )
+        for sid, r in results.items()
+    }
 
 
 def test_the_corpus_is_the_worker_tests_files():
@@ -74,6 +81,8 @@ def test_the_same_verdicts_without_views(run, run_without_views, lesson, source)
 def test_without_views_the_probes_skip_the_views_calls(run, run_without_views):
     """The leakage map and the shape trace are what views cost: gone without views."""
     with_views, without = run(LM3, REFERENCE[LM3]), run_without_views(LM3, REFERENCE[LM3])
-    assert with_views["multi-head"].visuals.get("view") and with_views["multi-head"].visuals.get("heatmaps")
+    assert with_views["multi-head"].visuals.get("view") and with_views["multi-head"].visuals.get(
+        "heatmaps"
+    )
     assert not without["multi-head"].visuals
     assert not without["single-head"].visuals and not without["leakage"].visuals

@@ -21,14 +21,21 @@ INPUTS = {lesson_id: module.make_inputs() for lesson_id, module in CHECKS.items(
 
 def runs_of(source: str, lesson_id: str = "lm3-l3") -> list[tuple]:
     lesson = next(lesson for lesson in LESSONS if lesson.id == lesson_id)
-    return [(lesson.id, lesson.file_name, source, compile(source, lesson.file_name, "exec"),
-             [step.id for step in lesson.checked_steps])]
+    return [
+        (
+            lesson.id,
+            lesson.file_name,
+            source,
+            compile(source, lesson.file_name, "exec"),
+            [step.id for step in lesson.checked_steps],
+        )
+    ]
 
 
 def test_every_lesson_warms_up_on_its_reference_and_checked_steps():
     runs = reference_runs(LESSONS)
     assert [run[0] for run in runs] == [lesson.id for lesson in LESSONS]
-    for (lesson_id, file_name, source, code, steps), lesson in zip(runs, LESSONS):
+    for (lesson_id, file_name, source, _code, steps), lesson in zip(runs, LESSONS, strict=False):
         assert file_name == lesson.file_name
         assert source == lesson.reference_path.read_text(encoding="utf-8")
         assert steps == [step.id for step in lesson.checked_steps] and steps
@@ -46,8 +53,13 @@ def test_the_reference_passes_every_step_it_warms_up():
     # A warm-up that fails half-way warms only half: each step's probe must run to the end.
     for lesson_id, file_name, source, code, steps in reference_runs(LESSONS):
         for step in steps:
-            message, _ = sandbox._run({"source": source, "filename": file_name}, step, code,
-                                      CHECKS[lesson_id], INPUTS[lesson_id])
+            message, _ = sandbox._run(
+                {"source": source, "filename": file_name},
+                step,
+                code,
+                CHECKS[lesson_id],
+                INPUTS[lesson_id],
+            )
             assert isinstance(message, messages.Outputs), (lesson_id, step, message)
 
 
@@ -82,8 +94,11 @@ def test_warm_up_leaves_no_source_in_linecache():
     sandbox._warm_up(reference_runs(LESSONS), CHECKS, INPUTS)
     lesson = LESSONS[0]
     assert lesson.file_name not in linecache.cache
-    kept = [name for name, entry in linecache.cache.items()
-            if len(entry) == 4 and entry[2] and entry[2][0].startswith('"""Reference solution')]
+    kept = [
+        name
+        for name, entry in linecache.cache.items()
+        if len(entry) == 4 and entry[2] and entry[2][0].startswith('"""Reference solution')
+    ]
     assert not kept
 
 
@@ -97,7 +112,9 @@ def test_a_failing_warm_up_is_not_the_learners_failure():
 def test_a_job_that_comes_stops_the_warm_up(monkeypatch):
     ran = []
     real_run = sandbox._run
-    monkeypatch.setattr(sandbox, "_run", lambda job, step, *args: ran.append(step) or real_run(job, step, *args))
+    monkeypatch.setattr(
+        sandbox, "_run", lambda job, step, *args: ran.append(step) or real_run(job, step, *args)
+    )
     runs = reference_runs(LESSONS)
     read_end, write_end = os.pipe()
     try:

@@ -87,6 +87,7 @@ class SessionWorker:
 
 # ------------------------------------------------------------------ building learner files
 
+
 def learner_file(lesson: str, replacements: dict[str, str], extra_header: str = "") -> str:
     """The reference solution with some top-level defs replaced.
 
@@ -99,6 +100,7 @@ def learner_file(lesson: str, replacements: dict[str, str], extra_header: str = 
 
 
 # ------------------------------------------------------------------ reading verdicts
+
 
 def failing(result: StepResult) -> dict[str, set[str]]:
     """{check id: keys of its message} for every check that did not pass."""
@@ -125,13 +127,16 @@ class Exp:
     without a check, in the messages of all the checks that did not pass); `absent`:
     keys that must not appear there (a cause the message must not name)."""
 
-    def __init__(self, status: str, check: str | None = None, keys=(), kind: str | None = None, absent=()):
+    def __init__(
+        self, status: str, check: str | None = None, keys=(), kind: str | None = None, absent=()
+    ):
         self.status, self.check, self.keys, self.kind = status, check, frozenset(keys), kind
         self.absent = frozenset(absent)
 
     def __repr__(self) -> str:
-        return (f"Exp({self.status!r}, {self.check!r}, {sorted(self.keys)}, kind={self.kind!r}"
-                + (f", absent={sorted(self.absent)})" if self.absent else ")"))
+        return f"Exp({self.status!r}, {self.check!r}, {sorted(self.keys)}, kind={self.kind!r}" + (
+            f", absent={sorted(self.absent)})" if self.absent else ")"
+        )
 
 
 PASS = Exp("pass")
@@ -156,13 +161,19 @@ def verify(results: dict[str, StepResult], lesson: str, expect: dict[str, Exp]) 
             assert not fails and r.checks, f"step {step} passed with failing checks\n{report}"
             continue
         if e.check is not None:
-            assert e.check in fails, f"step {step}: expected check {e.check!r} to fail; failing: {fails}\n{report}"
+            assert e.check in fails, (
+                f"step {step}: expected check {e.check!r} to fail; failing: {fails}\n{report}"
+            )
             keys = fails[e.check]
         else:
             keys = set().union(*fails.values()) if fails else set()
         missing = e.keys - keys
-        assert not missing, f"step {step}: message lacks {sorted(missing)}; has {sorted(keys)}\n{report}"
+        assert not missing, (
+            f"step {step}: message lacks {sorted(missing)}; has {sorted(keys)}\n{report}"
+        )
         named = e.absent & keys
         assert not named, f"step {step}: message names {sorted(named)}, which it must not\n{report}"
         if e.kind is not None:
-            assert r.failure is not None and r.failure.kind == e.kind, f"step {step}: failure {r.failure}\n{report}"
+            assert r.failure is not None and r.failure.kind == e.kind, (
+                f"step {step}: failure {r.failure}\n{report}"
+            )

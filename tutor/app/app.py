@@ -10,9 +10,9 @@ import asyncio
 import gc
 import os
 import signal
+import subprocess
 import threading
 import time
-import subprocess
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -30,8 +30,8 @@ from ..i18n import t
 from ..lesson import Lesson
 from ..render.doc import render_markdown
 from ..render.heatmap import heatmap
-from ..render.visuals import Packed, heatmap_words, panel_word, text_of
 from ..render.verdicts import hints_block, load_syntax, shown_of, status_mark, step_results
+from ..render.visuals import Packed, heatmap_words, panel_word, text_of
 from ..render.wrap import Wrapped
 from ..results import StepResult
 from ..runner.client import Worker, WorkerGone, decode_source, unreadable_results
@@ -95,9 +95,21 @@ class TutorApp(App):
         Binding("ctrl+c", "quit", id="quit-ctrl-c", show=False, priority=True),
     ]
 
-    def __init__(self, *, lesson: Lesson, path: Path, created: bool, step_id: str, lang: str,
-                 store: Store, poll: bool | None = None, timeout: float | None = None,
-                 start_worker: bool = True, worker: Worker | None = None, lang_chosen: bool = False):
+    def __init__(
+        self,
+        *,
+        lesson: Lesson,
+        path: Path,
+        created: bool,
+        step_id: str,
+        lang: str,
+        store: Store,
+        poll: bool | None = None,
+        timeout: float | None = None,
+        start_worker: bool = True,
+        worker: Worker | None = None,
+        lang_chosen: bool = False,
+    ):
         super().__init__()
         self.lesson = lesson
         self.path = path
@@ -114,7 +126,9 @@ class TutorApp(App):
         self.results: dict[str, StepResult] = {}
         self.running: set[str] = set()
         self.worker_state = "loading"
-        self.full_messages = False  # failing checks' messages cut to four lines (`f` shows them whole)
+        self.full_messages = (
+            False  # failing checks' messages cut to four lines (`f` shows them whole)
+        )
         self.watch_state = "starting"
         self.watch_error = ""
         self.show_weights = False
@@ -125,29 +139,44 @@ class TutorApp(App):
         self.said_protections = False  # which protections are off on this platform: said once
         self.worker: Worker | None = worker  # may come already started (see main.run_app)
         self.closing = False
-        self.switch_to: str | None = None  # a lesson chosen in the switcher: main.run_app opens it next
+        self.switch_to: str | None = (
+            None  # a lesson chosen in the switcher: main.run_app opens it next
+        )
         self.shown: dict[str, object] = {}  # widget id -> what it shows now (see update_panel)
         self.versions: dict[str, int] = {}  # step id -> how many results it has had
-        self.shown_status: dict[str, str] = {}  # the last verdict drawn, kept while a new run is out
+        self.shown_status: dict[
+            str, str
+        ] = {}  # the last verdict drawn, kept while a new run is out
         self.checked_ids = {s.id for s in lesson.checked_steps}
         self.flush_timer = None
         self.run_started = 0.0
-        self.running_digest = ""  # the content the checks in flight belong to (for the benchmark's trace)
+        self.running_digest = (
+            ""  # the content the checks in flight belong to (for the benchmark's trace)
+        )
         self.new_verdict = False  # the current step has had a verdict not yet scrolled to
         saved = store.load().get("lessons", {}).get(lesson.id, {})
         self.hints_shown: dict[str, int] = dict(saved.get("hints", {}))
         # step id -> its settings now ({setting id: value}), the saved ones where still valid
-        self.settings: dict[str, dict] = {s.id: chosen_settings(s, saved.get("settings", {}).get(s.id))
-                                          for s in lesson.steps if s.settings}
+        self.settings: dict[str, dict] = {
+            s.id: chosen_settings(s, saved.get("settings", {}).get(s.id))
+            for s in lesson.steps
+            if s.settings
+        }
         self.drew_weights: set[str] = set()  # steps whose results have had weights to draw
-        self.views: dict[str, list] = {}  # step id -> the last view its judge sent (kept through a re-run)
+        self.views: dict[
+            str, list
+        ] = {}  # step id -> the last view its judge sent (kept through a re-run)
         self.show_model = False
         self.answers: dict[str, dict[int, str]] = self.read_answers()  # step id -> {index: answer}
         self.answers_checked = 0.0  # when the answers file was last read (see tick)
-        self.unsaved: dict[tuple[str, int], tuple[str, str]] = {}  # (step, index) -> (text, base) of a save that failed
+        self.unsaved: dict[
+            tuple[str, int], tuple[str, str]
+        ] = {}  # (step, index) -> (text, base) of a save that failed
         # Textual converts colours for the terminal itself: the heatmap can always paint in full colour.
         self.color_hint = "none" if os.environ.get("NO_COLOR") else "truecolor"
-        self.source: tuple[str, bytes] | None = None  # the file content the current verdicts are for
+        self.source: tuple[str, bytes] | None = (
+            None  # the file content the current verdicts are for
+        )
         self.saved_status: dict[str, str] = dict(saved.get("status", {}))
         self.saver = ThreadPoolExecutor(max_workers=1, thread_name_prefix="save")  # see remember
         if store.notice is not None:
@@ -159,11 +188,15 @@ class TutorApp(App):
         # Textual sets the breakpoint classes on the first resize, after the first layout: set
         # them now, so that the lesson text is laid out once, at its final width.
         width, height = self.size
-        self.screen.update_classes({
-            name: name in self.screen._get_breakpoint_classes(width, self.HORIZONTAL_BREAKPOINTS)
-            | self.screen._get_breakpoint_classes(height, self.VERTICAL_BREAKPOINTS)
-            for _, name in self.HORIZONTAL_BREAKPOINTS + self.VERTICAL_BREAKPOINTS
-        }, animate=False)
+        self.screen.update_classes(
+            {
+                name: name
+                in self.screen._get_breakpoint_classes(width, self.HORIZONTAL_BREAKPOINTS)
+                | self.screen._get_breakpoint_classes(height, self.VERTICAL_BREAKPOINTS)
+                for _, name in self.HORIZONTAL_BREAKPOINTS + self.VERTICAL_BREAKPOINTS
+            },
+            animate=False,
+        )
         yield Static(id="title")
         with Horizontal(id="body"):
             with Vertical(id="side"):
@@ -214,7 +247,9 @@ class TutorApp(App):
             gc.enable()
 
     def exit(self, *args, **kwargs) -> None:
-        self.closing = True  # late worker events and timer ticks must not touch a screen being torn down
+        self.closing = (
+            True  # late worker events and timer ticks must not touch a screen being torn down
+        )
         super().exit(*args, **kwargs)
 
     def on_unmount(self) -> None:
@@ -234,17 +269,31 @@ class TutorApp(App):
         checked step passes, the lab's summary (the questions left, the other labs)."""
         lang, steps = self.lang, self.lesson.steps
         index = steps.index(step)
-        parts = [t("ui.after_pass_next", lang, title=steps[index + 1].title[lang]) if index + 1 < len(steps)
-                 else t("ui.after_pass_last", lang)]
+        parts = [
+            t("ui.after_pass_next", lang, title=steps[index + 1].title[lang])
+            if index + 1 < len(steps)
+            else t("ui.after_pass_last", lang)
+        ]
         checked = self.lesson.checked_steps
         if all(self.status_of(s.id) == "pass" for s in checked):
             asked = [s for s in steps if s.questions.get(lang)]
-            done = {s.id: sum(1 for a in self.answers.get(s.id, {}).values() if a.strip()) for s in asked}
+            done = {
+                s.id: sum(1 for a in self.answers.get(s.id, {}).values() if a.strip())
+                for s in asked
+            }
             total = sum(len(s.questions[lang]) for s in asked)
             left = [s.title[lang] for s in asked if done[s.id] < len(s.questions[lang])]
             if left:
-                parts.append(t("ui.lab_done", lang, n=len(checked), answered=sum(done.values()), total=total,
-                               left=t("cli.ids_sep", lang).join(left)))
+                parts.append(
+                    t(
+                        "ui.lab_done",
+                        lang,
+                        n=len(checked),
+                        answered=sum(done.values()),
+                        total=total,
+                        left=t("cli.ids_sep", lang).join(left),
+                    )
+                )
             else:
                 parts.append(t("ui.lab_done_all", lang, n=len(checked)))
         return "\n\n".join(parts)
@@ -313,9 +362,13 @@ class TutorApp(App):
             return
         content = DrawnOnce(content)
         width, height = widget.content_size
-        fixed = widget.styles.height is not None and not widget.styles.height.is_auto  # #fileinfo: 1fr
+        fixed = (
+            widget.styles.height is not None and not widget.styles.height.is_auto
+        )  # #fileinfo: 1fr
         # Measured the way the layout would measure it; DrawnOnce keeps the lines for the paint.
-        same = bool(width) and (fixed or visualize(widget, content).get_height(widget.styles, width) == height)
+        same = bool(width) and (
+            fixed or visualize(widget, content).get_height(widget.styles, width) == height
+        )
         widget.update(content, layout=not same)
 
     def refresh_all(self) -> None:
@@ -344,7 +397,9 @@ class TutorApp(App):
 
     def render_title(self) -> None:
         lesson = self.lesson
-        text = Text.assemble(("attn-tutor", "bold"), " · ", (lesson.id, "cyan"), " · ", lesson.title[self.lang])
+        text = Text.assemble(
+            ("attn-tutor", "bold"), " · ", (lesson.id, "cyan"), " · ", lesson.title[self.lang]
+        )
         self.query_one("#title", Static).update(text)
 
     def render_steps(self) -> None:
@@ -355,8 +410,14 @@ class TutorApp(App):
                 # An experiment's run shows how it went on the learner's code (dim: it does not
                 # count towards progress); · until it has run.
                 shown = self.results.get(s.id)
-                marks[s.id] = Text("·", style="dim") if shown is None else \
-                    Text(status_mark(shown.status).plain, style="dim " + str(status_mark(shown.status).style))
+                marks[s.id] = (
+                    Text("·", style="dim")
+                    if shown is None
+                    else Text(
+                        status_mark(shown.status).plain,
+                        style="dim " + str(status_mark(shown.status).style),
+                    )
+                )
             elif status == "running" and time.monotonic() - self.run_started > SPINNER_AFTER:
                 marks[s.id] = Text(SPINNER[self.spin % len(SPINNER)], style="yellow")
             elif status == "running":
@@ -369,21 +430,38 @@ class TutorApp(App):
         checked = [s.id for s in self.lesson.checked_steps]
         passed = sum(self.status_of(s) == "pass" for s in checked)
         self.query_one("#progress", ProgressBar).update(progress=passed)
-        self.update_panel("#progress-label", (passed, self.lang), lambda: Wrapped(
-            t("ui.progress", self.lang, passed=passed, total=len(checked)), style="dim"))
+        self.update_panel(
+            "#progress-label",
+            (passed, self.lang),
+            lambda: Wrapped(
+                t("ui.progress", self.lang, passed=passed, total=len(checked)), style="dim"
+            ),
+        )
 
     def render_fileinfo(self) -> None:
         lang = self.lang
         parts = [Wrapped(t("ui.file", lang, path=self.shown_path()), style="bold")]
         watch = {"inotify": "ui.watch_inotify", "polling": "ui.watch_polling"}.get(self.watch_state)
         if self.watch_state == "failed":
-            parts.append(Wrapped(t("ui.watch_failed", lang, error=self.watch_error), style="bold red"))
+            parts.append(
+                Wrapped(t("ui.watch_failed", lang, error=self.watch_error), style="bold red")
+            )
         elif watch:
             parts.append(Wrapped(t(watch, lang), style="dim"))
-        worker = {"loading": "ui.worker_loading", "ready": "ui.worker_ready", "gone": "ui.worker_gone"}[self.worker_state]
-        if self.running and self.worker_state == "ready" and time.monotonic() - self.run_started > SPINNER_AFTER:
+        worker = {
+            "loading": "ui.worker_loading",
+            "ready": "ui.worker_ready",
+            "gone": "ui.worker_gone",
+        }[self.worker_state]
+        if (
+            self.running
+            and self.worker_state == "ready"
+            and time.monotonic() - self.run_started > SPINNER_AFTER
+        ):
             worker = "ui.worker_running"
-        parts.append(Wrapped(t(worker, lang), style="bold red" if self.worker_state == "gone" else "dim"))
+        parts.append(
+            Wrapped(t(worker, lang), style="bold red" if self.worker_state == "gone" else "dim")
+        )
         if self.notice:
             parts.append(Text(self.notice, style="yellow"))
         signature = (lang, self.watch_state, self.watch_error, worker, self.notice)
@@ -391,10 +469,19 @@ class TutorApp(App):
 
     def render_main(self) -> None:
         step = self.step
-        signature = (step.id, self.lang, self.show_weights, self.versions.get(step.id),
-                     self.versions.get(step.weights_from), self.heatmap_index, self.heatmap_mode,
-                     repr(self.settings.get(step.id)), repr(sorted(self.answers.get(step.id, {}).items())),
-                     self.show_model, self.updating())
+        signature = (
+            step.id,
+            self.lang,
+            self.show_weights,
+            self.versions.get(step.id),
+            self.versions.get(step.weights_from),
+            self.heatmap_index,
+            self.heatmap_mode,
+            repr(self.settings.get(step.id)),
+            repr(sorted(self.answers.get(step.id, {}).items())),
+            self.show_model,
+            self.updating(),
+        )
         if self.shown.get("#doc") == signature:
             return
         self.shown["#doc"] = signature
@@ -405,7 +492,9 @@ class TutorApp(App):
         heading, _, rest = text.partition("\n") if text.startswith("# ") else ("", "", text)
         body = []
         if self.step_index == 0 and self.created:
-            body.append(Wrapped(t("ui.file_created", self.lang, path=self.shown_path()), style="bold green"))
+            body.append(
+                Wrapped(t("ui.file_created", self.lang, path=self.shown_path()), style="bold green")
+            )
         if heading:
             body.append(render_markdown(heading))
         extra = step_extra(self, self.views.get(self.step.id))
@@ -430,10 +519,22 @@ class TutorApp(App):
         self.shown["#results"] = signature
         hints = hints_block(step.hints.get(lang, ()), self.hints_shown.get(step.id, 0), lang)
         if step.checked:
-            content = step_results(self.results.get(step.id), lang, running=running, hints=hints,
-                                   full=self.full_messages, after_pass=self.after_pass(step))
+            content = step_results(
+                self.results.get(step.id),
+                lang,
+                running=running,
+                hints=hints,
+                full=self.full_messages,
+                after_pass=self.after_pass(step),
+            )
         else:
-            content = Group(*(x for x in (Wrapped(t("ui.not_checked", lang), style="dim"), hints) if x is not None))
+            content = Group(
+                *(
+                    x
+                    for x in (Wrapped(t("ui.not_checked", lang), style="dim"), hints)
+                    if x is not None
+                )
+            )
         self.show_in("#results", content, key=signature)
         # An experiment has no verdicts: its screen gets the whole height unless a hint is open.
         self.query_one("#results").display = step.checked or hints is not None
@@ -471,8 +572,12 @@ class TutorApp(App):
             # drawn some before); else this step draws none, as far as its results say.
             drawn = bool(self.step.weights_declared) or self.step.weights_from in self.drew_weights
             if drawn and self.worker_state == "loading":
-                return Wrapped(t("ui.worker_loading", lang), style="dim")  # not "no weights yet": nothing ran
-            return Wrapped(t("ui.weights_waiting" if drawn else "ui.weights_none", lang), style="dim")
+                return Wrapped(
+                    t("ui.worker_loading", lang), style="dim"
+                )  # not "no weights yet": nothing ran
+            return Wrapped(
+                t("ui.weights_waiting" if drawn else "ui.weights_none", lang), style="dim"
+            )
         index = self.heatmap_index % len(maps)
         entry = maps[index]
         mode = ("learner", "reference", "diff")[self.heatmap_mode % 3]
@@ -481,7 +586,11 @@ class TutorApp(App):
         if learner is None:
             learner, mode = entry["reference"], "reference"
             # The judge may say why it has none (kit.weights(..., why=...)).
-            why = text_of(entry["why"], lang) if entry.get("why") else t("ui.weights_unavailable", lang)
+            why = (
+                text_of(entry["why"], lang)
+                if entry.get("why")
+                else t("ui.weights_unavailable", lang)
+            )
             note = Wrapped(why, style="yellow")
         nan = float("nan")
         as_floats = lambda m: [[nan if v is None else v for v in row] for row in m]  # noqa: E731
@@ -489,13 +598,37 @@ class TutorApp(App):
         # The panel's words, or the entry's own where its matrix is not attention weights.
         words = entry.get("words") or {}
         axes, legend = heatmap_words(lang, words)
-        title = t("ui.weights_title", lang, title=panel_word(lang, words, "weights"), label=label, n=index + 1,
-                  total=len(maps))
-        renderable = heatmap(as_floats(learner), reference=as_floats(entry["reference"]), mode=mode, title=title,
-                             axis_labels=axes, color_system_hint=self.color_hint, legend=legend)
-        next_key = [t("ui.weights_key_next", lang, what=t("ui.batch_or_head", lang))] if len(maps) > 1 else []
+        title = t(
+            "ui.weights_title",
+            lang,
+            title=panel_word(lang, words, "weights"),
+            label=label,
+            n=index + 1,
+            total=len(maps),
+        )
+        renderable = heatmap(
+            as_floats(learner),
+            reference=as_floats(entry["reference"]),
+            mode=mode,
+            title=title,
+            axis_labels=axes,
+            color_system_hint=self.color_hint,
+            legend=legend,
+        )
+        next_key = (
+            [t("ui.weights_key_next", lang, what=t("ui.batch_or_head", lang))]
+            if len(maps) > 1
+            else []
+        )
         # b only where it changes the map
-        keys = Packed("", [t("ui.weights_key_text", lang), *next_key, panel_word(lang, words, "weights_key_mode")])
+        keys = Packed(
+            "",
+            [
+                t("ui.weights_key_text", lang),
+                *next_key,
+                panel_word(lang, words, "weights_key_mode"),
+            ],
+        )
         return Group(*(x for x in (note, renderable, keys) if x is not None))
 
     # ------------------------------------------------------------------ the checker
@@ -527,7 +660,9 @@ class TutorApp(App):
         if self.worker is None or self.worker_state == "gone":
             return
         try:
-            self.worker.submit(self.lesson.id, str(self.path), text, checked + extra, params=self.params())
+            self.worker.submit(
+                self.lesson.id, str(self.path), text, checked + extra, params=self.params()
+            )
         except WorkerGone:
             self.worker_state = "gone"
             self.render_fileinfo()
@@ -545,11 +680,18 @@ class TutorApp(App):
     def rerun_step(self) -> None:
         """The current step again with its new settings, and whatever else is still running (a
         new run supersedes the one in flight)."""
-        if self.source is None or self.source[0] is None or self.worker is None or self.worker_state == "gone":
+        if (
+            self.source is None
+            or self.source[0] is None
+            or self.worker is None
+            or self.worker_state == "gone"
+        ):
             return
         steps = [s.id for s in self.lesson.steps if s.id in self.running or s.id == self.step.id]
         try:
-            self.worker.submit(self.lesson.id, str(self.path), self.source[0], steps, params=self.params())
+            self.worker.submit(
+                self.lesson.id, str(self.path), self.source[0], steps, params=self.params()
+            )
         except WorkerGone:
             self.worker_state = "gone"
             self.render_fileinfo()
@@ -563,8 +705,11 @@ class TutorApp(App):
     def updating(self) -> bool:
         """A run of the current step is out while an older view of it is on screen (shown dim
         "updating…" after SPINNER_AFTER, as the spinner is)."""
-        return (self.step.id in self.running and self.step.id in self.views
-                and time.monotonic() - self.run_started > SPINNER_AFTER)
+        return (
+            self.step.id in self.running
+            and self.step.id in self.views
+            and time.monotonic() - self.run_started > SPINNER_AFTER
+        )
 
     @on(WorkerEvent)
     def on_worker_event(self, message: WorkerEvent) -> None:
@@ -603,7 +748,9 @@ class TutorApp(App):
             self.new_verdict = True  # after_results scrolls to its first failure
         self.results[result.id] = result
         if "view" in result.visuals:
-            self.views[result.id] = result.visuals["view"]  # a run without one (a file that does not load) keeps the last
+            self.views[result.id] = result.visuals[
+                "view"
+            ]  # a run without one (a file that does not load) keeps the last
         if result.visuals.get("heatmaps"):
             self.drew_weights.add(result.id)
         self.versions[result.id] = self.versions.get(result.id, 0) + 1
@@ -633,14 +780,22 @@ class TutorApp(App):
             self.new_verdict = False
             self.show_first_failure()
         self.render_fileinfo()
-        if self.show_weights or not self.step.checked or self.step.id in self.views:  # a checked step may have a view too
+        if (
+            self.show_weights or not self.step.checked or self.step.id in self.views
+        ):  # a checked step may have a view too
             self.render_main()
         if not self.running:
-            self.call_after_refresh(self.remember, wait=False)  # after the paint, and not in the way of the next
+            self.call_after_refresh(
+                self.remember, wait=False
+            )  # after the paint, and not in the way of the next
         checked_running = self.running & {s.id for s in self.lesson.checked_steps}
         if self.running_digest and not checked_running:
-            self.call_after_refresh(trace, "verdicts", digest=self.running_digest,
-                                    statuses={s: r.status for s, r in self.results.items()})
+            self.call_after_refresh(
+                trace,
+                "verdicts",
+                digest=self.running_digest,
+                statuses={s: r.status for s, r in self.results.items()},
+            )
             self.running_digest = ""
 
     @work(exclusive=True, group="watch")
@@ -665,9 +820,17 @@ class TutorApp(App):
         self.run_checks(text, raw)
 
     def tick(self) -> None:
-        if self.step.questions and not self.closing and time.monotonic() - self.answers_checked > ANSWERS_EVERY:
+        if (
+            self.step.questions
+            and not self.closing
+            and time.monotonic() - self.answers_checked > ANSWERS_EVERY
+        ):
             self.reread_answers()  # edits made in the file show up while the step is on screen
-        if self.running and not self.closing and time.monotonic() - self.run_started > SPINNER_AFTER:
+        if (
+            self.running
+            and not self.closing
+            and time.monotonic() - self.run_started > SPINNER_AFTER
+        ):
             self.spin += 1
             self.render_steps()
             self.render_results()
@@ -792,8 +955,10 @@ class TutorApp(App):
             text, base = self.unsaved[(step.id, index)]
         else:
             text = base = self.answers.get(step.id, {}).get(index, "")
-        self.push_screen(AnswerScreen(index + 1, questions[index], text, self.lang),
-                         lambda new: self.save_answer(step.id, index, new, base))
+        self.push_screen(
+            AnswerScreen(index + 1, questions[index], text, self.lang),
+            lambda new: self.save_answer(step.id, index, new, base),
+        )
 
     def answer_sheet(self) -> AnswerSheet:
         """The lesson's answers file, its headings in the current language."""
@@ -803,7 +968,10 @@ class TutorApp(App):
             name=self.lesson.answers_file,
             title=t("store.answers_title", lang, lesson=self.lesson.id),
             note=t("store.answers_note", lang),
-            sections=tuple(Section(s.id, s.title.get(lang, s.id), tuple(s.questions.get(lang, ()))) for s in asked),
+            sections=tuple(
+                Section(s.id, s.title.get(lang, s.id), tuple(s.questions.get(lang, ())))
+                for s in asked
+            ),
             question=t("store.answers_question", lang),  # "{n}" left in: the store numbers them
             legacy_step=asked[0].id if asked else "",
         )
@@ -836,11 +1004,16 @@ class TutorApp(App):
             return t("ui.answer_both", lang, file=theirs.strip("\n"), app=mine.strip("\n"))
 
         try:
-            saved = self.store.save_answer(self.answer_sheet(), step, index, text, base=base, both=both)
+            saved = self.store.save_answer(
+                self.answer_sheet(), step, index, text, base=base, both=both
+            )
         except (OSError, ValueError) as exc:
             self.unsaved[(step, index)] = (text, base)
             self.answers.setdefault(step, {})[index] = text
-            self.notify(t("ui.os_error", lang, error=getattr(exc, "strerror", None) or exc), severity="error")
+            self.notify(
+                t("ui.os_error", lang, error=getattr(exc, "strerror", None) or exc),
+                severity="error",
+            )
             self.render_main()
             return
         self.unsaved.pop((step, index), None)
@@ -849,8 +1022,11 @@ class TutorApp(App):
             self.answers.setdefault(s, {})[i] = unsaved
         self.answers_checked = time.monotonic()
         if saved.kept_both:
-            self.notify(t("ui.answer_kept_both", lang, n=index + 1, path=saved.path.name), severity="warning",
-                        timeout=8)
+            self.notify(
+                t("ui.answer_kept_both", lang, n=index + 1, path=saved.path.name),
+                severity="warning",
+                timeout=8,
+            )
         elif saved.written:
             self.notify(t("ui.answer_saved", lang, path=saved.path.name), timeout=2)
         self.render_main()
@@ -864,7 +1040,9 @@ class TutorApp(App):
         from .confirm import ConfirmScreen
 
         question = t("ui.reset_question", self.lang, names=", ".join(names), path=self.path.name)
-        self.push_screen(ConfirmScreen(question, self.lang), lambda yes: yes and self.reset_step(names))
+        self.push_screen(
+            ConfirmScreen(question, self.lang), lambda yes: yes and self.reset_step(names)
+        )
 
     def reset_step(self, names: list[str]) -> None:
         from ..workspace import reset_function
@@ -898,16 +1076,30 @@ class TutorApp(App):
             reference = step_solution(self.lesson, step.id)
         except OSError:
             return
-        self.push_screen(SolutionScreen(self.lang, step.title[self.lang], solution_diff(mine, self.lesson, step.id),
-                                        reference))
+        self.push_screen(
+            SolutionScreen(
+                self.lang,
+                step.title[self.lang],
+                solution_diff(mine, self.lesson, step.id),
+                reference,
+            )
+        )
 
     def action_lessons(self) -> None:
         from ..lesson import all_lessons
         from .lessons import LessonScreen
 
-        progress = {lid: entry.get("status", {}) for lid, entry in self.store.peek().get("lessons", {}).items()}
-        progress[self.lesson.id] = {**self.saved_status, **{sid: r.status for sid, r in self.results.items()}}
-        self.push_screen(LessonScreen(self.lang, all_lessons(), progress, self.lesson.id), self.switch_lesson)
+        progress = {
+            lid: entry.get("status", {})
+            for lid, entry in self.store.peek().get("lessons", {}).items()
+        }
+        progress[self.lesson.id] = {
+            **self.saved_status,
+            **{sid: r.status for sid, r in self.results.items()},
+        }
+        self.push_screen(
+            LessonScreen(self.lang, all_lessons(), progress, self.lesson.id), self.switch_lesson
+        )
 
     def switch_lesson(self, lesson_id: str | None) -> None:
         if lesson_id is None or lesson_id == self.lesson.id:
@@ -923,8 +1115,11 @@ class TutorApp(App):
 
         for lesson in all_lessons():
             if lesson.id != self.lesson.id:
-                yield SystemCommand(t("ui.command_lesson", self.lang, title=lesson.title[self.lang]),
-                                    lesson.id, lambda lid=lesson.id: self.switch_lesson(lid))
+                yield SystemCommand(
+                    t("ui.command_lesson", self.lang, title=lesson.title[self.lang]),
+                    lesson.id,
+                    lambda lid=lesson.id: self.switch_lesson(lid),
+                )
         yield SystemCommand(t("ui.key_lang_long", self.lang), "l", self.action_language)
         yield SystemCommand(t("ui.key_help", self.lang), "?", self.action_help)
         yield SystemCommand(t("ui.key_quit", self.lang), "q", self.exit)
@@ -933,7 +1128,11 @@ class TutorApp(App):
         from textual.command import CommandPalette
 
         if not CommandPalette.is_open(self):
-            self.push_screen(CommandPalette(id="--command-palette", placeholder=t("ui.command_search", self.lang)))
+            self.push_screen(
+                CommandPalette(
+                    id="--command-palette", placeholder=t("ui.command_search", self.lang)
+                )
+            )
 
     def action_help(self) -> None:
         from .help import HelpScreen
@@ -960,6 +1159,8 @@ class TutorApp(App):
             with self.suspend():
                 subprocess.call(command)
         except (OSError, ValueError, SuspendNotSupported) as exc:
-            self.notify(t("ui.editor_failed", self.lang, editor=editor, error=exc), severity="error")
+            self.notify(
+                t("ui.editor_failed", self.lang, editor=editor, error=exc), severity="error"
+            )
             return
         self.rerun_from_disk()

@@ -13,11 +13,29 @@ from textual.widgets import Static
 from ..i18n import t
 from ..render.wrap import Wrapped
 
-HELP_KEYS = (("n", "key_next"), ("p", "key_prev"), ("r", "key_run"), ("e", "key_edit"), ("h", "key_hint"),
-             ("l", "key_lang_long"), ("w", "key_weights_long"), ("b", "key_cycle"), ("d", "key_mode"),
-             ("1–9", "key_settings"), ("m", "key_model"), ("f", "key_full"), ("R", "key_reset"), ("s", "key_solution"),
-             ("L", "key_lessons"), ("Ctrl+P", "key_commands"), ("↑ ↓", "key_scroll"), ("PgUp PgDn", "key_page"),
-             ("Tab", "key_focus"), ("?", "key_help"), ("q", "key_quit"))
+HELP_KEYS = (
+    ("n", "key_next"),
+    ("p", "key_prev"),
+    ("r", "key_run"),
+    ("e", "key_edit"),
+    ("h", "key_hint"),
+    ("l", "key_lang_long"),
+    ("w", "key_weights_long"),
+    ("b", "key_cycle"),
+    ("d", "key_mode"),
+    ("1–9", "key_settings"),
+    ("m", "key_model"),
+    ("f", "key_full"),
+    ("R", "key_reset"),
+    ("s", "key_solution"),
+    ("L", "key_lessons"),
+    ("Ctrl+P", "key_commands"),
+    ("↑ ↓", "key_scroll"),
+    ("PgUp PgDn", "key_page"),
+    ("Tab", "key_focus"),
+    ("?", "key_help"),
+    ("q", "key_quit"),
+)
 
 
 class HelpScreen(ModalScreen):

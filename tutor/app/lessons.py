@@ -24,10 +24,15 @@ class LessonScreen(ModalScreen[str | None]):
     def compose(self) -> ComposeResult:
         options = []
         for lesson in self.lessons:
-            passed = sum(self.progress.get(lesson.id, {}).get(s.id) == "pass" for s in lesson.checked_steps)
-            line = Text.assemble(("▸ " if lesson.id == self.current else "  "), (lesson.title[self.lang], "bold"),
-                                 f"  {lesson.id} · ", t("cli.list_progress", self.lang, passed=passed,
-                                                         total=len(lesson.checked_steps)))
+            passed = sum(
+                self.progress.get(lesson.id, {}).get(s.id) == "pass" for s in lesson.checked_steps
+            )
+            line = Text.assemble(
+                ("▸ " if lesson.id == self.current else "  "),
+                (lesson.title[self.lang], "bold"),
+                f"  {lesson.id} · ",
+                t("cli.list_progress", self.lang, passed=passed, total=len(lesson.checked_steps)),
+            )
             options.append(Option(line, id=lesson.id))
         with Vertical(id="lessons-box"):
             yield Static(Wrapped(t("ui.lessons_title", self.lang), style="bold"))

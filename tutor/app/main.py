@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import os
 import sys
@@ -23,13 +24,24 @@ def _app_for(store, worker, *, lesson_id, step_id, file, lang, poll, timeout):
         path, created = ensure_solution(cwd, lesson)
     remembered = state.get("lessons", {}).get(lesson.id, {})
     if step_id is None or step_id not in lesson.step_ids():
-        step_id = remembered.get("step") if remembered.get("step") in lesson.step_ids() else lesson.steps[0].id
+        step_id = (
+            remembered.get("step")
+            if remembered.get("step") in lesson.step_ids()
+            else lesson.steps[0].id
+        )
     from .app import TutorApp
 
     return TutorApp(
-        lesson=lesson, path=path, created=created, step_id=step_id,
-        lang=choose(lang, state.get("lang")), store=store, poll=True if poll else None,
-        timeout=timeout, worker=worker, lang_chosen=lang is not None,
+        lesson=lesson,
+        path=path,
+        created=created,
+        step_id=step_id,
+        lang=choose(lang, state.get("lang")),
+        store=store,
+        poll=True if poll else None,
+        timeout=timeout,
+        worker=worker,
+        lang_chosen=lang is not None,
     )
 
 
@@ -44,12 +56,22 @@ def run_app(*, lesson_id=None, step_id=None, file=None, lang=None, poll=False, t
     # painted its first screen (TutorApp.on_mount calls go()). A switch of lesson keeps it.
     from ..runner.client import Worker
 
-    worker = Worker(None, log=store.folder / "worker.log", **({"timeout": timeout} if timeout else {}))
+    worker = Worker(
+        None, log=store.folder / "worker.log", **({"timeout": timeout} if timeout else {})
+    )
     worker.start(defer=True)
     try:
         while True:
-            app = _app_for(store, worker, lesson_id=lesson_id, step_id=step_id, file=file, lang=lang,
-                           poll=poll, timeout=timeout)
+            app = _app_for(
+                store,
+                worker,
+                lesson_id=lesson_id,
+                step_id=step_id,
+                file=file,
+                lang=lang,
+                poll=poll,
+                timeout=timeout,
+            )
             app.run()
             if app.switch_to is None:
                 break
@@ -62,8 +84,6 @@ def run_app(*, lesson_id=None, step_id=None, file=None, lang=None, poll=False, t
     # not a daemon: if the terminal went away while the app closed (an SSH link dropped, a tmux
     # pane killed), it spins on the dead tty and a normal exit would wait for it forever.
     for stream in (sys.stdout, sys.stderr):
-        try:
+        with contextlib.suppress(OSError, ValueError):
             stream.flush()
-        except (OSError, ValueError):
-            pass
     os._exit(app.return_code or 0)

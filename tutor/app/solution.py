@@ -22,7 +22,9 @@ class SolutionScreen(ModalScreen):
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="solution-box"):
-            yield Static(Wrapped(t("ui.solution_title", self.lang, title=self.title_text), style="bold"))
+            yield Static(
+                Wrapped(t("ui.solution_title", self.lang, title=self.title_text), style="bold")
+            )
             if self.diff:
                 yield Static(Wrapped(t("ui.solution_diff", self.lang), style="dim"))
                 yield Static(Syntax(self.diff, "diff", theme="ansi_dark", word_wrap=True))

@@ -23,8 +23,17 @@ from ..i18n import t
 from ..render.verdicts import ANCHOR, marked
 from ..render.wrap import Wrapped
 
-FOOTER_KEYS = (("n", "foot_next"), ("p", "foot_prev"), ("r", "foot_run"), ("e", "foot_edit"), ("h", "foot_hint"),
-               ("w", "foot_weights"), ("l", "foot_lang"), ("?", "foot_help"), ("q", "foot_quit"))
+FOOTER_KEYS = (
+    ("n", "foot_next"),
+    ("p", "foot_prev"),
+    ("r", "foot_run"),
+    ("e", "foot_edit"),
+    ("h", "foot_hint"),
+    ("w", "foot_weights"),
+    ("l", "foot_lang"),
+    ("?", "foot_help"),
+    ("q", "foot_quit"),
+)
 
 
 def one_line(title: str) -> Text:
@@ -49,12 +58,19 @@ class StepList(OptionList):
         with self.prevent(OptionList.OptionHighlighted):
             if key != self.shown_key:
                 self.clear_options()
-                self.add_options([Option(marked(marks[s.id], one_line(s.title[lang])), id=s.id) for s in lesson.steps])
+                self.add_options(
+                    [
+                        Option(marked(marks[s.id], one_line(s.title[lang])), id=s.id)
+                        for s in lesson.steps
+                    ]
+                )
             else:
                 # Only the lines whose mark changed: rebuilding all of them costs a full layout.
                 for i, step in enumerate(lesson.steps):
                     if self.shown_marks.get(step.id) != seen[step.id]:
-                        self.replace_option_prompt_at_index(i, marked(marks[step.id], one_line(step.title[lang])))
+                        self.replace_option_prompt_at_index(
+                            i, marked(marks[step.id], one_line(step.title[lang]))
+                        )
             if self.highlighted != current:
                 self.highlighted = current
         self.shown_key, self.shown_marks = key, seen
@@ -186,8 +202,11 @@ class ScrollingStatic(Static, can_focus=True):
         width = self.scrollable_content_region.width
         if width <= 0:
             return None  # not laid out (or hidden): nothing drawn yet
-        found = [y for y, line in enumerate(self.lines_at(width))
-                 if any(seg.style is not None and seg.style.meta.get(ANCHOR) == name for seg in line)]
+        found = [
+            y
+            for y, line in enumerate(self.lines_at(width))
+            if any(seg.style is not None and seg.style.meta.get(ANCHOR) == name for seg in line)
+        ]
         return (found[0], found[-1]) if found else None
 
     def _size_updated(self, size, virtual_size, container_size, layout: bool = True) -> bool:
@@ -211,7 +230,9 @@ class ScrollingStatic(Static, can_focus=True):
         if y < len(lines):
             return lines[y]
         # Below the content: the background alone, as a VerticalScroll draws it.
-        return Strip.blank(width, RichStyle.from_color(bgcolor=self.background_colors[1].rich_color))
+        return Strip.blank(
+            width, RichStyle.from_color(bgcolor=self.background_colors[1].rich_color)
+        )
 
 
 class DocScroll(VerticalScroll):
@@ -229,9 +250,14 @@ class DocScroll(VerticalScroll):
     def arrange(self, size: Size, optimal: bool = False):
         arrangement = super().arrange(size, optimal)
         styles = self.styles
-        if (not optimal and not self.show_vertical_scrollbar and styles.overflow_y == "auto"
-                and styles.overflow_x == "hidden" and styles.scrollbar_gutter != "stable"
-                and arrangement.total_region.bottom > size.height):
+        if (
+            not optimal
+            and not self.show_vertical_scrollbar
+            and styles.overflow_y == "auto"
+            and styles.overflow_x == "hidden"
+            and styles.scrollbar_gutter != "stable"
+            and arrangement.total_region.bottom > size.height
+        ):
             gutter = styles.scrollbar_size_vertical
             if 0 < gutter < size.width:
                 # set_reactive: no layout request for it, this layout already has the scrollbar.
@@ -266,7 +292,11 @@ class Progress(ProgressBar):
     """A ProgressBar with only its bar (no percentage, no ETA), a PassBar."""
 
     def compose(self):
-        yield PassBar(id="bar", clock=self._clock).data_bind(ProgressBar.percentage).data_bind(ProgressBar.gradient)
+        yield (
+            PassBar(id="bar", clock=self._clock)
+            .data_bind(ProgressBar.percentage)
+            .data_bind(ProgressBar.gradient)
+        )
 
 
 class Footer(Static):
@@ -285,10 +315,10 @@ class Footer(Static):
         def item(key: str, label: str) -> Text:
             return Text.assemble((key, "reverse bold"), f" {t(f'ui.{label}', self.lang)}  ")
 
-        tail = [item(*k) for k in FOOTER_KEYS[-self.KEPT:]]
+        tail = [item(*k) for k in FOOTER_KEYS[-self.KEPT :]]
         room = self.size.width - sum(part.cell_len for part in tail)
         text = Text(no_wrap=True, overflow="ellipsis")
-        for key, label in FOOTER_KEYS[:-self.KEPT]:
+        for key, label in FOOTER_KEYS[: -self.KEPT]:
             part = item(key, label)
             if part.cell_len > room:
                 break
@@ -311,7 +341,9 @@ def step_extra(app, view: list | None) -> RenderableType | None:
     if app.updating():
         parts.append(Wrapped(t("ui.updating", lang), style="dim"))
     if view is not None:
-        if keys_line is not None and not any(i.get("kind") == "keys" for i in view if isinstance(i, dict)):
+        if keys_line is not None and not any(
+            i.get("kind") == "keys" for i in view if isinstance(i, dict)
+        ):
             parts.append(keys_line)  # a view without a place for the keys line: it goes first
         parts += draw_view(view, ctx)
     elif not step.checked and not step.questions:
@@ -321,8 +353,14 @@ def step_extra(app, view: list | None) -> RenderableType | None:
     if step.questions.get(lang):
         if parts:
             parts.append(Text(""))
-        questions = Questions(step.questions[lang], app.answers.get(step.id, {}), step.answers.get(lang, ()),
-                              app.show_model, app.answers_shown_path(), step.question_keys())
+        questions = Questions(
+            step.questions[lang],
+            app.answers.get(step.id, {}),
+            step.answers.get(lang, ()),
+            app.show_model,
+            app.answers_shown_path(),
+            step.question_keys(),
+        )
         parts += draw_questions(questions, ctx, spoilers(view or []))
     return Group(*parts) if parts else None
 
@@ -331,8 +369,16 @@ def settings_line(step, values: dict, lang: str) -> RenderableType:
     """The step's keys and the value each setting has now: "Keys: 1 heads: 12 · 2 batch: 1"."""
     from ..render.visuals import Packed
 
-    items = [t("ui.setting", lang, key=s.key, label=s.label.get(lang, s.id),
-               value=s.shown(values.get(s.id, s.default), lang)) for s in step.settings]
+    items = [
+        t(
+            "ui.setting",
+            lang,
+            key=s.key,
+            label=s.label.get(lang, s.id),
+            value=s.shown(values.get(s.id, s.default), lang),
+        )
+        for s in step.settings
+    ]
     prefix = t("ui.settings_keys", lang, settings="")
     return Packed(prefix, items)
 

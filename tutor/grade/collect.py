@@ -45,7 +45,11 @@ class Submission:
 
 def _stems(lesson: Lesson) -> list[str]:
     stem = Path(lesson.file_name).stem
-    return sorted({stem, lesson.id, stem.replace("_", "-"), lesson.id.replace("-", "_")}, key=len, reverse=True)
+    return sorted(
+        {stem, lesson.id, stem.replace("_", "-"), lesson.id.replace("-", "_")},
+        key=len,
+        reverse=True,
+    )
 
 
 def student_id(path: Path, lesson: Lesson | None) -> str:
@@ -58,7 +62,7 @@ def student_id(path: Path, lesson: Lesson | None) -> str:
             if low == stem.lower():
                 return path.resolve().parent.name
             if low.startswith(stem.lower()) and name[len(stem)] in SEPARATORS:
-                return name[len(stem):].strip(SEPARATORS) or path.resolve().parent.name
+                return name[len(stem) :].strip(SEPARATORS) or path.resolve().parent.name
             if low.endswith(stem.lower()) and name[-len(stem) - 1] in SEPARATORS:
                 return name[: -len(stem)].strip(SEPARATORS) or path.resolve().parent.name
     return name
@@ -115,7 +119,14 @@ def guess_lesson(submissions: list[Submission], guess_one) -> Lesson:
             raw = sub.path.read_bytes()
         except OSError:
             continue
-        by_name = next((l for l in all_lessons() if any(s.lower() in sub.path.name.lower() for s in _stems(l))), None)
+        by_name = next(
+            (
+                l
+                for l in all_lessons()
+                if any(s.lower() in sub.path.name.lower() for s in _stems(l))
+            ),
+            None,
+        )
         lesson = by_name or guess_one(sub.path, raw)
         if lesson is not None:
             seen.add(lesson.id)

@@ -1,12 +1,13 @@
 """`attn-tutor grade`: the command, from its arguments to the files. Imports no torch.
 
-    attn-tutor grade SUBMISSIONS… [--lesson ID] [--out DIR] [--jobs N] [--timeout S]
-                     [--lang en|zh] [--seed N] [--shard K/N]
-    attn-tutor grade --merge DIR… [--out DIR] [--lang en|zh]
+attn-tutor grade SUBMISSIONS… [--lesson ID] [--out DIR] [--jobs N] [--timeout S]
+                 [--lang en|zh] [--seed N] [--shard K/N]
+attn-tutor grade --merge DIR… [--out DIR] [--lang en|zh]
 """
 
 from __future__ import annotations
 
+import contextlib
 import signal
 import time
 from pathlib import Path
@@ -29,8 +30,16 @@ def _usage(exc: CollectError, lang: str) -> GradeUsage:
 
 
 def add_parser(sub, lang: str, lesson_ids: str) -> None:
-    g = sub.add_parser("grade", help=t("grade.help", lang), description=t("grade.description", lang))
-    g.add_argument("submissions", nargs="*", type=Path, metavar="SUBMISSIONS", help=t("grade.opt_submissions", lang))
+    g = sub.add_parser(
+        "grade", help=t("grade.help", lang), description=t("grade.description", lang)
+    )
+    g.add_argument(
+        "submissions",
+        nargs="*",
+        type=Path,
+        metavar="SUBMISSIONS",
+        help=t("grade.opt_submissions", lang),
+    )
     g.add_argument("--lesson", dest="grade_lesson", help=t("cli.opt_lesson", lang, ids=lesson_ids))
     g.add_argument("--out", type=Path, default=DEFAULT_OUT, help=t("grade.opt_out", lang))
     g.add_argument("--jobs", type=int, help=t("grade.opt_jobs", lang))
@@ -48,16 +57,16 @@ def _clear_old(out: Path) -> None:
         path.unlink()
     for path in (out / "gradescope").glob("*/results.json"):
         path.unlink()
-        try:
+        with contextlib.suppress(OSError):
             path.parent.rmdir()
-        except OSError:
-            pass
 
 
 def _finish(out: Path, lesson, records: list[dict], lang: str, console) -> None:
     from .report import class_report, rich_report
 
-    old = signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl+C must not cut the files short
+    old = signal.signal(
+        signal.SIGINT, signal.SIG_IGN
+    )  # a second Ctrl+C must not cut the files short
     try:
         outputs.write_all(out, lesson, records, lang)
     finally:
@@ -128,7 +137,9 @@ def run_grade(args, lang: str, pick_lesson, guess_one) -> int:
     records: list[dict] = []
 
     def on_graded(sub, raw, steps, seconds):
-        record = make_record(lesson, sub.student, sub.path, raw, steps, lang, args.seed, timeout, seconds)
+        record = make_record(
+            lesson, sub.student, sub.path, raw, steps, lang, args.seed, timeout, seconds
+        )
         outputs.write_record(out, record)  # at once: an interrupted run keeps it
         records.append(record)
         progress.advance(task)
@@ -155,8 +166,14 @@ def run_grade(args, lang: str, pick_lesson, guess_one) -> int:
 
 
 def _progress(console, lang: str):
-    from rich.progress import (BarColumn, MofNCompleteColumn, Progress, ProgressColumn, TextColumn,
-                               TimeRemainingColumn)
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        ProgressColumn,
+        TextColumn,
+        TimeRemainingColumn,
+    )
     from rich.text import Text
 
     class Rate(ProgressColumn):
@@ -164,5 +181,12 @@ def _progress(console, lang: str):
             speed = task.finished_speed or task.speed
             return Text(t("grade.rate", lang, rate=f"{speed:.1f}" if speed else "–"))
 
-    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), Rate(),
-                    TimeRemainingColumn(), console=console, transient=False)
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        Rate(),
+        TimeRemainingColumn(),
+        console=console,
+        transient=False,
+    )

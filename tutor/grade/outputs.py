@@ -1,9 +1,9 @@
 """The grade files, each made from the students' records (record.py) alone. Pure: no torch.
 
-    OUT/students/<id>.json            the record: `check --json`'s object + sha256, versions, score
-    OUT/grades.csv                    a row per student; the first row gives each step's points
-    OUT/gradescope/<id>/results.json  Gradescope's autograder schema
-    OUT/junit.xml                     a testsuite per student, a testcase per step
+OUT/students/<id>.json            the record: `check --json`'s object + sha256, versions, score
+OUT/grades.csv                    a row per student; the first row gives each step's points
+OUT/gradescope/<id>/results.json  Gradescope's autograder schema
+OUT/junit.xml                     a testsuite per student, a testcase per step
 """
 
 from __future__ import annotations
@@ -66,7 +66,15 @@ def grades_csv(lesson, records: list[dict]) -> str:
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(["student", *steps, "total", "percent", "status"])
-    w.writerow(["points", *(_number(s.points) for s in lesson.checked_steps), _number(lesson.max_points), "100", ""])
+    w.writerow(
+        [
+            "points",
+            *(_number(s.points) for s in lesson.checked_steps),
+            _number(lesson.max_points),
+            "100",
+            "",
+        ]
+    )
     for r in sorted(records, key=lambda r: r["student"]):
         earned = [_number(r["points"][s] if step_status(r, s) == "pass" else 0) for s in steps]
         w.writerow([r["student"], *earned, _number(r["score"]), _number(percent(r)), r["status"]])
@@ -90,18 +98,34 @@ def gradescope(lesson, record: dict, lang: str) -> dict:
     tests = []
     for step in lesson.checked_steps:
         passed = step_status(record, step.id) == "pass"
-        tests.append({
-            "name": f"{step.title[lang]} ({step.id})", "number": str(len(tests) + 1),
-            "score": step.points if passed else 0, "max_score": step.points,
-            "status": "passed" if passed else "failed",
-            "output": _step_output(record, step.id, lang), "visibility": "visible",
-        })
-    out = {"score": record["score"], "execution_time": record["seconds"], "tests": tests,
-           "output": t("grade.gradescope_output", lang, status=t(f"grade.status.{status_key(record['status'])}", lang),
-                       score=_number(record["score"]), max=_number(record["max_score"]),
-                       sha=(record["sha256"] or "-")[:12], version=record["tutor_version"],
-                       lesson_version=record["lesson_version"]),
-           "visibility": "visible", "stdout_visibility": "hidden"}
+        tests.append(
+            {
+                "name": f"{step.title[lang]} ({step.id})",
+                "number": str(len(tests) + 1),
+                "score": step.points if passed else 0,
+                "max_score": step.points,
+                "status": "passed" if passed else "failed",
+                "output": _step_output(record, step.id, lang),
+                "visibility": "visible",
+            }
+        )
+    out = {
+        "score": record["score"],
+        "execution_time": record["seconds"],
+        "tests": tests,
+        "output": t(
+            "grade.gradescope_output",
+            lang,
+            status=t(f"grade.status.{status_key(record['status'])}", lang),
+            score=_number(record["score"]),
+            max=_number(record["max_score"]),
+            sha=(record["sha256"] or "-")[:12],
+            version=record["tutor_version"],
+            lesson_version=record["lesson_version"],
+        ),
+        "visibility": "visible",
+        "stdout_visibility": "hidden",
+    }
     return out
 
 
@@ -118,15 +142,22 @@ def junit_xml(lesson, records: list[dict], lang: str) -> str:
         ms = r.get("ms", {})
         for step in lesson.checked_steps:
             status = step_status(r, step.id)
-            case = ET.SubElement(suite, "testcase", classname=f"{lesson.id}.{r['student']}", name=step.id,
-                                 time=f"{ms.get(step.id, 0.0) / 1000:.3f}")
+            case = ET.SubElement(
+                suite,
+                "testcase",
+                classname=f"{lesson.id}.{r['student']}",
+                name=step.id,
+                time=f"{ms.get(step.id, 0.0) / 1000:.3f}",
+            )
             counts["tests"] += 1
             if status == "pass":
                 continue
             text = _step_output(r, step.id, lang)
             tag = "failure" if status in ("fail", "todo") else "error"
             counts["failures" if tag == "failure" else "errors"] += 1
-            node = ET.SubElement(case, tag, message=text.splitlines()[0] if text else status, type=status)
+            node = ET.SubElement(
+                case, tag, message=text.splitlines()[0] if text else status, type=status
+            )
             node.text = text
         for k, v in counts.items():
             suite.set(k, str(v))
@@ -144,8 +175,10 @@ def write_all(out: Path, lesson, records: list[dict], lang: str) -> None:
 
     write_text(out / "grades.csv", grades_csv(lesson, records))
     for r in records:
-        write_text(out / "gradescope" / safe_name(r["student"]) / "results.json",
-                   dumps(gradescope(lesson, r, lang)))
+        write_text(
+            out / "gradescope" / safe_name(r["student"]) / "results.json",
+            dumps(gradescope(lesson, r, lang)),
+        )
     write_text(out / "junit.xml", junit_xml(lesson, records, lang))
     rep = class_report(lesson, records)
     write_text(out / "report.md", report_md(lesson, rep, lang))

@@ -54,21 +54,34 @@ def mistakes_of(steps: list[StepResult]) -> list[dict]:
             if check.status == "pass" or check.message is None:
                 continue
             message = {"key": check.message.key, "params": check.message.params}
-            for likely in ([message] if is_likely(message["key"]) else likely_messages(message)):
-                out.append({"step": step.id, "check": check.id, "id": likely["key"], "message": likely})
+            for likely in [message] if is_likely(message["key"]) else likely_messages(message):
+                out.append(
+                    {"step": step.id, "check": check.id, "id": likely["key"], "message": likely}
+                )
     return out
 
 
 def status_of(steps: list[StepResult]) -> str:
     if any(s.status == "timeout" for s in steps):
         return "timeout"
-    if file_error(steps) is not None or any(s.failure is not None and s.failure.kind in DIED for s in steps):
+    if file_error(steps) is not None or any(
+        s.failure is not None and s.failure.kind in DIED for s in steps
+    ):
         return "error"
     return "graded"
 
 
-def make_record(lesson, student: str, path, raw: bytes | None, steps: list[StepResult], lang: str,
-                seed: int, timeout: float, seconds: float) -> dict:
+def make_record(
+    lesson,
+    student: str,
+    path,
+    raw: bytes | None,
+    steps: list[StepResult],
+    lang: str,
+    seed: int,
+    timeout: float,
+    seconds: float,
+) -> dict:
     """path/raw None: no file for this student."""
     from ..runner.platform_probe import probe
 
@@ -81,14 +94,23 @@ def make_record(lesson, student: str, path, raw: bytes | None, steps: list[StepR
         # what a grade adds
         "student": student,
         "status": "no file" if path is None else status_of(steps),
-        "score": score, "max_score": lesson.max_points, "points": points,
-        "failures": [{"step": s.id, "kind": s.failure.kind, "detail": s.failure.detail}
-                     for s in steps if s.failure is not None],
+        "score": score,
+        "max_score": lesson.max_points,
+        "points": points,
+        "failures": [
+            {"step": s.id, "kind": s.failure.kind, "detail": s.failure.detail}
+            for s in steps
+            if s.failure is not None
+        ],
         "mistakes": mistakes_of(steps),
         "sha256": None if raw is None else hashlib.sha256(raw).hexdigest(),
-        "tutor_version": __version__, "lesson_version": lesson.version,
-        "seed": seed, "timeout": timeout, "lang": lang,
-        "seconds": round(seconds, 3), "ms": {s.id: s.ms for s in steps},
+        "tutor_version": __version__,
+        "lesson_version": lesson.version,
+        "seed": seed,
+        "timeout": timeout,
+        "lang": lang,
+        "seconds": round(seconds, 3),
+        "ms": {s.id: s.ms for s in steps},
     }
 
 

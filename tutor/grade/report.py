@@ -47,8 +47,10 @@ class ClassReport:
 def class_report(lesson, records: list[dict]) -> ClassReport:
     records = sorted(records, key=lambda r: r["student"])
     with_file = [r for r in records if r["status"] != "no file"]
-    steps = [StepRow(s.id, sum(step_status(r, s.id) == "pass" for r in with_file), len(with_file))
-             for s in lesson.checked_steps]
+    steps = [
+        StepRow(s.id, sum(step_status(r, s.id) == "pass" for r in with_file), len(with_file))
+        for s in lesson.checked_steps
+    ]
     found: dict[str, Mistake] = {}
     for r in records:
         for m in r["mistakes"]:
@@ -58,15 +60,28 @@ def class_report(lesson, records: list[dict]) -> ClassReport:
             if m["step"] not in entry.steps:
                 entry.steps.append(m["step"])
     order = {s.id: i for i, s in enumerate(lesson.checked_steps)}
-    mistakes = sorted(found.values(), key=lambda m: (-len(m.students), min(order.get(s, 99) for s in m.steps), m.id))
+    mistakes = sorted(
+        found.values(),
+        key=lambda m: (-len(m.students), min(order.get(s, 99) for s in m.steps), m.id),
+    )
     problems = []
     for r in records:
         if r["status"] in ("timeout", "error"):
             problems.append((r["student"], r["status"], _what_happened(r)))
-    by_status = {s: sum(r["status"] == s for r in records) for s in ("graded", "timeout", "error", "no file")}
+    by_status = {
+        s: sum(r["status"] == s for r in records) for s in ("graded", "timeout", "error", "no file")
+    }
     mean = sum(r["score"] for r in records) / len(records) if records else 0.0
-    return ClassReport(len(records), by_status, mean, lesson.max_points, steps, mistakes, problems,
-                       [r["student"] for r in records if r["status"] == "no file"])
+    return ClassReport(
+        len(records),
+        by_status,
+        mean,
+        lesson.max_points,
+        steps,
+        mistakes,
+        problems,
+        [r["student"] for r in records if r["status"] == "no file"],
+    )
 
 
 def _what_happened(record: dict) -> str:
@@ -96,9 +111,22 @@ def _status(status: str, lang: str) -> str:
 def _summary(lesson, rep: ClassReport, lang: str) -> list[str]:
     pct = 100 * rep.mean / rep.max_score if rep.max_score else 0.0
     return [
-        t("grade.report_students", lang, n=rep.students, graded=rep.by_status["graded"],
-          timeout=rep.by_status["timeout"], error=rep.by_status["error"], missing=rep.by_status["no file"]),
-        t("grade.report_mean", lang, mean=f"{rep.mean:.2f}", max=f"{rep.max_score:g}", percent=f"{pct:.1f}"),
+        t(
+            "grade.report_students",
+            lang,
+            n=rep.students,
+            graded=rep.by_status["graded"],
+            timeout=rep.by_status["timeout"],
+            error=rep.by_status["error"],
+            missing=rep.by_status["no file"],
+        ),
+        t(
+            "grade.report_mean",
+            lang,
+            mean=f"{rep.mean:.2f}",
+            max=f"{rep.max_score:g}",
+            percent=f"{pct:.1f}",
+        ),
     ]
 
 
@@ -107,6 +135,7 @@ def _mistake_text(m: Mistake, lang: str) -> str:
 
 
 # ------------------------------------------------------------------ terminal
+
 
 def rich_report(lesson, rep: ClassReport, lang: str):
     from rich.console import Group
@@ -123,8 +152,12 @@ def rich_report(lesson, rep: ClassReport, lang: str):
     steps.add_column(t("grade.col_rate", lang), justify="right")
     steps.add_column("")
     for s in rep.steps:
-        steps.add_row(Wrapped(_title(lesson, s.id, lang)), f"{s.passed}/{s.of}", f"{100 * s.rate:.0f}%",
-                      "█" * round(20 * s.rate) + "·" * (20 - round(20 * s.rate)))
+        steps.add_row(
+            Wrapped(_title(lesson, s.id, lang)),
+            f"{s.passed}/{s.of}",
+            f"{100 * s.rate:.0f}%",
+            "█" * round(20 * s.rate) + "·" * (20 - round(20 * s.rate)),
+        )
     parts.append(steps)
     if rep.mistakes:
         table = Table(title=t("grade.report_mistakes", lang), title_justify="left")
@@ -132,8 +165,11 @@ def rich_report(lesson, rep: ClassReport, lang: str):
         table.add_column(t("grade.col_students", lang), justify="right")
         table.add_column(t("grade.col_who", lang), overflow="fold")
         for m in rep.mistakes:
-            table.add_row(Wrapped(Text.assemble((m.id, "bold"), "\n", _mistake_text(m, lang))), str(len(m.students)),
-                          Wrapped(", ".join(m.students)))
+            table.add_row(
+                Wrapped(Text.assemble((m.id, "bold"), "\n", _mistake_text(m, lang))),
+                str(len(m.students)),
+                Wrapped(", ".join(m.students)),
+            )
         parts.append(table)
     else:
         parts.append(Text(t("grade.report_no_mistakes", lang)))
@@ -153,6 +189,7 @@ def rich_report(lesson, rep: ClassReport, lang: str):
 
 # ------------------------------------------------------------------ Markdown
 
+
 def _md_cell(text: str) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
@@ -160,24 +197,35 @@ def _md_cell(text: str) -> str:
 def report_md(lesson, rep: ClassReport, lang: str) -> str:
     out = [f"# {t('grade.report_title', lang, lesson=lesson.title[lang])}", ""]
     out += [f"{line}  " for line in _summary(lesson, rep, lang)] + [""]
-    out += [f"## {t('grade.report_steps', lang)}", "",
-            f"| {t('grade.col_step', lang)} | {t('grade.col_passed', lang)} | {t('grade.col_rate', lang)} |",
-            "|---|---:|---:|"]
+    out += [
+        f"## {t('grade.report_steps', lang)}",
+        "",
+        f"| {t('grade.col_step', lang)} | {t('grade.col_passed', lang)} | {t('grade.col_rate', lang)} |",
+        "|---|---:|---:|",
+    ]
     for s in rep.steps:
-        out.append(f"| {_md_cell(_title(lesson, s.id, lang, f'`{s.id}`'))} | {s.passed}/{s.of} | {100 * s.rate:.0f}% |")
+        out.append(
+            f"| {_md_cell(_title(lesson, s.id, lang, f'`{s.id}`'))} | {s.passed}/{s.of} | {100 * s.rate:.0f}% |"
+        )
     out += ["", f"## {t('grade.report_mistakes', lang)}", ""]
     if rep.mistakes:
-        out += [f"| {t('grade.col_mistake', lang)} | {t('grade.col_students', lang)} | {t('grade.col_who', lang)} |",
-                "|---|---:|---|"]
+        out += [
+            f"| {t('grade.col_mistake', lang)} | {t('grade.col_students', lang)} | {t('grade.col_who', lang)} |",
+            "|---|---:|---|",
+        ]
         for m in rep.mistakes:
-            out.append(f"| `{m.id}`: {_md_cell(_mistake_text(m, lang))} | {len(m.students)} | "
-                       f"{_md_cell(', '.join(m.students))} |")
+            out.append(
+                f"| `{m.id}`: {_md_cell(_mistake_text(m, lang))} | {len(m.students)} | "
+                f"{_md_cell(', '.join(m.students))} |"
+            )
     else:
         out.append(t("grade.report_no_mistakes", lang))
     out += ["", f"## {t('grade.report_problems', lang)}", ""]
     if rep.problems:
-        out += [f"| {t('grade.col_student', lang)} | {t('grade.col_status', lang)} | {t('grade.col_detail', lang)} |",
-                "|---|---|---|"]
+        out += [
+            f"| {t('grade.col_student', lang)} | {t('grade.col_status', lang)} | {t('grade.col_detail', lang)} |",
+            "|---|---|---|",
+        ]
         for student, status, what in rep.problems:
             out.append(f"| {_md_cell(student)} | {_status(status, lang)} | {_md_cell(what)} |")
     else:
@@ -209,34 +257,49 @@ def _bar(share: float, cls: str = "") -> str:
 def report_html(lesson, rep: ClassReport, lang: str) -> str:
     e = html.escape
     title = t("grade.report_title", lang, lesson=lesson.title[lang])
-    out = [f'<!DOCTYPE html>\n<html lang="{lang}"><head><meta charset="utf-8"><title>{e(title)}</title>',
-           f"<style>{CSS}</style></head><body>", f"<h1>{e(title)}</h1>"]
+    out = [
+        f'<!DOCTYPE html>\n<html lang="{lang}"><head><meta charset="utf-8"><title>{e(title)}</title>',
+        f"<style>{CSS}</style></head><body>",
+        f"<h1>{e(title)}</h1>",
+    ]
     out += [f"<p>{e(line)}</p>" for line in _summary(lesson, rep, lang)]
-    out += [f"<h2>{e(t('grade.report_steps', lang))}</h2><table>",
-            f"<tr><th>{e(t('grade.col_step', lang))}</th><th>{e(t('grade.col_passed', lang))}</th>"
-            f"<th>{e(t('grade.col_rate', lang))}</th><th></th></tr>"]
+    out += [
+        f"<h2>{e(t('grade.report_steps', lang))}</h2><table>",
+        f"<tr><th>{e(t('grade.col_step', lang))}</th><th>{e(t('grade.col_passed', lang))}</th>"
+        f"<th>{e(t('grade.col_rate', lang))}</th><th></th></tr>",
+    ]
     for s in rep.steps:
-        out.append(f"<tr><td>{e(_title(lesson, s.id, lang))}</td>"
-                   f'<td class="n">{s.passed}/{s.of}</td><td class="n">{100 * s.rate:.0f}%</td><td>{_bar(s.rate)}</td></tr>')
+        out.append(
+            f"<tr><td>{e(_title(lesson, s.id, lang))}</td>"
+            f'<td class="n">{s.passed}/{s.of}</td><td class="n">{100 * s.rate:.0f}%</td><td>{_bar(s.rate)}</td></tr>'
+        )
     out.append("</table>")
     out.append(f"<h2>{e(t('grade.report_mistakes', lang))}</h2>")
     if rep.mistakes:
-        out.append(f"<table><tr><th>{e(t('grade.col_mistake', lang))}</th><th>{e(t('grade.col_students', lang))}</th>"
-                   f"<th></th><th>{e(t('grade.col_who', lang))}</th></tr>")
+        out.append(
+            f"<table><tr><th>{e(t('grade.col_mistake', lang))}</th><th>{e(t('grade.col_students', lang))}</th>"
+            f"<th></th><th>{e(t('grade.col_who', lang))}</th></tr>"
+        )
         for m in rep.mistakes:
             share = len(m.students) / rep.students if rep.students else 0.0
-            out.append(f'<tr><td><code>{e(m.id)}</code><div class="why">{e(_mistake_text(m, lang))}</div></td>'
-                       f'<td class="n">{len(m.students)}</td><td>{_bar(share, "m")}</td>'
-                       f"<td>{e(', '.join(m.students))}</td></tr>")
+            out.append(
+                f'<tr><td><code>{e(m.id)}</code><div class="why">{e(_mistake_text(m, lang))}</div></td>'
+                f'<td class="n">{len(m.students)}</td><td>{_bar(share, "m")}</td>'
+                f"<td>{e(', '.join(m.students))}</td></tr>"
+            )
         out.append("</table>")
     else:
         out.append(f"<p>{e(t('grade.report_no_mistakes', lang))}</p>")
     out.append(f"<h2>{e(t('grade.report_problems', lang))}</h2>")
     if rep.problems:
-        out.append(f"<table><tr><th>{e(t('grade.col_student', lang))}</th><th>{e(t('grade.col_status', lang))}</th>"
-                   f"<th>{e(t('grade.col_detail', lang))}</th></tr>")
+        out.append(
+            f"<table><tr><th>{e(t('grade.col_student', lang))}</th><th>{e(t('grade.col_status', lang))}</th>"
+            f"<th>{e(t('grade.col_detail', lang))}</th></tr>"
+        )
         for student, status, what in rep.problems:
-            out.append(f"<tr><td>{e(student)}</td><td>{e(_status(status, lang))}</td><td>{e(what)}</td></tr>")
+            out.append(
+                f"<tr><td>{e(student)}</td><td>{e(_status(status, lang))}</td><td>{e(what)}</td></tr>"
+            )
         out.append("</table>")
     else:
         out.append(f"<p>{e(t('grade.report_no_problems', lang))}</p>")

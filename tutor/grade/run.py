@@ -12,8 +12,8 @@ from __future__ import annotations
 import os
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 from ..results import StepResult
 from ..runner.client import Worker, decode_source, unreadable_results
@@ -76,7 +76,9 @@ class Batch:
 
     def _start(self) -> None:
         # No one looks at a graded run's views: the probes and judges skip them (see tutor.kit).
-        self.worker = Worker(self._on_event, timeout=self.timeout, keep=True, seed=self.seed, views=False)
+        self.worker = Worker(
+            self._on_event, timeout=self.timeout, keep=True, seed=self.seed, views=False
+        )
         self._gone = False
         self.worker.start()
 
@@ -89,7 +91,9 @@ class Batch:
             elif isinstance(event, (Done, RunError)):
                 run = self._runs.pop(event.gen, None) if isinstance(event, Done) else None
                 if run is not None:
-                    self._finished.append((run, [run.results[s] for s in self.order if s in run.results]))
+                    self._finished.append(
+                        (run, [run.results[s] for s in self.order if s in run.results])
+                    )
             elif isinstance(event, Gone):
                 self._gone = True
             self._cond.notify_all()
@@ -102,7 +106,12 @@ class Batch:
 
     # --- the batch
 
-    def grade(self, submissions: list[Submission], on_graded: Callable, should_stop: Callable[[], bool] = lambda: False):
+    def grade(
+        self,
+        submissions: list[Submission],
+        on_graded: Callable,
+        should_stop: Callable[[], bool] = lambda: False,
+    ):
         queue = list(submissions)
         try:
             while queue or self._pending():
@@ -118,7 +127,15 @@ class Batch:
                         continue
                     if self.worker is None:
                         self._start()
-                    self._submit(_Run(sub, raw, source, time.monotonic(), tries=self._tries.get(sub.student, 0) + 1))
+                    self._submit(
+                        _Run(
+                            sub,
+                            raw,
+                            source,
+                            time.monotonic(),
+                            tries=self._tries.get(sub.student, 0) + 1,
+                        )
+                    )
                 with self._cond:
                     if not self._finished and not self._gone and self._runs:
                         self._cond.wait(timeout=0.5)
@@ -164,5 +181,12 @@ class Batch:
 def harness_error(lesson) -> list[StepResult]:
     from ..results import Check, Failure, Message
 
-    return [StepResult(s.id, "error", [Check("file-loads", "error", Message("failure.harness", {"detail": "worker"}))],
-                       Failure("HarnessError", "worker")) for s in lesson.checked_steps]
+    return [
+        StepResult(
+            s.id,
+            "error",
+            [Check("file-loads", "error", Message("failure.harness", {"detail": "worker"}))],
+            Failure("HarnessError", "worker"),
+        )
+        for s in lesson.checked_steps
+    ]

@@ -13,8 +13,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from rich.console import Console, ConsoleOptions, RenderResult
 from rich.cells import cell_len
+from rich.console import Console, ConsoleOptions, RenderResult
 from rich.rule import Rule
 from rich.segment import Segment
 from rich.style import Style
@@ -185,8 +185,14 @@ class Doc:
         from rich.syntax import Syntax  # pygments: ~30 ms to import, and few steps show code
 
         width = options.max_width
-        syntax = Syntax(block.text, block.lang, theme=CODE_THEME, word_wrap=False,
-                        line_numbers=False, padding=(0, 1))
+        syntax = Syntax(
+            block.text,
+            block.lang,
+            theme=CODE_THEME,
+            word_wrap=False,
+            line_numbers=False,
+            padding=(0, 1),
+        )
         rendered = console.render_lines(syntax, options.update(width=width), pad=True)
         sources = block.text.split("\n")
         for n, segments in enumerate(rendered):

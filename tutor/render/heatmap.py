@@ -16,7 +16,7 @@ each printed value carries it too. No torch, no textual: plain lists of floats.
 from __future__ import annotations
 
 import math
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 from rich.cells import cell_len
 from rich.color import Color
@@ -37,8 +37,18 @@ DEFAULT_LEGEND = {
 }
 
 # matplotlib's viridis sampled at 10 evenly spaced points (the R viridis(10) palette).
-_VIRIDIS = [(68, 1, 84), (72, 40, 120), (62, 74, 137), (49, 104, 142), (38, 130, 142),
-            (31, 158, 137), (53, 183, 121), (109, 205, 89), (180, 222, 44), (253, 231, 37)]
+_VIRIDIS = [
+    (68, 1, 84),
+    (72, 40, 120),
+    (62, 74, 137),
+    (49, 104, 142),
+    (38, 130, 142),
+    (31, 158, 137),
+    (53, 183, 121),
+    (109, 205, 89),
+    (180, 222, 44),
+    (253, 231, 37),
+]
 # Diverging, dark at 0 and lighter with |x| (like Crameri's "berlin"): blue below,
 # red above. On a dark terminal a perfect match recedes and differences stand out.
 _DIVERGING = [(158, 202, 255), (55, 120, 200), (38, 38, 38), (200, 60, 50), (255, 180, 160)]
@@ -84,9 +94,11 @@ def shade_glyph(value: float, vmax: float) -> str:
 
 def _contrast(rgb: tuple[int, int, int]) -> str:
     """Black or white text, whichever reads better on `rgb` (WCAG luminance)."""
+
     def lin(c: int) -> float:
         c = c / 255
         return c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4
+
     lum = 0.2126 * lin(rgb[0]) + 0.7152 * lin(rgb[1]) + 0.0722 * lin(rgb[2])
     return BLACK if lum > 0.18 else WHITE
 
@@ -121,8 +133,17 @@ def _as_matrix(rows) -> list[list[float]]:
 class Heatmap:
     """Renderable; see `heatmap()`."""
 
-    def __init__(self, values, mode, title, axis_labels, show_values, color_system_hint, legend,
-                 scale_with=None):
+    def __init__(
+        self,
+        values,
+        mode,
+        title,
+        axis_labels,
+        show_values,
+        color_system_hint,
+        legend,
+        scale_with=None,
+    ):
         self.values = values
         self.mode = mode
         self.title = title
@@ -132,8 +153,13 @@ class Heatmap:
         self.legend = legend
         self.rows = len(values)
         self.cols = len(values[0]) if values else 0
-        allowed = [v for m in [values, *([scale_with] if scale_with else [])] for i, r in enumerate(m)
-                   for j, v in enumerate(r) if j <= i and math.isfinite(v)]  # the future is not drawn with the map
+        allowed = [
+            v
+            for m in [values, *([scale_with] if scale_with else [])]
+            for i, r in enumerate(m)
+            for j, v in enumerate(r)
+            if j <= i and math.isfinite(v)
+        ]  # the future is not drawn with the map
         if mode == "diff":
             r = max((abs(v) for v in allowed), default=0.0)
             self.vmin, self.vmax = -max(r, DIFF_FLOOR), max(r, DIFF_FLOOR)
@@ -150,7 +176,7 @@ class Heatmap:
         return viridis((v - self.vmin) / (self.vmax - self.vmin))
 
     def _colour_mode(self, console: Console) -> str:
-        """"none", "standard" or "full": what the terminal can show."""
+        """ "none", "standard" or "full": what the terminal can show."""
         system = self.hint if self.hint is not None else console.color_system
         if system in (None, "none", "mono", "no_color") or console.no_color:
             return "none"
@@ -216,8 +242,11 @@ class Heatmap:
             # no glyph: without colour, fall back to shade glyphs.
             layout = "halves" if colours == "full" else "glyphs"
             cw = 2 if gutter + 2 * cols <= width else 1
-            step = next(s for s in (1, 2, 4, 5, 8, 10, 16, 20, 25, 32, 50, 64, 100, 10**9)
-                        if s * cw >= tick_w + 1 + (cw == 1))
+            step = next(
+                s
+                for s in (1, 2, 4, 5, 8, 10, 16, 20, 25, 32, 50, 64, 100, 10**9)
+                if s * cw >= tick_w + 1 + (cw == 1)
+            )
         n_cols = min(cols, max(width - gutter, 1) // cw)  # crop when even 1 cell is too wide
         n_rows = rows if n_cols == cols else min(rows, n_cols)
 
@@ -285,12 +314,15 @@ class Heatmap:
 
     def _legend_lines(self, n_rows, n_cols, rows, cols, layout, colours) -> list[Text]:
         legend = self.legend
-        lo, hi = (f"{self.vmin:+.2f}", f"{self.vmax:+.2f}") if self.mode == "diff" else (
-            f"{self.vmin:.2f}", f"{self.vmax:.2f}")
+        lo, hi = (
+            (f"{self.vmin:+.2f}", f"{self.vmax:+.2f}")
+            if self.mode == "diff"
+            else (f"{self.vmin:.2f}", f"{self.vmax:.2f}")
+        )
         scale = Text(lo + " ")
-        if layout == "glyphs":  # the key to the glyphs, by size (diff: by |value|)
-            scale.append("█▓▒░ ░▒▓█" if self.mode == "diff" else SHADES[1:])
-        elif colours != "full":  # the values are printed, each with its shade glyph
+        if (
+            layout == "glyphs" or colours != "full"
+        ):  # the key to the glyphs, by size (diff: by |value|)
             scale.append("█▓▒░ ░▒▓█" if self.mode == "diff" else SHADES[1:])
         elif self.mode == "diff":
             for k in range(9):
@@ -305,11 +337,22 @@ class Heatmap:
         kinds = {self._kind(i, j) for i in range(n_rows) for j in range(n_cols)}
         # The legend's sample of a non-finite cell is what such a cell shows: NaN, inf or -inf
         # when values are printed, ? in the dense layouts.
-        odd = next((fmt_value(self.values[i][j]) for i in range(n_rows) for j in range(n_cols)
-                    if self._kind(i, j) == "nan"), "?")
+        odd = next(
+            (
+                fmt_value(self.values[i][j])
+                for i in range(n_rows)
+                for j in range(n_cols)
+                if self._kind(i, j) == "nan"
+            ),
+            "?",
+        )
         nan_sample = f" {odd} " if layout == "values" else " ? "
         keys = Text()
-        for kind, sample, style in (("masked", " · ", MASKED), ("leak", " ! ", LEAK), ("nan", nan_sample, NAN)):
+        for kind, sample, style in (
+            ("masked", " · ", MASKED),
+            ("leak", " ! ", LEAK),
+            ("nan", nan_sample, NAN),
+        ):
             if kind in kinds:
                 if keys:
                     keys.append("   ")
@@ -357,6 +400,17 @@ def heatmap(
         ref = _as_matrix(reference)
         if len(ref) != len(values) or (ref and len(ref[0]) != len(values[0])):
             raise ValueError("matrix and reference differ in shape")
-        values = [[a - b for a, b in zip(r1, r2)] for r1, r2 in zip(values, ref)]
-    return Heatmap(values, mode, title, axis_labels, show_values, color_system_hint,
-                   {**DEFAULT_LEGEND, **(legend or {})}, scale_with=other)
+        values = [
+            [a - b for a, b in zip(r1, r2, strict=False)]
+            for r1, r2 in zip(values, ref, strict=False)
+        ]
+    return Heatmap(
+        values,
+        mode,
+        title,
+        axis_labels,
+        show_values,
+        color_system_hint,
+        {**DEFAULT_LEGEND, **(legend or {})},
+        scale_with=other,
+    )

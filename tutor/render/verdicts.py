@@ -17,11 +17,21 @@ from ..results import StepResult
 from .doc import render_markdown
 from .wrap import Wrapped
 
-STATUS_STYLES = {"pass": "bold green", "fail": "bold red", "error": "bold red",
-                 "timeout": "bold yellow", "todo": "dim", "running": "yellow"}
+STATUS_STYLES = {
+    "pass": "bold green",
+    "fail": "bold red",
+    "error": "bold red",
+    "timeout": "bold yellow",
+    "todo": "dim",
+    "running": "yellow",
+}
 # The word in the results' first line: reversed when it is bad news, so it shows without colour too.
-HEADER_STYLES = {**STATUS_STYLES, "fail": "bold reverse red", "error": "bold reverse red",
-                 "timeout": "bold reverse yellow"}
+HEADER_STYLES = {
+    **STATUS_STYLES,
+    "fail": "bold reverse red",
+    "error": "bold reverse red",
+    "timeout": "bold reverse yellow",
+}
 
 
 def status_mark(status: str) -> Text:
@@ -119,13 +129,27 @@ def shown_of(result: StepResult | None) -> str | None:
     time and the visuals it does not draw left out). Saves often bring back the same verdicts."""
     if result is None:
         return None
-    return repr((result.status, result.checks, result.failure, result.output, result.output_dropped,
-                 result.visuals.get("leak")))
+    return repr(
+        (
+            result.status,
+            result.checks,
+            result.failure,
+            result.output,
+            result.output_dropped,
+            result.visuals.get("leak"),
+        )
+    )
 
 
-def step_results(result: StepResult | None, lang: str, *, running: bool = False,
-                 hints: RenderableType | None = None, full: bool = False,
-                 after_pass: str | None = None) -> RenderableType:
+def step_results(
+    result: StepResult | None,
+    lang: str,
+    *,
+    running: bool = False,
+    hints: RenderableType | None = None,
+    full: bool = False,
+    after_pass: str | None = None,
+) -> RenderableType:
     """The verdicts, the first failing check tagged Anchored("failure"); `hints` go right
     after the failures (the hints are about them), before the checks that pass. A failing
     check's message takes at most MESSAGE_LINES lines unless `full` (the `f` key). after_pass:
@@ -135,8 +159,11 @@ def step_results(result: StepResult | None, lang: str, *, running: bool = False,
         return waiting if hints is None else Group(waiting, hints)
     parts: list[RenderableType] = []
     # The word reversed when it is bad news, without padding: padded, it reads "✗  failed" with no colour.
-    header = Text.assemble(status_mark(result.status), " ",
-                           (t(f"status.{result.status}", lang), HEADER_STYLES.get(result.status, "")))
+    header = Text.assemble(
+        status_mark(result.status),
+        " ",
+        (t(f"status.{result.status}", lang), HEADER_STYLES.get(result.status, "")),
+    )
     if running:
         header.append("  " + t("ui.running", lang), style="yellow")
     parts.append(header)
@@ -157,7 +184,12 @@ def step_results(result: StepResult | None, lang: str, *, running: bool = False,
             parts.append(Text(failure.caret))
         else:
             for frame in failure.frames[-3:]:
-                parts.append(Wrapped(t("report.frame", lang, line=frame.line, function=frame.function), style="dim"))
+                parts.append(
+                    Wrapped(
+                        t("report.frame", lang, line=frame.line, function=frame.function),
+                        style="dim",
+                    )
+                )
                 parts.append(frame_code(frame.code))
     rest: list[RenderableType] = []
     for check in passing:
@@ -165,7 +197,11 @@ def step_results(result: StepResult | None, lang: str, *, running: bool = False,
     leak = result.visuals.get("leak")
     if leak:
         yours = "0" if leak["yours"] == 0 else f"{leak['yours']:.2e}"
-        rest.append(render_markdown(t("ui.leak_demo", lang, yours=yours, unmasked=f"{leak['unmasked']:.4f}")))
+        rest.append(
+            render_markdown(
+                t("ui.leak_demo", lang, yours=yours, unmasked=f"{leak['unmasked']:.4f}")
+            )
+        )
     if result.output.strip() or result.output_dropped:
         rest.append(Wrapped(t("ui.output", lang), style="bold"))
         note = output_dropped_note(result, lang)
@@ -187,7 +223,9 @@ def hints_block(hints: tuple[str, ...], shown: int, lang: str) -> RenderableType
     # one hint, and `h` must show the hint it opened without scrolling the failure away.
     parts: list[RenderableType] = [Rule(style="dim")]
     for i in range(min(shown, len(hints)), 0, -1):
-        label = t("ui.hint", lang, n=i, total=len(hints))  # ends with its colon: "Hint 1/3:", 「提示 1/3：」
+        label = t(
+            "ui.hint", lang, n=i, total=len(hints)
+        )  # ends with its colon: "Hint 1/3:", 「提示 1/3：」
         gap = "" if label[-1:] == "：" else " "
         text = render_markdown(f"**{label}**{gap}{hints[i - 1]}")
         parts.append(Anchored("hint", text) if i == shown else text)

@@ -7,8 +7,8 @@ come formatted by the lesson's judge.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 from rich.cells import cell_len
 from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
@@ -40,6 +40,7 @@ def panel_word(lang: str, words: dict | None, name: str) -> str:
 
 def heatmap_words(lang: str, words: dict | None = None) -> tuple[tuple[str, str], dict[str, str]]:
     """The axis labels and the legend every heatmap shows; words: a weights entry's own (panel_word)."""
+
     def word(name):
         return panel_word(lang, words, name)
 
@@ -127,14 +128,29 @@ def draw_table(item: dict, lang: str) -> Table:
         else:  # numbers right, text left: as the first row has them
             first = rows[0][i] if rows and i < len(rows[0]) else None
             justify = "right" if isinstance(first, (int, float)) or first is None else "left"
-        is_bar = any(isinstance(r[i], dict) and r[i].get("kind") == "bar" for r in rows if i < len(r))
+        is_bar = any(
+            isinstance(r[i], dict) and r[i].get("kind") == "bar" for r in rows if i < len(r)
+        )
         # A number is never cut short ("1…" for 128): a column is at least as wide as its widest
         # value, and where the table is too wide for the screen its header wraps instead.
-        widest = 0 if is_bar else max((cell_len(str(cell(r[i], lang))) for r in rows if i < len(r)), default=0)
-        table.add_column(text_of(column, lang), justify=justify, min_width=widest or None,
-                         overflow="fold" if is_bar else "ellipsis")
+        widest = (
+            0
+            if is_bar
+            else max((cell_len(str(cell(r[i], lang))) for r in rows if i < len(r)), default=0)
+        )
+        table.add_column(
+            text_of(column, lang),
+            justify=justify,
+            min_width=widest or None,
+            overflow="fold" if is_bar else "ellipsis",
+        )
     for r in rows:
-        table.add_row(*(Text(c, no_wrap=True) if isinstance(c, str) else c for c in (cell(v, lang) for v in r)))
+        table.add_row(
+            *(
+                Text(c, no_wrap=True) if isinstance(c, str) else c
+                for c in (cell(v, lang) for v in r)
+            )
+        )
     return table
 
 
@@ -153,9 +169,17 @@ def draw_item(item: dict, ctx: Context) -> list[RenderableType]:
     if kind == "heatmap":
         axes, legend = heatmap_words(lang)
         reference = item.get("reference")
-        return [draw_heatmap(floats(item["matrix"]), reference=floats(reference) if reference else None,
-                             mode="diff" if reference else "learner", title=text_of(item.get("title"), lang),
-                             axis_labels=axes, color_system_hint=ctx.color_hint, legend=legend)]
+        return [
+            draw_heatmap(
+                floats(item["matrix"]),
+                reference=floats(reference) if reference else None,
+                mode="diff" if reference else "learner",
+                title=text_of(item.get("title"), lang),
+                axis_labels=axes,
+                color_system_hint=ctx.color_hint,
+                legend=legend,
+            )
+        ]
     if kind == "row":
         drawn = [Group(*draw_item(i, ctx)) for i in item.get("items") or []]
         return [SideBySide(*drawn)] if drawn else []
@@ -184,7 +208,9 @@ def draw_view(items: list[dict], ctx: Context) -> list[RenderableType]:
         if not drawn:
             continue
         kind = item.get("kind")
-        if last is not None and (kind == "heading" or last in BLOCKS or (kind in BLOCKS and last != "heading")):
+        if last is not None and (
+            kind == "heading" or last in BLOCKS or (kind in BLOCKS and last != "heading")
+        ):
             out.append(Text(""))
         out += drawn
         last = kind
@@ -215,14 +241,20 @@ class Questions:
         return bool(self.answers.get(question - 1, "").strip())
 
 
-def draw_questions(q: Questions, ctx: Context, extra: dict[int, list[dict]] | None = None) -> list[RenderableType]:
+def draw_questions(
+    q: Questions, ctx: Context, extra: dict[int, list[dict]] | None = None
+) -> list[RenderableType]:
     """The questions, each with the learner's answer (and the model answer after `m`), and under
     each what the view gives away about it, once it is answered or `m` was pressed."""
     lang = ctx.lang
     keys = q.keys or tuple(str(i + 1) for i in range(len(q.texts)))
     span = keys[0] if len(keys) == 1 else f"{keys[0]}–{keys[-1]}"
-    parts: list[RenderableType] = [Wrapped(t("ui.questions_keys", lang, keys=span, path=q.path), style="dim")]
-    revealing = Context(lang, ctx.color_hint, ctx.keys_line, lambda n: q.show_model or q.answered(n))
+    parts: list[RenderableType] = [
+        Wrapped(t("ui.questions_keys", lang, keys=span, path=q.path), style="dim")
+    ]
+    revealing = Context(
+        lang, ctx.color_hint, ctx.keys_line, lambda n: q.show_model or q.answered(n)
+    )
     for i, question in enumerate(q.texts):
         parts.append(Text(""))
         parts.append(render_markdown(f"**{i + 1}.** {question}"))
@@ -234,7 +266,9 @@ def draw_questions(q: Questions, ctx: Context, extra: dict[int, list[dict]] | No
                 parts.append(Wrapped(t("ui.model_answer", lang), style="bold cyan"))
                 parts.append(render_markdown(q.models[i]))
         else:
-            parts.append(Wrapped(t("ui.no_answer", lang, n=keys[i] if i < len(keys) else i + 1), style="dim"))
+            parts.append(
+                Wrapped(t("ui.no_answer", lang, n=keys[i] if i < len(keys) else i + 1), style="dim")
+            )
         for item in (extra or {}).get(i + 1, []):
             drawn = draw_item(item, revealing)
             if drawn:

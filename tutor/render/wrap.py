@@ -16,16 +16,16 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Iterable, Sequence
 from functools import lru_cache
-from typing import Iterable, Sequence
 
 from rich.cells import split_graphemes
 from rich.containers import Lines
 from rich.text import Text
 
 # Kinsoku sets: a line must not start with CLOSE nor end with OPEN.
-CLOSE = set("，。、；：？！）」』】》〉”’…‥·〕］｝〗〙〛ー々〻" ",.;:!?)]}%")
-OPEN = set("（「『【《〈“‘〔［｛〖〘〚" "([{")
+CLOSE = set("，。、；：？！）」』】》〉”’…‥·〕］｝〗〙〛ー々〻,.;:!?)]}%")
+OPEN = set("（「『【《〈“‘〔［｛〖〘〚([{")
 
 _CODE_SPAN = re.compile(r"`[^`\n]*`")
 
@@ -46,7 +46,11 @@ def _in_formula(text: str, end: int, nxt: int) -> bool:
     """Is the space text[end:nxt] inside an inline formula (beside an operator, or between a
     number and its unit)?"""
     left, right = text[end - 1], text[nxt]
-    return left in OPERATORS or right in OPERATORS or (left in _DIGITS and _UNIT.match(text, nxt) is not None)
+    return (
+        left in OPERATORS
+        or right in OPERATORS
+        or (left in _DIGITS and _UNIT.match(text, nxt) is not None)
+    )
 
 
 def _is_cjk(ch: str) -> bool:
@@ -136,7 +140,13 @@ def _breaks(text: str, atomic: tuple[Span, ...]) -> tuple[list | None, list, Seq
             e, nxt = m.span()
             if e == 0 or nxt == n or text[nxt] in CLOSE or text[e - 1] in OPEN:
                 continue
-            cands.append((e, nxt, 1 if any(a < nxt < b for a, b in atomic) or _in_formula(text, e, nxt) else 0))
+            cands.append(
+                (
+                    e,
+                    nxt,
+                    1 if any(a < nxt < b for a, b in atomic) or _in_formula(text, e, nxt) else 0,
+                )
+            )
         return None, cands, range(n + 1)
     return _breaks_any(text, atomic)
 
@@ -244,5 +254,4 @@ class Wrapped:
         self.text = text if isinstance(text, Text) else Text(str(text), style=style)
 
     def __rich_console__(self, console, options):
-        for line in wrap_text(self.text, max(1, options.max_width)):
-            yield line
+        yield from wrap_text(self.text, max(1, options.max_width))

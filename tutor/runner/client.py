@@ -6,13 +6,14 @@ worker drops older ones when a newer arrives, and so do we.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from ..results import StepResult
 from . import messages
@@ -33,9 +34,16 @@ class Worker:
     Gone(code) (the worker process ended), and the replies to raw requests (Pong, Stats).
     They run on a reader thread."""
 
-    def __init__(self, on_event: Callable[[Event], None] | None, timeout: float = DEFAULT_TIMEOUT,
-                 log: Path | None = None, lesson_dir: Path | None = None, keep: bool = False,
-                 seed: int = 0, views: bool = True):
+    def __init__(
+        self,
+        on_event: Callable[[Event], None] | None,
+        timeout: float = DEFAULT_TIMEOUT,
+        log: Path | None = None,
+        lesson_dir: Path | None = None,
+        keep: bool = False,
+        seed: int = 0,
+        views: bool = True,
+    ):
         # lesson_dir: a lesson folder the worker loads in place of the installed lesson of its
         # id (`attn-tutor dev check PATH`: an author's copy, its checks.py included).
         self.lesson_dir = lesson_dir
@@ -69,7 +77,9 @@ class Worker:
         env = dict(os.environ, PYTHONUNBUFFERED="1", OMP_NUM_THREADS="1")
         # Run our own copy of the package, wherever the caller's cwd is.
         root = str(Path(__file__).resolve().parents[2])
-        env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "") if env.get("PYTHONPATH") else root
+        env["PYTHONPATH"] = (
+            root + os.pathsep + env.get("PYTHONPATH", "") if env.get("PYTHONPATH") else root
+        )
         if self.lesson_dir is not None:
             env[LESSON_DIR_ENV] = str(Path(self.lesson_dir).resolve())
         if self.seed:
@@ -78,7 +88,10 @@ class Worker:
             env[BATCH_ENV] = "1"
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "tutor.runner.worker"],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            env=env,
             start_new_session=True,  # Ctrl+C in the terminal is the app's, not the worker's
         )
         if stderr not in (None, subprocess.DEVNULL):
@@ -135,14 +148,31 @@ class Worker:
         except (BrokenPipeError, OSError) as exc:
             raise WorkerGone(str(exc)) from exc
 
-    def submit(self, lesson_id: str, filename: str, source: str, steps: list[str] | None = None,
-               params: dict | None = None) -> int:
+    def submit(
+        self,
+        lesson_id: str,
+        filename: str,
+        source: str,
+        steps: list[str] | None = None,
+        params: dict | None = None,
+    ) -> int:
         """params: per step id, its settings as lesson.toml declares them (the probe's ctx.params)."""
         with self._lock:
             self.gen += 1
-            self._send({"type": "run", "gen": self.gen, "lesson": lesson_id, "filename": filename,
-                        "source": source, "steps": steps, "timeout": self.timeout, "params": params or {},
-                        **({"keep": True} if self.keep else {}), **({} if self.views else {"views": False})})
+            self._send(
+                {
+                    "type": "run",
+                    "gen": self.gen,
+                    "lesson": lesson_id,
+                    "filename": filename,
+                    "source": source,
+                    "steps": steps,
+                    "timeout": self.timeout,
+                    "params": params or {},
+                    **({"keep": True} if self.keep else {}),
+                    **({} if self.views else {"views": False}),
+                }
+            )
             return self.gen
 
     def close(self) -> None:
@@ -153,31 +183,41 @@ class Worker:
             # Still importing torch: it would read "quit" only after that (seconds). It has no
             # children yet, or only ones that end when its pipes close.
             self.proc.kill()
-        try:
+        with contextlib.suppress(WorkerGone):
             self._send({"type": "quit"})
-        except WorkerGone:
-            pass
         try:
             self.proc.wait(timeout=2)
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
         for stream in (self.proc.stdin, self.proc.stdout):
-            try:
+            with contextlib.suppress(OSError):
                 stream and stream.close()
-            except OSError:
-                pass
 
 
-def check_source(lesson_id: str, filename: str, source: str, timeout: float = DEFAULT_TIMEOUT,
-                 steps: list[str] | None = None, params: dict | None = None, views: bool = True) -> list[StepResult]:
+def check_source(
+    lesson_id: str,
+    filename: str,
+    source: str,
+    timeout: float = DEFAULT_TIMEOUT,
+    steps: list[str] | None = None,
+    params: dict | None = None,
+    views: bool = True,
+) -> list[StepResult]:
     """Run every checked step once and wait for all verdicts (for `attn-tutor check`)."""
-    return check_sources(lesson_id, [(filename, source, steps)], timeout=timeout, params=params, views=views)[0]
+    return check_sources(
+        lesson_id, [(filename, source, steps)], timeout=timeout, params=params, views=views
+    )[0]
 
 
-def check_sources(lesson_id: str, runs: list[tuple[str, str, list[str] | None]], timeout: float = DEFAULT_TIMEOUT,
-                  params: dict | None = None, lesson_dir: Path | None = None,
-                  views: bool = True) -> list[list[StepResult]]:
+def check_sources(
+    lesson_id: str,
+    runs: list[tuple[str, str, list[str] | None]],
+    timeout: float = DEFAULT_TIMEOUT,
+    params: dict | None = None,
+    lesson_dir: Path | None = None,
+    views: bool = True,
+) -> list[list[StepResult]]:
     """Each (filename, source, steps) in turn through one worker (torch imported once), the
     verdicts of each run once all have come. views: see Worker."""
     results: dict[str, StepResult] = {}
@@ -215,7 +255,10 @@ def unreadable_results(lesson, key: str, params: dict) -> list[StepResult]:
     """Verdicts for a file we cannot hand to Python at all (not UTF-8): no run needed."""
     from ..results import Check, Message
 
-    return [StepResult(s.id, "error", [Check("file-loads", "error", Message(key, params))]) for s in lesson.checked_steps]
+    return [
+        StepResult(s.id, "error", [Check("file-loads", "error", Message(key, params))])
+        for s in lesson.checked_steps
+    ]
 
 
 def decode_source(raw: bytes) -> tuple[str | None, dict | None]:
@@ -227,7 +270,9 @@ def decode_source(raw: bytes) -> tuple[str | None, dict | None]:
         return None, {"line": line, "byte": f"0x{raw[exc.start]:02x}"}
 
 
-def check_file(lesson, path: Path, raw: bytes, timeout: float = DEFAULT_TIMEOUT) -> list[StepResult]:
+def check_file(
+    lesson, path: Path, raw: bytes, timeout: float = DEFAULT_TIMEOUT
+) -> list[StepResult]:
     text, problem = decode_source(raw)
     if text is None:
         return unreadable_results(lesson, "failure.encoding", problem)

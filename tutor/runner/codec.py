@@ -36,8 +36,16 @@ _HEAD_LEN = struct.Struct("!I")  # a payload starts with its JSON's length
 _DTYPES = {
     str(d).removeprefix("torch."): d
     for d in (
-        torch.float16, torch.bfloat16, torch.float32, torch.float64,
-        torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8, torch.bool,
+        torch.float16,
+        torch.bfloat16,
+        torch.float32,
+        torch.float64,
+        torch.int8,
+        torch.int16,
+        torch.int32,
+        torch.int64,
+        torch.uint8,
+        torch.bool,
     )
 }
 
@@ -72,7 +80,10 @@ class Opaque:
 def type_name(value) -> str:
     cls = type(value)  # type() cannot be overridden; a metaclass can still lie about names
     try:
-        module, name = type.__getattribute__(cls, "__module__"), type.__getattribute__(cls, "__qualname__")
+        module, name = (
+            type.__getattribute__(cls, "__module__"),
+            type.__getattribute__(cls, "__qualname__"),
+        )
         module, name = str.__str__(module), str.__str__(name)
     except Exception:
         return "object"
@@ -98,7 +109,11 @@ def _encode_node(value, depth: int, budget: _Budget):
         return {"__opaque__": "(too large to show)", "shape": None}
     try:
         return _encode(value, depth, budget)
-    except (Exception, SystemExit, KeyboardInterrupt):  # learner code ran inside (a property, a method)
+    except (
+        Exception,
+        SystemExit,
+        KeyboardInterrupt,
+    ):  # learner code ran inside (a property, a method)
         return {"__opaque__": type_name(value), "shape": None}
 
 
@@ -111,7 +126,11 @@ def _encode(value, depth: int, budget: _Budget):
     if issubclass(cls, int):
         value = int.__index__(value)
         # Beyond this, json.dumps would refuse to write it (int → str digit limit): no shape is that big.
-        return value if value.bit_length() <= 256 else {"__opaque__": "int (too large to show)", "shape": None}
+        return (
+            value
+            if value.bit_length() <= 256
+            else {"__opaque__": "int (too large to show)", "shape": None}
+        )
     if issubclass(cls, float):
         return float.__float__(value)
     if issubclass(cls, str):
@@ -130,8 +149,12 @@ def _encode(value, depth: int, budget: _Budget):
         return {"__seq__": kind, "items": [_encode_node(v, depth + 1, budget) for v in items]}
     if depth < MAX_DEPTH and issubclass(cls, dict):
         pairs = list(itertools.islice(dict.items(value), MAX_ITEMS))
-        return {"__dict__": [[_encode_node(k, depth + 1, budget), _encode_node(v, depth + 1, budget)]
-                             for k, v in pairs]}
+        return {
+            "__dict__": [
+                [_encode_node(k, depth + 1, budget), _encode_node(v, depth + 1, budget)]
+                for k, v in pairs
+            ]
+        }
     return {"__opaque__": type_name(value), "shape": _array_shape(value)}
 
 
@@ -141,15 +164,23 @@ def _array_shape(value):
         return None
     try:
         shape = value.shape
-        return [int.__index__(s) for s in tuple.__getitem__(shape, slice(0, 16))] if type(shape) is tuple else None
+        return (
+            [int.__index__(s) for s in tuple.__getitem__(shape, slice(0, 16))]
+            if type(shape) is tuple
+            else None
+        )
     except Exception:
         return None
 
 
 def _encode_tensor(t, budget: _Budget):
-    with _no_torch_function():  # neither a subclass's __torch_function__ nor a mode the learner left
+    with (
+        _no_torch_function()
+    ):  # neither a subclass's __torch_function__ nor a mode the learner left
         if type(t) is not torch.Tensor:
-            t = _as_plain(t, torch.Tensor)  # a subclass's Python properties (shape, dtype...) out of the way
+            t = _as_plain(
+                t, torch.Tensor
+            )  # a subclass's Python properties (shape, dtype...) out of the way
         t = _detach(t)
         dtype = _dtype(t)
         name = _NAMES.get(dtype) or str(dtype).removeprefix("torch.")
@@ -158,7 +189,12 @@ def _encode_tensor(t, budget: _Budget):
         if _device(t).type == "meta":
             return {"__opaque__": f"torch.Tensor[{name}] on meta (no data)", "shape": shape}
         size = n * dtype.itemsize
-        if name not in _DTYPES or n > MAX_ELEMENTS or _layout(t) != torch.strided or size > budget.bytes:
+        if (
+            name not in _DTYPES
+            or n > MAX_ELEMENTS
+            or _layout(t) != torch.strided
+            or size > budget.bytes
+        ):
             return {"__opaque__": f"torch.Tensor[{name}]", "shape": shape}
         budget.bytes -= size
         t = _contiguous(_cpu(t))
@@ -186,8 +222,8 @@ def unpack_payload(payload: bytes) -> tuple[object, bytearray]:
     start = _HEAD_LEN.size + n
     if start > len(payload):
         raise ValueError("payload too short")
-    message = json.loads(payload[_HEAD_LEN.size:start])
-    return message, bytearray(payload[start + (-start % 8):])
+    message = json.loads(payload[_HEAD_LEN.size : start])
+    return message, bytearray(payload[start + (-start % 8) :])
 
 
 def decode(data, blob: bytearray = bytearray()):
@@ -210,9 +246,14 @@ def decode(data, blob: bytearray = bytearray()):
         return torch.frombuffer(blob, dtype=dtype, count=count, offset=offset).reshape(shape)
     if "__seq__" in data:
         items = [decode(v, blob) for v in data["items"]]
-        return list(items) if data["__seq__"] == "list" else (
-            torch.Size(items) if data["__seq__"] == "torch.Size" and all(isinstance(i, int) for i in items)
-            else tuple(items)
+        return (
+            list(items)
+            if data["__seq__"] == "list"
+            else (
+                torch.Size(items)
+                if data["__seq__"] == "torch.Size" and all(isinstance(i, int) for i in items)
+                else tuple(items)
+            )
         )
     if "__dict__" in data:
         out = {}
@@ -278,8 +319,8 @@ class FrameReader:
                 self.too_big = True
                 return
         if self.size >= 0 and len(self.buf) >= self.start + self.size:
-            self.payload = bytes(self.buf[self.start:self.start + self.size])
-            self.rest = bytes(self.buf[self.start + self.size:])  # the next step's, if any
+            self.payload = bytes(self.buf[self.start : self.start + self.size])
+            self.rest = bytes(self.buf[self.start + self.size :])  # the next step's, if any
             self.buf = bytearray()
 
     def before(self) -> str:

@@ -24,6 +24,7 @@ runs `cat`), raw syscalls (ctypes), and the harness's own objects in this proces
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import pathlib
@@ -35,10 +36,22 @@ import sys
 BLOCKED_PACKAGES = ("tutor.reference", "tutor.lessons")
 _BLOCKED_PREFIXES = tuple(p + "." for p in BLOCKED_PACKAGES) + ("attn_checks_",)
 # Events that name a path to judge (args[0], and args[1] for the two-path ones).
-_PATH_EVENTS = frozenset({
-    "open", "os.rename", "os.remove", "os.rmdir", "os.link", "os.truncate", "os.chmod", "os.chown",
-    "os.utime", "shutil.copyfile", "shutil.copytree", "shutil.rmtree",
-})
+_PATH_EVENTS = frozenset(
+    {
+        "open",
+        "os.rename",
+        "os.remove",
+        "os.rmdir",
+        "os.link",
+        "os.truncate",
+        "os.chmod",
+        "os.chown",
+        "os.utime",
+        "shutil.copyfile",
+        "shutil.copytree",
+        "shutil.rmtree",
+    }
+)
 _TWO_PATHS = frozenset({"os.rename", "os.link", "shutil.copyfile", "shutil.copytree"})
 REFUSAL = "attn-tutor keeps its reference solutions and lesson checks away from your code"
 
@@ -62,8 +75,12 @@ def protected_folders() -> list[str]:
 
     found = [str(reference_dir()), str(lessons_dir())]
     # A course's own lessons (--lessons DIR): each folder, and the reference beside it.
-    found += [str(p) for lesson in all_lessons() for p in (lesson.folder, lesson.reference_path.parent)
-              if p.is_dir()]
+    found += [
+        str(p)
+        for lesson in all_lessons()
+        for p in (lesson.folder, lesson.reference_path.parent)
+        if p.is_dir()
+    ]
     for name in BLOCKED_PACKAGES:
         try:
             spec = find_spec(name)
@@ -111,7 +128,9 @@ def to_evict(folders: tuple[str, ...]) -> tuple[str, ...]:
         blocked = name in BLOCKED_PACKAGES or name.startswith(dotted)
         if not blocked:
             attrs = getattr(module, "__dict__", None)  # not getattr(module, "__file__"): a lazy
-            file = attrs.get("__file__") if isinstance(attrs, dict) else None  # module __getattr__ runs
+            file = (
+                attrs.get("__file__") if isinstance(attrs, dict) else None
+            )  # module __getattr__ runs
             blocked = isinstance(file, str) and file.startswith(prefixes)
         if blocked:
             names.append(name)
@@ -125,10 +144,8 @@ def evict(names: tuple[str, ...]) -> None:
         if sys.modules.pop(name, None) is not None:
             parent, _, child = name.rpartition(".")
             if parent in sys.modules:
-                try:
+                with contextlib.suppress(AttributeError):
                     delattr(sys.modules[parent], child)
-                except AttributeError:
-                    pass
 
 
 def install(fence: tuple[frozenset, frozenset, tuple[str, ...]], on_import=None) -> None:
@@ -138,12 +155,25 @@ def install(fence: tuple[frozenset, frozenset, tuple[str, ...]], on_import=None)
     inside, above, names = fence
     evict(names)
     # The hook's tools, taken now: the learner's code may patch os, os.path or str afterwards.
-    stat, getcwd, readlink, listdir, fspath = posix.stat, posix.getcwd, posix.readlink, posix.listdir, os.fspath
+    stat, getcwd, readlink, listdir, fspath = (
+        posix.stat,
+        posix.getcwd,
+        posix.readlink,
+        posix.listdir,
+        os.fspath,
+    )
     fsdecode, isinstance_, str_, bytes_, type_ = os.fsdecode, isinstance, str, bytes, type
     # open() and os.open() hand the hook the path they will use; other calls may pass a path
     # object, asked again after the hook: only pathlib's (unpatched) are trusted to answer the same.
-    trusted = {cls: cls.__fspath__ for cls in (pathlib.PurePosixPath, pathlib.PosixPath, os.DirEntry)}
-    path_events, two_paths, packages, dotted = _PATH_EVENTS, _TWO_PATHS, BLOCKED_PACKAGES, _BLOCKED_PREFIXES
+    trusted = {
+        cls: cls.__fspath__ for cls in (pathlib.PurePosixPath, pathlib.PosixPath, os.DirEntry)
+    }
+    path_events, two_paths, packages, dotted = (
+        _PATH_EVENTS,
+        _TWO_PATHS,
+        BLOCKED_PACKAGES,
+        _BLOCKED_PREFIXES,
+    )
 
     def key(path: str):
         try:
@@ -181,7 +211,9 @@ def install(fence: tuple[frozenset, frozenset, tuple[str, ...]], on_import=None)
                 path = fspath(raw)
                 path = fsdecode(path) if type_(path) is bytes_ else path
             elif hasattr(kind, "__fspath__"):
-                return True  # a path object of the learner's: asked again, it could answer otherwise
+                return (
+                    True  # a path object of the learner's: asked again, it could answer otherwise
+                )
             else:
                 return False  # not a path: the call itself fails
         except Exception:
@@ -210,9 +242,12 @@ def install(fence: tuple[frozenset, frozenset, tuple[str, ...]], on_import=None)
         if event in path_events:
             if not args:
                 return
-            if refused(args[0], event == "open") or (event in two_paths and len(args) > 1
-                                                       and refused(args[1], False)):
-                raise RefusedOpen(errno.EACCES, REFUSAL, args[0] if isinstance_(args[0], str_) else str_(args[0]))
+            if refused(args[0], event == "open") or (
+                event in two_paths and len(args) > 1 and refused(args[1], False)
+            ):
+                raise RefusedOpen(
+                    errno.EACCES, REFUSAL, args[0] if isinstance_(args[0], str_) else str_(args[0])
+                )
         elif event == "import" and args:
             name = args[0]
             if isinstance_(name, str_) and (name in packages or name.startswith(dotted)):

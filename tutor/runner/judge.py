@@ -48,7 +48,9 @@ class Judge:
             self._inputs[lesson] = self.modules[lesson].make_inputs()
         return self._inputs[lesson]
 
-    def verdict(self, lesson: str, step: str, payload: bytes, source: str, views: bool = True) -> StepResult:
+    def verdict(
+        self, lesson: str, step: str, payload: bytes, source: str, views: bool = True
+    ) -> StepResult:
         result = self._verdict(lesson, step, payload, source, views)
         own = self.own_keys.get(lesson)
         fallback = f"fallback.{step}"
@@ -68,40 +70,74 @@ class Judge:
             qualify(result.visuals, lesson, own)
         return result
 
-    def _verdict(self, lesson: str, step: str, payload: bytes, source: str, views: bool) -> StepResult:
+    def _verdict(
+        self, lesson: str, step: str, payload: bytes, source: str, views: bool
+    ) -> StepResult:
         spec = self.modules[lesson].STEPS[step]
         fn = " / ".join(spec.functions)
         report, blob = _parse(payload)
         match report:
-            case None:  # the frame carried the job's token but its bytes were mixed with something else's
-                return messages.failed_step(step, "error", Failure("channel", ""), "failure.channel", {})
+            case (
+                None
+            ):  # the frame carried the job's token but its bytes were mixed with something else's
+                return messages.failed_step(
+                    step, "error", Failure("channel", ""), "failure.channel", {}
+                )
             case messages.ImportFailed(error):
-                return messages.failed_step(step, "error", error.failure,
-                                            *messages.learner_failure_message(error, None), check="file-loads")
+                return messages.failed_step(
+                    step,
+                    "error",
+                    error.failure,
+                    *messages.learner_failure_message(error, None),
+                    check="file-loads",
+                )
             case messages.Missing(name):
-                return StepResult(step, "fail", [Check("defined", "fail", Message("check.missing", {"name": name}))])
+                return StepResult(
+                    step,
+                    "fail",
+                    [Check("defined", "fail", Message("check.missing", {"name": name}))],
+                )
             case messages.Foreign(name, origin):
                 params = {"name": name, "origin": origin}
-                return StepResult(step, "fail", [Check("own-code", "fail", Message("check.not_in_file", params))])
+                return StepResult(
+                    step, "fail", [Check("own-code", "fail", Message("check.not_in_file", params))]
+                )
             case messages.Raised(error, todo=True):
                 where = error.failure.frames[-1] if error.failure.frames else None
-                todo = where and qualified_name(source, where.line, where.function)  # the method, not its class
-                return StepResult(step, "todo", [Check("implemented", "todo", Message("check.todo", {"fn": todo or fn}))],
-                                  error.failure)
+                todo = where and qualified_name(
+                    source, where.line, where.function
+                )  # the method, not its class
+                return StepResult(
+                    step,
+                    "todo",
+                    [Check("implemented", "todo", Message("check.todo", {"fn": todo or fn}))],
+                    error.failure,
+                )
             case messages.Raised(error):
-                return messages.failed_step(step, "error", error.failure, *messages.learner_failure_message(error, fn))
+                return messages.failed_step(
+                    step, "error", error.failure, *messages.learner_failure_message(error, fn)
+                )
             case messages.HarnessError(detail):
-                return messages.failed_step(step, "error", Failure("HarnessError", detail), "failure.harness",
-                                            {"detail": detail})
+                return messages.failed_step(
+                    step,
+                    "error",
+                    Failure("HarnessError", detail),
+                    "failure.harness",
+                    {"detail": detail},
+                )
         verdict = Verdict(source)
         try:
             outputs = codec.decode(report.tree, blob)
-            spec.judge(verdict, outputs, self.inputs(lesson), JudgeContext(source, report.kernels, views))
+            spec.judge(
+                verdict, outputs, self.inputs(lesson), JudgeContext(source, report.kernels, views)
+            )
         except Stop:
             pass
         except Exception as exc:  # a value the judge did not foresee: say so, do not die
             detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
-            verdict.checks.append(Check("judge", "error", Message("failure.judge", {"detail": detail})))
+            verdict.checks.append(
+                Check("judge", "error", Message("failure.judge", {"detail": detail}))
+            )
             return StepResult(step, "error", verdict.checks, visuals=verdict.visuals)
         status = "pass" if verdict.passed() and verdict.checks else "fail"
         return StepResult(step, status, verdict.checks, visuals=verdict.visuals)

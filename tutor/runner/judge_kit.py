@@ -7,6 +7,7 @@ and records checks whose messages are catalog keys with parameters.
 from __future__ import annotations
 
 import ast
+import contextlib
 import functools
 import math
 import unicodedata
@@ -41,7 +42,7 @@ def of_the_inputs(fn):
     def cached(*args):
         key = tuple(map(id, args))
         hit = cache.get(key)
-        if hit is None or any(a is not b for a, b in zip(hit[0], args)):
+        if hit is None or any(a is not b for a, b in zip(hit[0], args, strict=False)):
             if len(cache) >= 256:
                 cache.clear()
             hit = cache[key] = (args, fn(*args))
@@ -60,7 +61,11 @@ def large_scores_factor(scores) -> float:
     """What stretches scores (…, T, T) until the largest a query sees (its own key and the
     earlier ones) is LARGE_SCORES: multiply W_q, or the scores, by it."""
     T = scores.shape[-1]
-    seen = scores.masked_fill(torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1), 0.0).abs().max()
+    seen = (
+        scores.masked_fill(torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1), 0.0)
+        .abs()
+        .max()
+    )
     return LARGE_SCORES / float(seen)
 
 
@@ -76,7 +81,11 @@ def shape_str(shape) -> str:
 def describe(value) -> dict:
     """What came, as a message: rendered in the reader's language."""
     if isinstance(value, torch.Tensor):
-        return msg("value.tensor", dtype=str(value.dtype).removeprefix("torch."), shape=shape_str(value.shape))
+        return msg(
+            "value.tensor",
+            dtype=str(value.dtype).removeprefix("torch."),
+            shape=shape_str(value.shape),
+        )
     if isinstance(value, Opaque):
         return msg("value.opaque", type=str(value))
     if isinstance(value, tuple):
@@ -103,7 +112,9 @@ class Verdict:
                 if existing.status == "pass" and not ok:
                     self.checks[i] = Check(check_id, "fail", Message(key, params))
                 return
-        self.checks.append(Check(check_id, "pass" if ok else "fail", None if ok else Message(key, params)))
+        self.checks.append(
+            Check(check_id, "pass" if ok else "fail", None if ok else Message(key, params))
+        )
 
     def expect(self, check_id: str, ok: bool, message_key: str = "", /, **params) -> bool:
         self._record(check_id, bool(ok), message_key, params)
@@ -148,7 +159,11 @@ def row_place(index: tuple) -> dict:
 
 def failure_params(e: dict) -> dict:
     """kind, detail and the learner's innermost line of a call's error, for a message."""
-    return {"kind": e["kind"], "detail": e["detail"], "line": e["frames"][-1]["line"] if e["frames"] else "?"}
+    return {
+        "kind": e["kind"],
+        "detail": e["detail"],
+        "line": e["frames"][-1]["line"] if e["frames"] else "?",
+    }
 
 
 def require_ran(v: Verdict, call: dict, fn: str) -> None:
@@ -160,10 +175,8 @@ def require_ran(v: Verdict, call: dict, fn: str) -> None:
 def judged(source: str, judge_case, *args) -> Verdict:
     """judge_case(sub, *args) on a verdict of its own, stopped at its first required failure."""
     sub = Verdict(source)
-    try:
+    with contextlib.suppress(Stop):
         judge_case(sub, *args)
-    except Stop:
-        pass
     return sub
 
 
@@ -171,6 +184,7 @@ def large_scores_likely(weights, scores, mask) -> dict:
     """Why weights came out NaN for scores that reach LARGE_SCORES (mask: True where hidden), by
     rebuilding the two usual softmaxes that fail there, in the scores' own dtype: exp written by
     hand, or torch.softmax over every key with the future cut out and renormalized after."""
+
     def by_hand():
         e = torch.exp(scores).masked_fill(mask, 0.0)
         return e / e.sum(-1, keepdim=True)
@@ -179,13 +193,19 @@ def large_scores_likely(weights, scores, mask) -> dict:
         p = torch.softmax(scores, -1).masked_fill(mask, 0.0)
         return p / p.sum(-1, keepdim=True)
 
-    found = matching_mistake(weights, [(by_hand, msg("likely.softmax_overflow")),
-                                       (renormalized, msg("likely.softmax_renormalized"))])
+    found = matching_mistake(
+        weights,
+        [
+            (by_hand, msg("likely.softmax_overflow")),
+            (renormalized, msg("likely.softmax_renormalized")),
+        ],
+    )
     return msg("likely.softmax_large") if found["key"] == "likely.unknown" else found
 
 
-def large_scores_check(v: Verdict, sub: Verdict, key: str, overflow: tuple[str, ...] = ("finite",),
-                       likely=None) -> None:
+def large_scores_check(
+    v: Verdict, sub: Verdict, key: str, overflow: tuple[str, ...] = ("finite",), likely=None
+) -> None:
     """The large-scores check: sub, the step's own checks judged (judged()) on the call whose
     scores reach LARGE_SCORES. Its first failure is said in key's {reason} (with {top}); where
     that failure is one of overflow's checks, its likely mistake is `likely` (a message or a
@@ -201,19 +221,23 @@ def large_scores_check(v: Verdict, sub: Verdict, key: str, overflow: tuple[str, 
     v.expect("large-scores", True)
 
 
-def judge_other_sizes(v: Verdict, calls: list, cases: list, labels: list[str], judge_case, explain=None) -> None:
+def judge_other_sizes(
+    v: Verdict, calls: list, cases: list, labels: list[str], judge_case, explain=None
+) -> None:
     """Judge the sizes after the notebook's one; report the first that fails as one check.
 
     explain(case_index, sub_verdict, source) -> the likely mistake at that size, or None:
     what differs there (the rank, a width, T, the batch), a number of the lab's only where
     the source really has one (see size_explanation). Without one, the failure's own.
     """
-    for i, (call, case, label) in enumerate(zip(calls[1:], cases[1:], labels[1:]), 1):
+    for i, (call, case, label) in enumerate(zip(calls[1:], cases[1:], labels[1:], strict=False), 1):
         sub = judged(v.source, judge_case, call, case)
         if not sub.passed():
             reason = sub.failed_message()
             reason, likely = nest_likely(reason, _other_sizes_likely(explain, i, sub, reason))
-            v.require("other-sizes", False, "check.other_sizes", sizes=label, reason=reason, likely=likely)
+            v.require(
+                "other-sizes", False, "check.other_sizes", sizes=label, reason=reason, likely=likely
+            )
     v.expect("other-sizes", True)
 
 
@@ -226,7 +250,11 @@ def _other_sizes_likely(explain, i: int, sub: Verdict, reason: dict) -> dict:
             likely = None
     if likely is None:
         own = reason["params"].get("likely")
-        likely = own if isinstance(own, dict) and own.get("key") != "likely.unknown" else msg("likely.other_sizes")
+        likely = (
+            own
+            if isinstance(own, dict) and own.get("key") != "likely.unknown"
+            else msg("likely.other_sizes")
+        )
     return likely
 
 
@@ -248,22 +276,32 @@ def literal_explanation(source: str, defs, names, seed, size) -> dict | None:
     here should be read from a shape. names, seed, size: parallel tuples, e.g. ("T", "d_k"),
     (6, 8), (9, 32). 0 and 1 are everywhere (`dim=1`, `diagonal=1`): never a sign."""
     by_value: dict = {}
-    for n, a, b in zip(names, seed, size):
+    for n, a, b in zip(names, seed, size, strict=False):
         if a != b and a not in (0, 1):
             by_value.setdefault(a, []).append((n, b))
     wanted, size_of = [], {}
     for a, named in by_value.items():
         label = "/".join(n for n, _ in named)
         # The scale: math.sqrt(8) has the 8 itself; `/ 2.83`, `/ 2` (√4) and `* 0.354` (1/√8) do not.
-        for value, shown in ((a, label), (math.sqrt(a), "√" + label), (1 / math.sqrt(a), "1/√" + label)):
+        for value, shown in (
+            (a, label),
+            (math.sqrt(a), "√" + label),
+            (1 / math.sqrt(a), "1/√" + label),
+        ):
             wanted.append((value, shown))
             size_of[shown] = a
     found = size_literals(source, frozenset(defs), tuple(wanted))
     if not found:
         return None
     label, value, where = found[0]
-    return msg("likely.literal", value=_fmt(value), name=label, line=where.line, code=where.code,
-               now=", ".join(f"{n}={b}" for n, b in by_value[size_of[label]]))
+    return msg(
+        "likely.literal",
+        value=_fmt(value),
+        name=label,
+        line=where.line,
+        code=where.code,
+        now=", ".join(f"{n}={b}" for n, b in by_value[size_of[label]]),
+    )
 
 
 def state_explanation(source: str, defs) -> dict | None:
@@ -273,33 +311,58 @@ def state_explanation(source: str, defs) -> dict | None:
 
 def squeeze_explanation(source: str, defs, names, seed, size) -> dict | None:
     """A bare `squeeze()`, at a size with a 1 where the lab has none."""
-    ones = [n for n, a, b in zip(names, seed, size) if b == 1 and a != 1]
+    ones = [n for n, a, b in zip(names, seed, size, strict=False) if b == 1 and a != 1]
     found = squeezes(source, frozenset(defs)) if ones else None
-    return msg("likely.squeeze", line=found.line, code=found.code, ones=", ".join(ones)) if found else None
+    return (
+        msg("likely.squeeze", line=found.line, code=found.code, ones=", ".join(ones))
+        if found
+        else None
+    )
 
 
 def differ_explanation(names, seed, size) -> dict:
     """What differs at this size, the lab's value in brackets: T=9 (6), d_k=32 (8)."""
-    return msg("likely.sizes_differ", diff=", ".join(f"{n}={b} ({a})" for n, a, b in zip(names, seed, size) if a != b))
+    return msg(
+        "likely.sizes_differ",
+        diff=", ".join(
+            f"{n}={b} ({a})" for n, a, b in zip(names, seed, size, strict=False) if a != b
+        ),
+    )
 
 
 def size_explanation(source: str, defs, names, seed, size) -> dict:
     """Why code right at the lab's sizes (seed) fails at size, in the generic order: a number
     of the lab's written in, a bare squeeze() at a size of 1, state kept from an earlier call,
     else what differs at this size."""
-    return (literal_explanation(source, defs, names, seed, size) or squeeze_explanation(source, defs, names, seed, size)
-            or state_explanation(source, defs) or differ_explanation(names, seed, size))
+    return (
+        literal_explanation(source, defs, names, seed, size)
+        or squeeze_explanation(source, defs, names, seed, size)
+        or state_explanation(source, defs)
+        or differ_explanation(names, seed, size)
+    )
 
 
-def require_pair(v: Verdict, fn: str, value, out_shape: tuple, weights_shape: tuple, usual: str) -> tuple:
+def require_pair(
+    v: Verdict, fn: str, value, out_shape: tuple, weights_shape: tuple, usual: str
+) -> tuple:
     """(out, weights) as the lab asks, or the step stops with why not."""
     if isinstance(value, tuple) and len(value) == 2:
         first, second = value
-        swapped = (isinstance(first, torch.Tensor) and isinstance(second, torch.Tensor)
-                   and tuple(first.shape) == tuple(weights_shape) and tuple(second.shape) == tuple(out_shape)
-                   and tuple(out_shape) != tuple(weights_shape))
-        v.require("returns", not swapped, "check.returns_pair", fn=fn, got=describe(value),
-                  likely=msg("likely.pair_order"))
+        swapped = (
+            isinstance(first, torch.Tensor)
+            and isinstance(second, torch.Tensor)
+            and tuple(first.shape) == tuple(weights_shape)
+            and tuple(second.shape) == tuple(out_shape)
+            and tuple(out_shape) != tuple(weights_shape)
+        )
+        v.require(
+            "returns",
+            not swapped,
+            "check.returns_pair",
+            fn=fn,
+            got=describe(value),
+            likely=msg("likely.pair_order"),
+        )
         v.expect("returns", True)
         return value
     likely = msg(usual) if isinstance(value, (tuple, torch.Tensor)) else likely_for_value(value)
@@ -309,16 +372,36 @@ def require_pair(v: Verdict, fn: str, value, out_shape: tuple, weights_shape: tu
     return value
 
 
-def require_tensor(v: Verdict, check_id: str, what: str, value, shape: tuple, likely_shape=None) -> torch.Tensor:
+def require_tensor(
+    v: Verdict, check_id: str, what: str, value, shape: tuple, likely_shape=None
+) -> torch.Tensor:
     """Tensor, of the expected shape, floating point, finite: or the step stops here."""
-    v.require(check_id, isinstance(value, torch.Tensor), "check.not_tensor",
-              what=what, got=describe(value), likely=likely_for_value(value))
-    v.require(check_id, tuple(value.shape) == tuple(shape), "check.shape", what=what,
-              expected=shape_str(shape), got=shape_str(value.shape),
-              likely=likely_shape or msg("likely.shape"))
-    v.require("dtype", value.dtype == torch.float32 or value.dtype == torch.float64, "check.dtype",
-              what=what, expected="float32", got=str(value.dtype).removeprefix("torch."),
-              likely=msg("likely.dtype"))
+    v.require(
+        check_id,
+        isinstance(value, torch.Tensor),
+        "check.not_tensor",
+        what=what,
+        got=describe(value),
+        likely=likely_for_value(value),
+    )
+    v.require(
+        check_id,
+        tuple(value.shape) == tuple(shape),
+        "check.shape",
+        what=what,
+        expected=shape_str(shape),
+        got=shape_str(value.shape),
+        likely=likely_shape or msg("likely.shape"),
+    )
+    v.require(
+        "dtype",
+        value.dtype == torch.float32 or value.dtype == torch.float64,
+        "check.dtype",
+        what=what,
+        expected="float32",
+        got=str(value.dtype).removeprefix("torch."),
+        likely=msg("likely.dtype"),
+    )
     return value
 
 
@@ -348,7 +431,9 @@ def matching_mistake(got: torch.Tensor, candidates) -> dict:
     got = torch.nan_to_num(got.double(), 7.0)  # in double: code in float64 is compared, not a crash
     for make, likely in candidates:
         cand = make()
-        if cand.shape == got.shape and torch.allclose(torch.nan_to_num(cand.double(), 7.0), got, atol=1e-5):
+        if cand.shape == got.shape and torch.allclose(
+            torch.nan_to_num(cand.double(), 7.0), got, atol=1e-5
+        ):
             return likely
     return msg("likely.unknown")
 
@@ -359,7 +444,7 @@ def close(a: torch.Tensor, b: torch.Tensor, atol: float = 1e-5, rtol: float = 1e
 
 def changed_input(v: Verdict, fn: str, names: list[str], after: tuple, pristine: tuple) -> str:
     """Check inputs-unchanged; the name of the first input the call changed in place, or ""."""
-    for name, a, p in zip(names, after, pristine):
+    for name, a, p in zip(names, after, pristine, strict=False):
         if isinstance(p, torch.Tensor) and isinstance(a, torch.Tensor):
             same = a.shape == p.shape and bool(torch.equal(a.to(p.dtype), p))
             if not same:
@@ -412,7 +497,13 @@ def _kernel_words(node, own: set[str]) -> set[str]:
 def _defines(node, names: frozenset[str]) -> bool:
     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
         return node.name in names
-    targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
+    targets = (
+        node.targets
+        if isinstance(node, ast.Assign)
+        else [node.target]
+        if isinstance(node, ast.AnnAssign)
+        else []
+    )
     return any(isinstance(t, ast.Name) and t.id in names for t in targets)
 
 
@@ -462,4 +553,6 @@ def no_kernel(v: Verdict, fn: str, source: str, defs: set[str], runtime: list[st
 
 def round_matrix(t: torch.Tensor, digits: int = 4) -> list:
     """A T×T matrix for the heatmap, non-finite values as None (JSON has no NaN)."""
-    return [[round(x, digits) if math.isfinite(x) else None for x in row] for row in t.double().tolist()]
+    return [
+        [round(x, digits) if math.isfinite(x) else None for x in row] for row in t.double().tolist()
+    ]

@@ -22,6 +22,7 @@ learner's file); restrict() when the job comes (that file's rule, then restrict_
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import stat
@@ -33,10 +34,28 @@ from . import syscalls as sc
 
 READ = sc.FS_EXECUTE | sc.FS_READ_FILE | sc.FS_READ_DIR
 # Files read outside the granted folders: the dynamic loader's cache, time zones, user names.
-ETC_FILES = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/localtime", "/etc/passwd", "/etc/group",
-             "/etc/nsswitch.conf", "/etc/hosts", "/etc/mime.types")
-SYSTEM_DIRS = ("/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin", "/etc/ld.so.conf.d", "/etc/alternatives",
-               "/sys/devices/system/cpu", "/usr/share/zoneinfo")
+ETC_FILES = (
+    "/etc/ld.so.cache",
+    "/etc/ld.so.conf",
+    "/etc/localtime",
+    "/etc/passwd",
+    "/etc/group",
+    "/etc/nsswitch.conf",
+    "/etc/hosts",
+    "/etc/mime.types",
+)
+SYSTEM_DIRS = (
+    "/usr",
+    "/lib",
+    "/lib64",
+    "/lib32",
+    "/bin",
+    "/sbin",
+    "/etc/ld.so.conf.d",
+    "/etc/alternatives",
+    "/sys/devices/system/cpu",
+    "/usr/share/zoneinfo",
+)
 # All of /proc, read only: what another process's entries would give away (its fds, memory,
 # environment, root and cwd links) is behind ptrace's access check, and Landlock refuses that
 # towards any process outside the child's domain. A fork of the learner's has its own pid there.
@@ -54,14 +73,21 @@ def read_roots() -> list[str]:
     """Folders to read: the interpreter's and the packages', the system's. Not the working
     folder (sys.path's '' or cwd: where attn-tutor was started, the workspace beside it)."""
     cwd = os.getcwd()
-    roots = [sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix,
-             os.path.dirname(os.path.realpath(sys.executable))]
+    roots = [
+        sys.prefix,
+        sys.base_prefix,
+        sys.exec_prefix,
+        sys.base_exec_prefix,
+        os.path.dirname(os.path.realpath(sys.executable)),
+    ]
     for scheme_key in ("stdlib", "platstdlib", "purelib", "platlib"):
-        try:
+        with contextlib.suppress(KeyError):
             roots.append(sysconfig.get_paths()[scheme_key])
-        except KeyError:
-            pass
-    roots += [p for p in sys.path if p and os.path.isabs(p) and os.path.realpath(p) != os.path.realpath(cwd)]
+    roots += [
+        p
+        for p in sys.path
+        if p and os.path.isabs(p) and os.path.realpath(p) != os.path.realpath(cwd)
+    ]
     roots += [os.path.dirname(os.path.dirname(os.path.abspath(__file__)))]  # the tutor package
     return roots + list(SYSTEM_DIRS)
 
@@ -125,7 +151,9 @@ class Ruleset:
         scoped = sc.SCOPE_ABSTRACT_UNIX_SOCKET | sc.SCOPE_SIGNAL if abi >= 6 else 0
         attr = struct.pack("QQQ", fs, net, scoped)[: 24 if abi >= 6 else 16 if abi >= 4 else 8]
         buf = ctypes.create_string_buffer(attr, len(attr))
-        self.fd = self._call(arch.landlock_create_ruleset, buf, ctypes.c_size_t(len(attr)), ctypes.c_uint32(0))
+        self.fd = self._call(
+            arch.landlock_create_ruleset, buf, ctypes.c_size_t(len(attr)), ctypes.c_uint32(0)
+        )
 
     def _call(self, nr: int, *args) -> int:
         result = self.libc.syscall(ctypes.c_long(nr), *args)
@@ -145,8 +173,13 @@ class Ruleset:
                 rights &= sc.FS_FILE_RIGHTS
             rights &= self.handled
             attr = ctypes.create_string_buffer(struct.pack("=Qi", rights, fd), 12)  # packed struct
-            self._call(self.arch.landlock_add_rule, ctypes.c_int(self.fd),
-                       ctypes.c_int(sc.LANDLOCK_RULE_PATH_BENEATH), attr, ctypes.c_uint32(0))
+            self._call(
+                self.arch.landlock_add_rule,
+                ctypes.c_int(self.fd),
+                ctypes.c_int(sc.LANDLOCK_RULE_PATH_BENEATH),
+                attr,
+                ctypes.c_uint32(0),
+            )
             return True
         finally:
             os.close(fd)

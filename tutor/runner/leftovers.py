@@ -60,7 +60,10 @@ def sweep_scratch(folder: str | None = None) -> list[str]:
         return removed
     for entry in entries:
         try:
-            ours = entry.is_dir(follow_symlinks=False) and entry.stat(follow_symlinks=False).st_uid == os.getuid()
+            ours = (
+                entry.is_dir(follow_symlinks=False)
+                and entry.stat(follow_symlinks=False).st_uid == os.getuid()
+            )
         except OSError:
             continue
         if ours and _gone(entry.name, SCRATCH):
@@ -75,7 +78,9 @@ def sweep_cgroups(base: str | None) -> list[str]:
     if base is None:
         return removed
     try:
-        entries = [e for e in os.scandir(base) if e.is_dir(follow_symlinks=False) and _gone(e.name, CGROUP)]
+        entries = [
+            e for e in os.scandir(base) if e.is_dir(follow_symlinks=False) and _gone(e.name, CGROUP)
+        ]
     except OSError:
         return removed
     for entry in entries:

@@ -30,16 +30,20 @@ def _str(value, what: str) -> str:
 
 # ------------------------------------------------------------------ a child's report
 
+
 @dataclass(frozen=True)
 class LearnerFailure:
     """An exception in the learner's code, as the child described it (sandbox.describe_exception)."""
+
     failure: Failure
     refused: bool = False  # the fence refused an open or import on the way (the tutor's files)
     module: str = ""  # a package Python could not find
-    confined: str = ""  # the kernel refused it: "write" (outside scratch), "read", "network", "processes"
+    confined: str = (
+        ""  # the kernel refused it: "write" (outside scratch), "read", "network", "processes"
+    )
 
     @classmethod
-    def from_dict(cls, d: dict) -> "LearnerFailure":
+    def from_dict(cls, d: dict) -> LearnerFailure:
         """From describe_exception's dict (the child's side, and the wire)."""
         if not isinstance(d, dict):
             raise Malformed("failure")
@@ -47,12 +51,20 @@ class LearnerFailure:
         if not isinstance(frames, list):
             raise Malformed("frames")
         try:
-            frames = [Frame(f["line"], _str(f["function"], "function"), _str(f["code"], "code")) for f in frames]
+            frames = [
+                Frame(f["line"], _str(f["function"], "function"), _str(f["code"], "code"))
+                for f in frames
+            ]
         except (KeyError, TypeError) as exc:
             raise Malformed("frame") from exc
         if "kind" not in d or "detail" not in d:
             raise Malformed("failure")
-        failure = Failure(_str(d["kind"], "kind"), _str(d["detail"], "detail"), frames, _str(d.get("caret", ""), "caret"))
+        failure = Failure(
+            _str(d["kind"], "kind"),
+            _str(d["detail"], "detail"),
+            frames,
+            _str(d.get("caret", ""), "caret"),
+        )
         confined = d.get("confined") or ""
         if confined not in CONFINED:
             raise Malformed("confined")
@@ -60,9 +72,14 @@ class LearnerFailure:
 
     def to_dict(self) -> dict:
         f = self.failure
-        d = {"kind": f.kind, "detail": f.detail,
-             "frames": [{"line": fr.line, "function": fr.function, "code": fr.code} for fr in f.frames],
-             "caret": f.caret}
+        d = {
+            "kind": f.kind,
+            "detail": f.detail,
+            "frames": [
+                {"line": fr.line, "function": fr.function, "code": fr.code} for fr in f.frames
+            ],
+            "caret": f.caret,
+        }
         if self.refused:
             d["refused"] = True
         if self.module:
@@ -75,6 +92,7 @@ class LearnerFailure:
 @dataclass(frozen=True)
 class ImportFailed:
     """The file did not compile or its import raised: the same for every step."""
+
     error: LearnerFailure
 
     def to_json(self) -> dict:
@@ -84,6 +102,7 @@ class ImportFailed:
 @dataclass(frozen=True)
 class Missing:
     """The file does not define a name the step needs."""
+
     name: str
 
     def to_json(self) -> dict:
@@ -93,6 +112,7 @@ class Missing:
 @dataclass(frozen=True)
 class Foreign:
     """A name the step calls is not the file's own code (imported, or compiled elsewhere)."""
+
     name: str
     origin: str
 
@@ -103,6 +123,7 @@ class Foreign:
 @dataclass(frozen=True)
 class Raised:
     """The learner's code raised while the step ran; todo: it was the starter's TODO."""
+
     error: LearnerFailure
     todo: bool = False
 
@@ -113,6 +134,7 @@ class Raised:
 @dataclass(frozen=True)
 class HarnessError:
     """The harness itself failed: the tutor's fault."""
+
     detail: str
 
     def to_json(self) -> dict:
@@ -123,6 +145,7 @@ class HarnessError:
 class Outputs:
     """The probe ran: its outputs (codec.encode's tree; tensors in the blob) and the library
     kernels the child saw being called."""
+
     tree: Any
     kernels: list = field(default_factory=list)
 
@@ -165,16 +188,22 @@ def report_from_json(d) -> Report:
 _SYNTAX = ("SyntaxError", "IndentationError", "TabError")
 
 
-def failed_step(step: str, status: str, failure: Failure | None, key: str, params: dict,
-                check: str = "runs") -> StepResult:
+def failed_step(
+    step: str, status: str, failure: Failure | None, key: str, params: dict, check: str = "runs"
+) -> StepResult:
     """A step that ended in a failure: one check saying why. Every failure result, the
     worker's (timeout, crash, memory, judge died) and the judge's, is made here."""
     return StepResult(step, status, [Check(check, status, Message(key, params))], failure)
 
 
 # LearnerFailure.confined -> its message
-CONFINED = {"": "", "write": "failure.confined_write", "read": "failure.confined_read", "network": "failure.network_off",
-            "processes": "failure.too_many_processes"}
+CONFINED = {
+    "": "",
+    "write": "failure.confined_write",
+    "read": "failure.confined_read",
+    "network": "failure.network_off",
+    "processes": "failure.too_many_processes",
+}
 
 
 def _mask_size_mismatch(kind: str, detail: str, code: str) -> bool:
@@ -214,7 +243,9 @@ def learner_failure_message(error: LearnerFailure, fn: str | None) -> tuple[str,
         params["module"] = error.module
     elif fn is not None and _mask_size_mismatch(failure.kind, failure.detail, code):
         key = "failure.mask_size"
-    elif fn is not None and "Numpy is not available" in failure.detail:  # torch without NumPy: .numpy()
+    elif (
+        fn is not None and "Numpy is not available" in failure.detail
+    ):  # torch without NumPy: .numpy()
         key = "failure.no_numpy"
     else:
         key = "failure.exception" if fn is not None else "failure.file_exception"
@@ -225,9 +256,11 @@ def learner_failure_message(error: LearnerFailure, fn: str | None) -> tuple[str,
 
 # ------------------------------------------------------------------ worker ⇄ judge
 
+
 @dataclass(frozen=True)
 class JudgeRequest:
     """Judge this step; the child's payload follows the frame, unparsed (see worker.send_frame)."""
+
     job: int
     lesson: str
     step: str
@@ -235,10 +268,16 @@ class JudgeRequest:
     views: bool = True
 
     def to_json(self) -> dict:
-        return {"job": self.job, "lesson": self.lesson, "step": self.step, "source": self.source, "views": self.views}
+        return {
+            "job": self.job,
+            "lesson": self.lesson,
+            "step": self.step,
+            "source": self.source,
+            "views": self.views,
+        }
 
     @classmethod
-    def from_json(cls, d: dict) -> "JudgeRequest":
+    def from_json(cls, d: dict) -> JudgeRequest:
         return cls(d["job"], d["lesson"], d["step"], d["source"], d.get("views", True))
 
 
@@ -251,7 +290,7 @@ class JudgeReply:
         return {"job": self.job, "result": self.result.to_dict()}
 
     @classmethod
-    def from_json(cls, d: dict) -> "JudgeReply":
+    def from_json(cls, d: dict) -> JudgeReply:
         return cls(d["job"], StepResult.from_dict(d["result"]))
 
 
@@ -259,10 +298,12 @@ class JudgeReply:
 # One JSON line each, {"type": ..., fields}. The client delivers these objects to its callback;
 # Gone is the client's own (the worker process ended), never on the wire.
 
+
 @dataclass(frozen=True)
 class Ready:
     """Torch is imported and the checks loaded: runs are answered from now on. off: the
     protections the worker could not set up here (platform_probe names), said once by the UI."""
+
     pid: int = 0
     off: list = field(default_factory=list)
     type: ClassVar[str] = "ready"
@@ -271,6 +312,7 @@ class Ready:
 @dataclass(frozen=True)
 class StepVerdict:
     """One step's result for the run numbered gen."""
+
     gen: int
     result: StepResult
     type: ClassVar[str] = "step"
@@ -282,6 +324,7 @@ class StepVerdict:
 @dataclass(frozen=True)
 class Done:
     """Every step of run gen has been reported."""
+
     gen: int
     type: ClassVar[str] = "done"
 
@@ -289,6 +332,7 @@ class Done:
 @dataclass(frozen=True)
 class RunError:
     """The run could not start (an unknown lesson); its Done follows."""
+
     gen: int
     detail: str
     type: ClassVar[str] = "error"
@@ -302,6 +346,7 @@ class Pong:
 @dataclass(frozen=True)
 class Stats:
     """For tests: what a leak would grow."""
+
     fds: int
     spares: int
     jobs: int
@@ -312,6 +357,7 @@ class Stats:
 @dataclass(frozen=True)
 class Gone:
     """The worker process ended (client side only)."""
+
     code: int | None = None
     type: ClassVar[str] = "gone"
 

@@ -37,10 +37,13 @@ _ScriptFunction = getattr(torch._C, "ScriptFunction", None)
 _lru_wrapper = type(functools.lru_cache()(lambda: None))
 
 # Library code a learner's class may inherit from: torch and the standard library.
-_LIBRARY = tuple(p.rstrip(os.sep) + os.sep for p in {
-    os.path.dirname(os.path.realpath(torch.__file__)),
-    *(os.path.realpath(sysconfig.get_paths()[k]) for k in ("stdlib", "platstdlib")),
-})
+_LIBRARY = tuple(
+    p.rstrip(os.sep) + os.sep
+    for p in {
+        os.path.dirname(os.path.realpath(torch.__file__)),
+        *(os.path.realpath(sysconfig.get_paths()[k]) for k in ("stdlib", "platstdlib")),
+    }
+)
 
 
 def code_ids(code: types.CodeType) -> frozenset[int]:
@@ -58,7 +61,12 @@ def code_ids(code: types.CodeType) -> frozenset[int]:
 
 def _where(code: types.CodeType, module) -> str:
     filename = code.co_filename
-    if isinstance(module, str) and module and module not in ("learner", "builtins") and module not in filename:
+    if (
+        isinstance(module, str)
+        and module
+        and module not in ("learner", "builtins")
+        and module not in filename
+    ):
         return f"{module} ({filename})"
     return filename
 
@@ -71,7 +79,11 @@ def _inner(value):
     """What a wrapper wraps, or None."""
     kind = type(value)
     if kind is types.FunctionType or kind is _lru_wrapper:
-        attrs = _function_dict(value) if kind is types.FunctionType else object.__getattribute__(value, "__dict__")
+        attrs = (
+            _function_dict(value)
+            if kind is types.FunctionType
+            else object.__getattribute__(value, "__dict__")
+        )
         return attrs.get("__wrapped__")
     if kind is types.MethodType:
         return _method_func(value)
@@ -115,7 +127,8 @@ def _functions_of(attr) -> list:
     if kind is property:
         return [f for f in (attr.fget, attr.fset, attr.fdel) if f is not None]
     if kind in (types.FunctionType, staticmethod, classmethod, functools.partial, _lru_wrapper) or (
-            _ScriptFunction is not None and kind is _ScriptFunction):
+        _ScriptFunction is not None and kind is _ScriptFunction
+    ):
         return [attr]
     return []
 
@@ -136,7 +149,11 @@ def _class_origin(cls: type, codes: frozenset[int]) -> str | None:
             continue
         attrs = list(_type_dict(base).values())
         known = _library_classes.get(base)
-        if known is not None and len(known) == len(attrs) and all(a is b for a, b in zip(known, attrs)):
+        if (
+            known is not None
+            and len(known) == len(attrs)
+            and all(a is b for a, b in zip(known, attrs, strict=False))
+        ):
             library_own = library_own or base is cls
             continue  # nn.Module's ~100 functions: judged once, while its dict stays as it was
         functions = mine_here = 0

@@ -14,6 +14,7 @@ says so. Standard library only: the UI's probe asks available() too.
 
 from __future__ import annotations
 
+import contextlib
 import os
 
 from . import leftovers
@@ -75,7 +76,9 @@ class Bound:
     """The worker's: a folder of its own under base(), and one per child in it."""
 
     def __init__(self, folder: str):
-        self.root = os.path.join(folder, leftovers.CGROUP + leftovers.tag())  # swept if we are killed
+        self.root = os.path.join(
+            folder, leftovers.CGROUP + leftovers.tag()
+        )  # swept if we are killed
         os.makedirs(self.root, exist_ok=True)
         self.left: set[str] = set()  # folders not yet removed (a task was still in them)
         self.free: list[str] = []  # empty folders, for the next children
@@ -147,12 +150,12 @@ class Bound:
 
     def close(self) -> None:
         """Every child reaped: their folders, then ours."""
-        try:
-            self.left.update(os.path.join(self.root, entry.name) for entry in os.scandir(self.root) if entry.is_dir())
-        except OSError:
-            pass
+        with contextlib.suppress(OSError):
+            self.left.update(
+                os.path.join(self.root, entry.name)
+                for entry in os.scandir(self.root)
+                if entry.is_dir()
+            )
         self.tidy()
-        try:
+        with contextlib.suppress(OSError):
             os.rmdir(self.root)
-        except OSError:
-            pass

@@ -23,6 +23,7 @@ DISABLE_ENV = "ATTN_TUTOR_DISABLE"
 @dataclass(frozen=True)
 class Protections:
     """True: set up in each child (or in the worker). Landlock holds its ABI version (0: off)."""
+
     landlock: int  # files: read only what Python needs, write only the run's scratch folder; no signal out of the run's child
     seccomp: bool  # no signal to the tutor's processes, no ptrace, no network (socket families but AF_UNIX)
     capabilities: bool  # root loses every capability in the child, so the hard limits hold
@@ -72,7 +73,9 @@ def _probe(machine: str, linux: bool, off: frozenset[str]) -> Protections:
         "nondumpable": libc is not None,
     }
     # Turned off: False, or 0 for Landlock's version.
-    return Protections(**{name: type(value)() if name in off else value for name, value in found.items()})
+    return Protections(
+        **{name: type(value)() if name in off else value for name, value in found.items()}
+    )
 
 
 def probe(environ=None) -> Protections:
@@ -85,7 +88,13 @@ def _libc():
 
     try:
         libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
+        libc.prctl.argtypes = [
+            ctypes.c_int,
+            ctypes.c_ulong,
+            ctypes.c_ulong,
+            ctypes.c_ulong,
+            ctypes.c_ulong,
+        ]
         libc.syscall.restype = ctypes.c_long
         return libc
     except (OSError, AttributeError):
@@ -100,6 +109,10 @@ def _seccomp_available(libc) -> bool:
 def _landlock_abi(libc, arch) -> int:
     import ctypes
 
-    abi = libc.syscall(ctypes.c_long(arch.landlock_create_ruleset), None, ctypes.c_size_t(0),
-                       ctypes.c_uint32(syscalls.LANDLOCK_CREATE_RULESET_VERSION))
+    abi = libc.syscall(
+        ctypes.c_long(arch.landlock_create_ruleset),
+        None,
+        ctypes.c_size_t(0),
+        ctypes.c_uint32(syscalls.LANDLOCK_CREATE_RULESET_VERSION),
+    )
     return max(int(abi), 0)  # -1: ENOSYS (no Landlock) or EOPNOTSUPP (built in, not enabled)

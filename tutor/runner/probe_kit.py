@@ -6,6 +6,7 @@ and returns what came back as plain values and tensors. It judges nothing.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import traceback
 
@@ -14,7 +15,6 @@ import torch.nn as nn
 from torch.overrides import TorchFunctionMode
 
 from . import fixed_dropout
-
 from .origin import foreign_origin
 
 _SOFTMAX_OUT: list[torch.Tensor] = []
@@ -89,15 +89,22 @@ def _kind(func):
     name = str(getattr(func, "__name__", "") or "")
     if not name or name.startswith("<"):
         name = str(func)
-    base = name.rsplit(".", 2)[0] if name.startswith("aten.") else name  # aten.softmax.int → aten.softmax
+    base = (
+        name.rsplit(".", 2)[0] if name.startswith("aten.") else name
+    )  # aten.softmax.int → aten.softmax
     base = base.removeprefix("aten.")
     label = _kernel_label(name)
-    kind = ("kernel", label) if label else ("softmax",) if base in _SOFTMAX_NAMES else \
-        ("dropout",) if base in _DROPOUT_NAMES else None
-    try:
+    kind = (
+        ("kernel", label)
+        if label
+        else ("softmax",)
+        if base in _SOFTMAX_NAMES
+        else ("dropout",)
+        if base in _DROPOUT_NAMES
+        else None
+    )
+    with contextlib.suppress(TypeError):
         _KINDS[func] = kind
-    except TypeError:
-        pass
     return kind
 
 
@@ -135,10 +142,17 @@ class Watch(TorchFunctionMode):
         p = args[1] if len(args) > 1 else kwargs.get("p", 0.5)
         training = args[2] if len(args) > 2 else kwargs.get("training", kwargs.get("train", True))
         inplace = (args[3] if len(args) > 3 else kwargs.get("inplace", False)) or str(
-            getattr(func, "__name__", "")).endswith("_")
+            getattr(func, "__name__", "")
+        ).endswith("_")
         p, training = float(p), bool(training)
-        self.dropouts.append({"shape": list(x.shape), "p": p, "training": training,
-                              "weights": training and p > 0 and _looks_like_weights(x)})
+        self.dropouts.append(
+            {
+                "shape": list(x.shape),
+                "p": p,
+                "training": training,
+                "weights": training and p > 0 and _looks_like_weights(x),
+            }
+        )
         out = fixed_dropout.apply(x, p) if training else x
         if inplace and out is not x:
             with _no_grad():
@@ -156,7 +170,9 @@ def _looks_like_weights(x: torch.Tensor) -> bool:
             return False
         if bool((x < 0).any()) or bool((x > 1 + 1e-6).any()):
             return False
-        return bool(torch.allclose(x.double().sum(-1), torch.ones((), dtype=torch.float64), atol=1e-4))
+        return bool(
+            torch.allclose(x.double().sum(-1), torch.ones((), dtype=torch.float64), atol=1e-4)
+        )
 
 
 def _trap(owner, attr: str, label: str) -> None:
@@ -242,8 +258,11 @@ def graph_kernels(t) -> set[str]:
         if node is None or id(node) in seen:
             continue
         seen.add(id(node))
-        label = _kernel_label(type(node).__name__.replace("ScaledDotProduct", "scaled_dot_product")
-                              .replace("MultiHeadAttention", "multi_head_attention"))
+        label = _kernel_label(
+            type(node)
+            .__name__.replace("ScaledDotProduct", "scaled_dot_product")
+            .replace("MultiHeadAttention", "multi_head_attention")
+        )
         if label:
             found.add(label)
         stack.extend(n for n, _ in getattr(node, "next_functions", ()))
@@ -263,7 +282,9 @@ class ProbeContext:
         self.module = module
         self.filename = filename
         self.source = source
-        self.codes = codes  # ids of the code objects compiled from the learner's file (origin.code_ids)
+        self.codes = (
+            codes  # ids of the code objects compiled from the learner's file (origin.code_ids)
+        )
         self.kernels: set[str] = set()
         # False when nobody will look at the step's views (`check`, `grade`): a probe may skip
         # calls whose outputs only feed them. A verdict must never depend on those.
@@ -278,7 +299,9 @@ class ProbeContext:
         if self.codes is not None:
             origin = foreign_origin(value, self.codes)
             if origin is not None:
-                if origin == self.filename or origin.endswith(f"({self.filename})"):  # compiled at run time under its name
+                if origin == self.filename or origin.endswith(
+                    f"({self.filename})"
+                ):  # compiled at run time under its name
                     origin = f"exec(compile(..., {self.filename!r}))"
                 raise Foreign(name, origin)
         self.kernels |= scripted_kernels(self.module, value)
@@ -304,7 +327,7 @@ class ProbeContext:
         _SOFTMAX_OUT.clear()
         watch = Watch(dropout, softmax=self.views)
         try:
-            with (_enable_grad() if grad else _no_grad()), watch:
+            with _enable_grad() if grad else _no_grad(), watch:
                 value = fn(*args)
         except BaseException as exc:  # SystemExit too: the learner's code is at fault
             # The learner's frames may hold what hit the memory limit: free it before describing.

@@ -26,6 +26,7 @@ every expected value from its own inputs. See tests/reliability/README.md.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import errno
 import faulthandler
@@ -65,7 +66,10 @@ DUMP_MARGIN = 0.2  # s before the deadline: faulthandler shows where the code wa
 # os._exit = print must not turn this child into a second worker, nor json.dumps = None
 # leave the result unwritten, nor a patched exec or clock break the steps that follow.
 _exit, _write, _dumps, _exec, _monotonic = os._exit, os.write, json.dumps, exec, time.monotonic
-_dump_later, _cancel_dump = faulthandler.dump_traceback_later, faulthandler.cancel_dump_traceback_later
+_dump_later, _cancel_dump = (
+    faulthandler.dump_traceback_later,
+    faulthandler.cancel_dump_traceback_later,
+)
 _setrlimit, _getrlimit, _collect = resource.setrlimit, resource.getrlimit, gc.collect
 
 
@@ -124,8 +128,10 @@ def _confinement_problem(exc: BaseException) -> dict:
     seen = 0
     while isinstance(exc, BaseException) and seen < 8:
         seen += 1
-        if _confined["forks"] and (isinstance(exc, BlockingIOError) or (
-                type(exc) is RuntimeError and "can't start new thread" in _text(exc))):
+        if _confined["forks"] and (
+            isinstance(exc, BlockingIOError)
+            or (type(exc) is RuntimeError and "can't start new thread" in _text(exc))
+        ):
             return {"confined": "processes"}  # EAGAIN from fork or clone: the pids cgroup's bound
         if isinstance(exc, OSError):
             if _confined["network"] and _network_tried:
@@ -134,10 +140,17 @@ def _confinement_problem(exc: BaseException) -> dict:
                 code, path = OSError.errno.__get__(exc), OSError.filename.__get__(exc)
             except Exception:
                 code, path = None, None
-            if _confined["files"] and code in (errno.EACCES, errno.EPERM) and isinstance(path, (str, bytes)) and path:
+            if (
+                _confined["files"]
+                and code in (errno.EACCES, errno.EPERM)
+                and isinstance(path, (str, bytes))
+                and path
+            ):
                 return {"confined": "read" if _refuses_reading(path) else "write"}
         try:
-            exc = BaseException.__getattribute__(exc, "__cause__") or BaseException.__getattribute__(exc, "__context__")
+            exc = BaseException.__getattribute__(
+                exc, "__cause__"
+            ) or BaseException.__getattribute__(exc, "__context__")
         except Exception:
             break
     return {}
@@ -162,9 +175,24 @@ def _refuses_reading(path) -> bool:
 
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
 # Calls that change the file system, their path first (audit events); listing a folder reads it.
-_CHANGE_EVENTS = frozenset({"os.mkdir", "os.rename", "os.remove", "os.rmdir", "os.link", "os.symlink",
-                            "os.truncate", "os.chmod", "os.chown", "os.utime", "shutil.copyfile",
-                            "shutil.copytree", "shutil.rmtree", "shutil.move"})
+_CHANGE_EVENTS = frozenset(
+    {
+        "os.mkdir",
+        "os.rename",
+        "os.remove",
+        "os.rmdir",
+        "os.link",
+        "os.symlink",
+        "os.truncate",
+        "os.chmod",
+        "os.chown",
+        "os.utime",
+        "shutil.copyfile",
+        "shutil.copytree",
+        "shutil.rmtree",
+        "shutil.move",
+    }
+)
 _READ_EVENTS = frozenset({"os.listdir", "os.scandir"})
 # path -> did the last call on it write? (by the path as given: what OSError.filename holds).
 # Not just the last call: describing the error reads source files (linecache) before this is asked.
@@ -224,7 +252,9 @@ def _import_problem(exc: BaseException) -> dict:
                     return {"refused": True}
                 module = {"module": name[:200]}
         try:
-            exc = BaseException.__getattribute__(exc, "__cause__") or BaseException.__getattribute__(exc, "__context__")
+            exc = BaseException.__getattribute__(
+                exc, "__cause__"
+            ) or BaseException.__getattribute__(exc, "__context__")
         except Exception:
             break
     return module
@@ -260,6 +290,7 @@ def load_learner(source: str, filename: str, code=None) -> types.ModuleType:
 
 # ------------------------------------------------------------------ limits and confinement
 
+
 def _limit_resources(memory: int, protections: Protections) -> tuple[int, int] | None:
     """Returns the RLIMIT_DATA (soft, hard) set, to set again before each step."""
     data = None
@@ -288,10 +319,8 @@ def _release_headroom() -> None:
 
 def _restore_headroom(data: tuple[int, int] | None) -> None:
     if data is not None:
-        try:
+        with contextlib.suppress(ValueError, OSError):
             _setrlimit(resource.RLIMIT_DATA, data)
-        except (ValueError, OSError):
-            pass
 
 
 def _data_bytes() -> int:
@@ -321,7 +350,9 @@ def _seccomp_program(protected: list[int], arch: syscalls.Arch | None = None) ->
         prog.append((code, if_true, if_false, k))
 
     op(sc.BPF_LD_W_ABS, sc.DATA_ARCH)
-    op(sc.BPF_JEQ_K, arch.audit, None, "deny")  # another ABI (int 0x80 on x86_64): refuse everything
+    op(
+        sc.BPF_JEQ_K, arch.audit, None, "deny"
+    )  # another ABI (int 0x80 on x86_64): refuse everything
     op(sc.BPF_LD_W_ABS, sc.DATA_NR)
     op(sc.BPF_JSET_K, sc.X32_BIT, "deny")  # the x32 ABI on x86_64
     for nr in arch.refused_calls:
@@ -345,15 +376,25 @@ def _seccomp_program(protected: list[int], arch: syscalls.Arch | None = None) ->
     op(sc.BPF_RET_K, sc.SECCOMP_RET_ERRNO | errno.EPERM)
 
     def offset(at: int, label) -> int:
-        return 0 if label is None else labels[label] - at - 1  # jumps count from the next instruction
+        return (
+            0 if label is None else labels[label] - at - 1
+        )  # jumps count from the next instruction
 
-    return b"".join(struct.pack("HBBI", code, offset(at, t), offset(at, f), k)
-                    for at, (code, t, f, k) in enumerate(prog))
+    return b"".join(
+        struct.pack("HBBI", code, offset(at, t), offset(at, f), k)
+        for at, (code, t, f, k) in enumerate(prog)
+    )
 
 
 def _libc():
     libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
+    libc.prctl.argtypes = [
+        ctypes.c_int,
+        ctypes.c_ulong,
+        ctypes.c_ulong,
+        ctypes.c_ulong,
+        ctypes.c_ulong,
+    ]
     return libc
 
 
@@ -363,13 +404,17 @@ def _confine(protected: list[int], protections: Protections) -> None:
     libc = _libc()
     if protections.capabilities:
         _drop_capabilities(libc)
-    if protections.seccomp or protections.landlock:  # both need it; it also holds for what the child execs
+    if (
+        protections.seccomp or protections.landlock
+    ):  # both need it; it also holds for what the child execs
         libc.prctl(sc.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
     program = _seccomp_program(protected) if protections.seccomp else None
     if program is None:
         return
     filt = ctypes.create_string_buffer(program)
-    fprog = ctypes.create_string_buffer(struct.pack("HxxxxxxP", len(program) // 8, ctypes.addressof(filt)))
+    fprog = ctypes.create_string_buffer(
+        struct.pack("HxxxxxxP", len(program) // 8, ctypes.addressof(filt))
+    )
     if libc.prctl(sc.PR_SET_SECCOMP, sc.SECCOMP_MODE_FILTER, ctypes.addressof(fprog), 0, 0) == 0:
         _confined["network"] = True
 
@@ -441,9 +486,20 @@ def _arrange_fds(job_fd: int, result_fd: int, output_fd: int) -> tuple[int, int,
 
 # ------------------------------------------------------------------ the job
 
-def serve_one(job_fd: int, result_fd: int, output_fd: int, checks_modules: dict, protected=(),
-              warm=None, fenced=None, protections: Protections | None = None, files=None,
-              cgroup: str | None = None, inputs: dict | None = None) -> None:
+
+def serve_one(
+    job_fd: int,
+    result_fd: int,
+    output_fd: int,
+    checks_modules: dict,
+    protected=(),
+    warm=None,
+    fenced=None,
+    protections: Protections | None = None,
+    files=None,
+    cgroup: str | None = None,
+    inputs: dict | None = None,
+) -> None:
     """A spare child: get ready, wait for one job on job_fd, run its steps, exit. Never returns.
 
     Everything that does not depend on the learner's file happens before the job
@@ -470,7 +526,9 @@ def serve_one(job_fd: int, result_fd: int, output_fd: int, checks_modules: dict,
         signal.signal(signal.SIGINT, signal.SIG_DFL)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         signal.signal(signal.SIGHUP, signal.SIG_DFL)
-        signal.set_wakeup_fd(-1)  # the worker's (closed above): a learner's handler must not write there
+        signal.set_wakeup_fd(
+            -1
+        )  # the worker's (closed above): a learner's handler must not write there
         sys.setrecursionlimit(RECURSION_LIMIT)
         torch.set_num_threads(1)
         # Inputs are made before any learner code runs, so nothing it patches can reach them.
@@ -495,7 +553,15 @@ def serve_one(job_fd: int, result_fd: int, output_fd: int, checks_modules: dict,
     except BaseException as exc:  # the harness itself failed before any step: report, do not hang
         _send(result_fd, b"", _harness_failure(exc))
         _exit(0)
-    _run_steps(job, tokens, marks_fd, result_fd, checks_modules[job["lesson"]], inputs[job["lesson"]], data_limit)
+    _run_steps(
+        job,
+        tokens,
+        marks_fd,
+        result_fd,
+        checks_modules[job["lesson"]],
+        inputs[job["lesson"]],
+        data_limit,
+    )
     _exit(0)
 
 
@@ -514,7 +580,13 @@ def _warm_up(warm, checks_modules: dict, inputs: dict, job_fd: int | None = None
             for step in steps:
                 if job_fd is not None and select.select([job_fd], [], [], 0)[0]:
                     return
-                _run({"source": source, "filename": filename}, step, code, checks_modules[lesson], inputs[lesson])
+                _run(
+                    {"source": source, "filename": filename},
+                    step,
+                    code,
+                    checks_modules[lesson],
+                    inputs[lesson],
+                )
     except BaseException:
         pass  # only the learner's run is slower
     finally:
@@ -544,8 +616,9 @@ def _forget_warm_up(warm) -> None:
     _codes[:] = [None, frozenset()]
 
 
-def _run_steps(job: dict, tokens: list[bytes], marks_fd: int, result_fd: int, checks_module, inputs,
-               data_limit) -> None:
+def _run_steps(
+    job: dict, tokens: list[bytes], marks_fd: int, result_fd: int, checks_module, inputs, data_limit
+) -> None:
     """One frame per step, in order. Each step gets a fresh module and the whole time limit,
     counted from when it starts here; the worker counts from the previous frame, a little later.
     Between two steps' output goes a marker (MAGIC and the step's token): the worker splits
@@ -570,7 +643,10 @@ def _run_steps(job: dict, tokens: list[bytes], marks_fd: int, result_fd: int, ch
                 code = compile_learner(job["source"], job["filename"])
             message, blob = _run(job, step, code, checks_module, inputs)
         except LearnerImportError as exc:  # the file does not compile: the same for every step
-            message, blob = messages.ImportFailed(messages.LearnerFailure.from_dict(exc.failure)), b""
+            message, blob = (
+                messages.ImportFailed(messages.LearnerFailure.from_dict(exc.failure)),
+                b"",
+            )
         except BaseException as exc:  # the harness itself failed: report, do not hang
             message, blob = _harness_failure(exc), b""
         _flush(streams)  # the step's prints reach the pipe before its marker
@@ -597,10 +673,8 @@ def _restore(state: tuple, streams: tuple) -> None:
 
 def _flush(streams: tuple) -> None:
     for stream in streams:
-        try:
+        with contextlib.suppress(BaseException):
             stream.flush()
-        except BaseException:
-            pass
 
 
 def _harness_failure(exc: BaseException) -> messages.Report:
@@ -626,7 +700,7 @@ def _send(result_fd: int, token: bytes, message: messages.Report, blob: bytes = 
 def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
-        view = view[_write(fd, view):]
+        view = view[_write(fd, view) :]
 
 
 # ------------------------------------------------------------------ read by the worker
@@ -645,7 +719,9 @@ def dumped_frames(text: str, filename: str, source: str) -> tuple[list[dict], bo
         elif block is not None and line.startswith(" "):
             block.append(line)
     # The main thread is the one running the harness (sandbox.serve_one).
-    main = next((b for b in blocks if any("sandbox.py" in line for line in b)), blocks[0] if blocks else [])
+    main = next(
+        (b for b in blocks if any("sandbox.py" in line for line in b)), blocks[0] if blocks else []
+    )
     lines = source.splitlines()
     frames = []
     for line in reversed(main):  # faulthandler lists the innermost call first
@@ -672,10 +748,8 @@ def _compile_watch(result_fd: int):
     def on_import(name) -> None:
         if not said and name in ("torch._dynamo", "torch._inductor"):
             said.append(name)
-            try:
+            with contextlib.suppress(OSError):
                 _write(result_fd, f"\n{COMPILE_MARK}\n".encode())
-            except OSError:
-                pass
 
     return on_import
 
@@ -687,7 +761,9 @@ def compiling(dump: str, source: str) -> str | None:
     if COMPILE_MARK in dump:
         return "stack"
     for line in dump.splitlines():
-        if line.lstrip().startswith('File "') and any(fragment in line for fragment in _COMPILER_FRAMES):
+        if line.lstrip().startswith('File "') and any(
+            fragment in line for fragment in _COMPILER_FRAMES
+        ):
             return "stack"
     return "source" if _uses_torch_compile(source) else None
 
@@ -701,13 +777,25 @@ def _uses_torch_compile(source: str) -> bool:
     except (SyntaxError, ValueError, MemoryError, RecursionError):
         return False
     for node in ast.walk(tree):
-        if isinstance(node, ast.Attribute) and node.attr == "compile" and isinstance(node.value, ast.Name) \
-                and node.value.id == "torch":
+        if (
+            isinstance(node, ast.Attribute)
+            and node.attr == "compile"
+            and isinstance(node.value, ast.Name)
+            and node.value.id == "torch"
+        ):
             return True  # torch.compile(...), @torch.compile
-        if isinstance(node, ast.ImportFrom) and node.module == "torch" and any(a.name == "compile" for a in node.names):
+        if (
+            isinstance(node, ast.ImportFrom)
+            and node.module == "torch"
+            and any(a.name == "compile" for a in node.names)
+        ):
             return True
-        if isinstance(node, ast.Attribute) and node.attr == "optimize" and isinstance(node.value, ast.Attribute) \
-                and node.value.attr == "_dynamo":
+        if (
+            isinstance(node, ast.Attribute)
+            and node.attr == "optimize"
+            and isinstance(node.value, ast.Attribute)
+            and node.value.attr == "_dynamo"
+        ):
             return True  # torch._dynamo.optimize(...)
     return False
 
@@ -731,7 +819,9 @@ def _mark(marks_fd: int, token: bytes) -> None:
 
 
 def _learner_at_fault(exc: BaseException, filename: str) -> bool:
-    if isinstance(exc, (SystemExit, KeyboardInterrupt, RecursionError)) or probe_kit.is_out_of_memory(exc):
+    if isinstance(
+        exc, (SystemExit, KeyboardInterrupt, RecursionError)
+    ) or probe_kit.is_out_of_memory(exc):
         return True
     return any(fs.filename == filename for fs in traceback.extract_tb(exc.__traceback__))
 
@@ -753,7 +843,9 @@ def _run(job: dict, step: str, code, checks_module, inputs) -> tuple[messages.Re
     except LearnerImportError as exc:
         return messages.ImportFailed(messages.LearnerFailure.from_dict(exc.failure)), b""
     ctx = probe_kit.ProbeContext(module, job["filename"], job["source"], _code_ids(code))
-    ctx.params = (job.get("params") or {}).get(step) or {}  # an experiment's settings, chosen in the app
+    ctx.params = (job.get("params") or {}).get(
+        step
+    ) or {}  # an experiment's settings, chosen in the app
     ctx.views = job.get("views", True)
     try:
         for name in spec.functions:  # each of the step's names, whether or not its probe gets it
@@ -775,5 +867,9 @@ def _run(job: dict, step: str, code, checks_module, inputs) -> tuple[messages.Re
         if not _learner_at_fault(exc, job["filename"]):
             raise
         traceback.clear_frames(exc.__traceback__)
-        return messages.Raised(messages.LearnerFailure.from_dict(describe_exception(exc, job["filename"], job["source"]))), b""
+        return messages.Raised(
+            messages.LearnerFailure.from_dict(
+                describe_exception(exc, job["filename"], job["source"])
+            )
+        ), b""
     return messages.Outputs(encoded, sorted(ctx.kernels)), blob

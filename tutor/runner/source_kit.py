@@ -14,19 +14,78 @@ import math
 from dataclasses import dataclass
 
 # Calls whose plain int arguments are dimensions (or a diagonal), not sizes.
-DIM_CALLS = frozenset({
-    "transpose", "swapaxes", "swapdims", "permute", "movedim", "moveaxis", "size", "softmax", "log_softmax",
-    "unsqueeze", "squeeze", "flatten", "unflatten", "sum", "mean", "amax", "amin", "max", "min", "logsumexp",
-    "cat", "stack", "select", "narrow", "diagonal", "tril", "triu", "argmax", "argmin", "cumsum", "prod",
-    "norm", "std", "var", "all", "any", "flip", "roll", "gather", "index_select", "chunk", "split", "dim",
-})
+DIM_CALLS = frozenset(
+    {
+        "transpose",
+        "swapaxes",
+        "swapdims",
+        "permute",
+        "movedim",
+        "moveaxis",
+        "size",
+        "softmax",
+        "log_softmax",
+        "unsqueeze",
+        "squeeze",
+        "flatten",
+        "unflatten",
+        "sum",
+        "mean",
+        "amax",
+        "amin",
+        "max",
+        "min",
+        "logsumexp",
+        "cat",
+        "stack",
+        "select",
+        "narrow",
+        "diagonal",
+        "tril",
+        "triu",
+        "argmax",
+        "argmin",
+        "cumsum",
+        "prod",
+        "norm",
+        "std",
+        "var",
+        "all",
+        "any",
+        "flip",
+        "roll",
+        "gather",
+        "index_select",
+        "chunk",
+        "split",
+        "dim",
+    }
+)
 BUILTINS = frozenset({"max", "min", "sum", "all", "any"})
-DIM_KEYWORDS = frozenset({"dim", "dim0", "dim1", "dims", "axis", "diagonal", "start_dim", "end_dim", "offset"})
+DIM_KEYWORDS = frozenset(
+    {"dim", "dim0", "dim1", "dims", "axis", "diagonal", "start_dim", "end_dim", "offset"}
+)
 # Methods that change a container or a tensor where it is: state when the owner outlives the call.
-MUTATORS = frozenset({
-    "update", "setdefault", "append", "extend", "insert", "add", "pop", "popitem", "clear",
-    "copy_", "fill_", "zero_", "resize_", "set_", "masked_fill_", "__setitem__",
-})
+MUTATORS = frozenset(
+    {
+        "update",
+        "setdefault",
+        "append",
+        "extend",
+        "insert",
+        "add",
+        "pop",
+        "popitem",
+        "clear",
+        "copy_",
+        "fill_",
+        "zero_",
+        "resize_",
+        "set_",
+        "masked_fill_",
+        "__setitem__",
+    }
+)
 
 
 @dataclass(frozen=True)
@@ -51,14 +110,17 @@ def qualified_name(source: str, line: int, function: str) -> str | None:
 
     def within(nodes, prefix):
         for node in nodes:
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) \
-                    and node.lineno <= line <= (node.end_lineno or node.lineno):
+            if isinstance(
+                node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+            ) and node.lineno <= line <= (node.end_lineno or node.lineno):
                 path[:] = [*prefix, node.name]
                 within(node.body, path[:])
                 return
 
     within(tree.body if tree is not None else [], [])
-    while path and path[-1] != function:  # a def the frame's function is in (a lambda, say): up to it
+    while (
+        path and path[-1] != function
+    ):  # a def the frame's function is in (a lambda, say): up to it
         path.pop()
     return ".".join(path) or None
 
@@ -66,7 +128,13 @@ def qualified_name(source: str, line: int, function: str) -> str | None:
 def _defines(node, names: frozenset[str]) -> bool:
     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
         return node.name in names
-    targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
+    targets = (
+        node.targets
+        if isinstance(node, ast.Assign)
+        else [node.target]
+        if isinstance(node, ast.AnnAssign)
+        else []
+    )
     return any(isinstance(t, ast.Name) and t.id in names for t in targets)
 
 
@@ -74,16 +142,25 @@ def _definitions(tree, names: frozenset[str]) -> list:
     """The top-level nodes that define names; a class a definition instantiates comes along
     (`causal_mask = CausalMask()`), since that is where its code is."""
     nodes = [n for n in tree.body if _defines(n, names)]
-    called = {c.func.id for n in nodes if isinstance(n, (ast.Assign, ast.AnnAssign))
-              for c in ast.walk(n) if isinstance(c, ast.Call) and isinstance(c.func, ast.Name)}
-    nodes += [n for n in tree.body if isinstance(n, ast.ClassDef) and n.name in called and n not in nodes]
+    called = {
+        c.func.id
+        for n in nodes
+        if isinstance(n, (ast.Assign, ast.AnnAssign))
+        for c in ast.walk(n)
+        if isinstance(c, ast.Call) and isinstance(c.func, ast.Name)
+    }
+    nodes += [
+        n for n in tree.body if isinstance(n, ast.ClassDef) and n.name in called and n not in nodes
+    ]
     return nodes
 
 
 def _code(source: str, node) -> str:
     text = ast.get_source_segment(source, node) or ""
     text = " ".join(text.split())
-    return text if len(text) <= 40 else text[:37] + "..."  # a quote, not the whole line: messages stay short
+    return (
+        text if len(text) <= 40 else text[:37] + "..."
+    )  # a quote, not the whole line: messages stay short
 
 
 def _parents(root) -> dict:
@@ -116,7 +193,9 @@ def _number(node):
 def _is_dimension(node, parents) -> bool:
     """A constant that counts dimensions or diagonals, or is an exponent or a halving."""
     parent = parents.get(node)
-    if isinstance(parent, ast.UnaryOp):  # -1, -2: counted from the end, or a fill value; no size is negative
+    if isinstance(
+        parent, ast.UnaryOp
+    ):  # -1, -2: counted from the end, or a fill value; no size is negative
         return True
     if isinstance(parent, (ast.Tuple, ast.List)):  # permute((0, 1, 3, 2)), sum(dim=(1, 2))
         node, parent = parent, parents.get(parent)
@@ -124,15 +203,20 @@ def _is_dimension(node, parents) -> bool:
         return parent.arg in DIM_KEYWORDS
     if isinstance(parent, ast.Call) and node in parent.args:
         # A method or torch function; the builtins min(T, 32), max(...) take sizes.
-        return _call_name(parent) in DIM_CALLS and not (isinstance(parent.func, ast.Name)
-                                                        and parent.func.id in BUILTINS)
+        return _call_name(parent) in DIM_CALLS and not (
+            isinstance(parent.func, ast.Name) and parent.func.id in BUILTINS
+        )
     if isinstance(parent, ast.Subscript) and _is_shape(parent.value):
         return True
     if isinstance(parent, ast.Slice):
         sub = parents.get(parent)
         return isinstance(sub, ast.Subscript) and _is_shape(sub.value)
     if isinstance(parent, ast.BinOp) and parent.right is node:
-        return isinstance(parent.op, ast.Pow) or isinstance(parent.op, (ast.FloorDiv, ast.Mod)) and _number(node) == 2
+        return (
+            isinstance(parent.op, ast.Pow)
+            or isinstance(parent.op, (ast.FloorDiv, ast.Mod))
+            and _number(node) == 2
+        )
     return False
 
 
@@ -140,7 +224,9 @@ def _prose(root) -> set:
     """Nodes inside print(...) calls and f-strings: messages, not computation."""
     skip = set()
     for node in ast.walk(root):
-        if (isinstance(node, ast.Call) and _call_name(node) == "print") or isinstance(node, ast.JoinedStr):
+        if (isinstance(node, ast.Call) and _call_name(node) == "print") or isinstance(
+            node, ast.JoinedStr
+        ):
             skip.update(ast.walk(node))
     return skip
 
@@ -148,12 +234,20 @@ def _prose(root) -> set:
 def _label(value, wanted: tuple, node, parents):
     """The size a number stands for. A divisor or factor (`/ 2`, `* 0.354`) is more likely a
     scale (√4 = 2, 1/√8 = 0.354) than a size; anywhere else, a size."""
-    labels = [label for target, label in wanted
-              if value == target or (isinstance(value, float) and math.isclose(value, target, rel_tol=1e-3))]
+    labels = [
+        label
+        for target, label in wanted
+        if value == target
+        or (isinstance(value, float) and math.isclose(value, target, rel_tol=1e-3))
+    ]
     if not labels:
         return None
     parent = parents.get(node)
-    scale = isinstance(parent, ast.BinOp) and parent.right is node and isinstance(parent.op, (ast.Div, ast.Mult))
+    scale = (
+        isinstance(parent, ast.BinOp)
+        and parent.right is node
+        and isinstance(parent.op, (ast.Div, ast.Mult))
+    )
     preferred = [label for label in labels if ("√" in label) == scale]
     return (preferred or labels)[0]
 
@@ -182,9 +276,15 @@ def size_literals(source: str, defs: frozenset[str], wanted: tuple) -> tuple:
                 continue
             label = _label(value, wanted, node, parents)
             if label is not None:
-                hits.append((label, value, Found(node.lineno, _code(source, _context(node, parents)))))
+                hits.append(
+                    (label, value, Found(node.lineno, _code(source, _context(node, parents))))
+                )
     for node in tree.body:  # constants at module level, used by the definitions
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+        if (
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+        ):
             value = _number(node.value)
             if node.targets[0].id in used and value is not None:
                 label = _label(value, wanted, node.value, {})
@@ -224,20 +324,41 @@ def front_dims(source: str, defs: frozenset[str]) -> Found | None:
             hit = None
             if isinstance(node, ast.Call):
                 name = _call_name(node)
-                if name in ("transpose", "swapaxes", "swapdims", "movedim") and any(map(_non_negative, node.args)):
+                if (
+                    name in ("transpose", "swapaxes", "swapdims", "movedim")
+                    and any(map(_non_negative, node.args))
+                    or name == "permute"
+                    or name == "size"
+                    and node.args
+                    and _non_negative(node.args[0])
+                ):
                     hit = node
-                elif name == "permute":
+                elif any(
+                    k.arg in ("dim", "dim0", "dim1") and _non_negative(k.value)
+                    for k in node.keywords
+                ):
+                    hit = next(
+                        k
+                        for k in node.keywords
+                        if k.arg in ("dim", "dim0", "dim1") and _non_negative(k.value)
+                    )
+                elif (
+                    name in ("softmax", "log_softmax")
+                    and len(node.args) >= 2
+                    and _non_negative(node.args[1])
+                ):
                     hit = node
-                elif name == "size" and node.args and _non_negative(node.args[0]):
-                    hit = node
-                elif any(k.arg in ("dim", "dim0", "dim1") and _non_negative(k.value) for k in node.keywords):
-                    hit = next(k for k in node.keywords if k.arg in ("dim", "dim0", "dim1") and _non_negative(k.value))
-                elif name in ("softmax", "log_softmax") and len(node.args) >= 2 and _non_negative(node.args[1]):
-                    hit = node
-            elif isinstance(node, ast.Subscript) and _is_shape(node.value) and _non_negative(node.slice):
-                hit = node
-            elif (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Tuple)
-                  and _is_shape(node.value) and len(node.targets[0].elts) >= 4):
+            elif (
+                isinstance(node, ast.Subscript)
+                and _is_shape(node.value)
+                and _non_negative(node.slice)
+            ) or (
+                isinstance(node, ast.Assign)
+                and len(node.targets) == 1
+                and isinstance(node.targets[0], ast.Tuple)
+                and _is_shape(node.value)
+                and len(node.targets[0].elts) >= 4
+            ):
                 hit = node
             if hit is not None:
                 line = hit.value.lineno if isinstance(hit, ast.keyword) else hit.lineno
@@ -250,8 +371,14 @@ def _locals(fn) -> set[str]:
     is made once and shared by every call (`def f(q, _cache={})`, `_cache=_module_dict`)."""
     args = fn.args
     positional = args.posonlyargs + args.args
-    shared = {a.arg for a in positional[len(positional) - len(args.defaults):]} if args.defaults else set()
-    shared |= {a.arg for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None}
+    shared = (
+        {a.arg for a in positional[len(positional) - len(args.defaults) :]}
+        if args.defaults
+        else set()
+    )
+    shared |= {
+        a.arg for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=False) if d is not None
+    }
     names = {a.arg for a in ast.walk(args) if isinstance(a, ast.arg)} - shared
     for node in ast.walk(fn):
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
@@ -278,13 +405,19 @@ def kept_state(source: str, defs: frozenset[str]) -> Found | None:
             for node in ast.walk(fn):
                 if isinstance(node, (ast.Global, ast.Nonlocal)):
                     found.append(Found(node.lineno, _code(source, node)))
-                elif isinstance(node, (ast.Subscript, ast.Attribute)) and isinstance(node.ctx, ast.Store):
+                elif isinstance(node, (ast.Subscript, ast.Attribute)) and isinstance(
+                    node.ctx, ast.Store
+                ):
                     base = node.value
                     if isinstance(base, ast.Name) and base.id not in own:
                         found.append(Found(node.lineno, _code(source, node)))
-                elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-                      and node.func.attr in MUTATORS and isinstance(node.func.value, ast.Name)
-                      and node.func.value.id not in own):
+                elif (
+                    isinstance(node, ast.Call)
+                    and isinstance(node.func, ast.Attribute)
+                    and node.func.attr in MUTATORS
+                    and isinstance(node.func.value, ast.Name)
+                    and node.func.value.id not in own
+                ):
                     found.append(Found(node.lineno, _code(source, node)))
     return min(found, key=lambda f: f.line) if found else None
 
@@ -298,7 +431,11 @@ def discarded_call(source: str, defs: frozenset[str], method: str) -> Found | No
         return None
     for root in _definitions(tree, defs):
         for node in ast.walk(root):
-            if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call) and _call_name(node.value) == method:
+            if (
+                isinstance(node, ast.Expr)
+                and isinstance(node.value, ast.Call)
+                and _call_name(node.value) == method
+            ):
                 return Found(node.lineno, _code(source, node.value))
     return None
 
@@ -311,7 +448,12 @@ def squeezes(source: str, defs: frozenset[str]) -> Found | None:
         return None
     for root in _definitions(tree, defs):
         for node in ast.walk(root):
-            if isinstance(node, ast.Call) and _call_name(node) == "squeeze" and not node.args and not node.keywords:
+            if (
+                isinstance(node, ast.Call)
+                and _call_name(node) == "squeeze"
+                and not node.args
+                and not node.keywords
+            ):
                 return Found(node.lineno, _code(source, node))
     return None
 
@@ -327,28 +469,58 @@ def last_dim_of(source: str, defs: frozenset[str], arg_index: int) -> Found | No
     found = []
     for root in _definitions(tree, defs):
         for fn in ast.walk(root):
-            if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) or len(fn.args.args) <= arg_index:
+            if (
+                not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef))
+                or len(fn.args.args) <= arg_index
+            ):
                 continue
             x = fn.args.args[arg_index].arg
             widths = set()
             for node in ast.walk(fn):
-                if (isinstance(node, ast.Subscript) and isinstance(node.value, ast.Attribute)
-                        and node.value.attr == "shape" and _names(node.value.value, x)):
+                if (
+                    isinstance(node, ast.Subscript)
+                    and isinstance(node.value, ast.Attribute)
+                    and node.value.attr == "shape"
+                    and _names(node.value.value, x)
+                ):
                     index = node.slice
-                    if _number(index) == 2 or (isinstance(index, ast.UnaryOp) and _number(index.operand) == 1):
+                    if _number(index) == 2 or (
+                        isinstance(index, ast.UnaryOp) and _number(index.operand) == 1
+                    ):
                         found.append(Found(node.lineno, _code(source, node)))
-                elif (isinstance(node, ast.Call) and _call_name(node) == "size" and node.args
-                      and isinstance(node.func, ast.Attribute) and _names(node.func.value, x)):
+                elif (
+                    isinstance(node, ast.Call)
+                    and _call_name(node) == "size"
+                    and node.args
+                    and isinstance(node.func, ast.Attribute)
+                    and _names(node.func.value, x)
+                ):
                     index = node.args[0]
-                    if _number(index) == 2 or (isinstance(index, ast.UnaryOp) and _number(index.operand) == 1):
+                    if _number(index) == 2 or (
+                        isinstance(index, ast.UnaryOp) and _number(index.operand) == 1
+                    ):
                         found.append(Found(node.lineno, _code(source, node)))
-                elif (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Tuple)
-                      and _is_shape(node.value) and _names(node.value.value if isinstance(node.value, ast.Attribute)
-                                                           else node.value.func.value, x)
-                      and len(node.targets[0].elts) == 3 and isinstance(node.targets[0].elts[2], ast.Name)):
+                elif (
+                    isinstance(node, ast.Assign)
+                    and len(node.targets) == 1
+                    and isinstance(node.targets[0], ast.Tuple)
+                    and _is_shape(node.value)
+                    and _names(
+                        node.value.value
+                        if isinstance(node.value, ast.Attribute)
+                        else node.value.func.value,
+                        x,
+                    )
+                    and len(node.targets[0].elts) == 3
+                    and isinstance(node.targets[0].elts[2], ast.Name)
+                ):
                     widths.add(node.targets[0].elts[2].id)
             for node in ast.walk(fn):
-                if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in widths:
+                if (
+                    isinstance(node, ast.Name)
+                    and isinstance(node.ctx, ast.Load)
+                    and node.id in widths
+                ):
                     found.append(Found(node.lineno, _code(source, _statement_expr(node, fn))))
     return min(found, key=lambda f: f.line) if found else None
 

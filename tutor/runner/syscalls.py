@@ -42,14 +42,38 @@ class Arch:
 # platform.machine() -> its table. The newer calls (pidfd_*, landlock_*) have the generic
 # numbers on every architecture.
 ARCHES = {
-    "x86_64": Arch(audit=0xC000003E, kill=62, tkill=200, tgkill=234, rt_sigqueueinfo=129,
-                   rt_tgsigqueueinfo=297, ptrace=101, process_vm_writev=311, pidfd_send_signal=424,
-                   pidfd_getfd=438, socket=41, landlock_create_ruleset=444, landlock_add_rule=445,
-                   landlock_restrict_self=446),
-    "aarch64": Arch(audit=0xC00000B7, kill=129, tkill=130, tgkill=131, rt_sigqueueinfo=138,
-                    rt_tgsigqueueinfo=240, ptrace=117, process_vm_writev=271, pidfd_send_signal=424,
-                    pidfd_getfd=438, socket=198, landlock_create_ruleset=444, landlock_add_rule=445,
-                    landlock_restrict_self=446),
+    "x86_64": Arch(
+        audit=0xC000003E,
+        kill=62,
+        tkill=200,
+        tgkill=234,
+        rt_sigqueueinfo=129,
+        rt_tgsigqueueinfo=297,
+        ptrace=101,
+        process_vm_writev=311,
+        pidfd_send_signal=424,
+        pidfd_getfd=438,
+        socket=41,
+        landlock_create_ruleset=444,
+        landlock_add_rule=445,
+        landlock_restrict_self=446,
+    ),
+    "aarch64": Arch(
+        audit=0xC00000B7,
+        kill=129,
+        tkill=130,
+        tgkill=131,
+        rt_sigqueueinfo=138,
+        rt_tgsigqueueinfo=240,
+        ptrace=117,
+        process_vm_writev=271,
+        pidfd_send_signal=424,
+        pidfd_getfd=438,
+        socket=198,
+        landlock_create_ruleset=444,
+        landlock_add_rule=445,
+        landlock_restrict_self=446,
+    ),
 }
 ARCHES["arm64"] = ARCHES["aarch64"]
 X32_BIT = 0x40000000  # __X32_SYSCALL_BIT: the x32 ABI's calls on x86_64
@@ -72,7 +96,11 @@ BPF_LD_W_ABS = 0x20  # BPF_LD | BPF_W | BPF_ABS: A = seccomp_data[k]
 BPF_JEQ_K = 0x15  # BPF_JMP | BPF_JEQ | BPF_K
 BPF_JSET_K = 0x45  # BPF_JMP | BPF_JSET | BPF_K
 BPF_RET_K = 0x06  # BPF_RET | BPF_K
-DATA_NR, DATA_ARCH, DATA_ARG0 = 0, 4, 16  # offsetof(struct seccomp_data, nr / arch / args[0]), low word
+DATA_NR, DATA_ARCH, DATA_ARG0 = (
+    0,
+    4,
+    16,
+)  # offsetof(struct seccomp_data, nr / arch / args[0]), low word
 SECCOMP_RET_ALLOW = 0x7FFF0000
 SECCOMP_RET_ERRNO = 0x00050000  # | errno
 AF_UNIX = 1

@@ -22,6 +22,7 @@ groups or sessions. While children run it ticks every TICK to watch their memory
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import fcntl
 import gc
@@ -55,7 +56,9 @@ SHUTDOWN_GRACE = 2.0  # s at most to reap every child on the way out
 TICK = 0.05  # s: how often the memory of running children is read, and leftovers swept
 MEMORY_SLACK = 256 << 20  # RSS above the RLIMIT_DATA budget before the watchdog kills
 TIMEOUT_DUMP = "Timeout ("  # how faulthandler.dump_traceback_later starts its report
-MEMORY_NEAR = 0.5  # a step that times out holding this share of its memory budget is said to use too much
+MEMORY_NEAR = (
+    0.5  # a step that times out holding this share of its memory budget is said to use too much
+)
 DRAIN_CAP = 1 << 20  # bytes read at once from a pipe something may still be writing to
 READ_SIZE = 1 << 20  # one read takes all a pipe holds
 # Output is read at each tick, not on every write: a print loop then costs the child a write
@@ -85,7 +88,9 @@ def reference_runs(lessons) -> list[tuple]:
             code = compile(source, lesson.file_name, "exec", dont_inherit=True)
         except (OSError, SyntaxError, ValueError):
             continue  # no warm-up for this lesson: its runs are only a little slower
-        runs.append((lesson.id, lesson.file_name, source, code, [s.id for s in lesson.checked_steps]))
+        runs.append(
+            (lesson.id, lesson.file_name, source, code, [s.id for s in lesson.checked_steps])
+        )
     return runs
 
 
@@ -98,7 +103,9 @@ def runs_for(runs: list[tuple], lesson: str | None) -> list[tuple]:
 def load_checks(lessons) -> dict:
     modules = {}
     for lesson in lessons:
-        spec = importlib.util.spec_from_file_location(f"attn_checks_{lesson.id.replace('-', '_')}", lesson.checks_path)
+        spec = importlib.util.spec_from_file_location(
+            f"attn_checks_{lesson.id.replace('-', '_')}", lesson.checks_path
+        )
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
         modules[lesson.id] = module
@@ -120,6 +127,7 @@ def seed_inputs(modules: dict, seed: int) -> None:
 
 
 # ------------------------------------------------------------------ framing between worker and judge
+
 
 def send_frame(sock: socket.socket, obj, raw: bytes | None = None) -> None:
     """A JSON object, and after it, if given, raw bytes (a child's payload, passed on unparsed)."""
@@ -169,6 +177,7 @@ def judge_main(sock: socket.socket, modules: dict, own_keys: dict) -> None:
 
 # ------------------------------------------------------------------ process information
 
+
 def children_of(pid: int) -> set[int]:
     """Our children's pids. Linux: /proc/<pid>/task/*/children (~0.03 ms; psutil's children()
     reads every process's stat, ~3 ms here, and this runs at every tick); elsewhere psutil."""
@@ -189,7 +198,7 @@ def children_of(pid: int) -> set[int]:
     return found
 
 
-_processes: dict[int, "psutil.Process"] = {}  # pid -> its psutil handle, for the 50 ms memory watch
+_processes: dict[int, psutil.Process] = {}  # pid -> its psutil handle, for the 50 ms memory watch
 
 
 def resident_bytes(pid: int) -> int:
@@ -216,6 +225,7 @@ def runnable(pid: int) -> bool:
 
 # ------------------------------------------------------------------ the worker proper
 
+
 @dataclass
 class Spare:
     pid: int
@@ -229,6 +239,7 @@ class Spare:
 @dataclass
 class Job:
     """One child running a list of steps in order, one result frame each."""
+
     id: int
     gen: int
     lesson: str
@@ -291,6 +302,7 @@ def add_clipped(part: list, data) -> None:
 @dataclass
 class Judging:
     """A step's child data, sent to the judge; the verdict is reported when it comes back."""
+
     gen: int
     step: str
     started: float
@@ -315,9 +327,13 @@ class Worker:
         self.protections = probe()
         # What the children may read (Landlock): planned once here, not in every spare.
         self.read_rules = landlock.plan(protected) if self.protections.landlock else None
-        self.scratches: dict[int, str] = {}  # child pid -> its scratch folder, removed once it is reaped
+        self.scratches: dict[
+            int, str
+        ] = {}  # child pid -> its scratch folder, removed once it is reaped
         leftovers.sweep_scratch()  # those of a worker that was killed
-        self.bound = None  # the children's pids cgroups: a fork bomb gets EAGAIN at pids_cgroup.LIMIT
+        self.bound = (
+            None  # the children's pids cgroups: a fork bomb gets EAGAIN at pids_cgroup.LIMIT
+        )
         if self.protections.forks:
             try:
                 leftovers.sweep_cgroups(pids_cgroup.base())
@@ -369,7 +385,11 @@ class Worker:
             for sig in (signal.SIGTERM, signal.SIGHUP):
                 signal.signal(sig, signal.SIG_DFL)
             signal.set_wakeup_fd(-1)  # the worker's, closed above
-            judge_main(child, self.modules, {lid: lesson.message_keys() for lid, lesson in self.lessons.items()})
+            judge_main(
+                child,
+                self.modules,
+                {lid: lesson.message_keys() for lid, lesson in self.lessons.items()},
+            )
             os._exit(0)
         child.close()
         self.judge_sock, self.judge_pid = parent, pid
@@ -378,10 +398,8 @@ class Worker:
     def protected_pids(self) -> list[int]:
         """Pids a child may not signal (seccomp): us, the UI, the judge, their groups, and -1."""
         pids = [-1, 1, os.getpid(), -os.getpgrp(), os.getppid()]
-        try:
+        with contextlib.suppress(OSError):
             pids.append(-os.getpgid(os.getppid()))
-        except OSError:
-            pass
         if self.judge_pid:
             pids += [self.judge_pid, -self.judge_pid]
         return pids
@@ -395,7 +413,9 @@ class Worker:
         output_r, output_w = os.pipe()
         protected = self.protected_pids()
         # ATTN_TUTOR_MEMORY_MB=0 turns the limit off, and so the watchdog.
-        rss_limit = resident_bytes(os.getpid()) + self.memory + MEMORY_SLACK if self.memory > 0 else 1 << 62
+        rss_limit = (
+            resident_bytes(os.getpid()) + self.memory + MEMORY_SLACK if self.memory > 0 else 1 << 62
+        )
         # The run's only writable folder (its cwd and TMPDIR): removed when the child is reaped.
         scratch = tempfile.mkdtemp(prefix=f"{leftovers.SCRATCH}{leftovers.tag()}-")
         me = os.getpid()
@@ -415,8 +435,19 @@ class Worker:
             warm = [] if self.batch else list(runs_for(self.warm, self.lesson_in_use))
             self.warm = []
             # serve_one closes every fd but these three: ours, the UI's, other children's.
-            serve_one(job_r, result_w, output_w, self.modules, protected, warm, self.fenced, self.protections,
-                      (self.read_rules, scratch), cgroup, self.inputs)
+            serve_one(
+                job_r,
+                result_w,
+                output_w,
+                self.modules,
+                protected,
+                warm,
+                self.fenced,
+                self.protections,
+                (self.read_rules, scratch),
+                cgroup,
+                self.inputs,
+            )
             os._exit(70)  # serve_one never returns
         self.scratches[pid] = scratch
         if cgroup is not None:
@@ -440,8 +471,18 @@ class Worker:
             output_pipe = 64 << 10
         return Spare(pid, job_w, result_r, output_r, rss_limit, output_pipe)
 
-    def spawn(self, gen: int, lesson: str, steps: list[str], source: str, filename: str, timeout: float,
-              params: dict | None = None, keep: bool = False, views: bool = True) -> Job:
+    def spawn(
+        self,
+        gen: int,
+        lesson: str,
+        steps: list[str],
+        source: str,
+        filename: str,
+        timeout: float,
+        params: dict | None = None,
+        keep: bool = False,
+        views: bool = True,
+    ) -> Job:
         from .codec import FrameReader
 
         # The child's frames must carry these: stray writes to its pipe do not.
@@ -453,20 +494,49 @@ class Worker:
                 continue
             now = time.monotonic()
             deadline = now + timeout  # from the hand-over, as the child counts it too
-            job_data = json.dumps({"lesson": lesson, "steps": steps, "source": source, "filename": filename,
-                                   "params": params or {}, "tokens": [t.hex() for t in tokens], "views": views,
-                                   "deadline": deadline, "timeout": timeout}).encode()
+            job_data = json.dumps(
+                {
+                    "lesson": lesson,
+                    "steps": steps,
+                    "source": source,
+                    "filename": filename,
+                    "params": params or {},
+                    "tokens": [t.hex() for t in tokens],
+                    "views": views,
+                    "deadline": deadline,
+                    "timeout": timeout,
+                }
+            ).encode()
             try:
                 view = memoryview(job_data)
                 while view:
-                    view = view[os.write(spare.job_fd, view):]
+                    view = view[os.write(spare.job_fd, view) :]
                 os.close(spare.job_fd)
                 break
             except OSError:  # that spare died while it waited: take another
                 self.discard_spare(spare)
-        job = Job(self.next_job, gen, lesson, list(steps), tokens, source, filename, params or {}, spare.pid,
-                  spare.result_fd, spare.output_fd, deadline, now, now, timeout, FrameReader(tokens[0]),
-                  spare.rss_limit, spare.output_pipe, keep=keep, views=views)
+        job = Job(
+            self.next_job,
+            gen,
+            lesson,
+            list(steps),
+            tokens,
+            source,
+            filename,
+            params or {},
+            spare.pid,
+            spare.result_fd,
+            spare.output_fd,
+            deadline,
+            now,
+            now,
+            timeout,
+            FrameReader(tokens[0]),
+            spare.rss_limit,
+            spare.output_pipe,
+            keep=keep,
+            views=views,
+        )
         # The worker's RSS at fork (rss_limit's baseline) counts file pages a fresh child has not
         # touched yet: measured against it, what a job holds came out up to ~100 MB short.
         job.rss_start = resident_bytes(job.pid)
@@ -482,21 +552,28 @@ class Worker:
     def spawn_each(self, job: Job, steps: list[str]) -> None:
         """Steps a job will not run: a child each, as soon as possible."""
         for step in steps:
-            self.spawn(job.gen, job.lesson, [step], job.source, job.filename, job.timeout,
-                       {step: job.params[step]} if step in job.params else None, keep=job.keep, views=job.views)
+            self.spawn(
+                job.gen,
+                job.lesson,
+                [step],
+                job.source,
+                job.filename,
+                job.timeout,
+                {step: job.params[step]} if step in job.params else None,
+                keep=job.keep,
+                views=job.views,
+            )
 
     def hedge(self, job: Job) -> None:
-        rest = job.steps[job.index + 1:]
-        job.steps = job.steps[:job.index + 1]
-        job.tokens = job.tokens[:job.index + 1]
+        rest = job.steps[job.index + 1 :]
+        job.steps = job.steps[: job.index + 1]
+        job.tokens = job.tokens[: job.index + 1]
         self.spawn_each(job, rest)
 
     def discard_spare(self, spare: Spare) -> None:
         for fd in (spare.job_fd, spare.result_fd, spare.output_fd):
-            try:
+            with contextlib.suppress(OSError):
                 os.close(fd)
-            except OSError:
-                pass
         self.kill_pid(spare.pid)
 
     def warm_for_batch(self, lesson: str) -> None:
@@ -526,11 +603,12 @@ class Worker:
 
     def kill_pid(self, pid: int) -> None:
         """SIGKILL a child and its process group (threads, subprocesses, forks the learner left)."""
-        for target in (lambda: os.killpg(pid, signal.SIGKILL), lambda: os.kill(pid, signal.SIGKILL)):
-            try:
+        for target in (
+            lambda: os.killpg(pid, signal.SIGKILL),
+            lambda: os.kill(pid, signal.SIGKILL),
+        ):
+            with contextlib.suppress(OSError):
                 target()
-            except OSError:
-                pass
         self.dying.add(pid)
 
     def kill(self, job: Job) -> None:
@@ -542,10 +620,8 @@ class Worker:
     def close_fd(self, fd: int) -> None:
         if fd < 0:
             return
-        try:
+        with contextlib.suppress(KeyError, ValueError):
             self.sel.unregister(fd)
-        except (KeyError, ValueError):
-            pass
         os.close(fd)
 
     def finish(self, job: Job) -> None:
@@ -578,7 +654,9 @@ class Worker:
                 pass
             if pid == self.judge_pid:
                 self.judge_pid = None
-            for spare in [s for s in self.spares if s.pid == pid]:  # died waiting (a learner's kill)
+            for spare in [
+                s for s in self.spares if s.pid == pid
+            ]:  # died waiting (a learner's kill)
                 self.spares.remove(spare)
                 for fd in (spare.job_fd, spare.result_fd, spare.output_fd):
                     os.close(fd)
@@ -606,7 +684,11 @@ class Worker:
     def watch_memory(self) -> None:
         """RLIMIT_DATA misses shared mappings, and root can raise it: kill a child whose RSS runs away."""
         for job in list(self.jobs.values()):
-            if not job.result_done and job.status is None and resident_bytes(job.pid) > job.rss_limit:
+            if (
+                not job.result_done
+                and job.status is None
+                and resident_bytes(job.pid) > job.rss_limit
+            ):
                 job.over_memory = True
                 self.kill_pid(job.pid)
 
@@ -617,7 +699,7 @@ class Worker:
         view = memoryview(data)
         while view:
             try:
-                view = view[os.write(self.out_fd, view):]
+                view = view[os.write(self.out_fd, view) :]
             except BlockingIOError:
                 time.sleep(0.001)
 
@@ -629,8 +711,14 @@ class Worker:
             self.emit(messages.Pong())
             return
         if kind == "stats":  # for tests: what a leak would grow
-            self.emit(messages.Stats(psutil.Process().num_fds(), len(self.spares), len(self.jobs),
-                                     sorted(children_of(os.getpid()))))
+            self.emit(
+                messages.Stats(
+                    psutil.Process().num_fds(),
+                    len(self.spares),
+                    len(self.jobs),
+                    sorted(children_of(os.getpid())),
+                )
+            )
             return
         if kind != "run":
             return
@@ -654,20 +742,32 @@ class Worker:
         self.lesson_in_use = lesson
         steps = [s for s in self.modules[lesson].STEPS if not req.get("steps") or s in req["steps"]]
         self.pending_steps[gen] = set(steps)
-        checked = {s.id for s in self.lessons[lesson].checked_steps} if lesson in self.lessons else set()
+        checked = (
+            {s.id for s in self.lessons[lesson].checked_steps} if lesson in self.lessons else set()
+        )
         params = {s: p for s, p in (req.get("params") or {}).items() if s in steps}
         timeout = float(req.get("timeout", 3.0))
         together = [s for s in steps if s in checked]
         # An experiment may take a second: it never holds up the verdicts.
         groups = ([together] if together else []) + [[s] for s in steps if s not in checked]
         for group in groups:
-            self.spawn(gen, lesson, group, req["source"], req["filename"], timeout,
-                       {s: params[s] for s in group if s in params}, keep=bool(req.get("keep")),
-                       views=req.get("views", True) is not False)
+            self.spawn(
+                gen,
+                lesson,
+                group,
+                req["source"],
+                req["filename"],
+                timeout,
+                {s: params[s] for s in group if s in params},
+                keep=bool(req.get("keep")),
+                views=req.get("views", True) is not False,
+            )
         if not steps:
             self.emit(messages.Done(gen))
 
-    def report(self, gen: int, step: str, started: float, output: tuple[str, int], result: StepResult) -> None:
+    def report(
+        self, gen: int, step: str, started: float, output: tuple[str, int], result: StepResult
+    ) -> None:
         result.output, result.output_dropped = output
         result.ms = round((time.monotonic() - started) * 1000, 1)
         self.emit(messages.StepVerdict(gen, result))
@@ -683,7 +783,9 @@ class Worker:
         """What the step running now printed (its marker is in the pipe before its frame): the
         tail, and how many bytes came before it (the UI says so, in the learner's language)."""
         index = job.index
-        if job.out_step <= index:  # no marker (the learner closed its fd, or the step died): all so far
+        if (
+            job.out_step <= index
+        ):  # no marker (the learner closed its fd, or the step died): all so far
             self.keep_output(job, b"", final=True)
             job.out_step = index + 1
         whole = [bytearray(), 0]
@@ -694,18 +796,31 @@ class Worker:
         tail, dropped = whole
         return tail.decode("utf-8", errors="replace"), dropped
 
-    def report_failure(self, job: Job, status: str, failure: Failure, key: str, params: dict,
-                       same_for_rest: bool = False) -> None:
+    def report_failure(
+        self,
+        job: Job,
+        status: str,
+        failure: Failure,
+        key: str,
+        params: dict,
+        same_for_rest: bool = False,
+    ) -> None:
         """The job's current step ends here, and with it the child: the steps after it go elsewhere
         (same_for_rest: they are given this step's verdict, without running)."""
-        rest = job.steps[job.index + 1:]
+        rest = job.steps[job.index + 1 :]
         self.finish(job)
         result = messages.failed_step(job.step, status, failure, key, params)
         self.report(job.gen, job.step, job.started, self.take_output(job), result)
         job.result_done = True
         if same_for_rest:
             for step in rest:
-                self.report(job.gen, step, time.monotonic(), ("", 0), messages.failed_step(step, status, failure, key, params))
+                self.report(
+                    job.gen,
+                    step,
+                    time.monotonic(),
+                    ("", 0),
+                    messages.failed_step(step, status, failure, key, params),
+                )
             return
         self.spawn_each(job, rest)
 
@@ -726,7 +841,11 @@ class Worker:
             start = at + len(marker)
             job.out_step += 1
         # Held back: the start of a marker split between two reads (not once the job's steps are done).
-        keep = 0 if final or job.out_step >= len(job.tokens) else min(len(MAGIC) + 15, len(data) - start)
+        keep = (
+            0
+            if final or job.out_step >= len(job.tokens)
+            else min(len(MAGIC) + 15, len(data) - start)
+        )
         end = len(data) - keep
         job.carry = bytes(view[end:])
         self.append_output(job, view[start:end])
@@ -757,7 +876,11 @@ class Worker:
     def pace_output(self, job: Job) -> None:
         """At a tick: read the output pipe, and read it as it comes while the child floods it."""
         self.drain_output(job)
-        job.flood = job.out_read >= job.output_pipe // 2 and job.step_read < FLOOD_BUDGET and job.output_fd >= 0
+        job.flood = (
+            job.out_read >= job.output_pipe // 2
+            and job.step_read < FLOOD_BUDGET
+            and job.output_fd >= 0
+        )
         self.flooding[job.lesson] = job.flood
         job.out_read = 0
         job.out_resume = 0.0
@@ -821,7 +944,12 @@ class Worker:
             self.report_failure(job, "error", Failure("channel", ""), "failure.channel", {})
             return
         self.drain_output(job)
-        step, started, output, payload = job.step, job.started, self.take_output(job), job.reader.payload
+        step, started, output, payload = (
+            job.step,
+            job.started,
+            self.take_output(job),
+            job.reader.payload,
+        )
         job.index += 1
         if job.index < len(job.steps):
             rest = job.reader.rest
@@ -835,13 +963,21 @@ class Worker:
             self.finish(job)  # all it had to say is read: the child ends, the fds close
         self.send_to_judge(job, step, started, output, payload)
 
-    def send_to_judge(self, job: Job, step: str, started: float, output: tuple[str, int], payload: bytes) -> None:
+    def send_to_judge(
+        self, job: Job, step: str, started: float, output: tuple[str, int], payload: bytes
+    ) -> None:
         key = self.next_judging
         self.next_judging += 1
         self.judging[key] = Judging(job.gen, step, started, *output)
         try:
-            send_frame(self.judge_sock, messages.JudgeRequest(key, job.lesson, step, job.source, job.views).to_json(), payload)
-        except OSError:  # the judge died: it is restarted, and this step reported as the tutor's fault
+            send_frame(
+                self.judge_sock,
+                messages.JudgeRequest(key, job.lesson, step, job.source, job.views).to_json(),
+                payload,
+            )
+        except (
+            OSError
+        ):  # the judge died: it is restarted, and this step reported as the tutor's fault
             self.judge_died()
 
     def report_death(self, job: Job) -> None:
@@ -854,7 +990,9 @@ class Worker:
         frames, runaway = dumped_frames(dump, job.filename, job.source)
         if os.WIFSIGNALED(status):
             sig = os.WTERMSIG(status)
-            name = signal.Signals(sig).name if sig in signal.Signals._value2member_map_ else str(sig)
+            name = (
+                signal.Signals(sig).name if sig in signal.Signals._value2member_map_ else str(sig)
+            )
             failure = Failure("crash", name, _frames(frames))
             if job.over_memory or sig == signal.SIGKILL:  # our watchdog, or the kernel's OOM killer
                 key, params = "failure.memory", {}
@@ -866,8 +1004,13 @@ class Worker:
                 return
             elif runaway:  # the C stack overflowed: say where it recursed
                 key = "failure.recursion"
-                params = {"fn": frames[-1]["function"], "line": frames[-1]["line"], "kind": name,
-                          "detail": "stack overflow", "code": frames[-1]["code"]}
+                params = {
+                    "fn": frames[-1]["function"],
+                    "line": frames[-1]["line"],
+                    "kind": name,
+                    "detail": "stack overflow",
+                    "code": frames[-1]["code"],
+                }
                 failure.detail = f"{name} (stack overflow)"
             else:
                 key, params = "failure.crash", {"signal": name}
@@ -909,8 +1052,14 @@ class Worker:
         # learner's is the module's): every later step imports it again and would spend its whole
         # limit there too. In a class's batch, that is one core for each: they are said at once.
         at_import = job.keep and bool(frames) and frames[0]["function"] == "<module>"
-        self.report_failure(job, "timeout", Failure("timeout", f"{seconds} s", _frames(frames)), key, params,
-                            same_for_rest=at_import)
+        self.report_failure(
+            job,
+            "timeout",
+            Failure("timeout", f"{seconds} s", _frames(frames)),
+            key,
+            params,
+            same_for_rest=at_import,
+        )
 
     def on_judge(self) -> None:
         try:
@@ -921,7 +1070,13 @@ class Worker:
         pending = self.judging.pop(reply.job, None)
         if pending is None or pending.gen < self.current_gen:
             return  # superseded while the judge worked on it
-        self.report(pending.gen, pending.step, pending.started, (pending.output, pending.dropped), reply.result)
+        self.report(
+            pending.gen,
+            pending.step,
+            pending.started,
+            (pending.output, pending.dropped),
+            reply.result,
+        )
         if any(c.id == "file-loads" for c in reply.result.checks):
             self.file_failed(pending.gen, reply.result)
 
@@ -948,8 +1103,9 @@ class Worker:
         pending, self.judging = self.judging, {}
         for item in pending.values():
             if item.gen >= self.current_gen:
-                result = messages.failed_step(item.step, "error", None, "failure.harness", {"detail": "judge"},
-                                              check="judge")
+                result = messages.failed_step(
+                    item.step, "error", None, "failure.harness", {"detail": "judge"}, check="judge"
+                )
                 self.report(item.gen, item.step, item.started, (item.output, item.dropped), result)
         self.start_judge()
 
@@ -992,7 +1148,9 @@ class Worker:
                 raise SystemExit(0)
             self.refill_spares()
             running = [j for j in self.jobs.values() if not j.result_done]
-            wait = max(0.0, min(j.deadline for j in running) - time.monotonic()) if running else None
+            wait = (
+                max(0.0, min(j.deadline for j in running) - time.monotonic()) if running else None
+            )
             if running or self.dying:
                 wait = TICK if wait is None else min(wait, TICK)
             paused = [j for j in running if j.flood and not j.out_watched]
@@ -1024,8 +1182,12 @@ class Worker:
             for job in list(self.jobs.values()):
                 if not job.result_done and now >= job.deadline:
                     self.on_timeout(job)
-                elif (not job.result_done and not job.keep and job.index < len(job.steps) - 1
-                      and now >= job.spawned + HEDGE_AFTER):
+                elif (
+                    not job.result_done
+                    and not job.keep
+                    and job.index < len(job.steps) - 1
+                    and now >= job.spawned + HEDGE_AFTER
+                ):
                     # Not a kept run's: in a batch the other files keep every core busy, and a
                     # hedge would only add children (a file that hangs at import: one per step).
                     self.hedge(job)
@@ -1127,16 +1289,18 @@ def main() -> None:
     # first verdict). So it waits for the client's first line: "go" once the app has painted
     # (client.Worker.go), at once without an app, or a run.
     select.select([0], [], [], GO_WAIT)
+    from pathlib import Path
+
     import torch  # noqa: F401  (loaded once, shared by every fork)
     import torch.nn.functional  # noqa: F401
-
-    from pathlib import Path
 
     from ..lesson import all_lessons, load_lesson
     from .client import BATCH_ENV, LESSON_DIR_ENV, SEED_ENV
 
     lessons = {lesson.id: lesson for lesson in all_lessons()}
-    if os.environ.get(LESSON_DIR_ENV):  # an author's copy of a lesson (`dev check PATH`) instead of ours
+    if os.environ.get(
+        LESSON_DIR_ENV
+    ):  # an author's copy of a lesson (`dev check PATH`) instead of ours
         lesson = load_lesson(Path(os.environ[LESSON_DIR_ENV]))
         lessons[lesson.id] = lesson
     checks = load_checks(lessons.values())
