@@ -53,13 +53,22 @@ def test_every_key_exists_in_every_language(lang):
     assert not missing, f"{lang}.toml lacks: {missing}"
 
 
-@pytest.mark.parametrize("key", ALL_KEYS)
-def test_values_are_non_empty_strings(key):
-    for lang in i18n.LANGS:
-        value = i18n.catalog(lang).get(key)
-        assert isinstance(value, str), f"{lang}:{key} is {type(value).__name__}"
-        if key not in EMPTY_OK:
-            assert value.strip(), f"{lang}:{key} is empty"
+def offenders(problem) -> list[str]:
+    """Every key's problem under one rule, so that a failure lists them all at once."""
+    return [f"{key}: {found}" for key in ALL_KEYS if (found := problem(key))]
+
+
+def test_values_are_non_empty_strings():
+    def problem(key):
+        for lang in i18n.LANGS:
+            value = i18n.catalog(lang).get(key)
+            if not isinstance(value, str):
+                return f"{lang} is {type(value).__name__}"
+            if key not in EMPTY_OK and not value.strip():
+                return f"{lang} is empty"
+        return None
+
+    assert not offenders(problem)
 
 
 def test_empty_whitelist_names_real_keys():
@@ -71,33 +80,36 @@ def test_zh_keeps_the_order_of_en():
     assert [k for k in ZH if k in EN] == shared
 
 
-@pytest.mark.parametrize("key", ALL_KEYS)
-def test_placeholders_match(key):
-    en, zh = EN.get(key), ZH.get(key)
-    if en is None or zh is None:
-        pytest.skip("missing key: reported by test_every_key_exists_in_every_language")
-    assert placeholders(zh) == placeholders(en), (
-        f"{key}: en {placeholders(en)} vs zh {placeholders(zh)}"
-    )
+def test_placeholders_match():
+    def problem(key):
+        en, zh = EN.get(key), ZH.get(key)
+        if en is None or zh is None:
+            return None  # reported by test_every_key_exists_in_every_language
+        if placeholders(zh) != placeholders(en):
+            return f"en {placeholders(en)} vs zh {placeholders(zh)}"
+        return None
+
+    assert not offenders(problem)
 
 
-@pytest.mark.parametrize("key", ALL_KEYS)
-def test_likely_stays_at_the_end(key):
-    en, zh = EN.get(key), ZH.get(key)
-    if en is None or zh is None:
-        pytest.skip("missing key")
-    if en.rstrip().endswith("{likely}"):
-        assert zh.rstrip().endswith("{likely}"), f"{key}: zh must end with {{likely}} as en does"
+def test_likely_stays_at_the_end():
+    def problem(key):
+        en, zh = EN.get(key), ZH.get(key)
+        if en is None or zh is None or not en.rstrip().endswith("{likely}"):
+            return None
+        return None if zh.rstrip().endswith("{likely}") else "zh must end with {likely} as en does"
+
+    assert not offenders(problem)
 
 
-@pytest.mark.parametrize("key", ALL_KEYS)
-def test_zh_is_chinese(key):
-    en, zh = EN.get(key), ZH.get(key)
-    if en is None or zh is None:
-        pytest.skip("missing key")
-    if key in NO_CJK_OK or not re.search(r"[A-Za-z]", en):
-        return
-    assert HAS_HAN.search(zh), f"{key}: zh has no Chinese character: {zh!r}"
+def test_zh_is_chinese():
+    def problem(key):
+        en, zh = EN.get(key), ZH.get(key)
+        if en is None or zh is None or key in NO_CJK_OK or not re.search(r"[A-Za-z]", en):
+            return None
+        return None if HAS_HAN.search(zh) else f"zh has no Chinese character: {zh!r}"
+
+    assert not offenders(problem)
 
 
 def test_whitelist_names_real_keys():
@@ -130,36 +142,38 @@ def test_memory_note_names_the_zh_column_headers():
         assert f"「{ZH[key]}」" in note, f"{key} = {ZH[key]!r} is not quoted in the memory note"
 
 
-@pytest.mark.parametrize("key", ALL_KEYS)
-def test_no_ascii_punctuation_after_chinese(key):
-    zh = ZH.get(key)
-    if zh is None:
-        pytest.skip("missing key")
-    bad = [m.group() for m in ASCII_PUNCT_AFTER_CJK.finditer(zh)]
-    assert not bad, f"{key}: use full-width punctuation after Chinese text: {bad} in {zh!r}"
+def test_no_ascii_punctuation_after_chinese():
+    def problem(key):
+        bad = [m.group() for m in ASCII_PUNCT_AFTER_CJK.finditer(ZH.get(key, ""))]
+        return f"use full-width punctuation after Chinese text: {bad}" if bad else None
+
+    assert not offenders(problem)
 
 
-@pytest.mark.parametrize("key", ALL_KEYS)
-def test_space_between_chinese_and_latin(key):
-    zh = ZH.get(key)
-    if zh is None:
-        pytest.skip("missing key")
-    bad = [m.group() for m in NO_SPACE.finditer(zh)]
-    assert not bad, (
-        f"{key}: put a space between Chinese and Latin text, code or placeholders: {bad} in {zh!r}"
-    )
+def test_space_between_chinese_and_latin():
+    def problem(key):
+        bad = [m.group() for m in NO_SPACE.finditer(ZH.get(key, ""))]
+        return (
+            f"put a space between Chinese and Latin text, code or placeholders: {bad}"
+            if bad
+            else None
+        )
+
+    assert not offenders(problem)
 
 
-@pytest.mark.parametrize("key", ALL_KEYS)
 @pytest.mark.parametrize("lang", i18n.LANGS)
-def test_renders_with_its_parameters(lang, key):
-    template = i18n.catalog(lang).get(key)
-    if template is None:
-        pytest.skip("missing key")
-    params = {name: f"<{name}>" for name in placeholders(template)}
-    text = i18n.t(key, lang, **params)
-    for name in params:
-        assert f"<{name}>" in text, f"{lang}:{key} did not fill {{{name}}}: {text!r}"
+def test_renders_with_its_parameters(lang):
+    def problem(key):
+        template = i18n.catalog(lang).get(key)
+        if template is None:
+            return None
+        params = {name: f"<{name}>" for name in placeholders(template)}
+        text = i18n.t(key, lang, **params)
+        unfilled = [name for name in params if f"<{name}>" not in text]
+        return f"did not fill {unfilled}: {text!r}" if unfilled else None
+
+    assert not offenders(problem)
 
 
 def test_nested_likely_message_renders_in_chinese():
