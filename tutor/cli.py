@@ -277,11 +277,11 @@ def cmd_list(args, lang: str) -> int:
     lessons = all_lessons()
     progress = _state(Path.cwd()).get("lessons", {})
 
-    def status(l, s) -> str | None:
-        return progress.get(l.id, {}).get("status", {}).get(s.id)
+    def status(lesson, s) -> str | None:
+        return progress.get(lesson.id, {}).get("status", {}).get(s.id)
 
-    def passed(l) -> int:
-        return sum(status(l, s) == "pass" for s in l.checked_steps)
+    def passed(lesson) -> int:
+        return sum(status(lesson, s) == "pass" for s in lesson.checked_steps)
 
     if args.json:
         print(
@@ -289,36 +289,36 @@ def cmd_list(args, lang: str) -> int:
                 {
                     "lessons": [
                         {
-                            "id": l.id,
-                            "title": l.title[lang],
-                            "file": l.file_name,
-                            "passed": passed(l),
-                            "checked": len(l.checked_steps),
+                            "id": lesson.id,
+                            "title": lesson.title[lang],
+                            "file": lesson.file_name,
+                            "passed": passed(lesson),
+                            "checked": len(lesson.checked_steps),
                             "steps": [
                                 {
                                     "id": s.id,
                                     "kind": s.kind,
                                     "title": s.title[lang],
-                                    "status": status(l, s),
+                                    "status": status(lesson, s),
                                 }
-                                for s in l.steps
+                                for s in lesson.steps
                             ],
                         }
-                        for l in lessons
+                        for lesson in lessons
                     ]
                 },
                 ensure_ascii=False,
             )
         )
         return 0
-    for l in lessons:
+    for lesson in lessons:
         print(
-            f"{l.id}  {l.title[lang]}  (attn-lab/{l.file_name})  "
-            + t("cli.list_progress", lang, passed=passed(l), total=len(l.checked_steps))
+            f"{lesson.id}  {lesson.title[lang]}  (attn-lab/{lesson.file_name})  "
+            + t("cli.list_progress", lang, passed=passed(lesson), total=len(lesson.checked_steps))
         )
-        for s in l.steps:
+        for s in lesson.steps:
             kind = "" if s.checked else f"  [{t('kind.' + s.kind, lang)}]"
-            print(f"  {MARKS.get(status(l, s) or '', '·')} {s.id:<12} {s.title[lang]}{kind}")
+            print(f"  {MARKS.get(status(lesson, s) or '', '·')} {s.id:<12} {s.title[lang]}{kind}")
     return 0
 
 

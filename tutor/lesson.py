@@ -247,7 +247,10 @@ def all_lessons() -> tuple[Lesson, ...]:
             found.update({lesson.id: lesson for lesson in lessons_in(root)})
     order = {"lm3-l3": 0, "lab-02": 1}  # the course's order; others after, by id
     return tuple(
-        sorted(found.values(), key=lambda l: (l.id not in builtin, order.get(l.id, 2), l.id))
+        sorted(
+            found.values(),
+            key=lambda lesson: (lesson.id not in builtin, order.get(lesson.id, 2), lesson.id),
+        )
     )
 
 

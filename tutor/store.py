@@ -278,7 +278,9 @@ class Store:
                     merged = put_answer(old, sheet, step, index, new)
                 path.parent.mkdir(parents=True, exist_ok=True)
                 data = merged.encode("utf-8", errors="surrogateescape")
-                if atomic_write(path, data, _mode_of(path), still=lambda: _bytes_of(path) == raw):
+                if atomic_write(
+                    path, data, _mode_of(path), still=lambda raw=raw: _bytes_of(path) == raw
+                ):
                     return AnswerSaved(
                         path, parse_answers(merged, sheet.legacy_step), kept_both, written=True
                     )

@@ -53,7 +53,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-import contextlib
+import contextlib  # noqa: E402
 
 from _harness import (  # noqa: E402
     ROOT,
@@ -177,15 +177,18 @@ def breakdown(row: dict, events: list[dict]) -> dict | None:
             final = e
             break
     final_end = final and first(events, "ui_after_results_end", final["t"])
-    ms = lambda a, b: (
-        None
-        if a is None or b is None
-        else round(
-            (b["t"] if isinstance(b, dict) else b) * 1000  # noqa: E731
-            - (a["t"] if isinstance(a, dict) else a) * 1000,
-            2,
+
+    def ms(a, b):
+        return (
+            None
+            if a is None or b is None
+            else round(
+                (b["t"] if isinstance(b, dict) else b) * 1000  # noqa: E731
+                - (a["t"] if isinstance(a, dict) else a) * 1000,
+                2,
+            )
         )
-    )
+
     seg = {
         "wake": ms(t0, batch),
         "read": ms(batch, read),

@@ -34,7 +34,7 @@ def here(relative: str) -> str:
 
 
 def test_reference_passes_and_json_is_one_object():
-    for lesson, file in ((l.id, str(l.reference_path)) for l in all_lessons()):
+    for lesson, file in ((each.id, str(each.reference_path)) for each in all_lessons()):
         out = run("check", file, "--lesson", lesson, "--json")
         assert out.returncode == 0, out.stderr
         data = json.loads(out.stdout)
@@ -150,8 +150,8 @@ def test_unknown_lesson_for_a_file_with_no_hint(tmp_path):
 def test_list_json_and_version_and_help():
     out = run("list", "--json")
     data = json.loads(out.stdout)
-    assert [l["id"] for l in data["lessons"]] == [l.id for l in all_lessons()]
-    assert [l["id"] for l in data["lessons"]][:2] == ["lm3-l3", "lab-02"]
+    assert [lesson["id"] for lesson in data["lessons"]] == [lesson.id for lesson in all_lessons()]
+    assert [lesson["id"] for lesson in data["lessons"]][:2] == ["lm3-l3", "lab-02"]
     assert data["lessons"][0]["steps"][0]["id"] == "single-head"
     assert run("--version").stdout.startswith("attn-tutor ")
     assert "check" in run("--help").stdout

@@ -57,7 +57,7 @@ def test_check_without_a_lesson_takes_the_one_the_app_used_last(tmp_path):
 def test_list_shows_each_lessons_progress(tmp_path):
     workspace(tmp_path, "lm3-l3", {"single-head": "pass", "leakage": "fail"})
     listed = json.loads(run("list", "--json", cwd=tmp_path).stdout)["lessons"]
-    lm3 = next(l for l in listed if l["id"] == "lm3-l3")
+    lm3 = next(lesson for lesson in listed if lesson["id"] == "lm3-l3")
     assert (lm3["passed"], lm3["checked"]) == (1, 4)
     assert [s["status"] for s in lm3["steps"][:3]] == ["pass", "fail", None]
     text = run("list", cwd=tmp_path).stdout

@@ -52,9 +52,10 @@ def course(tmp_path_factory) -> Path:
 
 def test_lessons_dir_lists_checks_and_proves_a_course_lesson(course, tmp_path):
     listed = json.loads(run("--lessons", str(course), "list", "--json", cwd=tmp_path).stdout)
-    assert [l["id"] for l in listed["lessons"]][:2] == ["lm3-l3", "lab-02"] and "ours" in [
-        l["id"] for l in listed["lessons"]
-    ]
+    assert [lesson["id"] for lesson in listed["lessons"]][:2] == [
+        "lm3-l3",
+        "lab-02",
+    ] and "ours" in [lesson["id"] for lesson in listed["lessons"]]
     solution = tmp_path / "ours.py"
     shutil.copy(course / "ours" / "reference.py", solution)
     checked = run("--lessons", str(course), "check", str(solution), "--json", cwd=tmp_path)

@@ -64,6 +64,6 @@ def test_every_file_is_graded_once_however_the_events_interleave(
     for _ in range(300):
         graded = []
         batch_run.Batch(LESSON, timeout=3.0, jobs=2).grade(
-            files, lambda sub, raw, steps, s: graded.append(sub.student)
+            files, lambda sub, raw, steps, s, graded=graded: graded.append(sub.student)
         )
         assert sorted(graded) == [f.student for f in files]

@@ -58,7 +58,7 @@ def test_every_installed_lesson_uses_only_keys_the_catalogs_have():
 
 
 def test_the_engine_modules_are_read_through_the_checks_imports():
-    lesson = next(l for l in all_lessons() if l.id == "lm3-l3")
+    lesson = next(each for each in all_lessons() if each.id == "lm3-l3")
     names = {p.name for p in devcheck.key_sources(lesson)}
     assert {
         "checks.py",
@@ -205,7 +205,7 @@ def test_schema_checks_the_optional_points_and_version():
     base = {"format_version": 1, "id": "x", "file": "x.py", "title": {"en": "X", "zh": "X"}}
     step = {"id": "s", "kind": "checked", "title": {"en": "S", "zh": "S"}, "functions": ["f"]}
     ok = schema_problems(dict(base, version="2", steps=[dict(step, points=2.5)]))
-    assert [(l.key, l.params) for l in ok] == []
+    assert [(text.key, text.params) for text in ok] == []
     bad = schema_problems(dict(base, version=2, steps=[dict(step, points=-1)]))
     got = [(line.key, line.params) for line in bad]
     assert ("dev.field_type", {"field": "points", "where": "s", "type": "number ≥ 0"}) in got

@@ -12,7 +12,7 @@ from tutor.i18n import LANGS, engine_catalog, local_key, qualify, t
 from tutor.lesson import all_lessons, lessons_in
 
 
-@pytest.mark.parametrize("lesson", all_lessons(), ids=lambda l: l.id)
+@pytest.mark.parametrize("lesson", all_lessons(), ids=lambda each: each.id)
 def test_a_lessons_messages_are_under_its_id_and_not_in_the_engines(lesson):
     own = lesson.message_keys()
     assert own, f"{lesson.id} has no messages.en.toml / messages.zh.toml"
@@ -49,9 +49,10 @@ def test_a_verdict_carries_the_lessons_keys_under_its_id(tmp_path):
     from tutor.runner.judge import Judge
     from tutor.runner.worker import load_checks
 
-    lessons = {l.id: l for l in all_lessons()}
+    lessons = {lesson.id: lesson for lesson in all_lessons()}
     judge = Judge(
-        load_checks(lessons.values()), {lid: l.message_keys() for lid, l in lessons.items()}
+        load_checks(lessons.values()),
+        {lid: lesson.message_keys() for lid, lesson in lessons.items()},
     )
     # The shapes step given a list where a dict of shapes belongs: lm3-l3's own check.shapes_not_dict.
     tree, blob = codec.encode({"calls": [{"value": [1, 2]}] * 3})
@@ -75,9 +76,11 @@ def test_a_course_folder_of_lessons_is_loaded_beside_the_built_in_ones(tmp_path,
     lesson_mod.all_lessons.cache_clear()
     i18n.catalog.cache_clear()
     try:
-        ids = [l.id for l in all_lessons()]
+        ids = [lesson.id for lesson in all_lessons()]
         assert ids[:2] == ["lm3-l3", "lab-02"] and "my-copy" in ids
-        assert [l.id for l in lessons_in(copy)] == ["my-copy"]  # a lesson's own folder works too
+        assert [each.id for each in lessons_in(copy)] == [
+            "my-copy"
+        ]  # a lesson's own folder works too
         key = next(iter(lesson_mod.get_lesson("my-copy").message_keys()))
         assert t(f"my-copy.{key}", "zh") == t(f"lab-02.{key}", "zh")
     finally:
@@ -87,7 +90,9 @@ def test_a_course_folder_of_lessons_is_loaded_beside_the_built_in_ones(tmp_path,
 
 
 @pytest.mark.parametrize(
-    "lesson", [l for l in all_lessons() if l.id in ("lm3-l3", "lab-02")], ids=lambda l: l.id
+    "lesson",
+    [each for each in all_lessons() if each.id in ("lm3-l3", "lab-02")],
+    ids=lambda each: each.id,
 )
 def test_each_checked_step_has_its_own_fallback_likely_mistake(lesson):
     own = lesson.message_keys()

@@ -35,7 +35,7 @@ def test_the_lessons_load_in_the_courses_order():
     ]
 
 
-@pytest.mark.parametrize("lesson", all_lessons(), ids=lambda l: l.id)
+@pytest.mark.parametrize("lesson", all_lessons(), ids=lambda each: each.id)
 def test_every_step_has_text_title_and_hints_in_both_languages(lesson):
     for step in lesson.steps:
         for lang in LANGS:
@@ -53,7 +53,7 @@ def test_every_step_has_text_title_and_hints_in_both_languages(lesson):
         )
 
 
-@pytest.mark.parametrize("lesson", all_lessons(), ids=lambda l: l.id)
+@pytest.mark.parametrize("lesson", all_lessons(), ids=lambda each: each.id)
 def test_checked_steps_match_checks_py_and_the_starter(lesson):
     tree = ast.parse(lesson.checks_path.read_text())
     steps_dict = next(

@@ -5,6 +5,7 @@ making one per child. Plain folders stand in for cgroupfs here: the kernel's own
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 from tutor.runner import pids_cgroup
 from tutor.runner.pids_cgroup import LIMIT, POOL, Bound
@@ -18,7 +19,7 @@ def emptied(folder: str, pids: str = "") -> None:
 def test_an_emptied_folder_is_bounded_again_for_the_next_child(tmp_path):
     bound = Bound(str(tmp_path))
     first = bound.make("1")
-    assert open(os.path.join(first, "pids.max")).read() == str(LIMIT)
+    assert Path(first, "pids.max").read_text() == str(LIMIT)
     bound.adopt(first, 101)
     emptied(first)
     with open(os.path.join(first, "pids.max"), "w") as f:
@@ -26,7 +27,7 @@ def test_an_emptied_folder_is_bounded_again_for_the_next_child(tmp_path):
     bound.remove(101)
     again = bound.make("2")
     assert again == first and not os.path.exists(os.path.join(bound.root, "2"))
-    assert open(os.path.join(again, "pids.max")).read() == str(LIMIT)
+    assert Path(again, "pids.max").read_text() == str(LIMIT)
 
 
 def test_a_folder_still_holding_a_task_is_not_reused(tmp_path):

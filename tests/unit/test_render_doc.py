@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import io
+
 import pytest
 from rich.cells import cell_len
 from rich.console import Console
@@ -52,7 +54,7 @@ def render(md: str, width: int, color_system: str | None = "truecolor") -> list[
         record=True,
         color_system=color_system,
         force_terminal=color_system is not None,
-        file=open("/dev/null", "w"),
+        file=io.StringIO(),
     )
     console.print(render_markdown(md))
     return console.export_text(styles=False).rstrip("\n").split("\n")
@@ -63,19 +65,21 @@ def render(md: str, width: int, color_system: str | None = "truecolor") -> list[
 @pytest.mark.parametrize("md", [MD_ZH, MD_EN], ids=["zh", "en"])
 def test_no_line_wider_than_console(md, width, color_system):
     lines = render(md, width, color_system)
-    assert all(cell_len(line) <= width for line in lines), [l for l in lines if cell_len(l) > width]
+    assert all(cell_len(line) <= width for line in lines), [
+        text for text in lines if cell_len(text) > width
+    ]
 
 
 def test_cjk_paragraph_wraps_between_characters():
     lines = render(MD_ZH, 40)
-    para = [l for l in lines if l.startswith("缩放项")]
+    para = [text for text in lines if text.startswith("缩放项")]
     assert para, lines
     start = lines.index(para[0])
     # The paragraph is broken inside a run of Chinese (no spaces there) and
     # every line but the last is (nearly) full.
     first = lines[start]
     assert 36 <= cell_len(first) <= 40
-    assert not any(l and l[0] in CLOSE for l in lines)
+    assert not any(text and text[0] in CLOSE for text in lines)
 
 
 def test_soft_breaks_join_without_space_between_cjk():
@@ -85,16 +89,16 @@ def test_soft_breaks_join_without_space_between_cjk():
 
 def test_code_block_preserved_and_not_wrapped():
     lines = render(MD_ZH, 76)
-    assert any("scores = q @ k.transpose(-2, -1) / math.sqrt(head_dim)" in l for l in lines)
-    assert any("weights = torch.softmax(scores, dim=-1)" in l for l in lines)
+    assert any("scores = q @ k.transpose(-2, -1) / math.sqrt(head_dim)" in text for text in lines)
+    assert any("weights = torch.softmax(scores, dim=-1)" in text for text in lines)
     narrow = render(MD_ZH, 40)
-    code = [l for l in narrow if "scores = q @" in l]
+    code = [text for text in narrow if "scores = q @" in text]
     assert len(code) == 1 and code[0].rstrip().endswith("…"), code  # cropped, marked, not wrapped
 
 
 def test_lists_hang_and_inline_markup_is_consumed():
     lines = render(MD_EN, 40)
-    item = next(i for i, l in enumerate(lines) if l.startswith("2. Set the scores"))
+    item = next(i for i, text in enumerate(lines) if text.startswith("2. Set the scores"))
     assert lines[item + 1].startswith("   ") and lines[item + 1].strip()
     text = "\n".join(lines)
     assert "**" not in text and "*emphasis*" not in text and "• a bullet with emphasis" in text
@@ -116,7 +120,7 @@ def test_headings_are_bold_even_without_colour():
         no_color=True,
         force_terminal=True,
         color_system="truecolor",
-        file=open("/dev/null", "w"),
+        file=io.StringIO(),
     )
     console.print(render_markdown("# Title\n\ntext"))
     html = console.export_html(inline_styles=True)

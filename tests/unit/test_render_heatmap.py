@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import math
 import random
 
@@ -30,7 +31,7 @@ def render(renderable, width=76, color_system="truecolor") -> list[str]:
         record=True,
         color_system=color_system,
         force_terminal=color_system is not None,
-        file=open("/dev/null", "w"),
+        file=io.StringIO(),
     )
     console.print(renderable)
     return console.export_text(styles=False).rstrip("\n").split("\n")
@@ -38,7 +39,7 @@ def render(renderable, width=76, color_system="truecolor") -> list[str]:
 
 def grid(lines: list[str], T: int) -> list[str]:
     """The T grid rows of a small (values) heatmap: lines starting with a row index."""
-    rows = [l for l in lines if l[:3].strip().isdigit() and len(l.split()) > 1]
+    rows = [text for text in lines if text[:3].strip().isdigit() and len(text.split()) > 1]
     return rows[-T:]
 
 
@@ -101,7 +102,7 @@ def test_reference_mode_draws_the_reference():
 @pytest.mark.parametrize("T", [40, 64])
 def test_dense_mode_fits_width(T, color_system):
     lines = render(heatmap(causal(T), title=f"T = {T}"), 76, color_system)
-    assert all(cell_len(l) <= 76 for l in lines)
+    assert all(cell_len(text) <= 76 for text in lines)
     assert "·" in "\n".join(lines)  # the masked future is still marked
     if color_system in (None, "standard"):
         # No colour to carry the value: shade glyphs do, one line per query.
@@ -114,7 +115,7 @@ def test_dense_mode_glyphs_follow_values():
     m[20] = [0.0] * 41
     m[20][:21] = [0.0] * 20 + [1.0]  # query 20 attends only to itself
     lines = render(heatmap(m), 76, None)
-    row = next(l for l in lines if l.startswith("20 "))
+    row = next(text for text in lines if text.startswith("20 "))
     cells = row[3:]
     assert cells[20] == "█" and set(cells[:20]) == {" "} and set(cells[21:].strip()) == {"·"}
 
@@ -129,7 +130,7 @@ def test_halves_use_half_the_lines_in_colour():
 @pytest.mark.parametrize("T", [1, 6, 12, 20, 64, 100])
 def test_no_line_wider_than_console(T, width):
     lines = render(heatmap(causal(T), title="Causal attention weights — head 0"), width)
-    assert all(cell_len(l) <= width for l in lines), max(lines, key=cell_len)
+    assert all(cell_len(text) <= width for text in lines), max(lines, key=cell_len)
 
 
 def test_chinese_labels_present_and_aligned():
@@ -148,7 +149,7 @@ def test_chinese_labels_present_and_aligned():
         and "你的权重" in text
         and "被遮住的未来" in text
     )
-    assert all(cell_len(l) <= 50 for l in lines)
+    assert all(cell_len(text) <= 50 for text in lines)
 
 
 def test_default_labels_present():
@@ -218,7 +219,7 @@ def test_yours_and_the_reference_share_one_scale():
     mine = [[v / 2 for v in row] for row in ref]  # every weight half the reference's
     mine_lines = render(heatmap(mine, reference=ref, mode="learner"))
     ref_lines = render(heatmap(mine, reference=ref, mode="reference"))
-    scale = lambda lines: next(l for l in lines if "▁" in l or "░" in l).split()  # noqa: E731
+    scale = lambda lines: next(text for text in lines if "▁" in text or "░" in text).split()  # noqa: E731
     assert scale(mine_lines)[0] == scale(ref_lines)[0] == "0.00"
     assert scale(mine_lines)[-3] == scale(ref_lines)[-3] == "1.00"  # the larger maximum, for both
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import io
+
 from rich.cells import cell_len
 from rich.console import Console, Group
 
@@ -19,7 +21,7 @@ from tutor.render.visuals import (
 
 
 def lines(renderables, width=60) -> list[str]:
-    console = Console(width=width, record=True, color_system=None, file=open("/dev/null", "w"))
+    console = Console(width=width, record=True, color_system=None, file=io.StringIO())
     console.print(Group(*renderables))
     return [line.rstrip() for line in console.export_text(styles=False).rstrip("\n").split("\n")]
 
@@ -134,7 +136,7 @@ def test_a_number_in_a_table_is_never_cut_short_and_headers_wrap_instead():
             [128, "0.131", "21.0 M", "1.4 G", v.bar(2, 2)],
         ],
     )
-    console = Console(width=40, record=True, file=open("/dev/null", "w"))
+    console = Console(width=40, record=True, file=io.StringIO())
     console.print(draw_table(item, "en"))
     values = (
         console.export_text().rstrip("\n").splitlines()[-2:]

@@ -115,7 +115,7 @@ def test_a_kept_run_is_not_superseded_by_a_newer_one():
 
 @pytest.mark.parametrize("lesson", [lesson.id for lesson in all_lessons()])
 def test_seed_0_is_the_lessons_own_inputs_and_another_draws_new_ones(lesson):
-    (module,) = load_checks([l for l in all_lessons() if l.id == lesson]).values()
+    (module,) = load_checks([each for each in all_lessons() if each.id == lesson]).values()
     flat = lambda tree: [t for t in _tensors(tree)]  # noqa: E731
     own, zero, seven = (
         flat(module.make_inputs()),
@@ -165,7 +165,7 @@ def causal_attention(x, Wq, Wk, Wv):
 def test_a_seeded_worker_judges_on_its_seeds_inputs():
     """The child calls the learner's code on seed 7's inputs (it prints the first value it got),
     and the judge judges on the same ones (the correct file passes)."""
-    (module,) = load_checks([l for l in all_lessons() if l.id == "lm3-l3"]).values()
+    (module,) = load_checks([lesson for lesson in all_lessons() if lesson.id == "lm3-l3"]).values()
     first = {
         seed: float(module.make_inputs(seed=seed)["single"][0]["x"].flatten()[0]) for seed in (0, 7)
     }

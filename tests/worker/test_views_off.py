@@ -71,7 +71,7 @@ def test_the_corpus_is_the_worker_tests_files():
     assert {lesson for _, lesson, _ in CORPUS} == {lesson.id for lesson in LESSONS}
 
 
-@pytest.mark.parametrize("lesson, source", [pytest.param(l, s, id=i) for i, l, s in CORPUS])
+@pytest.mark.parametrize("lesson, source", [pytest.param(each, s, id=i) for i, each, s in CORPUS])
 def test_the_same_verdicts_without_views(run, run_without_views, lesson, source):
     with_views, without = run(lesson, source), run_without_views(lesson, source)
     assert said(without) == said(with_views)

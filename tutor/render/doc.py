@@ -53,7 +53,7 @@ def _join(lines: list[str]) -> str:
     """Soft line breaks: no space between two CJK characters (as pandoc's
     east_asian_line_breaks), a space otherwise."""
     out = ""
-    for line in (l.strip() for l in lines):
+    for line in (raw.strip() for raw in lines):
         if not line:
             continue
         if out and not (_is_cjk(out[-1]) and _is_cjk(line[0])):

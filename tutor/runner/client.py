@@ -73,7 +73,7 @@ class Worker:
             stderr = None
         elif self.log is not None:
             self.log.parent.mkdir(parents=True, exist_ok=True)
-            stderr = open(self.log, "ab")
+            stderr = open(self.log, "ab")  # noqa: SIM115 (the worker writes it while it lives)
         env = dict(os.environ, PYTHONUNBUFFERED="1", OMP_NUM_THREADS="1")
         # Run our own copy of the package, wherever the caller's cwd is.
         root = str(Path(__file__).resolve().parents[2])

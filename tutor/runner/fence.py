@@ -210,7 +210,7 @@ def install(fence: tuple[frozenset, frozenset, tuple[str, ...]], on_import=None)
             elif trusted.get(kind) is not None and kind.__fspath__ is trusted[kind]:
                 path = fspath(raw)
                 path = fsdecode(path) if type_(path) is bytes_ else path
-            elif hasattr(kind, "__fspath__"):
+            elif hasattr(kind, "__fspath__"):  # noqa: SIM103 (each kind of path its own branch)
                 return (
                     True  # a path object of the learner's: asked again, it could answer otherwise
                 )
