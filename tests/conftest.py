@@ -17,3 +17,12 @@ def _no_workspace_or_locale_from_outside(tmp_path_factory, monkeypatch):
     for var in ("LC_ALL", "LC_MESSAGES"):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("LANG", "C.UTF-8")  # English, and UTF-8 for the CLI's subprocesses
+
+
+def pytest_collection_modifyitems(config, items):
+    """Everything outside tests/unit starts real processes (the worker, the app, a terminal):
+    the `slow` tier. tests/unit marks its own few slow tests."""
+    unit = config.rootpath / "tests" / "unit"
+    for item in items:
+        if not item.path.is_relative_to(unit):
+            item.add_marker(pytest.mark.slow)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import textwrap
 
+import pytest
+
 from tutor import devcheck
 from tutor.devcheck import declared_steps, keys_in, schema_problems
 from tutor.lesson import all_lessons
@@ -51,6 +53,7 @@ def test_keys_built_from_unknown_values_are_reported_not_guessed(tmp_path):
     assert sorted(found, key=lambda k: k[1]) == [(None, 3), (None, 4)]
 
 
+@pytest.mark.slow
 def test_every_installed_lesson_uses_only_keys_the_catalogs_have():
     for lesson in all_lessons():
         lines = devcheck.check_keys(lesson, [])

@@ -171,6 +171,7 @@ def test_every_contract_is_broken_by_some_violation():
     assert set().union(*(broken for _, broken, _ in VIOLATIONS.values())) == set(CONTRACTS)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("violation", VIOLATIONS)
 def test_a_violation_breaks_its_contracts(package_copy, tmp_path, violation):
     root = tmp_path / "checkout"
@@ -323,6 +324,7 @@ def top_level(modules) -> set[str]:
     return {m.split(".")[0] for m in modules}
 
 
+@pytest.mark.slow
 def test_a_run_of_every_torch_free_module_loads_no_torch_or_numpy():
     seen = probe(TORCH_SIDE)
     assert set(seen["found"]) >= TORCH_SIDE | {"tutor.app.app", "tutor.cli", "tutor.runner.client"}
@@ -333,6 +335,7 @@ def test_a_run_of_every_torch_free_module_loads_no_torch_or_numpy():
     assert "numpy" not in loaded
 
 
+@pytest.mark.slow
 def test_the_run_sees_torch_when_a_torch_side_module_is_imported():
     # The same run, the torch side's codec included: torch is loaded and the probe says so.
     seen = probe(TORCH_SIDE - {"tutor.runner.codec"})

@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 GUIDE = ROOT / "docs" / "writing-a-lesson.md"
 BLOCK = re.compile(r"^```\w+ file=(\S+)\n(.*?)^```$", re.M | re.S)
@@ -18,6 +20,7 @@ def example_files() -> dict[str, str]:
     return {name: body for name, body in BLOCK.findall(GUIDE.read_text(encoding="utf-8"))}
 
 
+@pytest.mark.slow
 def test_the_guides_example_is_a_lesson_dev_check_proves(tmp_path):
     files = example_files()
     assert {

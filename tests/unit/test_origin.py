@@ -113,6 +113,7 @@ def test_the_learners_own_code_in_any_wrapper_is_theirs(learner, name):
     assert foreign_origin(namespace[name], ids) is None
 
 
+@pytest.mark.slow
 def test_torch_compile_is_looked_through(learner):
     namespace, ids, _ = learner
     assert foreign_origin(torch.compile(namespace["plain"], backend="eager"), ids) is None

@@ -130,6 +130,7 @@ def test_wrap_text_keeps_styles(width):
         assert any("torch.softmax(scores, dim=-1)" in line.plain for line in lines)
 
 
+@pytest.mark.slow
 def test_the_ascii_shortcut_breaks_where_the_general_rules_break():
     """Printable ASCII takes a regex path; it must find the breaks the general loop finds."""
     import random

@@ -141,6 +141,7 @@ def _hammer(workspace: str, who: str, n: int) -> None:
         store.update(_set_step("lm3-l3", f"{who}-{i}", "pass"))
 
 
+@pytest.mark.slow
 def test_two_processes_lose_nothing(tmp_path: Path):
     ctx = multiprocessing.get_context("spawn")  # the test process may have threads: no fork
     procs = [ctx.Process(target=_hammer, args=(str(tmp_path), who, 100)) for who in ("a", "b")]
@@ -173,6 +174,7 @@ WRITER = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 def test_kill_during_writes_leaves_valid_json(tmp_path: Path):
     Store(tmp_path).update(_set_step("first", "s", "pass"))
     state_file = tmp_path / ".attn-tutor" / "state.json"
