@@ -87,11 +87,16 @@ def summary_counts(steps: list[StepResult]) -> tuple[int, int]:
     return sum(s.status == "pass" for s in steps), len(steps)
 
 
+# The shape of `check --json` and of grade's records: raised when a field changes meaning or goes.
+SCHEMA_VERSION = 1
+
+
 def check_object(lesson, path, steps: list[StepResult], lang: str, off: list[str]) -> dict:
     """`attn-tutor check --json`'s object (grade writes the same, then what a grade adds).
     off: the protections the runs went without (platform_probe)."""
     passed, total = summary_counts(steps)
     return {
+        "schema_version": SCHEMA_VERSION,
         "lesson": lesson.id,
         "file": None if path is None else str(path),
         "steps": [step_to_json(s, lang) for s in steps],

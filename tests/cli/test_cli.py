@@ -39,6 +39,7 @@ def test_reference_passes_and_json_is_one_object():
         assert out.returncode == 0, out.stderr
         data = json.loads(out.stdout)
         assert set(data) == {
+            "schema_version",
             "lesson",
             "file",
             "steps",
@@ -47,6 +48,7 @@ def test_reference_passes_and_json_is_one_object():
             "file_error",
             "protections_off",
         }
+        assert data["schema_version"] == 1
         assert data["lesson"] == lesson and data["file"] == file and data["file_error"] is None
         assert data["protections_off"] == probe().off()
         assert data["passed"] == data["total"] == len(get_lesson(lesson).checked_steps)
