@@ -3,7 +3,7 @@
 Write the code below. attn-tutor re-runs its checks every time you save.
 Replace each `raise NotImplementedError(...)` with your code.
 
-The layer is the causal multi-head attention of the previous lesson: its
+The layer is the causal multi-head attention of lesson lm3-l3: its
 constructor and its full `forward` are given and already work.
 """
 
