@@ -40,13 +40,26 @@ def add_parser(sub, lang: str, lesson_ids: str) -> None:
         metavar="SUBMISSIONS",
         help=t("grade.opt_submissions", lang),
     )
-    g.add_argument("--lesson", dest="grade_lesson", help=t("cli.opt_lesson", lang, ids=lesson_ids))
-    g.add_argument("--out", type=Path, default=DEFAULT_OUT, help=t("grade.opt_out", lang))
-    g.add_argument("--jobs", type=int, help=t("grade.opt_jobs", lang))
-    g.add_argument("--timeout", dest="grade_timeout", type=float, help=t("grade.opt_timeout", lang))
+    g.add_argument(
+        "--lesson",
+        dest="grade_lesson",
+        metavar="ID",
+        help=t("cli.opt_lesson", lang, ids=lesson_ids),
+    )
+    g.add_argument(
+        "--out", type=Path, default=DEFAULT_OUT, metavar="DIR", help=t("grade.opt_out", lang)
+    )
+    g.add_argument("--jobs", type=int, metavar="N", help=t("grade.opt_jobs", lang))
+    g.add_argument(
+        "--timeout",
+        dest="grade_timeout",
+        type=float,
+        metavar="S",
+        help=t("grade.opt_timeout", lang),
+    )
     g.add_argument("--lang", dest="grade_lang", choices=["en", "zh"], help=t("cli.opt_lang", lang))
-    g.add_argument("--seed", type=int, default=0, help=t("grade.opt_seed", lang))
-    g.add_argument("--shard", help=t("grade.opt_shard", lang))
+    g.add_argument("--seed", type=int, default=0, metavar="N", help=t("grade.opt_seed", lang))
+    g.add_argument("--shard", metavar="K/N", help=t("grade.opt_shard", lang))
     g.add_argument("--merge", nargs="+", type=Path, metavar="DIR", help=t("grade.opt_merge", lang))
 
 
