@@ -73,6 +73,28 @@ def _parser_class(lang: str):
                 usage, actions, groups, t("cli.usage", lang) if prefix is None else prefix
             )
 
+        # argparse wraps by characters, and a Chinese character takes two columns: wrap by cells.
+        def _split_lines(self, text, width):
+            from .render.wrap import wrap_cells
+
+            return wrap_cells(" ".join(text.split()), width)
+
+        def _fill_text(self, text, width, indent):
+            from .render.wrap import wrap_cells
+
+            return "\n".join(indent + line for line in wrap_cells(" ".join(text.split()), width))
+
+        def _format_usage(self, usage, actions, groups, prefix):
+            from rich.cells import cell_len
+
+            # The usage line starts with the prefix, which argparse measures in characters.
+            extra = cell_len(prefix or "") - len(prefix or "")
+            self._width -= extra
+            try:
+                return super()._format_usage(usage, actions, groups, prefix)
+            finally:
+                self._width += extra
+
         def format_help(self):
             # argparse ends a group's title with ":"; after a Chinese title the colon is full-width
             return re.sub(r"(?m)^(\S.*[\u4e00-\u9fff]):$", "\\1：", super().format_help())

@@ -269,3 +269,17 @@ def test_chinese_help_has_no_argparse_english(args):
 def test_chinese_usage_errors_say_so_in_chinese():
     out = run("--lang", "zh", "check", "--bogus")
     assert out.returncode == 2 and out.stderr.startswith("用法：") and "错误：" in out.stderr
+
+
+@pytest.mark.parametrize(
+    "command", [[], ["check"], ["grade"], ["list"], ["solution"], ["reset"], ["dev", "check"]]
+)
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_every_help_page_fits_80_columns(command, lang):
+    """argparse wraps by characters; a Chinese character takes two columns of the terminal."""
+    from rich.cells import cell_len
+
+    out = run(*command, "--help", "--lang", lang, env={"COLUMNS": "80"})
+    assert out.returncode == 0, out.stderr
+    wide = [line for line in out.stdout.splitlines() if cell_len(line) > 80]
+    assert not wide, wide
