@@ -269,6 +269,7 @@ def cmd_check(args, lang: str) -> int:
     from .runner.platform_probe import describe_off, probe
 
     passed, total = summary_counts(steps)
+    _exit_code_if_the_reader_leaves[0] = 0 if passed == total else 1
     off = (
         probe().off()
     )  # the worker ran with what this probe finds (same machine, same environment)
@@ -373,7 +374,7 @@ def cmd_solution(args, lang: str) -> int:
 def cmd_reset(args, lang: str) -> int:
     from .workspace import reset, reset_function, solution_path
 
-    lesson = _lesson(args.reset_lesson, lang)
+    lesson = _lesson(args.reset_lesson or _state(Path.cwd()).get("lesson"), lang)
     path = solution_path(Path.cwd(), lesson)
     if not path.exists():
         raise UsageError(t("cli.missing_file", lang, path=path))
@@ -503,6 +504,11 @@ def main(argv: list[str] | None = None) -> int:
         return 2
 
 
+# What a command has decided before it prints: `check | head` still exits with the verdict's
+# code when the reader leaves early (`list` and the rest: 0).
+_exit_code_if_the_reader_leaves = [0]
+
+
 def entry() -> None:
     try:
         code = main()
@@ -511,5 +517,5 @@ def entry() -> None:
         # `attn-tutor check | head`: the reader left; say nothing more, and let Python's own
         # flush at exit find a closed descriptor rather than raise again.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        code = 1
+        code = _exit_code_if_the_reader_leaves[0]
     sys.exit(code)

@@ -121,3 +121,43 @@ def test_a_reader_that_leaves_early_gets_no_traceback(tmp_path):
     os.close(read)  # `| head` that has already gone
     err = child.stderr.read().decode()
     assert child.wait(timeout=120) != 0 and "Traceback" not in err and "BrokenPipe" not in err, err
+
+
+def _into_a_closed_pipe(args: list[str], cwd: Path) -> tuple[int, str]:
+    read, write = os.pipe()
+    child = subprocess.Popen(
+        [sys.executable, "-m", "tutor", *args],
+        stdout=write,
+        stderr=subprocess.PIPE,
+        cwd=cwd,
+        env=dict(os.environ, PYTHONPATH=str(ROOT)),
+    )
+    os.close(write)
+    os.close(read)
+    err = child.stderr.read().decode()
+    return child.wait(timeout=120), err
+
+
+@pytest.mark.parametrize(
+    "file, code", [("reference/lm3_l3.py", 0), ("lessons/lm3-l3/starter.py", 1)]
+)
+def test_check_into_a_closed_pipe_keeps_the_verdicts_exit_code(tmp_path, file, code):
+    """`check | head` exits as plain `check` does: 0 when every step passes."""
+    solution = tmp_path / "lm3_l3.py"
+    shutil.copy(ROOT / file, solution)
+    assert _into_a_closed_pipe(["check", str(solution)], tmp_path) == (code, "")
+
+
+def test_list_into_a_closed_pipe_exits_0(tmp_path):
+    workspace(tmp_path, "lm3-l3", {"single-head": "pass"})
+    assert _into_a_closed_pipe(["list"], tmp_path) == (0, "")
+
+
+def test_reset_without_a_lesson_takes_the_one_used_last(tmp_path):
+    """As check and solution do: in a folder last used for lab-02, reset works on lab_02.py."""
+    lab = workspace(tmp_path, "lab-02", {})
+    shutil.copy(ROOT / "reference" / "lab_02.py", lab / "lab_02.py")
+    out = run("reset", "mask", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert "NotImplementedError" in (lab / "lab_02.py").read_text()
+    assert not (lab / "lm3_l3.py").exists()
