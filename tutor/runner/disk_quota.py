@@ -13,11 +13,12 @@ import stat
 
 FILE_ENV = "ATTN_TUTOR_FILE_MB"  # the largest file a child may write, MiB
 SCRATCH_ENV = "ATTN_TUTOR_SCRATCH_MB"  # all its scratch folder may hold, MiB
+ENTRIES_ENV = "ATTN_TUTOR_SCRATCH_FILES"  # how many files and folders it may hold
 DEFAULT_FILE_MB = 256
 DEFAULT_SCRATCH_MB = 512
 # Entries past which a folder counts as full whatever their size: inodes are disk too, and
 # the walk that measures it stays short (~10 ms for 10,000 entries here).
-MAX_ENTRIES = 10_000
+DEFAULT_ENTRIES = 10_000
 BLOCK = 512  # st_blocks' unit
 
 
@@ -37,9 +38,13 @@ def scratch_bytes(environ=None) -> int:
     return _mb(SCRATCH_ENV, DEFAULT_SCRATCH_MB, environ) << 20
 
 
-def over(folder: str, limit: int) -> bool:
+def max_entries(environ=None) -> int:
+    return _mb(ENTRIES_ENV, DEFAULT_ENTRIES, environ)
+
+
+def over(folder: str, limit: int, most: int = DEFAULT_ENTRIES) -> bool:
     """Does the folder hold more than limit bytes (allocated: a sparse file counts what it
-    uses), or more than MAX_ENTRIES entries? Stops as soon as it does. Never raises: a
+    uses), or more than `most` entries? Stops as soon as it does. Never raises: a
     folder that vanishes or cannot be read counts what was seen."""
     used, entries = 0, 0
     stack = [folder]
@@ -56,7 +61,7 @@ def over(folder: str, limit: int) -> bool:
                 except OSError:
                     continue
                 used += st.st_blocks * BLOCK
-                if used > limit or entries > MAX_ENTRIES:
+                if used > limit or entries > most:
                     return True
                 if stat.S_ISDIR(st.st_mode):
                     stack.append(entry.path)

@@ -352,6 +352,7 @@ class Worker:
         self.out_fd = out_fd
         self.memory = memory_limit_bytes()
         self.scratch_limit = disk_quota.scratch_bytes()
+        self.scratch_entries = disk_quota.max_entries()
         self.sel = selectors.DefaultSelector()
         self.jobs: dict[int, Job] = {}
         self.by_pid: dict[int, Job] = {}
@@ -702,7 +703,7 @@ class Worker:
                 scratch
                 and not job.result_done
                 and job.status is None
-                and disk_quota.over(scratch, self.scratch_limit)
+                and disk_quota.over(scratch, self.scratch_limit, self.scratch_entries)
             ):
                 job.over_disk = True
                 self.kill_pid(job.pid)
@@ -1011,7 +1012,7 @@ class Worker:
             failure = Failure("crash", name, _frames(frames))
             if job.over_disk:
                 key = "failure.scratch_full"
-                params = {"limit": self.scratch_limit >> 20, "entries": disk_quota.MAX_ENTRIES}
+                params = {"limit": self.scratch_limit >> 20, "entries": self.scratch_entries}
                 failure.kind = "disk"
             elif (
                 job.over_memory or sig == signal.SIGKILL
