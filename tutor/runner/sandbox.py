@@ -13,9 +13,11 @@ What confines the learner's code here, and why (the worker adds its own watch):
 - A larger RLIMIT_STACK for the main thread: deep recursion through C (nn.Module calls,
   __getattr__, __repr__) then ends in RecursionError even if the learner raised the
   recursion limit, not in a segfault.
-- A seccomp filter: no signal to the worker, the judge, the UI or every process (kill -1),
-  no ptrace, no stealing fds (pidfd_getfd). Capabilities dropped when run as root, so the
-  hard limits hold and the worker's fds cannot be opened through /proc.
+- A seccomp filter that allows only the calls syscalls.ALLOWED names (docs/confinement.md):
+  no network, no signal to the worker, the judge, the UI or every process (kill -1), no
+  ptrace, no metadata changes, no keyring, no memfd or IPC, no io_uring. Capabilities dropped
+  when run as root, so the hard limits hold and the worker's fds cannot be opened through /proc.
+- RLIMIT_FSIZE per file (the worker bounds the scratch folder's total), RLIMIT_NOFILE 1024.
 - fds: stdin is /dev/null (input() gets EOF), stdout/stderr the output pipe, the result
   pipe also kept at a high number (survives os.closerange(0, 100)); nothing else inherited.
 
