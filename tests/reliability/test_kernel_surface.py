@@ -92,7 +92,8 @@ def test_the_callers_keyring_can_be_neither_read_nor_planted(live, workspace):
     tries to find and read it, and to plant one of its own."""
     name, secret, planted = (f"attn-{secrets.token_hex(4)}" for _ in range(3))
     mine = _add_key(name, secret.encode())
-    assert mine > 0, "this test cannot add a key here"
+    if mine <= 0:  # keyrings off here (a container's own filter): nothing to read or plant
+        pytest.skip(f"no key could be added here (errno {ctypes.get_errno()})")
     try:
         code = SYSCALL + (
             f"found = libc.syscall(ctypes.c_long({_nr('keyctl')}), ctypes.c_long(10), "
