@@ -63,8 +63,8 @@ def test_reference_passes_and_json_is_one_object():
 @pytest.mark.parametrize(
     "lang, words",
     [
-        ("en", "file confinement (Landlock), the signal and network filter"),
-        ("zh", "文件访问限制（Landlock）、信号与网络过滤"),
+        ("en", "file confinement (Landlock), the system call filter"),
+        ("zh", "文件访问限制（Landlock）、系统调用过滤"),
     ],
 )
 def test_check_says_once_which_protections_are_off(lang, words):

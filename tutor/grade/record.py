@@ -14,7 +14,7 @@ from ..results import StepResult
 
 STATUSES = ("graded", "timeout", "error", "no file")
 # A step's child that died this way says the file is broken as a program, not merely wrong.
-DIED = {"crash", "memory", "exit", "channel", "HarnessError"}
+DIED = {"crash", "memory", "disk", "exit", "channel", "HarnessError"}
 
 
 def is_likely(key: str) -> bool:

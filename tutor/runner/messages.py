@@ -203,6 +203,9 @@ CONFINED = {
     "read": "failure.confined_read",
     "network": "failure.network_off",
     "processes": "failure.too_many_processes",
+    "metadata": "failure.confined_metadata",
+    "file_size": "failure.file_too_large",
+    "syscall": "failure.call_refused",
 }
 
 
@@ -238,6 +241,10 @@ def learner_failure_message(error: LearnerFailure, fn: str | None) -> tuple[str,
             from .pids_cgroup import LIMIT
 
             params["limit"] = LIMIT
+        elif error.confined == "file_size":
+            from .disk_quota import file_bytes
+
+            params["limit"] = file_bytes() >> 20
     elif error.module:
         key = "failure.missing_package"
         params["module"] = error.module

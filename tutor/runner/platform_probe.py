@@ -25,7 +25,7 @@ class Protections:
     """True: set up in each child (or in the worker). Landlock holds its ABI version (0: off)."""
 
     landlock: int  # files: read only what Python needs, write only the run's scratch folder; no signal out of the run's child
-    seccomp: bool  # no signal to the tutor's processes, no ptrace, no network (socket families but AF_UNIX)
+    seccomp: bool  # an allow-list of system calls: no network, no signal to the tutor, no metadata changes, no keyring (syscalls.ALLOWED)
     capabilities: bool  # root loses every capability in the child, so the hard limits hold
     rlimit_data: bool  # memory: malloc and mmap counted (Linux >= 4.7)
     forks: bool  # a pids cgroup per child bounds its processes and threads (pids_cgroup)

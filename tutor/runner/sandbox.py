@@ -13,9 +13,11 @@ What confines the learner's code here, and why (the worker adds its own watch):
 - A larger RLIMIT_STACK for the main thread: deep recursion through C (nn.Module calls,
   __getattr__, __repr__) then ends in RecursionError even if the learner raised the
   recursion limit, not in a segfault.
-- A seccomp filter: no signal to the worker, the judge, the UI or every process (kill -1),
-  no ptrace, no stealing fds (pidfd_getfd). Capabilities dropped when run as root, so the
-  hard limits hold and the worker's fds cannot be opened through /proc.
+- A seccomp filter that allows only the calls syscalls.ALLOWED names (docs/confinement.md):
+  no network, no signal to the worker, the judge, the UI or every process (kill -1), no
+  ptrace, no metadata changes, no keyring, no memfd or IPC, no io_uring. Capabilities dropped
+  when run as root, so the hard limits hold and the worker's fds cannot be opened through /proc.
+- RLIMIT_FSIZE per file (the worker bounds the scratch folder's total), RLIMIT_NOFILE 1024.
 - fds: stdin is /dev/null (input() gets EOF), stdout/stderr the output pipe, the result
   pipe also kept at a high number (survives os.closerange(0, 100)); nothing else inherited.
 
@@ -50,14 +52,18 @@ import types
 
 import torch
 
-from . import codec, fence, landlock, messages, origin, pids_cgroup, probe_kit, syscalls
+from . import codec, disk_quota, fence, landlock, messages, origin, pids_cgroup, probe_kit, syscalls
 from . import syscalls as sc
 from .platform_probe import Protections, probe
 
 DEFAULT_MEMORY_MB = 2048  # extra data segment over what the child holds when the job arrives
 HEADROOM = 64 << 20  # between soft and hard RLIMIT_DATA: for the harness's report
 STACK_LIMIT = 256 << 20
+# Set (to anything): calls the allow-list does not name are allowed and logged by the kernel
+# (dmesg: "audit: type=1326 ... syscall=N"), not refused. For porting, never for learners.
+SECCOMP_LOG_ENV = "ATTN_TUTOR_SECCOMP_LOG"
 RECURSION_LIMIT = 2000
+FD_LIMIT = 1024  # open files in a child (soft and hard): HIGH_FD and the output's copy fit under it
 HIGH_FD = 900  # the result pipe's copy: above what os.closerange(0, 100) reaches, under 1024
 EXIT_NO_CHANNEL = 121  # the learner's code closed the result pipe: nothing could be reported
 DUMP_MARGIN = 0.2  # s before the deadline: faulthandler shows where the code was stuck
@@ -140,6 +146,12 @@ def _confinement_problem(exc: BaseException) -> dict:
                 code, path = OSError.errno.__get__(exc), OSError.filename.__get__(exc)
             except Exception:
                 code, path = None, None
+            if _confined["syscalls"] and code == errno.EPERM and _metadata_tried:
+                return {"confined": "metadata"}  # seccomp refuses chmod, utime, chown, setxattr
+            if _confined["syscalls"] and code == errno.ENOSYS:
+                return {"confined": "syscall"}  # a call the allow-list does not name
+            if _confined["file_size"] and code == errno.EFBIG:
+                return {"confined": "file_size"}
             if (
                 _confined["files"]
                 and code in (errno.EACCES, errno.EPERM)
@@ -202,6 +214,9 @@ _PATHS_KEPT = 256
 
 _NETWORK_EVENTS = frozenset({"socket.getaddrinfo", "socket.gethostbyname", "socket.gethostbyaddr"})
 _network_tried: list = []  # non-empty once the step's code tried the network
+# Calls that change a file's metadata (fchmod's path is its fd): refused by seccomp.
+_METADATA_EVENTS = frozenset({"os.chmod", "os.chown", "os.utime", "os.setxattr", "os.removexattr"})
+_metadata_tried: list = []  # non-empty once the step's code made one
 
 
 def _remember(path, writes: bool) -> None:
@@ -222,6 +237,10 @@ def _watch(event: str, args) -> None:
     elif event in _CHANGE_EVENTS or event in _READ_EVENTS:
         if args:
             _remember(args[0], event in _CHANGE_EVENTS)
+        if event in _METADATA_EVENTS and not _metadata_tried:
+            _metadata_tried.append(event)
+    elif event in _METADATA_EVENTS and not _metadata_tried:
+        _metadata_tried.append(event)
     elif event == "socket.__new__":
         if len(args) > 1 and args[1] != sc.AF_UNIX and not _network_tried:
             _network_tried.append(event)
@@ -306,7 +325,25 @@ def _limit_resources(memory: int, protections: Protections) -> tuple[int, int] |
         resource.setrlimit(resource.RLIMIT_STACK, (want, hard))
     # Core dumps would only fill the disk.
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    # One file may not fill the disk (the worker bounds the scratch folder's total): a write past
+    # it fails with EFBIG (Python ignores SIGXFSZ), told as failure.file_too_large.
+    _confined["file_size"] = _lower(resource.RLIMIT_FSIZE, disk_quota.file_bytes())
+    # Every fd may be a pipe holding up to 1 MiB no RSS shows: a bounded count of them.
+    _lower(resource.RLIMIT_NOFILE, FD_LIMIT)
     return data
+
+
+def _lower(which: int, value: int) -> bool:
+    """Soft and hard limits at value or under; False where the kernel refused."""
+    soft, hard = resource.getrlimit(which)
+    if hard == resource.RLIM_INFINITY or hard > value:
+        hard = value
+    soft = hard if soft == resource.RLIM_INFINITY else min(soft, hard)
+    try:
+        resource.setrlimit(which, (soft, hard))
+    except (ValueError, OSError):
+        return False
+    return True
 
 
 def _release_headroom() -> None:
@@ -336,53 +373,78 @@ def _data_bytes() -> int:
     return 0
 
 
-def _seccomp_program(protected: list[int], arch: syscalls.Arch | None = None) -> bytes | None:
-    """A classic-BPF seccomp filter: EPERM for the signal calls aimed at a protected pid and for
-    ptrace & co.; EACCES for socket() of any family but AF_UNIX (no network); everything else
-    allowed. None on an architecture without a table."""
+def _seccomp_program(
+    protected: list[int], arch: syscalls.Arch | None = None, unlisted: int | None = None
+) -> bytes | None:
+    """A classic-BPF seccomp filter that allows the calls syscalls.ALLOWED names and no other:
+    ENOSYS for every call it does not name (a call added to the kernel later is closed), EPERM
+    for those syscalls.REFUSED names and for some arguments (a signal to a protected pid, clone
+    making a namespace, prlimit64 on another process, ioctl and fcntl commands that reach
+    outside), EACCES for socket() of any family but AF_UNIX (no network). None on an
+    architecture without a table.
+
+    A straight list, two instructions a call: the kernel (5.11+) caches the verdict of every call
+    whose verdict does not depend on its arguments, so an allowed call costs the same wherever
+    it stands in the list. unlisted: the verdict for calls not named (SECCOMP_RET_LOG to find
+    what a new platform needs: see docs/confinement.md)."""
     arch = arch or syscalls.ARCHES.get(platform.machine())
     if arch is None:
         return None
     values = sorted({p & 0xFFFFFFFF for p in protected})  # pid_t: only the low 32 bits count
-    prog: list[tuple] = []  # (code, jump-if-true label or 0, jump-if-false label or 0, k)
+    enosys = sc.SECCOMP_RET_ERRNO | errno.ENOSYS
+    eperm = sc.SECCOMP_RET_ERRNO | errno.EPERM
+    allow = sc.SECCOMP_RET_ALLOW
+    prog: list[tuple] = []  # (code, jt, jf, k, label a BPF_JA goes to or None)
 
-    def op(code, k, if_true=None, if_false=None):
-        prog.append((code, if_true, if_false, k))
+    def op(code, k, jt=0, jf=0, to=None):
+        prog.append((code, jt, jf, k, to))
+
+    def when(k, ret=None, to=None):
+        """A == k: return ret, or jump to the label `to`; else go on."""
+        op(sc.BPF_JEQ_K, k, 0, 1)
+        op(sc.BPF_RET_K, ret) if to is None else op(sc.BPF_JA, 0, to=to)
 
     op(sc.BPF_LD_W_ABS, sc.DATA_ARCH)
-    op(
-        sc.BPF_JEQ_K, arch.audit, None, "deny"
-    )  # another ABI (int 0x80 on x86_64): refuse everything
+    op(sc.BPF_JEQ_K, arch.audit, 1, 0)
+    op(sc.BPF_RET_K, enosys)  # another ABI (int 0x80 on x86_64): nothing
     op(sc.BPF_LD_W_ABS, sc.DATA_NR)
-    op(sc.BPF_JSET_K, sc.X32_BIT, "deny")  # the x32 ABI on x86_64
-    for nr in arch.refused_calls:
-        op(sc.BPF_JEQ_K, nr, "deny")
-    for nr in arch.signal_calls:
-        op(sc.BPF_JEQ_K, nr, "signal")
-    op(sc.BPF_JEQ_K, arch.socket, "socket")
-    op(sc.BPF_RET_K, sc.SECCOMP_RET_ALLOW)
-    labels = {"signal": len(prog)}
-    op(sc.BPF_LD_W_ABS, sc.DATA_ARG0)  # the pid, low word (little-endian)
-    for value in values:
-        op(sc.BPF_JEQ_K, value, "deny")
-    op(sc.BPF_RET_K, sc.SECCOMP_RET_ALLOW)
-    labels["socket"] = len(prog)
-    op(sc.BPF_LD_W_ABS, sc.DATA_ARG0)  # the address family
-    op(sc.BPF_JEQ_K, sc.AF_UNIX, "allow")
+    op(sc.BPF_JSET_K, sc.X32_BIT, 0, 1)
+    op(sc.BPF_RET_K, enosys)  # the x32 ABI on x86_64
+    ruled = {arch.socket: "family", arch.socketpair: "family", arch.clone: "clone"}
+    ruled.update({arch.prlimit64: "prlimit", arch.ioctl: "ioctl", arch.fcntl: "fcntl"})
+    ruled.update({nr: "signal" for nr in arch.signal_calls})
+    for nr in arch.calls(sc.REFUSED):
+        when(nr, eperm)
+    for nr, label in sorted(ruled.items()):
+        when(nr, to=label)
+    for nr in arch.calls(sc.ALLOWED):
+        if nr not in ruled:
+            when(nr, allow)
+    op(sc.BPF_RET_K, enosys if unlisted is None else unlisted)
+    labels = {}
+
+    def block(label, arg, *rest):
+        labels[label] = len(prog)
+        op(sc.BPF_LD_W_ABS, arg)
+        for code in rest:
+            op(*code) if isinstance(code, tuple) else code()
+
+    block(
+        "signal", sc.DATA_ARG0, *[lambda v=v: when(v, eperm) for v in values], (sc.BPF_RET_K, allow)
+    )
+    block("family", sc.DATA_ARG0, lambda: when(sc.AF_UNIX, allow))
     op(sc.BPF_RET_K, sc.SECCOMP_RET_ERRNO | errno.EACCES)
-    labels["allow"] = len(prog)
-    op(sc.BPF_RET_K, sc.SECCOMP_RET_ALLOW)
-    labels["deny"] = len(prog)
-    op(sc.BPF_RET_K, sc.SECCOMP_RET_ERRNO | errno.EPERM)
-
-    def offset(at: int, label) -> int:
-        return (
-            0 if label is None else labels[label] - at - 1
-        )  # jumps count from the next instruction
-
+    block("clone", sc.DATA_ARG0, (sc.BPF_JSET_K, sc.CLONE_NEW_ANY, 0, 1), (sc.BPF_RET_K, eperm))
+    op(sc.BPF_RET_K, allow)
+    block("prlimit", sc.DATA_ARG0, lambda: when(0, allow))  # pid 0: itself
+    op(sc.BPF_RET_K, eperm)
+    block("ioctl", sc.DATA_ARG1, *[lambda c=c: when(c, eperm) for c in sc.IOCTL_REFUSED])
+    op(sc.BPF_RET_K, allow)
+    block("fcntl", sc.DATA_ARG1, *[lambda c=c: when(c, eperm) for c in sc.FCNTL_REFUSED])
+    op(sc.BPF_RET_K, allow)
     return b"".join(
-        struct.pack("HBBI", code, offset(at, t), offset(at, f), k)
-        for at, (code, t, f, k) in enumerate(prog)
+        struct.pack("HBBI", code, jt, jf, k if to is None else labels[to] - at - 1)
+        for at, (code, jt, jf, k, to) in enumerate(prog)
     )
 
 
@@ -408,7 +470,8 @@ def _confine(protected: list[int], protections: Protections) -> None:
         protections.seccomp or protections.landlock
     ):  # both need it; it also holds for what the child execs
         libc.prctl(sc.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
-    program = _seccomp_program(protected) if protections.seccomp else None
+    unlisted = sc.SECCOMP_RET_LOG if os.environ.get(SECCOMP_LOG_ENV) else None
+    program = _seccomp_program(protected, None, unlisted) if protections.seccomp else None
     if program is None:
         return
     filt = ctypes.create_string_buffer(program)
@@ -416,7 +479,7 @@ def _confine(protected: list[int], protections: Protections) -> None:
         struct.pack("HxxxxxxP", len(program) // 8, ctypes.addressof(filt))
     )
     if libc.prctl(sc.PR_SET_SECCOMP, sc.SECCOMP_MODE_FILTER, ctypes.addressof(fprog), 0, 0) == 0:
-        _confined["network"] = True
+        _confined["network"] = _confined["syscalls"] = not unlisted
 
 
 def _drop_capabilities(libc) -> None:
@@ -464,7 +527,13 @@ def _restrict_files(ruleset, filename: str, cwd: str) -> None:
 
 
 # What this child's kernel-side confinement refuses, for describe_exception's message.
-_confined = {"files": False, "network": False, "forks": False}
+_confined = {
+    "files": False,
+    "network": False,
+    "forks": False,
+    "syscalls": False,
+    "file_size": False,
+}
 
 
 def _arrange_fds(job_fd: int, result_fd: int, output_fd: int) -> tuple[int, int, int]:
@@ -637,6 +706,7 @@ def _run_steps(
             _restore(state, streams)
             _restore_headroom(data_limit)
             _network_tried.clear()
+            _metadata_tried.clear()
         try:
             _dump_later(max(deadline - _monotonic() - DUMP_MARGIN, 0.01), file=result_fd)
             if code is None:

@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 import psutil
 
 from ..results import Failure, Frame, StepResult
-from . import landlock, leftovers, messages, pids_cgroup
+from . import disk_quota, landlock, leftovers, messages, pids_cgroup
 from .platform_probe import probe
 from .syscalls import PR_SET_CHILD_SUBREAPER, PR_SET_DUMPABLE, PR_SET_PDEATHSIG
 
@@ -272,6 +272,7 @@ class Job:
     status: int | None = None  # wait status, once the child is reaped
     result_done: bool = False  # every step's frame is in, or the job was cut short
     over_memory: bool = False
+    over_disk: bool = False  # its scratch folder passed disk_quota's bound: killed for it
     rss_start: int = 0  # the child's own RSS when it got the job: what it then holds is the job's
     keep: bool = False  # a kept run's (`attn-tutor grade`): see report_timeout
     views: bool = True  # False: nobody will look at its views (`check`, `grade`), see tutor.kit
@@ -350,6 +351,8 @@ class Worker:
         self.flooding: dict[str, bool] = {}
         self.out_fd = out_fd
         self.memory = memory_limit_bytes()
+        self.scratch_limit = disk_quota.scratch_bytes()
+        self.scratch_entries = disk_quota.max_entries()
         self.sel = selectors.DefaultSelector()
         self.jobs: dict[int, Job] = {}
         self.by_pid: dict[int, Job] = {}
@@ -692,6 +695,19 @@ class Worker:
                 job.over_memory = True
                 self.kill_pid(job.pid)
 
+    def watch_disk(self) -> None:
+        """RLIMIT_FSIZE bounds one file in the child; its scratch folder's total is bounded here."""
+        for job in list(self.jobs.values()):
+            scratch = self.scratches.get(job.pid)
+            if (
+                scratch
+                and not job.result_done
+                and job.status is None
+                and disk_quota.over(scratch, self.scratch_limit, self.scratch_entries)
+            ):
+                job.over_disk = True
+                self.kill_pid(job.pid)
+
     # --- protocol with the UI
 
     def emit(self, event: messages.Event) -> None:
@@ -994,7 +1010,13 @@ class Worker:
                 signal.Signals(sig).name if sig in signal.Signals._value2member_map_ else str(sig)
             )
             failure = Failure("crash", name, _frames(frames))
-            if job.over_memory or sig == signal.SIGKILL:  # our watchdog, or the kernel's OOM killer
+            if job.over_disk:
+                key = "failure.scratch_full"
+                params = {"limit": self.scratch_limit >> 20, "entries": self.scratch_entries}
+                failure.kind = "disk"
+            elif (
+                job.over_memory or sig == signal.SIGKILL
+            ):  # our watchdog, or the kernel's OOM killer
                 key, params = "failure.memory", {}
                 failure.kind = "memory"
             elif TIMEOUT_DUMP in dump:
@@ -1197,6 +1219,7 @@ class Worker:
                     if not job.result_done:
                         self.pace_output(job)
                 self.watch_memory()
+                self.watch_disk()
                 self.sweep()
             self.reap()
 
