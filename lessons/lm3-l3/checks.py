@@ -45,6 +45,7 @@ from tutor.kit import (
     require_tensor,
     round_matrix,
     row_place,
+    rows_sum_to_one,
     shape_str,
     size_explanation,
     table,
@@ -369,7 +370,7 @@ def judge_single_case(v, call, case, size):
         likely=diagnose,
     )
     sums = w.double().sum(-1)
-    ok_rows = torch.isclose(sums, torch.ones_like(sums), atol=1e-5)
+    ok_rows = rows_sum_to_one(w)
     if not ok_rows.all():
         b, row = (int(i) for i in (~ok_rows).nonzero()[0])
         v.require(
