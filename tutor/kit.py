@@ -29,8 +29,11 @@ from . import visuals
 from .lesson import load_lesson
 from .runner import fixed_dropout
 from .runner.judge_kit import (
+    ATOL,
     KERNEL_FRAGMENTS,
     LARGE_SCORES,
+    LEAK_LIMIT,
+    RTOL,
     Stop,
     Verdict,
     changed_input,
@@ -41,6 +44,8 @@ from .runner.judge_kit import (
     failure_params,
     first_nonfinite,
     front_dims,
+    future_region,
+    judge_leak_map,
     judge_other_sizes,
     judged,
     kept_state,
@@ -48,6 +53,7 @@ from .runner.judge_kit import (
     large_scores_factor,
     large_scores_likely,
     last_dim_of,
+    leak_map,
     likely_for_value,
     literal_explanation,
     matching_mistake,
@@ -69,7 +75,7 @@ from .runner.judge_kit import (
     squeezes,
     state_explanation,
 )
-from .runner.probe_kit import ProbeContext, clone_args, graph_kernels
+from .runner.probe_kit import ProbeContext, clone_args, graph_kernels, probe_leak_map, token_changes
 from .runner.spec import JudgeContext, StepSpec
 from .visuals import after_answer, bar, heading, heatmap, keys, note, row, table, waiting, weights
 
@@ -81,10 +87,13 @@ def declared_settings(checks_file: str, step_id: str) -> dict:
 
 
 __all__ = [
+    "ATOL",
+    "JudgeContext",
     "KERNEL_FRAGMENTS",
     "LARGE_SCORES",
-    "JudgeContext",
+    "LEAK_LIMIT",
     "ProbeContext",
+    "RTOL",
     "StepSpec",
     "Stop",
     "Verdict",
@@ -101,17 +110,20 @@ __all__ = [
     "first_nonfinite",
     "fixed_dropout",
     "front_dims",
+    "future_region",
     "graph_kernels",
     "heading",
     "heatmap",
+    "judge_leak_map",
     "judge_other_sizes",
     "judged",
-    "keys",
     "kept_state",
+    "keys",
     "large_scores_check",
     "large_scores_factor",
     "large_scores_likely",
     "last_dim_of",
+    "leak_map",
     "likely_for_value",
     "literal_explanation",
     "matching_mistake",
@@ -121,13 +133,14 @@ __all__ = [
     "no_kernel",
     "note",
     "of_the_inputs",
+    "probe_leak_map",
     "require_pair",
     "require_ran",
     "require_tensor",
     "round_matrix",
-    "rows_sum_to_one",
     "row",
     "row_place",
+    "rows_sum_to_one",
     "shape_str",
     "size_explanation",
     "size_literals",
@@ -135,6 +148,7 @@ __all__ = [
     "squeezes",
     "state_explanation",
     "table",
+    "token_changes",
     "visuals",
     "waiting",
     "weights",

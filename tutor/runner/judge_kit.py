@@ -577,3 +577,76 @@ def round_matrix(t: torch.Tensor, digits: int = 4) -> list:
     return [
         [round(x, digits) if math.isfinite(x) else None for x in row] for row in t.double().tolist()
     ]
+
+
+# ---------------------------------------------------------------- leakage over every position
+
+LEAK_LIMIT = 1e-6  # LM3-L3's self-check 2: `good < 1e-6`
+
+
+def future_region(T_q: int, T_k: int | None = None) -> torch.Tensor:
+    """(T_q, T_k) bool, True where key j comes after query i (queries are the last T_q of the
+    T_k positions): the causal future, a hidden region for judge_leakage."""
+    T_k = T_q if T_k is None else T_k
+    i = torch.arange(T_q).unsqueeze(1) + (T_k - T_q)
+    return torch.arange(T_k).unsqueeze(0) > i
+
+
+def leak_map(base, moved, query_axis: int = 1) -> torch.Tensor | None:
+    """M[i, j]: how far output i (along query_axis) moved when input position j changed, the
+    largest change over every other axis. moved: the outputs for each change, as a list or
+    stacked along dim 0 (probe_leak_map); None unless each is a tensor of base's shape."""
+    if not isinstance(base, torch.Tensor) or base.dim() <= query_axis:
+        return None
+    if isinstance(moved, torch.Tensor):  # probe_kit.probe_leak_map's stacked copies
+        if moved.dim() != base.dim() or moved.shape[0] != base.shape[0] * base.shape[query_axis]:
+            return None
+        moved = list(moved.split(base.shape[0]))
+    if not moved or any(not isinstance(m, torch.Tensor) or m.shape != base.shape for m in moved):
+        return None
+    with torch.no_grad():
+        diff = (torch.stack(moved).double() - base.double()).abs()  # (changes, *base.shape)
+        diff = torch.nan_to_num(diff, nan=float("inf"))
+        others = tuple(d for d in range(1, diff.dim()) if d != query_axis + 1)
+        return (diff.amax(dim=others) if others else diff).T.contiguous()
+
+
+def judge_leak_map(
+    v: Verdict,
+    base,
+    moved,
+    regions: list[tuple[dict, torch.Tensor]],
+    *,
+    query_axis: int = 1,
+    limit: float = LEAK_LIMIT,
+    likely=None,
+    check_id: str = "no-leak",
+) -> None:
+    """No hidden input moves any output: base, the output on x; moved, the outputs with each
+    input position changed in turn (probe_kit.probe_leak_map's, or a list); regions, (its name as a message, (T_q, T_k)
+    bool: True where key j is hidden from query i), e.g. (msg("region.future"), future_region(T)).
+    Every cell of every region is judged, not a few positions: the first region whose largest
+    movement reaches limit fails, at its worst cell. likely: a message, or a callable giving one."""
+    got = leak_map(base, moved, query_axis)
+    if got is None:
+        return  # the shape and finiteness checks before this one say why
+    for region, hidden in regions:
+        if tuple(hidden.shape) != tuple(got.shape):
+            raise ValueError(f"region of shape {tuple(hidden.shape)} for a map {tuple(got.shape)}")
+        inside = got.masked_fill(~hidden, 0.0)
+        top = float(inside.max()) if inside.numel() else 0.0
+        if not top < limit:
+            flat = int(inside.argmax())
+            i, j = divmod(flat, got.shape[1])
+            v.require(
+                check_id,
+                False,
+                "check.leak_region",
+                key=j,
+                query=i,
+                got=top,
+                region=region,
+                limit=f"{limit:g}",
+                likely=likely or msg("likely.leak_region"),
+            )
+    v.expect(check_id, True)

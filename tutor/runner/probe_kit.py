@@ -269,6 +269,24 @@ def graph_kernels(t) -> set[str]:
     return found
 
 
+def token_changes(x: torch.Tensor, delta: torch.Tensor, axis: int = 1):
+    """x with each position j along axis changed in turn (delta added): the inputs a leakage
+    map is made from. delta has x's shape without that axis."""
+    for j in range(x.shape[axis]):
+        changed = _clone(_detach(x))
+        changed.select(axis, j).add_(delta)
+        yield changed
+
+
+def probe_leak_map(
+    ctx: ProbeContext, fn, x: torch.Tensor, delta: torch.Tensor, *rest, axis: int = 1, **how
+) -> dict:
+    """fn on every x' of token_changes(x, delta, axis) at once, stacked along the batch (dim 0):
+    one ctx.call(**how), whatever T, for judge_kit.judge_leak_map. A layer that treats the
+    sequences of a batch apart gives each copy's output in its own rows."""
+    return ctx.call(fn, torch.cat(list(token_changes(x, delta, axis)), 0), *rest, **how)
+
+
 def clone_args(args):
     if isinstance(args, torch.Tensor):
         return _clone(_detach(args))

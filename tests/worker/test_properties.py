@@ -1,0 +1,90 @@
+"""Issue #25: the kit's properties, judged where the lessons' own checks looked at a few
+places only. Each file is the reference with one piece replaced; every step not listed must
+pass. Each wrong file here passed the step named before the property existed.
+
+- Leakage over every position (judge_leak_map): a query that sees a future token early in
+  the sequence, where the leakage check's two changed tokens (the last, the middle) never look.
+  The multi-head form failed before on its values alone; it is now named as the leak it is.
+- Module state before and after forward (state_unchanged): keys, dtypes, shapes and values of
+  parameters and buffers, whatever forward does to them.
+"""
+
+from __future__ import annotations
+
+import pytest
+from worker_kit import Exp, learner_file, verify
+
+LM3 = "lm3-l3"
+
+
+def fails(check, *keys):
+    return Exp("fail", check, keys)
+
+
+def ca(body: str) -> dict:
+    return {
+        "causal_attention": f"""
+def causal_attention(x, Wq, Wk, Wv):
+    q, k, v = x @ Wq, x @ Wk, x @ Wv
+    scores = q @ k.transpose(-2, -1) / k.shape[-1] ** 0.5
+    T = x.shape[-2]
+    future = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)
+{body}
+    weights = torch.softmax(scores.masked_fill(future, float("-inf")), dim=-1)
+    return weights @ v, weights
+"""
+    }
+
+
+# The first query sees the second token.
+CA_FIRST_SEES_NEXT = ca("    if T > 1:\n        future[0, 1] = False")
+# Off by one for the queries before the middle but one: they see the next token.
+CA_EARLY_OFF_BY_ONE = ca(
+    "    early = max(T // 2 - 1, 0)\n"
+    "    future[:early] = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=2)[:early]"
+)
+
+FORWARD = """
+    def forward(self, x):
+        B, T, _ = x.shape
+        H, hd = self.n_heads, self.head_dim
+        q, k, v = (p(x).view(B, T, H, hd).transpose(1, 2) for p in (self.W_q, self.W_k, self.W_v))
+        scores = q @ k.transpose(2, 3) / hd**0.5
+{before}
+        scores = scores.masked_fill({mask}, float("-inf"))
+        w = self.dropout(torch.softmax(scores, dim=-1))
+        return self.out_proj((w @ v).transpose(1, 2).contiguous().view(B, T, self.d_out))
+"""
+
+
+def fwd(before: str = "", mask: str = "self.mask[:T, :T]") -> dict:
+    return {"CausalMultiHeadAttention.forward": FORWARD.format(before=before, mask=mask)}
+
+
+LEAK_REGION = fails("no-leak", "check.leak_region", "region.future")
+
+LEAK_CASES = [
+    pytest.param(
+        CA_FIRST_SEES_NEXT,
+        {"single-head": Exp("fail"), "leakage": LEAK_REGION},
+        id="single: the first query sees the next token",
+    ),
+    pytest.param(
+        CA_EARLY_OFF_BY_ONE,
+        {"single-head": Exp("fail"), "leakage": LEAK_REGION},
+        id="single: early queries off by one",
+    ),
+    pytest.param(
+        fwd(
+            "        hide = self.mask[:T, :T].clone()\n        if T > 2:\n            hide[1, 2] = False",
+            "hide",
+        ),
+        {"multi-head": LEAK_REGION},
+        id="multi: the second query sees the third token",
+    ),
+]
+
+
+@pytest.mark.parametrize("replace, expect", LEAK_CASES)
+def test_leakage_over_every_position(run, replace, expect):
+    verify(run(LM3, learner_file(LM3, replace)), LM3, expect)
