@@ -74,8 +74,16 @@ from .runner.judge_kit import (
     squeeze_explanation,
     squeezes,
     state_explanation,
+    state_unchanged,
 )
-from .runner.probe_kit import ProbeContext, clone_args, graph_kernels, probe_leak_map, token_changes
+from .runner.probe_kit import (
+    ProbeContext,
+    clone_args,
+    graph_kernels,
+    module_state,
+    probe_leak_map,
+    token_changes,
+)
 from .runner.spec import JudgeContext, StepSpec
 from .visuals import after_answer, bar, heading, heatmap, keys, note, row, table, waiting, weights
 
@@ -137,6 +145,7 @@ __all__ = [
     "require_pair",
     "require_ran",
     "require_tensor",
+    "module_state",
     "round_matrix",
     "row",
     "row_place",
@@ -147,6 +156,7 @@ __all__ = [
     "squeeze_explanation",
     "squeezes",
     "state_explanation",
+    "state_unchanged",
     "table",
     "token_changes",
     "visuals",

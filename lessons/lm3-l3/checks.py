@@ -38,6 +38,7 @@ from tutor.kit import (
     literal_explanation,
     matching_mistake,
     max_error,
+    module_state,
     msg,
     nest_likely,
     no_kernel,
@@ -52,6 +53,7 @@ from tutor.kit import (
     rows_sum_to_one,
     shape_str,
     size_explanation,
+    state_unchanged,
     table,
     token_changes,
     waiting,
@@ -943,6 +945,7 @@ def probe_multi(ctx, inputs):
             out["constructor"] = constructor_facts(cls, module)
         load_weights(module, case["w"])
         # Every call with fixed_dropout in place of torch's: no randomness reaches a verdict.
+        before = ctx.call(lambda: module_state(module)).get("value") if i == 0 else None
         out["base"] = ctx.call(module, case["x"], primary=i == 0, dropout=True)
         out["map"] = probe_leak_map(
             ctx, module, case["x"], inputs["multi_leak_maps"][i], dropout=True
@@ -955,6 +958,7 @@ def probe_multi(ctx, inputs):
             module, case["x_prefix"], dropout=True
         )  # the same layer, a shorter input
         out["state"] = ctx.call(lambda: state_of(module)).get("value")
+        out["module_state"] = [before, ctx.call(lambda: module_state(module)).get("value")]
         load_weights(module, inputs["multi_again"]["w"])
         out["new_weights"] = ctx.call(
             module, case["x"], dropout=True
@@ -1294,7 +1298,7 @@ def judge_state(v, case, inp, size):
                 else msg("likely.weights_changed"),
             )
             return
-    v.expect("state-unchanged", True)
+    state_unchanged(v, *(case.get("module_state") or (None, None)))
 
 
 def judge_constructor(v, facts, size):

@@ -88,3 +88,45 @@ LEAK_CASES = [
 @pytest.mark.parametrize("replace, expect", LEAK_CASES)
 def test_leakage_over_every_position(run, replace, expect):
     verify(run(LM3, learner_file(LM3, replace)), LM3, expect)
+
+
+# =================================================================== module state
+
+STATE_KEYS = fails("state-unchanged", "check.module_state_keys", "likely.module_state")
+STATE_ENTRY = fails("state-unchanged", "check.module_state_entry", "likely.module_state")
+
+STATE_CASES = [
+    pytest.param(
+        fwd('        self.register_buffer("calls", torch.ones(()))'),
+        STATE_KEYS,
+        id="a buffer registered in forward",
+    ),
+    pytest.param(
+        fwd('        self.register_buffer("keys_seen", k.detach(), persistent=False)'),
+        STATE_KEYS,
+        id="a non-persistent buffer kept in forward",
+    ),
+    pytest.param(
+        fwd(
+            "        if self.mask.dtype == torch.bool:\n"
+            "            self.mask = torch.zeros(self.mask.shape).masked_fill(self.mask, -1e9)\n"
+            "        scores = scores + self.mask[:T, :T]",
+            "torch.zeros(T, T, dtype=torch.bool)",
+        ),
+        STATE_ENTRY,
+        id="the bool mask made an additive float one",
+    ),
+    pytest.param(
+        fwd(
+            "        self.mask = self.mask.to(torch.uint8)",
+            "self.mask[:T, :T].bool()",
+        ),
+        STATE_ENTRY,
+        id="the mask cast to uint8",
+    ),
+]
+
+
+@pytest.mark.parametrize("replace, expect", STATE_CASES)
+def test_forward_leaves_the_module_state_as_it_was(run, replace, expect):
+    verify(run(LM3, learner_file(LM3, replace)), LM3, {"multi-head": expect})

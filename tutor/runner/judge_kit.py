@@ -650,3 +650,50 @@ def judge_leak_map(
                 likely=likely or msg("likely.leak_region"),
             )
     v.expect(check_id, True)
+
+
+# ---------------------------------------------------------------- module state
+
+
+def state_unchanged(
+    v: Verdict, before, after, *, check_id: str = "state-unchanged", likely=None
+) -> bool:
+    """forward left the module as it was: before and after, probe_kit.module_state of the same
+    module around the calls, hold the same names, each with the same dtype, shape and values.
+    Outputs alone miss a buffer registered in forward, or a bool mask made an additive float
+    one: a checkpoint then fails to load, or loads into a mask that no longer masks."""
+    if not isinstance(before, dict) or not isinstance(after, dict):
+        return True  # the calls around it failed, and say so
+    likely = likely or msg("likely.module_state")
+    for name in sorted(set(before) ^ set(after)):
+        change = msg("state.added" if name in after else "state.removed", name=name.lstrip("#"))
+        v.expect(check_id, False, "check.module_state_keys", change=change, likely=likely)
+        return False
+    for name in sorted(before):
+        a, b = before[name], after[name]
+        if not isinstance(a, torch.Tensor) or not isinstance(b, torch.Tensor):
+            continue
+        change = None
+        if a.dtype != b.dtype:
+            change = msg("state.dtype", before=_dtype(a), after=_dtype(b))
+        elif a.shape != b.shape:
+            change = msg("state.shape", before=shape_str(a.shape), after=shape_str(b.shape))
+        elif not torch.equal(a, b):
+            err = max_error(a, b)[0] if a.dtype.is_floating_point else 1.0
+            change = msg("state.values", err=f"{err:.3g}")
+        if change is not None:
+            v.expect(
+                check_id,
+                False,
+                "check.module_state_entry",
+                name=name.lstrip("#"),
+                change=change,
+                likely=likely,
+            )
+            return False
+    v.expect(check_id, True)
+    return True
+
+
+def _dtype(t: torch.Tensor) -> str:
+    return str(t.dtype).removeprefix("torch.")

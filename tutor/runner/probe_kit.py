@@ -287,6 +287,18 @@ def probe_leak_map(
     return ctx.call(fn, torch.cat(list(token_changes(x, delta, axis)), 0), *rest, **how)
 
 
+def module_state(module: nn.Module) -> dict[str, torch.Tensor]:
+    """A copy of everything a module holds as tensors: its state_dict (what a checkpoint saves)
+    and its parameters and buffers, a non-persistent buffer too; for judge_kit.state_unchanged.
+    Keyed by name, "#name" for what is not in the state_dict."""
+    with _no_grad():
+        saved = {name: _clone(_detach(t)) for name, t in module.state_dict().items()}
+        for name, t in [*module.named_parameters(), *module.named_buffers()]:
+            if name not in saved and isinstance(t, torch.Tensor):
+                saved["#" + name] = _clone(_detach(t))
+    return saved
+
+
 def clone_args(args):
     if isinstance(args, torch.Tensor):
         return _clone(_detach(args))
