@@ -208,7 +208,7 @@ def leak_map_words() -> dict:
 def single_leak_entry(outputs_map, base_call, case, delta) -> list:
     """The leakage map's panel entry, or none when the probe's calls did not all come back (a
     value so large that the report was cut before them)."""
-    moved = first_output(outputs_map) if isinstance(outputs_map, dict) else None
+    moved = outputs_map.get("value") if isinstance(outputs_map, dict) else None
     if moved is None:
         return []
     return [
@@ -245,7 +245,9 @@ def probe_single(ctx, inputs):
         "calls": results,
         "again": ctx.call(fn, again["x"], *again["W"]),
         "large": ctx.call(fn, large["x"], *large["W"]),
-        "leak_map": probe_leak_map(ctx, fn, seed["x"], inputs["leak_delta"]["single"], *seed["W"])
+        "leak_map": probe_leak_map(
+            ctx, fn, seed["x"], inputs["leak_delta"]["single"], *seed["W"], pick=out_of_pair
+        )
         if ctx.views
         else None,
     }
@@ -557,7 +559,9 @@ def probe_leakage(ctx, inputs):
                 "last": ctx.call(fn, case["x_last"], *W, primary=i == 0),
                 "mid": ctx.call(fn, case["x_mid"], *W, primary=i == 0),
                 # Every token changed in turn: the verdict's map, and the view's at the lab's size.
-                "map": probe_leak_map(ctx, fn, case["x"], inputs["leak_maps"][i], *W),
+                "map": probe_leak_map(
+                    ctx, fn, case["x"], inputs["leak_maps"][i], *W, pick=out_of_pair
+                ),
             }
         )
     return {"calls": calls}
@@ -576,6 +580,11 @@ def leak(a, b, pos):
     if pos == 0:
         return 0.0
     return float((a[:, :pos].double() - b[:, :pos].double()).abs().max())
+
+
+def out_of_pair(value):
+    """In the child: the `out` of an (out, weights) pair, or what came when it is not one."""
+    return value[0] if type(value) is tuple and len(value) == 2 else value
 
 
 def first_output(call):
@@ -628,7 +637,7 @@ def judge_leakage_case(v, calls, case, size):
             "no-leak", amount < 1e-6, "check.leak", pos=pos, got=amount, likely=msg("likely.leak")
         )
     require_ran(v, calls["map"], "causal_attention")
-    moved = first_output(calls["map"])
+    moved = calls["map"].get("value")
     judge_leak_map(v, outs["base"], moved, [(msg("region.future"), future_region(T))])
     # No leak is also what a function that returns its first answer again shows.
     if close(outs["base"], reference_single(case["x"], *case["W"])[0]):

@@ -130,3 +130,39 @@ STATE_CASES = [
 @pytest.mark.parametrize("replace, expect", STATE_CASES)
 def test_forward_leaves_the_module_state_as_it_was(run, replace, expect):
     verify(run(LM3, learner_file(LM3, replace)), LM3, {"multi-head": expect})
+
+
+# =================================================================== dropout, whatever the layout
+
+SEQ_FIRST = """
+    def forward(self, x):
+        B, T, _ = x.shape
+        H, hd = self.n_heads, self.head_dim
+        q, k, v = (p(x).view(B, T, H, hd) for p in (self.W_q, self.W_k, self.W_v))
+        scores = torch.einsum("bihd,bjhd->ijbh", q, k) / hd**0.5  # [T_q, T_k, B, H]
+        hidden = self.mask[:T, :T].unsqueeze(-1).unsqueeze(-1)
+        w = torch.softmax(scores.masked_fill(hidden, float("-inf")), dim=1)
+        w = {dropped}
+        ctx = torch.einsum("ijbh,bjhd->bihd", w, v).reshape(B, T, self.d_out)
+        return self.out_proj(ctx)
+"""
+
+
+def seq_first(dropped: str) -> dict:
+    return {"CausalMultiHeadAttention.forward": SEQ_FIRST.format(dropped=dropped)}
+
+
+@pytest.mark.parametrize(
+    "replace, expect",
+    [
+        # Right: failed "dropout" before, the fixed pattern being keyed on the last two axes.
+        pytest.param(seq_first("self.dropout(w)"), {}, id="right: weights as [T_q, T_k, B, H]"),
+        pytest.param(
+            seq_first("self.dropout(self.dropout(w))"),
+            {"multi-head": fails("dropout", "check.dropout_train")},
+            id="wrong: dropout twice, in that layout",
+        ),
+    ],
+)
+def test_dropout_is_judged_by_what_it_acts_on(run, replace, expect):
+    verify(run(LM3, learner_file(LM3, replace)), LM3, expect)

@@ -145,15 +145,11 @@ class Watch(TorchFunctionMode):
             getattr(func, "__name__", "")
         ).endswith("_")
         p, training = float(p), bool(training)
+        axes = weight_axes(x) if training and p > 0 else None
         self.dropouts.append(
-            {
-                "shape": list(x.shape),
-                "p": p,
-                "training": training,
-                "weights": training and p > 0 and _looks_like_weights(x),
-            }
+            {"shape": list(x.shape), "p": p, "training": training, "weights": axes is not None}
         )
-        out = fixed_dropout.apply(x, p) if training else x
+        out = fixed_dropout.apply(x, p, axes or (-2, -1)) if training else x
         if inplace and out is not x:
             with _no_grad():
                 x.copy_(out)
@@ -163,16 +159,41 @@ class Watch(TorchFunctionMode):
         return out
 
 
-def _looks_like_weights(x: torch.Tensor) -> bool:
-    """Rows of attention weights: finite, in [0, 1], each summing to 1."""
+def weight_axes(x: torch.Tensor) -> tuple[int, int] | None:
+    """(query axis, key axis) when x holds attention weights, in any layout: finite, in
+    [0, 1], summing to 1 along the key axis (the last one first); the query axis is the one
+    before it when the causal future is zero there (or nowhere else), else the one other axis
+    where it is. None when x is not weights."""
     with _no_grad():
-        if x.dim() < 2 or not bool(torch.isfinite(x).all()):
-            return False
+        if x.dim() < 2 or x.numel() == 0 or not bool(torch.isfinite(x).all()):
+            return None
         if bool((x < 0).any()) or bool((x > 1 + 1e-6).any()):
-            return False
-        return bool(
-            torch.allclose(x.double().sum(-1), torch.ones((), dtype=torch.float64), atol=1e-4)
-        )
+            return None
+        n = x.dim()
+        keys = [a for a in (n - 1, *range(n - 1)) if x.shape[a] > 1 and _sums_to_one(x, a)]
+        if not keys:
+            return None
+        ka = keys[0]
+        before = (ka - 1) % n
+        if _zero_future(x, before, ka):
+            return before, ka
+        causal = [a for a in range(n) if a not in (ka, before) and _zero_future(x, a, ka)]
+        return (causal[0] if len(causal) == 1 else before), ka
+
+
+def _sums_to_one(x: torch.Tensor, axis: int) -> bool:
+    sums = x.double().sum(axis)
+    return bool(torch.allclose(sums, torch.ones((), dtype=torch.float64), atol=1e-4))
+
+
+def _zero_future(x: torch.Tensor, qa: int, ka: int) -> bool:
+    """Whether x is 0 wherever key j comes after query i (the last T_q of T_k positions)."""
+    T_q, T_k = x.shape[qa], x.shape[ka]
+    if T_q > T_k or T_k < 2:
+        return False
+    moved = x.movedim((qa, ka), (-2, -1))
+    hidden = torch.arange(T_k) > (torch.arange(T_q) + (T_k - T_q)).unsqueeze(1)
+    return bool(hidden.any()) and not bool(moved[..., hidden].any())
 
 
 def _trap(owner, attr: str, label: str) -> None:
@@ -279,12 +300,33 @@ def token_changes(x: torch.Tensor, delta: torch.Tensor, axis: int = 1):
 
 
 def probe_leak_map(
-    ctx: ProbeContext, fn, x: torch.Tensor, delta: torch.Tensor, *rest, axis: int = 1, **how
+    ctx: ProbeContext,
+    fn,
+    x: torch.Tensor,
+    delta: torch.Tensor,
+    *rest,
+    axis: int = 1,
+    pick=None,
+    **how,
 ) -> dict:
-    """fn on every x' of token_changes(x, delta, axis) at once, stacked along the batch (dim 0):
-    one ctx.call(**how), whatever T, for judge_kit.judge_leak_map. A layer that treats the
-    sequences of a batch apart gives each copy's output in its own rows."""
-    return ctx.call(fn, torch.cat(list(token_changes(x, delta, axis)), 0), *rest, **how)
+    """fn(x', *rest) for every x' of token_changes(x, delta, axis), as one ctx.call(**how) whose
+    value is the outputs stacked along dim 0, for judge_kit.judge_leak_map; pick(value) takes
+    the output from what fn returns (out of an (out, weights) pair). The changes go in as one
+    batch, one call whatever T; a layer that takes no other batch size (the other sizes say
+    so) is called once per change instead."""
+    run = (lambda *a: pick(fn(*a))) if pick else fn
+    changes = list(token_changes(x, delta, axis))
+    call = ctx.call(run, torch.cat(changes, 0), *rest, **how)
+    if "error" not in call:
+        return call
+    calls = [ctx.call(run, c, *rest, **how) for c in changes]
+    failed = next((c for c in calls if "error" in c), None)
+    if failed is not None:
+        return failed
+    values = [c["value"] for c in calls]
+    if all(isinstance(v, torch.Tensor) for v in values) and len({v.shape for v in values}) == 1:
+        return {"value": torch.cat(values, 0), "args": calls[0]["args"], "softmax": None}
+    return {"value": None, "args": calls[0]["args"], "softmax": None}
 
 
 def module_state(module: nn.Module) -> dict[str, torch.Tensor]:
