@@ -309,24 +309,30 @@ def probe_leak_map(
     pick=None,
     **how,
 ) -> dict:
-    """fn(x', *rest) for every x' of token_changes(x, delta, axis), as one ctx.call(**how) whose
+    """fn(x', *rest) for every x' of token_changes(x, delta, axis), in one ctx.call(**how) whose
     value is the outputs stacked along dim 0, for judge_kit.judge_leak_map; pick(value) takes
-    the output from what fn returns (out of an (out, weights) pair). The changes go in as one
-    batch, one call whatever T; a layer that takes no other batch size (the other sizes say
-    so) is called once per change instead."""
-    run = (lambda *a: pick(fn(*a))) if pick else fn
+    the output from what fn returns (out of an (out, weights) pair), in the child. Each x' has
+    x's own shape (a function compiled for it is not compiled again); one call for them all
+    keeps the harness's cost per call out of a map of T calls."""
     changes = list(token_changes(x, delta, axis))
-    call = ctx.call(run, torch.cat(changes, 0), *rest, **how)
-    if "error" not in call:
+
+    def every_change(*args):
+        outs = []
+        for changed in changes:
+            _SOFTMAX_OUT.clear()  # as at the start of a call of its own: compiled code guards on it
+            outs.append(fn(changed, *args))
+        return [pick(o) for o in outs] if pick else outs
+
+    call = ctx.call(every_change, *rest, **how)
+    if "error" in call:
         return call
-    calls = [ctx.call(run, c, *rest, **how) for c in changes]
-    failed = next((c for c in calls if "error" in c), None)
-    if failed is not None:
-        return failed
-    values = [c["value"] for c in calls]
-    if all(isinstance(v, torch.Tensor) for v in values) and len({v.shape for v in values}) == 1:
-        return {"value": torch.cat(values, 0), "args": calls[0]["args"], "softmax": None}
-    return {"value": None, "args": calls[0]["args"], "softmax": None}
+    # Stacked here, outside the call: an op the learner's code never ran, seen by the watch,
+    # would make a torch.compile'd function compile again (its guards see the watch's table).
+    outs = call["value"]
+    same = all(isinstance(o, torch.Tensor) and o.shape == outs[0].shape for o in outs)
+    with _no_grad():
+        call["value"] = torch.cat([_detach(o) for o in outs], 0) if outs and same else None
+    return call
 
 
 def module_state(module: nn.Module) -> dict[str, torch.Tensor]:
