@@ -166,3 +166,41 @@ def seq_first(dropped: str) -> dict:
 )
 def test_dropout_is_judged_by_what_it_acts_on(run, replace, expect):
     verify(run(LM3, learner_file(LM3, replace)), LM3, expect)
+
+
+# =================================================================== kv-cache: the call, however made
+
+KV = "kv-cache"
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        pytest.param(
+            """
+def generate(layer, x):
+    step = type(layer).forward_cached
+    cache, outs = None, []
+    for t in range(x.shape[1]):
+        out, cache = step(layer, x[:, t : t + 1], cache)
+        outs.append(out)
+    return torch.cat(outs, dim=1), cache
+""",
+            id="through the class",
+        ),
+        pytest.param(
+            """
+def generate(layer, x):
+    cache, outs = None, []
+    for token in x.split(1, dim=1):
+        out, cache = layer.__class__.forward_cached(layer, token, cache=cache)
+        outs.append(out)
+    return torch.cat(outs, dim=1), cache
+""",
+            id="through __class__, by keyword",
+        ),
+    ],
+)
+def test_forward_cached_called_through_the_class_passes(run, code):
+    """Right, and failed before: the recorder was an instance attribute ("called 0 times")."""
+    verify(run(KV, learner_file(KV, {"generate": code})), KV, {})
