@@ -954,7 +954,7 @@ def probe_multi(ctx, inputs):
             out["constructor"] = constructor_facts(cls, module)
         load_weights(module, case["w"])
         # Every call with fixed_dropout in place of torch's: no randomness reaches a verdict.
-        before = ctx.call(lambda: module_state(module)).get("value") if i == 0 else None
+        before = ctx.call(lambda m=module: module_state(m)).get("value") if i == 0 else None
         out["base"] = ctx.call(module, case["x"], primary=i == 0, dropout=True)
         out["map"] = probe_leak_map(
             ctx, module, case["x"], inputs["multi_leak_maps"][i], dropout=True
@@ -967,7 +967,7 @@ def probe_multi(ctx, inputs):
             module, case["x_prefix"], dropout=True
         )  # the same layer, a shorter input
         out["state"] = ctx.call(lambda: state_of(module)).get("value")
-        out["module_state"] = [before, ctx.call(lambda: module_state(module)).get("value")]
+        out["module_state"] = [before, ctx.call(lambda m=module: module_state(m)).get("value")]
         load_weights(module, inputs["multi_again"]["w"])
         out["new_weights"] = ctx.call(
             module, case["x"], dropout=True
