@@ -522,7 +522,20 @@ class Recorder:
                 recorder.full.append(int(x.shape[1]))
             return full(x, *args, **kwargs)
 
-        layer.forward_cached, layer.forward = forward_cached, forward
+        # On a subclass of the layer's own, not on the instance: generate may call the method
+        # through the class (type(layer).forward_cached(layer, ...)), which an instance
+        # attribute never sees.
+        cls = type(layer)
+        layer.__class__ = type(
+            cls.__name__,
+            (cls,),
+            {
+                "forward_cached": lambda _self, *a, **k: forward_cached(*a, **k),
+                "forward": lambda _self, *a, **k: forward(*a, **k),
+                "__module__": cls.__module__,
+                "__qualname__": cls.__qualname__,
+            },
+        )
 
     def note(self, x, cache):
         n = len(self.rows)

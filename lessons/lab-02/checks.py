@@ -51,6 +51,7 @@ from tutor.kit import (
     round_matrix,
     row,
     row_place,
+    rows_sum_to_one,
     shape_str,
     squeeze_explanation,
     state_explanation,
@@ -551,7 +552,7 @@ def judge_weights_masked(v, w, scores, mask, what, defs=("attention_weights",)):
         likely=diagnose,
     )
     sums = w.double().sum(-1)
-    ok = torch.isclose(sums, torch.ones_like(sums), atol=1e-5)
+    ok = rows_sum_to_one(w)
     if not ok.all():
         where = tuple(int(i) for i in (~ok).nonzero()[0])
         v.require(

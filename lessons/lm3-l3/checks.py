@@ -22,8 +22,10 @@ from tutor.kit import (
     failure_params,
     first_nonfinite,
     fixed_dropout,
+    future_region,
     graph_kernels,
     heading,
+    judge_leak_map,
     judge_other_sizes,
     judged,
     keys,
@@ -31,23 +33,29 @@ from tutor.kit import (
     large_scores_factor,
     large_scores_likely,
     last_dim_of,
+    leak_map,
     likely_for_value,
     literal_explanation,
     matching_mistake,
     max_error,
+    module_state,
     msg,
     nest_likely,
     no_kernel,
     note,
     of_the_inputs,
+    probe_leak_map,
     require_pair,
     require_ran,
     require_tensor,
     round_matrix,
     row_place,
+    rows_sum_to_one,
     shape_str,
     size_explanation,
+    state_unchanged,
     table,
+    token_changes,
     waiting,
     weights,
 )
@@ -124,7 +132,15 @@ def make_inputs(seed=0):
         "multi": torch.randn(MULTI_SIZES[0][4], MULTI_SIZES[0][0], generator=g) * 3,
     }
     trace_x = torch.randn(TRACE_SIZE[4], TRACE_SIZE[5], TRACE_SIZE[0], generator=g)
+    # After every other draw: the change for each size's full leakage map (the notebook's size
+    # keeps the one its view draws with).
+    maps = [leak_delta["single"]] + [
+        torch.randn(B, d, generator=g) * 3 for B, _T, d, _dk in SINGLE_SIZES[1:]
+    ]
+    multi_maps = [torch.randn(B, d, generator=g) * 3 for d, _o, _H, _c, B, _T in MULTI_SIZES]
     return {
+        "leak_maps": maps,
+        "multi_leak_maps": multi_maps,
         "single": single,
         "multi": multi,
         "multi_again": again,
@@ -161,35 +177,6 @@ def large_scores_layer(case, H) -> dict:
 # ---------------------------------------------------------------- leakage maps
 
 
-def token_changes(x, delta):
-    """x with each token j changed in turn (by delta): the inputs a leakage map is drawn from."""
-    for j in range(x.shape[1]):
-        changed = x.clone()
-        changed[:, j] = changed[:, j] + delta
-        yield changed
-
-
-def probe_leak_map(ctx, fn, x, delta, *rest, **how):
-    """fn(x, *rest) for each of token_changes(x, delta), in the child; None when nobody will
-    see the map. A probe's last calls: skipping them changes nothing the verdict is drawn from."""
-    if not ctx.views:
-        return None
-    return [ctx.call(fn, changed, *rest, **how) for changed in token_changes(x, delta)]
-
-
-def leak_map(base, moved) -> torch.Tensor | None:
-    """M[i, j]: how far output i moved when token j changed (the largest change over the batch
-    and the features). A causal layer has exactly 0 wherever j > i."""
-    if not isinstance(base, torch.Tensor) or base.dim() != 3 or len(moved) != base.shape[1]:
-        return None
-    cols = []
-    for m in moved:
-        if not isinstance(m, torch.Tensor) or m.shape != base.shape:
-            return None
-        cols.append((m.double() - base.double()).abs().amax(dim=(0, 2)))
-    return torch.stack(cols, dim=1)
-
-
 def leak_map_entry(base, moved, ref_base, ref_moved) -> dict:
     """The learner's map beside the reference's, both on the reference's scale: a leak shows at
     the very cell that leaks, as large as it is."""
@@ -221,9 +208,9 @@ def leak_map_words() -> dict:
 def single_leak_entry(outputs_map, base_call, case, delta) -> list:
     """The leakage map's panel entry, or none when the probe's calls did not all come back (a
     value so large that the report was cut before them)."""
-    if not isinstance(outputs_map, list) or len(outputs_map) != case["x"].shape[1]:
+    moved = outputs_map.get("value") if isinstance(outputs_map, dict) else None
+    if moved is None:
         return []
-    moved = [first_output(c) for c in outputs_map]
     return [
         leak_map_entry(
             first_output(base_call), moved, *single_leak_reference(case["x"], *case["W"], delta)
@@ -258,7 +245,11 @@ def probe_single(ctx, inputs):
         "calls": results,
         "again": ctx.call(fn, again["x"], *again["W"]),
         "large": ctx.call(fn, large["x"], *large["W"]),
-        "leak_map": probe_leak_map(ctx, fn, seed["x"], inputs["leak_delta"]["single"], *seed["W"]),
+        "leak_map": probe_leak_map(
+            ctx, fn, seed["x"], inputs["leak_delta"]["single"], *seed["W"], pick=out_of_pair
+        )
+        if ctx.views
+        else None,
     }
 
 
@@ -369,7 +360,7 @@ def judge_single_case(v, call, case, size):
         likely=diagnose,
     )
     sums = w.double().sum(-1)
-    ok_rows = torch.isclose(sums, torch.ones_like(sums), atol=1e-5)
+    ok_rows = rows_sum_to_one(w)
     if not ok_rows.all():
         b, row = (int(i) for i in (~ok_rows).nonzero()[0])
         v.require(
@@ -567,13 +558,13 @@ def probe_leakage(ctx, inputs):
                 "base": ctx.call(fn, case["x"], *W, primary=i == 0),
                 "last": ctx.call(fn, case["x_last"], *W, primary=i == 0),
                 "mid": ctx.call(fn, case["x_mid"], *W, primary=i == 0),
+                # Every token changed in turn: the verdict's map, and the view's at the lab's size.
+                "map": probe_leak_map(
+                    ctx, fn, case["x"], inputs["leak_maps"][i], *W, pick=out_of_pair
+                ),
             }
         )
-    seed = inputs["single"][0]
-    return {
-        "calls": calls,
-        "leak_map": probe_leak_map(ctx, fn, seed["x"], inputs["leak_delta"]["single"], *seed["W"]),
-    }
+    return {"calls": calls}
 
 
 @of_the_inputs
@@ -589,6 +580,11 @@ def leak(a, b, pos):
     if pos == 0:
         return 0.0
     return float((a[:, :pos].double() - b[:, :pos].double()).abs().max())
+
+
+def out_of_pair(value):
+    """In the child: the `out` of an (out, weights) pair, or what came when it is not one."""
+    return value[0] if type(value) is tuple and len(value) == 2 else value
 
 
 def first_output(call):
@@ -640,6 +636,9 @@ def judge_leakage_case(v, calls, case, size):
         v.require(
             "no-leak", amount < 1e-6, "check.leak", pos=pos, got=amount, likely=msg("likely.leak")
         )
+    require_ran(v, calls["map"], "causal_attention")
+    moved = calls["map"].get("value")
+    judge_leak_map(v, outs["base"], moved, [(msg("region.future"), future_region(T))])
     # No leak is also what a function that returns its first answer again shows.
     if close(outs["base"], reference_single(case["x"], *case["W"])[0]):
         for name in ("last", "mid"):
@@ -665,7 +664,7 @@ def judge_leakage(v, outputs, inputs, jctx):
     # Drawn before judging: a leak is where the map helps most.
     if jctx.views:
         v.visuals["heatmaps"] = single_leak_entry(
-            outputs.get("leak_map"), calls[0]["base"], seed, inputs["leak_delta"]["single"]
+            calls[0].get("map"), calls[0]["base"], seed, inputs["leak_delta"]["single"]
         )
     judge_leakage_case(v, calls[0], seed, SINGLE_SIZES[0])
     if jctx.views:
@@ -955,7 +954,11 @@ def probe_multi(ctx, inputs):
             out["constructor"] = constructor_facts(cls, module)
         load_weights(module, case["w"])
         # Every call with fixed_dropout in place of torch's: no randomness reaches a verdict.
+        before = ctx.call(lambda m=module: module_state(m)).get("value") if i == 0 else None
         out["base"] = ctx.call(module, case["x"], primary=i == 0, dropout=True)
+        out["map"] = probe_leak_map(
+            ctx, module, case["x"], inputs["multi_leak_maps"][i], dropout=True
+        )
         if i:
             continue
         # The notebook's size: the layer as it is used, not only one frozen call.
@@ -964,6 +967,7 @@ def probe_multi(ctx, inputs):
             module, case["x_prefix"], dropout=True
         )  # the same layer, a shorter input
         out["state"] = ctx.call(lambda: state_of(module)).get("value")
+        out["module_state"] = [before, ctx.call(lambda m=module: module_state(m)).get("value")]
         load_weights(module, inputs["multi_again"]["w"])
         out["new_weights"] = ctx.call(
             module, case["x"], dropout=True
@@ -1303,7 +1307,7 @@ def judge_state(v, case, inp, size):
                 else msg("likely.weights_changed"),
             )
             return
-    v.expect("state-unchanged", True)
+    state_unchanged(v, *(case.get("module_state") or (None, None)))
 
 
 def judge_constructor(v, facts, size):
@@ -1595,6 +1599,9 @@ def judge_multi_case(v, case, inp, size, source=""):
             v.require(
                 "no-leak", amount < 1e-6, "check.leak", pos=T - 1, got=amount, likely=diagnose
             )
+    if "map" in case:
+        require_ran(v, case["map"], "forward")
+        judge_leak_map(v, y, case["map"].get("value"), [(msg("region.future"), future_region(T))])
     if not right:
         err, where = max_error(y, ref)
         v.require(
@@ -1611,7 +1618,7 @@ def judge_multi_case(v, case, inp, size, source=""):
 
 
 def multi_leak_entry(first, seed, size, inputs) -> dict:
-    moved = [c.get("value") if isinstance(c, dict) else None for c in first["leak_map"]]
+    moved = first["leak_map"].get("value")
     reference = multi_leak_reference(
         seed["x"], inputs["multi_again"]["w"], size[2], inputs["leak_delta"]["multi"]
     )

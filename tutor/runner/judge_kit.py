@@ -438,8 +438,29 @@ def matching_mistake(got: torch.Tensor, candidates) -> dict:
     return msg("likely.unknown")
 
 
-def close(a: torch.Tensor, b: torch.Tensor, atol: float = 1e-5, rtol: float = 1e-4) -> bool:
-    return a.shape == b.shape and bool(torch.allclose(a.double(), b.double(), atol=atol, rtol=rtol))
+# The notebooks' floor: LM3-L3 asserts torch.allclose(out, ref, atol=1e-5), which keeps
+# allclose's rtol=1e-5; 实验 02 asserts torch.allclose(row_sums, ones) (atol=1e-8, rtol=1e-5)
+# and a largest error below 1e-5. No check of the tutor may be looser than these.
+ATOL = 1e-5
+RTOL = 1e-5
+SUMS_ATOL = 1e-8
+
+
+def close(a: torch.Tensor, b: torch.Tensor, atol: float = ATOL, rtol: float = RTOL) -> bool:
+    """Same shape and |a - b| < atol + rtol·|b| everywhere, in float64: torch.allclose(a, b,
+    atol=1e-5) by default, held with < (so rtol=0 is the notebooks' `error < atol`). NaN is
+    never close, nor is an infinity to anything."""
+    if a.shape != b.shape:
+        return False
+    a, b = a.double(), b.double()
+    return bool(((a - b).abs() < atol + rtol * b.abs()).all())
+
+
+def rows_sum_to_one(weights: torch.Tensor) -> torch.Tensor:
+    """Per row of weights (…, T_k): whether it sums to 1 as 实验 02's assert asks,
+    torch.allclose(sums, ones) (atol=1e-8, rtol=1e-5), the stricter of the notebooks'."""
+    sums = weights.double().sum(-1)
+    return (sums - 1.0).abs() <= SUMS_ATOL + RTOL
 
 
 def changed_input(v: Verdict, fn: str, names: list[str], after: tuple, pristine: tuple) -> str:
@@ -556,3 +577,123 @@ def round_matrix(t: torch.Tensor, digits: int = 4) -> list:
     return [
         [round(x, digits) if math.isfinite(x) else None for x in row] for row in t.double().tolist()
     ]
+
+
+# ---------------------------------------------------------------- leakage over every position
+
+LEAK_LIMIT = 1e-6  # LM3-L3's self-check 2: `good < 1e-6`
+
+
+def future_region(T_q: int, T_k: int | None = None) -> torch.Tensor:
+    """(T_q, T_k) bool, True where key j comes after query i (queries are the last T_q of the
+    T_k positions): the causal future, a hidden region for judge_leakage."""
+    T_k = T_q if T_k is None else T_k
+    i = torch.arange(T_q).unsqueeze(1) + (T_k - T_q)
+    return torch.arange(T_k).unsqueeze(0) > i
+
+
+def leak_map(base, moved, query_axis: int = 1) -> torch.Tensor | None:
+    """M[i, j]: how far output i (along query_axis) moved when input position j changed, the
+    largest change over every other axis. moved: the outputs for each change, as a list or
+    stacked along dim 0 (probe_leak_map); None unless each is a tensor of base's shape."""
+    if not isinstance(base, torch.Tensor) or base.dim() <= query_axis:
+        return None
+    if isinstance(moved, torch.Tensor):  # probe_kit.probe_leak_map's stacked copies
+        if moved.dim() != base.dim() or moved.shape[0] != base.shape[0] * base.shape[query_axis]:
+            return None
+        moved = list(moved.split(base.shape[0]))
+    if not moved or any(not isinstance(m, torch.Tensor) or m.shape != base.shape for m in moved):
+        return None
+    with torch.no_grad():
+        diff = (torch.stack(moved).double() - base.double()).abs()  # (changes, *base.shape)
+        diff = torch.nan_to_num(diff, nan=float("inf"))
+        others = tuple(d for d in range(1, diff.dim()) if d != query_axis + 1)
+        return (diff.amax(dim=others) if others else diff).T.contiguous()
+
+
+def judge_leak_map(
+    v: Verdict,
+    base,
+    moved,
+    regions: list[tuple[dict, torch.Tensor]],
+    *,
+    query_axis: int = 1,
+    limit: float = LEAK_LIMIT,
+    likely=None,
+    check_id: str = "no-leak",
+) -> None:
+    """No hidden input moves any output: base, the output on x; moved, the outputs with each
+    input position changed in turn (probe_kit.probe_leak_map's, or a list); regions, (its name as a message, (T_q, T_k)
+    bool: True where key j is hidden from query i), e.g. (msg("region.future"), future_region(T)).
+    Every cell of every region is judged, not a few positions: the first region whose largest
+    movement reaches limit fails, at its worst cell. likely: a message, or a callable giving one."""
+    got = leak_map(base, moved, query_axis)
+    if got is None:
+        return  # the shape and finiteness checks before this one say why
+    for region, hidden in regions:
+        if tuple(hidden.shape) != tuple(got.shape):
+            raise ValueError(f"region of shape {tuple(hidden.shape)} for a map {tuple(got.shape)}")
+        inside = got.masked_fill(~hidden, 0.0)
+        top = float(inside.max()) if inside.numel() else 0.0
+        if not top < limit:
+            flat = int(inside.argmax())
+            i, j = divmod(flat, got.shape[1])
+            v.require(
+                check_id,
+                False,
+                "check.leak_region",
+                key=j,
+                query=i,
+                got=top,
+                region=region,
+                limit=f"{limit:g}",
+                likely=likely or msg("likely.leak_region"),
+            )
+    v.expect(check_id, True)
+
+
+# ---------------------------------------------------------------- module state
+
+
+def state_unchanged(
+    v: Verdict, before, after, *, check_id: str = "state-unchanged", likely=None
+) -> bool:
+    """forward left the module as it was: before and after, probe_kit.module_state of the same
+    module around the calls, hold the same names, each with the same dtype, shape and values.
+    Outputs alone miss a buffer registered in forward, or a bool mask made an additive float
+    one: a checkpoint then fails to load, or loads into a mask that no longer masks."""
+    if not isinstance(before, dict) or not isinstance(after, dict):
+        return True  # the calls around it failed, and say so
+    likely = likely or msg("likely.module_state")
+    for name in sorted(set(before) ^ set(after)):
+        change = msg("state.added" if name in after else "state.removed", name=name.lstrip("#"))
+        v.expect(check_id, False, "check.module_state_keys", change=change, likely=likely)
+        return False
+    for name in sorted(before):
+        a, b = before[name], after[name]
+        if not isinstance(a, torch.Tensor) or not isinstance(b, torch.Tensor):
+            continue
+        change = None
+        if a.dtype != b.dtype:
+            change = msg("state.dtype", before=_dtype(a), after=_dtype(b))
+        elif a.shape != b.shape:
+            change = msg("state.shape", before=shape_str(a.shape), after=shape_str(b.shape))
+        elif not torch.equal(a, b):
+            err = max_error(a, b)[0] if a.dtype.is_floating_point else 1.0
+            change = msg("state.values", err=f"{err:.3g}")
+        if change is not None:
+            v.expect(
+                check_id,
+                False,
+                "check.module_state_entry",
+                name=name.lstrip("#"),
+                change=change,
+                likely=likely,
+            )
+            return False
+    v.expect(check_id, True)
+    return True
+
+
+def _dtype(t: torch.Tensor) -> str:
+    return str(t.dtype).removeprefix("torch.")

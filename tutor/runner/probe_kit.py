@@ -145,15 +145,11 @@ class Watch(TorchFunctionMode):
             getattr(func, "__name__", "")
         ).endswith("_")
         p, training = float(p), bool(training)
+        axes = weight_axes(x) if training and p > 0 else None
         self.dropouts.append(
-            {
-                "shape": list(x.shape),
-                "p": p,
-                "training": training,
-                "weights": training and p > 0 and _looks_like_weights(x),
-            }
+            {"shape": list(x.shape), "p": p, "training": training, "weights": axes is not None}
         )
-        out = fixed_dropout.apply(x, p) if training else x
+        out = fixed_dropout.apply(x, p, axes or (-2, -1)) if training else x
         if inplace and out is not x:
             with _no_grad():
                 x.copy_(out)
@@ -163,16 +159,41 @@ class Watch(TorchFunctionMode):
         return out
 
 
-def _looks_like_weights(x: torch.Tensor) -> bool:
-    """Rows of attention weights: finite, in [0, 1], each summing to 1."""
+def weight_axes(x: torch.Tensor) -> tuple[int, int] | None:
+    """(query axis, key axis) when x holds attention weights, in any layout: finite, in
+    [0, 1], summing to 1 along the key axis (the last one first); the query axis is the one
+    before it when the causal future is zero there (or nowhere else), else the one other axis
+    where it is. None when x is not weights."""
     with _no_grad():
-        if x.dim() < 2 or not bool(torch.isfinite(x).all()):
-            return False
+        if x.dim() < 2 or x.numel() == 0 or not bool(torch.isfinite(x).all()):
+            return None
         if bool((x < 0).any()) or bool((x > 1 + 1e-6).any()):
-            return False
-        return bool(
-            torch.allclose(x.double().sum(-1), torch.ones((), dtype=torch.float64), atol=1e-4)
-        )
+            return None
+        n = x.dim()
+        keys = [a for a in (n - 1, *range(n - 1)) if x.shape[a] > 1 and _sums_to_one(x, a)]
+        if not keys:
+            return None
+        ka = keys[0]
+        before = (ka - 1) % n
+        if _zero_future(x, before, ka):
+            return before, ka
+        causal = [a for a in range(n) if a not in (ka, before) and _zero_future(x, a, ka)]
+        return (causal[0] if len(causal) == 1 else before), ka
+
+
+def _sums_to_one(x: torch.Tensor, axis: int) -> bool:
+    sums = x.double().sum(axis)
+    return bool(torch.allclose(sums, torch.ones((), dtype=torch.float64), atol=1e-4))
+
+
+def _zero_future(x: torch.Tensor, qa: int, ka: int) -> bool:
+    """Whether x is 0 wherever key j comes after query i (the last T_q of T_k positions)."""
+    T_q, T_k = x.shape[qa], x.shape[ka]
+    if T_q > T_k or T_k < 2:
+        return False
+    moved = x.movedim((qa, ka), (-2, -1))
+    hidden = torch.arange(T_k) > (torch.arange(T_q) + (T_k - T_q)).unsqueeze(1)
+    return bool(hidden.any()) and not bool(moved[..., hidden].any())
 
 
 def _trap(owner, attr: str, label: str) -> None:
@@ -267,6 +288,63 @@ def graph_kernels(t) -> set[str]:
             found.add(label)
         stack.extend(n for n, _ in getattr(node, "next_functions", ()))
     return found
+
+
+def token_changes(x: torch.Tensor, delta: torch.Tensor, axis: int = 1):
+    """x with each position j along axis changed in turn (delta added): the inputs a leakage
+    map is made from. delta has x's shape without that axis."""
+    for j in range(x.shape[axis]):
+        changed = _clone(_detach(x))
+        changed.select(axis, j).add_(delta)
+        yield changed
+
+
+def probe_leak_map(
+    ctx: ProbeContext,
+    fn,
+    x: torch.Tensor,
+    delta: torch.Tensor,
+    *rest,
+    axis: int = 1,
+    pick=None,
+    **how,
+) -> dict:
+    """fn(x', *rest) for every x' of token_changes(x, delta, axis), in one ctx.call(**how) whose
+    value is the outputs stacked along dim 0, for judge_kit.judge_leak_map; pick(value) takes
+    the output from what fn returns (out of an (out, weights) pair), in the child. Each x' has
+    x's own shape (a function compiled for it is not compiled again); one call for them all
+    keeps the harness's cost per call out of a map of T calls."""
+    changes = list(token_changes(x, delta, axis))
+
+    def every_change(*args):
+        outs = []
+        for changed in changes:
+            _SOFTMAX_OUT.clear()  # as at the start of a call of its own: compiled code guards on it
+            outs.append(fn(changed, *args))
+        return [pick(o) for o in outs] if pick else outs
+
+    call = ctx.call(every_change, *rest, **how)
+    if "error" in call:
+        return call
+    # Stacked here, outside the call: an op the learner's code never ran, seen by the watch,
+    # would make a torch.compile'd function compile again (its guards see the watch's table).
+    outs = call["value"]
+    same = all(isinstance(o, torch.Tensor) and o.shape == outs[0].shape for o in outs)
+    with _no_grad():
+        call["value"] = torch.cat([_detach(o) for o in outs], 0) if outs and same else None
+    return call
+
+
+def module_state(module: nn.Module) -> dict[str, torch.Tensor]:
+    """A copy of everything a module holds as tensors: its state_dict (what a checkpoint saves)
+    and its parameters and buffers, a non-persistent buffer too; for judge_kit.state_unchanged.
+    Keyed by name, "#name" for what is not in the state_dict."""
+    with _no_grad():
+        saved = {name: _clone(_detach(t)) for name, t in module.state_dict().items()}
+        for name, t in [*module.named_parameters(), *module.named_buffers()]:
+            if name not in saved and isinstance(t, torch.Tensor):
+                saved["#" + name] = _clone(_detach(t))
+    return saved
 
 
 def clone_args(args):
