@@ -705,14 +705,20 @@ def _write_all(fd: int, data: bytes) -> None:
 
 # ------------------------------------------------------------------ read by the worker
 
-_DUMP_FRAME = re.compile(r'^\s+File "(.*)", line (\d+) in (.+)$')
+# The dump comes from the child, so anything may be in it: a line number is read only when it
+# has at most 9 digits (int() of a long digit string raises), and a line is read at most so far.
+_DUMP_FRAME = re.compile(r'^\s+File "(.*)", line (\d{1,9}) in (.+)$')
+_DUMP_LINE = 4096  # chars of a dump line looked at: faulthandler's own are far shorter
 
 
 def dumped_frames(text: str, filename: str, source: str) -> tuple[list[dict], bool]:
     """The learner's frames, innermost last, from the faulthandler report a child left before
     its frame (crash or timeout); and whether that stack was a runaway recursion."""
     blocks, block = [], None
+    if not isinstance(text, str):
+        return [], False
     for line in text.splitlines():
+        line = line[:_DUMP_LINE]
         if line.startswith(("Thread 0x", "Current thread 0x", "Stack (")):
             block = []
             blocks.append(block)
@@ -728,8 +734,8 @@ def dumped_frames(text: str, filename: str, source: str) -> tuple[list[dict], bo
         m = _DUMP_FRAME.match(line)
         if m and m.group(1) == filename:
             n = int(m.group(2))
-            code = lines[n - 1].rstrip() if 0 < n <= len(lines) else ""
-            frames.append({"line": n, "function": m.group(3), "code": code})
+            code = lines[n - 1].rstrip()[:_DUMP_LINE] if 0 < n <= len(lines) else ""
+            frames.append({"line": n, "function": m.group(3)[:200], "code": code})
     runaway = len(frames) >= 50 and any(line.strip() == "..." for line in main)
     return frames[-8:], runaway
 
