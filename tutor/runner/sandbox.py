@@ -677,9 +677,26 @@ def _flush(streams: tuple) -> None:
             stream.flush()
 
 
+# What the harness's own thread or process start raises once the learner's code holds every
+# thread or process it may have (faulthandler's watchdog, a pool): the learner's, not ours.
+_NO_THREADS = ("can't start new thread", "unable to start watchdog thread")
+
+
+def _out_of_threads(exc: BaseException) -> bool:
+    if isinstance(exc, BlockingIOError):
+        return True  # EAGAIN from clone: the pids bound, or RLIMIT_NPROC
+    try:
+        return type(exc) is RuntimeError and any(m in _text(exc) for m in _NO_THREADS)
+    except Exception:
+        return False
+
+
 def _harness_failure(exc: BaseException) -> messages.Report:
     if probe_kit.is_out_of_memory(exc):
         return messages.Raised(messages.LearnerFailure(messages.Failure("MemoryError", "")))
+    if _out_of_threads(exc):
+        failure = messages.Failure(type(exc).__name__, _text(exc, 300))
+        return messages.Raised(messages.LearnerFailure(failure, confined="processes"))
     return messages.HarnessError(f"{type(exc).__name__}: {_text(exc, 300)}")
 
 
