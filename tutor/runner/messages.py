@@ -255,6 +255,8 @@ def learner_failure_message(error: LearnerFailure, fn: str | None) -> tuple[str,
             from .pids_cgroup import LIMIT
 
             params["limit"] = LIMIT
+            if not failure.frames:  # the harness could not start the step: the code holds them all
+                key = "failure.too_many_processes_held"
     elif error.module:
         key = "failure.missing_package"
         params["module"] = error.module
