@@ -249,6 +249,8 @@ def check_sources(
         for filename, source, steps in runs:
             gone = None
             for _attempt in (1, 2):
+                if worker is None:
+                    worker = start()
                 # One run at a time: the worker drops a run when a newer one comes.
                 state["results"], state["done"] = {}, threading.Event()
                 with contextlib.suppress(WorkerGone):  # the reader thread says "gone"
@@ -260,7 +262,7 @@ def check_sources(
                     break
                 gone = state["gone"][0]
                 worker.close()
-                worker = start()
+                worker = None  # a new one for the next try, or the next run
             results = state["results"]
             if gone is not None:
                 if not steps and not results:
@@ -270,7 +272,8 @@ def check_sources(
                     results.setdefault(step, unjudged_result(step, "worker"))
             out.append(list(results.values()))
     finally:
-        worker.close()
+        if worker is not None:
+            worker.close()
     return out
 
 
