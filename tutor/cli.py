@@ -232,7 +232,10 @@ def _lesson(lesson_id: str | None, lang: str):
 
 def _guess_lesson(path: Path, raw: bytes):
     """By file name, else by the functions the file defines."""
-    return lesson_for_file(path) or lesson_for_source(raw.decode("utf-8", errors="replace"))
+    from .runner.client import MAX_SOURCE_BYTES
+
+    head = raw[:MAX_SOURCE_BYTES]  # a file past the limit is not run: its name or head will do
+    return lesson_for_file(path) or lesson_for_source(head.decode("utf-8", errors="replace"))
 
 
 def cmd_check(args, lang: str) -> int:

@@ -76,20 +76,76 @@ def placeholders(template: str) -> set[str]:
     return {name for _, name, _, _ in string.Formatter().parse(template) if name}
 
 
-class _Missing(dict):
-    def __missing__(self, key: str) -> str:
-        return "{" + key + "}"
+# A message's parameters come from learner code (through the judge) as much as from the tutor:
+# they are substituted as data, never read as a format string, and a key that is not in the
+# catalog (a forged `likely.{0}`) is shown as its own text. Nothing here may raise.
+MAX_DEPTH = 16  # message references nested in parameters, rendered at most this deep
+MAX_VALUE = 4000  # characters of one rendered parameter
+
+
+def _fields(template: str) -> list[tuple[str, str | None, str, str | None]]:
+    """(literal, field name, spec, conversion) parts; a template that does not parse is all literal."""
+    try:
+        return list(string.Formatter().parse(template))
+    except ValueError:
+        return [(template, None, "", None)]
+
+
+def _field_text(name: str, spec: str, conversion: str | None, values: dict) -> str:
+    """One field's text: a plain name only (no `0`, `a.b`, `a[0]`: the template's own text stays)."""
+    if not name.isidentifier() or name not in values:
+        return (
+            "{"
+            + name
+            + ("!" + conversion if conversion else "")
+            + (":" + spec if spec else "")
+            + "}"
+        )
+    value = values[name]
+    try:
+        if conversion == "r":
+            value = repr(value)
+        elif conversion in ("s", "a"):
+            value = str(value) if conversion == "s" else ascii(value)
+        text = format(value, spec) if spec and "{" not in spec and len(spec) < 20 else str(value)
+    except (ValueError, TypeError, OverflowError, RecursionError):
+        text = _plain(value)
+    return text if len(text) <= MAX_VALUE else text[:MAX_VALUE] + "…"
+
+
+def _plain(value) -> str:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return f"(an integer of {value.bit_length()} bits)"  # str() refuses past 4300 digits
+    try:
+        return str(value)
+    except Exception:
+        return type(value).__name__
 
 
 def t(key: str, lang: str, /, **params) -> str:
     """Render ``key`` in ``lang``; an unknown key renders as itself so it is visible, not fatal."""
+    return _render(key, lang, params, 0)
+
+
+def _render(key, lang: str, params, depth: int) -> str:
+    key = key if isinstance(key, str) else _plain(key)
     template = catalog(lang).get(key)
     if template is None:
-        template = catalog(DEFAULT_LANG).get(key, key)
-    values = {k: localize(v, lang) for k, v in params.items()}
+        template = catalog(DEFAULT_LANG).get(key)
+    if template is None:
+        return key  # not a template: a key from data is shown, never formatted
+    if not isinstance(params, dict):
+        params = {}
+    values = {k: _localize(v, lang, depth + 1) for k, v in params.items() if isinstance(k, str)}
+    parts = _fields(template)
     if lang == "zh":
-        template = _close_up(template, values)
-    return template.format_map(_Missing(values))
+        parts = _close_parts(parts, values)
+    out = []
+    for literal, name, spec, conversion in parts:
+        out.append(literal)
+        if name is not None:
+            out.append(_field_text(name, spec or "", conversion, values))
+    return "".join(out)
 
 
 def _wide(char: str) -> bool:
@@ -100,36 +156,50 @@ def _wide(char: str) -> bool:
 
 
 def _close_up(template: str, values: dict) -> str:
-    """Chinese text puts a space between Han and Latin ("forward(x) 与 PyTorch"), none between two
-    Han characters. A template's space next to a parameter is written for a Latin value: it goes
-    when the value (a nested message, say) meets the template's Han text there."""
-    parts = []
-    previous = ""  # the value of the field before this literal
-    for literal, name, spec, conversion in string.Formatter().parse(template):
-        value = str(values.get(name, "")) if name else ""
-        if previous and literal[:1] == " " and _wide(previous[-1]) and _wide(literal[1:2]):
-            literal = literal[1:]  # "……的输出 与" → "……的输出与"
-        if value and literal[-1:] == " " and _wide(value[0]) and _wide(literal[-2:-1]):
-            literal = literal[:-1]  # "与 再次……" → "与再次……"
-        parts.append(literal.replace("{", "{{").replace("}", "}}"))
+    """The template with _close_parts' spaces taken out, still a template."""
+    out = []
+    for literal, name, spec, conversion in _close_parts(_fields(template), values):
+        out.append(literal.replace("{", "{{").replace("}", "}}"))
         if name is not None:
-            parts.append(
+            out.append(
                 "{"
                 + name
                 + ("!" + conversion if conversion else "")
                 + (":" + spec if spec else "")
                 + "}"
             )
+    return "".join(out)
+
+
+def _close_parts(parts: list, values: dict) -> list:
+    """Chinese text puts a space between Han and Latin ("forward(x) 与 PyTorch"), none between two
+    Han characters. A template's space next to a parameter is written for a Latin value: it goes
+    when the value (a nested message, say) meets the template's Han text there."""
+    out = []
+    previous = ""  # the value of the field before this literal
+    for literal, name, spec, conversion in parts:
+        value = _plain(values.get(name, "")) if name else ""
+        if previous and literal[:1] == " " and _wide(previous[-1]) and _wide(literal[1:2]):
+            literal = literal[1:]  # "……的输出 与" → "……的输出与"
+        if value and literal[-1:] == " " and _wide(value[0]) and _wide(literal[-2:-1]):
+            literal = literal[:-1]  # "与 再次……" → "与再次……"
+        out.append((literal, name, spec, conversion))
         previous = value
-    return "".join(parts)
+    return out
 
 
 def localize(value, lang: str):
     """Parameters may themselves be message references: {"key": ..., "params": {...}}."""
+    return _localize(value, lang, 0)
+
+
+def _localize(value, lang: str, depth: int):
+    if depth > MAX_DEPTH:
+        return "…"
     if isinstance(value, dict) and "key" in value:
-        return t(value["key"], lang, **value.get("params", {}))
-    if isinstance(value, list):
-        return ", ".join(str(localize(v, lang)) for v in value)
+        return _render(value["key"], lang, value.get("params", {}), depth)
+    if isinstance(value, (list, tuple)):
+        return ", ".join(_plain(_localize(v, lang, depth + 1)) for v in value[:64])
     if isinstance(value, float):
         return f"{value:.4g}"
     return value

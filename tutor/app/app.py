@@ -34,7 +34,7 @@ from ..render.verdicts import hints_block, load_syntax, shown_of, status_mark, s
 from ..render.visuals import Packed, heatmap_words, panel_word, text_of
 from ..render.wrap import Wrapped
 from ..results import StepResult
-from ..runner.client import Worker, WorkerGone, decode_source, unreadable_results
+from ..runner.client import Worker, WorkerGone, decode_source, too_large, unreadable_results
 from ..runner.messages import Done, Event, Gone, Ready, StepVerdict
 from ..store import AnswerSheet, Section, Store
 from ..watch import FileWatcher, WatchError
@@ -648,9 +648,12 @@ class TutorApp(App):
         checked = [s.id for s in self.lesson.checked_steps]
         # An experiment runs the learner's code too, but only while it is on screen.
         extra = [] if self.step.checked else [self.step.id]
-        if text is None:
-            _, problem = decode_source(raw)
-            for result in unreadable_results(self.lesson, "failure.encoding", problem):
+        big = too_large(len(raw))
+        if text is None or big is not None:
+            key, problem = (
+                ("failure.too_large", big) if big else ("failure.encoding", decode_source(raw)[1])
+            )
+            for result in unreadable_results(self.lesson, key, problem):
                 self.store_result(result)
             self.running.clear()
             self.after_results()

@@ -13,8 +13,11 @@ from ..report import check_object, file_error
 from ..results import StepResult
 
 STATUSES = ("graded", "timeout", "error", "no file")
-# A step's child that died this way says the file is broken as a program, not merely wrong.
-DIED = {"crash", "memory", "disk", "exit", "channel", "HarnessError"}
+# A step's child that died this way says the file is broken as a program, not merely wrong;
+# "unjudged": the tutor could not judge it (worker.judge_died, grade.run).
+DIED = {"crash", "memory", "disk", "exit", "channel", "HarnessError", "unjudged"}
+# Checks that say the tutor did not judge the step: a student with one is not `graded`.
+UNJUDGED_CHECKS = {"judge"}
 
 
 def is_likely(key: str) -> bool:
@@ -61,12 +64,17 @@ def mistakes_of(steps: list[StepResult]) -> list[dict]:
     return out
 
 
-def status_of(steps: list[StepResult]) -> str:
+def status_of(steps: list[StepResult], expected: list[str] | None = None) -> str:
+    """`graded` only when every expected step (the lesson's checked ones) was judged."""
     if any(s.status == "timeout" for s in steps):
         return "timeout"
     if file_error(steps) is not None or any(
         s.failure is not None and s.failure.kind in DIED for s in steps
     ):
+        return "error"
+    if any(c.id in UNJUDGED_CHECKS and c.status == "error" for s in steps for c in s.checks):
+        return "error"
+    if expected is not None and not set(expected) <= {s.id for s in steps}:
         return "error"
     return "graded"
 
@@ -93,7 +101,9 @@ def make_record(
         **check_object(lesson, path, steps, lang, probe().off()),
         # what a grade adds
         "student": student,
-        "status": "no file" if path is None else status_of(steps),
+        "status": "no file"
+        if path is None
+        else status_of(steps, [s.id for s in lesson.checked_steps]),
         "score": score,
         "max_score": lesson.max_points,
         "points": points,

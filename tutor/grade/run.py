@@ -4,7 +4,8 @@ The worker (tutor.runner.worker) runs each file in a child of its own, under the
 as in the app; `keep` runs (client.Worker(keep=True)) run side by side instead of the newer
 superseding the older. A hang, crash, memory bomb or flood is that child's: its file gets a
 timeout or an error, the others go on. Should the worker itself die (a tutor bug, never a
-learner's file), the files it held are graded again in a new one, once.
+learner's file), the files it held are graded again in a new one, each alone; a file that
+takes that one down too is the only one said to be unjudgeable (Batch._restart).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..results import StepResult
-from ..runner.client import Worker, decode_source, unreadable_results
+from ..runner.client import Worker, decode_source, too_large, unreadable_results
 from ..runner.messages import Done, Gone, RunError, StepVerdict
 from .collect import Submission
 
@@ -32,6 +33,7 @@ class _Run:
     started: float
     results: dict[str, StepResult] = field(default_factory=dict)
     tries: int = 1
+    alone: bool = False  # sent again after a worker's death: no other file runs beside it
 
 
 def default_jobs() -> int:
@@ -49,6 +51,9 @@ def read_submission(sub: Submission) -> tuple[bytes | None, str | None, tuple | 
         raw = sub.path.read_bytes()
     except OSError as exc:
         return None, None, ("failure.unreadable", {"reason": str(exc.strerror or exc)})
+    big = too_large(len(raw))
+    if big is not None:
+        return raw, None, ("failure.too_large", big)
     source, problem = decode_source(raw)
     if source is None:
         return raw, None, ("failure.encoding", problem)
@@ -71,19 +76,29 @@ class Batch:
         self._gone = False
         self._tries: dict[str, int] = {}  # student -> runs sent (a worker's death sends again)
         self.worker: Worker | None = None
+        self._serial = 0  # the worker now in use: events of one closed before are dropped
 
     # --- the worker
 
     def _start(self) -> None:
         # No one looks at a graded run's views: the probes and judges skip them (see tutor.kit).
+        with self._cond:
+            self._serial += 1
+            serial = self._serial
+            self._gone = False
         self.worker = Worker(
-            self._on_event, timeout=self.timeout, keep=True, seed=self.seed, views=False
+            lambda event: self._on_event(event, serial),
+            timeout=self.timeout,
+            keep=True,
+            seed=self.seed,
+            views=False,
         )
-        self._gone = False
         self.worker.start()
 
-    def _on_event(self, event) -> None:  # the reader thread
+    def _on_event(self, event, serial: int = 0) -> None:  # the reader thread
         with self._cond:
+            if serial != self._serial:
+                return  # a worker already given up: its gens are not this one's
             if isinstance(event, StepVerdict):
                 run = self._runs.get(event.gen)
                 if run is not None:
@@ -117,9 +132,14 @@ class Batch:
             while queue or self._pending():
                 if should_stop():
                     return
-                # Files that need no child are graded at once, in order.
+                # Files that need no child are graded at once, in order. A file sent again after
+                # a worker's death runs alone: should the worker die again, that file was why.
                 while queue and len(self._runs) < self.jobs:
-                    sub = queue.pop(0)
+                    sub = queue[0]
+                    alone = self._tries.get(sub.student, 0) > 0
+                    if self._runs and (alone or any(r.alone for r in self._runs.values())):
+                        break
+                    queue.pop(0)
                     raw, source, instead = read_submission(sub)
                     if source is None:
                         steps = [] if instead is None else unreadable_results(self.lesson, *instead)
@@ -134,8 +154,11 @@ class Batch:
                             source,
                             time.monotonic(),
                             tries=self._tries.get(sub.student, 0) + 1,
+                            alone=alone,
                         )
                     )
+                    if alone:
+                        break
                 with self._cond:
                     if not self._finished and not self._gone and self._runs:
                         self._cond.wait(timeout=0.5)
@@ -163,30 +186,37 @@ class Batch:
             return any(now - run.started > limit for run in self._runs.values())
 
     def _restart(self) -> list[Submission]:
-        """A new worker; the files in flight go again (once), or are graded as the tutor's error."""
+        """The worker died or lost a run: the files in flight go again, each alone (a file that
+        ran beside the cause is never charged for it); one that takes a worker down again while
+        it runs alone is said to be unjudgeable. The next file starts a new worker."""
         with self._cond:
             runs, self._runs = list(self._runs.values()), {}
-        self.worker.close()
+            self._gone = False
+            self._serial += 1  # whatever the old worker still says is not for the new one
+        if self.worker is not None:
+            self.worker.close()
         self.worker = None
         again = []
         for run in runs:
             self._tries[run.sub.student] = run.tries
-            if run.tries == 1:
+            if not run.alone:
                 again.append(run.sub)
             else:
-                self._finished.append((run, harness_error(self.lesson)))
+                with self._cond:
+                    self._finished.append((run, unjudged(self.lesson)))
         return again
 
 
-def harness_error(lesson) -> list[StepResult]:
+def unjudged(lesson) -> list[StepResult]:
+    """A file that took the worker down when it ran alone: the tutor could not judge it."""
     from ..results import Check, Failure, Message
 
     return [
         StepResult(
             s.id,
             "error",
-            [Check("file-loads", "error", Message("failure.harness", {"detail": "worker"}))],
-            Failure("HarnessError", "worker"),
+            [Check("file-loads", "error", Message("failure.unjudged", {"what": "worker"}))],
+            Failure("unjudged", "worker"),
         )
         for s in lesson.checked_steps
     ]

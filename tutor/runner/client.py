@@ -20,6 +20,9 @@ from . import messages
 from .messages import Done, Event, Gone, Ready, StepVerdict
 
 DEFAULT_TIMEOUT = 3.0
+# A learner's file larger than this is not run (check, grade, the app alike): the lessons'
+# solutions are a few KiB, and a 104 MiB file of comments held a class's batch 135 s.
+MAX_SOURCE_BYTES = 1 << 20
 LESSON_DIR_ENV = "ATTN_TUTOR_LESSON_DIR"  # read by worker.main
 SEED_ENV = "ATTN_TUTOR_SEED"  # read by worker.main: the checks' inputs drawn from this seed
 BATCH_ENV = "ATTN_TUTOR_BATCH"  # read by worker.main: kept runs only (`grade`), see Worker.batch
@@ -219,36 +222,71 @@ def check_sources(
     views: bool = True,
 ) -> list[list[StepResult]]:
     """Each (filename, source, steps) in turn through one worker (torch imported once), the
-    verdicts of each run once all have come. views: see Worker."""
-    results: dict[str, StepResult] = {}
-    done = threading.Event()
-    gone: list[Gone] = []
+    verdicts of each run once all have come. views: see Worker.
+    Should the worker die during a run (a tutor bug, never a verdict), the run goes again in a
+    new one; dying again there, its steps without a verdict say the tutor could not judge them
+    (WorkerGone when the run names no steps and none came)."""
+    state: dict = {}
 
     def on_event(event: Event) -> None:
         if isinstance(event, StepVerdict):
-            results[event.result.id] = event.result
+            state["results"][event.result.id] = event.result
         elif isinstance(event, Done):
-            done.set()
+            state["done"].set()
         elif isinstance(event, Gone):
-            gone.append(event)
-            done.set()
+            state["gone"].append(event)
+            state["done"].set()
 
-    worker = Worker(on_event, timeout=timeout, lesson_dir=lesson_dir, views=views)
-    worker.start()
+    def start() -> Worker:
+        worker = Worker(on_event, timeout=timeout, lesson_dir=lesson_dir, views=views)
+        state["gone"] = []
+        worker.start()
+        return worker
+
+    worker = start()
     out: list[list[StepResult]] = []
     try:
         for filename, source, steps in runs:
-            # One run at a time: the worker drops a run when a newer one comes.
-            results, done = {}, threading.Event()
-            worker.submit(lesson_id, filename, source, steps, params)
-            if not gone:  # a worker gone before this run's event existed set only the last one
-                done.wait()
-            if gone and not results:
-                raise WorkerGone(f"the check worker ended (exit code {gone[0].code})")
+            gone = None
+            for _attempt in (1, 2):
+                if worker is None:
+                    worker = start()
+                # One run at a time: the worker drops a run when a newer one comes.
+                state["results"], state["done"] = {}, threading.Event()
+                with contextlib.suppress(WorkerGone):  # the reader thread says "gone"
+                    worker.submit(lesson_id, filename, source, steps, params)
+                if not state["gone"]:
+                    state["done"].wait()
+                if not state["gone"]:
+                    gone = None
+                    break
+                gone = state["gone"][0]
+                worker.close()
+                worker = None  # a new one for the next try, or the next run
+            results = state["results"]
+            if gone is not None:
+                if not steps and not results:
+                    raise WorkerGone(f"the check worker ended (exit code {gone.code})")
+                results = dict(results)
+                for step in steps or []:
+                    results.setdefault(step, unjudged_result(step, "worker"))
             out.append(list(results.values()))
     finally:
-        worker.close()
+        if worker is not None:
+            worker.close()
     return out
+
+
+def unjudged_result(step: str, what: str) -> StepResult:
+    """A step the tutor could not judge: its worker died on it, twice."""
+    from ..results import Check, Failure, Message
+
+    return StepResult(
+        step,
+        "error",
+        [Check("judge", "error", Message("failure.unjudged", {"what": what}))],
+        Failure("unjudged", what),
+    )
 
 
 def unreadable_results(lesson, key: str, params: dict) -> list[StepResult]:
@@ -259,6 +297,22 @@ def unreadable_results(lesson, key: str, params: dict) -> list[StepResult]:
         StepResult(s.id, "error", [Check("file-loads", "error", Message(key, params))])
         for s in lesson.checked_steps
     ]
+
+
+def size_text(n: int) -> str:
+    """A size as people read it: 1 MiB, 104.2 MiB, 980 KiB, 12 bytes."""
+    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if n >= 1 << shift:
+            value = n / (1 << shift)
+            return f"{value:.0f} {unit}" if value == int(value) else f"{value:.1f} {unit}"
+    return f"{n} bytes"
+
+
+def too_large(size: int) -> dict | None:
+    """The message params for a file past MAX_SOURCE_BYTES (failure.too_large), else None."""
+    if size <= MAX_SOURCE_BYTES:
+        return None
+    return {"size": size_text(size), "limit": size_text(MAX_SOURCE_BYTES)}
 
 
 def decode_source(raw: bytes) -> tuple[str | None, dict | None]:
@@ -273,6 +327,9 @@ def decode_source(raw: bytes) -> tuple[str | None, dict | None]:
 def check_file(
     lesson, path: Path, raw: bytes, timeout: float = DEFAULT_TIMEOUT
 ) -> list[StepResult]:
+    big = too_large(len(raw))
+    if big is not None:
+        return unreadable_results(lesson, "failure.too_large", big)
     text, problem = decode_source(raw)
     if text is None:
         return unreadable_results(lesson, "failure.encoding", problem)

@@ -226,48 +226,82 @@ def unpack_payload(payload: bytes) -> tuple[object, bytearray]:
     return message, bytearray(payload[start + (-start % 8) :])
 
 
-def decode(data, blob: bytearray = bytearray()):
+class BadPayload(ValueError):
+    """A payload's tree that encode() could not have made (a frame forged by learner code)."""
+
+
+_MAX_DIMS = 16
+_MAX_DIM = 1 << 40
+
+
+def decode(data, blob: bytearray | None = None, depth: int = 0):
+    """encode()'s tree back, tensors viewing the blob. Raises BadPayload (a ValueError) for
+    anything encode() would not have written: bounded depth, dims and offsets checked."""
+    if blob is None:
+        blob = bytearray()
+    if depth > MAX_DEPTH + 2:
+        raise BadPayload("too deep")
     if isinstance(data, list):
-        return [decode(v, blob) for v in data]
+        return [decode(v, blob, depth + 1) for v in data[: MAX_ITEMS * 4]]
     if not isinstance(data, dict):
         return data
     if "__tensor__" in data:
-        dtype = _DTYPES[data["dtype"]]
-        shape = tuple(int(d) for d in data["shape"])
+        dtype = _DTYPES.get(data.get("dtype")) if isinstance(data.get("dtype"), str) else None
+        shape, offset = data.get("shape"), data.get("__tensor__")
+        if (
+            dtype is None
+            or not isinstance(shape, list)
+            or len(shape) > _MAX_DIMS
+            or not all(type(d) is int and 0 <= d < _MAX_DIM for d in shape)
+            or type(offset) is not int
+        ):
+            raise BadPayload("tensor")
+        shape = tuple(shape)
         count = 1
         for d in shape:
             count *= d
-        offset = int(data["__tensor__"])
         if count == 0:
             return torch.empty(shape, dtype=dtype)
-        if offset < 0 or offset + count * dtype.itemsize > len(blob):
-            raise ValueError("a tensor outside the payload")
+        if offset < 0 or offset % 8 or offset + count * dtype.itemsize > len(blob):
+            raise BadPayload("a tensor outside the payload")
         # A view of the blob, no copy: the judge reads its tensors, never writes them.
         return torch.frombuffer(blob, dtype=dtype, count=count, offset=offset).reshape(shape)
     if "__seq__" in data:
-        items = [decode(v, blob) for v in data["items"]]
-        return (
-            list(items)
-            if data["__seq__"] == "list"
-            else (
-                torch.Size(items)
-                if data["__seq__"] == "torch.Size" and all(isinstance(i, int) for i in items)
-                else tuple(items)
-            )
-        )
+        items = data.get("items")
+        if not isinstance(items, list):
+            raise BadPayload("sequence")
+        items = [decode(v, blob, depth + 1) for v in items[: MAX_ITEMS * 4]]
+        if data["__seq__"] == "list":
+            return items
+        if data["__seq__"] == "torch.Size" and all(
+            type(i) is int and 0 <= i < _MAX_DIM for i in items
+        ):
+            return torch.Size(items)
+        return tuple(items)
     if "__dict__" in data:
+        pairs = data["__dict__"]
+        if not isinstance(pairs, list):
+            raise BadPayload("dict")
         out = {}
-        for k, v in data["__dict__"]:
-            k = decode(k, blob)
+        for pair in pairs[: MAX_ITEMS * 4]:
+            if not isinstance(pair, list) or len(pair) != 2:
+                raise BadPayload("dict item")
+            k = decode(pair[0], blob, depth + 1)
             try:
-                out[k] = decode(v, blob)
+                out[k] = decode(pair[1], blob, depth + 1)
             except TypeError:  # an unhashable key
                 pass
         return out
     if "__opaque__" in data:
         shape = data.get("shape")
-        return Opaque(data["__opaque__"], tuple(shape) if shape is not None else None)
-    return {k: decode(v, blob) for k, v in data.items()}
+        if shape is not None and not (
+            isinstance(shape, list)
+            and len(shape) <= _MAX_DIMS
+            and all(type(d) is int for d in shape)
+        ):
+            shape = None
+        return Opaque(str(data["__opaque__"])[:200], tuple(shape) if shape is not None else None)
+    return {k: decode(v, blob, depth + 1) for k, v in list(data.items())[: MAX_ITEMS * 4]}
 
 
 # ------------------------------------------------------------------ the result frame, child → worker

@@ -125,9 +125,14 @@ class Judge:
                     "failure.harness",
                     {"detail": detail},
                 )
-        verdict = Verdict(source)
         try:
             outputs = codec.decode(report.tree, blob)
+        except (ValueError, TypeError, RecursionError):  # not what the child's encoder writes
+            return messages.failed_step(
+                step, "error", Failure("channel", ""), "failure.channel", {}
+            )
+        verdict = Verdict(source)
+        try:
             spec.judge(
                 verdict, outputs, self.inputs(lesson), JudgeContext(source, report.kernels, views)
             )
@@ -141,3 +146,14 @@ class Judge:
             return StepResult(step, "error", verdict.checks, visuals=verdict.visuals)
         status = "pass" if verdict.passed() and verdict.checks else "fail"
         return StepResult(step, status, verdict.checks, visuals=verdict.visuals)
+
+
+def unjudged(step: str, exc: BaseException) -> StepResult:
+    """The verdict of a step the judge failed on (judge_main): an error, said as the tutor's."""
+    try:
+        detail = f"{type(exc).__name__}: {str(exc)[:300]}"
+    except Exception:
+        detail = type(exc).__name__
+    return StepResult(
+        step, "error", [Check("judge", "error", Message("failure.judge", {"detail": detail}))]
+    )

@@ -540,11 +540,15 @@ def _mentions_a_kernel(source: str) -> bool:
 def _parsed(source: str):
     """(tree, its bound names), or None: a file's steps are judged one after another, and
     parsing it again for each was a fifth of the judge's time in `grade`."""
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
+    from .source_kit import parse_source
+
+    tree = parse_source(source)
+    if tree is None:
         return None
-    return tree, _bound_names(tree)
+    try:
+        return tree, _bound_names(tree)
+    except RecursionError:
+        return None
 
 
 @functools.lru_cache(maxsize=8)

@@ -22,10 +22,24 @@ class Malformed(ValueError):
     """Bytes that parse as JSON but are none of the messages below."""
 
 
+# What a child's report may hold: it comes through a pipe learner code can write to.
+MAX_TEXT = 8000  # characters of one string (describe_exception's are far shorter)
+MAX_FRAMES = 64
+
+
 def _str(value, what: str) -> str:
     if not isinstance(value, str):
         raise Malformed(what)
-    return value
+    return value[:MAX_TEXT]
+
+
+def _line(value):
+    """A frame's line: a number (bool is not one), or "?" for what is none."""
+    if type(value) is int and 0 <= value < 1 << 31:
+        return value
+    if value is None or (isinstance(value, str) and len(value) <= 12):
+        return value
+    raise Malformed("line")
 
 
 # ------------------------------------------------------------------ a child's report
@@ -52,8 +66,8 @@ class LearnerFailure:
             raise Malformed("frames")
         try:
             frames = [
-                Frame(f["line"], _str(f["function"], "function"), _str(f["code"], "code"))
-                for f in frames
+                Frame(_line(f["line"]), _str(f["function"], "function"), _str(f["code"], "code"))
+                for f in frames[:MAX_FRAMES]
             ]
         except (KeyError, TypeError) as exc:
             raise Malformed("frame") from exc
@@ -170,15 +184,18 @@ def report_from_json(d) -> Report:
         if not isinstance(foreign, dict):
             raise Malformed("foreign")
         # str(): as the judge always showed them, whatever a forged frame put there
-        return Foreign(str(foreign.get("name", "")), str(foreign.get("origin", "?")))
+        return Foreign(
+            str(foreign.get("name", ""))[:MAX_TEXT], str(foreign.get("origin", "?"))[:MAX_TEXT]
+        )
     if "failure" in d:
         return Raised(LearnerFailure.from_dict(d["failure"]), bool(d.get("todo")))
     if "harness_error" in d:
         return HarnessError(_str(d["harness_error"], "harness_error"))
     if "outputs" in d:
         kernels = d.get("kernels", [])
-        if not isinstance(kernels, list):
+        if not isinstance(kernels, list) or not all(isinstance(k, str) for k in kernels):
             raise Malformed("kernels")
+        kernels = [k[:200] for k in kernels[:64]]
         return Outputs(d["outputs"], kernels)
     raise Malformed("report")
 
@@ -241,6 +258,8 @@ def learner_failure_message(error: LearnerFailure, fn: str | None) -> tuple[str,
             from .pids_cgroup import LIMIT
 
             params["limit"] = LIMIT
+            if not failure.frames:  # the harness could not start the step: the code holds them all
+                key = "failure.too_many_processes_held"
         elif error.confined == "file_size":
             from .disk_quota import file_bytes
 

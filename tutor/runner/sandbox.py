@@ -747,9 +747,26 @@ def _flush(streams: tuple) -> None:
             stream.flush()
 
 
+# What the harness's own thread or process start raises once the learner's code holds every
+# thread or process it may have (faulthandler's watchdog, a pool): the learner's, not ours.
+_NO_THREADS = ("can't start new thread", "unable to start watchdog thread")
+
+
+def _out_of_threads(exc: BaseException) -> bool:
+    if isinstance(exc, BlockingIOError):
+        return True  # EAGAIN from clone: the pids bound, or RLIMIT_NPROC
+    try:
+        return type(exc) is RuntimeError and any(m in _text(exc) for m in _NO_THREADS)
+    except Exception:
+        return False
+
+
 def _harness_failure(exc: BaseException) -> messages.Report:
     if probe_kit.is_out_of_memory(exc):
         return messages.Raised(messages.LearnerFailure(messages.Failure("MemoryError", "")))
+    if _out_of_threads(exc):
+        failure = messages.Failure(type(exc).__name__, _text(exc, 300))
+        return messages.Raised(messages.LearnerFailure(failure, confined="processes"))
     return messages.HarnessError(f"{type(exc).__name__}: {_text(exc, 300)}")
 
 
@@ -775,14 +792,20 @@ def _write_all(fd: int, data: bytes) -> None:
 
 # ------------------------------------------------------------------ read by the worker
 
-_DUMP_FRAME = re.compile(r'^\s+File "(.*)", line (\d+) in (.+)$')
+# The dump comes from the child, so anything may be in it: a line number is read only when it
+# has at most 9 digits (int() of a long digit string raises), and a line is read at most so far.
+_DUMP_FRAME = re.compile(r'^\s+File "(.*)", line (\d{1,9}) in (.+)$')
+_DUMP_LINE = 4096  # chars of a dump line looked at: faulthandler's own are far shorter
 
 
 def dumped_frames(text: str, filename: str, source: str) -> tuple[list[dict], bool]:
     """The learner's frames, innermost last, from the faulthandler report a child left before
     its frame (crash or timeout); and whether that stack was a runaway recursion."""
     blocks, block = [], None
+    if not isinstance(text, str):
+        return [], False
     for line in text.splitlines():
+        line = line[:_DUMP_LINE]
         if line.startswith(("Thread 0x", "Current thread 0x", "Stack (")):
             block = []
             blocks.append(block)
@@ -798,8 +821,8 @@ def dumped_frames(text: str, filename: str, source: str) -> tuple[list[dict], bo
         m = _DUMP_FRAME.match(line)
         if m and m.group(1) == filename:
             n = int(m.group(2))
-            code = lines[n - 1].rstrip() if 0 < n <= len(lines) else ""
-            frames.append({"line": n, "function": m.group(3), "code": code})
+            code = lines[n - 1].rstrip()[:_DUMP_LINE] if 0 < n <= len(lines) else ""
+            frames.append({"line": n, "function": m.group(3)[:200], "code": code})
     runaway = len(frames) >= 50 and any(line.strip() == "..." for line in main)
     return frames[-8:], runaway
 

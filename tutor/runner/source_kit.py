@@ -94,12 +94,29 @@ class Found:
     code: str
 
 
+# The child compiles the learner's file at sandbox.RECURSION_LIMIT; the judge must parse any
+# file the child accepted (a 3,000-term expression needs more than Python's default 1,000).
+PARSE_RECURSION_LIMIT = 4000
+
+
+def parse_source(source: str):
+    """The file's tree, or None for a file the judge cannot read as Python (a source that is
+    too deep even so is judged by its outputs alone, never a crash of the judge)."""
+    import sys
+
+    limit = sys.getrecursionlimit()
+    try:
+        sys.setrecursionlimit(max(limit, PARSE_RECURSION_LIMIT))
+        return ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    finally:
+        sys.setrecursionlimit(limit)
+
+
 @functools.lru_cache(maxsize=8)
 def _parse(source: str):
-    try:
-        return ast.parse(source)
-    except (SyntaxError, ValueError):
-        return None
+    return parse_source(source)
 
 
 def qualified_name(source: str, line: int, function: str) -> str | None:

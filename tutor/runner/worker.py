@@ -43,6 +43,7 @@ import psutil
 
 from ..results import Failure, Frame, StepResult
 from . import disk_quota, landlock, leftovers, messages, pids_cgroup
+from .client import too_large
 from .platform_probe import probe
 from .syscalls import PR_SET_CHILD_SUBREAPER, PR_SET_DUMPABLE, PR_SET_PDEATHSIG
 
@@ -55,6 +56,8 @@ QUIET_AFTER_RUN = 0.15  # s between a run's last verdict and forking new spares
 SHUTDOWN_GRACE = 2.0  # s at most to reap every child on the way out
 TICK = 0.05  # s: how often the memory of running children is read, and leftovers swept
 MEMORY_SLACK = 256 << 20  # RSS above the RLIMIT_DATA budget before the watchdog kills
+JUDGE_DEATHS = 2  # judges a step may cost (see judge_died) before it is said to be unjudgeable
+JUDGE_LIMIT = 60.0  # s a judge may spend on one step (~0.1 s is usual) before it is killed
 TIMEOUT_DUMP = "Timeout ("  # how faulthandler.dump_traceback_later starts its report
 MEMORY_NEAR = (
     0.5  # a step that times out holding this share of its memory budget is said to use too much
@@ -159,11 +162,17 @@ def recv_frame(sock: socket.socket):
 
 
 def judge_main(sock: socket.socket, modules: dict, own_keys: dict) -> None:
+    import sys
+
     import torch
 
-    from .judge import Judge
+    from .judge import Judge, unjudged
+    from .source_kit import PARSE_RECURSION_LIMIT
 
     torch.set_num_threads(1)
+    # Any file the child compiled (at sandbox.RECURSION_LIMIT) parses here too, in the kit's
+    # parse and in a lesson's checks alike.
+    sys.setrecursionlimit(PARSE_RECURSION_LIMIT)
     judge = Judge(modules, own_keys)
     while True:
         try:
@@ -171,8 +180,16 @@ def judge_main(sock: socket.socket, modules: dict, own_keys: dict) -> None:
             payload = recv_raw(sock)
         except EOFError:
             os._exit(0)
-        result = judge.verdict(req.lesson, req.step, payload, req.source, req.views)
-        send_frame(sock, messages.JudgeReply(req.job, result).to_json())
+        # Whatever a child's data makes of the judge, it answers: a verdict that says it could
+        # not judge this step, never its own death (that would cost the steps queued behind).
+        try:
+            result = judge.verdict(req.lesson, req.step, payload, req.source, req.views)
+            reply = messages.JudgeReply(req.job, result).to_json()
+            data = json.dumps(reply).encode()
+        except Exception as exc:
+            reply = messages.JudgeReply(req.job, unjudged(req.step, exc)).to_json()
+            data = json.dumps(reply).encode()
+        sock.sendall(struct.pack("!I", len(data)) + data)
 
 
 # ------------------------------------------------------------------ process information
@@ -302,13 +319,18 @@ def add_clipped(part: list, data) -> None:
 
 @dataclass
 class Judging:
-    """A step's child data, sent to the judge; the verdict is reported when it comes back."""
+    """A step's child data, sent to the judge; the verdict is reported when it comes back.
+    The request and payload are kept until then: should the judge die, it is sent again."""
 
     gen: int
     step: str
     started: float
     output: str
     dropped: int  # bytes of output before the tail
+    request: dict = field(default_factory=dict)
+    payload: bytes = b""
+    sent: float = 0.0  # when this judge was sent it
+    deaths: int = 0  # judges that died while this was the one they were judging
 
 
 class Worker:
@@ -757,6 +779,18 @@ class Worker:
             return
         self.lesson_in_use = lesson
         steps = [s for s in self.modules[lesson].STEPS if not req.get("steps") or s in req["steps"]]
+        big = too_large(len(str(req.get("source", "")).encode("utf-8", "replace")))
+        if big is not None:  # the clients say so before sending; a file this large is not run
+            self.pending_steps[gen] = set(steps)
+            for step in steps:
+                failure = Failure("too_large", big["size"])
+                result = messages.failed_step(
+                    step, "error", failure, "failure.too_large", big, check="file-loads"
+                )
+                self.report(gen, step, time.monotonic(), ("", 0), result)
+            if not steps:
+                self.emit(messages.Done(gen))
+            return
         self.pending_steps[gen] = set(steps)
         checked = (
             {s.id for s in self.lessons[lesson].checked_steps} if lesson in self.lessons else set()
@@ -984,16 +1018,12 @@ class Worker:
     ) -> None:
         key = self.next_judging
         self.next_judging += 1
-        self.judging[key] = Judging(job.gen, step, started, *output)
+        request = messages.JudgeRequest(key, job.lesson, step, job.source, job.views).to_json()
+        item = Judging(job.gen, step, started, *output, request, payload, time.monotonic())
+        self.judging[key] = item
         try:
-            send_frame(
-                self.judge_sock,
-                messages.JudgeRequest(key, job.lesson, step, job.source, job.views).to_json(),
-                payload,
-            )
-        except (
-            OSError
-        ):  # the judge died: it is restarted, and this step reported as the tutor's fault
+            self.resend(key, item)
+        except OSError:  # the judge died: it is restarted, and this step sent to it again
             self.judge_died()
 
     def report_death(self, job: Job) -> None:
@@ -1089,6 +1119,10 @@ class Worker:
         except (EOFError, OSError):
             self.judge_died()
             return
+        except Exception:  # a reply we cannot read (the judge is broken): as if it had died
+            self.kill_pid(self.judge_pid or 0)
+            self.judge_died()
+            return
         pending = self.judging.pop(reply.job, None)
         if pending is None or pending.gen < self.current_gen:
             return  # superseded while the judge worked on it
@@ -1120,16 +1154,55 @@ class Worker:
             self.report(gen, step, time.monotonic(), ("", 0), dataclasses.replace(result, id=step))
 
     def judge_died(self) -> None:
-        self.sel.unregister(self.judge_sock)
-        self.judge_sock.close()
-        pending, self.judging = self.judging, {}
-        for item in pending.values():
-            if item.gen >= self.current_gen:
-                result = messages.failed_step(
-                    item.step, "error", None, "failure.harness", {"detail": "judge"}, check="judge"
-                )
-                self.report(item.gen, item.step, item.started, (item.output, item.dropped), result)
-        self.start_judge()
+        """A new judge, and every step the dead one held sent to it again: a judge's death is
+        never a verdict. The step it was judging (the oldest: it answers in order) is the likely
+        cause; one that has now cost JUDGE_DEATHS judges is said to be unjudgeable, alone."""
+        for _ in range(JUDGE_DEATHS + 1):
+            with contextlib.suppress(KeyError, ValueError):
+                self.sel.unregister(self.judge_sock)
+            self.judge_sock.close()
+            if self.judge_pid:
+                self.kill_pid(self.judge_pid)
+            pending = sorted((k, j) for k, j in self.judging.items() if j.gen >= self.current_gen)
+            self.judging = dict(pending)
+            if pending:
+                pending[0][1].deaths += 1
+            self.start_judge()
+            try:
+                for key, item in pending:
+                    if item.deaths >= JUDGE_DEATHS:
+                        del self.judging[key]
+                        self.report_unjudged(item, "judge")
+                    else:
+                        self.resend(key, item)
+                return
+            except OSError:
+                continue  # the new judge died at once: again, the oldest step counted
+        for key, item in sorted(self.judging.items()):  # no judge would start
+            del self.judging[key]
+            self.report_unjudged(item, "judge")
+
+    def report_unjudged(self, item: Judging, what: str) -> None:
+        result = messages.failed_step(
+            item.step,
+            "error",
+            Failure("unjudged", what),
+            "failure.unjudged",
+            {"what": what},
+            check="judge",
+        )
+        self.report(item.gen, item.step, item.started, (item.output, item.dropped), result)
+
+    def resend(self, key: int, item: Judging) -> None:
+        item.sent = time.monotonic()
+        send_frame(self.judge_sock, item.request, item.payload)
+
+    def judge_overdue(self) -> float | None:
+        """When the step the judge works on now has had JUDGE_LIMIT: then it is killed (a judge
+        looping on a child's data would hold every later verdict)."""
+        if not self.judging:
+            return None
+        return min(j.sent for j in self.judging.values()) + JUDGE_LIMIT
 
     def on_stdin(self) -> None:
         try:
@@ -1181,6 +1254,11 @@ class Worker:
             if len(self.spares) < SPARES and not self.jobs and not self.judging:
                 until_quiet = max(0.0, self.quiet_until - time.monotonic())
                 wait = until_quiet if wait is None else min(wait, until_quiet)
+            overdue = self.judge_overdue()
+            if overdue is not None:
+                if time.monotonic() >= overdue and self.judge_pid:
+                    self.kill_pid(self.judge_pid)  # its socket's EOF: judge_died
+                wait = TICK if wait is None else min(wait, TICK)
             for key, _ in self.sel.select(wait):
                 kind, job_id = key.data
                 if kind == "signal":
