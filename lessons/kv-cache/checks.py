@@ -606,14 +606,18 @@ def probe_generate(ctx, inputs):
         alive.append(own)
         if own is not None:
             own.forward_cached = reference_step(own)
-            got["alone"] = bare(ctx.call(lambda x: gen(own, x), case["x"]))
+            got["alone"] = bare(ctx.call(lambda x, own=own: gen(own, x), case["x"]))
         # The learner's run: the primary call only while generate may still be `todo`.
         todo = own is None or (got["alone"].get("error") or {}).get("kind") == "NotImplementedError"
         rec = Recorder(layer, case["x"])
-        got["call"] = bare(ctx.call(lambda x: gen(layer, x), case["x"], primary=i == 0 and todo))
+        got["call"] = bare(
+            ctx.call(lambda x, layer=layer: gen(layer, x), case["x"], primary=i == 0 and todo)
+        )
         got["log"] = rec.log()
         if i == 0:  # a new sequence on the same layer: nothing may be kept from the first
-            got["again"] = bare(ctx.call(lambda x: gen(layer, x), inputs["again"]["x"]))
+            got["again"] = bare(
+                ctx.call(lambda x, layer=layer: gen(layer, x), inputs["again"]["x"])
+            )
         out.append(got)
     return {"cases": out}
 
@@ -1259,13 +1263,13 @@ def probe_cost(ctx, inputs):
     for i, T in enumerate(lengths_up_to(s["t_max"])):
         if time.monotonic() > deadline or B * flops_recompute(T, d) > COST_LIMIT:
             break
-        made = ctx.call(lambda: cls(d, d, H, T).eval(), primary=i == 0)
+        made = ctx.call(lambda T=T: cls(d, d, H, T).eval(), primary=i == 0)
         if "error" in made:
             break
         layer = made["value"]
         x = torch.randn(B, T, d, generator=g)
-        cached = ctx.call(lambda: timed(lambda: gen(layer, x)))
-        full = ctx.call(lambda: timed(lambda: recompute(layer, x)))
+        cached = ctx.call(lambda layer=layer, x=x: timed(lambda: gen(layer, x)))
+        full = ctx.call(lambda layer=layer, x=x: timed(lambda: recompute(layer, x)))
         measured.append([T, cached.get("value"), full.get("value")])
     return {"settings": s, "measured": measured}
 

@@ -474,10 +474,8 @@ def other_sizes(v, calls, cases, sizes, names, judge_case):
 def weights_in(call, shape):
     """The weights of an (out, weights) pair, when they have the shape to be drawn."""
     value = call.get("value")
-    if isinstance(value, tuple) and len(value) == 2 and isinstance(value[1], torch.Tensor):
-        if tuple(value[1].shape) == tuple(shape):
-            return value[1]
-    return None
+    pair = isinstance(value, tuple) and len(value) == 2 and isinstance(value[1], torch.Tensor)
+    return value[1] if pair and tuple(value[1].shape) == tuple(shape) else None
 
 
 def judge_called_again(v, fn, call, case, size, judge_case):
@@ -624,7 +622,7 @@ def judge_leakage_case(v, calls, case, size):
             what="out",
             count=bad[1] if bad else 0,
             where=shape_str(bad[0]) if bad else "",
-            likely=lambda: (
+            likely=lambda value=value: (
                 diagnose_weights(value[1], case["x"], *case["W"])
                 if isinstance(value[1], torch.Tensor) and value[1].shape == (B, T, T)
                 else msg("likely.unknown")
@@ -937,7 +935,7 @@ def probe_multi(ctx, inputs):
     cases = []
     for i, (size, case) in enumerate(zip(MULTI_SIZES, inputs["multi"], strict=False)):
         d_in, d_out = size[:2]
-        made = ctx.call(lambda: build(cls, size), primary=i == 0)
+        made = ctx.call(lambda size=size: build(cls, size), primary=i == 0)
         if "error" in made:
             cases.append({"made": made})
             continue
@@ -966,7 +964,7 @@ def probe_multi(ctx, inputs):
         out["prefix"] = ctx.call(
             module, case["x_prefix"], dropout=True
         )  # the same layer, a shorter input
-        out["state"] = ctx.call(lambda: state_of(module)).get("value")
+        out["state"] = ctx.call(lambda m=module: state_of(m)).get("value")
         out["module_state"] = [before, ctx.call(lambda m=module: module_state(m)).get("value")]
         load_weights(module, inputs["multi_again"]["w"])
         out["new_weights"] = ctx.call(
@@ -984,7 +982,9 @@ def probe_multi(ctx, inputs):
         traced = ctx.call(lambda: build(cls, TRACE_SIZE))
         if "value" in traced:
             out["trace"] = ctx.call(
-                lambda x: traced_forward(traced["value"], x), inputs["trace_x"], dropout=True
+                lambda x, traced=traced: traced_forward(traced["value"], x),
+                inputs["trace_x"],
+                dropout=True,
             )
         out["leak_map"] = probe_leak_map(
             ctx, module, case["x"], inputs["leak_delta"]["multi"], dropout=True
@@ -992,7 +992,9 @@ def probe_multi(ctx, inputs):
     counts = {}
     if "CausalMultiHeadAttention" in vars(ctx.module):
         for heads in (1, 4):
-            made = ctx.call(lambda: sum(p.numel() for p in cls(8, 8, heads, 16).parameters()))
+            made = ctx.call(
+                lambda heads=heads: sum(p.numel() for p in cls(8, 8, heads, 16).parameters())
+            )
             counts[heads] = made.get("value")
     return {"cases": cases, "counts": counts}
 
@@ -1396,7 +1398,7 @@ def judge_dropout(v, case, inp, size):
                 p=DROPOUT_P,
                 err=err,
                 where=shape_str(where),
-                likely=lambda: diagnose_dropout(
+                likely=lambda call=call, mode=mode: diagnose_dropout(
                     call.get("dropouts") or [], mode, inp["x"].shape, H
                 ),
             )
@@ -1939,7 +1941,9 @@ def probe_memory(ctx, inputs):
         if batch * heads * T * T > MEASURE_LIMIT or time.monotonic() > deadline:
             break
         width = 4 * heads  # the head width does not change the size of the scores
-        made = ctx.call(lambda: cls(width, width, heads, T).to(dtype).eval())
+        made = ctx.call(
+            lambda width=width, heads=heads, T=T: cls(width, width, heads, T).to(dtype).eval()
+        )
         if "error" in made:
             break
         x = torch.randn(batch, T, width, generator=g).to(dtype)

@@ -710,9 +710,11 @@ def test_wrong_function_fails_with_its_cause(run, replace, header, expect):
 
 
 def test_a_memo_keyed_on_the_values_is_correct(run):
+    # Keyed on every value: a key on x.sum() alone is a wrong memo (two inputs with one sum
+    # share an entry), which the leakage map's one-token changes now catch.
     replace = ca(
         """
-key = (x.sum().item(), Wq.sum().item(), tuple(x.shape))
+key = (x.detach().numpy().tobytes(), Wq.detach().numpy().tobytes(), tuple(x.shape))
 if key not in _memo:
     weights = torch.softmax(scores.masked_fill(future, float("-inf")), dim=-1)
     _memo[key] = (weights @ v, weights)

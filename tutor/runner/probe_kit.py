@@ -320,7 +320,10 @@ def probe_leak_map(
         outs = []
         for changed in changes:
             _SOFTMAX_OUT.clear()  # as at the start of a call of its own: compiled code guards on it
-            outs.append(fn(changed, *args))
+            # Each call gets its own copy of the other inputs: code that changes one in place
+            # would otherwise feed the next call another input, which reads as a leak.
+            fresh = [_clone(_detach(a)) if isinstance(a, torch.Tensor) else a for a in args]
+            outs.append(fn(changed, *fresh))
         return [pick(o) for o in outs] if pick else outs
 
     call = ctx.call(every_change, *rest, **how)
