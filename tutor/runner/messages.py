@@ -13,7 +13,7 @@ process imports the worker's events from here (client.py).
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
-from typing import Any, ClassVar, Union
+from typing import Any, ClassVar
 
 from ..results import Check, Failure, Frame, Message, StepResult
 
@@ -167,7 +167,7 @@ class Outputs:
         return {"outputs": self.tree, "kernels": self.kernels}
 
 
-Report = Union[ImportFailed, Missing, Foreign, Raised, HarnessError, Outputs]
+Report = ImportFailed | Missing | Foreign | Raised | HarnessError | Outputs
 
 
 def report_from_json(d) -> Report:
@@ -388,7 +388,7 @@ class Gone:
     type: ClassVar[str] = "gone"
 
 
-Event = Union[Ready, StepVerdict, Done, RunError, Pong, Stats, Gone]
+Event = Ready | StepVerdict | Done | RunError | Pong | Stats | Gone
 _EVENTS = {cls.type: cls for cls in (Ready, Done, RunError, Pong, Stats)}
 
 

@@ -587,7 +587,7 @@ def serve_one(
     try:
         os.setpgid(0, 0)
         job_fd, result_fd, marks_fd = _arrange_fds(job_fd, result_fd, output_fd)
-        sys.stdin = open(os.devnull)
+        sys.stdin = open(os.devnull)  # noqa: SIM115 (the child's stdin for good)
         sys.stdout = os.fdopen(1, "w", buffering=1, errors="replace", closefd=False)
         sys.stderr = os.fdopen(2, "w", buffering=1, errors="replace", closefd=False)
         # A crash or a hang leaves a traceback before the frame: the worker shows the learner's line.
@@ -644,7 +644,7 @@ def _warm_up(warm, checks_modules: dict, inputs: dict, job_fd: int | None = None
     rng = torch.get_rng_state()  # the reference's modules draw their initial weights from it
     quiet = None
     try:
-        quiet = sys.stdout = sys.stderr = open(os.devnull, "w")
+        quiet = sys.stdout = sys.stderr = open(os.devnull, "w")  # noqa: SIM115 (closed below)
         for lesson, filename, source, code, steps in warm:
             for step in steps:
                 if job_fd is not None and select.select([job_fd], [], [], 0)[0]:
