@@ -36,6 +36,7 @@ from ..render.wrap import Wrapped
 from ..results import StepResult
 from ..runner.client import Worker, WorkerGone, decode_source, unreadable_results
 from ..runner.messages import Done, Event, Gone, Ready, StepVerdict
+from ..safe_text import one_line, visible
 from ..store import AnswerSheet, Section, Store
 from ..watch import FileWatcher, WatchError
 from .trace import digest, trace
@@ -391,9 +392,13 @@ class TutorApp(App):
 
     def shown_path(self) -> str:
         try:
-            return str(self.path.relative_to(Path.cwd()))
+            return one_line(self.path.relative_to(Path.cwd()))
         except ValueError:
-            return str(self.path)
+            return one_line(self.path)
+
+    def notify(self, message: str, **kwargs) -> None:
+        # A toast says an error's text (a file name, an OS message): shown, never sent raw.
+        super().notify(visible(message), **kwargs)
 
     def render_title(self) -> None:
         lesson = self.lesson
