@@ -8,6 +8,7 @@ OUT/junit.xml                     a testsuite per student, a testcase per step
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import json
@@ -28,11 +29,17 @@ def safe_name(student: str) -> str:
 
 
 def write_text(path: Path, text: str) -> None:
-    """Whole or not at all: an interrupted run never leaves half a file."""
+    """Whole or not at all: an interrupted run or a full disk never leaves half a file (the
+    file of an earlier run stays as it was)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text, encoding="utf-8", newline="")
-    os.replace(tmp, path)
+    try:
+        tmp.write_text(text, encoding="utf-8", newline="")
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            tmp.unlink()  # its blocks back, on a full disk
+        raise
 
 
 def dumps(obj) -> str:
@@ -176,17 +183,28 @@ def junit_xml(lesson, records: list[dict], lang: str) -> str:
     return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
 
 
-def write_all(out: Path, lesson, records: list[dict], lang: str) -> None:
-    """Every file made from the records (their JSONs are written as each student is graded)."""
+def write_all(out: Path, lesson, records: list[dict], lang: str) -> list[tuple[Path, OSError]]:
+    """Every file made from the records (their JSONs are written as each student is graded),
+    each on its own: one that cannot be written (a full disk) costs that file only. Returns
+    those not written, with why."""
     from .report import class_report, report_html, report_md
 
-    write_text(out / "grades.csv", grades_csv(lesson, records))
+    failed: list[tuple[Path, OSError]] = []
+
+    def write(path: Path, make) -> None:
+        try:
+            write_text(path, make())
+        except OSError as exc:
+            failed.append((path, exc))
+
+    write(out / "grades.csv", lambda: grades_csv(lesson, records))
     for r in records:
-        write_text(
+        write(
             out / "gradescope" / safe_name(r["student"]) / "results.json",
-            dumps(gradescope(lesson, r, lang)),
+            lambda r=r: dumps(gradescope(lesson, r, lang)),
         )
-    write_text(out / "junit.xml", junit_xml(lesson, records, lang))
+    write(out / "junit.xml", lambda: junit_xml(lesson, records, lang))
     rep = class_report(lesson, records)
-    write_text(out / "report.md", report_md(lesson, rep, lang))
-    write_text(out / "report.html", report_html(lesson, rep, lang))
+    write(out / "report.md", lambda: report_md(lesson, rep, lang))
+    write(out / "report.html", lambda: report_html(lesson, rep, lang))
+    return failed
