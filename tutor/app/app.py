@@ -39,6 +39,7 @@ from ..runner.messages import Done, Event, Gone, Ready, StepVerdict
 from ..safe_text import one_line, visible
 from ..store import AnswerSheet, Section, Store
 from ..watch import FileWatcher, WatchError
+from . import terminal_guard
 from .trace import digest, trace
 from .trace import enabled as trace_enabled
 from .widgets import DocScroll, DrawnOnce, Footer, Progress, ScrollingStatic, StepList, step_extra
@@ -231,8 +232,12 @@ class TutorApp(App):
             self.call_after_refresh(self.watch_file, watcher)
             self.call_after_refresh(threading.Thread(target=load_syntax, daemon=True).start)
         # A closed SSH link (SIGHUP) or a kill (SIGTERM) ends the app like q does:
-        # terminal restored, worker stopped, progress saved.
+        # terminal restored, worker stopped, progress saved; and, however the terminal
+        # behaves, within terminal_guard's deadline.
         loop = asyncio.get_running_loop()
+        if terminal_guard.installed:
+            terminal_guard.watch(self, loop)
+            return
         for sig in (signal.SIGTERM, signal.SIGHUP):
             try:
                 loop.add_signal_handler(sig, self.exit)
@@ -251,6 +256,8 @@ class TutorApp(App):
         self.closing = (
             True  # late worker events and timer ticks must not touch a screen being torn down
         )
+        if terminal_guard.installed:
+            terminal_guard.DEADLINE.arm(terminal_guard.QUIT_GRACE)  # a quit ends, whatever
         super().exit(*args, **kwargs)
 
     def on_unmount(self) -> None:
