@@ -44,6 +44,18 @@ os.waitpid(pid, 0)
 """
 
 
+_started: list[psutil.Process] = []
+
+
+@pytest.fixture(autouse=True)
+def nothing_left_by_a_failure():
+    """A test that fails before its app is gone kills what it started."""
+    yield
+    for p in _started:
+        with_kill(p)
+    _started.clear()
+
+
 def start(tmp_path: Path, wrapped: bool = False) -> tuple[int, int]:
     pid, fd = pty.fork()
     if pid == 0:
@@ -66,6 +78,7 @@ def ready(pid: int, fd: int) -> list[psutil.Process]:
         screen += read_for(fd, 0.2)
         procs = psutil.Process(pid).children(recursive=True)
         if b"checks ready" in screen and len(procs) >= 3:
+            _started.extend([psutil.Process(pid), *procs])
             return procs
     pytest.fail("the app never reported the checker ready")
 
