@@ -266,7 +266,9 @@ def cmd_check(args, lang: str) -> int:
     try:
         steps = check_file(lesson, path, raw, timeout=timeout)
     except WorkerGone as exc:
-        print(t("cli.worker_failed", lang, detail=exc), file=sys.stderr)
+        from .safe_text import visible
+
+        print(t("cli.worker_failed", lang, detail=visible(exc)), file=sys.stderr)
         return 3
     from .report import check_object, summary_counts
     from .runner.platform_probe import describe_off, probe
@@ -277,7 +279,9 @@ def cmd_check(args, lang: str) -> int:
         probe().off()
     )  # the worker ran with what this probe finds (same machine, same environment)
     if args.json:
-        print(json.dumps(check_object(lesson, path, steps, lang, off), ensure_ascii=False))
+        from .safe_text import json_text  # DEL, C1 and bidi controls escaped too
+
+        print(json_text(check_object(lesson, path, steps, lang, off)))
     else:
         from .cli_text import print_report
 
@@ -503,7 +507,9 @@ def main(argv: list[str] | None = None) -> int:
             _lesson(args.lesson, lang)
         return cmd_app(args, lang_cli)
     except UsageError as exc:
-        print(f"attn-tutor: {exc}", file=sys.stderr)
+        from .safe_text import one_line  # a path or a student id can be anything
+
+        print(f"attn-tutor: {one_line(exc)}", file=sys.stderr)
         return 2
 
 

@@ -16,6 +16,7 @@ from .report import (
     output_dropped_note,
     summary_counts,
 )
+from .safe_text import one_line, visible
 
 _COLOURS = {"pass": "32", "fail": "31", "error": "31", "timeout": "33", "todo": "2"}
 
@@ -38,7 +39,7 @@ def _said(check, lang: str) -> str:
 
 def print_report(lesson, path, steps, lang: str) -> None:
     print(f"{lesson.id} · {lesson.title[lang]}")
-    print(f"{path}")
+    print(one_line(path))
     print()
     broken = file_error(steps)
     if broken is not None:
@@ -73,5 +74,5 @@ def _print_details(step, lang: str, indent: str) -> None:
         note = output_dropped_note(step, lang)
         if note:
             print(f"{indent}  {note}")
-        for line in step.output.strip().splitlines()[-5:]:
+        for line in visible(step.output.strip()).splitlines()[-5:]:
             print(f"{indent}  {line}")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from .i18n import catalog, t
 from .results import Check, Failure, StepResult
+from .safe_text import visible, visible_params
 
 MARKS = {"pass": "✓", "fail": "✗", "error": "✗", "timeout": "⧗", "todo": "○", "running": "…"}
 
@@ -16,7 +17,8 @@ def check_text(check: Check, lang: str, cli: bool = False) -> str:
     key = check.message.key
     if cli and f"{key}_cli" in catalog(lang):
         key = f"{key}_cli"
-    return t(key, lang, **check.message.params)
+    # The parameters carry the learner's text (an exception's message): shown, never sent raw.
+    return t(key, lang, **visible_params(check.message.params))
 
 
 def failure_lines(failure: Failure | None, lang: str) -> list[str]:
@@ -24,11 +26,11 @@ def failure_lines(failure: Failure | None, lang: str) -> list[str]:
     if failure is None:
         return []
     if failure.caret:
-        return failure.caret.splitlines()
+        return visible(failure.caret).splitlines()
     lines = []
     for frame in failure.frames:
-        lines.append(t("report.frame", lang, line=frame.line, function=frame.function))
-        lines.append(f"    {frame.code.strip()}")
+        lines.append(t("report.frame", lang, line=frame.line, function=visible(frame.function)))
+        lines.append(f"    {visible(frame.code.strip())}")
     return lines
 
 

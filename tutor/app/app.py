@@ -36,8 +36,10 @@ from ..render.wrap import Wrapped
 from ..results import StepResult
 from ..runner.client import Worker, WorkerGone, decode_source, too_large, unreadable_results
 from ..runner.messages import Done, Event, Gone, Ready, StepVerdict
+from ..safe_text import one_line, visible
 from ..store import AnswerSheet, Section, Store
 from ..watch import FileWatcher, WatchError
+from . import terminal_guard
 from .trace import digest, trace
 from .trace import enabled as trace_enabled
 from .widgets import DocScroll, DrawnOnce, Footer, Progress, ScrollingStatic, StepList, step_extra
@@ -230,8 +232,12 @@ class TutorApp(App):
             self.call_after_refresh(self.watch_file, watcher)
             self.call_after_refresh(threading.Thread(target=load_syntax, daemon=True).start)
         # A closed SSH link (SIGHUP) or a kill (SIGTERM) ends the app like q does:
-        # terminal restored, worker stopped, progress saved.
+        # terminal restored, worker stopped, progress saved; and, however the terminal
+        # behaves, within terminal_guard's deadline.
         loop = asyncio.get_running_loop()
+        if terminal_guard.installed:
+            terminal_guard.watch(self, loop)
+            return
         for sig in (signal.SIGTERM, signal.SIGHUP):
             try:
                 loop.add_signal_handler(sig, self.exit)
@@ -250,6 +256,8 @@ class TutorApp(App):
         self.closing = (
             True  # late worker events and timer ticks must not touch a screen being torn down
         )
+        if terminal_guard.installed:
+            terminal_guard.DEADLINE.arm(terminal_guard.QUIT_GRACE)  # a quit ends, whatever
         super().exit(*args, **kwargs)
 
     def on_unmount(self) -> None:
@@ -391,9 +399,13 @@ class TutorApp(App):
 
     def shown_path(self) -> str:
         try:
-            return str(self.path.relative_to(Path.cwd()))
+            return one_line(self.path.relative_to(Path.cwd()))
         except ValueError:
-            return str(self.path)
+            return one_line(self.path)
+
+    def notify(self, message: str, **kwargs) -> None:
+        # A toast says an error's text (a file name, an OS message): shown, never sent raw.
+        super().notify(visible(message), **kwargs)
 
     def render_title(self) -> None:
         lesson = self.lesson

@@ -60,6 +60,10 @@ def run_app(*, lesson_id=None, step_id=None, file=None, lang=None, poll=False, t
         None, log=store.folder / "worker.log", **({"timeout": timeout} if timeout else {})
     )
     worker.start(defer=True)
+    from . import terminal_guard
+
+    terminal_guard.install()  # the app cannot outlive its terminal
+    terminal_guard.DEADLINE.cleanup.append(worker.close)
     try:
         while True:
             app = _app_for(
@@ -75,6 +79,7 @@ def run_app(*, lesson_id=None, step_id=None, file=None, lang=None, poll=False, t
             app.run()
             if app.switch_to is None:
                 break
+            terminal_guard.DEADLINE.cancel()  # the app ended itself; the next has its own
             # The lesson switcher (L, Ctrl+P): the same worker, the other lesson's own file and step.
             lesson_id, step_id, file = app.switch_to, None, None
             lang = app.lang if app.lang_chosen else lang

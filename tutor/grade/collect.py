@@ -14,10 +14,18 @@ The naming rule (README, "Grading a class"):
 
 Hidden entries and ``__pycache__`` are skipped. Two submissions with the same id are a
 usage error: a grade must never silently belong to the wrong file.
+
+A student id is a name on disk, so anything: its control characters are written as escapes
+(safe_text.one_line) from the start. A symbolic link inside a class (a student's folder or
+file) is never followed: it could point at another student's file or the installed reference.
+It is a submission of its own whose status says so. Paths named on the command line are the
+teacher's and are followed.
 """
 
 from __future__ import annotations
 
+import errno
+import os
 import re
 import zlib
 from collections import Counter
@@ -25,6 +33,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..lesson import Lesson, all_lessons, get_lesson
+from ..runner.client import too_large
+from ..safe_text import one_line
 
 SEPARATORS = "_-. "
 
@@ -41,6 +51,31 @@ class CollectError(ValueError):
 class Submission:
     student: str
     path: Path | None  # None: the student's folder holds no file for the lesson
+    link: bool = False  # the folder or file is a symbolic link: not followed, not graded
+
+
+LINK_PROBLEM = ("failure.symlink", {})
+
+
+def read_no_link(sub: Submission) -> tuple[bytes | None, tuple | None]:
+    """(raw, problem): the file's bytes, never through a symbolic link (O_NOFOLLOW, so a link
+    put in place after collect is refused too); problem, a (key, params) instead."""
+    if sub.link:
+        return None, LINK_PROBLEM
+    try:
+        fd = os.open(sub.path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return None, LINK_PROBLEM
+        return None, ("failure.unreadable", {"reason": str(exc.strerror or exc)})
+    try:
+        with os.fdopen(fd, "rb") as f:
+            big = too_large(os.fstat(f.fileno()).st_size)
+            if big is not None:  # said at once, without reading what would not be run
+                return None, ("failure.too_large", big)
+            return f.read(), None
+    except OSError as exc:
+        return None, ("failure.unreadable", {"reason": str(exc.strerror or exc)})
 
 
 def _stems(lesson: Lesson) -> list[str]:
@@ -54,18 +89,24 @@ def _stems(lesson: Lesson) -> list[str]:
 
 def student_id(path: Path, lesson: Lesson | None) -> str:
     """The id a file names: its stem without the lesson's name at its start or end."""
-    name = path.stem
+    name = one_line(path.stem)
     lessons = [lesson] if lesson is not None else list(all_lessons())
     for each in lessons:
         for stem in _stems(each):
             low = name.lower()
             if low == stem.lower():
-                return path.resolve().parent.name
+                return _folder_of(path)
             if low.startswith(stem.lower()) and name[len(stem)] in SEPARATORS:
-                return name[len(stem) :].strip(SEPARATORS) or path.resolve().parent.name
+                return name[len(stem) :].strip(SEPARATORS) or _folder_of(path)
             if low.endswith(stem.lower()) and name[-len(stem) - 1] in SEPARATORS:
-                return name[: -len(stem)].strip(SEPARATORS) or path.resolve().parent.name
+                return name[: -len(stem)].strip(SEPARATORS) or _folder_of(path)
     return name
+
+
+def _folder_of(path: Path) -> str:
+    """The name of the folder a file is in, links not resolved (a link's target's folder is
+    another student's)."""
+    return one_line(os.path.basename(os.path.dirname(os.path.abspath(path))))
 
 
 def _visible(path: Path) -> bool:
@@ -74,7 +115,11 @@ def _visible(path: Path) -> bool:
 
 def _file_in_folder(folder: Path, lesson: Lesson | None) -> Path | None:
     """The lesson's file in a student's folder, else the only .py file there."""
-    files = sorted(p for p in folder.iterdir() if p.is_file() and p.suffix == ".py" and _visible(p))
+    files = sorted(
+        p
+        for p in folder.iterdir()
+        if (p.is_symlink() or p.is_file()) and p.suffix == ".py" and _visible(p)
+    )
     lessons = [lesson] if lesson is not None else list(all_lessons())
     for each in lessons:
         for p in files:
@@ -95,8 +140,14 @@ def collect(paths: list[Path], lesson: Lesson | None) -> list[Submission]:
             found.append(Submission(student_id(path, lesson), path))
         elif path.is_dir():
             for entry in sorted(filter(_visible, path.iterdir())):
-                if entry.is_dir():
-                    found.append(Submission(entry.name, _file_in_folder(entry, lesson)))
+                if entry.is_symlink():
+                    if entry.suffix == ".py" or entry.is_dir():
+                        sid = one_line(entry.name) if entry.is_dir() else student_id(entry, lesson)
+                        found.append(Submission(sid, entry, link=True))
+                elif entry.is_dir():
+                    file = _file_in_folder(entry, lesson)
+                    link = file is not None and file.is_symlink()
+                    found.append(Submission(one_line(entry.name), file, link))
                 elif entry.is_file() and entry.suffix == ".py":
                     found.append(Submission(student_id(entry, lesson), entry))
         else:
@@ -115,15 +166,14 @@ def guess_lesson(submissions: list[Submission], guess_one) -> Lesson:
     for sub in submissions:
         if sub.path is None:
             continue
-        try:
-            raw = sub.path.read_bytes()
-        except OSError:
+        raw, problem = read_no_link(sub)
+        if raw is None:
             continue
         by_name = next(
             (
-                l
-                for l in all_lessons()
-                if any(s.lower() in sub.path.name.lower() for s in _stems(l))
+                lesson
+                for lesson in all_lessons()
+                if any(s.lower() in sub.path.name.lower() for s in _stems(lesson))
             ),
             None,
         )

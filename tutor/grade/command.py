@@ -19,6 +19,7 @@ from .record import make_record
 
 DEFAULT_OUT = Path("grades")
 INTERRUPTED = 130  # as a shell reports a command that SIGINT stopped
+NOT_WRITTEN = 1  # graded, but a file could not be written (a full disk): the table has it all
 
 
 class GradeUsage(Exception):
@@ -74,18 +75,50 @@ def _clear_old(out: Path) -> None:
             path.parent.rmdir()
 
 
-def _finish(out: Path, lesson, records: list[dict], lang: str, console) -> None:
+def _finish(out: Path, lesson, records: list[dict], lang: str, console, unwritten=()) -> bool:
+    """Write what can be written, show the table, say what could not be. unwritten: records
+    whose JSON failed when they were graded (tried again: the child whose writes filled the
+    disk may have been cleaned up since). True when every file is on disk."""
     from .report import class_report, rich_report
 
     old = signal.signal(
         signal.SIGINT, signal.SIG_IGN
     )  # a second Ctrl+C must not cut the files short
     try:
-        outputs.write_all(out, lesson, records, lang)
+        failed = []
+        for record in unwritten:
+            try:
+                outputs.write_record(out, record)
+            except OSError as exc:
+                name = f"{outputs.safe_name(record['student'])}.json"
+                failed.append((out / outputs.STUDENTS / name, exc))
+        failed += outputs.write_all(out, lesson, records, lang)
     finally:
         signal.signal(signal.SIGINT, old)
     console.print(rich_report(lesson, class_report(lesson, records), lang))
-    console.print(t("grade.written", lang, path=out))
+    if not failed:
+        console.print(t("grade.written", lang, path=out))
+        return True
+    _say_not_written(out, failed, lang)
+    return False
+
+
+def _say_not_written(out: Path, failed, lang: str) -> None:
+    import errno
+    import sys
+
+    from ..safe_text import one_line
+
+    full = any(exc.errno in (errno.ENOSPC, errno.EDQUOT) for _, exc in failed)
+    names = [
+        str(path.relative_to(out)) if path.is_relative_to(out) else str(path) for path, _ in failed
+    ]
+    shown = ", ".join(one_line(n) for n in names[:5]) + (" …" if len(names) > 5 else "")
+    reason = failed[0][1].strerror or str(failed[0][1])
+    key = "grade.disk_full" if full else "grade.not_written"
+    print(
+        t(key, lang, path=one_line(out), n=len(failed), files=shown, reason=reason), file=sys.stderr
+    )
 
 
 def run_merge(args, lang: str) -> int:
@@ -110,10 +143,14 @@ def run_merge(args, lang: str) -> int:
     lesson = get_lesson(lessons.pop())
     out = args.out
     _clear_old(out)
+    unwritten = []
     for record in records.values():
-        outputs.write_record(out, record)
-    _finish(out, lesson, list(records.values()), lang, Console())
-    return 0
+        try:
+            outputs.write_record(out, record)
+        except OSError:
+            unwritten.append(record)
+    done = _finish(out, lesson, list(records.values()), lang, Console(), unwritten)
+    return 0 if done else NOT_WRITTEN
 
 
 def run_grade(args, lang: str, pick_lesson, guess_one) -> int:
@@ -148,13 +185,17 @@ def run_grade(args, lang: str, pick_lesson, guess_one) -> int:
     _clear_old(out)
     console, err = Console(), Console(stderr=True)
     records: list[dict] = []
+    unwritten: list[dict] = []  # a full disk: kept here, written at the end if it can be
 
     def on_graded(sub, raw, steps, seconds):
         record = make_record(
             lesson, sub.student, sub.path, raw, steps, lang, args.seed, timeout, seconds
         )
-        outputs.write_record(out, record)  # at once: an interrupted run keeps it
         records.append(record)
+        try:
+            outputs.write_record(out, record)  # at once: an interrupted run keeps it
+        except OSError:
+            unwritten.append(record)
         progress.advance(task)
 
     started = time.monotonic()
@@ -167,15 +208,19 @@ def run_grade(args, lang: str, pick_lesson, guess_one) -> int:
             interrupted = True
     elapsed = time.monotonic() - started
     if interrupted:
-        # What is on disk: a Ctrl+C between a record's file and its place in the list keeps it.
-        records = outputs.read_records(out)
-    _finish(out, lesson, records, lang, console)
+        # What is on disk, and what is graded but not yet on it (a Ctrl+C between a record's
+        # file and its place in the list keeps it).
+        kept = {r["student"]: r for r in records}
+        with contextlib.suppress(OSError, ValueError):
+            kept.update({r["student"]: r for r in outputs.read_records(out)})
+        records = list(kept.values())
+    done = _finish(out, lesson, records, lang, console, unwritten)
     if interrupted:
         err.print(t("grade.interrupted", lang, done=len(records), total=len(subs)))
         return INTERRUPTED
     rate = len(records) / elapsed if elapsed > 0 else 0.0
     err.print(t("grade.timing", lang, n=len(records), seconds=f"{elapsed:.1f}", rate=f"{rate:.1f}"))
-    return 0
+    return 0 if done else NOT_WRITTEN
 
 
 def _progress(console, lang: str):

@@ -8,38 +8,44 @@ OUT/junit.xml                     a testsuite per student, a testcase per step
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import json
 import os
-import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from ..i18n import t
+from ..safe_text import csv_cell, file_name, json_text, xml_text
 from .record import step_status
 
 STUDENTS = "students"
 
 
 def safe_name(student: str) -> str:
-    """A student id as a file name: no path separators, no leading dot."""
-    name = re.sub(r"[^\w.@+\- ]", "_", student).lstrip(".")
-    return name or "_"
+    """A student id as a file name of its own (safe_text.file_name: two ids, two names)."""
+    return file_name(student)
 
 
 def write_text(path: Path, text: str) -> None:
-    """Whole or not at all: an interrupted run never leaves half a file."""
+    """Whole or not at all: an interrupted run or a full disk never leaves half a file (the
+    file of an earlier run stays as it was)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text, encoding="utf-8", newline="")
-    os.replace(tmp, path)
+    try:
+        tmp.write_text(text, encoding="utf-8", newline="")
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            tmp.unlink()  # its blocks back, on a full disk
+        raise
 
 
 def dumps(obj) -> str:
     """One line: json's C encoder, which an indent turns off (that made writing the records
     4% of a 200-file grade's CPU). `python -m json.tool` or jq shows them indented."""
-    return json.dumps(obj, ensure_ascii=False, sort_keys=True) + "\n"
+    return json_text(obj, sort_keys=True) + "\n"
 
 
 def write_record(out: Path, record: dict) -> None:
@@ -77,7 +83,15 @@ def grades_csv(lesson, records: list[dict]) -> str:
     )
     for r in sorted(records, key=lambda r: r["student"]):
         earned = [_number(r["points"][s] if step_status(r, s) == "pass" else 0) for s in steps]
-        w.writerow([r["student"], *earned, _number(r["score"]), _number(percent(r)), r["status"]])
+        w.writerow(
+            [
+                csv_cell(r["student"]),
+                *earned,
+                _number(r["score"]),
+                _number(percent(r)),
+                csv_cell(r["status"]),
+            ]
+        )
     return buf.getvalue()
 
 
@@ -137,7 +151,7 @@ def junit_xml(lesson, records: list[dict], lang: str) -> str:
     root = ET.Element("testsuites", name=f"attn-tutor grade {lesson.id}")
     totals = {"tests": 0, "failures": 0, "errors": 0}
     for r in sorted(records, key=lambda r: r["student"]):
-        suite = ET.SubElement(root, "testsuite", name=r["student"])
+        suite = ET.SubElement(root, "testsuite", name=xml_text(r["student"]))
         counts = {"tests": 0, "failures": 0, "errors": 0}
         ms = r.get("ms", {})
         for step in lesson.checked_steps:
@@ -145,14 +159,14 @@ def junit_xml(lesson, records: list[dict], lang: str) -> str:
             case = ET.SubElement(
                 suite,
                 "testcase",
-                classname=f"{lesson.id}.{r['student']}",
+                classname=xml_text(f"{lesson.id}.{r['student']}"),
                 name=step.id,
                 time=f"{ms.get(step.id, 0.0) / 1000:.3f}",
             )
             counts["tests"] += 1
             if status == "pass":
                 continue
-            text = _step_output(r, step.id, lang)
+            text = xml_text(_step_output(r, step.id, lang))
             tag = "failure" if status in ("fail", "todo") else "error"
             counts["failures" if tag == "failure" else "errors"] += 1
             node = ET.SubElement(
@@ -169,17 +183,28 @@ def junit_xml(lesson, records: list[dict], lang: str) -> str:
     return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
 
 
-def write_all(out: Path, lesson, records: list[dict], lang: str) -> None:
-    """Every file made from the records (their JSONs are written as each student is graded)."""
+def write_all(out: Path, lesson, records: list[dict], lang: str) -> list[tuple[Path, OSError]]:
+    """Every file made from the records (their JSONs are written as each student is graded),
+    each on its own: one that cannot be written (a full disk) costs that file only. Returns
+    those not written, with why."""
     from .report import class_report, report_html, report_md
 
-    write_text(out / "grades.csv", grades_csv(lesson, records))
+    failed: list[tuple[Path, OSError]] = []
+
+    def write(path: Path, make) -> None:
+        try:
+            write_text(path, make())
+        except OSError as exc:
+            failed.append((path, exc))
+
+    write(out / "grades.csv", lambda: grades_csv(lesson, records))
     for r in records:
-        write_text(
+        write(
             out / "gradescope" / safe_name(r["student"]) / "results.json",
-            dumps(gradescope(lesson, r, lang)),
+            lambda r=r: dumps(gradescope(lesson, r, lang)),
         )
-    write_text(out / "junit.xml", junit_xml(lesson, records, lang))
+    write(out / "junit.xml", lambda: junit_xml(lesson, records, lang))
     rep = class_report(lesson, records)
-    write_text(out / "report.md", report_md(lesson, rep, lang))
-    write_text(out / "report.html", report_html(lesson, rep, lang))
+    write(out / "report.md", lambda: report_md(lesson, rep, lang))
+    write(out / "report.html", lambda: report_html(lesson, rep, lang))
+    return failed

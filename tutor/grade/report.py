@@ -6,10 +6,10 @@ self-contained HTML page (no network asset: the bars are divs). Pure: no torch.
 
 from __future__ import annotations
 
-import html
 from dataclasses import dataclass, field
 
 from ..i18n import t
+from ..safe_text import html_text, markdown, one_line, visible
 from .record import step_status
 
 
@@ -134,6 +134,11 @@ def _mistake_text(m: Mistake, lang: str) -> str:
     return t(m.example["key"], lang, **m.example["params"])
 
 
+def _who(students: list[str]) -> str:
+    """Student ids on one line, each as text (an id is a folder's name: anything)."""
+    return ", ".join(one_line(s) for s in students)
+
+
 # ------------------------------------------------------------------ terminal
 
 
@@ -166,9 +171,9 @@ def rich_report(lesson, rep: ClassReport, lang: str):
         table.add_column(t("grade.col_who", lang), overflow="fold")
         for m in rep.mistakes:
             table.add_row(
-                Wrapped(Text.assemble((m.id, "bold"), "\n", _mistake_text(m, lang))),
+                Wrapped(Text.assemble((m.id, "bold"), "\n", visible(_mistake_text(m, lang)))),
                 str(len(m.students)),
-                Wrapped(", ".join(m.students)),
+                Wrapped(_who(m.students)),
             )
         parts.append(table)
     else:
@@ -180,10 +185,10 @@ def rich_report(lesson, rep: ClassReport, lang: str):
         table.add_column(t("grade.col_detail", lang), overflow="fold")
         for student, status, what in rep.problems:
             # Text, not markup: a message's "[…]" or a student id must show as written.
-            table.add_row(Text(student), _status(status, lang), Wrapped(what))
+            table.add_row(Text(one_line(student)), _status(status, lang), Wrapped(visible(what)))
         parts.append(table)
     if rep.missing:
-        parts.append(Text(t("grade.report_missing", lang, students=", ".join(rep.missing))))
+        parts.append(Text(t("grade.report_missing", lang, students=_who(rep.missing))))
     return Group(*parts)
 
 
@@ -191,6 +196,7 @@ def rich_report(lesson, rep: ClassReport, lang: str):
 
 
 def _md_cell(text: str) -> str:
+    """The tutor's own text in a cell (a step's title with its `id`)."""
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
@@ -215,8 +221,8 @@ def report_md(lesson, rep: ClassReport, lang: str) -> str:
         ]
         for m in rep.mistakes:
             out.append(
-                f"| `{m.id}`: {_md_cell(_mistake_text(m, lang))} | {len(m.students)} | "
-                f"{_md_cell(', '.join(m.students))} |"
+                f"| `{m.id}`: {markdown(_mistake_text(m, lang))} | {len(m.students)} | "
+                f"{', '.join(markdown(s) for s in m.students)} |"
             )
     else:
         out.append(t("grade.report_no_mistakes", lang))
@@ -227,11 +233,12 @@ def report_md(lesson, rep: ClassReport, lang: str) -> str:
             "|---|---|---|",
         ]
         for student, status, what in rep.problems:
-            out.append(f"| {_md_cell(student)} | {_status(status, lang)} | {_md_cell(what)} |")
+            out.append(f"| {markdown(student)} | {_status(status, lang)} | {markdown(what)} |")
     else:
         out.append(t("grade.report_no_problems", lang))
     if rep.missing:
-        out += ["", t("grade.report_missing", lang, students=", ".join(rep.missing))]
+        missing = ", ".join(markdown(s) for s in rep.missing)
+        out += ["", t("grade.report_missing", lang, students=missing)]
     return "\n".join(out) + "\n"
 
 
@@ -255,7 +262,7 @@ def _bar(share: float, cls: str = "") -> str:
 
 
 def report_html(lesson, rep: ClassReport, lang: str) -> str:
-    e = html.escape
+    e = html_text
     title = t("grade.report_title", lang, lesson=lesson.title[lang])
     out = [
         f'<!DOCTYPE html>\n<html lang="{lang}"><head><meta charset="utf-8"><title>{e(title)}</title>',

@@ -17,9 +17,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..results import StepResult
-from ..runner.client import Worker, decode_source, too_large, unreadable_results
+from ..runner.client import Worker, decode_source, unreadable_results
 from ..runner.messages import Done, Gone, RunError, StepVerdict
-from .collect import Submission
+from .collect import Submission, read_no_link
 
 # A run whose Done has not come this long after every step's limit: the worker lost it.
 LOST_AFTER = 30.0
@@ -47,13 +47,9 @@ def read_submission(sub: Submission) -> tuple[bytes | None, str | None, tuple | 
     (unreadable, not UTF-8): it is graded without a child."""
     if sub.path is None:
         return None, None, None
-    try:
-        raw = sub.path.read_bytes()
-    except OSError as exc:
-        return None, None, ("failure.unreadable", {"reason": str(exc.strerror or exc)})
-    big = too_large(len(raw))
-    if big is not None:
-        return raw, None, ("failure.too_large", big)
+    raw, problem = read_no_link(sub)  # no symbolic link followed, no file past the size limit
+    if raw is None:
+        return None, None, problem
     source, problem = decode_source(raw)
     if source is None:
         return raw, None, ("failure.encoding", problem)

@@ -14,6 +14,7 @@ from rich.text import Text
 from ..i18n import t
 from ..report import MARKS, check_text, output_dropped_note
 from ..results import StepResult
+from ..safe_text import visible
 from .doc import render_markdown
 from .wrap import Wrapped
 
@@ -181,16 +182,16 @@ def step_results(
     if failure and (failure.frames or failure.caret) and result.status != "todo":
         parts.append(Wrapped(t("ui.traceback", lang), style="bold"))
         if failure.caret:
-            parts.append(Text(failure.caret))
+            parts.append(Text(visible(failure.caret)))
         else:
             for frame in failure.frames[-3:]:
                 parts.append(
                     Wrapped(
-                        t("report.frame", lang, line=frame.line, function=frame.function),
+                        t("report.frame", lang, line=frame.line, function=visible(frame.function)),
                         style="dim",
                     )
                 )
-                parts.append(frame_code(frame.code))
+                parts.append(frame_code(visible(frame.code)))
     rest: list[RenderableType] = []
     for check in passing:
         rest.append(marked(status_mark("pass"), Wrapped(check_text(check, lang))))
@@ -207,7 +208,7 @@ def step_results(
         note = output_dropped_note(result, lang)
         if note:
             rest.append(Wrapped(note, style="dim italic"))
-        tail = result.output.rstrip().splitlines()[-8:]
+        tail = visible(result.output.rstrip()).splitlines()[-8:]
         rest.append(Text("\n".join(tail), style="dim"))
     if hints is not None:
         parts.append(hints)

@@ -9,10 +9,13 @@ ours to test), not another user's. Standard library only.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
-import shutil
+import sys
 import tempfile
+
+from .remove_tree import remove_tree
 
 SCRATCH = "attn-run-"
 CGROUP = "attn-tutor-"
@@ -51,12 +54,13 @@ def _gone(name: str, prefix: str) -> bool:
 
 
 def sweep_scratch(folder: str | None = None) -> list[str]:
-    """Remove the scratch folders of exited workers in folder (the temp folder); returns them."""
-    folder = folder or tempfile.gettempdir()
+    """Remove the scratch folders of exited workers in folder (the temp folder); returns them.
+    Never raises: a folder it cannot remove is said on stderr and left, and the tutor starts."""
     removed = []
     try:
+        folder = folder or tempfile.gettempdir()
         entries = list(os.scandir(folder))
-    except OSError:
+    except Exception:
         return removed
     for entry in entries:
         try:
@@ -64,12 +68,26 @@ def sweep_scratch(folder: str | None = None) -> list[str]:
                 entry.is_dir(follow_symlinks=False)
                 and entry.stat(follow_symlinks=False).st_uid == os.getuid()
             )
-        except OSError:
-            continue
-        if ours and _gone(entry.name, SCRATCH):
-            shutil.rmtree(entry.path, ignore_errors=True)  # never follows a link out of the folder
-            removed.append(entry.path)
+            if not (ours and _gone(entry.name, SCRATCH)):
+                continue
+            if remove(entry.path):  # never follows a link out of the folder
+                removed.append(entry.path)
+        except Exception as exc:  # a tutor bug here must not stop every later run
+            _say(f"sweeping {entry.path!r}: {type(exc).__name__}: {exc}")
     return removed
+
+
+def remove(path: str) -> bool:
+    """Remove a scratch folder now (its child is reaped); never raises."""
+    if remove_tree(path):
+        return True
+    _say(f"could not remove {path!r}; the next worker's sweep tries again")
+    return False
+
+
+def _say(text: str) -> None:
+    with contextlib.suppress(Exception):
+        print(f"attn-tutor: {text}", file=sys.stderr)
 
 
 def sweep_cgroups(base: str | None) -> list[str]:

@@ -31,7 +31,6 @@ import json
 import os
 import select
 import selectors
-import shutil
 import signal
 import socket
 import struct
@@ -696,7 +695,7 @@ class Worker:
     def remove_scratch(self, pid: int) -> None:
         scratch = self.scratches.pop(pid, None)
         if scratch is not None:
-            shutil.rmtree(scratch, ignore_errors=True)
+            leftovers.remove(scratch)  # not shutil.rmtree: a deep tree made it raise and stay
 
     def sweep(self) -> None:
         """Kill children we did not fork: orphans of learner processes, handed to us as subreaper."""
