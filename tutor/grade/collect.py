@@ -33,7 +33,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..lesson import Lesson, all_lessons, get_lesson
-from ..runner.client import too_large
 from ..safe_text import one_line
 
 SEPARATORS = "_-. "
@@ -70,9 +69,6 @@ def read_no_link(sub: Submission) -> tuple[bytes | None, tuple | None]:
         return None, ("failure.unreadable", {"reason": str(exc.strerror or exc)})
     try:
         with os.fdopen(fd, "rb") as f:
-            big = too_large(os.fstat(f.fileno()).st_size)
-            if big is not None:  # said at once, without reading what would not be run
-                return None, ("failure.too_large", big)
             return f.read(), None
     except OSError as exc:
         return None, ("failure.unreadable", {"reason": str(exc.strerror or exc)})

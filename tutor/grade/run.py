@@ -47,9 +47,12 @@ def read_submission(sub: Submission) -> tuple[bytes | None, str | None, tuple | 
     (unreadable, not UTF-8): it is graded without a child."""
     if sub.path is None:
         return None, None, None
-    raw, problem = read_no_link(sub)  # no symbolic link followed, no file past the size limit
+    raw, problem = read_no_link(sub)  # a symbolic link is not followed
     if raw is None:
         return None, None, problem
+    big = too_large(len(raw))  # read all the same: its record keeps the file's hash
+    if big is not None:
+        return raw, None, ("failure.too_large", big)
     source, problem = decode_source(raw)
     if source is None:
         return raw, None, ("failure.encoding", problem)
