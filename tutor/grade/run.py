@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..results import StepResult
-from ..runner.client import Worker, decode_source, unreadable_results
+from ..runner.client import Worker, decode_source, too_large, unreadable_results
 from ..runner.messages import Done, Gone, RunError, StepVerdict
 from .collect import Submission, read_no_link
 
