@@ -69,6 +69,13 @@ def chosen_settings(step: Step, saved: object) -> dict[str, SettingValue]:
     return values
 
 
+def breakpoint_class(size: int, breakpoints: list[tuple[int, str]]) -> str | None:
+    """The class Textual gives a screen of this width (or height) for these breakpoints: that of
+    the largest breakpoint the size reaches, None below them all."""
+    reached = [(at, name) for at, name in breakpoints if size >= at]
+    return max(reached)[1] if reached else None
+
+
 class WorkerEvent(Message):
     def __init__(self, event: Event):
         super().__init__()
@@ -200,11 +207,13 @@ class TutorApp(App[None]):
         # Textual sets the breakpoint classes on the first resize, after the first layout: set
         # them now, so that the lesson text is laid out once, at its final width.
         width, height = self.size
+        on = {
+            breakpoint_class(width, self.HORIZONTAL_BREAKPOINTS),
+            breakpoint_class(height, self.VERTICAL_BREAKPOINTS),
+        }
         self.screen.update_classes(
             {
-                name: name
-                in self.screen._get_breakpoint_classes(width, self.HORIZONTAL_BREAKPOINTS)
-                | self.screen._get_breakpoint_classes(height, self.VERTICAL_BREAKPOINTS)
+                name: name in on
                 for _, name in self.HORIZONTAL_BREAKPOINTS + self.VERTICAL_BREAKPOINTS
             },
             animate=False,

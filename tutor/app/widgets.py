@@ -14,6 +14,7 @@ from rich.style import Style as RichStyle
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.cache import LRUCache
+from textual.clock import Clock
 from textual.containers import ScrollableContainer, VerticalScroll
 from textual.geometry import Size
 from textual.strip import Strip
@@ -21,15 +22,14 @@ from textual.style import Style
 from textual.visual import Visual, VisualType
 from textual.widget import Widget
 from textual.widgets import OptionList, ProgressBar, Static
-from textual.widgets._progress_bar import Bar
 from textual.widgets.option_list import Option
 
 from ..i18n import t
 from ..render.verdicts import ANCHOR, marked
 from ..render.wrap import Wrapped
+from .textual_private import Bar, OneOptionRepaint, SelfScrollingStatic, progress_clock
 
 if TYPE_CHECKING:
-    from textual._clock import Clock  # Bar's own parameter type; no public name for it
     from textual.layout import DockArrangeResult
 
     from ..lesson import Lesson, SettingValue, Step
@@ -54,8 +54,10 @@ def one_line(title: str) -> Text:
     return Text(title, no_wrap=True, overflow="ellipsis")
 
 
-class StepList(OptionList):
-    """One line per step: a status mark and the title, in the current language."""
+class StepList(OneOptionRepaint):
+    """One line per step: a status mark and the title, in the current language. A mark never
+    changes a line's height (`marked` wraps the title at the same width whatever the mark), so a
+    new mark repaints its option only (OneOptionRepaint)."""
 
     shown_key: tuple[str, str] | tuple[()] = ()  # (lesson id, language) the options show
     shown_marks: dict[str, tuple[str, str]] = {}  # step id -> its mark's (text, style)
@@ -87,26 +89,14 @@ class StepList(OptionList):
                 self.highlighted = current
         self.shown_key, self.shown_marks = key, seen
 
-    def _replace_option_prompt(self, index: int, prompt: VisualType) -> None:
-        # OptionList's own version forgets every option's height and drawn lines, so each
-        # new mark re-measured and redrew the whole list. A mark never changes a line's height
-        # (`marked` wraps the title at the same width whatever the mark): repaint this option only.
-        self.get_option_at_index(index)._set_prompt(prompt)
-        self._option_render_cache.clear()  # a memo by option, now stale; `drawn` keeps the rest
-        line = self._line_cache.index_to_line.get(index)
-        if line is None:  # not laid out yet: nothing drawn to keep
-            self._clear_caches()
-        else:
-            self.refresh_lines(line, self._line_cache.heights[index])
-
-    def _get_option_render(self, option: Option, style: Style) -> list[Strip]:
+    def option_lines(self, option: Option, style: Style) -> list[Strip]:
         # Marks go back and forth (todo, spinner, pass, fail) with every run: keep each line as
         # drawn per mark, so a verdict only copies lines already drawn.
         width = self.scrollable_content_region.width
         key = (option.id, self.shown_marks.get(option.id or ""), self.shown_key, style, width)
         strips = self.drawn.get(key)
         if strips is None:
-            strips = super()._get_option_render(option, style)
+            strips = super().option_lines(option, style)
             self.drawn.set(key, strips)
         return strips
 
@@ -138,7 +128,7 @@ class DrawnOnce:
         return Measurement.get(console, options, self.renderable)
 
 
-class ScrollingStatic(Static, can_focus=True):
+class ScrollingStatic(SelfScrollingStatic, can_focus=True):
     """A Static that scrolls its own content: what a Static in a VerticalScroll shows, drawn
     the same (width, lines, scrollbar), without a layout of the screen for each new content.
 
@@ -158,7 +148,6 @@ class ScrollingStatic(Static, can_focus=True):
     """
     BINDINGS = ScrollableContainer.BINDINGS
     ALLOW_MAXIMIZE = False
-    is_scrollable = True
 
     def __init__(self, *, id: str | None = None):
         super().__init__(id=id)
@@ -197,18 +186,17 @@ class ScrollingStatic(Static, can_focus=True):
         """Measure the content for the area it is shown in: the scroll range."""
         area = self.scrollable_content_region.size
         if area.width <= 0:
-            return  # not laid out yet: _size_updated comes back here
+            return  # not laid out yet: region_changed comes back here
         self.fitted_to = area
         width, height = area
         if (len(self.lines_at(width)) > height) != self.show_vertical_scrollbar:
             # The scrollbar comes or goes, and with it two columns: measured at the new width,
-            # _scroll_update shows or hides it, and that lays the screen out.
+            # set_scroll_range shows or hides it, and that lays the screen out.
             gutter = self.styles.scrollbar_size_vertical
             width += gutter if self.show_vertical_scrollbar else -gutter
         size = Size(width, len(self.lines_at(width)))
         if size != self.virtual_size:
-            self.set_reactive(Widget.virtual_size, size)
-            self._scroll_update(size)  # the thumb, and scroll_y within the new range
+            self.set_scroll_range(size)
         self.refresh()
 
     def anchor_lines(self, name: str) -> tuple[int, int] | None:
@@ -223,14 +211,9 @@ class ScrollingStatic(Static, can_focus=True):
         ]
         return (found[0], found[-1]) if found else None
 
-    def _size_updated(
-        self, size: Size, virtual_size: Size, container_size: Size, layout: bool = True
-    ) -> bool:
-        # No children for the compositor to measure: the virtual size is the one fit() sets.
-        resized = super()._size_updated(size, self.virtual_size, container_size, layout)
+    def region_changed(self) -> None:
         if self.scrollable_content_region.size != self.fitted_to:
             self.fit()  # a new width wraps the content anew
-        return resized
 
     def watch_scroll_y(self, old_value: float, new_value: float) -> None:
         # The lines move in render_line (as in ScrollView): a repaint, no child to move.
@@ -309,7 +292,7 @@ class Progress(ProgressBar):
 
     def compose(self) -> ComposeResult:
         yield (
-            PassBar(id="bar", clock=self._clock)
+            PassBar(id="bar", clock=progress_clock(self))
             .data_bind(ProgressBar.percentage)
             .data_bind(ProgressBar.gradient)
         )
