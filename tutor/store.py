@@ -283,9 +283,11 @@ class Store:
                     merged = put_answer(old, sheet, step, index, new)
                 path.parent.mkdir(parents=True, exist_ok=True)
                 data = merged.encode("utf-8", errors="surrogateescape")
-                if atomic_write(
-                    path, data, _mode_of(path), still=lambda raw=raw: _bytes_of(path) == raw
-                ):
+
+                def unchanged(raw: bytes | None = raw) -> bool:  # this turn's raw, bound now
+                    return _bytes_of(path) == raw
+
+                if atomic_write(path, data, _mode_of(path), still=unchanged):
                     return AnswerSaved(
                         path, parse_answers(merged, sheet.legacy_step), kept_both, written=True
                     )

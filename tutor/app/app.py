@@ -693,6 +693,7 @@ class TutorApp(App[None]):
         extra = [] if self.step.checked else [self.step.id]
         big = too_large(len(raw))
         if text is None or big is not None:
+            problem: JSONDict | None
             if big:
                 key, problem = "failure.too_large", big
             else:
