@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 import re
 import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .i18n import t
 from .report import (
@@ -16,7 +18,11 @@ from .report import (
     output_dropped_note,
     summary_counts,
 )
+from .results import Check, StepResult
 from .safe_text import one_line, visible
+
+if TYPE_CHECKING:
+    from .lesson import Lesson
 
 _COLOURS = {"pass": "32", "fail": "31", "error": "31", "timeout": "33", "todo": "2"}
 
@@ -33,11 +39,11 @@ def _code(text: str) -> str:
     return re.sub(r"`([^`\n]+)`", (lambda m: f"\x1b[36m{m[1]}\x1b[0m") if colour else r"\1", text)
 
 
-def _said(check, lang: str) -> str:
+def _said(check: Check, lang: str) -> str:
     return _code(check_text(check, lang, cli=True))
 
 
-def print_report(lesson, path, steps, lang: str) -> None:
+def print_report(lesson: Lesson, path: Path, steps: list[StepResult], lang: str) -> None:
     print(f"{lesson.id} · {lesson.title[lang]}")
     print(one_line(path))
     print()
@@ -65,7 +71,7 @@ def print_report(lesson, path, steps, lang: str) -> None:
     print(t("report.summary", lang, passed=passed, total=total))
 
 
-def _print_details(step, lang: str, indent: str) -> None:
+def _print_details(step: StepResult, lang: str, indent: str) -> None:
     """The learner's lines from the traceback, and what the code printed before it failed."""
     for line in failure_lines(step.failure, lang):
         print(f"{indent}  {line}")

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 from . import toml
 from .paths import lessons_dir, reference_dir
@@ -20,6 +22,9 @@ from .paths import lessons_dir, reference_dir
 LANGS = ("en", "zh")
 LESSONS_ENV = "ATTN_TUTOR_LESSONS"  # a course's own folders of lessons, beside the built-in ones
 STEP_KINDS = ("checked", "experiment", "reflect")
+
+# A setting's value as lesson.toml has it, arrays as lists (see _plain).
+SettingValue = Any
 
 
 @dataclass(frozen=True)
@@ -29,20 +34,22 @@ class Setting:
 
     id: str
     key: str  # the key that moves it to the next value
-    values: tuple  # ints, strings, or lists (a range such as [64, 1024]) as lesson.toml has them
-    default: object
+    values: tuple[
+        SettingValue, ...
+    ]  # ints, strings, or lists (a range such as [64, 1024]) as lesson.toml has them
+    default: SettingValue
     label: dict[str, str]  # per language
     names: dict[str, tuple[str, ...]] = field(
         default_factory=dict
     )  # per language, one per value (optional)
 
-    def next(self, value):
+    def next(self, value: SettingValue) -> SettingValue:
         """The value after `value` (the default's successor if value is not one of them)."""
         values = list(self.values)
         start = values.index(value) if value in values else values.index(self.default)
         return values[(start + 1) % len(values)]
 
-    def shown(self, value, lang: str) -> str:
+    def shown(self, value: SettingValue, lang: str) -> str:
         """How the value reads in the settings line: its name, or the value (a range as a–b)."""
         names = self.names.get(lang, ())
         if value in self.values and list(self.values).index(value) < len(names):
@@ -52,7 +59,7 @@ class Setting:
         return str(value)
 
 
-def _plain(value):
+def _plain(value: Any) -> Any:
     """A TOML value as it crosses to the probe (JSON): arrays as lists."""
     return [_plain(v) for v in value] if isinstance(value, (list, tuple)) else value
 
@@ -81,7 +88,7 @@ class Step:
     def checked(self) -> bool:
         return self.kind == "checked"
 
-    def default_settings(self) -> dict:
+    def default_settings(self) -> dict[str, SettingValue]:
         return {s.id: _plain(s.default) for s in self.settings}
 
     def setting_for_key(self, key: str) -> Setting | None:
@@ -156,7 +163,7 @@ class Lesson:
         return self.folder.parent.parent / reference_dir().name / self.file_name
 
 
-def _per_lang(table: dict, key: str, where: str) -> dict:
+def _per_lang(table: dict[str, Any], key: str, where: str) -> dict[str, Any]:
     value = table.get(key, {})
     if not isinstance(value, dict):
         raise ValueError(f"{where}: '{key}' must be a table with one entry per language")
@@ -206,7 +213,7 @@ def load_lesson(folder: Path) -> Lesson:
     )
 
 
-def _setting(raw: dict, where: str) -> Setting:
+def _setting(raw: dict[str, Any], where: str) -> Setting:
     values = tuple(_plain(v) for v in raw["values"])
     default = _plain(raw.get("default", values[0] if values else None))
     if default not in values:
@@ -223,7 +230,7 @@ def _setting(raw: dict, where: str) -> Setting:
     )
 
 
-def extra_dirs(environ=os.environ) -> tuple[Path, ...]:
+def extra_dirs(environ: Mapping[str, str] = os.environ) -> tuple[Path, ...]:
     return tuple(
         Path(p).expanduser().resolve() for p in environ.get(LESSONS_ENV, "").split(os.pathsep) if p
     )

@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import TYPE_CHECKING
+
 from .i18n import catalog, t
-from .results import Check, Failure, StepResult
+from .results import Check, Failure, JSONDict, StepResult
 from .safe_text import visible, visible_params
+
+if TYPE_CHECKING:
+    from .lesson import Lesson
 
 MARKS = {"pass": "✓", "fail": "✗", "error": "✗", "timeout": "⧗", "todo": "○", "running": "…"}
 
@@ -27,7 +33,7 @@ def failure_lines(failure: Failure | None, lang: str) -> list[str]:
         return []
     if failure.caret:
         return visible(failure.caret).splitlines()
-    lines = []
+    lines: list[str] = []
     for frame in failure.frames:
         lines.append(t("report.frame", lang, line=frame.line, function=visible(frame.function)))
         lines.append(f"    {visible(frame.code.strip())}")
@@ -41,7 +47,7 @@ def output_dropped_note(step: StepResult, lang: str) -> str | None:
     return t("report.output_dropped", lang, bytes=f"{step.output_dropped:,}")
 
 
-def step_to_json(step: StepResult, lang: str) -> dict:
+def step_to_json(step: StepResult, lang: str) -> JSONDict:
     return {
         "id": step.id,
         "status": step.status,
@@ -56,7 +62,8 @@ def file_error(steps: list[StepResult]) -> StepResult | None:
     """The step that says why the file itself did not load, when every step says the same
     (a syntax error, an import that fails, an exception at the top level): that is the
     file's error, to be said once. None when any step ran."""
-    first, said = None, None
+    first: StepResult | None = None
+    said: tuple[str, JSONDict] | None = None
     for step in steps:
         failing = [c for c in step.checks if c.status != "pass"]
         if len(failing) != 1 or failing[0].id != "file-loads" or failing[0].message is None:
@@ -73,11 +80,13 @@ def file_check(step: StepResult) -> Check:
     return next(c for c in step.checks if c.id == "file-loads")
 
 
-def file_error_to_json(steps: list[StepResult], lang: str) -> dict | None:
+def file_error_to_json(steps: list[StepResult], lang: str) -> JSONDict | None:
     step = file_error(steps)
     if step is None:
         return None
     check = file_check(step)
+    # file_error chose the step because its file-loads check has a message
+    assert check.message is not None
     line = check.message.params.get("line")
     return {
         "message": check_text(check, lang, cli=True),
@@ -93,7 +102,9 @@ def summary_counts(steps: list[StepResult]) -> tuple[int, int]:
 SCHEMA_VERSION = 1
 
 
-def check_object(lesson, path, steps: list[StepResult], lang: str, off: list[str]) -> dict:
+def check_object(
+    lesson: Lesson, path: Path | None, steps: list[StepResult], lang: str, off: list[str]
+) -> JSONDict:
     """`attn-tutor check --json`'s object (grade writes the same, then what a grade adds).
     off: the protections the runs went without (platform_probe)."""
     passed, total = summary_counts(steps)

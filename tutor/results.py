@@ -7,14 +7,18 @@ in either language without running anything again.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 STATUSES = ("pass", "fail", "error", "timeout", "todo")
+
+# A JSON object: what crosses the process boundary and what the state file holds.
+JSONDict = dict[str, Any]
 
 
 @dataclass
 class Message:
     key: str
-    params: dict = field(default_factory=dict)
+    params: JSONDict = field(default_factory=dict)
 
 
 @dataclass
@@ -49,10 +53,10 @@ class StepResult:
     failure: Failure | None = None
     output: str = ""  # tail of what the learner's code printed
     output_dropped: int = 0  # bytes printed before that tail, not kept
-    visuals: dict = field(default_factory=dict)  # e.g. {"heatmaps": [...]}, see checks
+    visuals: JSONDict = field(default_factory=dict)  # e.g. {"heatmaps": [...]}, see checks
     ms: float = 0.0
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> JSONDict:
         # Not dataclasses.asdict: it deep-copies the visuals (matrices of floats), ~0.6 ms a
         # step in the judge. Nothing changes a result once it is made, so sharing them is safe.
         failure = self.failure
@@ -86,7 +90,7 @@ class StepResult:
         }
 
     @classmethod
-    def from_dict(cls, d: dict) -> StepResult:
+    def from_dict(cls, d: JSONDict) -> StepResult:
         checks = [
             Check(c["id"], c["status"], Message(**c["message"]) if c.get("message") else None)
             for c in d.get("checks", [])

@@ -8,6 +8,12 @@ from __future__ import annotations
 
 import ast
 import difflib
+from typing import TYPE_CHECKING
+
+from .store import State
+
+if TYPE_CHECKING:
+    from .lesson import Lesson
 
 
 def definitions(source: str, names: tuple[str, ...]) -> str:
@@ -25,12 +31,12 @@ def definitions(source: str, names: tuple[str, ...]) -> str:
     return "\n\n".join(parts)
 
 
-def step_solution(lesson, step_id: str) -> str:
+def step_solution(lesson: Lesson, step_id: str) -> str:
     step = lesson.step(step_id)
     return definitions(lesson.reference_path.read_text(encoding="utf-8"), step.functions)
 
 
-def solution_diff(learner_source: str, lesson, step_id: str) -> str:
+def solution_diff(learner_source: str, lesson: Lesson, step_id: str) -> str:
     """A unified diff from the learner's definitions to the reference's ("" when they are the same)."""
     step = lesson.step(step_id)
     try:
@@ -48,5 +54,6 @@ def solution_diff(learner_source: str, lesson, step_id: str) -> str:
     )
 
 
-def passed(state: dict, lesson_id: str, step_id: str) -> bool:
-    return state.get("lessons", {}).get(lesson_id, {}).get("status", {}).get(step_id) == "pass"
+def passed(state: State, lesson_id: str, step_id: str) -> bool:
+    status = state.get("lessons", {}).get(lesson_id, {}).get("status", {}).get(step_id)
+    return bool(status == "pass")

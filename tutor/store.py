@@ -30,7 +30,9 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from datetime import date
 from pathlib import Path
+from typing import Any, TypeGuard
 
 from .results import Message
 
@@ -43,8 +45,11 @@ STATE_DIR = ".attn-tutor"
 VERSION = 1
 _TMP_PREFIX = ".tmp-"
 
+# The state file's JSON object: version, lang, lesson, and lessons by id (see fresh_state).
+State = dict[str, Any]
 
-def fresh_state() -> dict:
+
+def fresh_state() -> State:
     return {"version": VERSION, "lang": None, "lesson": None, "lessons": {}}
 
 
@@ -98,9 +103,9 @@ def _umask() -> int:
     return mask
 
 
-def stamp(now=None) -> str:
+def stamp(now: date | float | None = None) -> str:
     """YYYYmmdd-HHMMSS for a datetime, seconds since the epoch, or now (local time)."""
-    if hasattr(now, "strftime"):
+    if isinstance(now, date):  # a datetime too
         return now.strftime("%Y%m%d-%H%M%S")
     return time.strftime("%Y%m%d-%H%M%S", time.localtime(now))
 
@@ -131,7 +136,7 @@ class Store:
         finally:
             os.close(fd)  # closing releases the lock
 
-    def _read(self) -> dict:
+    def _read(self) -> State:
         """The state on disk; a bad file is moved aside and a fresh state returned."""
         try:
             raw = self.path.read_bytes()
@@ -149,7 +154,7 @@ class Store:
             state.setdefault(key, value)
         return state
 
-    def _set_aside(self) -> dict:
+    def _set_aside(self) -> State:
         moved = self.path.with_name(f"{self.path.name}.corrupt-{stamp()}")
         n = 1
         while moved.exists() or moved.is_symlink():
@@ -168,7 +173,7 @@ class Store:
             with contextlib.suppress(OSError):
                 leftover.unlink()
 
-    def peek(self) -> dict:
+    def peek(self) -> State:
         """The saved state, or a fresh one if there is none or it is bad. Touches
         nothing on disk (no lock, no folder, nothing moved): for `--help` and the like."""
         try:
@@ -177,12 +182,12 @@ class Store:
             return fresh_state()
         return {**fresh_state(), **state} if _valid(state) else fresh_state()
 
-    def load(self) -> dict:
+    def load(self) -> State:
         """The saved state. Never raises for a corrupt or unreadable file (see notice)."""
         with self._locked():
             return self._read()
 
-    def update(self, fn: Callable[[dict], None]) -> dict:
+    def update(self, fn: Callable[[State], None]) -> State:
         """Apply `fn` to the latest state on disk and save it atomically; returns the new state.
 
         If `fn` raises, nothing is written. OSError from writing (full disk, read-only
@@ -278,9 +283,11 @@ class Store:
                     merged = put_answer(old, sheet, step, index, new)
                 path.parent.mkdir(parents=True, exist_ok=True)
                 data = merged.encode("utf-8", errors="surrogateescape")
-                if atomic_write(
-                    path, data, _mode_of(path), still=lambda raw=raw: _bytes_of(path) == raw
-                ):
+
+                def unchanged(raw: bytes | None = raw) -> bool:  # this turn's raw, bound now
+                    return _bytes_of(path) == raw
+
+                if atomic_write(path, data, _mode_of(path), still=unchanged):
                     return AnswerSaved(
                         path, parse_answers(merged, sheet.legacy_step), kept_both, written=True
                     )
@@ -333,7 +340,7 @@ class AnswerSaved:
     written: bool
 
 
-def _blocks(text: str, legacy_step: str):
+def _blocks(text: str, legacy_step: str) -> Iterator[tuple[str, int, re.Match[str]]]:
     """(step, index, match) of every answer block in text, in order."""
     for m in _ANSWER.finditer(text):
         yield (m.group("step").strip() or legacy_step), int(m.group("i")), m
@@ -421,7 +428,7 @@ def _mode_of(path: Path) -> int | None:
         return None  # a new file: the umask's mode
 
 
-def _valid(state: object) -> bool:
+def _valid(state: object) -> TypeGuard[State]:
     if not isinstance(state, dict):
         return False
     checks = {"version": int, "lessons": dict}

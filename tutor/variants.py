@@ -8,6 +8,8 @@ from __future__ import annotations
 import ast
 import textwrap
 
+from .results import Message
+
 
 def replace_def(source: str, name: str, new_code: str) -> str:
     """The source with the top-level def/class `name` replaced by new_code (dedented)."""
@@ -56,14 +58,14 @@ def apply_replacements(source: str, replacements: dict[str, str], extra_header: 
     return source
 
 
-def message_keys(message) -> set[str]:
+def message_keys(message: Message | None) -> set[str]:
     """Every catalog key in a message (a results.Message), nested references (likely, reason …)
     included, each as the lesson's checks write it (without the lesson's id in front)."""
     from .i18n import local_key
 
     keys: set[str] = set()
 
-    def walk(value):
+    def walk(value: object) -> None:
         if isinstance(value, dict):
             if set(value) == {"key", "params"} and isinstance(
                 value["key"], str

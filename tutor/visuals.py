@@ -23,6 +23,13 @@ Besides the view, `verdict.visuals["heatmaps"]` holds the step's weights panel: 
 
 from __future__ import annotations
 
+from typing import Any
+
+# An item, a cell or a weights entry: a JSON object (it crosses the process boundary so).
+Item = dict[str, Any]
+# A text: a message reference (text(...)) or a plain string shown as it is.
+Text = Item | str
+
 KINDS = ("heading", "note", "table", "heatmap", "row", "waiting", "keys", "after_answer")
 # The fields of the items (and of a weights entry): the vocabulary's own words, not a lesson's.
 FIELDS = (
@@ -48,31 +55,31 @@ CELL_KINDS = ("bar",)  # a table cell may be a bar: {"kind": "bar", "value": v, 
 BAR_WIDTH = 8  # cells
 
 
-def text(key: str, **params) -> dict:
+def text(key: str, **params: Any) -> Item:
     """A message reference (the same shape as kit.msg)."""
     return {"key": key, "params": params}
 
 
-def heading(title) -> dict:
+def heading(title: Text) -> Item:
     return {"kind": "heading", "text": title}
 
 
-def note(body) -> dict:
+def note(body: Text) -> Item:
     """A paragraph of Markdown (inline code, bold, math in Unicode)."""
     return {"kind": "note", "text": body}
 
 
-def waiting(body) -> dict:
+def waiting(body: Text) -> Item:
     """A dim line in place of something not computed yet (the learner's function is missing)."""
     return {"kind": "waiting", "text": body}
 
 
-def bar(value: float | None, top: float, style: str = "green", width: int = BAR_WIDTH) -> dict:
+def bar(value: float | None, top: float, style: str = "green", width: int = BAR_WIDTH) -> Item:
     """A table cell drawn as a bar of value/top, `width` cells at most (None or 0: no bar)."""
     return {"kind": "bar", "value": value, "top": top, "style": style, "width": width}
 
 
-def table(columns: list, rows: list[list], align: list[str] | None = None) -> dict:
+def table(columns: list[Any], rows: list[list[Any]], align: list[str] | None = None) -> Item:
     """columns: header texts; rows: cells (text, number, None for "—", or a bar);
     align: "left" or "right" per column (numbers right by default)."""
     return {
@@ -83,39 +90,45 @@ def table(columns: list, rows: list[list], align: list[str] | None = None) -> di
     }
 
 
-def heatmap(matrix: list[list[float | None]], title, reference: list | None = None) -> dict:
+def heatmap(
+    matrix: list[list[float | None]], title: Text, reference: list[list[float | None]] | None = None
+) -> Item:
     """A T×T matrix (None for NaN) on the weights' 0–1 scale; with reference, drawn as a difference."""
     return {"kind": "heatmap", "matrix": matrix, "title": title, "reference": reference}
 
 
-def row(*items: dict) -> dict:
+def row(*items: Item) -> Item:
     """Items side by side when the screen is wide enough, else one under the other."""
     return {"kind": "row", "items": list(items)}
 
 
-def keys() -> dict:
+def keys() -> Item:
     """The place of the step's settings line (keys and current values, drawn by the app)."""
     return {"kind": "keys"}
 
 
-def after_answer(question: int, *items: dict) -> dict:
+def after_answer(question: int, *items: Item) -> Item:
     """Items that answer question `question` (1-based): hidden until it is answered or `m` is pressed."""
     return {"kind": "after_answer", "question": int(question), "items": list(items)}
 
 
-def is_item(value) -> bool:
+def is_item(value: object) -> bool:
     return isinstance(value, dict) and value.get("kind") in KINDS
 
 
 def weights(
-    label, learner: list | None, reference: list, why=None, words: dict | None = None
-) -> dict:
+    label: Text,
+    learner: list[list[float | None]] | None,
+    reference: list[list[float | None]],
+    why: Text | None = None,
+    words: dict[str, Text] | None = None,
+) -> Item:
     """One entry of a step's weights panel (`w`, `h`, `d` in the app): the learner's matrix, or
     None when it could not be had (why: the text that says why; a generic one if not given),
     beside the reference's. A step's entries go in verdict.visuals["heatmaps"], in order (one
     per head, say). words: texts in place of the panel's own, for a matrix that is not attention
     weights, by WORDS name (the legend of each view and mark, the axes)."""
-    entry = {"label": label, "learner": learner, "reference": reference}
+    entry: Item = {"label": label, "learner": learner, "reference": reference}
     if why is not None:
         entry["why"] = why
     if words:

@@ -37,6 +37,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import watchfiles
 
+    _Batch = set[tuple[watchfiles.Change, str]]  # what one step of awatch yields
+
 # Types where inotify misses changes made elsewhere (another host, the VM's
 # host, a container's host): poll these. Any "fuse*" type is polled as well.
 POLL_FS_TYPES = frozenset(
@@ -213,11 +215,12 @@ class FileWatcher:
         )
         # Start awatch now: its first step builds the watcher synchronously, so
         # after one loop turn the watch is live and reading the baseline is safe.
-        pending: asyncio.Future | None = asyncio.ensure_future(batches.__anext__())
+        first = asyncio.ensure_future(batches.__anext__())
+        pending: asyncio.Future[_Batch] | None = first
         try:
             await asyncio.sleep(0)
-            if pending.done() and pending.exception() is not None:
-                await self._next(pending)  # raises WatchError
+            if first.done() and first.exception() is not None:
+                await self._next(first)  # raises WatchError
             last = None
             if initial:
                 saved = await self._read_settled()
@@ -244,7 +247,7 @@ class FileWatcher:
                     await pending
             await batches.aclose()
 
-    async def _next(self, pending: asyncio.Future) -> bool:
+    async def _next(self, pending: asyncio.Future[_Batch]) -> bool:
         try:
             await pending
         except StopAsyncIteration:

@@ -10,9 +10,14 @@ import ast
 import contextlib
 import io
 import os
+from datetime import date
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .store import STATE_DIR, atomic_write, stamp
+
+if TYPE_CHECKING:
+    from .lesson import Lesson
 
 WORKSPACE_DIR = "attn-lab"
 BOM = b"\xef\xbb\xbf"
@@ -22,11 +27,11 @@ def workspace_dir(cwd: Path) -> Path:
     return Path(cwd) / WORKSPACE_DIR
 
 
-def solution_path(cwd: Path, lesson) -> Path:
+def solution_path(cwd: Path, lesson: Lesson) -> Path:
     return workspace_dir(cwd) / lesson.file_name
 
 
-def ensure_solution(cwd: Path, lesson) -> tuple[Path, bool]:
+def ensure_solution(cwd: Path, lesson: Lesson) -> tuple[Path, bool]:
     """Create the learner's file from the starter unless it exists; returns (path, created)."""
     path = solution_path(cwd, lesson)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -52,7 +57,7 @@ def backup_dir(path: Path) -> Path:
     return Path(path).parent / STATE_DIR / "backups"
 
 
-def backup(path: Path, *, now=None) -> Path:
+def backup(path: Path, *, now: date | float | None = None) -> Path:
     """Copy the file to .attn-tutor/backups/<stem>.<YYYYmmdd-HHMMSS>[-n]<suffix>."""
     path = Path(path)
     data = path.read_bytes()
@@ -81,7 +86,7 @@ def _mode(path: Path) -> int | None:
         return None
 
 
-def reset(path: Path, starter: Path, *, now=None) -> Path | None:
+def reset(path: Path, starter: Path, *, now: date | float | None = None) -> Path | None:
     """Back up the file, then replace it with the starter. Returns the backup
     (None if there was no file to back up)."""
     path = Path(path)
@@ -122,7 +127,9 @@ def _parse(text: str, what: str) -> ast.Module:
         raise ValueError(f"{what} does not parse: {error}") from error
 
 
-def reset_function(path: Path, starter: Path, names: list[str], *, now=None) -> Path:
+def reset_function(
+    path: Path, starter: Path, names: list[str], *, now: date | float | None = None
+) -> Path:
     """Put the starter's version of the named top-level functions/classes back,
     leaving every other byte of the learner's file as it was. Returns the backup.
 

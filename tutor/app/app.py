@@ -13,31 +13,43 @@ import signal
 import subprocess
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
-from rich.console import Group
+from rich.console import Group, RenderableType
 from rich.text import Text
-from textual import on, work
-from textual.app import App, ComposeResult, SuspendNotSupported
+from textual import events, on, work
+from textual.app import App, ComposeResult, SuspendNotSupported, SystemCommand
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
+from textual.screen import Screen
+from textual.timer import Timer
 from textual.visual import visualize
 from textual.widgets import OptionList, ProgressBar, Static
 
 from ..i18n import t
-from ..lesson import Lesson
+from ..lesson import Lesson, SettingValue, Step
 from ..render.doc import render_markdown
 from ..render.heatmap import heatmap
 from ..render.verdicts import hints_block, load_syntax, shown_of, status_mark, step_results
 from ..render.visuals import Packed, heatmap_words, panel_word, text_of
 from ..render.wrap import Wrapped
-from ..results import StepResult
-from ..runner.client import Worker, WorkerGone, decode_source, too_large, unreadable_results
+from ..results import JSONDict, StepResult
+from ..runner.client import (
+    DEFAULT_TIMEOUT,
+    Worker,
+    WorkerGone,
+    decode_source,
+    too_large,
+    unreadable_results,
+)
 from ..runner.messages import Done, Event, Gone, Ready, StepVerdict
 from ..safe_text import one_line, visible
-from ..store import AnswerSheet, Section, Store
+from ..store import AnswerSheet, Section, State, Store
+from ..visuals import Item
 from ..watch import FileWatcher, WatchError
 from . import terminal_guard
 from .trace import digest, trace
@@ -50,7 +62,7 @@ GATHER = 0.08  # s: step results arriving this close together are drawn in one f
 ANSWERS_EVERY = 1.0  # s: how often a step with questions reads the answers file again
 
 
-def chosen_settings(step, saved) -> dict:
+def chosen_settings(step: Step, saved: object) -> dict[str, SettingValue]:
     """A step's settings: the saved values that are still among its values, the defaults else."""
     values = step.default_settings()
     for setting in step.settings:
@@ -59,13 +71,20 @@ def chosen_settings(step, saved) -> dict:
     return values
 
 
+def breakpoint_class(size: int, breakpoints: list[tuple[int, str]]) -> str | None:
+    """The class Textual gives a screen of this width (or height) for these breakpoints: that of
+    the largest breakpoint the size reaches, None below them all."""
+    reached = [(at, name) for at, name in breakpoints if size >= at]
+    return max(reached)[1] if reached else None
+
+
 class WorkerEvent(Message):
     def __init__(self, event: Event):
         super().__init__()
         self.event = event
 
 
-class TutorApp(App):
+class TutorApp(App[None]):
     CSS_PATH = "tutor.tcss"
     TITLE = "attn-tutor"
     # Ctrl+P: the command palette, with our own commands in the learner's language (see
@@ -150,7 +169,7 @@ class TutorApp(App):
             str, str
         ] = {}  # the last verdict drawn, kept while a new run is out
         self.checked_ids = {s.id for s in lesson.checked_steps}
-        self.flush_timer = None
+        self.flush_timer: Timer | None = None
         self.run_started = 0.0
         self.running_digest = (
             ""  # the content the checks in flight belong to (for the benchmark's trace)
@@ -159,14 +178,14 @@ class TutorApp(App):
         saved = store.load().get("lessons", {}).get(lesson.id, {})
         self.hints_shown: dict[str, int] = dict(saved.get("hints", {}))
         # step id -> its settings now ({setting id: value}), the saved ones where still valid
-        self.settings: dict[str, dict] = {
+        self.settings: dict[str, dict[str, SettingValue]] = {
             s.id: chosen_settings(s, saved.get("settings", {}).get(s.id))
             for s in lesson.steps
             if s.settings
         }
         self.drew_weights: set[str] = set()  # steps whose results have had weights to draw
         self.views: dict[
-            str, list
+            str, list[Item]
         ] = {}  # step id -> the last view its judge sent (kept through a re-run)
         self.show_model = False
         self.answers: dict[str, dict[int, str]] = self.read_answers()  # step id -> {index: answer}
@@ -176,7 +195,7 @@ class TutorApp(App):
         ] = {}  # (step, index) -> (text, base) of a save that failed
         # Textual converts colours for the terminal itself: the heatmap can always paint in full colour.
         self.color_hint = "none" if os.environ.get("NO_COLOR") else "truecolor"
-        self.source: tuple[str, bytes] | None = (
+        self.source: tuple[str | None, bytes] | None = (
             None  # the file content the current verdicts are for
         )
         self.saved_status: dict[str, str] = dict(saved.get("status", {}))
@@ -190,11 +209,13 @@ class TutorApp(App):
         # Textual sets the breakpoint classes on the first resize, after the first layout: set
         # them now, so that the lesson text is laid out once, at its final width.
         width, height = self.size
+        on = {
+            breakpoint_class(width, self.HORIZONTAL_BREAKPOINTS),
+            breakpoint_class(height, self.VERTICAL_BREAKPOINTS),
+        }
         self.screen.update_classes(
             {
-                name: name
-                in self.screen._get_breakpoint_classes(width, self.HORIZONTAL_BREAKPOINTS)
-                | self.screen._get_breakpoint_classes(height, self.VERTICAL_BREAKPOINTS)
+                name: name in on
                 for _, name in self.HORIZONTAL_BREAKPOINTS + self.VERTICAL_BREAKPOINTS
             },
             animate=False,
@@ -225,7 +246,7 @@ class TutorApp(App):
         self.set_interval(0.1, self.tick)
         self.call_after_refresh(trace, "first_screen")
         self.call_after_refresh(self.resume_gc)
-        if self.start_worker:
+        if self.start_worker and self.worker is not None:  # start_checker made it
             self.call_after_refresh(self.worker.go)  # torch's import waited for this (main.run_app)
             # The OS watch takes tens of ms to set up, pygments ~100 ms to load: after the
             # first screen, while the worker imports torch.
@@ -252,13 +273,18 @@ class TutorApp(App):
             gc.freeze()
             gc.enable()
 
-    def exit(self, *args, **kwargs) -> None:
+    def exit(
+        self,
+        result: None = None,
+        return_code: int = 0,
+        message: RenderableType | None = None,
+    ) -> None:
         self.closing = (
             True  # late worker events and timer ticks must not touch a screen being torn down
         )
         if terminal_guard.installed:
             terminal_guard.DEADLINE.arm(terminal_guard.QUIT_GRACE)  # a quit ends, whatever
-        super().exit(*args, **kwargs)
+        super().exit(result, return_code, message)
 
     def on_unmount(self) -> None:
         self.closing = True
@@ -269,10 +295,10 @@ class TutorApp(App):
     # ------------------------------------------------------------------ state helpers
 
     @property
-    def step(self):
+    def step(self) -> Step:
         return self.lesson.steps[self.step_index]
 
-    def after_pass(self, step) -> str:
+    def after_pass(self, step: Step) -> str:
         """What comes after this step has passed: the next step, or the end of the lab; once every
         checked step passes, the lab's summary (the questions left, the other labs)."""
         lang, steps = self.lang, self.lesson.steps
@@ -322,7 +348,7 @@ class TutorApp(App):
         lang = self.lang
         lang_chosen = self.lang_chosen
 
-        def change(state: dict) -> None:
+        def change(state: State) -> None:
             if lang_chosen:
                 state["lang"] = lang
             state["lesson"] = lesson_id
@@ -350,19 +376,25 @@ class TutorApp(App):
         if wait:
             saved.result()
         else:  # a bug in the save still stops the app, as it did when saves ran here
-            saved.add_done_callback(lambda done: done.exception() and self.call_later(done.result))
+            saved.add_done_callback(self._raise_save_error)
+
+    def _raise_save_error(self, done: Future[None]) -> None:
+        if done.exception() is not None:
+            self.call_later(done.result)
 
     # ------------------------------------------------------------------ rendering
     # A layout of the screen costs more than drawing a panel: panels are updated only when
     # what they show has changed, and lay the screen out only when their height changes.
 
-    def update_panel(self, widget_id: str, signature, make) -> None:
+    def update_panel(
+        self, widget_id: str, signature: object, make: Callable[[], RenderableType]
+    ) -> None:
         if self.shown.get(widget_id) == signature:
             return
         self.shown[widget_id] = signature
         self.show_in(widget_id, make())
 
-    def show_in(self, widget_id: str, content, key=None) -> None:
+    def show_in(self, widget_id: str, content: RenderableType, key: object = None) -> None:
         """Put `content` in a Static, with a layout only if that changes the Static's height."""
         widget = self.query_one(widget_id, Static)
         if isinstance(widget, ScrollingStatic):
@@ -375,7 +407,9 @@ class TutorApp(App):
         )  # #fileinfo: 1fr
         # Measured the way the layout would measure it; DrawnOnce keeps the lines for the paint.
         same = bool(width) and (
-            fixed or visualize(widget, content).get_height(widget.styles, width) == height
+            fixed
+            # Textual's own layout passes a widget's styles here (Widget._get_content_height)
+            or visualize(widget, content).get_height(widget.styles, width) == height  # type: ignore[arg-type]
         )
         widget.update(content, layout=not same)
 
@@ -415,7 +449,7 @@ class TutorApp(App):
         self.query_one("#title", Static).update(text)
 
     def render_steps(self) -> None:
-        marks = {}
+        marks: dict[str, Text] = {}
         for s in self.lesson.steps:
             status = self.status_of(s.id)
             if not s.checked:
@@ -452,7 +486,9 @@ class TutorApp(App):
 
     def render_fileinfo(self) -> None:
         lang = self.lang
-        parts = [Wrapped(t("ui.file", lang, path=self.shown_path()), style="bold")]
+        parts: list[RenderableType] = [
+            Wrapped(t("ui.file", lang, path=self.shown_path()), style="bold")
+        ]
         watch = {"inotify": "ui.watch_inotify", "polling": "ui.watch_polling"}.get(self.watch_state)
         if self.watch_state == "failed":
             parts.append(
@@ -502,7 +538,7 @@ class TutorApp(App):
             return
         text = self.lesson.text(self.step.id, self.lang)
         heading, _, rest = text.partition("\n") if text.startswith("# ") else ("", "", text)
-        body = []
+        body: list[RenderableType] = []
         if self.step_index == 0 and self.created:
             body.append(
                 Wrapped(t("ui.file_created", self.lang, path=self.shown_path()), style="bold green")
@@ -570,13 +606,13 @@ class TutorApp(App):
                 y = min(y, failure[0])
         panel.scroll_to(y=y, animate=False, immediate=True)
 
-    def heatmaps_for_step(self) -> list[dict] | None:
+    def heatmaps_for_step(self) -> list[Item] | None:
         """The weights panel's entries: from the step lesson.toml names (weights_from), its own
         by default; None while that step has given no result yet."""
         result = self.results.get(self.step.weights_from)
         return None if result is None else (result.visuals.get("heatmaps") or [])
 
-    def weights_view(self):
+    def weights_view(self) -> RenderableType:
         lang = self.lang
         maps = self.heatmaps_for_step()
         if not maps:
@@ -605,7 +641,10 @@ class TutorApp(App):
             )
             note = Wrapped(why, style="yellow")
         nan = float("nan")
-        as_floats = lambda m: [[nan if v is None else v for v in row] for row in m]  # noqa: E731
+
+        def as_floats(m: list[list[float | None]]) -> list[list[float]]:
+            return [[nan if v is None else v for v in row] for row in m]
+
         label = t(entry["label"]["key"], lang, **entry["label"]["params"])
         # The panel's words, or the entry's own where its matrix is not attention weights.
         words = entry.get("words") or {}
@@ -648,12 +687,16 @@ class TutorApp(App):
     def start_checker(self) -> None:
         self.worker_state = "loading"
         if self.worker is None or self.worker.proc is None or self.worker.proc.poll() is not None:
-            kwargs = {"timeout": self.timeout} if self.timeout else {}
-            self.worker = Worker(None, log=self.store.folder / "worker.log", **kwargs)
+            self.worker = Worker(
+                None, timeout=self.timeout or DEFAULT_TIMEOUT, log=self.store.folder / "worker.log"
+            )
             self.worker.start()
-        self.worker.attach(lambda event: self.post_message(WorkerEvent(event)))
+        self.worker.attach(self._post_event)
         if self.worker.ready.is_set():  # a worker kept from the lesson before a switch
             self.worker_state = "ready"
+
+    def _post_event(self, event: Event) -> None:  # from the worker's reader thread
+        self.post_message(WorkerEvent(event))
 
     def run_checks(self, text: str | None, raw: bytes) -> None:
         self.source = (text, raw)
@@ -662,9 +705,12 @@ class TutorApp(App):
         extra = [] if self.step.checked else [self.step.id]
         big = too_large(len(raw))
         if text is None or big is not None:
-            key, problem = (
-                ("failure.too_large", big) if big else ("failure.encoding", decode_source(raw)[1])
-            )
+            problem: JSONDict | None
+            if big:
+                key, problem = "failure.too_large", big
+            else:
+                key, problem = "failure.encoding", decode_source(raw)[1]
+                assert problem is not None  # the text is None: decode_source says why
             for result in unreadable_results(self.lesson, key, problem):
                 self.store_result(result)
             self.running.clear()
@@ -688,7 +734,7 @@ class TutorApp(App):
         self.render_results()
         self.render_fileinfo()
 
-    def params(self) -> dict:
+    def params(self) -> dict[str, JSONDict]:
         """Each step's current settings, as its probe reads them (ctx.params)."""
         return {sid: dict(values) for sid, values in self.settings.items()}
 
@@ -933,7 +979,7 @@ class TutorApp(App):
         if self.show_weights:
             self.render_main()
 
-    def on_key(self, event) -> None:
+    def on_key(self, event: events.Key) -> None:
         """A step's own keys, as lesson.toml declares them: a setting's key cycles it, a
         question's number opens its answer box. Only on the lesson's screen (not in a box)."""
         if len(self.screen_stack) > 1 or self.closing:
@@ -1056,7 +1102,7 @@ class TutorApp(App):
 
         question = t("ui.reset_question", self.lang, names=", ".join(names), path=self.path.name)
         self.push_screen(
-            ConfirmScreen(question, self.lang), lambda yes: yes and self.reset_step(names)
+            ConfirmScreen(question, self.lang), lambda yes: self.reset_step(names) if yes else None
         )
 
     def reset_step(self, names: list[str]) -> None:
@@ -1123,9 +1169,7 @@ class TutorApp(App):
         self.switch_to = lesson_id
         self.exit()
 
-    def get_system_commands(self, screen):
-        from textual.app import SystemCommand
-
+    def get_system_commands(self, screen: Screen[Any]) -> Iterator[SystemCommand]:
         from ..lesson import all_lessons
 
         for lesson in all_lessons():
@@ -1142,7 +1186,8 @@ class TutorApp(App):
     def action_command_palette(self) -> None:
         from textual.command import CommandPalette
 
-        if not CommandPalette.is_open(self):
+        # is_open takes an App[object]: App is invariant in its result type, ours is None.
+        if not CommandPalette.is_open(self):  # type: ignore[arg-type]
             self.push_screen(
                 CommandPalette(
                     id="--command-palette", placeholder=t("ui.command_search", self.lang)

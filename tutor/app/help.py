@@ -38,7 +38,7 @@ HELP_KEYS = (
 )
 
 
-class HelpScreen(ModalScreen):
+class HelpScreen(ModalScreen[None]):
     BINDINGS = [Binding("escape,question_mark,q", "close", id="close-help", show=False)]
 
     def __init__(self, lang: str):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -11,13 +13,20 @@ from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
 from ..i18n import t
+from ..lesson import Lesson
 from ..render.wrap import Wrapped
 
 
 class LessonScreen(ModalScreen[str | None]):
     BINDINGS = [Binding("escape,L", "close", id="close-lessons", show=False)]
 
-    def __init__(self, lang: str, lessons, progress: dict, current: str):
+    def __init__(
+        self,
+        lang: str,
+        lessons: Sequence[Lesson],
+        progress: dict[str, dict[str, str]],
+        current: str,
+    ):
         super().__init__()
         self.lang, self.lessons, self.progress, self.current = lang, lessons, progress, current
 

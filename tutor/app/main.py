@@ -7,14 +7,29 @@ import gc
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..i18n import choose
 from ..lesson import get_lesson
 from ..store import Store
 from ..workspace import ensure_solution, workspace_dir
 
+if TYPE_CHECKING:
+    from ..runner.client import Worker
+    from .app import TutorApp
 
-def _app_for(store, worker, *, lesson_id, step_id, file, lang, poll, timeout):
+
+def _app_for(
+    store: Store,
+    worker: Worker,
+    *,
+    lesson_id: str | None,
+    step_id: str | None,
+    file: str | Path | None,
+    lang: str | None,
+    poll: bool,
+    timeout: float | None,
+) -> TutorApp:
     cwd = Path.cwd()
     state = store.load()
     lesson = get_lesson(lesson_id or state.get("lesson") or "lm3-l3")
@@ -45,7 +60,15 @@ def _app_for(store, worker, *, lesson_id, step_id, file, lang, poll, timeout):
     )
 
 
-def run_app(*, lesson_id=None, step_id=None, file=None, lang=None, poll=False, timeout=None) -> int:
+def run_app(
+    *,
+    lesson_id: str | None = None,
+    step_id: str | None = None,
+    file: str | Path | None = None,
+    lang: str | None = None,
+    poll: bool = False,
+    timeout: float | None = None,
+) -> int:
     # Textual's import and start-up make ~80k long-lived objects, and the cyclic GC scanned them
     # again and again before the first screen (~90 ms of collections, one full pass ~45 ms). The app
     # turns it back on after its first screen (TutorApp.resume_gc), those objects frozen out of it.
@@ -54,11 +77,9 @@ def run_app(*, lesson_id=None, step_id=None, file=None, lang=None, poll=False, t
     store = Store(workspace_dir(cwd))
     # The worker first: its start overlaps the UI's; it imports torch (~3 s) once the app has
     # painted its first screen (TutorApp.on_mount calls go()). A switch of lesson keeps it.
-    from ..runner.client import Worker
+    from ..runner.client import DEFAULT_TIMEOUT, Worker
 
-    worker = Worker(
-        None, log=store.folder / "worker.log", **({"timeout": timeout} if timeout else {})
-    )
+    worker = Worker(None, timeout=timeout or DEFAULT_TIMEOUT, log=store.folder / "worker.log")
     worker.start(defer=True)
     from . import terminal_guard
 

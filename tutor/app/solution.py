@@ -13,7 +13,7 @@ from ..i18n import t
 from ..render.wrap import Wrapped
 
 
-class SolutionScreen(ModalScreen):
+class SolutionScreen(ModalScreen[None]):
     BINDINGS = [Binding("escape,s,q", "close", id="close-solution", show=False)]
 
     def __init__(self, lang: str, title: str, diff: str, reference: str):

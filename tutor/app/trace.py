@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from typing import Any
 
 _PATH = os.environ.get("ATTN_TUTOR_TRACE")
 
@@ -16,7 +17,7 @@ def digest(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", errors="surrogateescape")).hexdigest()[:16]
 
 
-def trace(event: str, **fields) -> None:
+def trace(event: str, **fields: Any) -> None:
     if not _PATH:
         return
     line = json.dumps({"event": event, "t": time.time(), **fields})

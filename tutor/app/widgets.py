@@ -2,26 +2,38 @@
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from dataclasses import replace
+from typing import TYPE_CHECKING, Any
 
 from rich.cells import cell_len
-from rich.console import Group, RenderableType
+from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
 from rich.measure import Measurement
+from rich.segment import Segment
 from rich.style import Style as RichStyle
 from rich.text import Text
+from textual.app import ComposeResult
 from textual.cache import LRUCache
+from textual.clock import Clock
 from textual.containers import ScrollableContainer, VerticalScroll
 from textual.geometry import Size
 from textual.strip import Strip
-from textual.visual import Visual
+from textual.style import Style
+from textual.visual import Visual, VisualType
 from textual.widget import Widget
 from textual.widgets import OptionList, ProgressBar, Static
-from textual.widgets._progress_bar import Bar
 from textual.widgets.option_list import Option
 
 from ..i18n import t
 from ..render.verdicts import ANCHOR, marked
 from ..render.wrap import Wrapped
+from .textual_private import Bar, OneOptionRepaint, SelfScrollingStatic, progress_clock
+
+if TYPE_CHECKING:
+    from textual.layout import DockArrangeResult
+
+    from ..lesson import Lesson, SettingValue, Step
+    from .app import TutorApp
 
 FOOTER_KEYS = (
     ("n", "foot_next"),
@@ -42,17 +54,19 @@ def one_line(title: str) -> Text:
     return Text(title, no_wrap=True, overflow="ellipsis")
 
 
-class StepList(OptionList):
-    """One line per step: a status mark and the title, in the current language."""
+class StepList(OneOptionRepaint):
+    """One line per step: a status mark and the title, in the current language. A mark never
+    changes a line's height (`marked` wraps the title at the same width whatever the mark), so a
+    new mark repaints its option only (OneOptionRepaint)."""
 
-    shown_key: tuple = ()
-    shown_marks: dict = {}
+    shown_key: tuple[str, str] | tuple[()] = ()  # (lesson id, language) the options show
+    shown_marks: dict[str, tuple[str, str]] = {}  # step id -> its mark's (text, style)
 
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.drawn: LRUCache = LRUCache(1024)
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.drawn: LRUCache[Hashable, list[Strip]] = LRUCache(1024)
 
-    def show(self, lesson, marks: dict, current: int, lang: str) -> None:
+    def show(self, lesson: Lesson, marks: dict[str, Text], current: int, lang: str) -> None:
         key = (lesson.id, lang)
         seen = {sid: (m.plain, str(m.style)) for sid, m in marks.items()}
         with self.prevent(OptionList.OptionHighlighted):
@@ -75,26 +89,14 @@ class StepList(OptionList):
                 self.highlighted = current
         self.shown_key, self.shown_marks = key, seen
 
-    def _replace_option_prompt(self, index: int, prompt) -> None:
-        # OptionList's own version forgets every option's height and drawn lines, so each
-        # new mark re-measured and redrew the whole list. A mark never changes a line's height
-        # (`marked` wraps the title at the same width whatever the mark): repaint this option only.
-        self.get_option_at_index(index)._set_prompt(prompt)
-        self._option_render_cache.clear()  # a memo by option, now stale; `drawn` keeps the rest
-        line = self._line_cache.index_to_line.get(index)
-        if line is None:  # not laid out yet: nothing drawn to keep
-            self._clear_caches()
-        else:
-            self.refresh_lines(line, self._line_cache.heights[index])
-
-    def _get_option_render(self, option: Option, style) -> list:
+    def option_lines(self, option: Option, style: Style) -> list[Strip]:
         # Marks go back and forth (todo, spinner, pass, fail) with every run: keep each line as
         # drawn per mark, so a verdict only copies lines already drawn.
         width = self.scrollable_content_region.width
-        key = (option.id, self.shown_marks.get(option.id), self.shown_key, style, width)
+        key = (option.id, self.shown_marks.get(option.id or ""), self.shown_key, style, width)
         strips = self.drawn.get(key)
         if strips is None:
-            strips = super()._get_option_render(option, style)
+            strips = super().option_lines(option, style)
             self.drawn.set(key, strips)
         return strips
 
@@ -110,10 +112,10 @@ class DrawnOnce:
 
     def __init__(self, renderable: RenderableType):
         self.renderable = renderable
-        self.drawn_for = None
-        self.lines: list = []
+        self.drawn_for: ConsoleOptions | None = None
+        self.lines: list[list[Segment]] = []
 
-    def __rich_console__(self, console, options):
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         options = options.reset_height()
         key = replace(options, max_height=0)
         if key != self.drawn_for:
@@ -122,11 +124,11 @@ class DrawnOnce:
         for line in self.lines:
             yield from line
 
-    def __rich_measure__(self, console, options):
+    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
         return Measurement.get(console, options, self.renderable)
 
 
-class ScrollingStatic(Static, can_focus=True):
+class ScrollingStatic(SelfScrollingStatic, can_focus=True):
     """A Static that scrolls its own content: what a Static in a VerticalScroll shows, drawn
     the same (width, lines, scrollbar), without a layout of the screen for each new content.
 
@@ -146,17 +148,18 @@ class ScrollingStatic(Static, can_focus=True):
     """
     BINDINGS = ScrollableContainer.BINDINGS
     ALLOW_MAXIMIZE = False
-    is_scrollable = True
 
     def __init__(self, *, id: str | None = None):
         super().__init__(id=id)
         self.lines: list[Strip] = []
         self.drawn_at: int | None = None  # the width `lines` were drawn at
         self.fitted_to: Size | None = None  # the area `virtual_size` was measured for
-        self.key = None
-        self.drawn: LRUCache = LRUCache(16)  # (key, width) -> lines
+        self.key: Hashable = None
+        self.drawn: LRUCache[tuple[Hashable, int], list[Strip]] = LRUCache(16)  # (key, width)
 
-    def update(self, content="", *, layout: bool = True, key=None) -> None:
+    def update(
+        self, content: VisualType = "", *, layout: bool = True, key: Hashable = None
+    ) -> None:
         """`key`: what the content says, if the caller knows; lines drawn for it are reused
         (verdicts go back and forth between a few contents)."""
         super().update(content, layout=False)
@@ -183,18 +186,17 @@ class ScrollingStatic(Static, can_focus=True):
         """Measure the content for the area it is shown in: the scroll range."""
         area = self.scrollable_content_region.size
         if area.width <= 0:
-            return  # not laid out yet: _size_updated comes back here
+            return  # not laid out yet: region_changed comes back here
         self.fitted_to = area
         width, height = area
         if (len(self.lines_at(width)) > height) != self.show_vertical_scrollbar:
             # The scrollbar comes or goes, and with it two columns: measured at the new width,
-            # _scroll_update shows or hides it, and that lays the screen out.
+            # set_scroll_range shows or hides it, and that lays the screen out.
             gutter = self.styles.scrollbar_size_vertical
             width += gutter if self.show_vertical_scrollbar else -gutter
         size = Size(width, len(self.lines_at(width)))
         if size != self.virtual_size:
-            self.set_reactive(Widget.virtual_size, size)
-            self._scroll_update(size)  # the thumb, and scroll_y within the new range
+            self.set_scroll_range(size)
         self.refresh()
 
     def anchor_lines(self, name: str) -> tuple[int, int] | None:
@@ -209,12 +211,9 @@ class ScrollingStatic(Static, can_focus=True):
         ]
         return (found[0], found[-1]) if found else None
 
-    def _size_updated(self, size, virtual_size, container_size, layout: bool = True) -> bool:
-        # No children for the compositor to measure: the virtual size is the one fit() sets.
-        resized = super()._size_updated(size, self.virtual_size, container_size, layout)
+    def region_changed(self) -> None:
         if self.scrollable_content_region.size != self.fitted_to:
             self.fit()  # a new width wraps the content anew
-        return resized
 
     def watch_scroll_y(self, old_value: float, new_value: float) -> None:
         # The lines move in render_line (as in ScrollView): a repaint, no child to move.
@@ -247,7 +246,7 @@ class DocScroll(VerticalScroll):
     the `show_vertical_scrollbar` reactive; hiding the scrollbar is left to Textual.)
     """
 
-    def arrange(self, size: Size, optimal: bool = False):
+    def arrange(self, size: Size, optimal: bool = False) -> DockArrangeResult:
         arrangement = super().arrange(size, optimal)
         styles = self.styles
         if (
@@ -270,9 +269,9 @@ class PassBar(Bar):
     """Textual's bar, each of its looks drawn once: verdicts move it between a few counts,
     and drawing it anew took ~1 ms of each frame where the count changed."""
 
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.drawn: dict = {}
+    def __init__(self, *, id: str | None = None, clock: Clock | None = None) -> None:
+        super().__init__(id=id, clock=clock)
+        self.drawn: dict[tuple[float, Size, int], Strip] = {}
 
     def notify_style_update(self) -> None:
         super().notify_style_update()
@@ -291,9 +290,9 @@ class PassBar(Bar):
 class Progress(ProgressBar):
     """A ProgressBar with only its bar (no percentage, no ETA), a PassBar."""
 
-    def compose(self):
+    def compose(self) -> ComposeResult:
         yield (
-            PassBar(id="bar", clock=self._clock)
+            PassBar(id="bar", clock=progress_clock(self))
             .data_bind(ProgressBar.percentage)
             .data_bind(ProgressBar.gradient)
         )
@@ -329,7 +328,7 @@ class Footer(Static):
         return text
 
 
-def step_extra(app, view: list | None) -> RenderableType | None:
+def step_extra(app: TutorApp, view: list[Any] | None) -> RenderableType | None:
     """What a step shows under its heading, from data only: the view its judge sent (kept from
     the last run while a new one is out), its settings line, its questions."""
     from ..render.visuals import Context, Questions, draw_questions, draw_view, spoilers
@@ -365,7 +364,7 @@ def step_extra(app, view: list | None) -> RenderableType | None:
     return Group(*parts) if parts else None
 
 
-def settings_line(step, values: dict, lang: str) -> RenderableType:
+def settings_line(step: Step, values: dict[str, SettingValue], lang: str) -> RenderableType:
     """The step's keys and the value each setting has now: "Keys: 1 heads: 12 · 2 batch: 1"."""
     from ..render.visuals import Packed
 

@@ -16,7 +16,7 @@ each printed value carries it too. No torch, no textual: plain lists of floats.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from rich.cells import cell_len
 from rich.color import Color
@@ -96,8 +96,8 @@ def _contrast(rgb: tuple[int, int, int]) -> str:
     """Black or white text, whichever reads better on `rgb` (WCAG luminance)."""
 
     def lin(c: int) -> float:
-        c = c / 255
-        return c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4
+        s = c / 255
+        return s / 12.92 if s <= 0.04045 else ((s + 0.055) / 1.055) ** 2.4
 
     lum = 0.2126 * lin(rgb[0]) + 0.7152 * lin(rgb[1]) + 0.0722 * lin(rgb[2])
     return BLACK if lum > 0.18 else WHITE
@@ -123,7 +123,7 @@ def fmt_value(v: float, signed: bool = False) -> str:
     return ("-" if v < 0 else "+" if signed else "") + body
 
 
-def _as_matrix(rows) -> list[list[float]]:
+def _as_matrix(rows: Iterable[Iterable[float | None]]) -> list[list[float]]:
     """Plain floats; None becomes NaN and ragged rows are padded with NaN."""
     out = [[math.nan if x is None else float(x) for x in row] for row in rows]
     cols = max((len(r) for r in out), default=0)
@@ -135,15 +135,15 @@ class Heatmap:
 
     def __init__(
         self,
-        values,
-        mode,
-        title,
-        axis_labels,
-        show_values,
-        color_system_hint,
-        legend,
-        scale_with=None,
-    ):
+        values: list[list[float]],
+        mode: str,
+        title: str,
+        axis_labels: tuple[str, str],
+        show_values: bool | None,
+        color_system_hint: str | None,
+        legend: Mapping[str, str],
+        scale_with: list[list[float]] | None = None,
+    ) -> None:
         self.values = values
         self.mode = mode
         self.title = title
@@ -312,7 +312,9 @@ class Heatmap:
             return [line]
         return [Text(" " * gutter + key_label, style="italic"), Text(query_label, style="italic")]
 
-    def _legend_lines(self, n_rows, n_cols, rows, cols, layout, colours) -> list[Text]:
+    def _legend_lines(
+        self, n_rows: int, n_cols: int, rows: int, cols: int, layout: str, colours: str
+    ) -> list[Text]:
         legend = self.legend
         lo, hi = (
             (f"{self.vmin:+.2f}", f"{self.vmax:+.2f}")
@@ -366,9 +368,9 @@ class Heatmap:
 
 
 def heatmap(
-    matrix,
+    matrix: Iterable[Iterable[float | None]],
     *,
-    reference=None,
+    reference: Iterable[Iterable[float | None]] | None = None,
     mode: str = "learner",
     title: str = "",
     axis_labels: tuple[str, str] = ("key position →", "query position ↓"),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import io
 
-from rich.console import Console, Group, RenderableType
+from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
 from rich.measure import Measurement
 from rich.rule import Rule
 from rich.segment import Segment
@@ -48,7 +48,7 @@ class marked:
     def __init__(self, mark: Text, body: RenderableType):
         self.mark, self.body = mark, body
 
-    def __rich_console__(self, console, options):
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         width = max(1, options.max_width - 2)
         lines = console.render_lines(self.body, options.update(width=width, height=None), pad=False)
         gap = Segment("  ")
@@ -62,7 +62,7 @@ class marked:
             yield from line
             yield Segment.line()
 
-    def __rich_measure__(self, console, options):
+    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
         return Measurement(3, options.max_width)
 
 
@@ -76,7 +76,7 @@ class Clipped:
     def __init__(self, renderable: RenderableType, lines: int, more: str):
         self.renderable, self.lines, self.more = renderable, lines, more
 
-    def __rich_console__(self, console, options):
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         rendered = console.render_lines(self.renderable, options.update(height=None), pad=False)
         if len(rendered) <= self.lines:
             shown, more = rendered, None
@@ -88,7 +88,7 @@ class Clipped:
         if more:
             yield from console.render(marked(Text(""), Wrapped(more, style="dim italic")), options)
 
-    def __rich_measure__(self, console, options):
+    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
         return Measurement.get(console, options, self.renderable)
 
 
@@ -102,13 +102,13 @@ class Anchored:
     def __init__(self, name: str, renderable: RenderableType):
         self.name, self.renderable = name, renderable
 
-    def __rich_console__(self, console, options):
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         tag = Style(meta={ANCHOR: self.name})
         for line in console.render_lines(self.renderable, options, pad=False):
             yield from Segment.apply_style(line, post_style=tag)
             yield Segment.line()
 
-    def __rich_measure__(self, console, options):
+    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
         return Measurement.get(console, options, self.renderable)
 
 
@@ -174,7 +174,9 @@ def step_results(
     passing = [c for c in result.checks if c.status == "pass"]
     # Failures first and in full: they are what the learner acts on.
     for i, check in enumerate(failing):
-        line = marked(status_mark(check.status), render_markdown(check_text(check, lang)))
+        line: RenderableType = marked(
+            status_mark(check.status), render_markdown(check_text(check, lang))
+        )
         if not full:
             line = Clipped(line, MESSAGE_LINES, t("ui.message_more", lang))
         parts.append(Anchored("failure", line) if i == 0 else line)

@@ -7,7 +7,7 @@ come formatted by the lesson's judge.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from rich.cells import cell_len
@@ -17,6 +17,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..i18n import t
+from ..visuals import Item
 from .bars import bar as bar_text
 from .doc import render_markdown
 from .heatmap import heatmap as draw_heatmap
@@ -25,29 +26,31 @@ from .wrap import Wrapped
 LEGEND_KEYS = ("learner", "reference", "diff", "masked", "leak", "nan")
 
 
-def text_of(value, lang: str) -> str:
+def text_of(value: object, lang: str) -> str:
     """A message reference in lang, or a plain value as it is."""
     if isinstance(value, dict) and "key" in value:
         return t(value["key"], lang, **(value.get("params") or {}))
     return "" if value is None else str(value)
 
 
-def panel_word(lang: str, words: dict | None, name: str) -> str:
+def panel_word(lang: str, words: dict[str, object] | None, name: str) -> str:
     """One of the weights panel's texts (a tutor.visuals.WORDS name): a weights entry's own, in
     place of the panel's `ui.<name>`, for a matrix that is not attention weights."""
     return text_of(words[name], lang) if words and name in words else t(f"ui.{name}", lang)
 
 
-def heatmap_words(lang: str, words: dict | None = None) -> tuple[tuple[str, str], dict[str, str]]:
+def heatmap_words(
+    lang: str, words: dict[str, object] | None = None
+) -> tuple[tuple[str, str], dict[str, str]]:
     """The axis labels and the legend every heatmap shows; words: a weights entry's own (panel_word)."""
 
-    def word(name):
+    def word(name: str) -> str:
         return panel_word(lang, words, name)
 
     return (word("axis_keys"), word("axis_queries")), {k: word(f"legend_{k}") for k in LEGEND_KEYS}
 
 
-def floats(matrix) -> list[list[float]]:
+def floats(matrix: Iterable[Iterable[float | None]]) -> list[list[float]]:
     return [[float("nan") if v is None else v for v in row] for row in matrix]
 
 
@@ -80,7 +83,8 @@ class Packed:
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         width = max(1, options.max_width)
-        lines, line = [], self.prefix
+        lines: list[str] = []
+        line = self.prefix
         for i, item in enumerate(self.items):
             joined = line + (self.sep if i else "") + item
             last = i == len(self.items) - 1
@@ -108,7 +112,7 @@ class Context:
     revealed: Callable[[int], bool] = lambda question: False  # after_answer(question): shown?
 
 
-def cell(value, lang: str):
+def cell(value: object, lang: str) -> Text | str:
     if isinstance(value, dict) and value.get("kind") == "bar":
         top = value.get("top") or 0
         drawn = bar_text(value.get("value") or 0, top, int(value.get("width") or 8))
@@ -118,7 +122,7 @@ def cell(value, lang: str):
     return text_of(value, lang)
 
 
-def draw_table(item: dict, lang: str) -> Table:
+def draw_table(item: Item, lang: str) -> Table:
     table = Table(box=None, header_style="bold", pad_edge=False, collapse_padding=True)
     align = item.get("align") or []
     rows = item.get("rows") or []
@@ -154,7 +158,7 @@ def draw_table(item: dict, lang: str) -> Table:
     return table
 
 
-def draw_item(item: dict, ctx: Context) -> list[RenderableType]:
+def draw_item(item: Item, ctx: Context) -> list[RenderableType]:
     """One item's renderables (none for an item not to be shown, or of a kind not known)."""
     lang = ctx.lang
     kind = item.get("kind")
@@ -195,7 +199,7 @@ def draw_item(item: dict, ctx: Context) -> list[RenderableType]:
 BLOCKS = ("table", "heatmap", "row")  # set apart by a blank line, unless under their heading
 
 
-def draw_view(items: list[dict], ctx: Context) -> list[RenderableType]:
+def draw_view(items: list[Item], ctx: Context) -> list[RenderableType]:
     """The view's items in order; after_answer items are left to the questions (see spoilers).
     A blank line goes before each heading but the first, and around tables, heatmaps and rows
     (not between a heading and its block)."""
@@ -217,9 +221,9 @@ def draw_view(items: list[dict], ctx: Context) -> list[RenderableType]:
     return out
 
 
-def spoilers(items: list[dict]) -> dict[int, list[dict]]:
+def spoilers(items: list[Item]) -> dict[int, list[Item]]:
     """The view's after_answer items by question number (1-based)."""
-    found: dict[int, list[dict]] = {}
+    found: dict[int, list[Item]] = {}
     for item in items:
         if isinstance(item, dict) and item.get("kind") == "after_answer":
             found.setdefault(int(item.get("question", 0)), []).append(item)
@@ -242,7 +246,7 @@ class Questions:
 
 
 def draw_questions(
-    q: Questions, ctx: Context, extra: dict[int, list[dict]] | None = None
+    q: Questions, ctx: Context, extra: dict[int, list[Item]] | None = None
 ) -> list[RenderableType]:
     """The questions, each with the learner's answer (and the model answer after `m`), and under
     each what the view gives away about it, once it is answered or `m` was pressed."""

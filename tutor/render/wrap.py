@@ -16,12 +16,16 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 from rich.cells import split_graphemes
 from rich.containers import Lines
 from rich.text import Text
+
+if TYPE_CHECKING:
+    from rich.console import Console, ConsoleOptions, RenderResult
 
 # Kinsoku sets: a line must not start with CLOSE nor end with OPEN.
 CLOSE = set("，。、；：？！）」』】》〉”’…‥·〕］｝〗〙〛ー々〻,.;:!?)]}%")
@@ -36,6 +40,8 @@ _DIGITS = set("0123456789⁰¹²³⁴⁵⁶⁷⁸⁹")
 _UNIT = re.compile(r"(?:MB|GB|KB|kB|TB)\b")
 
 Span = tuple[int, int]
+_Unit = tuple[int, int, int]  # a grapheme: (start, end, cells)
+_Break = tuple[int, int, int]  # a candidate break: (line_end, next_start, grade)
 
 
 def _is_space(ch: str) -> bool:
@@ -125,7 +131,9 @@ _SPACES = re.compile(" +")
 
 # What does not depend on the width: a panel is wrapped at two widths when its scrollbar comes.
 @lru_cache(maxsize=1024)
-def _breaks(text: str, atomic: tuple[Span, ...]) -> tuple[list | None, list, Sequence[int]]:
+def _breaks(
+    text: str, atomic: tuple[Span, ...]
+) -> tuple[list[_Unit] | None, list[_Break], Sequence[int]]:
     """(graphemes or None, candidate breaks, cell offset at each string index) of a paragraph.
 
     Candidate breaks: (line_end, next_start, grade). Grade 0 = a proper break; grade 1 = a
@@ -135,7 +143,7 @@ def _breaks(text: str, atomic: tuple[Span, ...]) -> tuple[list | None, list, Seq
         # Printable ASCII (most English text): one cell a character, breaks only at spaces.
         # The same breaks as _breaks_any finds, by a regex instead of character by character.
         n = len(text)
-        cands = []
+        cands: list[_Break] = []
         for m in _SPACES.finditer(text):
             e, nxt = m.span()
             if e == 0 or nxt == n or text[nxt] in CLOSE or text[e - 1] in OPEN:
@@ -151,10 +159,10 @@ def _breaks(text: str, atomic: tuple[Span, ...]) -> tuple[list | None, list, Seq
     return _breaks_any(text, atomic)
 
 
-def _breaks_any(text: str, atomic: tuple[Span, ...]) -> tuple[list, list, list[int]]:
+def _breaks_any(text: str, atomic: tuple[Span, ...]) -> tuple[list[_Unit], list[_Break], list[int]]:
     units = _units(text)
     inside = _atomic_of(text, atomic)
-    cands = []
+    cands: list[_Break] = []
     n = len(units)
     i = 0
     while i < n - 1:
@@ -184,11 +192,13 @@ def _breaks_any(text: str, atomic: tuple[Span, ...]) -> tuple[list, list, list[i
     return units, cands, cell_at
 
 
-def _units(text: str) -> list:
+def _units(text: str) -> list[_Unit]:
     return split_graphemes(text)[0]  # (start, end, cells); never split a grapheme
 
 
-def _hard_break(text, units, start, width, cells) -> Span:
+def _hard_break(
+    text: str, units: list[_Unit], start: int, width: int, cells: Callable[[int, int], int]
+) -> Span:
     """Cut a word wider than the line by cells, still honouring kinsoku when
     possible. Always makes progress (at least one grapheme per line)."""
     fit = [s for s, e, _ in units if s > start and cells(start, s) <= width]
@@ -248,10 +258,10 @@ def wrap_text(text: Text, width: int, atomic: Sequence[Span] | None = None) -> L
 class Wrapped:
     """A styled Text that wraps by cell width (CJK-aware) at whatever width it is given."""
 
-    def __init__(self, text, style: str = ""):
+    def __init__(self, text: object, style: str = ""):
         from rich.text import Text
 
         self.text = text if isinstance(text, Text) else Text(str(text), style=style)
 
-    def __rich_console__(self, console, options):
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         yield from wrap_text(self.text, max(1, options.max_width))
