@@ -25,6 +25,7 @@ import hashlib
 import json
 import re
 import unicodedata
+from typing import Any
 
 # C0 but tab and newline, DEL, C1; the bidi embeddings, overrides and isolates (U+202A–U+202E,
 # U+2066–U+2069) that reorder what a reader sees; lone surrogates (a name's undecodable bytes).
@@ -32,24 +33,24 @@ _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud
 _CONTROL_ALL = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
 
 
-def _shown(m: re.Match) -> str:
+def _shown(m: re.Match[str]) -> str:
     c = ord(m.group())
     if 0xDC80 <= c <= 0xDCFF:  # surrogateescape: the byte the file system gave
         return f"\\x{c - 0xDC00:02x}"
     return f"\\x{c:02x}" if c <= 0xFF else f"\\u{c:04x}"
 
 
-def visible(text) -> str:
+def visible(text: object) -> str:
     """Control characters as escapes; newlines and tabs kept (multi-line messages, output)."""
     return _CONTROL.sub(_shown, str(text))
 
 
-def one_line(text) -> str:
+def one_line(text: object) -> str:
     """As visible, newlines and tabs shown too: for a name, a cell, a single line."""
     return _CONTROL_ALL.sub(_shown, str(text))
 
 
-def visible_params(value):
+def visible_params(value: Any) -> Any:
     """A message's parameters with every string in them visible (nested messages too)."""
     if isinstance(value, str):
         return visible(value)
@@ -66,13 +67,13 @@ def visible_params(value):
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]|~!#])")
 
 
-def markdown(text) -> str:
+def markdown(text: object) -> str:
     """Literal text in Markdown: no emphasis, link, code, table cell break or raw HTML."""
     text = one_line(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     return _MD_SPECIAL.sub(r"\\\1", text)
 
 
-def html_text(text) -> str:
+def html_text(text: object) -> str:
     import html
 
     return html.escape(visible(text), quote=True)
@@ -84,7 +85,7 @@ _XML_BAD = re.compile(
 )
 
 
-def xml_text(text) -> str:
+def xml_text(text: object) -> str:
     """Text ElementTree can write and any XML 1.0 parser reads (it escapes <, & and quotes)."""
     return _XML_BAD.sub(_shown, str(text))
 
@@ -92,7 +93,7 @@ def xml_text(text) -> str:
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r", "\n")
 
 
-def csv_cell(text) -> str:
+def csv_cell(text: object) -> str:
     """A text cell a spreadsheet shows as written: a leading ' stops =, +, -, @, tab or CR
     starting a formula (also after leading spaces, which some spreadsheets drop)."""
     text = str(text)
@@ -132,7 +133,7 @@ def file_name(student: str) -> str:
 _JSON_RAW = re.compile("[\x7f-\x9f\u202a-\u202e\u2066-\u2069\u2028\u2029]")
 
 
-def json_text(obj, **kw) -> str:
+def json_text(obj: object, **kw: Any) -> str:
     """json.dumps with non-ASCII kept (Chinese readable) but DEL, C1 and the bidi controls as
     \\uXXXX: json escapes only C0, and those others would reach a terminal that cats the file."""
     text = json.dumps(obj, ensure_ascii=False, **kw)

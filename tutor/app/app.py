@@ -437,7 +437,7 @@ class TutorApp(App[None]):
         except ValueError:
             return one_line(self.path)
 
-    def notify(self, message: str, **kwargs) -> None:
+    def notify(self, message: str, **kwargs: Any) -> None:
         # A toast says an error's text (a file name, an OS message): shown, never sent raw.
         super().notify(visible(message), **kwargs)
 
