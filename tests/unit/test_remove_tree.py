@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import resource
 import shutil
+import subprocess
 
 import pytest
 
@@ -26,6 +27,14 @@ def deep(root, depth: int, name: str = "d") -> None:
             f.write("bottom")
     finally:
         os.close(fd)
+
+
+@pytest.fixture(autouse=True)
+def _no_deep_tree_left(tmp_path):
+    """A tree these tests make and the code under test fails to remove would stay in pytest's
+    temporary folders, whose own cleanup (shutil.rmtree) dies on it in a later run."""
+    yield
+    subprocess.run(["rm", "-rf", "--one-file-system", str(tmp_path)], check=False)
 
 
 def dead_pid() -> int:
