@@ -170,8 +170,30 @@ def _messages(path: Path) -> dict[str, str]:
     return toml.flatten(toml.loads(path.read_text(encoding="utf-8")))
 
 
+# folder (resolved) -> a lesson given, not read: see preload.
+_preloaded: dict[Path, Lesson] = {}
+
+
+def preload(lessons) -> None:
+    """load_lesson(folder) returns these from now on, without reading lesson.toml: the check
+    worker's processes get the lessons without their model answers (without_answers), and a
+    checks file's declared_settings must not read them back in."""
+    _preloaded.update({Path(lesson.folder).resolve(): lesson for lesson in lessons})
+
+
+def without_answers(lesson: Lesson) -> Lesson:
+    """The lesson with no step's model answers: the check worker never needs them."""
+    from dataclasses import replace
+
+    return replace(lesson, steps=tuple(replace(s, answers={}) for s in lesson.steps))
+
+
 def load_lesson(folder: Path) -> Lesson:
     """The lesson in this folder (KeyError, ValueError or a TOML error when lesson.toml is not one)."""
+    if _preloaded:
+        known = _preloaded.get(Path(folder).resolve())
+        if known is not None:
+            return known
     data = toml.loads((folder / "lesson.toml").read_text(encoding="utf-8"))
     steps = []
     for raw in data["steps"]:
