@@ -212,6 +212,9 @@ def _spare(state: dict, request: dict, fds: list[int], worker: int, middle: int,
     warm = [] if state["batch"] else [w for w in state["warm"] if w[0] == request["lesson"]]
     if not warm and not state["batch"]:
         warm = list(state["warm"])
+    # The warm-up's code held by this list alone (serve_one empties it): the frames above the
+    # learner's lead to `state`, and what the warm-up ran must be gone, starter or not.
+    state["warm"] = []
     job_r, result_w, output_w = fds
     serve_one(
         job_r,
