@@ -10,7 +10,9 @@ process's, not the worker's: the worker keeps the lessons, the references and th
 
     worker ──setup (pickle)──► zygote: loads the checks, makes the inputs, warms up
     worker ──spare (pickle + the child's 3 pipe ends, SCM_RIGHTS)──► zygote
-                                 └─ fork ► intermediate ─ fork ► spare; the intermediate exits
+                                 └─ clone(CLONE_PARENT) ► spare, the worker's child
+                                    (or, where that cannot be: fork ► intermediate ─ fork ►
+                                     spare; the intermediate exits)
     worker ◄──spare's pid─────── zygote
 
 The spare must be the worker's child (it reaps it, reads its wait status, kills its group): the
@@ -20,6 +22,7 @@ only where the worker is a subreaper (Linux); elsewhere the worker forks its spa
 
 from __future__ import annotations
 
+import errno
 import gc
 import os
 import pickle
@@ -29,7 +32,13 @@ import struct
 import sys
 import time
 
+from . import clone_parent
+
 MESSAGE = 1 << 20  # bytes at most in one message (a setup is a few KB)
+
+
+class SpareRefused(OSError):
+    """The zygote is alive, but could not fork this spare (as os.fork's OSError)."""
 
 
 class Zygote:
@@ -49,7 +58,10 @@ class Zygote:
         reply = self.sock.recv(64)
         if len(reply) != 8:
             raise OSError("the zygote is gone")
-        return struct.unpack("!q", reply)[0]
+        pid = struct.unpack("!q", reply)[0]
+        if pid <= 0:  # never a pid: kill(-1) would signal every process we may
+            raise SpareRefused(-pid or errno.EAGAIN, "the zygote could not fork a spare")
+        return pid
 
     def close(self) -> None:
         self.sock.close()
@@ -125,8 +137,8 @@ def serve(sock: socket.socket, worker: int, protections) -> None:
         request = pickle.loads(message)
         try:
             pid = _fork_spare(state, request, fds, worker, sock)
-        except OSError:
-            pid = -1
+        except OSError as exc:
+            pid = -(exc.errno or errno.EAGAIN)
         finally:
             for fd in fds:
                 os.close(fd)
@@ -163,6 +175,7 @@ def _prepare(config: dict, protections) -> dict:
         # `grade`: every spare is forked warm from here (see worker.Worker.warm_for_batch).
         probe_kit.install_traps()
         sandbox.warm_up(list(state["warm"]), modules, inputs)
+    clone_parent.calibrate()  # one fork: spares are then cloned as the worker's children
     gc.freeze()
     gc.enable()
     return state
@@ -171,6 +184,14 @@ def _prepare(config: dict, protections) -> dict:
 def _fork_spare(state: dict, request: dict, fds: list[int], worker: int, sock) -> int:
     if len(fds) != 3:
         raise OSError("a spare needs 3 fds")
+    if clone_parent.ready():  # the worker's child at once: no in-between process
+        pid = clone_parent.fork()
+        if pid == 0:
+            try:
+                _spare(state, request, fds, worker, None, sock)
+            finally:
+                os._exit(70)
+        return pid
     pid_r, pid_w = os.pipe()
     try:
         middle = os.fork()
@@ -197,14 +218,16 @@ def _fork_spare(state: dict, request: dict, fds: list[int], worker: int, sock) -
     return struct.unpack("!q", got)[0]
 
 
-def _spare(state: dict, request: dict, fds: list[int], worker: int, middle: int, sock) -> None:
+def _spare(
+    state: dict, request: dict, fds: list[int], worker: int, middle: int | None, sock
+) -> None:
     from .sandbox import serve_one
     from .worker import die_with_parent
 
     sock.close()
     # Adopted by the worker once the intermediate exits; only then may it die with its parent.
     deadline = time.monotonic() + 5
-    while os.getppid() == middle and time.monotonic() < deadline:
+    while middle is not None and os.getppid() == middle and time.monotonic() < deadline:
         time.sleep(0.0002)
     if os.getppid() != worker:
         os._exit(0)
