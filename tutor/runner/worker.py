@@ -466,15 +466,21 @@ class Worker:
             self.bound.made += 1
             cgroup = self.bound.make(str(self.bound.made))
         if self.zygote is not None:
-            pid = self.spare_from_zygote(
-                (job_r, result_w, output_w),
-                {
-                    "protected": protected,
-                    "scratch": scratch,
-                    "cgroup": cgroup,
-                    "lesson": self.lesson_in_use,
-                },
-            )
+            try:
+                pid = self.spare_from_zygote(
+                    (job_r, result_w, output_w),
+                    {
+                        "protected": protected,
+                        "scratch": scratch,
+                        "cgroup": cgroup,
+                        "lesson": self.lesson_in_use,
+                    },
+                )
+            except OSError:
+                for fd in (job_r, job_w, result_r, result_w, output_r, output_w):
+                    os.close(fd)
+                shutil.rmtree(scratch, ignore_errors=True)
+                raise
         else:
             # Torch's ~10^5 objects out of the collector's reach: a child's collection then
             # neither walks them (≈10 ms, landing in some learner's run) nor copies their pages.
@@ -532,6 +538,8 @@ class Worker:
         for _ in range(2):
             try:
                 return self.zygote.fork_spare(fds, request)
+            except zygote.SpareRefused:
+                raise  # the zygote is fine: as os.fork's failure
             except OSError:
                 if self.zygote.alive:
                     self.kill_pid(self.zygote.pid)
@@ -674,6 +682,8 @@ class Worker:
 
     def kill_pid(self, pid: int) -> None:
         """SIGKILL a child and its process group (threads, subprocesses, forks the learner left)."""
+        if pid <= 0:  # kill(0) or kill(-1): our own group, or every process we may signal
+            return
         for target in (
             lambda: os.killpg(pid, signal.SIGKILL),
             lambda: os.kill(pid, signal.SIGKILL),
