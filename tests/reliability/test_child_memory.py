@@ -288,3 +288,27 @@ def test_an_app_child_holds_no_reference_and_no_answer(app_worker, lesson, route
 @pytest.mark.parametrize("lesson", ["kv-cache", "lab-02"])
 def test_a_grade_child_holds_no_reference_and_no_answer(grade_worker, lesson, route):
     assert _found_in(grade_worker, lesson, route) == "nothing"
+
+
+def _other_student(secret: str, lesson: str) -> str:
+    """Another student's file: the starter, with text of their own in a comment and a constant."""
+    starter = next(item for item in LESSONS if item.id == lesson).starter_path.read_text()
+    return f"# {secret}\nNOTE = {secret!r}\n" + starter
+
+
+@pytest.mark.parametrize("route", CHILD_ROUTES)
+def test_a_grade_child_holds_no_other_students_source(grade_worker, route):
+    """The worker receives every student's file: the children are forked from a process that
+    never held one, so a file finds no other student's text in its memory."""
+    import secrets
+
+    lesson = "lm3-l3"
+    secret = f"student {secrets.token_hex(12)} wrote this {secrets.token_hex(12)}"
+    for _ in range(2):  # one whose child ran, one whose source the worker just had
+        grade_worker.run(lesson, _other_student(secret, lesson), wait=120)
+    needles = halves([("other-student", secret)])
+    search = textwrap.dedent(SEARCH).format(needles=needles, route=route)
+    run = grade_worker.run(lesson, search, steps=[_first_checked(lesson)], wait=120)
+    (result,) = run.results.values()
+    assert "FOUND" in result.output, (result.status, result.output[-600:])
+    assert result.output.split("FOUND", 1)[1].strip() == "nothing"
