@@ -15,9 +15,10 @@ process's, not the worker's: the worker keeps the lessons, the references and th
                                      spare; the intermediate exits)
     worker ◄──spare's pid─────── zygote
 
-The spare must be the worker's child (it reaps it, reads its wait status, kills its group): the
-intermediate exits at once, and the worker, a child subreaper, adopts the spare. So it works
-only where the worker is a subreaper (Linux); elsewhere the worker forks its spares itself.
+The spare must be the worker's child (it reaps it, reads its wait status, kills its group):
+clone_parent makes it so at once; else the intermediate exits at once, and the worker, a child
+subreaper, adopts the spare. So it works only where the worker is a subreaper (Linux);
+elsewhere the worker forks its spares itself.
 """
 
 from __future__ import annotations
