@@ -71,7 +71,12 @@ def install(w) -> None:
     def wait4_as_waitpid(pid, options):
         got, status, usage = os.wait4(pid, options)
         if got and os.getpid() == me:
-            emit("reaped", child=got, cpu=(usage.ru_utime + usage.ru_stime) * 1000)
+            emit(
+                "reaped",
+                child=got,
+                cpu=(usage.ru_utime + usage.ru_stime) * 1000,
+                faults=usage.ru_minflt,  # mostly copy-on-write of the parent's pages
+            )
         return got, status
 
     w.os = type(os)("os_probe")

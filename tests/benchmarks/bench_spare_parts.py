@@ -55,6 +55,7 @@ def figures(path: Path) -> dict[str, list[float]]:
         if ev == "reaped":
             if e["child"] in ran:
                 out["child CPU (wait4), ran a job"].append(e["cpu"])
+                out["child minor faults (wait4), ran a job"].append(e.get("faults", 0))
             elif e["child"] in served:
                 out["child CPU (wait4), no job"].append(e["cpu"])
             continue
