@@ -84,11 +84,14 @@ def install(w) -> None:
     w.os.waitpid = wait4_as_waitpid
 
     timed(w.Worker, "fork_spare", "w_fork_spare")
+    timed(w, "load_checks", "w_load_checks")  # once
+    timed(w.Worker, "warm_for_batch", "w_warm_for_batch")  # once: the old tree's warm-up
     try:
         from tutor.runner import zygote
 
         timed(zygote.Zygote, "fork_spare", "w_zygote_round_trip")
         timed(zygote, "_fork_spare", "z_fork_spare")
+        timed(zygote, "_prepare", "z_prepare")  # once: checks, inputs, fence, warm-up
 
         def wait_middle(pid, options):  # the in-between process's CPU (its fork, its exit)
             got, status, usage = os.wait4(pid, options)
