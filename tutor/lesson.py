@@ -142,6 +142,16 @@ class Lesson:
         return self.folder / "starter.py"
 
     @property
+    def warmup_path(self) -> Path:
+        """Optional: what a spare child runs before a learner's file arrives (warm_up_path)."""
+        return self.folder / "warmup.py"
+
+    @property
+    def warm_up_path(self) -> Path:
+        """The file a spare warms up on: warmup.py, deliberately no solution, or the starter."""
+        return self.warmup_path if self.warmup_path.is_file() else self.starter_path
+
+    @property
     def checks_path(self) -> Path:
         return self.folder / "checks.py"
 

@@ -78,34 +78,31 @@ RESULT_PIPE = 512 << 10
 F_SETPIPE_SZ, F_GETPIPE_SZ = 1031, 1032
 
 
-def reference_runs(lessons) -> list[tuple]:
-    """What a spare runs before its job (sandbox._warm_up): each lesson's reference solution,
-    compiled once here, and its checked steps."""
+def warm_up_runs(lessons) -> list[tuple]:
+    """What a spare warms up on (sandbox._warm_up): each lesson's warmup.py (torch's operations
+    on a solution's shapes, wrong on purpose: dev check proves it fails every checked step), or
+    its starter; (lesson id, file name, source, step ids). Never the reference: what the
+    warm-up ran stays in the child's heap, freed or not."""
     runs = []
     for lesson in lessons:
         try:
-            source = lesson.reference_path.read_text(encoding="utf-8")
-            code = compile(source, lesson.file_name, "exec", dont_inherit=True)
-        except (OSError, SyntaxError, ValueError):
+            source = lesson.warm_up_path.read_text(encoding="utf-8")
+        except (OSError, ValueError):
             continue  # no warm-up for this lesson: its runs are only a little slower
-        runs.append(
-            (lesson.id, lesson.file_name, source, code, [s.id for s in lesson.checked_steps])
-        )
-    return runs
-
-
-def starter_runs(lessons) -> list[tuple]:
-    """What a spare warms up on (sandbox._warm_up): each lesson's starter, which every learner
-    has, and its checked steps; (lesson id, file name, source, step ids). Never the reference:
-    what the warm-up ran stays in the child's heap, freed or not."""
-    runs = []
-    for lesson in lessons:
-        try:
-            source = lesson.starter_path.read_text(encoding="utf-8")
-        except OSError:
-            continue
         runs.append((lesson.id, lesson.file_name, source, [s.id for s in lesson.checked_steps]))
     return runs
+
+
+def compiled_runs(runs: list[tuple]) -> list[tuple]:
+    """warm_up_runs with each source compiled: (lesson id, file name, source, code, step ids)."""
+    out = []
+    for lesson_id, name, source, steps in runs:
+        try:
+            code = compile(source, name, "exec", dont_inherit=True)
+        except (SyntaxError, ValueError):
+            continue
+        out.append((lesson_id, name, source, code, steps))
+    return out
 
 
 def runs_for(runs: list[tuple], lesson: str | None) -> list[tuple]:
@@ -344,7 +341,7 @@ class Worker:
         # The spares' fork server (zygote.py): it never held a reference, an answer or the
         # judge's data. Told only what the children need, as data.
         self.zygote = zygote
-        warm = starter_runs(lessons.values())
+        warm = warm_up_runs(lessons.values())
         self.zygote_config = {
             "lessons": list(lessons.values()),
             "seed": seed,
@@ -356,10 +353,7 @@ class Worker:
             zygote.setup(self.zygote_config)
             self.warm, self.inputs, self.fenced, self.read_rules = [], {}, None, None
         else:  # no subreaper to adopt its spares (not Linux): forked from here, as before
-            self.warm = [
-                (lid, name, src, compile(src, name, "exec", dont_inherit=True), steps)
-                for lid, name, src, steps in warm
-            ]
+            self.warm = compiled_runs(warm)
             # The children's inputs, made once here rather than in every child. Each child has its
             # own copy-on-write pages of them: what a run's code does to them stays in that child.
             self.inputs = {lesson: module.make_inputs() for lesson, module in modules.items()}

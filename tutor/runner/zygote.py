@@ -152,7 +152,7 @@ def _prepare(config: dict, protections) -> dict:
 
     from .. import lesson as lesson_model
     from . import fence, landlock, probe_kit, sandbox
-    from .worker import load_checks, seed_inputs
+    from .worker import compiled_runs, load_checks, seed_inputs
 
     torch.set_num_threads(1)
     lesson_model.preload(config["lessons"])  # the checks' declared_settings: no lesson.toml read
@@ -166,10 +166,7 @@ def _prepare(config: dict, protections) -> dict:
         "fenced": fence.inventory(protected),
         "rules": landlock.plan(protected) if protections.landlock else None,
         "protections": protections,
-        "warm": [
-            (lid, name, source, compile(source, name, "exec", dont_inherit=True), steps)
-            for lid, name, source, steps in config["warm"]
-        ],
+        "warm": compiled_runs(config["warm"]),
         "batch": config["batch"],
     }
     if config["batch"]:
