@@ -48,6 +48,21 @@ def reference_needles(per_lesson: int = 2) -> list[tuple[str, str]]:
     return found
 
 
+def test_no_warmup_file_holds_a_line_of_its_reference():
+    """Each lesson's warmup.py runs in every spare before the learner's code (sandbox._warm_up),
+    so it stays in the child's memory: it must share no line of the reference that the public
+    files lack (every such line, shorter ones too, not only the needles searched for below)."""
+    public = _public_text()
+    for lesson in LESSONS:
+        assert lesson.warmup_path.is_file(), lesson.id  # else the starter warms: nothing to see
+        warmup = {line.strip() for line in lesson.warmup_path.read_text("utf-8").splitlines()}
+        lines = {line.strip() for line in REFERENCE[lesson.id].splitlines()}
+        secret = {line for line in lines if len(line) >= 16 and line not in public}
+        assert secret, lesson.id
+        assert not sorted(secret & warmup), lesson.id
+        assert not [line for line in secret if len(line) >= 28 and line in "\n".join(warmup)]
+
+
 def answer_needles() -> list[tuple[str, str]]:
     found = []
     for lesson in LESSONS:
