@@ -3,8 +3,8 @@
 Each check gives one line: the lesson file's schema, its texts and hints in both languages,
 the message keys its checks can use (found statically) in both catalogs, the catalogs key for
 key, then runs through the real worker: the starter is `todo` on every checked step, the
-reference passes each, and every wrong variant in mistakes.toml fails its step with the
-named mistake. Torch-free: it runs in the UI's process; only the worker imports torch.
+reference passes each, every wrong variant in mistakes.toml fails its step with the
+named mistake, and warmup.py (if any) fails every checked step and copies no reference line. Torch-free: it runs in the UI's process; only the worker imports torch.
 """
 
 from __future__ import annotations
@@ -327,7 +327,8 @@ def check_files(lesson: Lesson) -> list[Line]:
                 lines.append(Line(False, "dev.no_spec", {"step": step.id}))
     # The names a step is about must be in both files: reset cuts them out of the starter,
     # and a variant replaces them in the reference.
-    for path in (lesson.starter_path, lesson.reference_path):
+    # warmup.py (optional) too: a name it lacks makes its step an error, which warms nothing.
+    for path in (lesson.starter_path, lesson.reference_path, lesson.warmup_path):
         if not path.is_file():
             continue
         try:
@@ -706,10 +707,36 @@ def dev_check(folder: Path, timeout: float) -> list[Line]:
         lines += check_keys(lesson, mistakes)
     except SyntaxError as exc:
         lines.append(Line(False, "dev.syntax", {"path": exc.filename, "line": exc.lineno}))
-    lines += check_catalogs(lesson) + mistake_lines
+    lines += check_catalogs(lesson) + mistake_lines + check_warmup_lines(lesson)
     if not all(line.ok for line in files):
         return lines  # no starter, checks or reference to run
     return lines + run_checks(lesson, mistakes, timeout)
+
+
+# ------------------------------------------------------------------ warmup.py
+
+COPIED_LINE = 20  # characters: a shorter line (`return out, w`) is anyone's
+
+
+def copied_lines(warmup: str, reference: str, starter: str) -> list[int]:
+    """The lines of warmup.py that are the reference's own (not the starter's): a warm-up
+    runs in every child, so a line of the solution in it is a line handed to the learner."""
+    public = {line.strip() for line in starter.splitlines()}
+    secret = {line.strip() for line in reference.splitlines()}
+    secret = {line for line in secret if len(line) >= COPIED_LINE and line not in public}
+    return [i for i, line in enumerate(warmup.splitlines(), 1) if line.strip() in secret]
+
+
+def check_warmup_lines(lesson: Lesson) -> list[Line]:
+    paths = (lesson.warmup_path, lesson.reference_path, lesson.starter_path)
+    if not all(path.is_file() for path in paths):
+        return []  # no warm-up (the starter is used), or a missing file said above
+    warmup, reference, starter = (path.read_text(encoding="utf-8") for path in paths)
+    copied = copied_lines(warmup, reference, starter)
+    if copied:
+        shown = ", ".join(map(str, copied[:8]))
+        return [Line(False, "dev.warmup_copies", {"n": len(copied), "lines": shown})]
+    return [Line(True, "dev.warmup_own")]
 
 
 def run_checks(lesson: Lesson, mistakes: list[Mistake], timeout: float) -> list[Line]:
@@ -739,11 +766,15 @@ def run_checks(lesson: Lesson, mistakes: list[Mistake], timeout: float) -> list[
             continue
         ready.append(m)
         runs.append((str(lesson.reference_path), source, [m.step]))
+    warmup = lesson.warmup_path.is_file()
+    if warmup:
+        runs.append((str(lesson.warmup_path), lesson.warmup_path.read_text("utf-8"), order))
     try:
         got = check_sources(lesson.id, runs, timeout=timeout, lesson_dir=lesson.folder)
     except WorkerGone as exc:
         return [Line(False, "dev.worker_failed", {"detail": exc})] + unusable
     starter, ref, *variants = got
+    warm_results = variants.pop() if warmup else None
     not_todo = _off(starter, order, "todo")
     lines = [
         Line(
@@ -760,6 +791,17 @@ def run_checks(lesson: Lesson, mistakes: list[Mistake], timeout: float) -> list[
             {"n": len(order), "steps": bad},
         )
     )
+    if warm_results is not None:
+        # Failed, not raised: a step that raises warms nothing, and one that passes is a
+        # solution in every child's memory.
+        off = _off(warm_results, order, "fail")
+        lines.append(
+            Line(
+                not off,
+                "dev.warmup_ok" if not off else "dev.warmup_bad",
+                {"n": len(order), "steps": off},
+            )
+        )
     return (
         lines
         + [judge_mistake(m, results) for m, results in zip(ready, variants, strict=False)]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -149,6 +149,16 @@ class Lesson:
         return self.folder / "starter.py"
 
     @property
+    def warmup_path(self) -> Path:
+        """Optional: what a spare child runs before a learner's file arrives (warm_up_path)."""
+        return self.folder / "warmup.py"
+
+    @property
+    def warm_up_path(self) -> Path:
+        """The file a spare warms up on: warmup.py, deliberately no solution, or the starter."""
+        return self.warmup_path if self.warmup_path.is_file() else self.starter_path
+
+    @property
     def checks_path(self) -> Path:
         return self.folder / "checks.py"
 
@@ -177,8 +187,30 @@ def _messages(path: Path) -> dict[str, str]:
     return toml.flatten(toml.loads(path.read_text(encoding="utf-8")))
 
 
+# folder (resolved) -> a lesson given, not read: see preload.
+_preloaded: dict[Path, Lesson] = {}
+
+
+def preload(lessons: Iterable[Lesson]) -> None:
+    """load_lesson(folder) returns these from now on, without reading lesson.toml: the check
+    worker's processes get the lessons without their model answers (without_answers), and a
+    checks file's declared_settings must not read them back in."""
+    _preloaded.update({Path(lesson.folder).resolve(): lesson for lesson in lessons})
+
+
+def without_answers(lesson: Lesson) -> Lesson:
+    """The lesson with no step's model answers: the check worker never needs them."""
+    from dataclasses import replace
+
+    return replace(lesson, steps=tuple(replace(s, answers={}) for s in lesson.steps))
+
+
 def load_lesson(folder: Path) -> Lesson:
     """The lesson in this folder (KeyError, ValueError or a TOML error when lesson.toml is not one)."""
+    if _preloaded:
+        known = _preloaded.get(Path(folder).resolve())
+        if known is not None:
+            return known
     data = toml.loads((folder / "lesson.toml").read_text(encoding="utf-8"))
     steps = []
     for raw in data["steps"]:

@@ -53,6 +53,7 @@ def test_dev_check_passes_for_the_lesson(lesson):
         "catalogs",
         "starter",
         "reference",
+        "warm-up",
     ):
         assert any(line.startswith(f"✓ {word}: ") for line in lines), (word, out.stdout)
     assert out.stdout.rstrip().endswith(f"{len(lines)}/{len(lines)} checks passed")
@@ -121,6 +122,56 @@ def test_a_starter_that_passes_fails_the_starter_check(tmp_path):
     assert failed(out) == [
         "✗ starter: not todo on every checked step "
         "(scores: passed, mask: passed, weights: passed, output: passed)"
+    ], out.stdout
+
+
+def test_a_warmup_that_passes_a_step_fails_the_warmup_check(tmp_path):
+    """warmup.py runs in every child: a function of it that is right is a solution handed out."""
+    folder = copy_lesson(tmp_path, "lab-02")
+    warmup = folder / "warmup.py"
+    source = warmup.read_text()
+    wrong = source[source.index("def causal_mask") : source.index("def attention_weights")]
+    right = "def causal_mask(seq_len):\n    return torch.ones(seq_len, seq_len).triu(1) > 0\n\n\n"
+    warmup.write_text(source.replace(wrong, right))
+    out = run("dev", "check", str(folder))
+    assert out.returncode == 1
+    assert failed(out) == [
+        "✗ warm-up: warmup.py must fail every checked step with wrong values, neither passing "
+        "nor raising (mask: passed)"
+    ], out.stdout
+
+
+def test_a_warmup_that_raises_or_lacks_a_name_fails(tmp_path):
+    """A step whose warm-up raises warms nothing: it must fail with wrong values."""
+    folder = copy_lesson(tmp_path, "lab-02")
+    warmup = folder / "warmup.py"
+    source = warmup.read_text()
+    warmup.write_text(source.replace("return torch.softmax", "raise ValueError  # "))
+    out = run("dev", "check", str(folder))
+    assert out.returncode == 1
+    (warm,) = [line for line in failed(out) if line.startswith("✗ warm-up: ")]
+    assert "weights: error" in warm and "output: error" in warm, out.stdout
+    assert "scores:" not in warm and "mask:" not in warm, out.stdout
+    warmup.write_text(source[: source.index("def attention(")])  # its step could not run
+    out = run("dev", "check", str(folder))
+    assert out.returncode == 1
+    assert "✗ files: step 'output' is about attention, which warmup.py does not define" in (
+        failed(out)
+    ), out.stdout
+
+
+def test_a_warmup_that_copies_the_reference_fails(tmp_path):
+    folder = copy_lesson(tmp_path, "lab-02")
+    reference = (tmp_path / "reference" / "lab_02.py").read_text()
+    line = next(x for x in reference.splitlines() if "masked_fill" in x)
+    warmup = folder / "warmup.py"
+    warmup.write_text(warmup.read_text() + f"\n\ndef unused(scores, mask):\n{line}\n")
+    at = len(warmup.read_text().splitlines())
+    out = run("dev", "check", str(folder))
+    assert out.returncode == 1
+    assert [line for line in failed(out) if line.startswith("✗ warm-up: ")] == [
+        f"✗ warm-up: 1 lines of warmup.py are the reference's own (lines {at}); it runs in every "
+        "child: write it another way"
     ], out.stdout
 
 

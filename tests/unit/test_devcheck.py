@@ -213,3 +213,18 @@ def test_schema_checks_the_optional_points_and_version():
     got = [(line.key, line.params) for line in bad]
     assert ("dev.field_type", {"field": "points", "where": "s", "type": "number ≥ 0"}) in got
     assert ("dev.field_type", {"field": "version", "where": "lesson.toml", "type": "str"}) in got
+
+
+def test_copied_lines_are_the_references_own_not_the_starters():
+    reference = (
+        "def f(x):\n    total = x.cumsum(dim=1) / counts\n    given_line_of_the_starter = 1\n"
+    )
+    starter = "def f(x):\n    given_line_of_the_starter = 1\n"
+    warmup = (
+        "def f(x):\n"
+        "    given_line_of_the_starter = 1\n"
+        "    n = 2\n"
+        "        total = x.cumsum(dim=1) / counts   \n"  # indented otherwise: still the line
+    )
+    assert devcheck.copied_lines(warmup, reference, starter) == [4]
+    assert devcheck.copied_lines(warmup.replace("counts", "n"), reference, starter) == []

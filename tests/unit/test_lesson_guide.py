@@ -28,6 +28,7 @@ def test_the_guides_example_is_a_lesson_dev_check_proves(tmp_path):
         "checks.py",
         "starter.py",
         "reference.py",
+        "warmup.py",
         "mistakes.toml",
         "messages.en.toml",
         "messages.zh.toml",
@@ -49,6 +50,7 @@ def test_the_guides_example_is_a_lesson_dev_check_proves(tmp_path):
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "mistake whole-sequence" in done.stdout and "mistake no-division" in done.stdout
+    assert "✓ warm-up: warmup.py fails all 1 checked steps" in done.stdout, done.stdout
 
 
 def test_the_kit_names_in_the_guide_are_the_kits():

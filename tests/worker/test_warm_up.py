@@ -1,6 +1,7 @@
-"""A spare child runs each lesson's reference solution once before its job (sandbox._warm_up),
-so that the learner's run does not pay for the fork's first touches. Nothing of that run may
-reach the learner's: no output, no module, no exception, no change to torch's random state."""
+"""A spare child runs each lesson's warm-up file (warmup.py: a solution's torch operations, wrong
+on purpose) once before its job (sandbox._warm_up), so that the learner's run does not pay for
+the fork's first touches. Nothing of that run may reach the learner's: no output, no module, no
+exception, no change to torch's random state."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import torch
 
 from tutor.lesson import all_lessons
 from tutor.runner import messages, sandbox
-from tutor.runner.worker import load_checks, reference_runs, runs_for
+from tutor.runner.worker import compiled_runs, load_checks, runs_for, warm_up_runs
 
 LESSONS = all_lessons()
 CHECKS = load_checks(LESSONS)
@@ -32,26 +33,46 @@ def runs_of(source: str, lesson_id: str = "lm3-l3") -> list[tuple]:
     ]
 
 
-def test_every_lesson_warms_up_on_its_reference_and_checked_steps():
-    runs = reference_runs(LESSONS)
+def warm_runs() -> list[tuple]:
+    return compiled_runs(warm_up_runs(LESSONS))
+
+
+def test_every_lesson_warms_up_on_its_warmup_file_and_checked_steps():
+    runs = warm_runs()
     assert [run[0] for run in runs] == [lesson.id for lesson in LESSONS]
     for (lesson_id, file_name, source, _code, steps), lesson in zip(runs, LESSONS, strict=False):
         assert file_name == lesson.file_name
-        assert source == lesson.reference_path.read_text(encoding="utf-8")
+        assert lesson.warmup_path.is_file(), lesson.id  # every built-in lesson has one
+        assert source == lesson.warmup_path.read_text(encoding="utf-8")
+        assert source != lesson.reference_path.read_text(encoding="utf-8")
         assert steps == [step.id for step in lesson.checked_steps] and steps
         assert set(steps) <= set(CHECKS[lesson_id].STEPS)
 
 
+def test_a_lesson_without_a_warmup_file_warms_up_on_its_starter(tmp_path):
+    import shutil
+
+    from tutor.lesson import load_lesson
+
+    lesson = LESSONS[0]
+    copy = tmp_path / lesson.id
+    shutil.copytree(lesson.folder, copy, ignore=shutil.ignore_patterns("warmup.py"))
+    ((lesson_id, _, source, _),) = warm_up_runs([load_lesson(copy)])
+    assert lesson_id == lesson.id
+    assert source == lesson.starter_path.read_text(encoding="utf-8")
+
+
 def test_spares_warm_up_on_the_lesson_in_use_or_on_all_before_the_first_run():
-    runs = reference_runs(LESSONS)
+    runs = warm_runs()
     assert runs_for(runs, None) == runs
     for lesson in LESSONS:
         assert [run[0] for run in runs_for(runs, lesson.id)] == [lesson.id]
 
 
-def test_the_reference_passes_every_step_it_warms_up():
-    # A warm-up that fails half-way warms only half: each step's probe must run to the end.
-    for lesson_id, file_name, source, code, steps in reference_runs(LESSONS):
+def test_each_warmup_file_runs_every_step_it_warms_up_to_the_end():
+    # A warm-up that fails half-way warms only half: each step's probe must run to the end
+    # (its outputs wrong, which the judge says, not an exception in the child).
+    for lesson_id, file_name, source, code, steps in warm_runs():
         for step in steps:
             message, _ = sandbox._run(
                 {"source": source, "filename": file_name},
@@ -87,17 +108,17 @@ def test_warm_up_leaves_no_output_module_or_random_state(capfd):
 
 def test_warm_up_leaves_no_source_in_linecache():
     """load_learner gives linecache each file's lines (torch.jit.script reads them there): after
-    the warm-up the reference's must be gone, or a learner reads the solution in linecache.cache."""
+    the warm-up the warm-up files' must be gone: a learner finds only its own file there."""
     import linecache
 
     linecache.clearcache()  # what the tests above ran through sandbox._run themselves
-    sandbox._warm_up(reference_runs(LESSONS), CHECKS, INPUTS)
+    sandbox._warm_up(warm_runs(), CHECKS, INPUTS)
     lesson = LESSONS[0]
     assert lesson.file_name not in linecache.cache
     kept = [
         name
         for name, entry in linecache.cache.items()
-        if len(entry) == 4 and entry[2] and entry[2][0].startswith('"""Reference solution')
+        if len(entry) == 4 and entry[2] and entry[2][0].startswith('"""Warm-up for')
     ]
     assert not kept
 
@@ -115,7 +136,7 @@ def test_a_job_that_comes_stops_the_warm_up(monkeypatch):
     monkeypatch.setattr(
         sandbox, "_run", lambda job, step, *args: ran.append(step) or real_run(job, step, *args)
     )
-    runs = reference_runs(LESSONS)
+    runs = warm_runs()
     read_end, write_end = os.pipe()
     try:
         sandbox._warm_up(runs, CHECKS, INPUTS, read_end)

@@ -635,7 +635,8 @@ def serve_one(
 
 
 def _warm_up(warm, checks_modules: dict, inputs: dict, job_fd: int | None = None) -> None:
-    """Run each lesson's checked steps once on its reference solution, before any learner code.
+    """Run each lesson's checked steps once on its warm-up file (warmup.py, or the starter),
+    before any learner code: never on its reference, which would stay in the child's heap.
     Code runs about twice as slowly the first time in a fresh fork (single-head: 4.8 ms, then
     2.2): paid here, while the child waits, that is not in the learner's run. A job that comes
     meanwhile waits for one step at most.
@@ -664,8 +665,8 @@ def _warm_up(warm, checks_modules: dict, inputs: dict, job_fd: int | None = None
             quiet.close()
         torch.set_rng_state(rng)
         sys.modules.pop("learner", None)
-        # load_learner put each reference's lines in linecache (for torch.jit.script): a learner
-        # could read the solution there (linecache.cache), the fence's tests found it 1 run in 2.
+        # load_learner put each warm-up file's lines in linecache (for torch.jit.script): none
+        # is the learner's own, and the learner's code must find only its own file there.
         for _, filename, *_ in warm:
             linecache.cache.pop(filename, None)
         _collect()

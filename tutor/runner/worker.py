@@ -80,20 +80,31 @@ RESULT_PIPE = 512 << 10
 F_SETPIPE_SZ, F_GETPIPE_SZ = 1031, 1032
 
 
-def reference_runs(lessons) -> list[tuple]:
-    """What a spare runs before its job (sandbox._warm_up): each lesson's reference solution,
-    compiled once here, and its checked steps."""
+def warm_up_runs(lessons) -> list[tuple]:
+    """What a spare warms up on (sandbox._warm_up): each lesson's warmup.py (torch's operations
+    on a solution's shapes, wrong on purpose: dev check proves it fails every checked step), or
+    its starter; (lesson id, file name, source, step ids). Never the reference: what the
+    warm-up ran stays in the child's heap, freed or not."""
     runs = []
     for lesson in lessons:
         try:
-            source = lesson.reference_path.read_text(encoding="utf-8")
-            code = compile(source, lesson.file_name, "exec", dont_inherit=True)
-        except (OSError, SyntaxError, ValueError):
+            source = lesson.warm_up_path.read_text(encoding="utf-8")
+        except (OSError, ValueError):
             continue  # no warm-up for this lesson: its runs are only a little slower
-        runs.append(
-            (lesson.id, lesson.file_name, source, code, [s.id for s in lesson.checked_steps])
-        )
+        runs.append((lesson.id, lesson.file_name, source, [s.id for s in lesson.checked_steps]))
     return runs
+
+
+def compiled_runs(runs: list[tuple]) -> list[tuple]:
+    """warm_up_runs with each source compiled: (lesson id, file name, source, code, step ids)."""
+    out = []
+    for lesson_id, name, source, steps in runs:
+        try:
+            code = compile(source, name, "exec", dont_inherit=True)
+        except (SyntaxError, ValueError):
+            continue
+        out.append((lesson_id, name, source, code, steps))
+    return out
 
 
 def runs_for(runs: list[tuple], lesson: str | None) -> list[tuple]:
@@ -333,22 +344,44 @@ class Judging:
 
 
 class Worker:
-    def __init__(self, modules: dict, lessons: dict, out_fd: int, batch: bool = False):
+    def __init__(
+        self,
+        modules: dict,
+        lessons: dict,
+        out_fd: int,
+        batch: bool = False,
+        zygote=None,
+        seed: int = 0,
+    ):
+        from . import fence
         from .sandbox import memory_limit_bytes
 
         self.modules = modules
         self.lessons = lessons
-        self.warm = reference_runs(lessons.values())
-        # The children's inputs, made once here rather than in every child. Each child has its
-        # own copy-on-write pages of them: what a run's code does to them stays in that child.
-        self.inputs = {lesson: module.make_inputs() for lesson, module in modules.items()}
-        from . import fence
-
-        protected = fence.protected_folders()
-        self.fenced = fence.inventory(protected)  # what the children's learner code may not read
         self.protections = probe()
-        # What the children may read (Landlock): planned once here, not in every spare.
-        self.read_rules = landlock.plan(protected) if self.protections.landlock else None
+        protected = fence.protected_folders()
+        # The spares' fork server (zygote.py): it never held a reference, an answer or the
+        # judge's data. Told only what the children need, as data.
+        self.zygote = zygote
+        warm = warm_up_runs(lessons.values())
+        self.zygote_config = {
+            "lessons": list(lessons.values()),
+            "seed": seed,
+            "protected": protected,
+            "warm": warm,
+            "batch": batch,
+        }
+        if zygote is not None:
+            zygote.setup(self.zygote_config)
+            self.warm, self.inputs, self.fenced, self.read_rules = [], {}, None, None
+        else:  # no subreaper to adopt its spares (not Linux): forked from here, as before
+            self.warm = compiled_runs(warm)
+            # The children's inputs, made once here rather than in every child. Each child has its
+            # own copy-on-write pages of them: what a run's code does to them stays in that child.
+            self.inputs = {lesson: module.make_inputs() for lesson, module in modules.items()}
+            self.fenced = fence.inventory(protected)  # what the children's code may not read
+            # What the children may read (Landlock): planned once here, not in every spare.
+            self.read_rules = landlock.plan(protected) if self.protections.landlock else None
         self.scratches: dict[
             int, str
         ] = {}  # child pid -> its scratch folder, removed once it is reaped
@@ -426,6 +459,8 @@ class Worker:
             pids.append(-os.getpgid(os.getppid()))
         if self.judge_pid:
             pids += [self.judge_pid, -self.judge_pid]
+        if self.zygote is not None:
+            pids.append(self.zygote.pid)
         return pids
 
     def fork_spare(self) -> Spare:
@@ -437,8 +472,9 @@ class Worker:
         output_r, output_w = os.pipe()
         protected = self.protected_pids()
         # ATTN_TUTOR_MEMORY_MB=0 turns the limit off, and so the watchdog.
+        parent = self.zygote.pid if self.zygote is not None else os.getpid()
         rss_limit = (
-            resident_bytes(os.getpid()) + self.memory + MEMORY_SLACK if self.memory > 0 else 1 << 62
+            resident_bytes(parent) + self.memory + MEMORY_SLACK if self.memory > 0 else 1 << 62
         )
         # The run's only writable folder (its cwd and TMPDIR): removed when the child is reaped.
         scratch = tempfile.mkdtemp(prefix=f"{leftovers.SCRATCH}{leftovers.tag()}-")
@@ -447,10 +483,27 @@ class Worker:
         if self.bound is not None:
             self.bound.made += 1
             cgroup = self.bound.make(str(self.bound.made))
-        # Torch's ~10^5 objects out of the collector's reach: a child's collection then neither
-        # walks them (≈10 ms, landing in some learner's run) nor copies their pages.
-        gc.freeze()
-        pid = os.fork()
+        if self.zygote is not None:
+            try:
+                pid = self.spare_from_zygote(
+                    (job_r, result_w, output_w),
+                    {
+                        "protected": protected,
+                        "scratch": scratch,
+                        "cgroup": cgroup,
+                        "lesson": self.lesson_in_use,
+                    },
+                )
+            except OSError:
+                for fd in (job_r, job_w, result_r, result_w, output_r, output_w):
+                    os.close(fd)
+                leftovers.remove(scratch)
+                raise
+        else:
+            # Torch's ~10^5 objects out of the collector's reach: a child's collection then
+            # neither walks them (≈10 ms, landing in some learner's run) nor copies their pages.
+            gc.freeze()
+            pid = os.fork()
         if pid == 0:
             die_with_parent(self.protections, me)
             # The warm-up's runs in a list of the child's own, and none left on this object (this
@@ -494,6 +547,24 @@ class Worker:
         except OSError:
             output_pipe = 64 << 10
         return Spare(pid, job_w, result_r, output_r, rss_limit, output_pipe)
+
+    def spare_from_zygote(self, fds: tuple[int, int, int], request: dict) -> int:
+        """A spare forked by the zygote, adopted by us. A zygote that died is started afresh
+        (exec: our memory now holds the lessons), once per spare; then we fork it ourselves."""
+        from . import zygote
+
+        for _ in range(2):
+            try:
+                return self.zygote.fork_spare(fds, request)
+            except zygote.SpareRefused:
+                raise  # the zygote is fine: as os.fork's failure
+            except OSError:
+                if self.zygote.alive:
+                    self.kill_pid(self.zygote.pid)
+                self.zygote.close()
+                self.zygote = zygote.respawn(self.protections)
+                self.zygote.setup(self.zygote_config)
+        raise OSError("no zygote")
 
     def spawn(
         self,
@@ -608,6 +679,8 @@ class Worker:
         from . import probe_kit, sandbox
 
         self.batch_warm = True
+        if self.zygote is not None:
+            return  # the zygote warmed up before its first spare
         probe_kit.install_traps()
         sandbox.warm_up(runs_for(self.warm, lesson), self.modules, self.inputs)
 
@@ -627,6 +700,8 @@ class Worker:
 
     def kill_pid(self, pid: int) -> None:
         """SIGKILL a child and its process group (threads, subprocesses, forks the learner left)."""
+        if pid <= 0:  # kill(0) or kill(-1): our own group, or every process we may signal
+            return
         for target in (
             lambda: os.killpg(pid, signal.SIGKILL),
             lambda: os.kill(pid, signal.SIGKILL),
@@ -678,6 +753,8 @@ class Worker:
                 pass
             if pid == self.judge_pid:
                 self.judge_pid = None
+            if self.zygote is not None and pid == self.zygote.pid:
+                self.zygote.alive = False  # started afresh at the next spare
             for spare in [
                 s for s in self.spares if s.pid == pid
             ]:  # died waiting (a learner's kill)
@@ -700,6 +777,8 @@ class Worker:
     def sweep(self) -> None:
         """Kill children we did not fork: orphans of learner processes, handed to us as subreaper."""
         known = {self.judge_pid} | {s.pid for s in self.spares} | set(self.by_pid) | self.dying
+        if self.zygote is not None:
+            known.add(self.zygote.pid)
         for pid in children_of(os.getpid()) - known:
             self.kill_pid(pid)
         if self.bound is not None and self.bound.left:
@@ -1311,6 +1390,10 @@ class Worker:
         self.spares = []
         if self.judge_pid:
             self.kill_pid(self.judge_pid)
+        if self.zygote is not None:
+            if self.zygote.alive:
+                self.kill_pid(self.zygote.pid)
+            self.zygote.close()
         deadline = time.monotonic() + grace
         while True:
             for pid in children_of(os.getpid()):
@@ -1379,7 +1462,8 @@ def main() -> None:
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     for sig in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, _quit)
-    _harden_self(probe())
+    protections = probe()
+    _harden_self(protections)
     # torch's import makes ~170k long-lived objects, and the cyclic GC's passes over them while
     # it grows cost ~0.3 s of the first verdict. Off until the checks are loaded; then those
     # objects are frozen out of later passes (the ~7k garbage ones among them stay, ~0.7 MB).
@@ -1394,7 +1478,13 @@ def main() -> None:
     import torch  # noqa: F401  (loaded once, shared by every fork)
     import torch.nn.functional  # noqa: F401
 
-    from ..lesson import all_lessons, load_lesson
+    from .. import kit  # noqa: F401  (the checks' kit, and with it the probes')
+    from . import sandbox, zygote  # noqa: F401
+
+    # Forked before any lesson is read: the children it forks never held a reference solution,
+    # a model answer or the judge's data (zygote.py).
+    spares_from = zygote.start(protections)
+    from ..lesson import all_lessons, load_lesson, preload, without_answers
     from .client import BATCH_ENV, LESSON_DIR_ENV, SEED_ENV
 
     lessons = {lesson.id: lesson for lesson in all_lessons()}
@@ -1403,13 +1493,25 @@ def main() -> None:
     ):  # an author's copy of a lesson (`dev check PATH`) instead of ours
         lesson = load_lesson(Path(os.environ[LESSON_DIR_ENV]))
         lessons[lesson.id] = lesson
+    # Checking needs no model answer: none is kept, nor read again (a checks file's settings).
+    lessons = {lid: without_answers(lesson) for lid, lesson in lessons.items()}
+    preload(lessons.values())
+    all_lessons.cache_clear()
+    seed = int(os.environ.get(SEED_ENV) or 0)
     checks = load_checks(lessons.values())
-    seed_inputs(checks, int(os.environ.get(SEED_ENV) or 0))
+    seed_inputs(checks, seed)
     gc.freeze()
     gc.enable()  # before the judge and the children are forked: they inherit it
     worker = None
     try:
-        worker = Worker(checks, lessons, out_fd, batch=bool(os.environ.get(BATCH_ENV)))
+        worker = Worker(
+            checks,
+            lessons,
+            out_fd,
+            batch=bool(os.environ.get(BATCH_ENV)),
+            zygote=spares_from,
+            seed=seed,
+        )
         worker.loop()
     except SystemExit:
         pass
