@@ -71,7 +71,7 @@ def test_dev_check_of_a_copy_by_path_passes_in_chinese(tmp_path):
     folder = copy_lesson(tmp_path, "lab-02")
     out = run("dev", "check", str(folder / "lesson.toml"), "--lang", "zh")
     assert out.returncode == 0, out.stdout + out.stderr
-    assert "✓ 参考答案：" in out.stdout and "项检查通过" in out.stdout
+    assert "✓ 参考实现：" in out.stdout and "项检查通过" in out.stdout
 
 
 def test_a_failing_step_is_told_in_the_readers_language(tmp_path):
@@ -81,7 +81,7 @@ def test_a_failing_step_is_told_in_the_readers_language(tmp_path):
     out = run("dev", "check", str(folder), "--lang", "zh")
     assert out.returncode == 1
     assert (
-        "✗ 参考答案：并非每个需要检查的步骤都通过（步骤 weights：未通过，检查 future-is-zero（check.future）"
+        "✗ 参考实现：并非每个需要检查的步骤都通过（步骤 weights：未通过，检查 future-is-zero（check.future）"
         in out.stdout
     ), out.stdout
 

@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 REFERENCE = (ROOT / "reference" / "lm3_l3.py").read_text()
 
@@ -64,9 +66,18 @@ def test_learner_text_reaches_checks_output_as_text(tmp_path):
     assert obj["file_error"] is not None
 
 
-def test_a_deep_tree_in_scratch_breaks_no_later_run(tmp_path):
+@pytest.fixture
+def tmp_with_deep_trees(tmp_path):
+    """A folder for the runs' scratch: if the tutor leaves the deep tree there, pytest's own
+    cleanup (shutil.rmtree) would die on it in a later session, so rm -rf takes it."""
     tmp = tmp_path / "tmp"
     tmp.mkdir()
+    yield tmp
+    subprocess.run(["rm", "-rf", "--one-file-system", str(tmp)], check=False)
+
+
+def test_a_deep_tree_in_scratch_breaks_no_later_run(tmp_path, tmp_with_deep_trees):
+    tmp = tmp_with_deep_trees
     deep = tmp_path / "deep" / "lm3_l3.py"
     deep.parent.mkdir()
     deep.write_text(DEEP)

@@ -23,6 +23,10 @@ _traps_installed = False
 _no_grad = torch.no_grad
 _enable_grad = torch.enable_grad
 _detach = torch.Tensor.detach
+# The C implementations, as they were before learner code could patch torch.Tensor.
+_TB = getattr(torch._C, "TensorBase", None) or torch._C._TensorBase
+_as_plain = _TB.as_subclass
+_no_torch_function = torch._C.DisableTorchFunction
 _clone = torch.Tensor.clone
 _KERNEL_CALLS: set[str] = set()  # also filled by the class-level traps below
 
@@ -331,11 +335,21 @@ def probe_leak_map(
         return call
     # Stacked here, outside the call: an op the learner's code never ran, seen by the watch,
     # would make a torch.compile'd function compile again (its guards see the watch's table).
-    outs = call["value"]
-    same = all(isinstance(o, torch.Tensor) and o.shape == outs[0].shape for o in outs)
-    with _no_grad():
-        call["value"] = torch.cat([_detach(o) for o in outs], 0) if outs and same else None
+    call["value"] = _stacked(call["value"])
     return call
+
+
+def _stacked(outs) -> torch.Tensor | None:
+    """The outputs as one plain tensor, or None: a tensor subclass's own __torch_function__ or
+    shape is never consulted (it may raise or lie; the step's own checks judge its values)."""
+    try:
+        with _no_grad(), _no_torch_function():
+            plain = [_as_plain(_TB.detach(o), torch.Tensor) for o in outs]
+            if not plain or any(_TB.shape.__get__(p) != _TB.shape.__get__(plain[0]) for p in plain):
+                return None
+            return torch.cat(plain, 0)
+    except Exception:
+        return None
 
 
 def module_state(module: nn.Module) -> dict[str, torch.Tensor]:
