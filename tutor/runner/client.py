@@ -189,7 +189,10 @@ class Worker:
         with contextlib.suppress(WorkerGone):
             self._send({"type": "quit"})
         try:
-            self.proc.wait(timeout=2)
+            # The worker reaps its children (up to its SHUTDOWN_GRACE, 2 s) and then removes
+            # their scratch folders: a kill before that would leave them (a deep tree takes a
+            # while on a loaded machine).
+            self.proc.wait(timeout=6)
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()

@@ -347,6 +347,9 @@ def _stacked(outs) -> torch.Tensor | None:
             plain = [_as_plain(_TB.detach(o), torch.Tensor) for o in outs]
             if not plain or any(_TB.shape.__get__(p) != _TB.shape.__get__(plain[0]) for p in plain):
                 return None
+            # Only CPU tensors: the first op on a meta tensor imports torch's meta kernels (~1 s).
+            if any(_TB.device.__get__(p).type != "cpu" for p in plain):
+                return None
             return torch.cat(plain, 0)
     except Exception:
         return None
