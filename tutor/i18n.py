@@ -83,7 +83,7 @@ MAX_DEPTH = 16  # message references nested in parameters, rendered at most this
 MAX_VALUE = 4000  # characters of one rendered parameter
 
 
-def _fields(template: str) -> list[tuple[str, str | None, str, str | None]]:
+def _fields(template: str) -> list[tuple[str, str | None, str | None, str | None]]:
     """(literal, field name, spec, conversion) parts; a template that does not parse is all literal."""
     try:
         return list(string.Formatter().parse(template))

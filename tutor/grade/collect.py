@@ -53,7 +53,7 @@ class Submission:
     link: bool = False  # the folder or file is a symbolic link: not followed, not graded
 
 
-LINK_PROBLEM = ("failure.symlink", {})
+LINK_PROBLEM: tuple[str, dict[str, str]] = ("failure.symlink", {})
 
 
 def read_no_link(sub: Submission) -> tuple[bytes | None, tuple | None]:
@@ -61,6 +61,8 @@ def read_no_link(sub: Submission) -> tuple[bytes | None, tuple | None]:
     put in place after collect is refused too); problem, a (key, params) instead."""
     if sub.link:
         return None, LINK_PROBLEM
+    if sub.path is None:  # the caller grades a student with no file before this
+        return None, ("failure.unreadable", {"reason": "no file"})
     try:
         fd = os.open(sub.path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
     except OSError as exc:

@@ -109,7 +109,7 @@ def _step_output(record: dict, step_id: str, lang: str) -> str:
 def gradescope(lesson, record: dict, lang: str) -> dict:
     """Gradescope's results.json: tests[] with name, score, max_score, status, output,
     visibility; score and execution_time at the top."""
-    tests = []
+    tests: list[dict[str, object]] = []
     for step in lesson.checked_steps:
         passed = step_status(record, step.id) == "pass"
         tests.append(

@@ -56,8 +56,9 @@ def mistakes_of(steps: list[StepResult]) -> list[dict]:
         for check in step.checks:
             if check.status == "pass" or check.message is None:
                 continue
-            message = {"key": check.message.key, "params": check.message.params}
-            for likely in [message] if is_likely(message["key"]) else likely_messages(message):
+            key = check.message.key
+            message = {"key": key, "params": check.message.params}
+            for likely in [message] if is_likely(key) else likely_messages(message):
                 out.append(
                     {"step": step.id, "check": check.id, "id": likely["key"], "message": likely}
                 )

@@ -143,13 +143,15 @@ def _who(students: list[str]) -> str:
 
 
 def rich_report(lesson, rep: ClassReport, lang: str):
-    from rich.console import Group
+    from rich.console import Group, RenderableType
     from rich.table import Table
     from rich.text import Text
 
     from ..render.wrap import Wrapped  # Chinese wraps by cell width, not at spaces only
 
-    parts = [Text(t("grade.report_title", lang, lesson=lesson.title[lang]), style="bold")]
+    parts: list[RenderableType] = [
+        Text(t("grade.report_title", lang, lesson=lesson.title[lang]), style="bold")
+    ]
     parts += [Text(line) for line in _summary(lesson, rep, lang)]
     steps = Table(title=t("grade.report_steps", lang), title_justify="left")
     steps.add_column(t("grade.col_step", lang))

@@ -53,9 +53,9 @@ def read_submission(sub: Submission) -> tuple[bytes | None, str | None, tuple | 
     big = too_large(len(raw))  # read all the same: its record keeps the file's hash
     if big is not None:
         return raw, None, ("failure.too_large", big)
-    source, problem = decode_source(raw)
+    source, bad = decode_source(raw)
     if source is None:
-        return raw, None, ("failure.encoding", problem)
+        return raw, None, ("failure.encoding", bad)
     return raw, source, None
 
 
@@ -114,6 +114,7 @@ class Batch:
 
     def _submit(self, run: _Run) -> None:
         with self._cond:  # held so that no event of this gen comes before it is known
+            assert self.worker is not None  # the caller started one
             gen = self.worker.submit(self.lesson.id, str(run.sub.path), run.source, self.order)
             run.started = time.monotonic()
             self._runs[gen] = run
@@ -146,6 +147,7 @@ class Batch:
                         continue
                     if self.worker is None:
                         self._start()
+                    assert raw is not None  # a file with a source was read
                     self._submit(
                         _Run(
                             sub,
