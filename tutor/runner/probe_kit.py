@@ -15,6 +15,8 @@ import torch.nn as nn
 from torch.overrides import TorchFunctionMode
 
 from . import fixed_dropout
+from .codec import _as_plain, _device, _no_torch_function, _shape
+from .codec import _detach as _c_detach
 from .origin import foreign_origin
 
 _SOFTMAX_OUT: list[torch.Tensor] = []
@@ -23,10 +25,6 @@ _traps_installed = False
 _no_grad = torch.no_grad
 _enable_grad = torch.enable_grad
 _detach = torch.Tensor.detach
-# The C implementations, as they were before learner code could patch torch.Tensor.
-_TB = getattr(torch._C, "TensorBase", None) or torch._C._TensorBase
-_as_plain = _TB.as_subclass
-_no_torch_function = torch._C.DisableTorchFunction
 _clone = torch.Tensor.clone
 _KERNEL_CALLS: set[str] = set()  # also filled by the class-level traps below
 
@@ -344,11 +342,11 @@ def _stacked(outs) -> torch.Tensor | None:
     shape is never consulted (it may raise or lie; the step's own checks judge its values)."""
     try:
         with _no_grad(), _no_torch_function():
-            plain = [_as_plain(_TB.detach(o), torch.Tensor) for o in outs]
-            if not plain or any(_TB.shape.__get__(p) != _TB.shape.__get__(plain[0]) for p in plain):
+            plain = [_as_plain(_c_detach(o), torch.Tensor) for o in outs]
+            if not plain or any(_shape(p) != _shape(plain[0]) for p in plain):
                 return None
             # Only CPU tensors: the first op on a meta tensor imports torch's meta kernels (~1 s).
-            if any(_TB.device.__get__(p).type != "cpu" for p in plain):
+            if any(_device(p).type != "cpu" for p in plain):
                 return None
             return torch.cat(plain, 0)
     except Exception:
