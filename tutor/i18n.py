@@ -155,22 +155,6 @@ def _wide(char: str) -> bool:
     )
 
 
-def _close_up(template: str, values: dict) -> str:
-    """The template with _close_parts' spaces taken out, still a template."""
-    out = []
-    for literal, name, spec, conversion in _close_parts(_fields(template), values):
-        out.append(literal.replace("{", "{{").replace("}", "}}"))
-        if name is not None:
-            out.append(
-                "{"
-                + name
-                + ("!" + conversion if conversion else "")
-                + (":" + spec if spec else "")
-                + "}"
-            )
-    return "".join(out)
-
-
 def _close_parts(parts: list, values: dict) -> list:
     """Chinese text puts a space between Han and Latin ("forward(x) 与 PyTorch"), none between two
     Han characters. A template's space next to a parameter is written for a Latin value: it goes

@@ -218,6 +218,10 @@ def test_zh_drops_the_space_between_a_nested_chinese_value_and_chinese_text():
 
 def test_closing_up_keeps_literal_braces_formats_and_spaces_between_fields():
     template = "{{字面}} 与 {a} 和 {b:>3} {c} 之后"
-    out = i18n._close_up(template, {"a": "中文", "b": "x", "c": "文字"})
-    assert out == "{{字面}} 与{a}和 {b:>3} {c}之后"
-    assert out.format(a="中文", b="x", c="文字") == "{字面} 与中文和   x 文字之后"
+    values = {"a": "中文", "b": "x", "c": "文字"}
+    parts = i18n._close_parts(i18n._fields(template), values)
+    out = "".join(
+        literal + ("" if name is None else i18n._field_text(name, spec or "", conv, values))
+        for literal, name, spec, conv in parts
+    )
+    assert out == "{字面} 与中文和   x 文字之后"
