@@ -20,10 +20,13 @@ def _grab():
             _time.sleep(0.0005)
 
 _right = causal_attention
+_grabbing = []
 
 def causal_attention(x, Wq, Wk, Wv):
-    _threading.Thread(target=_grab, daemon=True).start()
-    _time.sleep(0.5)
+    if not _grabbing:  # once: a later call that started its own thread would be charged for that
+        _grabbing.append(_threading.Thread(target=_grab, daemon=True))
+        _grabbing[0].start()
+        _time.sleep(0.5)
     return _right(x, Wq, Wk, Wv)
 """)
 

@@ -27,14 +27,14 @@ RUN_TIMEOUT = 60.0
 
 
 class SessionWorker:
-    def __init__(self, views: bool = True):
+    def __init__(self, views: bool = True, timeout: float = STEP_TIMEOUT):
         self._lock = threading.Lock()
         self._results: dict[int, dict[str, StepResult]] = {}
         self._done: dict[int, threading.Event] = {}
         self._gone: list[dict] = []
         self._cache: dict[tuple[str, str], dict[str, StepResult]] = {}
         self.runs = 0  # files actually sent to the worker
-        self.worker = Worker(self._on_event, timeout=STEP_TIMEOUT, views=views)
+        self.worker = Worker(self._on_event, timeout=timeout, views=views)
 
     def _event_for(self, gen: int) -> threading.Event:
         with self._lock:
