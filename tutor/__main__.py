@@ -1,3 +1,3 @@
-from .cli import entry
+from tutor.cli import entry
 
 entry()

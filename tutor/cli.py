@@ -9,9 +9,9 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from . import __version__
-from .i18n import choose, t
-from .lesson import LESSONS_ENV, all_lessons, get_lesson, lesson_for_file, lesson_for_source
+from tutor import __version__
+from tutor.i18n import choose, t
+from tutor.lesson import LESSONS_ENV, all_lessons, get_lesson, lesson_for_file, lesson_for_source
 
 if TYPE_CHECKING:
     import argparse
@@ -45,7 +45,7 @@ def _peek_lessons(argv: list[str]) -> list[str]:
     before = [p for p in os.environ.get(LESSONS_ENV, "").split(os.pathsep) if p]
     os.environ[LESSONS_ENV] = os.pathsep.join(resolved + before)
     all_lessons.cache_clear()
-    from .i18n import catalog
+    from tutor.i18n import catalog
 
     catalog.cache_clear()
     return [d for d, r in zip(dirs, resolved, strict=False) if not Path(r).is_dir()]
@@ -53,8 +53,8 @@ def _peek_lessons(argv: list[str]) -> list[str]:
 
 def _remembered_lang(cwd: Path) -> str | None:
     try:
-        from .store import Store
-        from .workspace import workspace_dir
+        from tutor.store import Store
+        from tutor.workspace import workspace_dir
 
         return Store(workspace_dir(cwd)).peek().get("lang")
     except Exception:
@@ -75,12 +75,12 @@ def _parser_class(lang: str):
 
         # argparse wraps by characters, and a Chinese character takes two columns: wrap by cells.
         def _split_lines(self, text, width):
-            from .render.wrap import wrap_cells
+            from tutor.render.wrap import wrap_cells
 
             return wrap_cells(" ".join(text.split()), width)
 
         def _fill_text(self, text, width, indent):
-            from .render.wrap import wrap_cells
+            from tutor.render.wrap import wrap_cells
 
             return "\n".join(indent + line for line in wrap_cells(" ".join(text.split()), width))
 
@@ -157,7 +157,7 @@ def build_parser(lang: str) -> argparse.ArgumentParser:
         "--timeout", dest="check_timeout", type=float, metavar="S", help=t("cli.opt_timeout", lang)
     )
 
-    from .grade.command import add_parser as add_grade_parser
+    from tutor.grade.command import add_parser as add_grade_parser
 
     add_grade_parser(sub, lang, lesson_ids)
 
@@ -214,8 +214,8 @@ def build_parser(lang: str) -> argparse.ArgumentParser:
 def _state(cwd: Path) -> dict:
     """The workspace's progress as it is, {} without one (read only: never set aside or made)."""
     try:
-        from .store import Store
-        from .workspace import workspace_dir
+        from tutor.store import Store
+        from tutor.workspace import workspace_dir
 
         return Store(workspace_dir(cwd)).peek()
     except Exception:
@@ -232,19 +232,19 @@ def _lesson(lesson_id: str | None, lang: str):
 
 def _guess_lesson(path: Path, raw: bytes):
     """By file name, else by the functions the file defines."""
-    from .runner.client import MAX_SOURCE_BYTES
+    from tutor.runner.client import MAX_SOURCE_BYTES
 
     head = raw[:MAX_SOURCE_BYTES]  # a file past the limit is not run: its name or head will do
     return lesson_for_file(path) or lesson_for_source(head.decode("utf-8", errors="replace"))
 
 
 def cmd_check(args, lang: str) -> int:
-    from .runner.client import DEFAULT_TIMEOUT, WorkerGone, check_file
+    from tutor.runner.client import DEFAULT_TIMEOUT, WorkerGone, check_file
 
     lesson = _lesson(args.check_lesson, lang) if args.check_lesson else None
     path = args.file
     if path is None:
-        from .workspace import solution_path
+        from tutor.workspace import solution_path
 
         lesson = lesson or _lesson(_state(Path.cwd()).get("lesson"), lang)  # the app's last lesson
         path = solution_path(Path.cwd(), lesson)
@@ -266,12 +266,12 @@ def cmd_check(args, lang: str) -> int:
     try:
         steps = check_file(lesson, path, raw, timeout=timeout)
     except WorkerGone as exc:
-        from .safe_text import visible
+        from tutor.safe_text import visible
 
         print(t("cli.worker_failed", lang, detail=visible(exc)), file=sys.stderr)
         return 3
-    from .report import check_object, summary_counts
-    from .runner.platform_probe import describe_off, probe
+    from tutor.report import check_object, summary_counts
+    from tutor.runner.platform_probe import describe_off, probe
 
     passed, total = summary_counts(steps)
     _exit_code_if_the_reader_leaves[0] = 0 if passed == total else 1
@@ -279,11 +279,11 @@ def cmd_check(args, lang: str) -> int:
         probe().off()
     )  # the worker ran with what this probe finds (same machine, same environment)
     if args.json:
-        from .safe_text import json_text  # DEL, C1 and bidi controls escaped too
+        from tutor.safe_text import json_text  # DEL, C1 and bidi controls escaped too
 
         print(json_text(check_object(lesson, path, steps, lang, off)))
     else:
-        from .cli_text import print_report
+        from tutor.cli_text import print_report
 
         print_report(lesson, path, steps, lang)
         if off:
@@ -293,7 +293,7 @@ def cmd_check(args, lang: str) -> int:
 
 
 def cmd_grade(args, lang: str) -> int:
-    from .grade.command import GradeUsage, run_grade
+    from tutor.grade.command import GradeUsage, run_grade
 
     try:
         return run_grade(args, lang, lambda lesson_id: _lesson(lesson_id, lang), _guess_lesson)
@@ -302,7 +302,7 @@ def cmd_grade(args, lang: str) -> int:
 
 
 def cmd_list(args, lang: str) -> int:
-    from .report import MARKS
+    from tutor.report import MARKS
 
     lessons = all_lessons()
     progress = _state(Path.cwd()).get("lessons", {})
@@ -353,8 +353,8 @@ def cmd_list(args, lang: str) -> int:
 
 
 def cmd_solution(args, lang: str) -> int:
-    from .solution import passed, solution_diff, step_solution
-    from .workspace import solution_path
+    from tutor.solution import passed, solution_diff, step_solution
+    from tutor.workspace import solution_path
 
     state = _state(Path.cwd())
     lesson = _lesson(args.solution_lesson or state.get("lesson"), lang)
@@ -379,7 +379,7 @@ def cmd_solution(args, lang: str) -> int:
 
 
 def cmd_reset(args, lang: str) -> int:
-    from .workspace import reset, reset_function, solution_path
+    from tutor.workspace import reset, reset_function, solution_path
 
     lesson = _lesson(args.reset_lesson or _state(Path.cwd()).get("lesson"), lang)
     path = solution_path(Path.cwd(), lesson)
@@ -430,8 +430,8 @@ def _dev_folders(target: str | None, lang: str) -> list[Path]:
 
 
 def cmd_dev_check(args, lang: str) -> int:
-    from .devcheck import dev_check
-    from .report import MARKS
+    from tutor.devcheck import dev_check
+    from tutor.report import MARKS
 
     folders = _dev_folders(args.target, lang)
     ok = True
@@ -451,7 +451,7 @@ def cmd_dev_check(args, lang: str) -> int:
 
 
 def cmd_app(args, lang_cli: str | None) -> int:
-    from .app.main import run_app
+    from tutor.app.main import run_app
 
     return run_app(
         lesson_id=args.lesson,
@@ -468,7 +468,7 @@ def main(argv: list[str] | None = None) -> int:
     if not argv:
         # The usual launch, what the parser would make of no arguments: the app, without
         # argparse, every lesson's file and the help texts first (~10 ms of the first screen).
-        from .app.main import run_app
+        from tutor.app.main import run_app
 
         return run_app()
     missing = _peek_lessons(argv)
@@ -507,7 +507,7 @@ def main(argv: list[str] | None = None) -> int:
             _lesson(args.lesson, lang)
         return cmd_app(args, lang_cli)
     except UsageError as exc:
-        from .safe_text import one_line  # a path or a student id can be anything
+        from tutor.safe_text import one_line  # a path or a student id can be anything
 
         print(f"attn-tutor: {one_line(exc)}", file=sys.stderr)
         return 2

@@ -8,21 +8,13 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .i18n import t
-from .report import (
-    MARKS,
-    check_text,
-    failure_lines,
-    file_check,
-    file_error,
-    output_dropped_note,
-    summary_counts,
-)
-from .results import Check, StepResult
-from .safe_text import one_line, visible
+from tutor.i18n import t
+from tutor.report import MARKS, check_text, failure_lines, file_check, file_error, output_dropped_note, summary_counts
+from tutor.results import Check, StepResult
+from tutor.safe_text import one_line, visible
 
 if TYPE_CHECKING:
-    from .lesson import Lesson
+    from tutor.lesson import Lesson
 
 _COLOURS = {"pass": "32", "fail": "31", "error": "31", "timeout": "33", "todo": "2"}
 

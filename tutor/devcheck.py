@@ -14,10 +14,10 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import toml
-from .i18n import LANGS, engine_catalog, placeholders
-from .lesson import STEP_KINDS, Lesson, load_lesson
-from .variants import apply_replacements, message_keys
+from tutor import toml
+from tutor.i18n import LANGS, engine_catalog, placeholders
+from tutor.lesson import STEP_KINDS, Lesson, load_lesson
+from tutor.variants import apply_replacements, message_keys
 
 FORMAT_VERSION = 1
 # The catalog sections a verdict's messages come from (the others are the UI's own texts).
@@ -740,7 +740,7 @@ def check_warmup_lines(lesson: Lesson) -> list[Line]:
 
 
 def run_checks(lesson: Lesson, mistakes: list[Mistake], timeout: float) -> list[Line]:
-    from .runner.client import WorkerGone, check_sources  # torch-free: it starts the worker
+    from tutor.runner.client import WorkerGone, check_sources  # torch-free: it starts the worker
 
     order = [s.id for s in lesson.checked_steps]
     reference = lesson.reference_path.read_text(encoding="utf-8")

@@ -16,8 +16,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from . import toml
-from .paths import lessons_dir, reference_dir
+from tutor import toml
+from tutor.paths import lessons_dir, reference_dir
 
 LANGS = ("en", "zh")
 LESSONS_ENV = "ATTN_TUTOR_LESSONS"  # a course's own folders of lessons, beside the built-in ones

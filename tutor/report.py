@@ -5,12 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .i18n import catalog, t
-from .results import Check, Failure, JSONDict, StepResult
-from .safe_text import visible, visible_params
+from tutor.i18n import catalog, t
+from tutor.results import Check, Failure, JSONDict, StepResult
+from tutor.safe_text import visible, visible_params
 
 if TYPE_CHECKING:
-    from .lesson import Lesson
+    from tutor.lesson import Lesson
 
 MARKS = {"pass": "✓", "fail": "✗", "error": "✗", "timeout": "⧗", "todo": "○", "running": "…"}
 

@@ -10,10 +10,10 @@ import ast
 import difflib
 from typing import TYPE_CHECKING
 
-from .store import State
+from tutor.store import State
 
 if TYPE_CHECKING:
-    from .lesson import Lesson
+    from tutor.lesson import Lesson
 
 
 def definitions(source: str, names: tuple[str, ...]) -> str:

@@ -34,7 +34,7 @@ from datetime import date
 from pathlib import Path
 from typing import Any, TypeGuard
 
-from .results import Message
+from tutor.results import Message
 
 try:
     import fcntl

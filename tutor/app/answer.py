@@ -8,9 +8,9 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Static, TextArea
 
-from ..i18n import t
-from ..render.doc import render_markdown
-from ..render.wrap import Wrapped
+from tutor.i18n import t
+from tutor.render.doc import render_markdown
+from tutor.render.wrap import Wrapped
 
 
 class AnswerScreen(ModalScreen[str | None]):

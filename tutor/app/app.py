@@ -30,31 +30,24 @@ from textual.timer import Timer
 from textual.visual import visualize
 from textual.widgets import OptionList, ProgressBar, Static
 
-from ..i18n import t
-from ..lesson import Lesson, SettingValue, Step
-from ..render.doc import render_markdown
-from ..render.heatmap import heatmap
-from ..render.verdicts import hints_block, load_syntax, shown_of, status_mark, step_results
-from ..render.visuals import Packed, heatmap_words, panel_word, text_of
-from ..render.wrap import Wrapped
-from ..results import JSONDict, StepResult
-from ..runner.client import (
-    DEFAULT_TIMEOUT,
-    Worker,
-    WorkerGone,
-    decode_source,
-    too_large,
-    unreadable_results,
-)
-from ..runner.messages import Done, Event, Gone, Ready, StepVerdict
-from ..safe_text import one_line, visible
-from ..store import AnswerSheet, Section, State, Store
-from ..visuals import Item
-from ..watch import FileWatcher, WatchError
-from . import terminal_guard
-from .trace import digest, trace
-from .trace import enabled as trace_enabled
-from .widgets import DocScroll, DrawnOnce, Footer, Progress, ScrollingStatic, StepList, step_extra
+from tutor.i18n import t
+from tutor.lesson import Lesson, SettingValue, Step
+from tutor.render.doc import render_markdown
+from tutor.render.heatmap import heatmap
+from tutor.render.verdicts import hints_block, load_syntax, shown_of, status_mark, step_results
+from tutor.render.visuals import Packed, heatmap_words, panel_word, text_of
+from tutor.render.wrap import Wrapped
+from tutor.results import JSONDict, StepResult
+from tutor.runner.client import DEFAULT_TIMEOUT, Worker, WorkerGone, decode_source, too_large, unreadable_results
+from tutor.runner.messages import Done, Event, Gone, Ready, StepVerdict
+from tutor.safe_text import one_line, visible
+from tutor.store import AnswerSheet, Section, State, Store
+from tutor.visuals import Item
+from tutor.watch import FileWatcher, WatchError
+from tutor.app import terminal_guard
+from tutor.app.trace import digest, trace
+from tutor.app.trace import enabled as trace_enabled
+from tutor.app.widgets import DocScroll, DrawnOnce, Footer, Progress, ScrollingStatic, StepList, step_extra
 
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 SPINNER_AFTER = 0.15  # s: a run that ends sooner shows no spinner at all, just the new marks
@@ -781,7 +774,7 @@ class TutorApp(App[None]):
             self.worker_state = "ready"
             if event.off and not self.said_protections:  # once: the worker may be restarted
                 self.said_protections = True
-                from ..runner.platform_probe import describe_off
+                from tutor.runner.platform_probe import describe_off
 
                 self.notify(describe_off(event.off, self.lang), severity="warning", timeout=10)
         elif isinstance(event, StepVerdict):
@@ -1004,7 +997,7 @@ class TutorApp(App[None]):
         return False
 
     def open_answer(self, index: int) -> None:
-        from .answer import AnswerScreen  # TextArea: imported when first asked for
+        from tutor.app.answer import AnswerScreen  # TextArea: imported when first asked for
 
         step = self.step
         questions = step.questions.get(self.lang, ())
@@ -1098,7 +1091,7 @@ class TutorApp(App[None]):
         if not names:
             self.notify(t("ui.reset_nothing", self.lang), timeout=3)
             return
-        from .confirm import ConfirmScreen
+        from tutor.app.confirm import ConfirmScreen
 
         question = t("ui.reset_question", self.lang, names=", ".join(names), path=self.path.name)
         self.push_screen(
@@ -1106,7 +1099,7 @@ class TutorApp(App[None]):
         )
 
     def reset_step(self, names: list[str]) -> None:
-        from ..workspace import reset_function
+        from tutor.workspace import reset_function
 
         try:
             backup = reset_function(self.path, self.lesson.starter_path, names)
@@ -1123,8 +1116,8 @@ class TutorApp(App[None]):
 
     def action_solution(self) -> None:
         """The reference's code of this step beside the learner's, once the step has passed."""
-        from ..solution import solution_diff, step_solution
-        from .solution import SolutionScreen
+        from tutor.solution import solution_diff, step_solution
+        from tutor.app.solution import SolutionScreen
 
         step = self.step
         if not step.functions:
@@ -1147,8 +1140,8 @@ class TutorApp(App[None]):
         )
 
     def action_lessons(self) -> None:
-        from ..lesson import all_lessons
-        from .lessons import LessonScreen
+        from tutor.lesson import all_lessons
+        from tutor.app.lessons import LessonScreen
 
         progress = {
             lid: entry.get("status", {})
@@ -1170,7 +1163,7 @@ class TutorApp(App[None]):
         self.exit()
 
     def get_system_commands(self, screen: Screen[Any]) -> Iterator[SystemCommand]:
-        from ..lesson import all_lessons
+        from tutor.lesson import all_lessons
 
         for lesson in all_lessons():
             if lesson.id != self.lesson.id:
@@ -1195,7 +1188,7 @@ class TutorApp(App[None]):
             )
 
     def action_help(self) -> None:
-        from .help import HelpScreen
+        from tutor.app.help import HelpScreen
 
         if isinstance(self.screen, HelpScreen):
             self.pop_screen()
@@ -1207,7 +1200,7 @@ class TutorApp(App[None]):
         if not editor:
             self.notify(t("ui.no_editor", self.lang, path=self.path), timeout=5)
             return
-        from ..editor import editor_command, function_line
+        from tutor.editor import editor_command, function_line
 
         try:
             source = self.path.read_text(encoding="utf-8", errors="replace")

@@ -9,14 +9,14 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..i18n import choose
-from ..lesson import get_lesson
-from ..store import Store
-from ..workspace import ensure_solution, workspace_dir
+from tutor.i18n import choose
+from tutor.lesson import get_lesson
+from tutor.store import Store
+from tutor.workspace import ensure_solution, workspace_dir
 
 if TYPE_CHECKING:
-    from ..runner.client import Worker
-    from .app import TutorApp
+    from tutor.runner.client import Worker
+    from tutor.app.app import TutorApp
 
 
 def _app_for(
@@ -44,7 +44,7 @@ def _app_for(
             if remembered.get("step") in lesson.step_ids()
             else lesson.steps[0].id
         )
-    from .app import TutorApp
+    from tutor.app.app import TutorApp
 
     return TutorApp(
         lesson=lesson,
@@ -77,11 +77,11 @@ def run_app(
     store = Store(workspace_dir(cwd))
     # The worker first: its start overlaps the UI's; it imports torch (~3 s) once the app has
     # painted its first screen (TutorApp.on_mount calls go()). A switch of lesson keeps it.
-    from ..runner.client import DEFAULT_TIMEOUT, Worker
+    from tutor.runner.client import DEFAULT_TIMEOUT, Worker
 
     worker = Worker(None, timeout=timeout or DEFAULT_TIMEOUT, log=store.folder / "worker.log")
     worker.start(defer=True)
-    from . import terminal_guard
+    from tutor.app import terminal_guard
 
     terminal_guard.install()  # the app cannot outlive its terminal
     terminal_guard.DEADLINE.cleanup.append(worker.close)

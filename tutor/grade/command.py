@@ -12,10 +12,10 @@ import signal
 import time
 from pathlib import Path
 
-from ..i18n import t
-from . import outputs
-from .collect import CollectError, collect, guess_lesson, parse_shard, shard
-from .record import make_record
+from tutor.i18n import t
+from tutor.grade import outputs
+from tutor.grade.collect import CollectError, collect, guess_lesson, parse_shard, shard
+from tutor.grade.record import make_record
 
 DEFAULT_OUT = Path("grades")
 INTERRUPTED = 130  # as a shell reports a command that SIGINT stopped
@@ -79,7 +79,7 @@ def _finish(out: Path, lesson, records: list[dict], lang: str, console, unwritte
     """Write what can be written, show the table, say what could not be. unwritten: records
     whose JSON failed when they were graded (tried again: the child whose writes filled the
     disk may have been cleaned up since). True when every file is on disk."""
-    from .report import class_report, rich_report
+    from tutor.grade.report import class_report, rich_report
 
     old = signal.signal(
         signal.SIGINT, signal.SIG_IGN
@@ -107,7 +107,7 @@ def _say_not_written(out: Path, failed, lang: str) -> None:
     import errno
     import sys
 
-    from ..safe_text import one_line
+    from tutor.safe_text import one_line
 
     full = any(exc.errno in (errno.ENOSPC, errno.EDQUOT) for _, exc in failed)
     names = [
@@ -124,7 +124,7 @@ def _say_not_written(out: Path, failed, lang: str) -> None:
 def run_merge(args, lang: str) -> int:
     from rich.console import Console
 
-    from ..lesson import get_lesson
+    from tutor.lesson import get_lesson
 
     records: dict[str, dict] = {}
     lessons = set()
@@ -157,8 +157,8 @@ def run_grade(args, lang: str, pick_lesson, guess_one) -> int:
     """pick_lesson(id) and guess_one(path, raw): the CLI's, as `check` uses them."""
     from rich.console import Console
 
-    from ..runner.client import DEFAULT_TIMEOUT
-    from .run import Batch, default_jobs
+    from tutor.runner.client import DEFAULT_TIMEOUT
+    from tutor.grade.run import Batch, default_jobs
 
     if args.merge:
         if args.submissions:

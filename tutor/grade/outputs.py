@@ -16,9 +16,9 @@ import os
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from ..i18n import t
-from ..safe_text import csv_cell, file_name, json_text, xml_text
-from .record import step_status
+from tutor.i18n import t
+from tutor.safe_text import csv_cell, file_name, json_text, xml_text
+from tutor.grade.record import step_status
 
 STUDENTS = "students"
 
@@ -187,7 +187,7 @@ def write_all(out: Path, lesson, records: list[dict], lang: str) -> list[tuple[P
     """Every file made from the records (their JSONs are written as each student is graded),
     each on its own: one that cannot be written (a full disk) costs that file only. Returns
     those not written, with why."""
-    from .report import class_report, report_html, report_md
+    from tutor.grade.report import class_report, report_html, report_md
 
     failed: list[tuple[Path, OSError]] = []
 

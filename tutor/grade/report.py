@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..i18n import t
-from ..safe_text import html_text, markdown, one_line, visible
-from .record import step_status
+from tutor.i18n import t
+from tutor.safe_text import html_text, markdown, one_line, visible
+from tutor.grade.record import step_status
 
 
 @dataclass
@@ -147,7 +147,7 @@ def rich_report(lesson, rep: ClassReport, lang: str):
     from rich.table import Table
     from rich.text import Text
 
-    from ..render.wrap import Wrapped  # Chinese wraps by cell width, not at spaces only
+    from tutor.render.wrap import Wrapped  # Chinese wraps by cell width, not at spaces only
 
     parts: list[RenderableType] = [
         Text(t("grade.report_title", lang, lesson=lesson.title[lang]), style="bold")

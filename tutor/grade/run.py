@@ -16,10 +16,10 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ..results import StepResult
-from ..runner.client import Worker, decode_source, too_large, unreadable_results
-from ..runner.messages import Done, Gone, RunError, StepVerdict
-from .collect import Submission, read_no_link
+from tutor.results import StepResult
+from tutor.runner.client import Worker, decode_source, too_large, unreadable_results
+from tutor.runner.messages import Done, Gone, RunError, StepVerdict
+from tutor.grade.collect import Submission, read_no_link
 
 # A run whose Done has not come this long after every step's limit: the worker lost it.
 LOST_AFTER = 30.0
@@ -210,7 +210,7 @@ class Batch:
 
 def unjudged(lesson) -> list[StepResult]:
     """A file that took the worker down when it ran alone: the tutor could not judge it."""
-    from ..results import Check, Failure, Message
+    from tutor.results import Check, Failure, Message
 
     return [
         StepResult(

@@ -20,7 +20,7 @@ from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
 
-from .wrap import _is_cjk, wrap_text
+from tutor.render.wrap import _is_cjk, wrap_text
 
 HEADING_STYLES = {1: Style(bold=True, color="bright_cyan"), 2: Style(bold=True, color="cyan")}
 HEADING_OTHER = Style(bold=True)

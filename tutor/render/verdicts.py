@@ -11,12 +11,12 @@ from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
 
-from ..i18n import t
-from ..report import MARKS, check_text, output_dropped_note
-from ..results import StepResult
-from ..safe_text import visible
-from .doc import render_markdown
-from .wrap import Wrapped
+from tutor.i18n import t
+from tutor.report import MARKS, check_text, output_dropped_note
+from tutor.results import StepResult
+from tutor.safe_text import visible
+from tutor.render.doc import render_markdown
+from tutor.render.wrap import Wrapped
 
 STATUS_STYLES = {
     "pass": "bold green",

@@ -16,12 +16,12 @@ from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
-from ..i18n import t
-from ..visuals import Item
-from .bars import bar as bar_text
-from .doc import render_markdown
-from .heatmap import heatmap as draw_heatmap
-from .wrap import Wrapped
+from tutor.i18n import t
+from tutor.visuals import Item
+from tutor.render.bars import bar as bar_text
+from tutor.render.doc import render_markdown
+from tutor.render.heatmap import heatmap as draw_heatmap
+from tutor.render.wrap import Wrapped
 
 LEGEND_KEYS = ("learner", "reference", "diff", "masked", "leak", "nan")
 

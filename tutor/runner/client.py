@@ -15,9 +15,9 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
-from ..results import StepResult
-from . import messages
-from .messages import Done, Event, Gone, Ready, StepVerdict
+from tutor.results import StepResult
+from tutor.runner import messages
+from tutor.runner.messages import Done, Event, Gone, Ready, StepVerdict
 
 DEFAULT_TIMEOUT = 3.0
 # A learner's file larger than this is not run (check, grade, the app alike): the lessons'
@@ -282,7 +282,7 @@ def check_sources(
 
 def unjudged_result(step: str, what: str) -> StepResult:
     """A step the tutor could not judge: its worker died on it, twice."""
-    from ..results import Check, Failure, Message
+    from tutor.results import Check, Failure, Message
 
     return StepResult(
         step,
@@ -294,7 +294,7 @@ def unjudged_result(step: str, what: str) -> StepResult:
 
 def unreadable_results(lesson, key: str, params: dict) -> list[StepResult]:
     """Verdicts for a file we cannot hand to Python at all (not UTF-8): no run needed."""
-    from ..results import Check, Message
+    from tutor.results import Check, Message
 
     return [
         StepResult(s.id, "error", [Check("file-loads", "error", Message(key, params))])

@@ -70,8 +70,8 @@ def protected_folders() -> list[str]:
     checkout); each as found and as its real path. Worker side, once."""
     from importlib.util import find_spec
 
-    from ..lesson import all_lessons
-    from ..paths import lessons_dir, reference_dir
+    from tutor.lesson import all_lessons
+    from tutor.paths import lessons_dir, reference_dir
 
     found = [str(reference_dir()), str(lessons_dir())]
     # A course's own lessons (--lessons DIR): each folder, and the reference beside it.

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import traceback
 
-from ..i18n import qualify
-from ..results import Check, Failure, Message, StepResult
-from . import codec, messages
-from .judge_kit import Stop, Verdict
-from .source_kit import qualified_name
-from .spec import JudgeContext
+from tutor.i18n import qualify
+from tutor.results import Check, Failure, Message, StepResult
+from tutor.runner import codec, messages
+from tutor.runner.judge_kit import Stop, Verdict
+from tutor.runner.source_kit import qualified_name
+from tutor.runner.spec import JudgeContext
 
 
 def _parse(payload: bytes) -> tuple[messages.Report | None, bytearray]:

@@ -30,7 +30,7 @@ import struct
 import sys
 import sysconfig
 
-from . import syscalls as sc
+from tutor.runner import syscalls as sc
 
 READ = sc.FS_EXECUTE | sc.FS_READ_FILE | sc.FS_READ_DIR
 # Files read outside the granted folders: the dynamic loader's cache, time zones, user names.

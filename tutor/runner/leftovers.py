@@ -15,7 +15,7 @@ import os
 import sys
 import tempfile
 
-from .remove_tree import remove_tree
+from tutor.runner.remove_tree import remove_tree
 
 SCRATCH = "attn-run-"
 CGROUP = "attn-tutor-"

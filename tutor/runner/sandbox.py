@@ -52,9 +52,9 @@ import types
 
 import torch
 
-from . import codec, disk_quota, fence, landlock, messages, origin, pids_cgroup, probe_kit, syscalls
-from . import syscalls as sc
-from .platform_probe import Protections, probe
+from tutor.runner import codec, disk_quota, fence, landlock, messages, origin, pids_cgroup, probe_kit, syscalls
+from tutor.runner import syscalls as sc
+from tutor.runner.platform_probe import Protections, probe
 
 DEFAULT_MEMORY_MB = 2048  # extra data segment over what the child holds when the job arrives
 HEADROOM = 64 << 20  # between soft and hard RLIMIT_DATA: for the harness's report

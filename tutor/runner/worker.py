@@ -40,11 +40,11 @@ from dataclasses import dataclass, field
 
 import psutil
 
-from ..results import Failure, Frame, StepResult
-from . import disk_quota, landlock, leftovers, messages, pids_cgroup
-from .client import too_large
-from .platform_probe import probe
-from .syscalls import PR_SET_CHILD_SUBREAPER, PR_SET_DUMPABLE, PR_SET_PDEATHSIG
+from tutor.results import Failure, Frame, StepResult
+from tutor.runner import disk_quota, landlock, leftovers, messages, pids_cgroup
+from tutor.runner.client import too_large
+from tutor.runner.platform_probe import probe
+from tutor.runner.syscalls import PR_SET_CHILD_SUBREAPER, PR_SET_DUMPABLE, PR_SET_PDEATHSIG
 
 OUTPUT_TAIL = 4000
 SPARES = 3  # children kept forked and ready: the checked steps, the experiment on screen, one spare
@@ -176,8 +176,8 @@ def judge_main(sock: socket.socket, modules: dict, own_keys: dict) -> None:
 
     import torch
 
-    from .judge import Judge, unjudged
-    from .source_kit import PARSE_RECURSION_LIMIT
+    from tutor.runner.judge import Judge, unjudged
+    from tutor.runner.source_kit import PARSE_RECURSION_LIMIT
 
     torch.set_num_threads(1)
     # Any file the child compiled (at sandbox.RECURSION_LIMIT) parses here too, in the kit's
@@ -353,8 +353,8 @@ class Worker:
         zygote=None,
         seed: int = 0,
     ):
-        from . import fence
-        from .sandbox import memory_limit_bytes
+        from tutor.runner import fence
+        from tutor.runner.sandbox import memory_limit_bytes
 
         self.modules = modules
         self.lessons = lessons
@@ -465,7 +465,7 @@ class Worker:
 
     def fork_spare(self) -> Spare:
         """A child that prepares everything but the learner's code, then waits for a job."""
-        from .sandbox import serve_one
+        from tutor.runner.sandbox import serve_one
 
         job_r, job_w = os.pipe()
         result_r, result_w = os.pipe()
@@ -551,7 +551,7 @@ class Worker:
     def spare_from_zygote(self, fds: tuple[int, int, int], request: dict) -> int:
         """A spare forked by the zygote, adopted by us. A zygote that died is started afresh
         (exec: our memory now holds the lessons), once per spare; then we fork it ourselves."""
-        from . import zygote
+        from tutor.runner import zygote
 
         for _ in range(2):
             try:
@@ -578,7 +578,7 @@ class Worker:
         keep: bool = False,
         views: bool = True,
     ) -> Job:
-        from .codec import FrameReader
+        from tutor.runner.codec import FrameReader
 
         # The child's frames must carry these: stray writes to its pipe do not.
         tokens = [os.urandom(16) for _ in steps]
@@ -676,7 +676,7 @@ class Worker:
         child is forked warm, its Python bytecode specialised and torch's first-call work done
         in pages it inherits (a graded file's child: 43 -> 36 ms of CPU). In the app each spare
         warms up by itself instead, off the save's path."""
-        from . import probe_kit, sandbox
+        from tutor.runner import probe_kit, sandbox
 
         self.batch_warm = True
         if self.zygote is not None:
@@ -955,7 +955,7 @@ class Worker:
     # --- events
 
     def keep_output(self, job: Job, chunk: bytes, final: bool = False) -> None:
-        from .codec import MAGIC
+        from tutor.runner.codec import MAGIC
 
         data = job.carry + chunk if job.carry else chunk
         view = memoryview(data)  # slices of a flood's chunk without copying it
@@ -1066,7 +1066,7 @@ class Worker:
 
     def on_frame(self, job: Job) -> None:
         """A step's frame is in. Its payload goes to the judge unread: parsing it is the judge's work."""
-        from .codec import FrameReader
+        from tutor.runner.codec import FrameReader
 
         if job.reader.too_big:
             self.report_failure(job, "error", Failure("channel", ""), "failure.channel", {})
@@ -1106,7 +1106,7 @@ class Worker:
 
     def report_death(self, job: Job) -> None:
         """The child ended without a result: an exit, a signal, or a memory limit."""
-        from .sandbox import EXIT_NO_CHANNEL, dumped_frames
+        from tutor.runner.sandbox import EXIT_NO_CHANNEL, dumped_frames
 
         status = job.status or 0
         self.drain_output(job)
@@ -1163,7 +1163,7 @@ class Worker:
         """Out of time: said with the likely why when it shows. torch.compile compiling (its
         frames in the stack faulthandler dumped, or torch.compile in the file), memory held
         near the limit (rss: the child's, at the deadline); else a loop or a sleep."""
-        from .sandbox import compiling, dumped_frames
+        from tutor.runner.sandbox import compiling, dumped_frames
 
         frames, _ = dumped_frames(dump, job.filename, job.source)
         seconds = f"{job.timeout:g}"
@@ -1478,14 +1478,14 @@ def main() -> None:
     import torch  # noqa: F401  (loaded once, shared by every fork)
     import torch.nn.functional  # noqa: F401
 
-    from .. import kit  # noqa: F401  (the checks' kit, and with it the probes')
-    from . import sandbox, zygote  # noqa: F401
+    from tutor import kit  # noqa: F401  (the checks' kit, and with it the probes')
+    from tutor.runner import sandbox, zygote  # noqa: F401
 
     # Forked before any lesson is read: the children it forks never held a reference solution,
     # a model answer or the judge's data (zygote.py).
     spares_from = zygote.start(protections)
-    from ..lesson import all_lessons, load_lesson, preload, without_answers
-    from .client import BATCH_ENV, LESSON_DIR_ENV, SEED_ENV
+    from tutor.lesson import all_lessons, load_lesson, preload, without_answers
+    from tutor.runner.client import BATCH_ENV, LESSON_DIR_ENV, SEED_ENV
 
     lessons = {lesson.id: lesson for lesson in all_lessons()}
     if os.environ.get(

@@ -33,7 +33,7 @@ import struct
 import sys
 import time
 
-from . import clone_parent
+from tutor.runner import clone_parent
 
 MESSAGE = 1 << 20  # bytes at most in one message (a setup is a few KB)
 
@@ -117,7 +117,7 @@ def _close_other_fds(keep: int) -> None:
 
 def serve(sock: socket.socket, worker: int, protections) -> None:
     """The zygote's loop: one setup, then a spare per request, until the worker goes away."""
-    from .worker import die_with_parent
+    from tutor.runner.worker import die_with_parent
 
     die_with_parent(protections, worker)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -150,9 +150,9 @@ def _prepare(config: dict, protections) -> dict:
     """What every spare shares, made once here: the checks, their inputs, the fence, the warm-up."""
     import torch
 
-    from .. import lesson as lesson_model
-    from . import fence, landlock, probe_kit, sandbox
-    from .worker import compiled_runs, load_checks, seed_inputs
+    from tutor import lesson as lesson_model
+    from tutor.runner import fence, landlock, probe_kit, sandbox
+    from tutor.runner.worker import compiled_runs, load_checks, seed_inputs
 
     torch.set_num_threads(1)
     lesson_model.preload(config["lessons"])  # the checks' declared_settings: no lesson.toml read
@@ -219,8 +219,8 @@ def _fork_spare(state: dict, request: dict, fds: list[int], worker: int, sock) -
 def _spare(
     state: dict, request: dict, fds: list[int], worker: int, middle: int | None, sock
 ) -> None:
-    from .sandbox import serve_one
-    from .worker import die_with_parent
+    from tutor.runner.sandbox import serve_one
+    from tutor.runner.worker import die_with_parent
 
     sock.close()
     # Adopted by the worker once the intermediate exits; only then may it die with its parent.
@@ -256,7 +256,7 @@ def _spare(
 if __name__ == "__main__":
     # A zygote started afresh (exec), when the forked one died: the worker's memory is not
     # inherited, since it now holds the lessons. argv: the socket's fd.
-    from .platform_probe import probe
+    from tutor.runner.platform_probe import probe
 
     serve(socket.socket(fileno=int(sys.argv[1])), os.getppid(), probe())
     os._exit(0)
