@@ -1,3 +1,3 @@
-from tutor.cli import entry
+from tutor.cli.main import entry
 
 entry()

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from tutor.lesson import all_lessons, get_lesson
-from tutor.results import StepResult
-from tutor.store import Store
-from tutor.workspace import WORKSPACE_DIR
+from tutor.model.lesson import all_lessons, get_lesson
+from tutor.model.results import StepResult
+from tutor.workspace.files import WORKSPACE_DIR
+from tutor.workspace.store import Store
 
 ROOT = Path(__file__).resolve().parents[2]
 FILES = {lesson.id: lesson.file_name for lesson in all_lessons()}
@@ -65,7 +65,7 @@ def pin_measured_times(result: StepResult) -> None:
 @pytest.fixture(scope="session")
 def engine_results() -> dict[str, list[StepResult]]:
     """name -> the StepResults of every step (checked and experiments), from the real engine."""
-    from tutor.runner.client import check_source
+    from tutor.engine.client import check_source
 
     sources = _sources()
 

@@ -11,9 +11,9 @@ from rich.console import Console
 from textual.widgets import OptionList, Static
 
 from tutor.app.help import HelpScreen
-from tutor.i18n import t
-from tutor.lesson import get_lesson
-from tutor.store import Store
+from tutor.model.lesson import get_lesson
+from tutor.text.i18n import t
+from tutor.workspace.store import Store
 
 SIZE = (80, 24)
 # Han characters, CJK punctuation and full-width forms: what must be gone after switching to English.
@@ -867,8 +867,8 @@ async def test_protections_the_worker_lacks_are_said_once(make_app, lang):
     """A worker on a platform without Landlock and seccomp (macOS) says so in its ready event:
     the app tells the learner once, even if the worker is restarted and says it again."""
     from tutor.app.app import WorkerEvent
-    from tutor.runner.messages import Ready
-    from tutor.runner.platform_probe import describe_off
+    from tutor.engine.confine.platform_probe import describe_off
+    from tutor.engine.protocol import Ready
 
     app, _ = make_app(lang=lang)
     async with app.run_test(size=(80, 24)) as pilot:
@@ -888,7 +888,7 @@ async def test_protections_the_worker_lacks_are_said_once(make_app, lang):
 
 async def test_nothing_is_said_of_protections_when_none_is_off(make_app):
     from tutor.app.app import WorkerEvent
-    from tutor.runner.messages import Ready
+    from tutor.engine.protocol import Ready
 
     app, _ = make_app()
     async with app.run_test(size=(80, 24)) as pilot:

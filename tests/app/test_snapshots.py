@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from tutor.lesson import all_lessons, get_lesson
+from tutor.model.lesson import all_lessons, get_lesson
 
 CASES = [
     pytest.param(lesson, index, step, lang, id=f"{lesson}-{index + 1}-{step}-{lang}")

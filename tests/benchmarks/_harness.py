@@ -30,7 +30,7 @@ STARTER = (ROOT / "lessons" / "lm3-l3" / "starter.py").read_text(encoding="utf-8
 LEARNER_NAME = "lm3_l3.py"
 CHECKED = ("single-head", "leakage", "multi-head", "shapes")  # in the step list's order
 
-# What the step list shows in its left column (tutor/report.py MARKS, tutor/app/app.py SPINNER).
+# What the step list shows in its left column (tutor/text/verdict_text.py MARKS, tutor/app/app.py SPINNER).
 FINAL_MARKS = {"✓": "pass", "✗": "fail|error", "○": "todo", "⧗": "timeout"}
 STATUS_MARK = {"pass": "✓", "fail": "✗", "error": "✗", "todo": "○", "timeout": "⧗"}
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
@@ -289,7 +289,7 @@ def process_tree(ui_pid: int) -> dict:
     """{'ui': pid, 'worker': pid|None, 'judge': pid|None, 'children': [pids]} under the UI."""
     tree = {"ui": ui_pid, "worker": None, "judge": None, "children": [], "other": []}
     for pid in children_of(ui_pid):
-        if "tutor.runner.worker" in cmdline(pid) or "_probe_worker" in cmdline(pid):
+        if "tutor.engine.supervisor" in cmdline(pid) or "_probe_worker" in cmdline(pid):
             tree["worker"] = pid
         else:
             tree["other"].append(pid)

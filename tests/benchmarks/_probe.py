@@ -98,9 +98,9 @@ def timed(owner, name: str, ev: str) -> None:
 
 
 def install_ui() -> None:
-    from tutor import watch
     from tutor.app import app as app_mod
-    from tutor.runner import client
+    from tutor.engine import client
+    from tutor.workspace import watch
 
     wrap(
         watch.FileWatcher,
@@ -182,12 +182,12 @@ def install_ui() -> None:
 
     Widget.refresh = refresh
 
-    # Start our worker launcher instead of `python -m tutor.runner.worker`: the client
+    # Start our worker launcher instead of `python -m tutor.engine.supervisor`: the client
     # gets a copy of the subprocess module whose Popen swaps that one command line.
     import subprocess as _sp
 
     def popen(args, *a, **k):
-        if list(args[1:3]) == ["-m", "tutor.runner.worker"]:
+        if list(args[1:3]) == ["-m", "tutor.engine.supervisor"]:
             args = [args[0], str(HERE / "_probe_worker.py")]
         return _sp.Popen(args, *a, **k)
 
@@ -201,9 +201,9 @@ def install_ui() -> None:
 
 
 def install_worker(w) -> None:
-    """w: the tutor.runner.worker module, imported (not run as __main__)."""
-    from tutor.runner import judge as judge_mod
-    from tutor.runner import sandbox
+    """w: the tutor.engine.supervisor module, imported (not run as __main__)."""
+    from tutor.engine import child as sandbox
+    from tutor.engine import judge as judge_mod
 
     wrap(w, "load_checks", after=lambda r, lessons: emit("w_checks_loaded"))
     wrap(w.Worker, "loop", before=lambda self: emit("w_loop"))

@@ -16,6 +16,6 @@ _probe.emit("ui_start")
 _probe.install_ui()
 _probe.emit("ui_imported")
 
-from tutor.cli import entry  # noqa: E402
+from tutor.cli.main import entry  # noqa: E402
 
 entry()

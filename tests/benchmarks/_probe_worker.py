@@ -1,4 +1,4 @@
-"""`python -m tutor.runner.worker` with the probes of _probe.py (started by _probe_app.py)."""
+"""`python -m tutor.engine.supervisor` with the probes of _probe.py (started by _probe_app.py)."""
 
 import os
 import sys
@@ -13,7 +13,7 @@ sys.path.insert(
 import _probe  # noqa: E402
 
 _probe.emit("w_start")
-import tutor.runner.worker as worker  # noqa: E402
+import tutor.engine.supervisor as worker  # noqa: E402
 
 _probe.install_worker(worker)  # imports torch (through the sandbox)
 _probe.emit("w_torch")

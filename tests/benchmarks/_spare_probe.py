@@ -54,8 +54,9 @@ def timed(owner, name: str, ev: str) -> None:
 
 
 def install(w) -> None:
-    """w: tutor.runner.worker, imported, not yet run."""
-    from tutor.runner import fence, pids_cgroup, sandbox
+    """w: tutor.engine.supervisor, imported, not yet run."""
+    from tutor.engine import child as sandbox
+    from tutor.engine.confine import fence, pids_cgroup
 
     me = os.getpid()
     real_fork = os.fork
@@ -87,7 +88,7 @@ def install(w) -> None:
     timed(w, "load_checks", "w_load_checks")  # once
     timed(w.Worker, "warm_for_batch", "w_warm_for_batch")  # once: the old tree's warm-up
     try:
-        from tutor.runner import zygote
+        from tutor.engine import zygote
 
         timed(zygote.Zygote, "fork_spare", "w_zygote_round_trip")
         timed(zygote, "_fork_spare", "z_fork_spare")

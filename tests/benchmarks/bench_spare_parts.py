@@ -31,9 +31,9 @@ from class_kit import plan, write_class  # noqa: E402
 
 SITE = """
 import os, sys
-if b"tutor.runner.worker" in open("/proc/self/cmdline", "rb").read():
+if b"tutor.engine.supervisor" in open("/proc/self/cmdline", "rb").read():
     import _spare_probe
-    import tutor.runner.worker as w
+    import tutor.engine.supervisor as w
     _spare_probe.install(w)
     try:
         w.main()

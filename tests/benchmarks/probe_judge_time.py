@@ -17,10 +17,10 @@ import types
 
 import torch
 
-from tutor.lesson import all_lessons
-from tutor.runner import probe_kit
-from tutor.runner.judge_kit import Stop, Verdict
-from tutor.runner.spec import JudgeContext
+from tutor.kit import probe_tools as probe_kit
+from tutor.kit.judge_tools import Stop, Verdict
+from tutor.kit.spec import JudgeContext
+from tutor.model.lesson import all_lessons
 
 
 def _module(name: str, path) -> types.ModuleType:

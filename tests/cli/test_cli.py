@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from tutor.lesson import all_lessons, get_lesson
-from tutor.runner.platform_probe import probe
+from tutor.engine.confine.platform_probe import probe
+from tutor.model.lesson import all_lessons, get_lesson
 
 ROOT = Path(__file__).resolve().parents[2]
 

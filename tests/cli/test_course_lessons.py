@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tutor.lesson import LESSONS_ENV, get_lesson, lesson_for_source
+from tutor.model.lesson import LESSONS_ENV, get_lesson, lesson_for_source
 
 ROOT = Path(__file__).resolve().parents[2]
 

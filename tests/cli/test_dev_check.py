@@ -12,7 +12,7 @@ import pytest
 from test_cli import ROOT, run
 
 from tutor import toml
-from tutor.lesson import all_lessons
+from tutor.model.lesson import all_lessons
 
 LESSONS = {lesson.id: lesson.file_name for lesson in all_lessons()}  # every lesson, by data
 

@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from tutor.lesson import get_lesson
-from tutor.runner.client import check_source
+from tutor.engine.client import check_source
+from tutor.model.lesson import get_lesson
 
 ROOT = Path(__file__).resolve().parents[2]
 LM3 = (ROOT / "reference" / "lm3_l3.py").read_text()

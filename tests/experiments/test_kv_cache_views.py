@@ -1,13 +1,13 @@
 """kv-cache's experiments (cost, rows): the settings lesson.toml declares reach the probe, and
-what the judge puts on screen is well-formed view data (tutor.visuals) whose every text renders
+what the judge puts on screen is well-formed view data (tutor.model.view_items) whose every text renders
 in both languages. The app's generic drawing of views is not tested here."""
 
 import pytest
 
-from tutor import visuals
-from tutor.i18n import LANGS, t
-from tutor.lesson import get_lesson
-from tutor.runner.client import check_source
+from tutor.engine.client import check_source
+from tutor.model import view_items as visuals
+from tutor.model.lesson import get_lesson
+from tutor.text.i18n import LANGS, t
 
 KV = get_lesson("kv-cache")
 REFERENCE = KV.reference_path.read_text(encoding="utf-8")

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import tomllib
 
-from tutor.variants import apply_replacements
+from tutor.model.variants import apply_replacements
 
 ROOT = Path(__file__).resolve().parents[2]
 REFERENCE = (ROOT / "reference" / "lm3_l3.py").read_text(encoding="utf-8")

@@ -11,11 +11,11 @@ import time
 
 import pytest
 
+from tutor.engine.protocol import Done, Gone, StepVerdict
 from tutor.grade import run as batch_run
 from tutor.grade.collect import Submission
-from tutor.lesson import get_lesson
-from tutor.results import Check, StepResult
-from tutor.runner.messages import Done, Gone, StepVerdict
+from tutor.model.lesson import get_lesson
+from tutor.model.results import Check, StepResult
 
 LESSON = get_lesson("lm3-l3")
 
@@ -126,7 +126,7 @@ def test_a_file_that_kills_the_worker_costs_only_itself(tmp_path, monkeypatch, a
 
 def test_graded_means_every_step_was_judged():
     from tutor.grade.record import status_of
-    from tutor.results import Message
+    from tutor.model.results import Message
 
     expected = [s.id for s in LESSON.checked_steps]
     passing = [StepResult(s, "pass", [Check("runs", "pass")]) for s in expected]

@@ -13,7 +13,7 @@ from tutor.grade.collect import (
     shard,
     student_id,
 )
-from tutor.lesson import get_lesson
+from tutor.model.lesson import get_lesson
 
 LM3 = get_lesson("lm3-l3")
 
@@ -82,7 +82,7 @@ def test_the_lesson_is_guessed_from_names_then_contents(tmp_path):
     assert guess_lesson(collect([tmp_path], None), lambda p, raw: None).id == "lab-02"
     (tmp_path / "a_lab_02.py").unlink()
     (tmp_path / "b.py").write_text("def causal_attention(x):\n    pass\n")
-    from tutor.cli import _guess_lesson
+    from tutor.cli.main import _guess_lesson
 
     assert guess_lesson(collect([tmp_path], None), _guess_lesson).id == "lm3-l3"
     (tmp_path / "c_lab_02.py").write_text("x = 1\n")

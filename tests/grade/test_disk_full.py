@@ -19,8 +19,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from class_kit import Student, write_class  # noqa: E402
 
 from tutor.grade import command, outputs  # noqa: E402
-from tutor.lesson import get_lesson  # noqa: E402
-from tutor.results import Check, StepResult  # noqa: E402
+from tutor.model.lesson import get_lesson  # noqa: E402
+from tutor.model.results import Check, StepResult  # noqa: E402
 
 LM3 = get_lesson("lm3-l3")
 ROOT = Path(__file__).resolve().parents[2]

@@ -27,8 +27,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from class_kit import LIKELY, Student, plan, source_of, write_class  # noqa: E402
 
 import tutor  # noqa: E402
-from tutor.i18n import local_key  # noqa: E402
-from tutor.lesson import get_lesson  # noqa: E402
+from tutor.model.lesson import get_lesson  # noqa: E402
+from tutor.text.i18n import local_key  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 LESSON = get_lesson("lm3-l3")
@@ -344,7 +344,7 @@ def test_ctrl_c_stops_cleanly_and_keeps_what_was_graded(tmp_path):
     assert not list(out.rglob(".*.tmp"))  # no half-written file
     # The worker and its children are gone with the run.
     leftover = subprocess.run(
-        ["pgrep", "-f", "tutor.runner.worker"], capture_output=True, text=True
+        ["pgrep", "-f", "tutor.engine.supervisor"], capture_output=True, text=True
     ).stdout.split()
     assert all(not _is_descendant_of(int(pid), proc.pid) for pid in leftover)
 

@@ -18,9 +18,9 @@ from tutor.grade.outputs import grades_csv, junit_xml, read_records, write_all, 
 from tutor.grade.record import make_record
 from tutor.grade.report import class_report, report_html, report_md, rich_report
 from tutor.grade.run import read_submission
-from tutor.lesson import get_lesson
+from tutor.model.lesson import get_lesson
+from tutor.model.results import Check, Failure, Frame, Message, StepResult
 from tutor.render.verdicts import step_results
-from tutor.results import Check, Failure, Frame, Message, StepResult
 
 LM3 = get_lesson("lm3-l3")
 
@@ -72,7 +72,7 @@ def test_the_panel_shows_control_characters_as_text():
 
 
 def test_checks_text_output_shows_control_characters_as_text(capsys):
-    from tutor.cli_text import print_report
+    from tutor.cli.check_text import print_report
 
     print_report(LM3, "/c/x\x1b]0;pwned\x07.py", [raised(s.id) for s in LM3.checked_steps], "en")
     out = capsys.readouterr().out  # not a terminal: no colour of ours either

@@ -15,8 +15,8 @@ import pytest
 from tutor.grade.outputs import grades_csv, gradescope, junit_xml
 from tutor.grade.record import make_record, status_of
 from tutor.grade.report import class_report
-from tutor.lesson import get_lesson, load_lesson
-from tutor.results import Check, Failure, Message, StepResult
+from tutor.model.lesson import get_lesson, load_lesson
+from tutor.model.results import Check, Failure, Message, StepResult
 
 LM3 = get_lesson("lm3-l3")
 

@@ -8,9 +8,9 @@ import shutil
 from pathlib import Path
 
 from tutor.app.app import TutorApp
-from tutor.lesson import get_lesson
-from tutor.store import Store
-from tutor.workspace import ensure_solution, workspace_dir
+from tutor.model.lesson import get_lesson
+from tutor.workspace.files import ensure_solution, workspace_dir
+from tutor.workspace.store import Store
 
 ROOT = Path(__file__).resolve().parents[2]
 

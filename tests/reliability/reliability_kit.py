@@ -15,9 +15,9 @@ import time
 from contextlib import contextmanager, suppress
 from pathlib import Path
 
-from tutor.lesson import all_lessons
-from tutor.results import StepResult
-from tutor.runner.client import Worker, WorkerGone
+from tutor.engine.client import Worker, WorkerGone
+from tutor.model.lesson import all_lessons
+from tutor.model.results import StepResult
 
 ROOT = Path(__file__).resolve().parents[2]
 LESSONS = all_lessons()

@@ -16,8 +16,15 @@ import ast
 import pytest
 from reliability_kit import CHECKED, REFERENCE, STEP_TIMEOUT, LiveWorker, summary, with_code
 
-from tutor.runner.client import DEFAULT_TIMEOUT
-from tutor.runner.worker import DRAIN_CAP, FLOOD_BUDGET, OUTPUT_PIPE, OUTPUT_TAIL, READ_SIZE, TICK
+from tutor.engine.client import DEFAULT_TIMEOUT
+from tutor.engine.supervisor import (
+    DRAIN_CAP,
+    FLOOD_BUDGET,
+    OUTPUT_PIPE,
+    OUTPUT_TAIL,
+    READ_SIZE,
+    TICK,
+)
 
 PER_CALL = 5_000_000
 

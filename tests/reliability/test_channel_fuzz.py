@@ -19,11 +19,13 @@ import struct
 
 import pytest
 
-from tutor import i18n
-from tutor.lesson import all_lessons
-from tutor.results import StepResult
-from tutor.runner import codec, messages, worker
-from tutor.runner.sandbox import dumped_frames
+from tutor.engine import codec
+from tutor.engine import protocol as messages
+from tutor.engine import supervisor as worker
+from tutor.engine.child import dumped_frames
+from tutor.model.lesson import all_lessons
+from tutor.model.results import StepResult
+from tutor.text import i18n
 
 SEED = 23
 LESSON = "lm3-l3"
@@ -130,8 +132,8 @@ def _replace(tree, path, value):
 @pytest.fixture(scope="module")
 def judged():
     """A judge as the worker forks it, and each step's real payload from the reference."""
-    from tutor.runner import sandbox
-    from tutor.runner.judge import Judge
+    from tutor.engine import child as sandbox
+    from tutor.engine.judge import Judge
 
     lessons = {lesson.id: lesson for lesson in all_lessons()}
     checks = worker.load_checks(lessons.values())

@@ -34,7 +34,7 @@ def _worker_of(pid: int) -> int | None:
     for child in children_of(pid):
         try:
             with open(f"/proc/{child}/cmdline", "rb") as f:
-                if b"tutor.runner.worker" in f.read():
+                if b"tutor.engine.supervisor" in f.read():
                     return child
         except OSError:
             pass

@@ -241,7 +241,7 @@ def test_the_needles_are_found_where_they_are():
 
     for route in ROUTES:
         holder = (
-            "import tutor.lesson as L\n"
+            "import tutor.model.lesson as L\n"
             "HELD = [open(l.reference_path).read() for l in L.all_lessons()]\n"
             "ANSWERS = [s.answers for l in L.all_lessons() for s in l.steps]\n"
         )

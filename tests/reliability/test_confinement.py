@@ -16,7 +16,7 @@ import psutil
 import pytest
 from reliability_kit import CHECKED, first_message, problem_keys, summary, with_code
 
-from tutor.runner.platform_probe import probe
+from tutor.engine.confine.platform_probe import probe
 
 LM3 = "lm3-l3"
 PROTECTIONS = probe()
@@ -286,7 +286,7 @@ def test_a_fork_or_thread_bomb_is_bounded_and_told(memory_live, workspace, bomb)
     takes ~20 ms here), and nothing of it is left after the run."""
     from reliability_kit import MEMORY_TIMEOUT, wait_until
 
-    from tutor.runner.pids_cgroup import LIMIT
+    from tutor.engine.confine.pids_cgroup import LIMIT
 
     live = memory_live
     run = run_in(live, workspace, bomb)
@@ -298,8 +298,8 @@ def test_a_fork_or_thread_bomb_is_bounded_and_told(memory_live, workspace, bomb)
     assert wait_until(lambda: len(worker.children(recursive=True)) <= 6, 3), worker.children(
         recursive=True
     )
-    from tutor.runner.leftovers import tag
-    from tutor.runner.pids_cgroup import POOL, base
+    from tutor.engine.confine.leftovers import tag
+    from tutor.engine.confine.pids_cgroup import POOL, base
 
     folder = os.path.join(base(), f"attn-tutor-{tag(live.pid)}")
     spares = {p.pid for p in worker.children()}

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 
-from tutor.runner.codec import MAGIC, FrameReader, pack_frame
+from tutor.engine.codec import MAGIC, FrameReader, pack_frame
 
 
 def feed_in_pieces(reader: FrameReader, data: bytes, size: int) -> None:

@@ -19,7 +19,7 @@ import pytest
 from channel_kit import HOSTILE
 from reliability_kit import REFERENCE, ROOT, wait_until
 
-from tutor.lesson import get_lesson
+from tutor.model.lesson import get_lesson
 
 LESSON = get_lesson("lm3-l3")
 STEPS = [s.id for s in LESSON.checked_steps]

@@ -21,9 +21,9 @@ from reliability_kit import (
     with_code,
 )
 
-from tutor.i18n import local_key
-from tutor.lesson import get_lesson
-from tutor.runner.client import check_file
+from tutor.engine.client import check_file
+from tutor.model.lesson import get_lesson
+from tutor.text.i18n import local_key
 
 ALL = CHECKED["lm3-l3"]
 CA = ["single-head", "leakage"]  # the steps that call causal_attention

@@ -25,7 +25,7 @@ from reliability_kit import (
     with_code,
 )
 
-from tutor.runner.platform_probe import probe
+from tutor.engine.confine.platform_probe import probe
 
 LM3 = "lm3-l3"
 PROTECTIONS = probe()
@@ -119,7 +119,7 @@ def test_the_callers_keyring_can_be_neither_read_nor_planted(live, workspace):
 def _nr(name: str) -> int:
     import platform
 
-    from tutor.runner.syscalls import ARCHES
+    from tutor.engine.confine.syscalls import ARCHES
 
     return ARCHES[platform.machine()].numbers[name]
 

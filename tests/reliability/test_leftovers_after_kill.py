@@ -11,8 +11,8 @@ import tempfile
 import psutil
 from reliability_kit import STEP_TIMEOUT, LiveWorker, wait_until
 
-from tutor.runner.leftovers import tag
-from tutor.runner.pids_cgroup import base
+from tutor.engine.confine.leftovers import tag
+from tutor.engine.confine.pids_cgroup import base
 
 
 def test_the_next_worker_removes_what_a_killed_one_left():

@@ -16,7 +16,7 @@ from reliability_kit import (
     with_code,
 )
 
-from tutor.runner.platform_probe import DISABLE_ENV, NAMES
+from tutor.engine.confine.platform_probe import DISABLE_ENV, NAMES
 
 LM3 = "lm3-l3"
 CASES = [*NAMES, ",".join(NAMES)]

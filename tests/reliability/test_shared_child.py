@@ -1,4 +1,4 @@
-"""A save's checked steps run in one child, in order (tutor/runner/worker.py). These cases
+"""A save's checked steps run in one child, in order (tutor/engine/supervisor.py). These cases
 check that sharing it changes no verdict: each step starts from a fresh import of the file
 and from torch's defaults, its output is its own, and a slow or broken step neither holds
 up nor takes down the steps after it.

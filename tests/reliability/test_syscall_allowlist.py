@@ -20,8 +20,9 @@ import time
 
 import pytest
 
-from tutor.runner import sandbox, syscalls
-from tutor.runner.platform_probe import probe
+from tutor.engine import child as sandbox
+from tutor.engine.confine import syscalls
+from tutor.engine.confine.platform_probe import probe
 
 PROTECTIONS = probe()
 ARCH = syscalls.ARCHES.get(platform.machine())

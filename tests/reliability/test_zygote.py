@@ -1,4 +1,4 @@
-"""The spares' fork server (tutor/runner/zygote.py) failing: killed mid-run, or a fork refused.
+"""The spares' fork server (tutor/engine/zygote.py) failing: killed mid-run, or a fork refused.
 
 A zygote that dies is started afresh (exec) and the runs after it get their right verdicts,
 in the app's worker and in `grade`'s. A spare that could not be forked is an error of that
@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from reliability_kit import REFERENCE, LiveWorker, children_of, wait_until
 
-from tutor.lesson import all_lessons
+from tutor.model.lesson import all_lessons
 
 LESSON = "lm3-l3"
 STARTER = next(item for item in all_lessons() if item.id == LESSON).starter_path.read_text()
@@ -58,7 +58,7 @@ def test_a_killed_zygote_is_started_afresh_and_verdicts_stay_right(batch):
         fresh = [
             pid
             for pid in children_of(lw.pid)
-            if b"tutor.runner.zygote" in Path(f"/proc/{pid}/cmdline").read_bytes()
+            if b"tutor.engine.zygote" in Path(f"/proc/{pid}/cmdline").read_bytes()
             and os.getpgid(pid) != pid
         ]
         assert len(fresh) == 1, fresh
@@ -68,9 +68,10 @@ def test_a_killed_zygote_is_started_afresh_and_verdicts_stay_right(batch):
 
 REFUSED = r"""
 import os, socket, sys
-from tutor.lesson import all_lessons, without_answers
-from tutor.runner import fence, zygote
-from tutor.runner.platform_probe import probe
+from tutor.model.lesson import all_lessons, without_answers
+from tutor.engine.confine import fence
+from tutor.engine import zygote
+from tutor.engine.confine.platform_probe import probe
 
 protections = probe()
 z = zygote.respawn(protections)  # by exec: a clean zygote, our child

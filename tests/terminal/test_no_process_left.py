@@ -131,7 +131,7 @@ def test_check_leaves_no_process(tmp_path):
 
 @pytest.mark.parametrize("sig", ["TERM", "HUP"])
 def test_the_worker_killed_by_a_signal_leaves_no_process(tmp_path, sig):
-    parent = Parent(tmp_path, [sys.executable, "-m", "tutor.runner.worker"], pty=False)
+    parent = Parent(tmp_path, [sys.executable, "-m", "tutor.engine.supervisor"], pty=False)
     try:
         # Torch imported, the judge and the spares forked.
         assert wait_until(lambda: parent.descendants() >= 4, 60), parent.left()

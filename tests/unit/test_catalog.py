@@ -8,8 +8,8 @@ import re
 import pytest
 from rich.cells import cell_len
 
-from tutor import i18n
-from tutor.i18n import placeholders, t
+from tutor.text import i18n
+from tutor.text.i18n import placeholders, t
 
 EN = i18n.catalog("en")
 ZH = i18n.catalog("zh")

@@ -6,8 +6,8 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-from tutor import i18n
-from tutor.i18n import placeholders
+from tutor.text import i18n
+from tutor.text.i18n import placeholders
 
 EN = i18n.catalog("en")  # the engine's keys and every lesson's, under its id
 ZH = i18n.catalog("zh")

@@ -1,4 +1,4 @@
-"""A step's payload (tutor/runner/codec.py): JSON, then the tensors' bytes in one blob."""
+"""A step's payload (tutor/engine/codec.py): JSON, then the tensors' bytes in one blob."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import json
 import pytest
 import torch
 
-from tutor.runner import codec
+from tutor.engine import codec
 
 
 def round_trip(value):

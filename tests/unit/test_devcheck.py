@@ -6,10 +6,10 @@ import textwrap
 
 import pytest
 
-from tutor import devcheck
-from tutor.devcheck import declared_steps, keys_in, schema_problems
-from tutor.lesson import all_lessons
-from tutor.variants import apply_replacements
+from tutor.cli import dev_check as devcheck
+from tutor.cli.dev_check import declared_steps, keys_in, schema_problems
+from tutor.model.lesson import all_lessons
+from tutor.model.variants import apply_replacements
 
 
 def keys(tmp_path, code: str) -> list:
@@ -65,11 +65,11 @@ def test_the_engine_modules_are_read_through_the_checks_imports():
     names = {p.name for p in devcheck.key_sources(lesson)}
     assert {
         "checks.py",
-        "judge_kit.py",
-        "probe_kit.py",
+        "judge_tools.py",
+        "probe_tools.py",
         "fixed_dropout.py",
         "judge.py",
-        "worker.py",
+        "supervisor.py",
     } <= names
 
 

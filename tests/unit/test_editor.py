@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from tutor.editor import editor_command, function_line
+from tutor.workspace.editor import editor_command, function_line
 
 SOURCE = "import torch\n\n\ndef causal_attention(x):\n    pass\n\n\nclass CausalMultiHeadAttention:\n    pass\n"
 FILE = Path("/w/attn-lab/lm3_l3.py")

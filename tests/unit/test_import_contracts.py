@@ -33,6 +33,11 @@ CONTRACTS = {c["id"]: c for c in CONFIG["contracts"]}
 TORCH_SIDE = set(CONTRACTS["torch-side"]["allowed_importers"])
 
 
+def torch_side(module: str) -> bool:
+    """A module the torch-side contract names, or one inside a package it names (the kit)."""
+    return any(module == name or module.startswith(name + ".") for name in TORCH_SIDE)
+
+
 def lint_imports_command() -> str:
     # The venv's own script first: PATH may hold another one, or none (python -m pytest).
     script = Path(sys.executable).with_name("lint-imports")
@@ -120,26 +125,26 @@ VIOLATIONS = {
         ["tutor.fresh -> torch"],
     ),
     "the UI client imports the worker, in a function": (
-        {"tutor/runner/client.py": "+" + _late_import("from . import worker")},
+        {"tutor/engine/client.py": "+" + _late_import("from . import supervisor")},
         {"torch-side", "ui-no-torch"},
-        ["tutor.runner.client -> tutor.runner.worker"],
+        ["tutor.engine.client -> tutor.engine.supervisor"],
     ),
     "a renderer reaches the torch side through a new module": (
         {
-            "tutor/fresh.py": "from .runner.codec import Opaque\n",
+            "tutor/fresh.py": "from .engine.codec import Opaque\n",
             "tutor/render/heatmap.py": "+" + _late_import("from .. import fresh"),
         },
         {"torch-side", "ui-no-torch"},
-        ["tutor.render.heatmap -> tutor.fresh", "tutor.fresh -> tutor.runner.codec"],
+        ["tutor.render.heatmap -> tutor.fresh", "tutor.fresh -> tutor.engine.codec"],
     ),
     # No module imports numpy, so only the forbidden contract can see this one.
     "the CLI's text output reaches numpy through a new module": (
         {
             "tutor/fresh.py": "import numpy as np\n",
-            "tutor/cli_text.py": "+" + _late_import("from . import fresh"),
+            "tutor/cli/check_text.py": "+" + _late_import("from .. import fresh"),
         },
         {"ui-no-torch"},
-        ["tutor.cli_text -> tutor.fresh", "tutor.fresh -> numpy"],
+        ["tutor.cli.check_text -> tutor.fresh", "tutor.fresh -> numpy"],
     ),
     "a new renderer imports Textual": (
         {"tutor/render/fresh.py": "from textual.widgets import Static\n"},
@@ -152,9 +157,9 @@ VIOLATIONS = {
         ["tutor.render.wrap -> tutor.app.trace"],
     ),
     "a pure module imports Textual": (
-        {"tutor/store.py": "+" + _late_import("from textual.message import Message")},
+        {"tutor/workspace/store.py": "+" + _late_import("from textual.message import Message")},
         {"textual-in-app"},
-        ["tutor.store -> textual"],
+        ["tutor.workspace.store -> textual"],
     ),
 }
 
@@ -228,7 +233,9 @@ def lesson_import_faults(source: str) -> list[str]:
                 )
                 continue
             for alias in node.names:
-                # `from tutor.runner import probe_kit` imports the module tutor.runner.probe_kit
+                if node.module in LESSON_KIT:  # whatever the kit's __init__ hands out
+                    continue
+                # `from tutor.engine import codec` imports the module tutor.engine.codec
                 name = f"{node.module}.{alias.name}"
                 check(
                     node.lineno,
@@ -269,21 +276,21 @@ def test_lesson_import_faults_are_found():
     lm3 = (ROOT / "lessons" / "lm3-l3" / "checks.py").read_text(encoding="utf-8")
     lines = len(lm3.splitlines())
     extra = textwrap.dedent("""
-        import tutor.runner.judge_kit as kit
-        from tutor.runner import worker
-        from tutor.runner.codec import Opaque
+        import tutor.kit.judge_tools as kit
+        from tutor.engine import supervisor as worker
+        from tutor.engine.codec import Opaque
         import tutor.render.heatmap
-        from tutor import results
+        from tutor.model import results
         from .helpers import shared
         import textual
         import importlib; importlib.import_module("tutor.app")
     """)
     assert lesson_import_faults(lm3 + extra) == [
-        f"{lines + 2}: tutor.runner.judge_kit",
-        f"{lines + 3}: tutor.runner.worker",
-        f"{lines + 4}: tutor.runner.codec",
+        f"{lines + 2}: tutor.kit.judge_tools",
+        f"{lines + 3}: tutor.engine.supervisor",
+        f"{lines + 4}: tutor.engine.codec",
         f"{lines + 5}: tutor.render.heatmap",
-        f"{lines + 6}: tutor.results",
+        f"{lines + 6}: tutor.model.results",
         f"{lines + 7}: relative import from .helpers",
         f"{lines + 8}: textual",
         f"{lines + 9}: import_module(...)",
@@ -293,14 +300,22 @@ def test_lesson_import_faults_are_found():
 # A run ---------------------------------------------------------------------------------------
 
 PROBE = textwrap.dedent("""
-    import importlib, json, pkgutil, sys
+    import importlib, json, os, pkgutil, sys
     import tutor
     skip = set(sys.argv[1].split(","))
-    names = [m.name for m in pkgutil.walk_packages(tutor.__path__, "tutor.")]
+
+    def walk(path, prefix):  # pkgutil.walk_packages would import each package (the kit: torch)
+        for info in pkgutil.iter_modules(path):
+            yield prefix + info.name
+            if info.ispkg:
+                yield from walk([os.path.join(p, info.name) for p in path], prefix + info.name + ".")
+
+    names = list(walk(tutor.__path__, "tutor."))
     imported = []
     for name in names:
         # __main__ runs the CLI; the torch side is the worker's
-        if name.rsplit(".", 1)[-1] != "__main__" and name not in skip:
+        inside = any(name == s or name.startswith(s + ".") for s in skip)  # a package's modules
+        if name.rsplit(".", 1)[-1] != "__main__" and not inside:
             importlib.import_module(name)
             imported.append(name)
     print(json.dumps({"found": names, "imported": imported, "loaded": sorted(sys.modules)}))
@@ -327,8 +342,14 @@ def top_level(modules) -> set[str]:
 @pytest.mark.slow
 def test_a_run_of_every_torch_free_module_loads_no_torch_or_numpy():
     seen = probe(TORCH_SIDE)
-    assert set(seen["found"]) >= TORCH_SIDE | {"tutor.app.app", "tutor.cli", "tutor.runner.client"}
-    assert set(seen["imported"]) == set(seen["found"]) - TORCH_SIDE - {"tutor.__main__"}
+    assert set(seen["found"]) >= TORCH_SIDE | {
+        "tutor.app.app",
+        "tutor.cli.main",
+        "tutor.engine.client",
+    }
+    assert set(seen["imported"]) == {
+        name for name in seen["found"] if not torch_side(name) and name != "tutor.__main__"
+    }
     loaded = top_level(seen["loaded"])
     assert "textual" in loaded and "rich" in loaded  # the UI's libraries were really imported
     assert "torch" not in loaded
@@ -338,6 +359,6 @@ def test_a_run_of_every_torch_free_module_loads_no_torch_or_numpy():
 @pytest.mark.slow
 def test_the_run_sees_torch_when_a_torch_side_module_is_imported():
     # The same run, the torch side's codec included: torch is loaded and the probe says so.
-    seen = probe(TORCH_SIDE - {"tutor.runner.codec"})
-    assert "tutor.runner.codec" in seen["imported"]
+    seen = probe(TORCH_SIDE - {"tutor.engine.codec"})
+    assert "tutor.engine.codec" in seen["imported"]
     assert "torch" in top_level(seen["loaded"])

@@ -7,7 +7,7 @@ import gc
 
 import torch
 
-from tutor.runner.judge_kit import of_the_inputs
+from tutor.kit.judge_tools import of_the_inputs
 
 
 def test_computed_once_per_input_and_never_for_another_object():

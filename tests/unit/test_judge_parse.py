@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import sys
 
-from tutor.runner.sandbox import RECURSION_LIMIT
-from tutor.runner.source_kit import PARSE_RECURSION_LIMIT, parse_source, qualified_name
+from tutor.engine.child import RECURSION_LIMIT
+from tutor.kit.source_tools import PARSE_RECURSION_LIMIT, parse_source, qualified_name
 
 TODO = "def f():\n    raise NotImplementedError\n"
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from tutor.runner import judge_kit
-from tutor.runner.judge_kit import kernels_in_source
+from tutor.kit import judge_tools as judge_kit
+from tutor.kit.judge_tools import kernels_in_source
 
 HEAD = "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n"
 

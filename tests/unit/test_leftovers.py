@@ -2,7 +2,7 @@
 
 import os
 
-from tutor.runner import leftovers
+from tutor.engine.confine import leftovers
 
 
 def dead_pid() -> int:

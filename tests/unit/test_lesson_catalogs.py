@@ -6,10 +6,10 @@ import shutil
 
 import pytest
 
-from tutor import i18n
-from tutor import lesson as lesson_mod
-from tutor.i18n import LANGS, engine_catalog, local_key, qualify, t
-from tutor.lesson import all_lessons, lessons_in
+from tutor.model import lesson as lesson_mod
+from tutor.model.lesson import all_lessons, lessons_in
+from tutor.text import i18n
+from tutor.text.i18n import LANGS, engine_catalog, local_key, qualify, t
 
 
 @pytest.mark.parametrize("lesson", all_lessons(), ids=lambda each: each.id)
@@ -45,9 +45,10 @@ def test_qualify_prefixes_only_the_lessons_own_keys_at_any_depth():
 
 
 def test_a_verdict_carries_the_lessons_keys_under_its_id(tmp_path):
-    from tutor.runner import codec, messages
-    from tutor.runner.judge import Judge
-    from tutor.runner.worker import load_checks
+    from tutor.engine import codec
+    from tutor.engine import protocol as messages
+    from tutor.engine.judge import Judge
+    from tutor.engine.supervisor import load_checks
 
     lessons = {lesson.id: lesson for lesson in all_lessons()}
     judge = Judge(
@@ -110,7 +111,7 @@ def test_each_checked_step_has_its_own_fallback_likely_mistake(lesson):
 
 
 def test_the_judge_puts_the_steps_fallback_for_an_unknown_mistake():
-    from tutor.runner.judge import _step_fallback
+    from tutor.engine.judge import _step_fallback
 
     params = {
         "what": "weights",

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from tutor.lesson import LANGS, all_lessons, get_lesson
+from tutor.model.lesson import LANGS, all_lessons, get_lesson
 
 
 def test_the_lessons_load_in_the_courses_order():
@@ -111,7 +111,7 @@ def test_questions_weights_and_the_answers_file_are_declared():
 
 
 def test_a_lessons_own_answers_file_and_a_bad_default(tmp_path):
-    from tutor.lesson import load_lesson
+    from tutor.model.lesson import load_lesson
 
     step = '[[steps]]\nid = "s"\nkind = "experiment"\ntitle = { en = "S", zh = "S" }\n'
     (tmp_path / "lesson.toml").write_text(

@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from tutor import i18n
-from tutor.i18n import placeholders, t
+from tutor.model.results import Check, Message, StepResult
 from tutor.render.doc import render_markdown
 from tutor.render.verdicts import MESSAGE_LINES, marked, status_mark, step_results
-from tutor.results import Check, Message, StepResult
+from tutor.text import i18n
+from tutor.text.i18n import placeholders, t
 
 ROOT = Path(__file__).resolve().parents[2]
 TCSS = (ROOT / "tutor" / "app" / "tutor.tcss").read_text(encoding="utf-8")

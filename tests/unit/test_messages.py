@@ -1,4 +1,4 @@
-"""Typed messages between the engine's processes (tutor/runner/messages.py): each child report
+"""Typed messages between the engine's processes (tutor/engine/protocol.py): each child report
 survives the wire as it was sent, and the judge turns anything else into a channel error."""
 
 from __future__ import annotations
@@ -7,11 +7,12 @@ import json
 
 import pytest
 
-from tutor.lesson import all_lessons
-from tutor.results import Failure, Frame
-from tutor.runner import codec, messages
-from tutor.runner.judge import Judge
-from tutor.runner.worker import load_checks
+from tutor.engine import codec
+from tutor.engine import protocol as messages
+from tutor.engine.judge import Judge
+from tutor.engine.supervisor import load_checks
+from tutor.model.lesson import all_lessons
+from tutor.model.results import Failure, Frame
 
 FRAMES = [Frame(3, "causal_attention", "    return x")]
 
@@ -169,8 +170,8 @@ def test_the_judge_frames_come_back_as_they_were_sent():
 
 
 def test_a_mask_size_mismatch_and_a_missing_numpy_get_their_likely_mistake():
-    from tutor.results import Failure, Frame
-    from tutor.runner.messages import LearnerFailure, learner_failure_message
+    from tutor.engine.protocol import LearnerFailure, learner_failure_message
+    from tutor.model.results import Failure, Frame
 
     def failure(detail, code):
         return LearnerFailure(Failure("RuntimeError", detail, [Frame(33, "forward", code)]))

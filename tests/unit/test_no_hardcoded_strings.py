@@ -22,8 +22,8 @@ SCANNED = sorted(
     [
         *(ROOT / "tutor" / "app").glob("*.py"),
         *(ROOT / "tutor" / "render").glob("*.py"),
-        ROOT / "tutor" / "cli.py",
-        ROOT / "tutor" / "cli_text.py",
+        ROOT / "tutor" / "cli" / "main.py",
+        ROOT / "tutor" / "cli" / "check_text.py",
     ]
 )
 
@@ -104,7 +104,7 @@ VISIBLE_ATTRIBUTES = {"title", "sub_title", "notice", "tooltip", "border_title",
 LOCALISED_ARGS = {
     "heatmap": [(None, "legend"), (None, "axis_labels")],
 }
-TRANSLATE = "t"  # tutor.i18n.t(key, lang, **params): the key is not text, the params are
+TRANSLATE = "t"  # tutor.text.i18n.t(key, lang, **params): the key is not text, the params are
 
 
 def _name(func: ast.expr) -> str | None:
@@ -238,8 +238,8 @@ def test_the_scan_finds_the_files():
         "tutor/app/app.py",
         "tutor/app/widgets.py",
         "tutor/render/verdicts.py",
-        "tutor/cli.py",
-        "tutor/cli_text.py",
+        "tutor/cli/main.py",
+        "tutor/cli/check_text.py",
     } <= names
 
 

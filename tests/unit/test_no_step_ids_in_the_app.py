@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tutor.lesson import all_lessons
+from tutor.model.lesson import all_lessons
 
 ROOT = Path(__file__).resolve().parents[2]
 SCANNED = sorted(
@@ -21,8 +21,8 @@ def engine_words() -> set[str]:
     """Words that are the engine's own and happen to be step ids too (lab-02 has steps named
     "heatmap" and "weights", kv-cache one named "rows"): the kinds and fields of the visuals
     vocabulary, the app's actions and binding ids."""
-    from tutor import visuals
     from tutor.app.app import TutorApp
+    from tutor.model import view_items as visuals
 
     actions = {b.action.split("(")[0] for b in TutorApp.BINDINGS} | {
         b.id for b in TutorApp.BINDINGS if b.id

@@ -10,7 +10,7 @@ import textwrap
 import pytest
 import torch
 
-from tutor.runner.origin import code_ids, foreign_origin
+from tutor.engine.origin import code_ids, foreign_origin
 
 FILE = "/tmp/attn-lab/lm3_l3.py"
 SOURCE = textwrap.dedent("""

@@ -7,8 +7,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from tutor.runner import pids_cgroup
-from tutor.runner.pids_cgroup import LIMIT, POOL, Bound
+from tutor.engine.confine import pids_cgroup
+from tutor.engine.confine.pids_cgroup import LIMIT, POOL, Bound
 
 
 def emptied(folder: str, pids: str = "") -> None:

@@ -2,7 +2,7 @@
 
 import pytest
 
-from tutor.runner.source_kit import qualified_name
+from tutor.kit.source_tools import qualified_name
 
 SOURCE = """\
 class Layer:

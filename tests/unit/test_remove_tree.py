@@ -1,5 +1,5 @@
 """Cleanup removes any tree a learner's child can make, and a sweep never stops a start
-(tutor/runner/remove_tree.py, leftovers.py). Real folders on disk."""
+(tutor/engine/confine/remove_tree.py, leftovers.py). Real folders on disk."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import subprocess
 
 import pytest
 
-from tutor.runner import leftovers
-from tutor.runner.remove_tree import remove_tree
+from tutor.engine.confine import leftovers
+from tutor.engine.confine.remove_tree import remove_tree
 
 
 def deep(root, depth: int, name: str = "d") -> None:

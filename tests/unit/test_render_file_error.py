@@ -9,9 +9,9 @@ import io
 import pytest
 from rich.console import Console
 
+from tutor.model.results import Check, Failure, Frame, Message, StepResult
 from tutor.render.verdicts import step_results
-from tutor.report import file_error
-from tutor.results import Check, Failure, Frame, Message, StepResult
+from tutor.text.verdict_text import file_error
 
 CASES = {
     "failure.missing_package": {

@@ -200,7 +200,7 @@ def test_bad_input():
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_a_leakage_map_reads_without_colour_at_80_columns(lang):
-    from tutor.i18n import t
+    from tutor.text.i18n import t
 
     leaky = causal(6)
     leaky[2][4] = 0.3  # output 2 moved when token 4 changed: a leak

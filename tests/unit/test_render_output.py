@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from tutor.cli_text import print_report
-from tutor.lesson import get_lesson
+from tutor.cli.check_text import print_report
+from tutor.model.lesson import get_lesson
+from tutor.model.results import Check, Message, StepResult
 from tutor.render.verdicts import shown_of, step_results
-from tutor.results import Check, Message, StepResult
 
 NOTE = {
     "en": "(the first 59,996,000 bytes are not shown)",

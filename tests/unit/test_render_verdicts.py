@@ -6,8 +6,8 @@ import io
 
 from rich.console import Console
 
+from tutor.model.results import Check, StepResult
 from tutor.render.verdicts import ANCHOR, hints_block, step_results
-from tutor.results import Check, StepResult
 
 HINTS = ("First hint.", "Second hint.", "Third hint.")
 

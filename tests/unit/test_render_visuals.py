@@ -1,4 +1,4 @@
-"""The view renderer (tutor.render.visuals) as pure functions: items in, lines of text out."""
+"""The view renderer (tutor.render.views) as pure functions: items in, lines of text out."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import io
 from rich.cells import cell_len
 from rich.console import Console, Group
 
-from tutor import visuals as v
+from tutor.model import view_items as v
 from tutor.render.bars import bar
-from tutor.render.visuals import (
+from tutor.render.views import (
     Context,
     Packed,
     Questions,
@@ -126,8 +126,8 @@ def test_bar_grows_and_never_vanishes():
 def test_a_number_in_a_table_is_never_cut_short_and_headers_wrap_instead():
     from rich.console import Console
 
-    from tutor import visuals as v
-    from tutor.render.visuals import draw_table
+    from tutor.model import view_items as v
+    from tutor.render.views import draw_table
 
     item = v.table(
         ["T", "cache MB", "FLOPs with the cache", "FLOPs recomputing", "ms"],

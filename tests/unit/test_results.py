@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from dataclasses import asdict
 
-from tutor.results import Check, Failure, Frame, Message, StepResult
+from tutor.model.results import Check, Failure, Frame, Message, StepResult
 
 
 def test_a_step_result_as_a_dict_is_what_dataclasses_would_make_and_comes_back_equal():

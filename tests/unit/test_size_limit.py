@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import time
 
-from tutor import i18n
+from tutor.engine.client import MAX_SOURCE_BYTES, check_file, size_text, too_large
 from tutor.grade.collect import Submission
 from tutor.grade.run import read_submission
-from tutor.lesson import get_lesson
-from tutor.runner.client import MAX_SOURCE_BYTES, check_file, size_text, too_large
+from tutor.model.lesson import get_lesson
+from tutor.text import i18n
 
 LESSON = get_lesson("lm3-l3")
 BIG = b"# " + b"comment " * (MAX_SOURCE_BYTES // 8) + b"\n"

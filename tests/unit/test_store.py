@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tutor.store import AnswerSheet, Section, Store, fresh_state, parse_answers
+from tutor.workspace.store import AnswerSheet, Section, Store, fresh_state, parse_answers
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -159,7 +159,7 @@ WRITER = textwrap.dedent(
     """
     import sys
     from pathlib import Path
-    from tutor.store import Store
+    from tutor.workspace.store import Store
     store = Store(Path(sys.argv[1]))
     big = "x" * 200_000  # large writes widen the window a kill can land in
     i = 0
@@ -248,7 +248,7 @@ def test_answers_round_trip(tmp_path: Path):
 
 
 def test_the_answers_file_is_written_in_the_learners_language(tmp_path: Path):
-    from tutor.i18n import t
+    from tutor.text.i18n import t
 
     zh = AnswerSheet(
         "lm3-l3-answers.md",
@@ -400,7 +400,7 @@ def test_save_answer_keeps_the_mode_and_a_symlink(tmp_path: Path):
 def test_save_answer_reads_again_if_the_file_changes_before_the_rename(tmp_path: Path, monkeypatch):
     """An editor saves the file between the read and the rename: the rename does not happen,
     the merge starts over from the file as the editor left it."""
-    import tutor.store as store_module
+    import tutor.workspace.store as store_module
 
     store = Store(tmp_path)
     path = store.write_answers(sheet("l", QUESTIONS), {"q": {}})
@@ -504,7 +504,7 @@ def test_answers_of_several_steps_each_in_its_section(tmp_path: Path):
 
 
 def test_atomic_write_still_false_replaces_nothing(tmp_path: Path):
-    from tutor.store import atomic_write
+    from tutor.workspace.store import atomic_write
 
     path = tmp_path / "f"
     path.write_bytes(b"old")

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tutor.watch import FileWatcher, Saved, WatchError, needs_polling
+from tutor.workspace.watch import FileWatcher, Saved, WatchError, needs_polling
 
 WAIT = 3.0  # no single expectation may take longer than this
 QUIET = 0.25  # how long "nothing more arrives" is watched for
@@ -250,7 +250,7 @@ def test_watcher_that_cannot_start_raises_watch_error(tmp_path: Path):
     script = textwrap.dedent(
         """
         import asyncio, os, resource, sys
-        from tutor.watch import FileWatcher, WatchError
+        from tutor.workspace.watch import FileWatcher, WatchError
 
         async def main():
             gen = FileWatcher(sys.argv[1]).changes()

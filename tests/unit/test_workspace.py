@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tutor.workspace import (
+from tutor.workspace.files import (
     WORKSPACE_DIR,
     ensure_solution,
     reset,

@@ -7,8 +7,8 @@ import threading
 
 from worker_kit import FILENAME, REFERENCE
 
-from tutor.runner import worker as worker_module
-from tutor.runner.client import Worker
+from tutor.engine import supervisor as worker_module
+from tutor.engine.client import Worker
 
 RUN_TIMEOUT = 60.0
 

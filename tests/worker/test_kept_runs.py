@@ -13,10 +13,10 @@ import pytest
 import torch
 from worker_kit import CHECKED_STEPS, FILENAME, REFERENCE, learner_file
 
-from tutor.lesson import all_lessons
-from tutor.runner.client import Worker
-from tutor.runner.messages import Done, Stats, StepVerdict
-from tutor.runner.worker import load_checks, seed_inputs
+from tutor.engine.client import Worker
+from tutor.engine.protocol import Done, Stats, StepVerdict
+from tutor.engine.supervisor import load_checks, seed_inputs
+from tutor.model.lesson import all_lessons
 
 LEAK = {
     "causal_attention": """

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from worker_kit import REFERENCE, learner_file
 
-from tutor.i18n import local_key
+from tutor.text.i18n import local_key
 
 LM3 = "lm3-l3"
 # The mask built one row too short: query i also sees key i + 1.

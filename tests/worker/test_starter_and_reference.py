@@ -16,7 +16,7 @@ from worker_kit import (
     verify,
 )
 
-from tutor.lesson import get_lesson
+from tutor.model.lesson import get_lesson
 
 LESSONS = tuple(CHECKED_STEPS)  # every lesson, by data
 
@@ -46,7 +46,7 @@ def test_kit_replaces_only_the_named_def():
 
 
 def test_kit_reads_nested_message_keys_and_verify_is_not_vacuous():
-    from tutor.results import Check, Message, StepResult
+    from tutor.model.results import Check, Message, StepResult
 
     m = Message(
         "check.other_sizes",

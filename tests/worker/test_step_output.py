@@ -7,8 +7,8 @@ import os
 
 import pytest
 
-from tutor.runner.codec import MAGIC, FrameReader
-from tutor.runner.worker import OUTPUT_TAIL, Job, Worker
+from tutor.engine.codec import MAGIC, FrameReader
+from tutor.engine.supervisor import OUTPUT_TAIL, Job, Worker
 
 TOKENS = [os.urandom(16) for _ in range(3)]
 

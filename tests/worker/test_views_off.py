@@ -14,7 +14,7 @@ import test_wrong_between_calls_and_sizes
 import test_wrong_implementations
 from worker_kit import LESSONS, REFERENCE, STARTER, STEP_TIMEOUT, SessionWorker, learner_file
 
-from tutor.report import check_text
+from tutor.text.verdict_text import check_text
 
 KV, LM3 = test_kv_cache.KV, test_trainable_layer.LM3
 
@@ -97,7 +97,10 @@ def test_the_corpus_is_the_worker_tests_files():
 def test_the_same_verdicts_without_views(run, run_without_views, run_unhurried, lesson, source):
     with_views, without = run(lesson, source), run_without_views(lesson, source)
     if timed_out(with_views) or timed_out(without):
-        with_views, without = run_unhurried(lesson, source, True), run_unhurried(lesson, source, False)
+        with_views, without = (
+            run_unhurried(lesson, source, True),
+            run_unhurried(lesson, source, False),
+        )
     assert said(without) == said(with_views)
     assert not any(r.visuals.get("heatmaps") for r in without.values())
 

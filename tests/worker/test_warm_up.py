@@ -11,9 +11,10 @@ import textwrap
 
 import torch
 
-from tutor.lesson import all_lessons
-from tutor.runner import messages, sandbox
-from tutor.runner.worker import compiled_runs, load_checks, runs_for, warm_up_runs
+from tutor.engine import child as sandbox
+from tutor.engine import protocol as messages
+from tutor.engine.supervisor import compiled_runs, load_checks, runs_for, warm_up_runs
+from tutor.model.lesson import all_lessons
 
 LESSONS = all_lessons()
 CHECKS = load_checks(LESSONS)
@@ -52,7 +53,7 @@ def test_every_lesson_warms_up_on_its_warmup_file_and_checked_steps():
 def test_a_lesson_without_a_warmup_file_warms_up_on_its_starter(tmp_path):
     import shutil
 
-    from tutor.lesson import load_lesson
+    from tutor.model.lesson import load_lesson
 
     lesson = LESSONS[0]
     copy = tmp_path / lesson.id

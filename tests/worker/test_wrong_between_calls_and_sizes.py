@@ -20,7 +20,7 @@ from __future__ import annotations
 import pytest
 from worker_kit import REFERENCE, Exp, error, learner_file, verify
 
-from tutor.i18n import local_key
+from tutor.text.i18n import local_key
 
 LM3, LAB = "lm3-l3", "lab-02"
 BLAMES = "likely.helper_first"

@@ -7,10 +7,10 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
-from tutor.lesson import all_lessons
-from tutor.results import StepResult
-from tutor.runner.client import Worker, WorkerGone
-from tutor.variants import apply_replacements, message_keys, replace_def, replace_method  # noqa: F401
+from tutor.engine.client import Worker, WorkerGone
+from tutor.model.lesson import all_lessons
+from tutor.model.results import StepResult
+from tutor.model.variants import apply_replacements, message_keys, replace_def, replace_method  # noqa: F401
 
 ROOT = Path(__file__).resolve().parents[2]
 

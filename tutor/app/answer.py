@@ -8,9 +8,9 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Static, TextArea
 
-from tutor.i18n import t
 from tutor.render.doc import render_markdown
 from tutor.render.wrap import Wrapped
+from tutor.text.i18n import t
 
 
 class AnswerScreen(ModalScreen[str | None]):

@@ -1,6 +1,6 @@
 """The Textual app: the lesson's steps, the learner's verdicts, the weights they compute.
 
-It never imports torch: checks run in the worker process (tutor.runner), and
+It never imports torch: checks run in the worker process (tutor.engine), and
 come back as plain data that is rendered here in the current language.
 """
 
@@ -30,24 +30,39 @@ from textual.timer import Timer
 from textual.visual import visualize
 from textual.widgets import OptionList, ProgressBar, Static
 
-from tutor.i18n import t
-from tutor.lesson import Lesson, SettingValue, Step
-from tutor.render.doc import render_markdown
-from tutor.render.heatmap import heatmap
-from tutor.render.verdicts import hints_block, load_syntax, shown_of, status_mark, step_results
-from tutor.render.visuals import Packed, heatmap_words, panel_word, text_of
-from tutor.render.wrap import Wrapped
-from tutor.results import JSONDict, StepResult
-from tutor.runner.client import DEFAULT_TIMEOUT, Worker, WorkerGone, decode_source, too_large, unreadable_results
-from tutor.runner.messages import Done, Event, Gone, Ready, StepVerdict
-from tutor.safe_text import one_line, visible
-from tutor.store import AnswerSheet, Section, State, Store
-from tutor.visuals import Item
-from tutor.watch import FileWatcher, WatchError
 from tutor.app import terminal_guard
 from tutor.app.trace import digest, trace
 from tutor.app.trace import enabled as trace_enabled
-from tutor.app.widgets import DocScroll, DrawnOnce, Footer, Progress, ScrollingStatic, StepList, step_extra
+from tutor.app.widgets import (
+    DocScroll,
+    DrawnOnce,
+    Footer,
+    Progress,
+    ScrollingStatic,
+    StepList,
+    step_extra,
+)
+from tutor.engine.client import (
+    DEFAULT_TIMEOUT,
+    Worker,
+    WorkerGone,
+    decode_source,
+    too_large,
+    unreadable_results,
+)
+from tutor.engine.protocol import Done, Event, Gone, Ready, StepVerdict
+from tutor.model.lesson import Lesson, SettingValue, Step
+from tutor.model.results import JSONDict, StepResult
+from tutor.model.view_items import Item
+from tutor.render.doc import render_markdown
+from tutor.render.heatmap import heatmap
+from tutor.render.verdicts import hints_block, load_syntax, shown_of, status_mark, step_results
+from tutor.render.views import Packed, heatmap_words, panel_word, text_of
+from tutor.render.wrap import Wrapped
+from tutor.text.i18n import t
+from tutor.text.safe_text import one_line, visible
+from tutor.workspace.store import AnswerSheet, Section, State, Store
+from tutor.workspace.watch import FileWatcher, WatchError
 
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 SPINNER_AFTER = 0.15  # s: a run that ends sooner shows no spinner at all, just the new marks
@@ -774,7 +789,7 @@ class TutorApp(App[None]):
             self.worker_state = "ready"
             if event.off and not self.said_protections:  # once: the worker may be restarted
                 self.said_protections = True
-                from tutor.runner.platform_probe import describe_off
+                from tutor.engine.confine.platform_probe import describe_off
 
                 self.notify(describe_off(event.off, self.lang), severity="warning", timeout=10)
         elif isinstance(event, StepVerdict):
@@ -1099,7 +1114,7 @@ class TutorApp(App[None]):
         )
 
     def reset_step(self, names: list[str]) -> None:
-        from tutor.workspace import reset_function
+        from tutor.workspace.files import reset_function
 
         try:
             backup = reset_function(self.path, self.lesson.starter_path, names)
@@ -1116,8 +1131,8 @@ class TutorApp(App[None]):
 
     def action_solution(self) -> None:
         """The reference's code of this step beside the learner's, once the step has passed."""
-        from tutor.solution import solution_diff, step_solution
         from tutor.app.solution import SolutionScreen
+        from tutor.workspace.solution import solution_diff, step_solution
 
         step = self.step
         if not step.functions:
@@ -1140,8 +1155,8 @@ class TutorApp(App[None]):
         )
 
     def action_lessons(self) -> None:
-        from tutor.lesson import all_lessons
         from tutor.app.lessons import LessonScreen
+        from tutor.model.lesson import all_lessons
 
         progress = {
             lid: entry.get("status", {})
@@ -1163,7 +1178,7 @@ class TutorApp(App[None]):
         self.exit()
 
     def get_system_commands(self, screen: Screen[Any]) -> Iterator[SystemCommand]:
-        from tutor.lesson import all_lessons
+        from tutor.model.lesson import all_lessons
 
         for lesson in all_lessons():
             if lesson.id != self.lesson.id:
@@ -1200,7 +1215,7 @@ class TutorApp(App[None]):
         if not editor:
             self.notify(t("ui.no_editor", self.lang, path=self.path), timeout=5)
             return
-        from tutor.editor import editor_command, function_line
+        from tutor.workspace.editor import editor_command, function_line
 
         try:
             source = self.path.read_text(encoding="utf-8", errors="replace")

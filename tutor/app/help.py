@@ -10,8 +10,8 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from tutor.i18n import t
 from tutor.render.wrap import Wrapped
+from tutor.text.i18n import t
 
 HELP_KEYS = (
     ("n", "key_next"),

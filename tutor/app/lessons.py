@@ -12,9 +12,9 @@ from textual.screen import ModalScreen
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
-from tutor.i18n import t
-from tutor.lesson import Lesson
+from tutor.model.lesson import Lesson
 from tutor.render.wrap import Wrapped
+from tutor.text.i18n import t
 
 
 class LessonScreen(ModalScreen[str | None]):

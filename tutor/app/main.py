@@ -9,14 +9,14 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tutor.i18n import choose
-from tutor.lesson import get_lesson
-from tutor.store import Store
-from tutor.workspace import ensure_solution, workspace_dir
+from tutor.model.lesson import get_lesson
+from tutor.text.i18n import choose
+from tutor.workspace.files import ensure_solution, workspace_dir
+from tutor.workspace.store import Store
 
 if TYPE_CHECKING:
-    from tutor.runner.client import Worker
     from tutor.app.app import TutorApp
+    from tutor.engine.client import Worker
 
 
 def _app_for(
@@ -77,7 +77,7 @@ def run_app(
     store = Store(workspace_dir(cwd))
     # The worker first: its start overlaps the UI's; it imports torch (~3 s) once the app has
     # painted its first screen (TutorApp.on_mount calls go()). A switch of lesson keeps it.
-    from tutor.runner.client import DEFAULT_TIMEOUT, Worker
+    from tutor.engine.client import DEFAULT_TIMEOUT, Worker
 
     worker = Worker(None, timeout=timeout or DEFAULT_TIMEOUT, log=store.folder / "worker.log")
     worker.start(defer=True)

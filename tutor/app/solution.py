@@ -9,8 +9,8 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from tutor.i18n import t
 from tutor.render.wrap import Wrapped
+from tutor.text.i18n import t
 
 
 class SolutionScreen(ModalScreen[None]):

@@ -24,16 +24,16 @@ from textual.widget import Widget
 from textual.widgets import OptionList, ProgressBar, Static
 from textual.widgets.option_list import Option
 
-from tutor.i18n import t
+from tutor.app.textual_private import Bar, OneOptionRepaint, SelfScrollingStatic, progress_clock
 from tutor.render.verdicts import ANCHOR, marked
 from tutor.render.wrap import Wrapped
-from tutor.app.textual_private import Bar, OneOptionRepaint, SelfScrollingStatic, progress_clock
+from tutor.text.i18n import t
 
 if TYPE_CHECKING:
     from textual.layout import DockArrangeResult
 
-    from tutor.lesson import Lesson, SettingValue, Step
     from tutor.app.app import TutorApp
+    from tutor.model.lesson import Lesson, SettingValue, Step
 
 FOOTER_KEYS = (
     ("n", "foot_next"),
@@ -331,7 +331,7 @@ class Footer(Static):
 def step_extra(app: TutorApp, view: list[Any] | None) -> RenderableType | None:
     """What a step shows under its heading, from data only: the view its judge sent (kept from
     the last run while a new one is out), its settings line, its questions."""
-    from tutor.render.visuals import Context, Questions, draw_questions, draw_view, spoilers
+    from tutor.render.views import Context, Questions, draw_questions, draw_view, spoilers
 
     step, lang = app.step, app.lang
     keys_line = settings_line(step, app.settings.get(step.id, {}), lang) if step.settings else None
@@ -366,7 +366,7 @@ def step_extra(app: TutorApp, view: list[Any] | None) -> RenderableType | None:
 
 def settings_line(step: Step, values: dict[str, SettingValue], lang: str) -> RenderableType:
     """The step's keys and the value each setting has now: "Keys: 1 heads: 12 · 2 batch: 1"."""
-    from tutor.render.visuals import Packed
+    from tutor.render.views import Packed
 
     items = [
         t(

@@ -32,8 +32,8 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from tutor.lesson import Lesson, all_lessons, get_lesson
-from tutor.safe_text import one_line
+from tutor.model.lesson import Lesson, all_lessons, get_lesson
+from tutor.text.safe_text import one_line
 
 SEPARATORS = "_-. "
 

@@ -12,10 +12,10 @@ import signal
 import time
 from pathlib import Path
 
-from tutor.i18n import t
 from tutor.grade import outputs
 from tutor.grade.collect import CollectError, collect, guess_lesson, parse_shard, shard
 from tutor.grade.record import make_record
+from tutor.text.i18n import t
 
 DEFAULT_OUT = Path("grades")
 INTERRUPTED = 130  # as a shell reports a command that SIGINT stopped
@@ -107,7 +107,7 @@ def _say_not_written(out: Path, failed, lang: str) -> None:
     import errno
     import sys
 
-    from tutor.safe_text import one_line
+    from tutor.text.safe_text import one_line
 
     full = any(exc.errno in (errno.ENOSPC, errno.EDQUOT) for _, exc in failed)
     names = [
@@ -124,7 +124,7 @@ def _say_not_written(out: Path, failed, lang: str) -> None:
 def run_merge(args, lang: str) -> int:
     from rich.console import Console
 
-    from tutor.lesson import get_lesson
+    from tutor.model.lesson import get_lesson
 
     records: dict[str, dict] = {}
     lessons = set()
@@ -157,7 +157,7 @@ def run_grade(args, lang: str, pick_lesson, guess_one) -> int:
     """pick_lesson(id) and guess_one(path, raw): the CLI's, as `check` uses them."""
     from rich.console import Console
 
-    from tutor.runner.client import DEFAULT_TIMEOUT
+    from tutor.engine.client import DEFAULT_TIMEOUT
     from tutor.grade.run import Batch, default_jobs
 
     if args.merge:

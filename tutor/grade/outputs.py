@@ -16,9 +16,9 @@ import os
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from tutor.i18n import t
-from tutor.safe_text import csv_cell, file_name, json_text, xml_text
 from tutor.grade.record import step_status
+from tutor.text.i18n import t
+from tutor.text.safe_text import csv_cell, file_name, json_text, xml_text
 
 STUDENTS = "students"
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 import hashlib
 
 from tutor import __version__
-from tutor.report import check_object, file_error
-from tutor.results import StepResult
+from tutor.model.results import StepResult
+from tutor.text.verdict_text import check_object, file_error
 
 STATUSES = ("graded", "timeout", "error", "no file")
 # A step's child that died this way says the file is broken as a program, not merely wrong;
@@ -22,7 +22,7 @@ UNJUDGED_CHECKS = {"judge"}
 
 def is_likely(key: str) -> bool:
     """A likely-mistake message: `likely.…`, or a lesson's own `<lesson>.likely.…`."""
-    from tutor.i18n import local_key
+    from tutor.text.i18n import local_key
 
     return local_key(key).startswith("likely.")
 
@@ -92,7 +92,7 @@ def make_record(
     seconds: float,
 ) -> dict:
     """path/raw None: no file for this student."""
-    from tutor.runner.platform_probe import probe
+    from tutor.engine.confine.platform_probe import probe
 
     points = {s.id: s.points for s in lesson.checked_steps}
     by_id = {s.id: s for s in steps}

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from tutor.i18n import t
-from tutor.safe_text import html_text, markdown, one_line, visible
 from tutor.grade.record import step_status
+from tutor.text.i18n import t
+from tutor.text.safe_text import html_text, markdown, one_line, visible
 
 
 @dataclass

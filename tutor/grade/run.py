@@ -1,6 +1,6 @@
 """Grading many files through one warm worker, `jobs` of them at a time. Imports no torch.
 
-The worker (tutor.runner.worker) runs each file in a child of its own, under the same limits
+The worker (tutor.engine.supervisor) runs each file in a child of its own, under the same limits
 as in the app; `keep` runs (client.Worker(keep=True)) run side by side instead of the newer
 superseding the older. A hang, crash, memory bomb or flood is that child's: its file gets a
 timeout or an error, the others go on. Should the worker itself die (a tutor bug, never a
@@ -16,10 +16,10 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from tutor.results import StepResult
-from tutor.runner.client import Worker, decode_source, too_large, unreadable_results
-from tutor.runner.messages import Done, Gone, RunError, StepVerdict
+from tutor.engine.client import Worker, decode_source, too_large, unreadable_results
+from tutor.engine.protocol import Done, Gone, RunError, StepVerdict
 from tutor.grade.collect import Submission, read_no_link
+from tutor.model.results import StepResult
 
 # A run whose Done has not come this long after every step's limit: the worker lost it.
 LOST_AFTER = 30.0
@@ -210,7 +210,7 @@ class Batch:
 
 def unjudged(lesson) -> list[StepResult]:
     """A file that took the worker down when it ran alone: the tutor could not judge it."""
-    from tutor.results import Check, Failure, Message
+    from tutor.model.results import Check, Failure, Message
 
     return [
         StepResult(

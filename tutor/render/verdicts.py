@@ -11,12 +11,12 @@ from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
 
-from tutor.i18n import t
-from tutor.report import MARKS, check_text, output_dropped_note
-from tutor.results import StepResult
-from tutor.safe_text import visible
+from tutor.model.results import StepResult
 from tutor.render.doc import render_markdown
 from tutor.render.wrap import Wrapped
+from tutor.text.i18n import t
+from tutor.text.safe_text import visible
+from tutor.text.verdict_text import MARKS, check_text, output_dropped_note
 
 STATUS_STYLES = {
     "pass": "bold green",

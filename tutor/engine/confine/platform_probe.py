@@ -15,7 +15,7 @@ import platform
 import sys
 from dataclasses import dataclass, fields
 
-from tutor.runner import pids_cgroup, syscalls
+from tutor.engine.confine import pids_cgroup, syscalls
 
 DISABLE_ENV = "ATTN_TUTOR_DISABLE"
 
@@ -39,7 +39,7 @@ class Protections:
 
 def describe_off(names, lang: str) -> str:
     """The one line that says which protections are off (app and `check`), or "" when none."""
-    from tutor.i18n import t
+    from tutor.text.i18n import t
 
     known = [n for n in names if n in NAMES]
     if not known:

@@ -33,7 +33,7 @@ import struct
 import sys
 import time
 
-from tutor.runner import clone_parent
+from tutor.engine import clone_parent
 
 MESSAGE = 1 << 20  # bytes at most in one message (a setup is a few KB)
 
@@ -117,7 +117,7 @@ def _close_other_fds(keep: int) -> None:
 
 def serve(sock: socket.socket, worker: int, protections) -> None:
     """The zygote's loop: one setup, then a spare per request, until the worker goes away."""
-    from tutor.runner.worker import die_with_parent
+    from tutor.engine.supervisor import die_with_parent
 
     die_with_parent(protections, worker)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -150,9 +150,11 @@ def _prepare(config: dict, protections) -> dict:
     """What every spare shares, made once here: the checks, their inputs, the fence, the warm-up."""
     import torch
 
-    from tutor import lesson as lesson_model
-    from tutor.runner import fence, landlock, probe_kit, sandbox
-    from tutor.runner.worker import compiled_runs, load_checks, seed_inputs
+    from tutor.engine import child
+    from tutor.engine.confine import fence, landlock
+    from tutor.engine.supervisor import compiled_runs, load_checks, seed_inputs
+    from tutor.kit import probe_tools
+    from tutor.model import lesson as lesson_model
 
     torch.set_num_threads(1)
     lesson_model.preload(config["lessons"])  # the checks' declared_settings: no lesson.toml read
@@ -171,8 +173,8 @@ def _prepare(config: dict, protections) -> dict:
     }
     if config["batch"]:
         # `grade`: every spare is forked warm from here (see worker.Worker.warm_for_batch).
-        probe_kit.install_traps()
-        sandbox.warm_up(list(state["warm"]), modules, inputs)
+        probe_tools.install_traps()
+        child.warm_up(list(state["warm"]), modules, inputs)
     clone_parent.calibrate()  # one fork: spares are then cloned as the worker's children
     gc.freeze()
     gc.enable()
@@ -219,8 +221,8 @@ def _fork_spare(state: dict, request: dict, fds: list[int], worker: int, sock) -
 def _spare(
     state: dict, request: dict, fds: list[int], worker: int, middle: int | None, sock
 ) -> None:
-    from tutor.runner.sandbox import serve_one
-    from tutor.runner.worker import die_with_parent
+    from tutor.engine.child import serve_one
+    from tutor.engine.supervisor import die_with_parent
 
     sock.close()
     # Adopted by the worker once the intermediate exits; only then may it die with its parent.
@@ -256,7 +258,7 @@ def _spare(
 if __name__ == "__main__":
     # A zygote started afresh (exec), when the forked one died: the worker's memory is not
     # inherited, since it now holds the lessons. argv: the socket's fd.
-    from tutor.runner.platform_probe import probe
+    from tutor.engine.confine.platform_probe import probe
 
     serve(socket.socket(fileno=int(sys.argv[1])), os.getppid(), probe())
     os._exit(0)

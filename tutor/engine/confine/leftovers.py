@@ -15,7 +15,7 @@ import os
 import sys
 import tempfile
 
-from tutor.runner.remove_tree import remove_tree
+from tutor.engine.confine.remove_tree import remove_tree
 
 SCRATCH = "attn-run-"
 CGROUP = "attn-tutor-"

@@ -8,19 +8,19 @@ from __future__ import annotations
 
 import traceback
 
-from tutor.i18n import qualify
-from tutor.results import Check, Failure, Message, StepResult
-from tutor.runner import codec, messages
-from tutor.runner.judge_kit import Stop, Verdict
-from tutor.runner.source_kit import qualified_name
-from tutor.runner.spec import JudgeContext
+from tutor.engine import codec, protocol
+from tutor.kit.judge_tools import Stop, Verdict
+from tutor.kit.source_tools import qualified_name
+from tutor.kit.spec import JudgeContext
+from tutor.model.results import Check, Failure, Message, StepResult
+from tutor.text.i18n import qualify
 
 
-def _parse(payload: bytes) -> tuple[messages.Report | None, bytearray]:
+def _parse(payload: bytes) -> tuple[protocol.Report | None, bytearray]:
     try:
         child, blob = codec.unpack_payload(payload)
-        return messages.report_from_json(child), blob
-    except (ValueError, TypeError, RecursionError):  # messages.Malformed is a ValueError
+        return protocol.report_from_json(child), blob
+    except (ValueError, TypeError, RecursionError):  # protocol.Malformed is a ValueError
         return None, bytearray()
 
 
@@ -80,29 +80,29 @@ class Judge:
             case (
                 None
             ):  # the frame carried the job's token but its bytes were mixed with something else's
-                return messages.failed_step(
+                return protocol.failed_step(
                     step, "error", Failure("channel", ""), "failure.channel", {}
                 )
-            case messages.ImportFailed(error):
-                return messages.failed_step(
+            case protocol.ImportFailed(error):
+                return protocol.failed_step(
                     step,
                     "error",
                     error.failure,
-                    *messages.learner_failure_message(error, None),
+                    *protocol.learner_failure_message(error, None),
                     check="file-loads",
                 )
-            case messages.Missing(name):
+            case protocol.Missing(name):
                 return StepResult(
                     step,
                     "fail",
                     [Check("defined", "fail", Message("check.missing", {"name": name}))],
                 )
-            case messages.Foreign(name, origin):
+            case protocol.Foreign(name, origin):
                 params = {"name": name, "origin": origin}
                 return StepResult(
                     step, "fail", [Check("own-code", "fail", Message("check.not_in_file", params))]
                 )
-            case messages.Raised(error, todo=True):
+            case protocol.Raised(error, todo=True):
                 where = error.failure.frames[-1] if error.failure.frames else None
                 todo = where and qualified_name(
                     source, where.line, where.function
@@ -113,12 +113,12 @@ class Judge:
                     [Check("implemented", "todo", Message("check.todo", {"fn": todo or fn}))],
                     error.failure,
                 )
-            case messages.Raised(error):
-                return messages.failed_step(
-                    step, "error", error.failure, *messages.learner_failure_message(error, fn)
+            case protocol.Raised(error):
+                return protocol.failed_step(
+                    step, "error", error.failure, *protocol.learner_failure_message(error, fn)
                 )
-            case messages.HarnessError(detail):
-                return messages.failed_step(
+            case protocol.HarnessError(detail):
+                return protocol.failed_step(
                     step,
                     "error",
                     Failure("HarnessError", detail),
@@ -128,7 +128,7 @@ class Judge:
         try:
             outputs = codec.decode(report.tree, blob)
         except (ValueError, TypeError, RecursionError):  # not what the child's encoder writes
-            return messages.failed_step(
+            return protocol.failed_step(
                 step, "error", Failure("channel", ""), "failure.channel", {}
             )
         verdict = Verdict(source)

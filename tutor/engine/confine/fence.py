@@ -70,7 +70,7 @@ def protected_folders() -> list[str]:
     checkout); each as found and as its real path. Worker side, once."""
     from importlib.util import find_spec
 
-    from tutor.lesson import all_lessons
+    from tutor.model.lesson import all_lessons
     from tutor.paths import lessons_dir, reference_dir
 
     found = [str(reference_dir()), str(lessons_dir())]

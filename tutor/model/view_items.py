@@ -1,5 +1,5 @@
 """The vocabulary of what a step shows under its text: plain data a lesson's judge builds (through
-tutor.kit) and the UI draws (tutor.render.visuals) without knowing the lesson.
+tutor.kit) and the UI draws (tutor.render.views) without knowing the lesson.
 
 A step's judge puts a view in `verdict.visuals["view"]`: a list of items, each a dict with a
 "kind". Every text is a message reference ({"key": ..., "params": {...}}, rendered in the

@@ -10,8 +10,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tutor import __version__
-from tutor.i18n import choose, t
-from tutor.lesson import LESSONS_ENV, all_lessons, get_lesson, lesson_for_file, lesson_for_source
+from tutor.model.lesson import (
+    LESSONS_ENV,
+    all_lessons,
+    get_lesson,
+    lesson_for_file,
+    lesson_for_source,
+)
+from tutor.text.i18n import choose, t
 
 if TYPE_CHECKING:
     import argparse
@@ -45,7 +51,7 @@ def _peek_lessons(argv: list[str]) -> list[str]:
     before = [p for p in os.environ.get(LESSONS_ENV, "").split(os.pathsep) if p]
     os.environ[LESSONS_ENV] = os.pathsep.join(resolved + before)
     all_lessons.cache_clear()
-    from tutor.i18n import catalog
+    from tutor.text.i18n import catalog
 
     catalog.cache_clear()
     return [d for d, r in zip(dirs, resolved, strict=False) if not Path(r).is_dir()]
@@ -53,8 +59,8 @@ def _peek_lessons(argv: list[str]) -> list[str]:
 
 def _remembered_lang(cwd: Path) -> str | None:
     try:
-        from tutor.store import Store
-        from tutor.workspace import workspace_dir
+        from tutor.workspace.files import workspace_dir
+        from tutor.workspace.store import Store
 
         return Store(workspace_dir(cwd)).peek().get("lang")
     except Exception:
@@ -214,8 +220,8 @@ def build_parser(lang: str) -> argparse.ArgumentParser:
 def _state(cwd: Path) -> dict:
     """The workspace's progress as it is, {} without one (read only: never set aside or made)."""
     try:
-        from tutor.store import Store
-        from tutor.workspace import workspace_dir
+        from tutor.workspace.files import workspace_dir
+        from tutor.workspace.store import Store
 
         return Store(workspace_dir(cwd)).peek()
     except Exception:
@@ -232,19 +238,19 @@ def _lesson(lesson_id: str | None, lang: str):
 
 def _guess_lesson(path: Path, raw: bytes):
     """By file name, else by the functions the file defines."""
-    from tutor.runner.client import MAX_SOURCE_BYTES
+    from tutor.engine.client import MAX_SOURCE_BYTES
 
     head = raw[:MAX_SOURCE_BYTES]  # a file past the limit is not run: its name or head will do
     return lesson_for_file(path) or lesson_for_source(head.decode("utf-8", errors="replace"))
 
 
 def cmd_check(args, lang: str) -> int:
-    from tutor.runner.client import DEFAULT_TIMEOUT, WorkerGone, check_file
+    from tutor.engine.client import DEFAULT_TIMEOUT, WorkerGone, check_file
 
     lesson = _lesson(args.check_lesson, lang) if args.check_lesson else None
     path = args.file
     if path is None:
-        from tutor.workspace import solution_path
+        from tutor.workspace.files import solution_path
 
         lesson = lesson or _lesson(_state(Path.cwd()).get("lesson"), lang)  # the app's last lesson
         path = solution_path(Path.cwd(), lesson)
@@ -266,12 +272,12 @@ def cmd_check(args, lang: str) -> int:
     try:
         steps = check_file(lesson, path, raw, timeout=timeout)
     except WorkerGone as exc:
-        from tutor.safe_text import visible
+        from tutor.text.safe_text import visible
 
         print(t("cli.worker_failed", lang, detail=visible(exc)), file=sys.stderr)
         return 3
-    from tutor.report import check_object, summary_counts
-    from tutor.runner.platform_probe import describe_off, probe
+    from tutor.engine.confine.platform_probe import describe_off, probe
+    from tutor.text.verdict_text import check_object, summary_counts
 
     passed, total = summary_counts(steps)
     _exit_code_if_the_reader_leaves[0] = 0 if passed == total else 1
@@ -279,11 +285,11 @@ def cmd_check(args, lang: str) -> int:
         probe().off()
     )  # the worker ran with what this probe finds (same machine, same environment)
     if args.json:
-        from tutor.safe_text import json_text  # DEL, C1 and bidi controls escaped too
+        from tutor.text.safe_text import json_text  # DEL, C1 and bidi controls escaped too
 
         print(json_text(check_object(lesson, path, steps, lang, off)))
     else:
-        from tutor.cli_text import print_report
+        from tutor.cli.check_text import print_report
 
         print_report(lesson, path, steps, lang)
         if off:
@@ -302,7 +308,7 @@ def cmd_grade(args, lang: str) -> int:
 
 
 def cmd_list(args, lang: str) -> int:
-    from tutor.report import MARKS
+    from tutor.text.verdict_text import MARKS
 
     lessons = all_lessons()
     progress = _state(Path.cwd()).get("lessons", {})
@@ -353,8 +359,8 @@ def cmd_list(args, lang: str) -> int:
 
 
 def cmd_solution(args, lang: str) -> int:
-    from tutor.solution import passed, solution_diff, step_solution
-    from tutor.workspace import solution_path
+    from tutor.workspace.files import solution_path
+    from tutor.workspace.solution import passed, solution_diff, step_solution
 
     state = _state(Path.cwd())
     lesson = _lesson(args.solution_lesson or state.get("lesson"), lang)
@@ -379,7 +385,7 @@ def cmd_solution(args, lang: str) -> int:
 
 
 def cmd_reset(args, lang: str) -> int:
-    from tutor.workspace import reset, reset_function, solution_path
+    from tutor.workspace.files import reset, reset_function, solution_path
 
     lesson = _lesson(args.reset_lesson or _state(Path.cwd()).get("lesson"), lang)
     path = solution_path(Path.cwd(), lesson)
@@ -430,8 +436,8 @@ def _dev_folders(target: str | None, lang: str) -> list[Path]:
 
 
 def cmd_dev_check(args, lang: str) -> int:
-    from tutor.devcheck import dev_check
-    from tutor.report import MARKS
+    from tutor.cli.dev_check import dev_check
+    from tutor.text.verdict_text import MARKS
 
     folders = _dev_folders(args.target, lang)
     ok = True
@@ -507,7 +513,7 @@ def main(argv: list[str] | None = None) -> int:
             _lesson(args.lesson, lang)
         return cmd_app(args, lang_cli)
     except UsageError as exc:
-        from tutor.safe_text import one_line  # a path or a student id can be anything
+        from tutor.text.safe_text import one_line  # a path or a student id can be anything
 
         print(f"attn-tutor: {one_line(exc)}", file=sys.stderr)
         return 2

@@ -52,9 +52,11 @@ import types
 
 import torch
 
-from tutor.runner import codec, disk_quota, fence, landlock, messages, origin, pids_cgroup, probe_kit, syscalls
-from tutor.runner import syscalls as sc
-from tutor.runner.platform_probe import Protections, probe
+from tutor.engine import codec, origin, protocol
+from tutor.engine.confine import disk_quota, fence, landlock, pids_cgroup, syscalls
+from tutor.engine.confine import syscalls as sc
+from tutor.engine.confine.platform_probe import Protections, probe
+from tutor.kit import probe_tools
 
 DEFAULT_MEMORY_MB = 2048  # extra data segment over what the child holds when the job arrives
 HEADROOM = 64 << 20  # between soft and hard RLIMIT_DATA: for the harness's report
@@ -119,7 +121,7 @@ def describe_exception(exc: BaseException, filename: str, source: str) -> dict:
     except Exception:
         kind = "Exception"
     detail = _text(exc.msg) if isinstance(exc, SyntaxError) else _text(exc)
-    if probe_kit.is_out_of_memory(exc):
+    if probe_tools.is_out_of_memory(exc):
         kind = "MemoryError"
     described = {"kind": kind, "detail": detail, "frames": frames[-8:], "caret": caret}
     described.update(_import_problem(exc))
@@ -603,7 +605,7 @@ def serve_one(
         # Inputs are made before any learner code runs, so nothing it patches can reach them.
         if inputs is None:
             inputs = {lesson: module.make_inputs() for lesson, module in checks_modules.items()}
-        probe_kit.install_traps()
+        probe_tools.install_traps()
         _warm_up(warm or (), checks_modules, inputs, job_fd)
         _forget_warm_up(warm)
         data_limit = _limit_resources(memory_limit_bytes(), protections)
@@ -715,7 +717,7 @@ def _run_steps(
             message, blob = _run(job, step, code, checks_module, inputs)
         except LearnerImportError as exc:  # the file does not compile: the same for every step
             message, blob = (
-                messages.ImportFailed(messages.LearnerFailure.from_dict(exc.failure)),
+                protocol.ImportFailed(protocol.LearnerFailure.from_dict(exc.failure)),
                 b"",
             )
         except BaseException as exc:  # the harness itself failed: report, do not hang
@@ -762,16 +764,16 @@ def _out_of_threads(exc: BaseException) -> bool:
         return False
 
 
-def _harness_failure(exc: BaseException) -> messages.Report:
-    if probe_kit.is_out_of_memory(exc):
-        return messages.Raised(messages.LearnerFailure(messages.Failure("MemoryError", "")))
+def _harness_failure(exc: BaseException) -> protocol.Report:
+    if probe_tools.is_out_of_memory(exc):
+        return protocol.Raised(protocol.LearnerFailure(protocol.Failure("MemoryError", "")))
     if _out_of_threads(exc):
-        failure = messages.Failure(type(exc).__name__, _text(exc, 300))
-        return messages.Raised(messages.LearnerFailure(failure, confined="processes"))
-    return messages.HarnessError(f"{type(exc).__name__}: {_text(exc, 300)}")
+        failure = protocol.Failure(type(exc).__name__, _text(exc, 300))
+        return protocol.Raised(protocol.LearnerFailure(failure, confined="processes"))
+    return protocol.HarnessError(f"{type(exc).__name__}: {_text(exc, 300)}")
 
 
-def _send(result_fd: int, token: bytes, message: messages.Report, blob: bytes = b"") -> None:
+def _send(result_fd: int, token: bytes, message: protocol.Report, blob: bytes = b"") -> None:
     """Write one step's frame. Threads the learner started end with the child."""
     try:
         _cancel_dump()  # a late dump must not cut into the frame
@@ -915,7 +917,7 @@ def _mark(marks_fd: int, token: bytes) -> None:
 def _learner_at_fault(exc: BaseException, filename: str) -> bool:
     if isinstance(
         exc, (SystemExit, KeyboardInterrupt, RecursionError)
-    ) or probe_kit.is_out_of_memory(exc):
+    ) or probe_tools.is_out_of_memory(exc):
         return True
     return any(fs.filename == filename for fs in traceback.extract_tb(exc.__traceback__))
 
@@ -929,14 +931,14 @@ def _code_ids(code) -> frozenset[int]:
     return _codes[1]
 
 
-def _run(job: dict, step: str, code, checks_module, inputs) -> tuple[messages.Report, bytes]:
+def _run(job: dict, step: str, code, checks_module, inputs) -> tuple[protocol.Report, bytes]:
     """The step's message, and the blob its tensors are in."""
     spec = checks_module.STEPS[step]
     try:
         module = load_learner(job["source"], job["filename"], code)
     except LearnerImportError as exc:
-        return messages.ImportFailed(messages.LearnerFailure.from_dict(exc.failure)), b""
-    ctx = probe_kit.ProbeContext(module, job["filename"], job["source"], _code_ids(code))
+        return protocol.ImportFailed(protocol.LearnerFailure.from_dict(exc.failure)), b""
+    ctx = probe_tools.ProbeContext(module, job["filename"], job["source"], _code_ids(code))
     ctx.params = (job.get("params") or {}).get(
         step
     ) or {}  # an experiment's settings, chosen in the app
@@ -945,25 +947,25 @@ def _run(job: dict, step: str, code, checks_module, inputs) -> tuple[messages.Re
         for name in spec.functions:  # each of the step's names, whether or not its probe gets it
             try:
                 ctx.get(name)
-            except probe_kit.Missing:
+            except probe_tools.Missing:
                 pass  # the probe says so, if it needs the name
         outputs = spec.probe(ctx, inputs)
         encoded, blob = codec.encode(outputs)
-    except probe_kit.Missing as exc:
-        return messages.Missing(exc.name), b""
-    except probe_kit.Foreign as exc:
-        return messages.Foreign(exc.name, _text(exc.origin, 300)), b""
-    except probe_kit.LearnerFailure as exc:
-        return messages.Raised(messages.LearnerFailure.from_dict(exc.failure), bool(exc.todo)), b""
+    except probe_tools.Missing as exc:
+        return protocol.Missing(exc.name), b""
+    except probe_tools.Foreign as exc:
+        return protocol.Foreign(exc.name, _text(exc.origin, 300)), b""
+    except probe_tools.LearnerFailure as exc:
+        return protocol.Raised(protocol.LearnerFailure.from_dict(exc.failure), bool(exc.todo)), b""
     except BaseException as exc:
         # The probe touched learner code outside ctx.call (an attribute, a method): the
         # learner's fault when their file is in the traceback, the tutor's otherwise.
         if not _learner_at_fault(exc, job["filename"]):
             raise
         traceback.clear_frames(exc.__traceback__)
-        return messages.Raised(
-            messages.LearnerFailure.from_dict(
+        return protocol.Raised(
+            protocol.LearnerFailure.from_dict(
                 describe_exception(exc, job["filename"], job["source"])
             )
         ), b""
-    return messages.Outputs(encoded, sorted(ctx.kernels)), blob
+    return protocol.Outputs(encoded, sorted(ctx.kernels)), blob

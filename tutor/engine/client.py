@@ -15,9 +15,9 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
-from tutor.results import StepResult
-from tutor.runner import messages
-from tutor.runner.messages import Done, Event, Gone, Ready, StepVerdict
+from tutor.engine import protocol
+from tutor.engine.protocol import Done, Event, Gone, Ready, StepVerdict
+from tutor.model.results import StepResult
 
 DEFAULT_TIMEOUT = 3.0
 # A learner's file larger than this is not run (check, grade, the app alike): the lessons'
@@ -33,7 +33,7 @@ class WorkerGone(RuntimeError):
 
 
 class Worker:
-    """Callbacks get messages.Event objects: Ready, StepVerdict(gen, result), Done(gen),
+    """Callbacks get protocol.Event objects: Ready, StepVerdict(gen, result), Done(gen),
     Gone(code) (the worker process ended), and the replies to raw requests (Pong, Stats).
     They run on a reader thread."""
 
@@ -90,7 +90,7 @@ class Worker:
         if self.keep:
             env[BATCH_ENV] = "1"
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "tutor.runner.worker"],
+            [sys.executable, "-m", "tutor.engine.supervisor"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=stderr,
@@ -113,8 +113,8 @@ class Worker:
         assert self.proc and self.proc.stdout
         for line in self.proc.stdout:
             try:
-                event = messages.event_from_json(json.loads(line))
-            except ValueError:  # not JSON, or no event we know (messages.Malformed): not for us
+                event = protocol.event_from_json(json.loads(line))
+            except ValueError:  # not JSON, or no event we know (protocol.Malformed): not for us
                 continue
             if isinstance(event, Ready):
                 self.ready.set()
@@ -282,7 +282,7 @@ def check_sources(
 
 def unjudged_result(step: str, what: str) -> StepResult:
     """A step the tutor could not judge: its worker died on it, twice."""
-    from tutor.results import Check, Failure, Message
+    from tutor.model.results import Check, Failure, Message
 
     return StepResult(
         step,
@@ -294,7 +294,7 @@ def unjudged_result(step: str, what: str) -> StepResult:
 
 def unreadable_results(lesson, key: str, params: dict) -> list[StepResult]:
     """Verdicts for a file we cannot hand to Python at all (not UTF-8): no run needed."""
-    from tutor.results import Check, Message
+    from tutor.model.results import Check, Message
 
     return [
         StepResult(s.id, "error", [Check("file-loads", "error", Message(key, params))])

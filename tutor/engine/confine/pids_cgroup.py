@@ -17,7 +17,7 @@ from __future__ import annotations
 import contextlib
 import os
 
-from tutor.runner import leftovers
+from tutor.engine.confine import leftovers
 
 LIMIT = 64  # tasks (threads count) per child: torch's few threads, a learner's pool, a Popen or two
 # Empty folders kept for the next children: a cgroup's mkdir and rmdir took ~2.5 ms of the

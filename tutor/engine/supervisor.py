@@ -40,11 +40,12 @@ from dataclasses import dataclass, field
 
 import psutil
 
-from tutor.results import Failure, Frame, StepResult
-from tutor.runner import disk_quota, landlock, leftovers, messages, pids_cgroup
-from tutor.runner.client import too_large
-from tutor.runner.platform_probe import probe
-from tutor.runner.syscalls import PR_SET_CHILD_SUBREAPER, PR_SET_DUMPABLE, PR_SET_PDEATHSIG
+from tutor.engine import protocol
+from tutor.engine.client import too_large
+from tutor.engine.confine import disk_quota, landlock, leftovers, pids_cgroup
+from tutor.engine.confine.platform_probe import probe
+from tutor.engine.confine.syscalls import PR_SET_CHILD_SUBREAPER, PR_SET_DUMPABLE, PR_SET_PDEATHSIG
+from tutor.model.results import Failure, Frame, StepResult
 
 OUTPUT_TAIL = 4000
 SPARES = 3  # children kept forked and ready: the checked steps, the experiment on screen, one spare
@@ -81,7 +82,7 @@ F_SETPIPE_SZ, F_GETPIPE_SZ = 1031, 1032
 
 
 def warm_up_runs(lessons) -> list[tuple]:
-    """What a spare warms up on (sandbox._warm_up): each lesson's warmup.py (torch's operations
+    """What a spare warms up on (child._warm_up): each lesson's warmup.py (torch's operations
     on a solution's shapes, wrong on purpose: dev check proves it fails every checked step), or
     its starter; (lesson id, file name, source, step ids). Never the reference: what the
     warm-up ran stays in the child's heap, freed or not."""
@@ -176,17 +177,17 @@ def judge_main(sock: socket.socket, modules: dict, own_keys: dict) -> None:
 
     import torch
 
-    from tutor.runner.judge import Judge, unjudged
-    from tutor.runner.source_kit import PARSE_RECURSION_LIMIT
+    from tutor.engine.judge import Judge, unjudged
+    from tutor.kit.source_tools import PARSE_RECURSION_LIMIT
 
     torch.set_num_threads(1)
-    # Any file the child compiled (at sandbox.RECURSION_LIMIT) parses here too, in the kit's
+    # Any file the child compiled (at child.RECURSION_LIMIT) parses here too, in the kit's
     # parse and in a lesson's checks alike.
     sys.setrecursionlimit(PARSE_RECURSION_LIMIT)
     judge = Judge(modules, own_keys)
     while True:
         try:
-            req = messages.JudgeRequest.from_json(recv_frame(sock))
+            req = protocol.JudgeRequest.from_json(recv_frame(sock))
             payload = recv_raw(sock)
         except EOFError:
             os._exit(0)
@@ -194,10 +195,10 @@ def judge_main(sock: socket.socket, modules: dict, own_keys: dict) -> None:
         # not judge this step, never its own death (that would cost the steps queued behind).
         try:
             result = judge.verdict(req.lesson, req.step, payload, req.source, req.views)
-            reply = messages.JudgeReply(req.job, result).to_json()
+            reply = protocol.JudgeReply(req.job, result).to_json()
             data = json.dumps(reply).encode()
         except Exception as exc:
-            reply = messages.JudgeReply(req.job, unjudged(req.step, exc)).to_json()
+            reply = protocol.JudgeReply(req.job, unjudged(req.step, exc)).to_json()
             data = json.dumps(reply).encode()
         sock.sendall(struct.pack("!I", len(data)) + data)
 
@@ -310,7 +311,7 @@ class Job:
 
 
 def _frames(frames: list[dict]) -> list[Frame]:
-    """sandbox.dumped_frames' dicts as results' frames."""
+    """child.dumped_frames' dicts as results' frames."""
     return [Frame(f["line"], f["function"], f["code"]) for f in frames]
 
 
@@ -353,8 +354,8 @@ class Worker:
         zygote=None,
         seed: int = 0,
     ):
-        from tutor.runner import fence
-        from tutor.runner.sandbox import memory_limit_bytes
+        from tutor.engine.child import memory_limit_bytes
+        from tutor.engine.confine import fence
 
         self.modules = modules
         self.lessons = lessons
@@ -465,7 +466,7 @@ class Worker:
 
     def fork_spare(self) -> Spare:
         """A child that prepares everything but the learner's code, then waits for a job."""
-        from tutor.runner.sandbox import serve_one
+        from tutor.engine.child import serve_one
 
         job_r, job_w = os.pipe()
         result_r, result_w = os.pipe()
@@ -528,7 +529,7 @@ class Worker:
             os._exit(70)  # serve_one never returns
         self.scratches[pid] = scratch
         if cgroup is not None:
-            self.bound.adopt(cgroup, pid)  # the child enters it itself (sandbox.serve_one)
+            self.bound.adopt(cgroup, pid)  # the child enters it itself (child.serve_one)
         try:
             os.setpgid(pid, pid)
         except OSError:
@@ -551,7 +552,7 @@ class Worker:
     def spare_from_zygote(self, fds: tuple[int, int, int], request: dict) -> int:
         """A spare forked by the zygote, adopted by us. A zygote that died is started afresh
         (exec: our memory now holds the lessons), once per spare; then we fork it ourselves."""
-        from tutor.runner import zygote
+        from tutor.engine import zygote
 
         for _ in range(2):
             try:
@@ -578,7 +579,7 @@ class Worker:
         keep: bool = False,
         views: bool = True,
     ) -> Job:
-        from tutor.runner.codec import FrameReader
+        from tutor.engine.codec import FrameReader
 
         # The child's frames must carry these: stray writes to its pipe do not.
         tokens = [os.urandom(16) for _ in steps]
@@ -676,13 +677,14 @@ class Worker:
         child is forked warm, its Python bytecode specialised and torch's first-call work done
         in pages it inherits (a graded file's child: 43 -> 36 ms of CPU). In the app each spare
         warms up by itself instead, off the save's path."""
-        from tutor.runner import probe_kit, sandbox
+        from tutor.engine import child
+        from tutor.kit import probe_tools
 
         self.batch_warm = True
         if self.zygote is not None:
             return  # the zygote warmed up before its first spare
-        probe_kit.install_traps()
-        sandbox.warm_up(runs_for(self.warm, lesson), self.modules, self.inputs)
+        probe_tools.install_traps()
+        child.warm_up(runs_for(self.warm, lesson), self.modules, self.inputs)
 
     def refill_spares(self) -> None:
         if self.batch:
@@ -810,8 +812,8 @@ class Worker:
 
     # --- protocol with the UI
 
-    def emit(self, event: messages.Event) -> None:
-        data = (json.dumps(messages.event_to_json(event)) + "\n").encode()
+    def emit(self, event: protocol.Event) -> None:
+        data = (json.dumps(protocol.event_to_json(event)) + "\n").encode()
         view = memoryview(data)
         while view:
             try:
@@ -824,11 +826,11 @@ class Worker:
         if kind == "quit":
             raise SystemExit(0)
         if kind == "ping":
-            self.emit(messages.Pong())
+            self.emit(protocol.Pong())
             return
         if kind == "stats":  # for tests: what a leak would grow
             self.emit(
-                messages.Stats(
+                protocol.Stats(
                     psutil.Process().num_fds(),
                     len(self.spares),
                     len(self.jobs),
@@ -852,8 +854,8 @@ class Worker:
             self.current_gen = gen
         lesson = req.get("lesson")
         if lesson not in self.modules:
-            self.emit(messages.RunError(gen, f"unknown lesson {lesson!r}"))
-            self.emit(messages.Done(gen))
+            self.emit(protocol.RunError(gen, f"unknown lesson {lesson!r}"))
+            self.emit(protocol.Done(gen))
             return
         self.lesson_in_use = lesson
         steps = [s for s in self.modules[lesson].STEPS if not req.get("steps") or s in req["steps"]]
@@ -862,12 +864,12 @@ class Worker:
             self.pending_steps[gen] = set(steps)
             for step in steps:
                 failure = Failure("too_large", big["size"])
-                result = messages.failed_step(
+                result = protocol.failed_step(
                     step, "error", failure, "failure.too_large", big, check="file-loads"
                 )
                 self.report(gen, step, time.monotonic(), ("", 0), result)
             if not steps:
-                self.emit(messages.Done(gen))
+                self.emit(protocol.Done(gen))
             return
         self.pending_steps[gen] = set(steps)
         checked = (
@@ -891,20 +893,20 @@ class Worker:
                 views=req.get("views", True) is not False,
             )
         if not steps:
-            self.emit(messages.Done(gen))
+            self.emit(protocol.Done(gen))
 
     def report(
         self, gen: int, step: str, started: float, output: tuple[str, int], result: StepResult
     ) -> None:
         result.output, result.output_dropped = output
         result.ms = round((time.monotonic() - started) * 1000, 1)
-        self.emit(messages.StepVerdict(gen, result))
+        self.emit(protocol.StepVerdict(gen, result))
         left = self.pending_steps.get(gen)
         if left is not None:
             left.discard(step)
             if not left:
                 del self.pending_steps[gen]
-                self.emit(messages.Done(gen))
+                self.emit(protocol.Done(gen))
                 self.quiet_until = time.monotonic() + QUIET_AFTER_RUN
 
     def take_output(self, job: Job) -> tuple[str, int]:
@@ -937,7 +939,7 @@ class Worker:
         (same_for_rest: they are given this step's verdict, without running)."""
         rest = job.steps[job.index + 1 :]
         self.finish(job)
-        result = messages.failed_step(job.step, status, failure, key, params)
+        result = protocol.failed_step(job.step, status, failure, key, params)
         self.report(job.gen, job.step, job.started, self.take_output(job), result)
         job.result_done = True
         if same_for_rest:
@@ -947,7 +949,7 @@ class Worker:
                     step,
                     time.monotonic(),
                     ("", 0),
-                    messages.failed_step(step, status, failure, key, params),
+                    protocol.failed_step(step, status, failure, key, params),
                 )
             return
         self.spawn_each(job, rest)
@@ -955,7 +957,7 @@ class Worker:
     # --- events
 
     def keep_output(self, job: Job, chunk: bytes, final: bool = False) -> None:
-        from tutor.runner.codec import MAGIC
+        from tutor.engine.codec import MAGIC
 
         data = job.carry + chunk if job.carry else chunk
         view = memoryview(data)  # slices of a flood's chunk without copying it
@@ -1066,7 +1068,7 @@ class Worker:
 
     def on_frame(self, job: Job) -> None:
         """A step's frame is in. Its payload goes to the judge unread: parsing it is the judge's work."""
-        from tutor.runner.codec import FrameReader
+        from tutor.engine.codec import FrameReader
 
         if job.reader.too_big:
             self.report_failure(job, "error", Failure("channel", ""), "failure.channel", {})
@@ -1096,7 +1098,7 @@ class Worker:
     ) -> None:
         key = self.next_judging
         self.next_judging += 1
-        request = messages.JudgeRequest(key, job.lesson, step, job.source, job.views).to_json()
+        request = protocol.JudgeRequest(key, job.lesson, step, job.source, job.views).to_json()
         item = Judging(job.gen, step, started, *output, request, payload, time.monotonic())
         self.judging[key] = item
         try:
@@ -1106,7 +1108,7 @@ class Worker:
 
     def report_death(self, job: Job) -> None:
         """The child ended without a result: an exit, a signal, or a memory limit."""
-        from tutor.runner.sandbox import EXIT_NO_CHANNEL, dumped_frames
+        from tutor.engine.child import EXIT_NO_CHANNEL, dumped_frames
 
         status = job.status or 0
         self.drain_output(job)
@@ -1163,7 +1165,7 @@ class Worker:
         """Out of time: said with the likely why when it shows. torch.compile compiling (its
         frames in the stack faulthandler dumped, or torch.compile in the file), memory held
         near the limit (rss: the child's, at the deadline); else a loop or a sleep."""
-        from tutor.runner.sandbox import compiling, dumped_frames
+        from tutor.engine.child import compiling, dumped_frames
 
         frames, _ = dumped_frames(dump, job.filename, job.source)
         seconds = f"{job.timeout:g}"
@@ -1193,7 +1195,7 @@ class Worker:
 
     def on_judge(self) -> None:
         try:
-            reply = messages.JudgeReply.from_json(recv_frame(self.judge_sock))
+            reply = protocol.JudgeReply.from_json(recv_frame(self.judge_sock))
         except (EOFError, OSError):
             self.judge_died()
             return
@@ -1261,7 +1263,7 @@ class Worker:
             self.report_unjudged(item, "judge")
 
     def report_unjudged(self, item: Judging, what: str) -> None:
-        result = messages.failed_step(
+        result = protocol.failed_step(
             item.step,
             "error",
             Failure("unjudged", what),
@@ -1315,7 +1317,7 @@ class Worker:
             os.set_blocking(fd, False)
         signal.set_wakeup_fd(wake_w, warn_on_full_buffer=False)
         self.sel.register(wake_r, selectors.EVENT_READ, ("signal", None))
-        self.emit(messages.Ready(os.getpid(), self.protections.off()))
+        self.emit(protocol.Ready(os.getpid(), self.protections.off()))
         while True:
             if _quit_asked:
                 raise SystemExit(0)
@@ -1479,13 +1481,13 @@ def main() -> None:
     import torch.nn.functional  # noqa: F401
 
     from tutor import kit  # noqa: F401  (the checks' kit, and with it the probes')
-    from tutor.runner import sandbox, zygote  # noqa: F401
+    from tutor.engine import child, zygote  # noqa: F401
 
     # Forked before any lesson is read: the children it forks never held a reference solution,
     # a model answer or the judge's data (zygote.py).
     spares_from = zygote.start(protections)
-    from tutor.lesson import all_lessons, load_lesson, preload, without_answers
-    from tutor.runner.client import BATCH_ENV, LESSON_DIR_ENV, SEED_ENV
+    from tutor.engine.client import BATCH_ENV, LESSON_DIR_ENV, SEED_ENV
+    from tutor.model.lesson import all_lessons, load_lesson, preload, without_answers
 
     lessons = {lesson.id: lesson for lesson in all_lessons()}
     if os.environ.get(

@@ -1,4 +1,4 @@
-"""Draws a step's view (the items of tutor.visuals) and its questions, in the reader's language.
+"""Draws a step's view (the items of tutor.model.view_items) and its questions, in the reader's language.
 
 Pure Rich: the app puts what these return in its panels; tests call them directly. Nothing
 here knows a lesson: the texts are message references resolved with i18n.t, the numbers
@@ -16,12 +16,12 @@ from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
-from tutor.i18n import t
-from tutor.visuals import Item
+from tutor.model.view_items import Item
 from tutor.render.bars import bar as bar_text
 from tutor.render.doc import render_markdown
 from tutor.render.heatmap import heatmap as draw_heatmap
 from tutor.render.wrap import Wrapped
+from tutor.text.i18n import t
 
 LEGEND_KEYS = ("learner", "reference", "diff", "masked", "leak", "nan")
 
@@ -34,7 +34,7 @@ def text_of(value: object, lang: str) -> str:
 
 
 def panel_word(lang: str, words: dict[str, object] | None, name: str) -> str:
-    """One of the weights panel's texts (a tutor.visuals.WORDS name): a weights entry's own, in
+    """One of the weights panel's texts (a tutor.model.view_items.WORDS name): a weights entry's own, in
     place of the panel's `ui.<name>`, for a matrix that is not attention weights."""
     return text_of(words[name], lang) if words and name in words else t(f"ui.{name}", lang)
 

@@ -30,7 +30,7 @@ def engine_catalog(lang: str) -> dict[str, str]:
 @cache
 def catalog(lang: str) -> dict[str, str]:
     """The engine's keys and every lesson's, each under its lesson's id."""
-    from tutor.lesson import all_lessons
+    from tutor.model.lesson import all_lessons
 
     merged = dict(engine_catalog(lang))
     for lesson in all_lessons():
@@ -66,7 +66,7 @@ def qualify(value, lesson_id: str, own: frozenset[str]):
 
 def local_key(key: str) -> str:
     """A key as its lesson's checks write it: without the lesson's id in front."""
-    from tutor.lesson import lesson_ids
+    from tutor.model.lesson import lesson_ids
 
     head, _, rest = key.partition(".")
     return rest if rest and head in lesson_ids() else key

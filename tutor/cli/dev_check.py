@@ -15,19 +15,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tutor import toml
-from tutor.i18n import LANGS, engine_catalog, placeholders
-from tutor.lesson import STEP_KINDS, Lesson, load_lesson
-from tutor.variants import apply_replacements, message_keys
+from tutor.model.lesson import STEP_KINDS, Lesson, load_lesson
+from tutor.model.variants import apply_replacements, message_keys
+from tutor.text.i18n import LANGS, engine_catalog, placeholders
 
 FORMAT_VERSION = 1
 # The catalog sections a verdict's messages come from (the others are the UI's own texts).
 SECTIONS = ("check", "likely", "failure", "value", "visual")
 KEY = re.compile(r"(?:{})\.[a-z0-9_]+".format("|".join(SECTIONS)))
 PREFIX = re.compile(r"(?:{})\.".format("|".join(SECTIONS)))
-PACKAGE = Path(__file__).resolve().parent
+PACKAGE = Path(__file__).resolve().parents[1]  # the tutor package
 # Modules whose keys any lesson's verdicts can carry, whatever its checks import: the judge's
 # failures, the worker's timeouts and crashes, the client's unreadable file.
-ENGINE = ("runner/judge.py", "runner/worker.py", "runner/client.py")
+ENGINE = ("engine/judge.py", "engine/supervisor.py", "engine/client.py")
 MISTAKE_FIELDS = {
     "id": str,
     "step": str,
@@ -60,7 +60,7 @@ class Mistake:
 
 
 def schema_problems(data: dict) -> list[Line]:
-    """What the loader (tutor/lesson.py) needs and the app assumes, each missing thing a line."""
+    """What the loader (tutor/model/lesson.py) needs and the app assumes, each missing thing a line."""
     bad: list[Line] = []
 
     def need(table: dict, name: str, kind, where: str) -> bool:
@@ -462,7 +462,7 @@ def keys_in(path: Path) -> list[Use]:
 
 
 def _module_file(name: str) -> Path | None:
-    """tutor.runner.judge_kit -> tutor/runner/judge_kit.py (this package only)."""
+    """tutor.kit.judge_tools -> tutor/kit/judge_tools.py (this package only)."""
     parts = name.split(".")
     if parts[0] != "tutor":
         return None
@@ -476,7 +476,7 @@ def _module_file(name: str) -> Path | None:
 def _imports(path: Path) -> set[Path]:
     """The tutor modules a module imports (absolute, or relative inside the package)."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    # The module's package, for relative imports: tutor/runner/judge_kit.py -> tutor.runner.
+    # The module's package, for relative imports: tutor/kit/judge_tools.py -> tutor.kit.
     package = (
         list(path.relative_to(PACKAGE.parent).parent.parts) if PACKAGE in path.parents else None
     )
@@ -492,9 +492,7 @@ def _imports(path: Path) -> set[Path]:
                 up = package[: len(package) - node.level + 1]
                 base = ".".join(up + ([base] if base else []))
             names.add(base)
-            names |= {
-                f"{base}.{a.name}" for a in node.names
-            }  # `from tutor.runner import probe_kit`
+            names |= {f"{base}.{a.name}" for a in node.names}  # `from tutor.kit import probe_tools`
     return {f for f in map(_module_file, names) if f is not None}
 
 
@@ -740,7 +738,7 @@ def check_warmup_lines(lesson: Lesson) -> list[Line]:
 
 
 def run_checks(lesson: Lesson, mistakes: list[Mistake], timeout: float) -> list[Line]:
-    from tutor.runner.client import WorkerGone, check_sources  # torch-free: it starts the worker
+    from tutor.engine.client import WorkerGone, check_sources  # torch-free: it starts the worker
 
     order = [s.id for s in lesson.checked_steps]
     reference = lesson.reference_path.read_text(encoding="utf-8")

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar
 
-from tutor.results import Check, Failure, Frame, Message, StepResult
+from tutor.model.results import Check, Failure, Frame, Message, StepResult
 
 
 class Malformed(ValueError):
@@ -255,13 +255,13 @@ def learner_failure_message(error: LearnerFailure, fn: str | None) -> tuple[str,
     elif error.confined:
         key = CONFINED[error.confined]
         if error.confined == "processes":
-            from tutor.runner.pids_cgroup import LIMIT
+            from tutor.engine.confine.pids_cgroup import LIMIT
 
             params["limit"] = LIMIT
             if not failure.frames:  # the harness could not start the step: the code holds them all
                 key = "failure.too_many_processes_held"
         elif error.confined == "file_size":
-            from tutor.runner.disk_quota import file_bytes
+            from tutor.engine.confine.disk_quota import file_bytes
 
             params["limit"] = file_bytes() >> 20
     elif error.module:

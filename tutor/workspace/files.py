@@ -14,10 +14,10 @@ from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tutor.store import STATE_DIR, atomic_write, stamp
+from tutor.workspace.store import STATE_DIR, atomic_write, stamp
 
 if TYPE_CHECKING:
-    from tutor.lesson import Lesson
+    from tutor.model.lesson import Lesson
 
 WORKSPACE_DIR = "attn-lab"
 BOM = b"\xef\xbb\xbf"

@@ -29,8 +29,9 @@ import stat
 import struct
 import sys
 import sysconfig
+from pathlib import Path
 
-from tutor.runner import syscalls as sc
+from tutor.engine.confine import syscalls as sc
 
 READ = sc.FS_EXECUTE | sc.FS_READ_FILE | sc.FS_READ_DIR
 # Files read outside the granted folders: the dynamic loader's cache, time zones, user names.
@@ -88,7 +89,7 @@ def read_roots() -> list[str]:
         for p in sys.path
         if p and os.path.isabs(p) and os.path.realpath(p) != os.path.realpath(cwd)
     ]
-    roots += [os.path.dirname(os.path.dirname(os.path.abspath(__file__)))]  # the tutor package
+    roots += [str(Path(__file__).resolve().parents[2])]  # the tutor package
     return roots + list(SYSTEM_DIRS)
 
 

@@ -16,7 +16,7 @@ probe runs in the child beside the learner's code, its judge in the judge proces
   mistake matching (matching_mistake, likely_for_value, nest_likely), dropout that is the
   same for any correct code (fixed_dropout), scores past exp's range (LARGE_SCORES,
   large_scores_factor, large_scores_check, large_scores_likely).
-- Visuals: the vocabulary in tutor.visuals (heading, note, table, bar, heatmap, row, waiting,
+- Visuals: the vocabulary in tutor.model.view_items (heading, note, table, bar, heatmap, row, waiting,
   keys, after_answer, weights), which the UI draws without knowing the lesson.
 
 docs/writing-a-lesson.md is the guide. The engine's modules behind these names may move; this
@@ -25,13 +25,78 @@ list is the contract (tests/unit/test_import_contracts.py holds lessons to it).
 
 from pathlib import Path
 
-from tutor import visuals
-from tutor.lesson import load_lesson
-from tutor.runner import fixed_dropout
-from tutor.runner.judge_kit import ATOL, KERNEL_FRAGMENTS, LARGE_SCORES, LEAK_LIMIT, RTOL, Stop, Verdict, changed_input, close, describe, differ_explanation, discarded_call, failure_params, first_nonfinite, front_dims, future_region, judge_leak_map, judge_other_sizes, judged, kept_state, large_scores_check, large_scores_factor, large_scores_likely, last_dim_of, leak_map, likely_for_value, literal_explanation, matching_mistake, max_error, msg, nest_likely, no_kernel, of_the_inputs, require_pair, require_ran, require_tensor, round_matrix, row_place, rows_sum_to_one, shape_str, size_explanation, size_literals, squeeze_explanation, squeezes, state_explanation, state_unchanged
-from tutor.runner.probe_kit import ProbeContext, clone_args, graph_kernels, module_state, probe_leak_map, token_changes
-from tutor.runner.spec import JudgeContext, StepSpec
-from tutor.visuals import after_answer, bar, heading, heatmap, keys, note, row, table, waiting, weights
+from tutor.kit import fixed_dropout
+from tutor.kit.judge_tools import (
+    ATOL,
+    KERNEL_FRAGMENTS,
+    LARGE_SCORES,
+    LEAK_LIMIT,
+    RTOL,
+    Stop,
+    Verdict,
+    changed_input,
+    close,
+    describe,
+    differ_explanation,
+    discarded_call,
+    failure_params,
+    first_nonfinite,
+    front_dims,
+    future_region,
+    judge_leak_map,
+    judge_other_sizes,
+    judged,
+    kept_state,
+    large_scores_check,
+    large_scores_factor,
+    large_scores_likely,
+    last_dim_of,
+    leak_map,
+    likely_for_value,
+    literal_explanation,
+    matching_mistake,
+    max_error,
+    msg,
+    nest_likely,
+    no_kernel,
+    of_the_inputs,
+    require_pair,
+    require_ran,
+    require_tensor,
+    round_matrix,
+    row_place,
+    rows_sum_to_one,
+    shape_str,
+    size_explanation,
+    size_literals,
+    squeeze_explanation,
+    squeezes,
+    state_explanation,
+    state_unchanged,
+)
+from tutor.kit.probe_tools import (
+    ProbeContext,
+    clone_args,
+    graph_kernels,
+    module_state,
+    probe_leak_map,
+    token_changes,
+)
+from tutor.kit.spec import JudgeContext, StepSpec
+from tutor.model import view_items as visuals
+from tutor.model.lesson import load_lesson
+from tutor.model.view_items import (
+    after_answer,
+    bar,
+    heading,
+    heatmap,
+    keys,
+    note,
+    row,
+    table,
+    waiting,
+    weights,
+)
 
 
 def declared_settings(checks_file: str, step_id: str) -> dict:

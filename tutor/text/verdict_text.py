@@ -5,12 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tutor.i18n import catalog, t
-from tutor.results import Check, Failure, JSONDict, StepResult
-from tutor.safe_text import visible, visible_params
+from tutor.model.results import Check, Failure, JSONDict, StepResult
+from tutor.text.i18n import catalog, t
+from tutor.text.safe_text import visible, visible_params
 
 if TYPE_CHECKING:
-    from tutor.lesson import Lesson
+    from tutor.model.lesson import Lesson
 
 MARKS = {"pass": "✓", "fail": "✗", "error": "✗", "timeout": "⧗", "todo": "○", "running": "…"}
 

@@ -14,10 +14,10 @@ import torch
 import torch.nn as nn
 from torch.overrides import TorchFunctionMode
 
-from tutor.runner import fixed_dropout
-from tutor.runner.codec import _as_plain, _device, _no_torch_function, _shape
-from tutor.runner.codec import _detach as _c_detach
-from tutor.runner.origin import foreign_origin
+from tutor.engine.codec import _as_plain, _device, _no_torch_function, _shape
+from tutor.engine.codec import _detach as _c_detach
+from tutor.engine.origin import foreign_origin
+from tutor.kit import fixed_dropout
 
 _SOFTMAX_OUT: list[torch.Tensor] = []
 _traps_installed = False
@@ -404,7 +404,7 @@ class ProbeContext:
         return value
 
     def failure(self, exc: BaseException) -> dict:
-        from tutor.runner.sandbox import describe_exception
+        from tutor.engine.child import describe_exception
 
         return describe_exception(exc, self.filename, self.source)
 

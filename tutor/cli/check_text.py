@@ -8,13 +8,21 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tutor.i18n import t
-from tutor.report import MARKS, check_text, failure_lines, file_check, file_error, output_dropped_note, summary_counts
-from tutor.results import Check, StepResult
-from tutor.safe_text import one_line, visible
+from tutor.model.results import Check, StepResult
+from tutor.text.i18n import t
+from tutor.text.safe_text import one_line, visible
+from tutor.text.verdict_text import (
+    MARKS,
+    check_text,
+    failure_lines,
+    file_check,
+    file_error,
+    output_dropped_note,
+    summary_counts,
+)
 
 if TYPE_CHECKING:
-    from tutor.lesson import Lesson
+    from tutor.model.lesson import Lesson
 
 _COLOURS = {"pass": "32", "fail": "31", "error": "31", "timeout": "33", "todo": "2"}
 

@@ -10,10 +10,10 @@ import ast
 import difflib
 from typing import TYPE_CHECKING
 
-from tutor.store import State
+from tutor.workspace.store import State
 
 if TYPE_CHECKING:
-    from tutor.lesson import Lesson
+    from tutor.model.lesson import Lesson
 
 
 def definitions(source: str, names: tuple[str, ...]) -> str:

@@ -14,9 +14,16 @@ import unicodedata
 
 import torch
 
-from tutor.results import Check, Message
-from tutor.runner.codec import Opaque, type_name
-from tutor.runner.source_kit import discarded_call, front_dims, kept_state, last_dim_of, size_literals, squeezes  # noqa: F401
+from tutor.engine.codec import Opaque, type_name
+from tutor.kit.source_tools import (  # noqa: F401
+    discarded_call,
+    front_dims,
+    kept_state,
+    last_dim_of,
+    size_literals,
+    squeezes,
+)
+from tutor.model.results import Check, Message
 
 # Fragments of the library's attention kernels' names: F.scaled_dot_product_attention, the
 # torch.ops.aten variants (_scaled_dot_product_flash_attention_for_cpu, ...), nn.MultiheadAttention.
@@ -540,7 +547,7 @@ def _mentions_a_kernel(source: str) -> bool:
 def _parsed(source: str):
     """(tree, its bound names), or None: a file's steps are judged one after another, and
     parsing it again for each was a fifth of the judge's time in `grade`."""
-    from tutor.runner.source_kit import parse_source
+    from tutor.kit.source_tools import parse_source
 
     tree = parse_source(source)
     if tree is None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import ast
 import textwrap
 
-from tutor.results import Message
+from tutor.model.results import Message
 
 
 def replace_def(source: str, name: str, new_code: str) -> str:
@@ -61,7 +61,7 @@ def apply_replacements(source: str, replacements: dict[str, str], extra_header: 
 def message_keys(message: Message | None) -> set[str]:
     """Every catalog key in a message (a results.Message), nested references (likely, reason …)
     included, each as the lesson's checks write it (without the lesson's id in front)."""
-    from tutor.i18n import local_key
+    from tutor.text.i18n import local_key
 
     keys: set[str] = set()
 

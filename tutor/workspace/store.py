@@ -34,7 +34,7 @@ from datetime import date
 from pathlib import Path
 from typing import Any, TypeGuard
 
-from tutor.results import Message
+from tutor.model.results import Message
 
 try:
     import fcntl
