@@ -15,7 +15,9 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from worker_kit import SessionWorker  # noqa: E402
+from worker_kit import STEP_TIMEOUT, SessionWorker  # noqa: E402
+
+UNHURRIED_TIMEOUT = STEP_TIMEOUT * 4
 
 
 @pytest.fixture(scope="session")
@@ -32,3 +34,22 @@ def session_worker():
 def run(session_worker):
     """run(lesson, source) -> {step_id: StepResult}, through the one session worker."""
     return session_worker.run
+
+
+@pytest.fixture(scope="session")
+def run_unhurried():
+    """run_unhurried(lesson, source, views=True): the same, on a worker of its own whose step limit
+    no busy machine reaches, started on first use. For files whose verdict is the subject and
+    whose cost is torch's, not theirs (torch.compile's first call, flex_attention's eager path):
+    on two cores under xdist they can pass the 15 s limit and turn a verdict into a timeout."""
+    workers: dict[bool, SessionWorker] = {}
+
+    def run(lesson: str, source: str, views: bool = True):
+        if views not in workers:
+            workers[views] = SessionWorker(views=views, timeout=UNHURRIED_TIMEOUT)
+            workers[views].start()
+        return workers[views].run(lesson, source)
+
+    yield run
+    for worker in workers.values():
+        worker.close()
