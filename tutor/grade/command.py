@@ -189,7 +189,17 @@ def run_grade(args, lang: str, pick_lesson, guess_one) -> int:
 
     def on_graded(sub, raw, steps, seconds):
         record = make_record(
-            lesson, sub.student, sub.path, raw, steps, lang, args.seed, timeout, seconds
+            lesson,
+            sub.student,
+            sub.path,
+            raw,
+            steps,
+            lang,
+            args.seed,
+            timeout,
+            seconds,
+            sub.several,
+            sub.picked_by,
         )
         records.append(record)
         try:

@@ -90,8 +90,12 @@ def make_record(
     seed: int,
     timeout: float,
     seconds: float,
+    several: tuple[str, ...] = (),
+    picked_by: str = "",
 ) -> dict:
-    """path/raw None: no file for this student."""
+    """path/raw None: no file for this student. several: the files of the student's folder
+    that define the lesson's names, when more than one does; picked_by: how `path` was chosen
+    among them (grade.pick)."""
     from tutor.engine.confine.platform_probe import probe
 
     points = {s.id: s.points for s in lesson.checked_steps}
@@ -114,6 +118,9 @@ def make_record(
             if s.failure is not None
         ],
         "mistakes": mistakes_of(steps),
+        "several_files": list(several),
+        "picked_by": picked_by or None,
+        "empty": raw is not None and not raw.strip(),
         "sha256": None if raw is None else hashlib.sha256(raw).hexdigest(),
         "tutor_version": __version__,
         "lesson_version": lesson.version,

@@ -115,7 +115,14 @@ class Batch:
     def _submit(self, run: _Run) -> None:
         with self._cond:  # held so that no event of this gen comes before it is known
             assert self.worker is not None  # the caller started one
-            gen = self.worker.submit(self.lesson.id, str(run.sub.path), run.source, self.order)
+            folder = run.sub.folder
+            gen = self.worker.submit(
+                self.lesson.id,
+                str(run.sub.path),
+                run.source,
+                self.order,
+                folder=None if folder is None else str(folder),
+            )
             run.started = time.monotonic()
             self._runs[gen] = run
 
