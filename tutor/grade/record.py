@@ -48,9 +48,15 @@ def likely_messages(value) -> list[dict]:
     return found
 
 
+# Checks whose own message is the mistake: calling the library's kernel is not a wrong value.
+MISTAKE_KEYS = frozenset({"check.kernel"})
+
+
 def mistakes_of(steps: list[StepResult]) -> list[dict]:
     """Per step and failing check, its likely mistake: the id (the catalog key, the same in
     every language) and the message, to be shown in the report's language."""
+    from tutor.text.i18n import local_key
+
     out = []
     for step in steps:
         for check in step.checks:
@@ -58,7 +64,10 @@ def mistakes_of(steps: list[StepResult]) -> list[dict]:
                 continue
             key = check.message.key
             message = {"key": key, "params": check.message.params}
-            for likely in [message] if is_likely(key) else likely_messages(message):
+            found = likely_messages(message)
+            if is_likely(key) or local_key(key) in MISTAKE_KEYS:
+                found = [message]
+            for likely in found:
                 out.append(
                     {"step": step.id, "check": check.id, "id": likely["key"], "message": likely}
                 )
@@ -78,6 +87,22 @@ def status_of(steps: list[StepResult], expected: list[str] | None = None) -> str
     if expected is not None and not set(expected) <= {s.id for s in steps}:
         return "error"
     return "graded"
+
+
+def _lines(raw: bytes) -> list[bytes]:
+    return [line.rstrip() for line in raw.replace(b"\r\n", b"\n").strip().split(b"\n")]
+
+
+def not_started(lesson, raw: bytes | None, steps: list[StepResult]) -> bool:
+    """The starter as it was handed out (spacing aside), or a file whose every step is to do."""
+    if raw is None:
+        return False
+    if steps and all(s.status == "todo" for s in steps):
+        return True
+    try:
+        return _lines(raw) == _lines(lesson.starter_path.read_bytes())
+    except OSError:
+        return False
 
 
 def make_record(
@@ -121,6 +146,7 @@ def make_record(
         "several_files": list(several),
         "picked_by": picked_by or None,
         "empty": raw is not None and not raw.strip(),
+        "not_started": not_started(lesson, raw, steps),
         "sha256": None if raw is None else hashlib.sha256(raw).hexdigest(),
         "tutor_version": __version__,
         "lesson_version": lesson.version,
