@@ -194,7 +194,7 @@ def test_students_a_report_used_to_leave_out_are_rows_of_their_own(unusual):
     )
     html = (out / "report.html").read_text(encoding="utf-8")
     for sid in ("fresh", "blank", "half", "kern"):
-        assert f"<td>{sid}</td>" in html, sid
+        assert f'<td class="w">{sid}</td>' in html, sid
     assert "Students to look at" in proc.stdout and "kern" in proc.stdout
 
 

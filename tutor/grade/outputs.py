@@ -99,6 +99,8 @@ def _step_output(record: dict, step_id: str, lang: str) -> str:
     """What a student reads under a step: the messages of its checks that did not pass."""
     if record["status"] == "no file":
         return t("grade.no_file", lang)
+    if record["status"] == "not graded":
+        return t("grade.not_graded", lang)
     for s in record["steps"]:
         if s["id"] == step_id:
             lines = [c["message"] for c in s["checks"] if c["status"] != "pass"]
@@ -149,10 +151,10 @@ def status_key(status: str) -> str:
 
 def junit_xml(lesson, records: list[dict], lang: str) -> str:
     root = ET.Element("testsuites", name=f"attn-tutor grade {lesson.id}")
-    totals = {"tests": 0, "failures": 0, "errors": 0}
+    totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
     for r in sorted(records, key=lambda r: r["student"]):
         suite = ET.SubElement(root, "testsuite", name=xml_text(r["student"]))
-        counts = {"tests": 0, "failures": 0, "errors": 0}
+        counts = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
         ms = r.get("ms", {})
         for step in lesson.checked_steps:
             status = step_status(r, step.id)
@@ -165,6 +167,10 @@ def junit_xml(lesson, records: list[dict], lang: str) -> str:
             )
             counts["tests"] += 1
             if status == "pass":
+                continue
+            if r["status"] == "not graded":  # the run was stopped before this file
+                ET.SubElement(case, "skipped", message=t("grade.not_graded", lang))
+                counts["skipped"] += 1
                 continue
             text = xml_text(_step_output(r, step.id, lang))
             tag = "failure" if status in ("fail", "todo") else "error"

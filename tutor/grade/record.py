@@ -12,7 +12,7 @@ from tutor import __version__
 from tutor.model.results import StepResult
 from tutor.text.verdict_text import check_object, file_error
 
-STATUSES = ("graded", "timeout", "error", "no file")
+STATUSES = ("graded", "timeout", "error", "no file", "not graded")
 # A step's child that died this way says the file is broken as a program, not merely wrong;
 # "unjudged": the tutor could not judge it (worker.judge_died, grade.run).
 DIED = {"crash", "memory", "disk", "exit", "channel", "HarnessError", "unjudged"}
@@ -164,3 +164,10 @@ def step_status(record: dict, step: str) -> str:
         if s["id"] == step:
             return s["status"]
     return "not run"
+
+
+def not_graded_record(lesson, student: str, path, lang: str, seed: int, timeout: float) -> dict:
+    """A student the run was stopped before (Ctrl+C, SIGTERM): said as such, never as a 0."""
+    record = make_record(lesson, student, path, None, [], lang, seed, timeout, 0.0)
+    record.update(status="not graded", interrupted=True, file=None if path is None else str(path))
+    return record

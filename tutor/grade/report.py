@@ -31,11 +31,13 @@ def counted(key: str, lang: str, n: int, **params) -> str:
 def summary_lines(rep: ClassReport, lang: str) -> list[str]:
     pct = 100 * rep.mean / rep.max_score if rep.max_score else 0.0
     by = rep.by_status
+    stopped = bool(rep.not_graded)
     lines = [
         counted(
-            "grade.report_students",
+            "grade.report_students_stopped" if stopped else "grade.report_students",
             lang,
             rep.students,
+            not_graded=by["not graded"],
             graded=by["graded"],
             timeout=by["timeout"],
             error=by["error"],
@@ -49,6 +51,9 @@ def summary_lines(rep: ClassReport, lang: str) -> list[str]:
             percent=f"{pct:.1f}",
         ),
     ]
+    if stopped:
+        done = rep.students - len(rep.not_graded)
+        lines.insert(0, t("grade.report_interrupted", lang, done=done, total=rep.students))
     return lines
 
 
@@ -152,6 +157,8 @@ def rich_report(lesson, rep: ClassReport, lang: str):
         parts.append(table)
     if rep.missing:
         parts.append(Text(t("grade.report_missing", lang, students=who(rep.missing))))
+    if rep.not_graded:
+        parts.append(Text(t("grade.report_not_graded", lang, students=who(rep.not_graded))))
     return Group(*parts)
 
 
@@ -244,4 +251,7 @@ def report_md(lesson, rep: ClassReport, lang: str) -> str:
     if rep.missing:
         missing = ", ".join(markdown(s) for s in rep.missing)
         out += ["", t("grade.report_missing", lang, students=missing)]
+    if rep.not_graded:
+        stopped = ", ".join(markdown(s) for s in rep.not_graded)
+        out += ["", t("grade.report_not_graded", lang, students=stopped)]
     return "\n".join(out) + "\n"

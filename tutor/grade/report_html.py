@@ -12,7 +12,11 @@ CSS = """
 body { font-family: system-ui, sans-serif; max-width: 64rem; margin: 2rem auto; padding: 0 1rem; color: #222; }
 table { border-collapse: collapse; width: 100%; margin: 0.5rem 0 1.5rem; }
 th, td { text-align: left; padding: 0.3rem 0.6rem; border-bottom: 1px solid #ddd; vertical-align: top; }
-td.n { text-align: right; white-space: nowrap; }
+th, td.n, td.s { white-space: nowrap; }
+td.n { text-align: right; }
+td.t { min-width: 14em; }
+td.w { min-width: 10em; overflow-wrap: anywhere; }
+.stopped { background: #fff3cd; border-left: 4px solid #d90; padding: 0.4rem 0.6rem; }
 .bar { background: #eee; width: 12rem; height: 0.9rem; border-radius: 2px; }
 .bar > div { background: #3a7; height: 100%; border-radius: 2px; }
 .bar.m > div { background: #d73; }
@@ -49,7 +53,10 @@ def report_html(lesson, rep: ClassReport, lang: str) -> str:
         f"<style>{CSS}</style></head><body>",
         f"<h1>{e(heading)}</h1>",
     ]
-    out += [f"<p>{e(line)}</p>" for line in summary_lines(rep, lang)]
+    lines = summary_lines(rep, lang)
+    if rep.not_graded:  # the first line says the run was stopped: it stands out
+        out.append(f'<p class="stopped">{e(lines.pop(0))}</p>')
+    out += [f"<p>{e(line)}</p>" for line in lines]
     out.append(f"<h2>{e(t('grade.report_steps', lang))}</h2><table>")
     out.append(
         _head(t("grade.col_step", lang), t("grade.col_passed", lang), t("grade.col_rate", lang), "")
@@ -57,7 +64,7 @@ def report_html(lesson, rep: ClassReport, lang: str) -> str:
     for s in rep.steps:
         out.append(
             _row(
-                f"<td>{e(title(lesson, s.id, lang))}</td>",
+                f'<td class="t">{e(title(lesson, s.id, lang))}</td>',
                 f'<td class="n">{s.passed}/{s.of}</td>',
                 f'<td class="n">{100 * s.rate:.0f}%</td>',
                 f"<td>{_bar(s.rate)}</td>",
@@ -74,9 +81,9 @@ def report_html(lesson, rep: ClassReport, lang: str) -> str:
         for row in rep.look_at:
             out.append(
                 _row(
-                    f"<td>{e(look_text(lesson, row, lang))}</td>",
+                    f'<td class="t">{e(look_text(lesson, row, lang))}</td>',
                     f'<td class="n">{len(row.students)}</td>',
-                    f"<td>{e(', '.join(look_who(row, lang)))}</td>",
+                    f'<td class="w">{e(", ".join(look_who(row, lang)))}</td>',
                 )
             )
         out.append("</table>")
@@ -96,11 +103,11 @@ def report_html(lesson, rep: ClassReport, lang: str) -> str:
             share = len(m.students) / rep.students if rep.students else 0.0
             out.append(
                 _row(
-                    f"<td><code>{e(m.step)}</code></td>",
-                    f'<td><code>{e(m.id)}</code><div class="why">{e(mistake_text(m, lang))}</div></td>',
+                    f'<td class="s"><code>{e(m.step)}</code></td>',
+                    f'<td class="t"><code>{e(m.id)}</code><div class="why">{e(mistake_text(m, lang))}</div></td>',
                     f'<td class="n">{len(m.students)}</td>',
                     f"<td>{_bar(share, 'm')}</td>",
-                    f"<td>{e(', '.join(m.students))}</td>",
+                    f'<td class="w">{e(", ".join(m.students))}</td>',
                 )
             )
         out.append("</table>")
@@ -121,9 +128,9 @@ def report_html(lesson, rep: ClassReport, lang: str) -> str:
         for student, status, what in rep.problems:
             out.append(
                 _row(
-                    f"<td>{e(student)}</td>",
-                    f"<td>{e(status_text(status, lang))}</td>",
-                    f"<td>{e(what)}</td>",
+                    f'<td class="w">{e(student)}</td>',
+                    f'<td class="s">{e(status_text(status, lang))}</td>',
+                    f'<td class="t">{e(what)}</td>',
                 )
             )
         out.append("</table>")
@@ -131,5 +138,8 @@ def report_html(lesson, rep: ClassReport, lang: str) -> str:
         out.append(f"<p>{e(t('grade.report_no_problems', lang))}</p>")
     if rep.missing:
         out.append(f"<p>{e(t('grade.report_missing', lang, students=', '.join(rep.missing)))}</p>")
+    if rep.not_graded:
+        stopped = t("grade.report_not_graded", lang, students=", ".join(rep.not_graded))
+        out.append(f'<p class="stopped">{e(stopped)}</p>')
     out.append("</body></html>")
     return "\n".join(out) + "\n"

@@ -13,10 +13,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from tutor.grade.record import step_status
+from tutor.grade.record import STATUSES, step_status
 from tutor.text.i18n import local_key
 
-STATUSES = ("graded", "timeout", "error", "no file")
+# Not judged: no file, or the run was stopped before it (its counts leave them out).
+UNJUDGED = ("no file", "not graded")
 # Diagnoses that name a symptom, not its cause: a more specific one on the same function
 # explains them (lm3-l3's and kv-cache's leak; the judge's "no known mistake").
 SYMPTOMS = frozenset({"likely.leak", "likely.leak_region", "likely.unknown"})
@@ -68,6 +69,7 @@ class ClassReport:
     problems: list[tuple[str, str, str]]  # (student, status, what happened) for timeouts and errors
     missing: list[str] = field(default_factory=list)  # students with no file
     look_at: list[LookAt] = field(default_factory=list)
+    not_graded: list[str] = field(default_factory=list)  # the run was stopped before them
     grid: dict[str, dict[str, str]] = field(default_factory=dict)  # student -> step -> status
 
 
@@ -134,7 +136,7 @@ def mistakes(lesson, records: list[dict]) -> list[Mistake]:
 
 
 def look_at(lesson, records: list[dict]) -> list[LookAt]:
-    graded = [r for r in records if r["status"] != "no file"]
+    graded = [r for r in records if r["status"] not in UNJUDGED]
     not_started = [r["student"] for r in graded if r.get("not_started")]
     rows = [LookAt("not_started", not_started)]
     rows.append(LookAt("empty", [r["student"] for r in graded if r.get("empty")]))
@@ -176,7 +178,8 @@ def _graded_file(record: dict) -> str:
 
 def class_report(lesson, records: list[dict]) -> ClassReport:
     records = sorted(records, key=lambda r: r["student"])
-    with_file = [r for r in records if r["status"] != "no file"]
+    with_file = [r for r in records if r["status"] not in UNJUDGED]
+    counted = [r for r in records if r["status"] != "not graded"]
     steps = [
         StepRow(s.id, sum(step_status(r, s.id) == "pass" for r in with_file), len(with_file))
         for s in lesson.checked_steps
@@ -186,7 +189,7 @@ def class_report(lesson, records: list[dict]) -> ClassReport:
         for r in records
         if r["status"] in ("timeout", "error")
     ]
-    mean = sum(r["score"] for r in records) / len(records) if records else 0.0
+    mean = sum(r["score"] for r in counted) / len(counted) if counted else 0.0
     return ClassReport(
         len(records),
         {s: sum(r["status"] == s for r in records) for s in STATUSES},
@@ -197,7 +200,11 @@ def class_report(lesson, records: list[dict]) -> ClassReport:
         problems,
         [r["student"] for r in records if r["status"] == "no file"],
         look_at(lesson, records),
-        {r["student"]: {s.id: step_status(r, s.id) for s in lesson.checked_steps} for r in records},
+        not_graded=[r["student"] for r in records if r["status"] == "not graded"],
+        grid={
+            r["student"]: {s.id: step_status(r, s.id) for s in lesson.checked_steps}
+            for r in records
+        },
     )
 
 
