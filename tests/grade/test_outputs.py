@@ -161,4 +161,5 @@ def test_the_report_counts_each_student_once_per_mistake(weighted):
         "timeout": 0,
         "error": 0,
         "no file": 0,
+        "not graded": 0,
     }

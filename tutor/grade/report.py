@@ -5,6 +5,7 @@ together; the texts are in the report's language. Pure: no torch.
 
 from __future__ import annotations
 
+from tutor.grade.glance import glance_md, rich_glance
 from tutor.grade.report_html import report_html
 from tutor.grade.summary import VARIES, ClassReport, LookAt, Mistake, class_report
 from tutor.text.i18n import t
@@ -114,6 +115,7 @@ def rich_report(lesson, rep: ClassReport, lang: str):
             "█" * round(20 * s.rate) + "·" * (20 - round(20 * s.rate)),
         )
     parts.append(steps)
+    parts.append(rich_glance(lesson, rep, lang))
     if rep.look_at:
         table = Table(title=t("grade.look.title", lang), title_justify="left")
         table.add_column(t("grade.col_reason", lang), overflow="fold")
@@ -194,6 +196,7 @@ def report_md(lesson, rep: ClassReport, lang: str) -> str:
             for s in rep.steps
         ],
     )
+    out += ["", *glance_md(lesson, rep, lang)]
     if rep.look_at:
         out += ["", f"## {t('grade.look.title', lang)}", ""]
         out += _md_table(

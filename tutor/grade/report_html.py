@@ -4,6 +4,7 @@ Every text from a student (an id, a message) is escaped. Pure: no torch.
 
 from __future__ import annotations
 
+from tutor.grade.glance import GLANCE_CSS, glance_html
 from tutor.grade.summary import VARIES, ClassReport
 from tutor.text.i18n import t
 from tutor.text.safe_text import html_text as e
@@ -50,7 +51,7 @@ def report_html(lesson, rep: ClassReport, lang: str) -> str:
     heading = t("grade.report_title", lang, lesson=lesson.title[lang])
     out = [
         f'<!DOCTYPE html>\n<html lang="{lang}"><head><meta charset="utf-8"><title>{e(heading)}</title>',
-        f"<style>{CSS}</style></head><body>",
+        f"<style>{CSS}{GLANCE_CSS}</style></head><body>",
         f"<h1>{e(heading)}</h1>",
     ]
     lines = summary_lines(rep, lang)
@@ -71,6 +72,7 @@ def report_html(lesson, rep: ClassReport, lang: str) -> str:
             )
         )
     out.append("</table>")
+    out += glance_html(lesson, rep, lang)
     if rep.look_at:
         out.append(f"<h2>{e(t('grade.look.title', lang))}</h2><table>")
         out.append(
