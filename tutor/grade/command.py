@@ -90,7 +90,8 @@ def _finish(out: Path, lesson, records: list[dict], lang: str, console, unwritte
     """Write what can be written, show the table, say what could not be. unwritten: records
     whose JSON failed when they were graded (tried again: the child whose writes filled the
     disk may have been cleaned up since). True when every file is on disk."""
-    from tutor.grade.report import class_report, rich_report
+    from tutor.grade.report import rich_report
+    from tutor.grade.summary import with_similarity
 
     old = signal.signal(
         signal.SIGINT, signal.SIG_IGN
@@ -103,10 +104,11 @@ def _finish(out: Path, lesson, records: list[dict], lang: str, console, unwritte
             except OSError as exc:
                 name = f"{outputs.safe_name(record['student'])}.json"
                 failed.append((out / outputs.STUDENTS / name, exc))
-        failed += outputs.write_all(out, lesson, records, lang)
+        rep = with_similarity(lesson, records)
+        failed += outputs.write_all(out, lesson, records, lang, rep)
     finally:
         signal.signal(signal.SIGINT, old)
-    console.print(rich_report(lesson, class_report(lesson, records), lang))
+    console.print(rich_report(lesson, rep, lang))
     if not failed:
         console.print(t("grade.written", lang, path=out))
         return True

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from tutor.grade.glance import glance_md, rich_glance
 from tutor.grade.report_html import report_html
+from tutor.grade.similar_report import rich_similar, similar_md
 from tutor.grade.summary import VARIES, ClassReport, LookAt, Mistake, class_report
 from tutor.text.i18n import t
 from tutor.text.safe_text import markdown, one_line, visible
@@ -159,6 +160,8 @@ def rich_report(lesson, rep: ClassReport, lang: str):
         parts.append(table)
     if rep.missing:
         parts.append(Text(t("grade.report_missing", lang, students=who(rep.missing))))
+    if rep.similar is not None:
+        parts.append(rich_similar(rep.similar, lang))
     if rep.not_graded:
         parts.append(Text(t("grade.report_not_graded", lang, students=who(rep.not_graded))))
     return Group(*parts)
@@ -254,6 +257,8 @@ def report_md(lesson, rep: ClassReport, lang: str) -> str:
     if rep.missing:
         missing = ", ".join(markdown(s) for s in rep.missing)
         out += ["", t("grade.report_missing", lang, students=missing)]
+    if rep.similar is not None:
+        out += ["", *similar_md(rep.similar, lang)]
     if rep.not_graded:
         stopped = ", ".join(markdown(s) for s in rep.not_graded)
         out += ["", t("grade.report_not_graded", lang, students=stopped)]

@@ -5,6 +5,7 @@ Every text from a student (an id, a message) is escaped. Pure: no torch.
 from __future__ import annotations
 
 from tutor.grade.glance import GLANCE_CSS, glance_html
+from tutor.grade.similar_report import SIMILAR_CSS, similar_html
 from tutor.grade.summary import VARIES, ClassReport
 from tutor.text.i18n import t
 from tutor.text.safe_text import html_text as e
@@ -51,7 +52,7 @@ def report_html(lesson, rep: ClassReport, lang: str) -> str:
     heading = t("grade.report_title", lang, lesson=lesson.title[lang])
     out = [
         f'<!DOCTYPE html>\n<html lang="{lang}"><head><meta charset="utf-8"><title>{e(heading)}</title>',
-        f"<style>{CSS}{GLANCE_CSS}</style></head><body>",
+        f"<style>{CSS}{GLANCE_CSS}{SIMILAR_CSS}</style></head><body>",
         f"<h1>{e(heading)}</h1>",
     ]
     lines = summary_lines(rep, lang)
@@ -140,6 +141,8 @@ def report_html(lesson, rep: ClassReport, lang: str) -> str:
         out.append(f"<p>{e(t('grade.report_no_problems', lang))}</p>")
     if rep.missing:
         out.append(f"<p>{e(t('grade.report_missing', lang, students=', '.join(rep.missing)))}</p>")
+    if rep.similar is not None:
+        out += similar_html(rep.similar, lang)
     if rep.not_graded:
         stopped = t("grade.report_not_graded", lang, students=", ".join(rep.not_graded))
         out.append(f'<p class="stopped">{e(stopped)}</p>')

@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from tutor.grade.record import STATUSES, step_status
+from tutor.grade.similar import Similarity, similarity
 from tutor.text.i18n import local_key
 
 # Not judged: no file, or the run was stopped before it (its counts leave them out).
@@ -71,6 +72,7 @@ class ClassReport:
     look_at: list[LookAt] = field(default_factory=list)
     not_graded: list[str] = field(default_factory=list)  # the run was stopped before them
     grid: dict[str, dict[str, str]] = field(default_factory=dict)  # student -> step -> status
+    similar: Similarity | None = None  # from the files themselves: with_similarity()
 
 
 def _key_params(params: dict) -> tuple:
@@ -220,3 +222,10 @@ def what_happened(record: dict) -> str:
                 if check["status"] != "pass":
                     said.setdefault(check["message"], []).append(step["id"])
     return " ".join(f"[{', '.join(steps)}] {message}" for message, steps in said.items())
+
+
+def with_similarity(lesson, records: list[dict]) -> ClassReport:
+    """The class report and the similar submissions (similar.py reads the graded files)."""
+    rep = class_report(lesson, records)
+    rep.similar = similarity(lesson, records)
+    return rep
