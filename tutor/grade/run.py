@@ -144,7 +144,9 @@ class Batch:
                 while queue and len(self._runs) < self.jobs:
                     sub = queue[0]
                     alone = self._tries.get(sub.student, 0) > 0
-                    if self._runs and (alone or any(r.alone for r in self._runs.values())):
+                    with self._cond:  # the reader thread pops finished runs from _runs
+                        busy = list(self._runs.values())
+                    if busy and (alone or any(r.alone for r in busy)):
                         break
                     queue.pop(0)
                     raw, source, instead = read_submission(sub)
