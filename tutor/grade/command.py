@@ -86,7 +86,9 @@ def _clear_old(out: Path) -> None:
             path.parent.rmdir()
 
 
-def _finish(out: Path, lesson, records: list[dict], lang: str, console, unwritten=()) -> bool:
+def _finish(
+    out: Path, lesson, records: list[dict], lang: str, console, unwritten=(), ahead=None
+) -> bool:
     """Write what can be written, show the table, say what could not be. unwritten: records
     whose JSON failed when they were graded (tried again: the child whose writes filled the
     disk may have been cleaned up since). True when every file is on disk."""
@@ -104,7 +106,7 @@ def _finish(out: Path, lesson, records: list[dict], lang: str, console, unwritte
             except OSError as exc:
                 name = f"{outputs.safe_name(record['student'])}.json"
                 failed.append((out / outputs.STUDENTS / name, exc))
-        rep = with_similarity(lesson, records)
+        rep = with_similarity(lesson, records, ahead)
         failed += outputs.write_all(out, lesson, records, lang, rep)
     finally:
         signal.signal(signal.SIGINT, old)
@@ -224,7 +226,10 @@ def run_grade(args, lang: str, pick_lesson, guess_one) -> int:
             unwritten.append(record)
         progress.advance(task)
 
+    from tutor.grade.ahead import Ahead
+
     started = time.monotonic()
+    ahead = Ahead([s.path for s in subs if s.path is not None and not s.link])
     interrupted: KeyboardInterrupt | None = None
     old_term = signal.signal(signal.SIGTERM, _on_sigterm)
     try:
@@ -236,6 +241,7 @@ def run_grade(args, lang: str, pick_lesson, guess_one) -> int:
                 interrupted = exc
         elapsed = time.monotonic() - started
         if interrupted:
+            ahead.stop()
             records = _after_stop(out, lesson, subs, records, lang, args.seed, timeout)
     except KeyboardInterrupt as exc:  # a second signal while the batch was closing down
         interrupted = exc
@@ -244,7 +250,7 @@ def run_grade(args, lang: str, pick_lesson, guess_one) -> int:
     finally:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)  # the outputs are written whole
     try:
-        done = _finish(out, lesson, records, lang, console, unwritten)
+        done = _finish(out, lesson, records, lang, console, unwritten, ahead)
     finally:
         signal.signal(signal.SIGTERM, old_term)
     if interrupted:

@@ -171,19 +171,26 @@ def _read(record: dict) -> str | None:
         return None
 
 
-def similarity(lesson, records: list[dict], threshold: float = THRESHOLD) -> Similarity:
-    gradable = [r for r in records if r["status"] not in ("no file", "not graded")]
-    sources = {r["student"]: _read(r) for r in gradable}
+def similarity(lesson, records: list[dict], ahead=None, threshold: float = THRESHOLD) -> Similarity:
+    """ahead: an ahead.Ahead whose fingerprints were made while the class was graded."""
     try:
         starter = set(fingerprint(lesson.starter_path.read_text(encoding="utf-8")))
     except OSError:
         starter = set()
-    prints = [
-        Print(s, text, {h: ls for h, ls in fingerprint(text).items() if h not in starter})
-        for s, text in sorted(sources.items())
-        if text is not None
-    ]
-    return compare(prints, threshold, sorted(s for s, v in sources.items() if v is None))
+    prints, skipped = [], []
+    for r in sorted(records, key=lambda r: r["student"]):
+        if r["status"] in ("no file", "not graded"):
+            continue
+        made = ahead.get(r["file"], r["sha256"]) if ahead and r.get("file") else None
+        text = made[0] if made else _read(r)
+        if text is None:
+            skipped.append(r["student"])
+            continue
+        grams = made[1] if made else fingerprint(text)
+        prints.append(
+            Print(r["student"], text, {h: v for h, v in grams.items() if h not in starter})
+        )
+    return compare(prints, threshold, skipped)
 
 
 def compare(prints: list[Print], threshold: float = THRESHOLD, skipped=()) -> Similarity:

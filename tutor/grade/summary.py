@@ -224,8 +224,9 @@ def what_happened(record: dict) -> str:
     return " ".join(f"[{', '.join(steps)}] {message}" for message, steps in said.items())
 
 
-def with_similarity(lesson, records: list[dict]) -> ClassReport:
-    """The class report and the similar submissions (similar.py reads the graded files)."""
+def with_similarity(lesson, records: list[dict], ahead=None) -> ClassReport:
+    """The class report and the similar submissions (similar.py reads the graded files, or
+    takes the fingerprints an ahead.Ahead made during the run)."""
     rep = class_report(lesson, records)
-    rep.similar = similarity(lesson, records)
+    rep.similar = similarity(lesson, records, ahead)
     return rep
