@@ -5,6 +5,8 @@
 #
 #   AUTOGRADER_ROOT  where Gradescope's tree is (default /autograder; a test sets a tmp folder)
 #   ATTN_VENV        where the tutor is installed (default $AUTOGRADER_ROOT/attn-venv)
+#   ATTN_TORCH_INDEX a pip index to take torch from (PyTorch's CPU-only wheel index, whose
+#                    address PyTorch's install page gives), where pip's default gives a CUDA build
 set -euo pipefail
 ROOT="${AUTOGRADER_ROOT:-/autograder}"
 VENV="${ATTN_VENV:-$ROOT/attn-venv}"
@@ -15,7 +17,9 @@ if command -v apt-get >/dev/null && [ "$(id -u)" = 0 ]; then
 fi
 python3 -m venv "$VENV"
 "$VENV/bin/pip" install -q --upgrade pip
-# torch comes with the tutor's own requirements; for the smaller CPU-only build, install it
-# first from PyTorch's CPU wheel index (see the tutor's README, "Install").
+# torch first, pinned (the tutor's README, "Install"): the tutor asks for torch>=2.2,<2.14,
+# which this CPU build satisfies, so pip keeps it; a bare requirement can pull a CUDA build of
+# several GB.
+"$VENV/bin/pip" install -q ${ATTN_TORCH_INDEX:+--index-url "$ATTN_TORCH_INDEX"} "torch==2.13.0"
 "$VENV/bin/pip" install -q "$ROOT/source/attn-tutor"
 "$VENV/bin/attn-tutor" --version

@@ -29,7 +29,7 @@ class InstantWorker:
     def start(self):
         pass
 
-    def submit(self, lesson, filename, source, steps, params=None):
+    def submit(self, lesson, filename, source, steps, params=None, folder=None):
         self.gen += 1
         gen = self.gen
 
@@ -74,7 +74,7 @@ class DyingWorker(InstantWorker):
     """Ends (Gone) whenever it is given the attacker's file, as a worker a file killed would;
     other files are answered a little later, so they are in flight when it dies."""
 
-    def submit(self, lesson, filename, source, steps, params=None):
+    def submit(self, lesson, filename, source, steps, params=None, folder=None):
         self.gen += 1
         gen = self.gen
         if "attacker" in filename:

@@ -27,6 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from class_kit import LIKELY, Student, plan, source_of, write_class  # noqa: E402
 
 import tutor  # noqa: E402
+from tutor.grade.summary import OWN_ROWS, SYMPTOMS  # noqa: E402
 from tutor.model.lesson import get_lesson  # noqa: E402
 from tutor.text.i18n import local_key  # noqa: E402
 
@@ -238,17 +239,25 @@ def test_the_class_reports_counts_agree_with_the_records(graded):
     for r in records.values():
         for m in r["mistakes"]:
             who.setdefault(m["id"], set()).add(r["student"])
-    mistakes = {
-        re.match(r"`([^`]+)`", row[0]).group(1): row for row in _md_table(md, "Likely mistakes")
-    }
-    assert set(mistakes) == set(who)
-    for mid, row in mistakes.items():
-        assert int(row[1]) == len(who[mid]) and set(row[2].split(", ")) == who[mid]
+    rows: dict[str, set[str]] = {}
+    for row in _md_table(md, "Likely mistakes"):
+        mid = re.match(r"`([^`]+)`", row[1]).group(1)
+        assert int(row[2]) == len(row[3].split(", "))
+        rows.setdefault(mid, set()).update(row[3].split(", "))
+    # Every student with a mistake is in its rows; a symptom (a leak) may be said by a more
+    # specific mistake on the same function instead (tests/grade/test_report_rows.py).
+    for mid, students in who.items():
+        if local_key(mid) in OWN_ROWS:
+            continue  # among the students to look at
+        if local_key(mid) not in SYMPTOMS:
+            assert rows.get(mid) == students, mid
+        else:
+            assert rows.get(mid, set()) <= students
     problems = {row[0] for row in _md_table(md, "Files that timed out or crashed")}
     assert problems == {
         r["student"] for r in records.values() if r["status"] in ("timeout", "error")
     }
-    assert "kim" in md.rsplit("##", 1)[1]  # said among the students with no file
+    assert "No file from: kim." in md  # said among the students with no file
 
 
 def test_the_html_report_is_self_contained(graded):
@@ -258,7 +267,8 @@ def test_the_html_report_is_self_contained(graded):
     assert 'style="width:' in html  # the bars are drawn in the page
     for r in graded[3].values():
         for m in r["mistakes"]:
-            assert m["id"] in html
+            # a symptom may be said by a more specific mistake (test_report_rows.py)
+            assert m["id"] in html or local_key(m["id"]) in SYMPTOMS
 
 
 def test_the_report_in_chinese(tmp_path, graded):
@@ -336,11 +346,12 @@ def test_ctrl_c_stops_cleanly_and_keeps_what_was_graded(tmp_path):
     stdout, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 130, stderr[-2000:]
     assert "Traceback" not in stderr
-    kept = sorted(p.stem for p in (out / "students").glob("*.json"))
-    assert 3 <= len(kept) < 60
+    records = [json.loads(p.read_text()) for p in (out / "students").glob("*.json")]
+    kept = sorted(r["student"] for r in records if r["status"] != "not graded")
+    assert 3 <= len(kept) < 60 and len(records) == 60  # the others: "not graded" (#29)
     rows = list(csv.reader((out / "grades.csv").open(encoding="utf-8")))
-    assert [r[0] for r in rows[2:]] == kept
-    assert sorted(p.parent.name for p in (out / "gradescope").glob("*/results.json")) == kept
+    assert [r[0] for r in rows[2:] if r[-1] != "not graded"] == kept
+    assert len(list((out / "gradescope").glob("*/results.json"))) == 60
     assert not list(out.rglob(".*.tmp"))  # no half-written file
     # The worker and its children are gone with the run.
     leftover = subprocess.run(

@@ -52,7 +52,7 @@ import types
 
 import torch
 
-from tutor.engine import codec, origin, protocol
+from tutor.engine import codec, origin, own_folder, protocol
 from tutor.engine.confine import disk_quota, fence, landlock, pids_cgroup, syscalls
 from tutor.engine.confine import syscalls as sc
 from tutor.engine.confine.platform_probe import Protections, probe
@@ -517,12 +517,12 @@ def _prepare_files(protections: Protections, rules, scratch: str | None):
         return None  # the kernel refused the ruleset: the run goes on without it
 
 
-def _restrict_files(ruleset, filename: str, cwd: str) -> None:
+def _restrict_files(ruleset, filename: str, cwd: str, folder: str | None = None) -> None:
     if ruleset is None:
         return
     path = os.path.join(cwd, filename) if isinstance(filename, str) and filename else None
     try:
-        landlock.restrict(ruleset, path if path and os.path.isfile(path) else None)
+        landlock.restrict(ruleset, path if path and os.path.isfile(path) else None, folder)
         _confined["files"] = True
     except OSError:
         pass
@@ -619,7 +619,8 @@ def serve_one(
         job = _read_job(job_fd)
         if job is None:
             _exit(0)  # the worker is shutting down or replacing us
-        _restrict_files(ruleset, job["filename"], cwd)
+        job["folder"] = own_folder.enter(job, cwd)
+        _restrict_files(ruleset, job["filename"], cwd, job["folder"])
         tokens = [bytes.fromhex(token) for token in job.pop("tokens")]
     except BaseException as exc:  # the harness itself failed before any step: report, do not hang
         _send(result_fd, b"", _harness_failure(exc))
@@ -704,6 +705,7 @@ def _run_steps(
             # The last step's module holds what the file built (its functions' globals make a
             # cycle): free it, or a file that builds a big tensor on import has it twice.
             sys.modules.pop("learner", None)
+            own_folder.forget_modules(job.get("folder"))
             _collect()
             deadline = _monotonic() + float(job.get("timeout", 3.0))
             _restore(state, streams)

@@ -158,8 +158,10 @@ class Worker:
         source: str,
         steps: list[str] | None = None,
         params: dict | None = None,
+        folder: str | None = None,
     ) -> int:
-        """params: per step id, its settings as lesson.toml declares them (the probe's ctx.params)."""
+        """params: per step id, its settings as lesson.toml declares them (the probe's ctx.params).
+        folder: the learner's own folder (grade: a student's), whose files the file may import."""
         with self._lock:
             self.gen += 1
             self._send(
@@ -174,6 +176,7 @@ class Worker:
                     "params": params or {},
                     **({"keep": True} if self.keep else {}),
                     **({} if self.views else {"views": False}),
+                    **({"folder": folder} if folder else {}),
                 }
             )
             return self.gen

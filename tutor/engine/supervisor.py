@@ -578,6 +578,7 @@ class Worker:
         params: dict | None = None,
         keep: bool = False,
         views: bool = True,
+        folder: str | None = None,
     ) -> Job:
         from tutor.engine.codec import FrameReader
 
@@ -599,6 +600,7 @@ class Worker:
                     "params": params or {},
                     "tokens": [t.hex() for t in tokens],
                     "views": views,
+                    "folder": folder,
                     "deadline": deadline,
                     "timeout": timeout,
                 }
@@ -891,6 +893,7 @@ class Worker:
                 {s: params[s] for s in group if s in params},
                 keep=bool(req.get("keep")),
                 views=req.get("views", True) is not False,
+                folder=req.get("folder") if isinstance(req.get("folder"), str) else None,
             )
         if not steps:
             self.emit(protocol.Done(gen))

@@ -4,9 +4,10 @@ The naming rule (README, "Grading a class"):
 
 - a FILE given on the command line is one student's submission;
 - a FOLDER given on the command line is a class: each sub-folder inside it is one student
-  (the student id is the sub-folder's name; the file graded is the lesson's file inside it,
-  e.g. ``alice/lm3_l3.py``, else the only ``.py`` file in it; none: status ``no file``), and
-  each ``.py`` file directly inside it is one student too;
+  (the student id is the sub-folder's name; the folder is the submission: the file graded is
+  the one that defines the lesson's functions, see pick.py, and it may import the student's
+  other files there; none: status ``no file``), and each ``.py`` file directly inside it is
+  one student too (it imports nothing beside it: those are other students' files);
 - a file's student id is its name without ``.py`` and without the lesson's file name or id
   at its start or end (with the ``_``, ``-``, ``.`` or space that joins them):
   ``alice.py``, ``alice_lm3_l3.py``, ``lm3-l3-alice.py`` are all ``alice``. A file named just
@@ -32,6 +33,7 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
+from tutor.grade.pick import pick_file
 from tutor.model.lesson import Lesson, all_lessons, get_lesson
 from tutor.text.safe_text import one_line
 
@@ -51,6 +53,9 @@ class Submission:
     student: str
     path: Path | None  # None: the student's folder holds no file for the lesson
     link: bool = False  # the folder or file is a symbolic link: not followed, not graded
+    folder: Path | None = None  # the student's own folder: its files may import each other
+    several: tuple[str, ...] = ()  # files in it that define the lesson's names (pick.py)
+    picked_by: str = ""  # how `path` was chosen among `several`
 
 
 LINK_PROBLEM: tuple[str, dict[str, str]] = ("failure.symlink", {})
@@ -111,23 +116,16 @@ def _visible(path: Path) -> bool:
     return not path.name.startswith(".") and path.name != "__pycache__"
 
 
-def _file_in_folder(folder: Path, lesson: Lesson | None) -> Path | None:
-    """The lesson's file in a student's folder, else the only .py file there."""
-    files = sorted(
-        p
-        for p in folder.iterdir()
-        if (p.is_symlink() or p.is_file()) and p.suffix == ".py" and _visible(p)
-    )
+def _from_folder(folder: Path, lesson: Lesson | None) -> Submission:
+    """A student's folder as their submission (pick.py chooses the file)."""
     lessons = [lesson] if lesson is not None else list(all_lessons())
-    for each in lessons:
-        for p in files:
-            if p.name == each.file_name:
-                return p
-    for each in lessons:
-        named = [p for p in files if any(s.lower() in p.stem.lower() for s in _stems(each))]
-        if len(named) == 1:
-            return named[0]
-    return files[0] if len(files) == 1 else None
+    names = {f for each in lessons for s in each.steps for f in s.functions}
+    stems = [stem for each in lessons for stem in _stems(each)]
+    chosen = pick_file(folder, names, stems, {each.file_name for each in lessons})
+    link = chosen.path is not None and chosen.path.is_symlink()
+    return Submission(
+        one_line(folder.name), chosen.path, link, folder.absolute(), chosen.several, chosen.by
+    )
 
 
 def collect(paths: list[Path], lesson: Lesson | None) -> list[Submission]:
@@ -143,9 +141,7 @@ def collect(paths: list[Path], lesson: Lesson | None) -> list[Submission]:
                         sid = one_line(entry.name) if entry.is_dir() else student_id(entry, lesson)
                         found.append(Submission(sid, entry, link=True))
                 elif entry.is_dir():
-                    file = _file_in_folder(entry, lesson)
-                    link = file is not None and file.is_symlink()
-                    found.append(Submission(one_line(entry.name), file, link))
+                    found.append(_from_folder(entry, lesson))
                 elif entry.is_file() and entry.suffix == ".py":
                     found.append(Submission(student_id(entry, lesson), entry))
         else:

@@ -14,11 +14,22 @@ from pathlib import Path
 
 from tutor.grade import outputs
 from tutor.grade.collect import CollectError, collect, guess_lesson, parse_shard, shard
-from tutor.grade.record import make_record
+from tutor.grade.record import make_record, not_graded_record
 from tutor.text.i18n import t
 
 DEFAULT_OUT = Path("grades")
 INTERRUPTED = 130  # as a shell reports a command that SIGINT stopped
+TERMINATED = 143  # and one that SIGTERM stopped (a batch system's time limit, `kill`)
+
+
+class Stopped(KeyboardInterrupt):
+    """SIGTERM, handled as Ctrl+C is: every output for the students graded so far."""
+
+
+def _on_sigterm(signum, frame):
+    raise Stopped()
+
+
 NOT_WRITTEN = 1  # graded, but a file could not be written (a full disk): the table has it all
 
 
@@ -75,11 +86,14 @@ def _clear_old(out: Path) -> None:
             path.parent.rmdir()
 
 
-def _finish(out: Path, lesson, records: list[dict], lang: str, console, unwritten=()) -> bool:
+def _finish(
+    out: Path, lesson, records: list[dict], lang: str, console, unwritten=(), ahead=None
+) -> bool:
     """Write what can be written, show the table, say what could not be. unwritten: records
     whose JSON failed when they were graded (tried again: the child whose writes filled the
     disk may have been cleaned up since). True when every file is on disk."""
-    from tutor.grade.report import class_report, rich_report
+    from tutor.grade.report import rich_report
+    from tutor.grade.summary import with_similarity
 
     old = signal.signal(
         signal.SIGINT, signal.SIG_IGN
@@ -92,10 +106,11 @@ def _finish(out: Path, lesson, records: list[dict], lang: str, console, unwritte
             except OSError as exc:
                 name = f"{outputs.safe_name(record['student'])}.json"
                 failed.append((out / outputs.STUDENTS / name, exc))
-        failed += outputs.write_all(out, lesson, records, lang)
+        rep = with_similarity(lesson, records, ahead)
+        failed += outputs.write_all(out, lesson, records, lang, rep)
     finally:
         signal.signal(signal.SIGINT, old)
-    console.print(rich_report(lesson, class_report(lesson, records), lang))
+    console.print(rich_report(lesson, rep, lang))
     if not failed:
         console.print(t("grade.written", lang, path=out))
         return True
@@ -132,9 +147,12 @@ def run_merge(args, lang: str) -> int:
         if not (folder / outputs.STUDENTS).is_dir():
             raise GradeUsage(t("grade.not_outputs", lang, path=folder))
         for record in outputs.read_records(folder):
-            if record["student"] in records:
+            known = records.get(record["student"])
+            # A student an interrupted shard did not reach, graded by another run: that grade.
+            if known is not None and "not graded" not in (known["status"], record["status"]):
                 raise GradeUsage(t("grade.duplicate_students", lang, students=record["student"]))
-            records[record["student"]] = record
+            if known is None or known["status"] == "not graded":
+                records[record["student"]] = record
             lessons.add(record["lesson"])
     if not records:
         raise GradeUsage(t("grade.nothing", lang))
@@ -189,7 +207,17 @@ def run_grade(args, lang: str, pick_lesson, guess_one) -> int:
 
     def on_graded(sub, raw, steps, seconds):
         record = make_record(
-            lesson, sub.student, sub.path, raw, steps, lang, args.seed, timeout, seconds
+            lesson,
+            sub.student,
+            sub.path,
+            raw,
+            steps,
+            lang,
+            args.seed,
+            timeout,
+            seconds,
+            sub.several,
+            sub.picked_by,
         )
         records.append(record)
         try:
@@ -198,29 +226,60 @@ def run_grade(args, lang: str, pick_lesson, guess_one) -> int:
             unwritten.append(record)
         progress.advance(task)
 
+    from tutor.grade.ahead import Ahead
+
     started = time.monotonic()
-    interrupted = False
-    with _progress(err, lang) as progress:
-        task = progress.add_task(t("grade.progress", lang, lesson=lesson.id), total=len(subs))
-        try:
-            Batch(lesson, timeout, jobs, args.seed).grade(subs, on_graded)
-        except KeyboardInterrupt:
-            interrupted = True
-    elapsed = time.monotonic() - started
+    ahead = Ahead([s.path for s in subs if s.path is not None and not s.link])
+    interrupted: KeyboardInterrupt | None = None
+    old_term = signal.signal(signal.SIGTERM, _on_sigterm)
+    try:
+        with _progress(err, lang) as progress:
+            task = progress.add_task(t("grade.progress", lang, lesson=lesson.id), total=len(subs))
+            try:
+                Batch(lesson, timeout, jobs, args.seed).grade(subs, on_graded)
+            except KeyboardInterrupt as exc:
+                interrupted = exc
+        elapsed = time.monotonic() - started
+        if interrupted:
+            ahead.stop()
+            records = _after_stop(out, lesson, subs, records, lang, args.seed, timeout)
+    except KeyboardInterrupt as exc:  # a second signal while the batch was closing down
+        interrupted = exc
+        records = _after_stop(out, lesson, subs, records, lang, args.seed, timeout)
+        elapsed = time.monotonic() - started
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # the outputs are written whole
+    try:
+        done = _finish(out, lesson, records, lang, console, unwritten, ahead)
+    finally:
+        signal.signal(signal.SIGTERM, old_term)
     if interrupted:
-        # What is on disk, and what is graded but not yet on it (a Ctrl+C between a record's
-        # file and its place in the list keeps it).
-        kept = {r["student"]: r for r in records}
-        with contextlib.suppress(OSError, ValueError):
-            kept.update({r["student"]: r for r in outputs.read_records(out)})
-        records = list(kept.values())
-    done = _finish(out, lesson, records, lang, console, unwritten)
-    if interrupted:
-        err.print(t("grade.interrupted", lang, done=len(records), total=len(subs)))
-        return INTERRUPTED
+        graded = sum(r["status"] != "not graded" for r in records)
+        err.print(t("grade.interrupted", lang, done=graded, total=len(subs)))
+        return TERMINATED if isinstance(interrupted, Stopped) else INTERRUPTED
+    from tutor.grade.report import counted
+
     rate = len(records) / elapsed if elapsed > 0 else 0.0
-    err.print(t("grade.timing", lang, n=len(records), seconds=f"{elapsed:.1f}", rate=f"{rate:.1f}"))
+    err.print(
+        counted("grade.timing", lang, len(records), seconds=f"{elapsed:.1f}", rate=f"{rate:.1f}")
+    )
     return 0 if done else NOT_WRITTEN
+
+
+def _after_stop(out: Path, lesson, subs, records: list[dict], lang, seed, timeout) -> list[dict]:
+    """What is on disk, what is graded but not yet on it (a Ctrl+C between a record's file and
+    its place in the list keeps it), and a record saying "not graded" for every other student
+    (written too: a later --merge with a run that graded them takes that run's grade)."""
+    kept = {r["student"]: r for r in records}
+    with contextlib.suppress(OSError, ValueError):
+        kept.update({r["student"]: r for r in outputs.read_records(out)})
+    for sub in subs:
+        if sub.student not in kept:
+            record = not_graded_record(lesson, sub.student, sub.path, lang, seed, timeout)
+            kept[sub.student] = record
+            with contextlib.suppress(OSError):
+                outputs.write_record(out, record)
+    return list(kept.values())
 
 
 def _progress(console, lang: str):

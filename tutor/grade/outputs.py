@@ -4,6 +4,7 @@ OUT/students/<id>.json            the record: `check --json`'s object + sha256, 
 OUT/grades.csv                    a row per student; the first row gives each step's points
 OUT/gradescope/<id>/results.json  Gradescope's autograder schema
 OUT/junit.xml                     a testsuite per student, a testcase per step
+OUT/similarity.json               near-identical submissions: evidence to look at (similar.py)
 """
 
 from __future__ import annotations
@@ -99,6 +100,8 @@ def _step_output(record: dict, step_id: str, lang: str) -> str:
     """What a student reads under a step: the messages of its checks that did not pass."""
     if record["status"] == "no file":
         return t("grade.no_file", lang)
+    if record["status"] == "not graded":
+        return t("grade.not_graded", lang)
     for s in record["steps"]:
         if s["id"] == step_id:
             lines = [c["message"] for c in s["checks"] if c["status"] != "pass"]
@@ -149,10 +152,10 @@ def status_key(status: str) -> str:
 
 def junit_xml(lesson, records: list[dict], lang: str) -> str:
     root = ET.Element("testsuites", name=f"attn-tutor grade {lesson.id}")
-    totals = {"tests": 0, "failures": 0, "errors": 0}
+    totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
     for r in sorted(records, key=lambda r: r["student"]):
         suite = ET.SubElement(root, "testsuite", name=xml_text(r["student"]))
-        counts = {"tests": 0, "failures": 0, "errors": 0}
+        counts = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
         ms = r.get("ms", {})
         for step in lesson.checked_steps:
             status = step_status(r, step.id)
@@ -165,6 +168,10 @@ def junit_xml(lesson, records: list[dict], lang: str) -> str:
             )
             counts["tests"] += 1
             if status == "pass":
+                continue
+            if r["status"] == "not graded":  # the run was stopped before this file
+                ET.SubElement(case, "skipped", message=t("grade.not_graded", lang))
+                counts["skipped"] += 1
                 continue
             text = xml_text(_step_output(r, step.id, lang))
             tag = "failure" if status in ("fail", "todo") else "error"
@@ -183,11 +190,15 @@ def junit_xml(lesson, records: list[dict], lang: str) -> str:
     return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
 
 
-def write_all(out: Path, lesson, records: list[dict], lang: str) -> list[tuple[Path, OSError]]:
+def write_all(
+    out: Path, lesson, records: list[dict], lang: str, rep=None
+) -> list[tuple[Path, OSError]]:
     """Every file made from the records (their JSONs are written as each student is graded),
     each on its own: one that cannot be written (a full disk) costs that file only. Returns
-    those not written, with why."""
-    from tutor.grade.report import class_report, report_html, report_md
+    those not written, with why. rep: summary.with_similarity's, if made already."""
+    from tutor.grade.report import report_html, report_md
+    from tutor.grade.similar import to_json
+    from tutor.grade.summary import with_similarity
 
     failed: list[tuple[Path, OSError]] = []
 
@@ -204,7 +215,8 @@ def write_all(out: Path, lesson, records: list[dict], lang: str) -> list[tuple[P
             lambda r=r: dumps(gradescope(lesson, r, lang)),
         )
     write(out / "junit.xml", lambda: junit_xml(lesson, records, lang))
-    rep = class_report(lesson, records)
+    rep = rep or with_similarity(lesson, records)
+    write(out / "similarity.json", lambda: json_text(to_json(rep.similar), indent=1) + "\n")
     write(out / "report.md", lambda: report_md(lesson, rep, lang))
     write(out / "report.html", lambda: report_html(lesson, rep, lang))
     return failed

@@ -12,7 +12,7 @@ from tutor import __version__
 from tutor.model.results import StepResult
 from tutor.text.verdict_text import check_object, file_error
 
-STATUSES = ("graded", "timeout", "error", "no file")
+STATUSES = ("graded", "timeout", "error", "no file", "not graded")
 # A step's child that died this way says the file is broken as a program, not merely wrong;
 # "unjudged": the tutor could not judge it (worker.judge_died, grade.run).
 DIED = {"crash", "memory", "disk", "exit", "channel", "HarnessError", "unjudged"}
@@ -48,9 +48,15 @@ def likely_messages(value) -> list[dict]:
     return found
 
 
+# Checks whose own message is the mistake: calling the library's kernel is not a wrong value.
+MISTAKE_KEYS = frozenset({"check.kernel"})
+
+
 def mistakes_of(steps: list[StepResult]) -> list[dict]:
     """Per step and failing check, its likely mistake: the id (the catalog key, the same in
     every language) and the message, to be shown in the report's language."""
+    from tutor.text.i18n import local_key
+
     out = []
     for step in steps:
         for check in step.checks:
@@ -58,7 +64,10 @@ def mistakes_of(steps: list[StepResult]) -> list[dict]:
                 continue
             key = check.message.key
             message = {"key": key, "params": check.message.params}
-            for likely in [message] if is_likely(key) else likely_messages(message):
+            found = likely_messages(message)
+            if is_likely(key) or local_key(key) in MISTAKE_KEYS:
+                found = [message]
+            for likely in found:
                 out.append(
                     {"step": step.id, "check": check.id, "id": likely["key"], "message": likely}
                 )
@@ -80,6 +89,22 @@ def status_of(steps: list[StepResult], expected: list[str] | None = None) -> str
     return "graded"
 
 
+def _lines(raw: bytes) -> list[bytes]:
+    return [line.rstrip() for line in raw.replace(b"\r\n", b"\n").strip().split(b"\n")]
+
+
+def not_started(lesson, raw: bytes | None, steps: list[StepResult]) -> bool:
+    """The starter as it was handed out (spacing aside), or a file whose every step is to do."""
+    if raw is None:
+        return False
+    if steps and all(s.status == "todo" for s in steps):
+        return True
+    try:
+        return _lines(raw) == _lines(lesson.starter_path.read_bytes())
+    except OSError:
+        return False
+
+
 def make_record(
     lesson,
     student: str,
@@ -90,8 +115,12 @@ def make_record(
     seed: int,
     timeout: float,
     seconds: float,
+    several: tuple[str, ...] = (),
+    picked_by: str = "",
 ) -> dict:
-    """path/raw None: no file for this student."""
+    """path/raw None: no file for this student. several: the files of the student's folder
+    that define the lesson's names, when more than one does; picked_by: how `path` was chosen
+    among them (grade.pick)."""
     from tutor.engine.confine.platform_probe import probe
 
     points = {s.id: s.points for s in lesson.checked_steps}
@@ -114,6 +143,10 @@ def make_record(
             if s.failure is not None
         ],
         "mistakes": mistakes_of(steps),
+        "several_files": list(several),
+        "picked_by": picked_by or None,
+        "empty": raw is not None and not raw.strip(),
+        "not_started": not_started(lesson, raw, steps),
         "sha256": None if raw is None else hashlib.sha256(raw).hexdigest(),
         "tutor_version": __version__,
         "lesson_version": lesson.version,
@@ -131,3 +164,10 @@ def step_status(record: dict, step: str) -> str:
         if s["id"] == step:
             return s["status"]
     return "not run"
+
+
+def not_graded_record(lesson, student: str, path, lang: str, seed: int, timeout: float) -> dict:
+    """A student the run was stopped before (Ctrl+C, SIGTERM): said as such, never as a 0."""
+    record = make_record(lesson, student, path, None, [], lang, seed, timeout, 0.0)
+    record.update(status="not graded", interrupted=True, file=None if path is None else str(path))
+    return record

@@ -1,124 +1,49 @@
-"""The class report: per step its pass rate, per likely mistake (by its id, so that English
-and Chinese work count together) who made it, and the files that timed out or crashed.
-Computed from the students' records alone; shown as a Rich table, Markdown and one
-self-contained HTML page (no network asset: the bars are divs). Pure: no torch.
+"""The class report (summary.py's data) as a Rich renderable and as Markdown; report_html.py
+draws the HTML page. Mistakes are counted by id, so that English and Chinese work count
+together; the texts are in the report's language. Pure: no torch.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
-from tutor.grade.record import step_status
+from tutor.grade.glance import glance_md, rich_glance
+from tutor.grade.report_html import report_html
+from tutor.grade.similar_report import rich_similar, similar_md
+from tutor.grade.summary import VARIES, ClassReport, LookAt, Mistake, class_report
 from tutor.text.i18n import t
-from tutor.text.safe_text import html_text, markdown, one_line, visible
+from tutor.text.safe_text import markdown, one_line, visible
+
+__all__ = ["class_report", "report_html", "report_md", "rich_report"]
 
 
-@dataclass
-class StepRow:
-    id: str
-    passed: int
-    of: int  # students with a file
-
-    @property
-    def rate(self) -> float:
-        return self.passed / self.of if self.of else 0.0
-
-
-@dataclass
-class Mistake:
-    id: str  # the likely message's catalog key
-    students: list[str]
-    steps: list[str]
-    example: dict  # one student's message {key, params}, shown in the report's language
-
-
-@dataclass
-class ClassReport:
-    students: int
-    by_status: dict[str, int]
-    mean: float
-    max_score: float
-    steps: list[StepRow]
-    mistakes: list[Mistake]
-    problems: list[tuple[str, str, str]]  # (student, status, what happened) for timeouts and errors
-    missing: list[str] = field(default_factory=list)  # students with no file
-
-
-def class_report(lesson, records: list[dict]) -> ClassReport:
-    records = sorted(records, key=lambda r: r["student"])
-    with_file = [r for r in records if r["status"] != "no file"]
-    steps = [
-        StepRow(s.id, sum(step_status(r, s.id) == "pass" for r in with_file), len(with_file))
-        for s in lesson.checked_steps
-    ]
-    found: dict[str, Mistake] = {}
-    for r in records:
-        for m in r["mistakes"]:
-            entry = found.setdefault(m["id"], Mistake(m["id"], [], [], m["message"]))
-            if r["student"] not in entry.students:
-                entry.students.append(r["student"])
-            if m["step"] not in entry.steps:
-                entry.steps.append(m["step"])
-    order = {s.id: i for i, s in enumerate(lesson.checked_steps)}
-    mistakes = sorted(
-        found.values(),
-        key=lambda m: (-len(m.students), min(order.get(s, 99) for s in m.steps), m.id),
-    )
-    problems = []
-    for r in records:
-        if r["status"] in ("timeout", "error"):
-            problems.append((r["student"], r["status"], _what_happened(r)))
-    by_status = {
-        s: sum(r["status"] == s for r in records) for s in ("graded", "timeout", "error", "no file")
-    }
-    mean = sum(r["score"] for r in records) / len(records) if records else 0.0
-    return ClassReport(
-        len(records),
-        by_status,
-        mean,
-        lesson.max_points,
-        steps,
-        mistakes,
-        problems,
-        [r["student"] for r in records if r["status"] == "no file"],
-    )
-
-
-def _what_happened(record: dict) -> str:
-    """The file's error, else each message of its timed-out or failed steps once, with the steps
-    that gave it (a hang at import says the same for all of them). In the record's language."""
-    if record.get("file_error"):
-        return record["file_error"]["message"]
-    said: dict[str, list[str]] = {}
-    for step in record["steps"]:
-        if step["status"] in ("timeout", "error"):
-            for check in step["checks"]:
-                if check["status"] != "pass":
-                    said.setdefault(check["message"], []).append(step["id"])
-    return " ".join(f"[{', '.join(steps)}] {message}" for message, steps in said.items())
-
-
-def _title(lesson, step_id: str, lang: str, shown: str | None = None) -> str:
+def title(lesson, step_id: str, lang: str, shown: str | None = None) -> str:
     """A step's title and its id (shown: the id as the format marks code)."""
-    title, shown = lesson.step(step_id).title[lang], shown or step_id
-    return f"{title}（{shown}）" if lang == "zh" else f"{title} ({shown})"
+    text, shown = lesson.step(step_id).title[lang], shown or step_id
+    return f"{text}（{shown}）" if lang == "zh" else f"{text} ({shown})"
 
 
-def _status(status: str, lang: str) -> str:
+def status_text(status: str, lang: str) -> str:
     return t(f"grade.status.{status.replace(' ', '_')}", lang)
 
 
-def _summary(lesson, rep: ClassReport, lang: str) -> list[str]:
+def counted(key: str, lang: str, n: int, **params) -> str:
+    """A message with a count in it: its `_one` form for 1 (English: 1 student, 2 students)."""
+    return t(f"{key}_one" if n == 1 else key, lang, n=n, **params)
+
+
+def summary_lines(rep: ClassReport, lang: str) -> list[str]:
     pct = 100 * rep.mean / rep.max_score if rep.max_score else 0.0
-    return [
-        t(
-            "grade.report_students",
+    by = rep.by_status
+    stopped = bool(rep.not_graded)
+    lines = [
+        counted(
+            "grade.report_students_stopped" if stopped else "grade.report_students",
             lang,
-            n=rep.students,
-            graded=rep.by_status["graded"],
-            timeout=rep.by_status["timeout"],
-            error=rep.by_status["error"],
-            missing=rep.by_status["no file"],
+            rep.students,
+            not_graded=by["not graded"],
+            graded=by["graded"],
+            timeout=by["timeout"],
+            error=by["error"],
+            missing=by["no file"],
         ),
         t(
             "grade.report_mean",
@@ -128,13 +53,38 @@ def _summary(lesson, rep: ClassReport, lang: str) -> list[str]:
             percent=f"{pct:.1f}",
         ),
     ]
+    if stopped:
+        done = rep.students - len(rep.not_graded)
+        lines.insert(0, t("grade.report_interrupted", lang, done=done, total=rep.students))
+    return lines
 
 
-def _mistake_text(m: Mistake, lang: str) -> str:
+def mistake_text(m: Mistake, lang: str) -> str:
     return t(m.example["key"], lang, **m.example["params"])
 
 
-def _who(students: list[str]) -> str:
+def look_text(lesson, row: LookAt, lang: str) -> str:
+    """Why these students are to be looked at, in the report's language."""
+    step = title(lesson, row.step, lang) if row.step else ""
+    return t(f"grade.look.{row.kind}", lang, step=step)
+
+
+def look_who(row: LookAt, lang: str) -> list[str]:
+    """The students of a row; with several files, each with the file graded and why."""
+    out = []
+    for s in row.students:
+        if s in row.notes:
+            file, by = row.notes[s]
+            why = t(f"grade.picked.{by}", lang) if by else ""
+            out.append(
+                f"{s} ({file}{'，' if lang == 'zh' else ', '}{why})" if why else f"{s} ({file})"
+            )
+        else:
+            out.append(s)
+    return out
+
+
+def who(students: list[str]) -> str:
     """Student ids on one line, each as text (an id is a folder's name: anything)."""
     return ", ".join(one_line(s) for s in students)
 
@@ -152,45 +102,68 @@ def rich_report(lesson, rep: ClassReport, lang: str):
     parts: list[RenderableType] = [
         Text(t("grade.report_title", lang, lesson=lesson.title[lang]), style="bold")
     ]
-    parts += [Text(line) for line in _summary(lesson, rep, lang)]
+    parts += [Text(line) for line in summary_lines(rep, lang)]
     steps = Table(title=t("grade.report_steps", lang), title_justify="left")
     steps.add_column(t("grade.col_step", lang))
-    steps.add_column(t("grade.col_passed", lang), justify="right")
-    steps.add_column(t("grade.col_rate", lang), justify="right")
+    steps.add_column(t("grade.col_passed", lang), justify="right", no_wrap=True)
+    steps.add_column(t("grade.col_rate", lang), justify="right", no_wrap=True)
     steps.add_column("")
     for s in rep.steps:
         steps.add_row(
-            Wrapped(_title(lesson, s.id, lang)),
+            Wrapped(title(lesson, s.id, lang)),
             f"{s.passed}/{s.of}",
             f"{100 * s.rate:.0f}%",
             "█" * round(20 * s.rate) + "·" * (20 - round(20 * s.rate)),
         )
     parts.append(steps)
+    parts.append(rich_glance(lesson, rep, lang))
+    if rep.look_at:
+        table = Table(title=t("grade.look.title", lang), title_justify="left")
+        table.add_column(t("grade.col_reason", lang), overflow="fold")
+        table.add_column(t("grade.col_students", lang), justify="right", no_wrap=True)
+        table.add_column(t("grade.col_who", lang), overflow="fold")
+        for row in rep.look_at:
+            table.add_row(
+                Wrapped(look_text(lesson, row, lang)),
+                str(len(row.students)),
+                Wrapped(who(look_who(row, lang))),
+            )
+        parts.append(table)
     if rep.mistakes:
         table = Table(title=t("grade.report_mistakes", lang), title_justify="left")
+        table.add_column(t("grade.col_step", lang), overflow="fold")
         table.add_column(t("grade.col_mistake", lang), overflow="fold")
-        table.add_column(t("grade.col_students", lang), justify="right")
+        table.add_column(t("grade.col_students", lang), justify="right", no_wrap=True)
         table.add_column(t("grade.col_who", lang), overflow="fold")
         for m in rep.mistakes:
             table.add_row(
-                Wrapped(Text.assemble((m.id, "bold"), "\n", visible(_mistake_text(m, lang)))),
+                Text(m.step),
+                Wrapped(Text.assemble((m.id, "bold"), "\n", visible(mistake_text(m, lang)))),
                 str(len(m.students)),
-                Wrapped(_who(m.students)),
+                Wrapped(who(m.students)),
             )
         parts.append(table)
+        if any(VARIES in m.example["params"].values() for m in rep.mistakes):
+            parts.append(Wrapped(t("grade.report_varies", lang)))
     else:
         parts.append(Text(t("grade.report_no_mistakes", lang)))
     if rep.problems:
         table = Table(title=t("grade.report_problems", lang), title_justify="left")
         table.add_column(t("grade.col_student", lang))
-        table.add_column(t("grade.col_status", lang))
+        table.add_column(t("grade.col_status", lang), no_wrap=True)
         table.add_column(t("grade.col_detail", lang), overflow="fold")
         for student, status, what in rep.problems:
             # Text, not markup: a message's "[…]" or a student id must show as written.
-            table.add_row(Text(one_line(student)), _status(status, lang), Wrapped(visible(what)))
+            table.add_row(
+                Text(one_line(student)), status_text(status, lang), Wrapped(visible(what))
+            )
         parts.append(table)
     if rep.missing:
-        parts.append(Text(t("grade.report_missing", lang, students=_who(rep.missing))))
+        parts.append(Text(t("grade.report_missing", lang, students=who(rep.missing))))
+    if rep.similar is not None:
+        parts.append(rich_similar(rep.similar, lang))
+    if rep.not_graded:
+        parts.append(Text(t("grade.report_not_graded", lang, students=who(rep.not_graded))))
     return Group(*parts)
 
 
@@ -202,117 +175,91 @@ def _md_cell(text: str) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
+def _md_table(header: list[str], align: str, rows: list[list[str]]) -> list[str]:
+    return [
+        "| " + " | ".join(header) + " |",
+        "|" + "|".join("---:" if a == "r" else "---" for a in align) + "|",
+        *("| " + " | ".join(row) + " |" for row in rows),
+    ]
+
+
 def report_md(lesson, rep: ClassReport, lang: str) -> str:
     out = [f"# {t('grade.report_title', lang, lesson=lesson.title[lang])}", ""]
-    out += [f"{line}  " for line in _summary(lesson, rep, lang)] + [""]
-    out += [
-        f"## {t('grade.report_steps', lang)}",
-        "",
-        f"| {t('grade.col_step', lang)} | {t('grade.col_passed', lang)} | {t('grade.col_rate', lang)} |",
-        "|---|---:|---:|",
-    ]
-    for s in rep.steps:
-        out.append(
-            f"| {_md_cell(_title(lesson, s.id, lang, f'`{s.id}`'))} | {s.passed}/{s.of} | {100 * s.rate:.0f}% |"
+    out += [f"{line}  " for line in summary_lines(rep, lang)] + [""]
+    out += [f"## {t('grade.report_steps', lang)}", ""]
+    out += _md_table(
+        [t("grade.col_step", lang), t("grade.col_passed", lang), t("grade.col_rate", lang)],
+        "lrr",
+        [
+            [
+                _md_cell(title(lesson, s.id, lang, f"`{s.id}`")),
+                f"{s.passed}/{s.of}",
+                f"{100 * s.rate:.0f}%",
+            ]
+            for s in rep.steps
+        ],
+    )
+    out += ["", *glance_md(lesson, rep, lang)]
+    if rep.look_at:
+        out += ["", f"## {t('grade.look.title', lang)}", ""]
+        out += _md_table(
+            [t("grade.col_reason", lang), t("grade.col_students", lang), t("grade.col_who", lang)],
+            "lrl",
+            [
+                [
+                    markdown(look_text(lesson, row, lang)),
+                    str(len(row.students)),
+                    ", ".join(markdown(s) for s in look_who(row, lang)),
+                ]
+                for row in rep.look_at
+            ],
         )
     out += ["", f"## {t('grade.report_mistakes', lang)}", ""]
     if rep.mistakes:
-        out += [
-            f"| {t('grade.col_mistake', lang)} | {t('grade.col_students', lang)} | {t('grade.col_who', lang)} |",
-            "|---|---:|---|",
-        ]
-        for m in rep.mistakes:
-            out.append(
-                f"| `{m.id}`: {markdown(_mistake_text(m, lang))} | {len(m.students)} | "
-                f"{', '.join(markdown(s) for s in m.students)} |"
-            )
+        out += _md_table(
+            [
+                t("grade.col_step", lang),
+                t("grade.col_mistake", lang),
+                t("grade.col_students", lang),
+                t("grade.col_who", lang),
+            ],
+            "llrl",
+            [
+                [
+                    f"`{m.step}`",
+                    f"`{m.id}`: {markdown(mistake_text(m, lang))}",
+                    str(len(m.students)),
+                    ", ".join(markdown(s) for s in m.students),
+                ]
+                for m in rep.mistakes
+            ],
+        )
+        if any(VARIES in m.example["params"].values() for m in rep.mistakes):
+            out += ["", t("grade.report_varies", lang)]
     else:
         out.append(t("grade.report_no_mistakes", lang))
     out += ["", f"## {t('grade.report_problems', lang)}", ""]
     if rep.problems:
-        out += [
-            f"| {t('grade.col_student', lang)} | {t('grade.col_status', lang)} | {t('grade.col_detail', lang)} |",
-            "|---|---|---|",
-        ]
-        for student, status, what in rep.problems:
-            out.append(f"| {markdown(student)} | {_status(status, lang)} | {markdown(what)} |")
+        out += _md_table(
+            [
+                t("grade.col_student", lang),
+                t("grade.col_status", lang),
+                t("grade.col_detail", lang),
+            ],
+            "lll",
+            [
+                [markdown(student), status_text(status, lang), markdown(what)]
+                for student, status, what in rep.problems
+            ],
+        )
     else:
         out.append(t("grade.report_no_problems", lang))
     if rep.missing:
         missing = ", ".join(markdown(s) for s in rep.missing)
         out += ["", t("grade.report_missing", lang, students=missing)]
-    return "\n".join(out) + "\n"
-
-
-# ------------------------------------------------------------------ HTML
-
-CSS = """
-body { font-family: system-ui, sans-serif; max-width: 60rem; margin: 2rem auto; padding: 0 1rem; color: #222; }
-table { border-collapse: collapse; width: 100%; margin: 0.5rem 0 1.5rem; }
-th, td { text-align: left; padding: 0.3rem 0.6rem; border-bottom: 1px solid #ddd; vertical-align: top; }
-td.n { text-align: right; white-space: nowrap; }
-.bar { background: #eee; width: 12rem; height: 0.9rem; border-radius: 2px; }
-.bar > div { background: #3a7; height: 100%; border-radius: 2px; }
-.bar.m > div { background: #d73; }
-code { background: #f4f4f4; padding: 0 0.2rem; }
-.why { color: #555; font-size: 0.9em; }
-"""
-
-
-def _bar(share: float, cls: str = "") -> str:
-    return f'<div class="bar {cls}"><div style="width:{100 * share:.1f}%"></div></div>'
-
-
-def report_html(lesson, rep: ClassReport, lang: str) -> str:
-    e = html_text
-    title = t("grade.report_title", lang, lesson=lesson.title[lang])
-    out = [
-        f'<!DOCTYPE html>\n<html lang="{lang}"><head><meta charset="utf-8"><title>{e(title)}</title>',
-        f"<style>{CSS}</style></head><body>",
-        f"<h1>{e(title)}</h1>",
-    ]
-    out += [f"<p>{e(line)}</p>" for line in _summary(lesson, rep, lang)]
-    out += [
-        f"<h2>{e(t('grade.report_steps', lang))}</h2><table>",
-        f"<tr><th>{e(t('grade.col_step', lang))}</th><th>{e(t('grade.col_passed', lang))}</th>"
-        f"<th>{e(t('grade.col_rate', lang))}</th><th></th></tr>",
-    ]
-    for s in rep.steps:
-        out.append(
-            f"<tr><td>{e(_title(lesson, s.id, lang))}</td>"
-            f'<td class="n">{s.passed}/{s.of}</td><td class="n">{100 * s.rate:.0f}%</td><td>{_bar(s.rate)}</td></tr>'
-        )
-    out.append("</table>")
-    out.append(f"<h2>{e(t('grade.report_mistakes', lang))}</h2>")
-    if rep.mistakes:
-        out.append(
-            f"<table><tr><th>{e(t('grade.col_mistake', lang))}</th><th>{e(t('grade.col_students', lang))}</th>"
-            f"<th></th><th>{e(t('grade.col_who', lang))}</th></tr>"
-        )
-        for m in rep.mistakes:
-            share = len(m.students) / rep.students if rep.students else 0.0
-            out.append(
-                f'<tr><td><code>{e(m.id)}</code><div class="why">{e(_mistake_text(m, lang))}</div></td>'
-                f'<td class="n">{len(m.students)}</td><td>{_bar(share, "m")}</td>'
-                f"<td>{e(', '.join(m.students))}</td></tr>"
-            )
-        out.append("</table>")
-    else:
-        out.append(f"<p>{e(t('grade.report_no_mistakes', lang))}</p>")
-    out.append(f"<h2>{e(t('grade.report_problems', lang))}</h2>")
-    if rep.problems:
-        out.append(
-            f"<table><tr><th>{e(t('grade.col_student', lang))}</th><th>{e(t('grade.col_status', lang))}</th>"
-            f"<th>{e(t('grade.col_detail', lang))}</th></tr>"
-        )
-        for student, status, what in rep.problems:
-            out.append(
-                f"<tr><td>{e(student)}</td><td>{e(_status(status, lang))}</td><td>{e(what)}</td></tr>"
-            )
-        out.append("</table>")
-    else:
-        out.append(f"<p>{e(t('grade.report_no_problems', lang))}</p>")
-    if rep.missing:
-        out.append(f"<p>{e(t('grade.report_missing', lang, students=', '.join(rep.missing)))}</p>")
-    out.append("</body></html>")
+    if rep.similar is not None:
+        out += ["", *similar_md(rep.similar, lang)]
+    if rep.not_graded:
+        stopped = ", ".join(markdown(s) for s in rep.not_graded)
+        out += ["", t("grade.report_not_graded", lang, students=stopped)]
     return "\n".join(out) + "\n"

@@ -115,7 +115,14 @@ class Batch:
     def _submit(self, run: _Run) -> None:
         with self._cond:  # held so that no event of this gen comes before it is known
             assert self.worker is not None  # the caller started one
-            gen = self.worker.submit(self.lesson.id, str(run.sub.path), run.source, self.order)
+            folder = run.sub.folder
+            gen = self.worker.submit(
+                self.lesson.id,
+                str(run.sub.path),
+                run.source,
+                self.order,
+                folder=None if folder is None else str(folder),
+            )
             run.started = time.monotonic()
             self._runs[gen] = run
 
@@ -137,7 +144,9 @@ class Batch:
                 while queue and len(self._runs) < self.jobs:
                     sub = queue[0]
                     alone = self._tries.get(sub.student, 0) > 0
-                    if self._runs and (alone or any(r.alone for r in self._runs.values())):
+                    with self._cond:  # the reader thread pops finished runs from _runs
+                        busy = list(self._runs.values())
+                    if busy and (alone or any(r.alone for r in busy)):
                         break
                     queue.pop(0)
                     raw, source, instead = read_submission(sub)

@@ -4,7 +4,7 @@ process it starts.
 
 - read (and run programs): what Python, torch and NumPy need: the interpreter's prefixes,
   sys.path but the working folder, /usr, /lib, /bin, a few files of /etc and /dev, /proc;
-  and the learner's file;
+  and the learner's file (in `grade`, the student's own folder: their other files);
 - write: only the run's scratch folder (its working folder and TMPDIR), and /dev/null;
 - never: the tutor's reference/ and lessons/ (fence.protected_folders), the workspace's state
   and answers, other files of the learner's folder (they are not under any rule).
@@ -205,8 +205,12 @@ def prepare(abi: int, arch: sc.Arch, rules: list[tuple[str, int]], scratch: str)
     return ruleset
 
 
-def restrict(ruleset: Ruleset, learner_file: str | None) -> None:
-    """At the job: the learner's own file may be read; then the rules hold."""
+def restrict(ruleset: Ruleset, learner_file: str | None, folder: str | None = None) -> None:
+    """At the job: the learner's own file may be read, and their own folder where the job
+    names one (a graded student's: their other files, never another student's); then the
+    rules hold."""
     if learner_file:
         ruleset.allow(learner_file, sc.FS_READ_FILE)
+    if folder:
+        ruleset.allow(folder, sc.FS_READ_FILE | sc.FS_READ_DIR)
     ruleset.restrict()
