@@ -19,9 +19,8 @@ import struct
 
 import pytest
 
-from tutor.engine import codec
+from tutor.engine import checks_loader, codec
 from tutor.engine import protocol as messages
-from tutor.engine import supervisor as worker
 from tutor.engine.child import dumped_frames
 from tutor.model.lesson import all_lessons
 from tutor.model.results import StepResult
@@ -136,7 +135,7 @@ def judged():
     from tutor.engine.judge import Judge
 
     lessons = {lesson.id: lesson for lesson in all_lessons()}
-    checks = worker.load_checks(lessons.values())
+    checks = checks_loader.load_checks(lessons.values())
     lesson = lessons[LESSON]
     source = lesson.reference_path.read_text(encoding="utf-8")
     code = compile(source, lesson.file_name, "exec")

@@ -9,8 +9,8 @@ import pytest
 
 from tutor.engine import codec
 from tutor.engine import protocol as messages
+from tutor.engine.checks_loader import load_checks
 from tutor.engine.judge import Judge
-from tutor.engine.supervisor import load_checks
 from tutor.model.lesson import all_lessons
 from tutor.model.results import Failure, Frame
 

@@ -13,9 +13,9 @@ import pytest
 import torch
 from worker_kit import CHECKED_STEPS, FILENAME, REFERENCE, learner_file
 
+from tutor.engine.checks_loader import load_checks, seed_inputs
 from tutor.engine.client import Worker
 from tutor.engine.protocol import Done, Stats, StepVerdict
-from tutor.engine.supervisor import load_checks, seed_inputs
 from tutor.model.lesson import all_lessons
 
 LEAK = {
