@@ -21,7 +21,7 @@ import pytest
 
 from tutor.engine import checks_loader, codec
 from tutor.engine import protocol as messages
-from tutor.engine.child import dumped_frames
+from tutor.engine.stack_dumps import dumped_frames
 from tutor.model.lesson import all_lessons
 from tutor.model.results import StepResult
 from tutor.text import i18n

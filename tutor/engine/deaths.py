@@ -21,7 +21,8 @@ def describe_death(
 ) -> tuple[Failure, str, dict] | None:
     """The child ended without a result: an exit, a signal, or a memory limit. None: it was out
     of time (see describe_timeout)."""
-    from tutor.engine.child import EXIT_NO_CHANNEL, dumped_frames
+    from tutor.engine.child import EXIT_NO_CHANNEL
+    from tutor.engine.stack_dumps import dumped_frames
 
     status = job.status or 0
     frames, runaway = dumped_frames(dump, job.filename, job.source)
@@ -67,7 +68,7 @@ def describe_timeout(job: Job, dump: str, rss: int, memory: int) -> tuple[Failur
     frames in the stack faulthandler dumped, or torch.compile in the file), memory held
     near the limit (rss: the child's, at the deadline; memory: the budget); else a loop or a
     sleep. The last item: the steps after this one get the same verdict without running."""
-    from tutor.engine.child import compiling, dumped_frames
+    from tutor.engine.stack_dumps import compiling, dumped_frames
 
     frames, _ = dumped_frames(dump, job.filename, job.source)
     seconds = f"{job.timeout:g}"

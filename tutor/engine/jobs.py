@@ -81,5 +81,5 @@ class Judging:
 
 
 def result_frames(frames: list[dict]) -> list[Frame]:
-    """child.dumped_frames' dicts as results' frames."""
+    """stack_dumps.dumped_frames' dicts as results' frames."""
     return [Frame(f["line"], f["function"], f["code"]) for f in frames]

@@ -47,7 +47,7 @@ def _line(value):
 
 @dataclass(frozen=True)
 class LearnerFailure:
-    """An exception in the learner's code, as the child described it (sandbox.describe_exception)."""
+    """An exception in the learner's code, as the child described it (learner_code.describe_exception)."""
 
     failure: Failure
     refused: bool = False  # the fence refused an open or import on the way (the tutor's files)

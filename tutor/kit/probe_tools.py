@@ -404,7 +404,7 @@ class ProbeContext:
         return value
 
     def failure(self, exc: BaseException) -> dict:
-        from tutor.engine.child import describe_exception
+        from tutor.engine.learner_code import describe_exception
 
         return describe_exception(exc, self.filename, self.source)
 
