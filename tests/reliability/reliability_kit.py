@@ -15,7 +15,7 @@ import time
 from contextlib import contextmanager, suppress
 from pathlib import Path
 
-from tutor.engine.client import Worker, WorkerGone
+from tutor.engine.client import EngineClient, WorkerGone
 from tutor.model.lesson import all_lessons
 from tutor.model.results import StepResult
 
@@ -119,7 +119,7 @@ class LiveWorker:
         self.runs: dict[int, Run] = {}
         self.events: list[dict] = []  # every event the client delivered, in order
         self.gone: list[dict] = []
-        self.worker = Worker(self.on_event, timeout=timeout, keep=batch, views=not batch)
+        self.worker = EngineClient(self.on_event, timeout=timeout, keep=batch, views=not batch)
 
     def start(self, wait: bool = True) -> None:
         with patched_env(self.env):  # the client copies os.environ into the worker's

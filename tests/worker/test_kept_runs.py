@@ -1,4 +1,4 @@
-"""Kept runs (client.Worker(keep=True), `attn-tutor grade`): runs side by side in one worker,
+"""Kept runs (client.EngineClient(keep=True), `attn-tutor grade`): runs side by side in one worker,
 none superseding another, each reported under its own gen; a hang among them costs only its
 own run. And a worker started with a seed (ATTN_TUTOR_SEED) draws every check's inputs from it.
 A worker of its own here: the session worker's runs must stay one at a time.
@@ -14,7 +14,7 @@ import torch
 from worker_kit import CHECKED_STEPS, FILENAME, REFERENCE, learner_file
 
 from tutor.engine.checks_loader import load_checks, seed_inputs
-from tutor.engine.client import Worker
+from tutor.engine.client import EngineClient
 from tutor.engine.protocol import Done, Stats, StepVerdict
 from tutor.model.lesson import all_lessons
 
@@ -35,7 +35,7 @@ class Kept:
         self.done: dict[int, float] = {}  # gen -> when its Done came
         self.stats: list[Stats] = []
         self.any = threading.Condition(self.lock)
-        self.worker = Worker(self.on_event, timeout=timeout, keep=True, seed=seed)
+        self.worker = EngineClient(self.on_event, timeout=timeout, keep=True, seed=seed)
 
     def on_event(self, event) -> None:
         with self.any:

@@ -370,15 +370,15 @@ def _run(job: dict, step: str, code, checks_module, inputs) -> tuple[protocol.Re
         for name in spec.functions:  # each of the step's names, whether or not its probe gets it
             try:
                 ctx.get(name)
-            except probe_tools.Missing:
+            except probe_tools.NameMissing:
                 pass  # the probe says so, if it needs the name
         outputs = spec.probe(ctx, inputs)
         encoded, blob = codec.encode(outputs)
-    except probe_tools.Missing as exc:
+    except probe_tools.NameMissing as exc:
         return protocol.Missing(exc.name), b""
-    except probe_tools.Foreign as exc:
+    except probe_tools.ForeignCode as exc:
         return protocol.Foreign(exc.name, safe_text(exc.origin, 300)), b""
-    except probe_tools.LearnerFailure as exc:
+    except probe_tools.LearnerRaised as exc:
         return protocol.Raised(protocol.LearnerFailure.from_dict(exc.failure), bool(exc.todo)), b""
     except BaseException as exc:
         # The probe touched learner code outside ctx.call (an attribute, a method): the

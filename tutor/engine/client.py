@@ -1,6 +1,6 @@
 """The UI side of the check worker. Imports no torch: the worker does.
 
-One Worker object owns one worker process. Runs are numbered (generations); the
+One EngineClient owns one worker process. Runs are numbered (generations); the
 worker drops older ones when a newer arrives, and so do we.
 """
 
@@ -25,14 +25,16 @@ DEFAULT_TIMEOUT = 3.0
 MAX_SOURCE_BYTES = 1 << 20
 LESSON_DIR_ENV = "ATTN_TUTOR_LESSON_DIR"  # read by worker.main
 SEED_ENV = "ATTN_TUTOR_SEED"  # read by worker.main: the checks' inputs drawn from this seed
-BATCH_ENV = "ATTN_TUTOR_BATCH"  # read by worker.main: kept runs only (`grade`), see Worker.batch
+BATCH_ENV = (
+    "ATTN_TUTOR_BATCH"  # read by worker.main: kept runs only (`grade`), see Supervisor.batch
+)
 
 
 class WorkerGone(RuntimeError):
     pass
 
 
-class Worker:
+class EngineClient:
     """Callbacks get protocol.Event objects: Ready, StepVerdict(gen, result), Done(gen),
     Gone(code) (the worker process ended), and the replies to raw requests (Pong, Stats).
     They run on a reader thread."""
@@ -228,7 +230,7 @@ def check_sources(
     views: bool = True,
 ) -> list[list[StepResult]]:
     """Each (filename, source, steps) in turn through one worker (torch imported once), the
-    verdicts of each run once all have come. views: see Worker.
+    verdicts of each run once all have come. views: see EngineClient.
     Should the worker die during a run (a tutor bug, never a verdict), the run goes again in a
     new one; dying again there, its steps without a verdict say the tutor could not judge them
     (WorkerGone when the run names no steps and none came)."""
@@ -243,8 +245,8 @@ def check_sources(
             state["gone"].append(event)
             state["done"].set()
 
-    def start() -> Worker:
-        worker = Worker(on_event, timeout=timeout, lesson_dir=lesson_dir, views=views)
+    def start() -> EngineClient:
+        worker = EngineClient(on_event, timeout=timeout, lesson_dir=lesson_dir, views=views)
         state["gone"] = []
         worker.start()
         return worker

@@ -46,7 +46,7 @@ SHUTDOWN_GRACE = 2.0  # s at most to reap every child on the way out
 TICK = 0.05  # s: how often the memory of running children is read, and leftovers swept
 
 
-class Worker(VerdictFlow):
+class Supervisor(VerdictFlow):
     """The worker's supervisor: its state (each layer's, see supervisor_base.py), the selector
     loop that drives the layers, reaping, and the way out."""
 
@@ -348,7 +348,7 @@ def main() -> None:
     # torch's import reads ~0.5 GB; started alongside the UI's start-up, it put ~0.2 s on the first
     # screen when the page cache was cold (0.86-1.05 s against 0.72-0.80 s, and +0.3-0.5 s on the
     # first verdict). So it waits for the client's first line: "go" once the app has painted
-    # (client.Worker.go), at once without an app, or a run.
+    # (client.EngineClient.go), at once without an app, or a run.
     select.select([0], [], [], GO_WAIT)
     from pathlib import Path
 
@@ -379,9 +379,9 @@ def main() -> None:
     seed_inputs(checks, seed)
     gc.freeze()
     gc.enable()  # before the judge and the children are forked: they inherit it
-    worker = None
+    supervisor = None
     try:
-        worker = Worker(
+        supervisor = Supervisor(
             checks,
             lessons,
             out_fd,
@@ -389,13 +389,13 @@ def main() -> None:
             zygote=spares_from,
             seed=seed,
         )
-        worker.loop()
+        supervisor.loop()
     except SystemExit:
         pass
     finally:
         signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM, signal.SIGHUP})  # one shutdown
-        if worker is not None:
-            worker.shutdown()
+        if supervisor is not None:
+            supervisor.shutdown()
     # Interpreter teardown with torch loaded takes ~2 s; nothing is left to flush or save.
     os._exit(0)
 

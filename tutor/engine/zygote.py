@@ -172,7 +172,7 @@ def _prepare(config: dict, protections) -> dict:
         "batch": config["batch"],
     }
     if config["batch"]:
-        # `grade`: every spare is forked warm from here (see worker.Worker.warm_for_batch).
+        # `grade`: every spare is forked warm from here (see spares.SparePool.warm_for_batch).
         probe_tools.install_traps()
         child.warm_up(list(state["warm"]), modules, inputs)
     clone_parent.calibrate()  # one fork: spares are then cloned as the worker's children
