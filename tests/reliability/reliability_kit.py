@@ -15,6 +15,7 @@ import time
 from contextlib import contextmanager, suppress
 from pathlib import Path
 
+from tutor.engine import protocol
 from tutor.engine.client import EngineClient, WorkerGone
 from tutor.model.lesson import all_lessons
 from tutor.model.results import StepResult
@@ -174,7 +175,7 @@ class LiveWorker:
         """A raw protocol request (ping, stats) and the first reply of that type after it, as a dict."""
         with self.lock:
             start = len(self.events)
-        self.worker._send(obj)
+        self.worker._send(protocol.request_from_json(obj))
         deadline = time.monotonic() + wait
         while time.monotonic() < deadline:
             with self.lock:

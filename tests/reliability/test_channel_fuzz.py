@@ -296,19 +296,21 @@ def test_a_report_parses_or_is_malformed():
     """messages.report_from_json on any JSON: a Report or Malformed, nothing else."""
     rng = random.Random(SEED)
     shapes = [
-        lambda v: {"import_error": v},
+        lambda v: {"type": "import_failed", "error": v},
         lambda v: {
-            "failure": {
+            "type": "raised",
+            "error": {
                 "kind": "E",
                 "detail": "d",
                 "frames": [{"line": v, "function": "f", "code": ""}],
-            }
+            },
         },
-        lambda v: {"failure": v, "todo": v},
-        lambda v: {"missing": v},
-        lambda v: {"foreign": {"name": v, "origin": v}},
-        lambda v: {"harness_error": v},
-        lambda v: {"outputs": v, "kernels": v},
+        lambda v: {"type": "raised", "error": v, "todo": v},
+        lambda v: {"type": "missing", "name": v},
+        lambda v: {"type": "foreign", "name": v, "origin": v},
+        lambda v: {"type": "harness_error", "detail": v},
+        lambda v: {"type": "outputs", "tree": v, "kernels": v},
+        lambda v: {"type": v},
         lambda v: v,
     ]
     for _ in range(400):

@@ -15,7 +15,7 @@ from worker_kit import CHECKED_STEPS, FILENAME, REFERENCE, learner_file
 
 from tutor.engine.checks_loader import load_checks, seed_inputs
 from tutor.engine.client import EngineClient
-from tutor.engine.protocol import Done, Stats, StepVerdict
+from tutor.engine.protocol import Done, Stats, StatsRequest, StepVerdict
 from tutor.model.lesson import all_lessons
 
 LEAK = {
@@ -82,7 +82,7 @@ def test_kept_runs_all_report_each_under_its_own_gen():
                     s: r.status for s, r in got.items()
                 }
         # Nothing left behind: no job, and only the judge and spares as children.
-        k.worker._send({"type": "stats"})
+        k.worker._send(StatsRequest())
         with k.any:
             assert k.any.wait_for(lambda: k.stats, 10)
         assert k.stats[-1].jobs == 0
@@ -248,7 +248,7 @@ def test_a_kept_run_whose_file_does_not_load_is_said_once_for_all_steps(monkeypa
         assert all(ms < 50 for ms in sorted(r.ms for r in got.values())[: len(steps) - 1]), [
             r.ms for r in got.values()
         ]
-        k.worker._send({"type": "stats"})
+        k.worker._send(StatsRequest())
         with k.any:
             assert k.any.wait_for(lambda: k.stats, 10)
         assert k.stats[-1].jobs == 0

@@ -16,7 +16,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from tutor.engine import protocol
-from tutor.engine.protocol import Done, Event, Gone, Ready, StepVerdict
+from tutor.engine.protocol import Done, Event, Gone, Ready, Request, StepVerdict
+from tutor.engine.wire import PROTOCOL_VERSION
 from tutor.model.results import StepResult
 
 DEFAULT_TIMEOUT = 3.0
@@ -32,6 +33,17 @@ BATCH_ENV = (
 
 class WorkerGone(RuntimeError):
     pass
+
+
+class ProtocolMismatch(WorkerGone):
+    """The worker speaks another protocol version than this client (another checkout's
+    worker): it is stopped, nothing is sent to it."""
+
+    def __init__(self, theirs: int):
+        super().__init__(
+            f"the check worker speaks protocol version {theirs}, this client {PROTOCOL_VERSION}:"
+            " they come from different versions of attn-tutor"
+        )
 
 
 class EngineClient:
@@ -69,6 +81,7 @@ class EngineClient:
         self.ready = threading.Event()
         self._lock = threading.Lock()
         self._closing = False
+        self.mismatch: ProtocolMismatch | None = None  # set by a Ready of another version
 
     def start(self, defer: bool = False) -> None:
         """defer: the worker waits (up to worker.GO_WAIT) for go() before it imports torch, so
@@ -107,7 +120,7 @@ class EngineClient:
 
     def go(self) -> None:
         try:
-            self._send({"type": "go"})
+            self._send(protocol.Go())
         except WorkerGone:
             pass  # reported by the reader thread as "gone"
 
@@ -118,6 +131,10 @@ class EngineClient:
                 event = protocol.event_from_json(json.loads(line))
             except ValueError:  # not JSON, or no event we know (protocol.Malformed): not for us
                 continue
+            if isinstance(event, Ready) and event.protocol != PROTOCOL_VERSION:
+                self.mismatch = ProtocolMismatch(event.protocol)
+                self.proc.kill()
+                break
             if isinstance(event, Ready):
                 self.ready.set()
             elif isinstance(event, (StepVerdict, Done)) and event.gen != self.gen and not self.keep:
@@ -125,7 +142,8 @@ class EngineClient:
             self._deliver(event)
         self.ready.clear()
         if not self._closing:
-            self._deliver(Gone(self.proc.wait()))
+            detail = str(self.mismatch) if self.mismatch else ""
+            self._deliver(Gone(self.proc.wait(), detail))
 
     def _deliver(self, event: Event) -> None:
         with self._events_lock:
@@ -144,11 +162,13 @@ class EngineClient:
         for event in early:
             on_event(event)
 
-    def _send(self, obj: dict) -> None:
+    def _send(self, request: Request) -> None:
+        if self.mismatch is not None:
+            raise self.mismatch
         if not self.proc or self.proc.poll() is not None or not self.proc.stdin:
             raise WorkerGone("the check worker is not running")
         try:
-            self.proc.stdin.write((json.dumps(obj) + "\n").encode())
+            self.proc.stdin.write((json.dumps(request.to_json()) + "\n").encode())
             self.proc.stdin.flush()
         except (BrokenPipeError, OSError) as exc:
             raise WorkerGone(str(exc)) from exc
@@ -167,19 +187,18 @@ class EngineClient:
         with self._lock:
             self.gen += 1
             self._send(
-                {
-                    "type": "run",
-                    "gen": self.gen,
-                    "lesson": lesson_id,
-                    "filename": filename,
-                    "source": source,
-                    "steps": steps,
-                    "timeout": self.timeout,
-                    "params": params or {},
-                    **({"keep": True} if self.keep else {}),
-                    **({} if self.views else {"views": False}),
-                    **({"folder": folder} if folder else {}),
-                }
+                protocol.Run(
+                    self.gen,
+                    lesson_id,
+                    filename,
+                    source,
+                    steps,
+                    float(self.timeout),
+                    params or {},
+                    keep=self.keep,
+                    views=self.views,
+                    folder=folder or None,
+                )
             )
             return self.gen
 
@@ -192,7 +211,7 @@ class EngineClient:
             # children yet, or only ones that end when its pipes close.
             self.proc.kill()
         with contextlib.suppress(WorkerGone):
-            self._send({"type": "quit"})
+            self._send(protocol.Quit())
         try:
             # The worker reaps its children (up to its SHUTDOWN_GRACE, 2 s) and then removes
             # their scratch folders: a kill before that would leave them (a deep tree takes a
@@ -274,7 +293,9 @@ def check_sources(
             results = state["results"]
             if gone is not None:
                 if not steps and not results:
-                    raise WorkerGone(f"the check worker ended (exit code {gone.code})")
+                    raise WorkerGone(
+                        gone.detail or f"the check worker ended (exit code {gone.code})"
+                    )
                 results = dict(results)
                 for step in steps or []:
                     results.setdefault(step, unjudged_result(step, "worker"))

@@ -22,14 +22,13 @@ HEDGE_AFTER = 0.3  # s: a shared child still this busy hands the steps it has no
 
 
 class Scheduler(SparePool):
-    def handle_request(self, req: dict) -> None:
-        kind = req.get("type")
-        if kind == "quit":
+    def handle_request(self, req: protocol.Request) -> None:
+        if isinstance(req, protocol.Quit):
             raise SystemExit(0)
-        if kind == "ping":
+        if isinstance(req, protocol.Ping):
             self.emit(protocol.Pong())
             return
-        if kind == "stats":  # for tests: what a leak would grow
+        if isinstance(req, protocol.StatsRequest):  # for tests: what a leak would grow
             self.emit(
                 protocol.Stats(
                     psutil.Process().num_fds(),
@@ -39,12 +38,15 @@ class Scheduler(SparePool):
                 )
             )
             return
-        if kind != "run":
-            return
-        gen = int(req["gen"])
-        if self.batch and not self.batch_warm and req.get("lesson") in self.modules:
-            self.warm_for_batch(req["lesson"])
-        if not req.get("keep"):
+        if isinstance(req, protocol.Run):
+            self.start_run(req)
+        # Go: torch's import waited for it (supervisor.main); nothing more to do.
+
+    def start_run(self, req: protocol.Run) -> None:
+        gen = req.gen
+        if self.batch and not self.batch_warm and req.lesson in self.modules:
+            self.warm_for_batch(req.lesson)
+        if not req.keep:
             # A newer save supersedes everything still running. A kept run supersedes nothing,
             # and sets no current_gen: the runs before it, kept too, still report.
             for job in list(self.jobs.values()):
@@ -53,14 +55,14 @@ class Scheduler(SparePool):
             self.pending_steps = {g: s for g, s in self.pending_steps.items() if g >= gen}
             self.judging = {k: j for k, j in self.judging.items() if j.gen >= gen}
             self.current_gen = gen
-        lesson = req.get("lesson")
+        lesson = req.lesson
         if lesson not in self.modules:
             self.emit(protocol.RunError(gen, f"unknown lesson {lesson!r}"))
             self.emit(protocol.Done(gen))
             return
         self.lesson_in_use = lesson
-        steps = [s for s in self.modules[lesson].STEPS if not req.get("steps") or s in req["steps"]]
-        big = too_large(len(str(req.get("source", "")).encode("utf-8", "replace")))
+        steps = [s for s in self.modules[lesson].STEPS if not req.steps or s in req.steps]
+        big = too_large(len(req.source.encode("utf-8", "replace")))
         if big is not None:  # the clients say so before sending; a file this large is not run
             self.pending_steps[gen] = set(steps)
             for step in steps:
@@ -76,8 +78,7 @@ class Scheduler(SparePool):
         checked = (
             {s.id for s in self.lessons[lesson].checked_steps} if lesson in self.lessons else set()
         )
-        params = {s: p for s, p in (req.get("params") or {}).items() if s in steps}
-        timeout = float(req.get("timeout", 3.0))
+        params = {s: p for s, p in req.params.items() if s in steps}
         together = [s for s in steps if s in checked]
         # An experiment may take a second: it never holds up the verdicts.
         groups = ([together] if together else []) + [[s] for s in steps if s not in checked]
@@ -86,13 +87,13 @@ class Scheduler(SparePool):
                 gen,
                 lesson,
                 group,
-                req["source"],
-                req["filename"],
-                timeout,
+                req.source,
+                req.filename,
+                req.timeout,
                 {s: params[s] for s in group if s in params},
-                keep=bool(req.get("keep")),
-                views=req.get("views", True) is not False,
-                folder=req.get("folder") if isinstance(req.get("folder"), str) else None,
+                keep=req.keep,
+                views=req.views,
+                folder=req.folder,
             )
         if not steps:
             self.emit(protocol.Done(gen))

@@ -28,6 +28,7 @@ import os
 import select
 import selectors
 import signal
+import sys
 import time
 
 from tutor.engine import memory_watch, process_info, protocol
@@ -40,6 +41,7 @@ from tutor.engine.process_info import children_of
 from tutor.engine.scheduling import HEDGE_AFTER
 from tutor.engine.spares import SPARES
 from tutor.engine.verdict_flow import VerdictFlow
+from tutor.engine.wire import PROTOCOL_VERSION
 
 GO_WAIT = 1.0  # s at most before torch's import: see main
 SHUTDOWN_GRACE = 2.0  # s at most to reap every child on the way out
@@ -193,19 +195,19 @@ class Supervisor(VerdictFlow):
             raise SystemExit(0)  # the UI went away
         self.inbuf += chunk
         *lines, self.inbuf = self.inbuf.split(b"\n")
-        requests = []
+        requests: list[protocol.Request] = []
         for line in lines:
-            try:
-                req = json.loads(line) if line.strip() else None
-            except ValueError:
+            if not line.strip():
                 continue
-            if isinstance(req, dict):
-                requests.append(req)
+            try:
+                requests.append(protocol.request_from_json(json.loads(line)))
+            except ValueError as exc:  # not JSON, or no request (protocol.Malformed): said, skipped
+                print(f"attn-tutor worker: a request it cannot read: {exc}", file=sys.stderr)
         # Only the newest run matters when saves arrive faster than we read them; a kept run
         # (`attn-tutor grade`: one file among many, run side by side) is never superseded.
-        runs = [r for r in requests if r.get("type") == "run" and not r.get("keep")]
+        runs = [r for r in requests if isinstance(r, protocol.Run) and not r.keep]
         for req in requests:
-            if req.get("type") != "run" or req.get("keep") or req is runs[-1]:
+            if not isinstance(req, protocol.Run) or req.keep or req is runs[-1]:
                 self.handle_request(req)
 
     def loop(self) -> None:
@@ -217,7 +219,7 @@ class Supervisor(VerdictFlow):
             os.set_blocking(fd, False)
         signal.set_wakeup_fd(wake_w, warn_on_full_buffer=False)
         self.sel.register(wake_r, selectors.EVENT_READ, ("signal", None))
-        self.emit(protocol.Ready(os.getpid(), self.protections.off()))
+        self.emit(protocol.Ready(os.getpid(), self.protections.off(), PROTOCOL_VERSION))
         while True:
             if _quit_asked:
                 raise SystemExit(0)
