@@ -41,7 +41,11 @@ def _loop_values(node: ast.AST, name: str, parents: dict) -> list[str] | None:
             if isinstance(at.iter, (ast.Tuple, ast.List, ast.Set)) and all(
                 isinstance(e, ast.Constant) and isinstance(e.value, str) for e in at.iter.elts
             ):
-                return [e.value for e in at.iter.elts]
+                return [
+                    e.value
+                    for e in at.iter.elts
+                    if isinstance(e, ast.Constant) and isinstance(e.value, str)
+                ]
             return None
         if isinstance(at, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
             return None

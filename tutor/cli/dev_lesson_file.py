@@ -250,12 +250,17 @@ def declared_steps(checks_source: str) -> set[str]:
                 and target.id == "STEPS"
                 and isinstance(node.value, ast.Dict)
             ):
-                found |= {k.value for k in node.value.keys if isinstance(k, ast.Constant)}
+                found |= {
+                    k.value
+                    for k in node.value.keys
+                    if isinstance(k, ast.Constant) and isinstance(k.value, str)
+                }
             elif (
                 isinstance(target, ast.Subscript)
                 and isinstance(target.value, ast.Name)
                 and target.value.id == "STEPS"
                 and isinstance(target.slice, ast.Constant)
+                and isinstance(target.slice.value, str)
             ):
                 found.add(target.slice.value)
     return found

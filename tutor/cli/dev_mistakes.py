@@ -135,7 +135,7 @@ def run_checks(lesson: Lesson, mistakes: list[Mistake], timeout: float) -> list[
 
     order = [s.id for s in lesson.checked_steps]
     reference = lesson.reference_path.read_text(encoding="utf-8")
-    runs = [
+    runs: list[tuple[str, str, list[str] | None]] = [
         (str(lesson.starter_path), lesson.starter_path.read_text(encoding="utf-8"), order),
         (str(lesson.reference_path), reference, order),
     ]

@@ -45,6 +45,8 @@ def load_checks(lessons) -> dict:
         spec = importlib.util.spec_from_file_location(
             f"attn_checks_{lesson.id.replace('-', '_')}", lesson.checks_path
         )
+        if spec is None or spec.loader is None:
+            raise ImportError(f"cannot load {lesson.checks_path}")
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
         modules[lesson.id] = module

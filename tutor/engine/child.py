@@ -108,7 +108,7 @@ def serve_one(
     """
     protections = protections or probe()
     # The fork bound: before anything else, so that no learner process escapes it.
-    child_confinement.confined["forks"] = bool(cgroup) and pids_cgroup.enter(cgroup)
+    child_confinement.confined["forks"] = pids_cgroup.enter(cgroup) if cgroup else False
     rules, scratch = files or (None, None)
     try:
         os.setpgid(0, 0)
@@ -299,7 +299,9 @@ def _harness_failure(exc: BaseException) -> protocol.Report:
     return protocol.HarnessError(f"{type(exc).__name__}: {safe_text(exc, 300)}")
 
 
-def _send(result_fd: int, token: bytes, message: protocol.Report, blob: bytes = b"") -> None:
+def _send(
+    result_fd: int, token: bytes, message: protocol.Report, blob: bytes | bytearray = b""
+) -> None:
     """Write one step's frame. Threads the learner started end with the child."""
     try:
         _cancel_dump()  # a late dump must not cut into the frame
@@ -354,7 +356,9 @@ def _code_ids(code) -> frozenset[int]:
     return _codes[1]
 
 
-def _run(job: dict, step: str, code, checks_module, inputs) -> tuple[protocol.Report, bytes]:
+def _run(
+    job: dict, step: str, code, checks_module, inputs
+) -> tuple[protocol.Report, bytes | bytearray]:
     """The step's message, and the blob its tensors are in."""
     spec = checks_module.STEPS[step]
     try:

@@ -14,6 +14,7 @@ import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
+from typing import IO
 
 from tutor.engine import protocol
 from tutor.engine.protocol import Done, Event, Gone, Ready, Request, StepVerdict
@@ -86,7 +87,7 @@ class EngineClient:
     def start(self, defer: bool = False) -> None:
         """defer: the worker waits (up to worker.GO_WAIT) for go() before it imports torch, so
         that the app's first screen does not share the machine with that import."""
-        stderr = subprocess.DEVNULL
+        stderr: int | IO[bytes] | None = subprocess.DEVNULL
         if os.environ.get("ATTN_TUTOR_DEBUG"):
             stderr = None
         elif self.log is not None:
@@ -112,7 +113,7 @@ class EngineClient:
             env=env,
             start_new_session=True,  # Ctrl+C in the terminal is the app's, not the worker's
         )
-        if stderr not in (None, subprocess.DEVNULL):
+        if not isinstance(stderr, int) and stderr is not None:
             stderr.close()
         threading.Thread(target=self._read, name="attn-worker-reader", daemon=True).start()
         if not defer:
@@ -270,7 +271,7 @@ def check_sources(
         worker.start()
         return worker
 
-    worker = start()
+    worker: EngineClient | None = start()
     out: list[list[StepResult]] = []
     try:
         for filename, source, steps in runs:
@@ -361,7 +362,7 @@ def check_file(
         return unreadable_results(lesson, "failure.too_large", big)
     text, problem = decode_source(raw)
     if text is None:
-        return unreadable_results(lesson, "failure.encoding", problem)
+        return unreadable_results(lesson, "failure.encoding", problem or {})
     order = [s.id for s in lesson.checked_steps]
     # `check` prints no views: their probes are skipped (views=False), the verdicts are the same.
     results = check_source(lesson.id, str(path), text, timeout=timeout, steps=order, views=False)

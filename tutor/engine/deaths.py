@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import signal
+from typing import Any
 
 from tutor.engine.jobs import Job, result_frames
 from tutor.engine.memory_watch import MEMORY_SLACK
@@ -25,6 +26,7 @@ def describe_death(
     from tutor.engine.stack_dumps import dumped_frames
 
     status = job.status or 0
+    params: dict[str, Any]
     frames, runaway = dumped_frames(dump, job.filename, job.source)
     if os.WIFSIGNALED(status):
         sig = os.WTERMSIG(status)
@@ -72,7 +74,8 @@ def describe_timeout(job: Job, dump: str, rss: int, memory: int) -> tuple[Failur
 
     frames, _ = dumped_frames(dump, job.filename, job.source)
     seconds = f"{job.timeout:g}"
-    key, params = "failure.timeout", {"seconds": seconds}
+    key = "failure.timeout"
+    params: dict[str, Any] = {"seconds": seconds}
     # What the child holds over what it held when the job came.
     grown = rss - (job.rss_start or job.rss_limit - MEMORY_SLACK - memory)
     compiler = compiling(dump, job.source)

@@ -4,8 +4,12 @@ steps in order), and a step's child data at the judge."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from tutor.model.results import Frame
+
+if TYPE_CHECKING:
+    from tutor.engine.codec import FrameReader
 
 
 @dataclass
@@ -37,13 +41,13 @@ class Job:
     started: float  # when the step running now began
     spawned: float
     timeout: float
-    reader: object  # codec.FrameReader for the step running now
+    reader: FrameReader  # for the step running now
     rss_limit: int
     output_pipe: int = 64 << 10
     index: int = 0  # the step running now: steps[index]
     # Output per step index: [tail, bytes dropped]. The child puts a marker (MAGIC + the
     # step's token) between steps; `out_step` is the step the output read now belongs to.
-    outputs: dict = field(default_factory=dict)
+    outputs: dict[int, list[Any]] = field(default_factory=dict)
     out_step: int = 0
     carry: bytes = b""  # the stream's last bytes, which may be the start of a marker
     flood: bool = False  # output is read as it comes, not at ticks (see OUTPUT_PIPE)

@@ -10,6 +10,7 @@ import os
 import sys
 import traceback
 import types
+from typing import Any
 
 from tutor.engine import codec
 from tutor.engine.confine import child_confinement, fence
@@ -17,6 +18,9 @@ from tutor.engine.confine import syscalls as sc
 from tutor.kit import probe_tools
 
 _exec = exec  # as it was before the learner's code ran (see child.py)
+# OSError's own slot descriptors (typeshed types them as the values they give).
+_OS_ERRNO: Any = OSError.errno
+_OS_FILENAME: Any = OSError.filename
 
 
 class LearnerImportError(Exception):
@@ -74,7 +78,8 @@ def _confinement_problem(exc: BaseException) -> dict:
             if child_confinement.confined["network"] and network_tried:
                 return {"confined": "network"}
             try:  # the slots' own values: a learner's subclass may lie through properties
-                code, path = OSError.errno.__get__(exc), OSError.filename.__get__(exc)
+                code = _OS_ERRNO.__get__(exc)
+                path = _OS_FILENAME.__get__(exc)
             except Exception:
                 code, path = None, None
             if child_confinement.confined["syscalls"] and code == errno.EPERM and metadata_tried:
@@ -182,7 +187,8 @@ def watch(event: str, args) -> None:
 def _import_problem(exc: BaseException) -> dict:
     """{"refused": True} when the fence refused something on the way (runpy and importlib wrap
     its error in their own), {"module": name} for a package Python could not find, else {}."""
-    seen, module = 0, {}
+    seen = 0
+    module: dict[str, object] = {}
     imports = True  # a ValueError raised while handling an ImportError is not about a package
     while isinstance(exc, BaseException) and seen < 8:
         seen += 1

@@ -51,6 +51,7 @@ def pids_bound(forks: bool) -> pids_cgroup.Bound | None:
         return None
     try:
         leftovers.sweep_cgroups(pids_cgroup.base())
-        return pids_cgroup.Bound(pids_cgroup.base())
+        base = pids_cgroup.base()
+        return pids_cgroup.Bound(base) if base is not None else None
     except (OSError, TypeError):
         return None

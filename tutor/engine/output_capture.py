@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 import selectors
 import time
+from typing import Any
 
 from tutor.engine.jobs import Job
 from tutor.engine.supervisor_base import SupervisorBase
@@ -68,7 +69,7 @@ def keep_output(job: Job, chunk: bytes, final: bool = False) -> None:
     append_output(job, view[start:end])
 
 
-def append_output(job: Job, data: bytes) -> None:
+def append_output(job: Job, data: bytes | memoryview) -> None:
     if job.out_step >= len(job.tokens):
         return  # after the last step's marker: steps handed to other children (see hedge)
     add_clipped(job.outputs.setdefault(job.out_step, [bytearray(), 0]), data)
@@ -81,7 +82,7 @@ def take_output(job: Job) -> tuple[str, int]:
     if job.out_step <= index:  # no marker (the learner closed its fd, or the step died): all so far
         keep_output(job, b"", final=True)
         job.out_step = index + 1
-    whole = [bytearray(), 0]
+    whole: list[Any] = [bytearray(), 0]
     for i in sorted(k for k in job.outputs if k <= index):
         part, lost = job.outputs.pop(i)
         whole[1] += lost

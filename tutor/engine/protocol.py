@@ -138,7 +138,7 @@ class LearnerFailure:
 
     def to_dict(self) -> dict:
         f = self.failure
-        d = {
+        d: dict[str, Any] = {
             "kind": f.kind,
             "detail": f.detail,
             "frames": [

@@ -100,7 +100,7 @@ class SparePool(OutputReader):
             )
             os._exit(70)  # serve_one never returns
         self.scratches[pid] = scratch
-        if cgroup is not None:
+        if cgroup is not None and self.bound is not None:  # a cgroup comes from the bound
             self.bound.adopt(cgroup, pid)  # the child enters it itself (child.serve_one)
         try:
             os.setpgid(pid, pid)
@@ -127,14 +127,16 @@ class SparePool(OutputReader):
         from tutor.engine import zygote
 
         for _ in range(2):
+            spawner = self.zygote
+            assert spawner is not None  # only called with a zygote
             try:
-                return self.zygote.fork_spare(fds, request)
+                return spawner.fork_spare(fds, request)
             except zygote.SpareRefused:
                 raise  # the zygote is fine: as os.fork's failure
             except OSError:
-                if self.zygote.alive:
-                    self.kill_pid(self.zygote.pid)
-                self.zygote.close()
+                if spawner.alive:
+                    self.kill_pid(spawner.pid)
+                spawner.close()
                 self.zygote = zygote.respawn(self.protections)
                 self.zygote.setup(self.zygote_config)
         raise OSError("no zygote")

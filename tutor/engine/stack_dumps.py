@@ -22,7 +22,8 @@ _DUMP_LINE = 4096  # chars of a dump line looked at: faulthandler's own are far 
 def dumped_frames(text: str, filename: str, source: str) -> tuple[list[dict], bool]:
     """The learner's frames, innermost last, from the faulthandler report a child left before
     its frame (crash or timeout); and whether that stack was a runaway recursion."""
-    blocks, block = [], None
+    blocks: list[list[str]] = []
+    block: list[str] | None = None
     if not isinstance(text, str):
         return [], False
     for line in text.splitlines():
@@ -57,7 +58,7 @@ COMPILE_MARK = "attn-tutor: torch.compile is compiling"
 
 
 def compile_watch(result_fd: int):
-    said = []
+    said: list[str] = []
 
     def on_import(name) -> None:
         if not said and name in ("torch._dynamo", "torch._inductor"):

@@ -115,7 +115,6 @@ class Supervisor(VerdictFlow):
         self.current_gen = -1
         self.pending_steps: dict[int, set] = {}  # gen -> step ids not yet reported
         self.inbuf = b""
-        self.judge_sock = None
         self.judge_pid = None
         self.spares: list[Spare] = []
         self.judging: dict[int, Judging] = {}
@@ -231,7 +230,7 @@ class Supervisor(VerdictFlow):
             if running or self.dying:
                 wait = TICK if wait is None else min(wait, TICK)
             paused = [j for j in running if j.flood and not j.out_watched]
-            if paused:
+            if paused and wait is not None:  # paused jobs are running: wait is set
                 wait = max(0.0, min(min(j.out_resume for j in paused) - time.monotonic(), wait))
             if len(self.spares) < SPARES and not self.jobs and not self.judging:
                 until_quiet = max(0.0, self.quiet_until - time.monotonic())

@@ -59,7 +59,7 @@ class SupervisorBase:
     current_gen: int
     pending_steps: dict[int, set[str]]
     inbuf: bytes
-    judge_sock: socket.socket | None
+    judge_sock: socket.socket  # set by VerdictFlow.start_judge, from __init__ on
     judge_pid: int | None
     spares: list[Spare]
     judging: dict[int, Judging]

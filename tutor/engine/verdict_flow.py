@@ -12,6 +12,7 @@ import selectors
 import signal
 import socket
 import time
+from typing import cast
 
 from tutor.engine import deaths, protocol
 from tutor.engine.framing import recv_frame, send_frame
@@ -81,7 +82,7 @@ class VerdictFlow(Scheduler):
             job.step,
             job.started,
             take_output(job),
-            job.reader.payload,
+            cast(bytes, job.reader.payload),  # a frame is in: its payload is set
         )
         job.index += 1
         if job.index < len(job.steps):

@@ -382,6 +382,7 @@ class ProbeContext:
             codes  # ids of the code objects compiled from the learner's file (origin.code_ids)
         )
         self.kernels: set[str] = set()
+        self.params: dict = {}  # an experiment's settings, chosen in the app (set by the child)
         # False when nobody will look at the step's views (`check`, `grade`): a probe may skip
         # calls whose outputs only feed them. A verdict must never depend on those.
         self.views = True

@@ -239,6 +239,7 @@ def prepare_files(protections: Protections, rules, scratch: str | None):
     if not protections.landlock or rules is None or not scratch:
         return None
     arch = syscalls.ARCHES.get(platform.machine())
+    assert arch is not None  # platform_probe finds no Landlock on an ABI without a table
     try:
         return landlock.prepare(protections.landlock, arch, rules, scratch)
     except OSError:
