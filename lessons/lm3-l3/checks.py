@@ -1938,7 +1938,7 @@ def probe_memory(ctx, inputs):
     # leaves the measured column empty (so no primary call, and a missing class is no failure).
     try:
         cls = ctx.get("CausalMultiHeadAttention")
-    except Exception:  # the harness's Missing or Foreign: nothing of the learner's to measure
+    except Exception:  # the harness's NameMissing, ForeignCode: nothing of the learner's
         cls = None
     dtype = DTYPES[s["dtype"]]
     heads, batch = int(s["heads"]), int(s["batch"])

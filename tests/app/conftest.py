@@ -9,6 +9,8 @@ figures and exercise data, and the tests stay fast and deterministic.
 
 from __future__ import annotations
 
+import fcntl
+import json
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -63,8 +65,28 @@ def pin_measured_times(result: StepResult) -> None:
 
 
 @pytest.fixture(scope="session")
-def engine_results() -> dict[str, list[StepResult]]:
-    """name -> the StepResults of every step (checked and experiments), from the real engine."""
+def engine_results(tmp_path_factory, worker_id) -> dict[str, list[StepResult]]:
+    """name -> the StepResults of every step (checked and experiments), from the real engine.
+
+    Made once per test run, not once per xdist process: the first process to get here runs
+    the engine (four workers, each importing torch) and leaves the results as JSON (the form
+    the app gets them in from a worker) for the others, which wait on the lock meanwhile."""
+    if worker_id == "master":  # not under xdist
+        return _engine_results()
+    shared = tmp_path_factory.getbasetemp().parent  # the same for every xdist process
+    data = shared / "app-engine-results.json"
+    with open(shared / "app-engine-results.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if data.is_file():
+            saved = json.loads(data.read_text(encoding="utf-8"))
+            return {n: [StepResult.from_dict(r) for r in rs] for n, rs in saved.items()}
+        results = _engine_results()
+        made = {n: [r.to_dict() for r in rs] for n, rs in results.items()}
+        data.write_text(json.dumps(made), encoding="utf-8")
+        return results
+
+
+def _engine_results() -> dict[str, list[StepResult]]:
     from tutor.engine.client import check_source
 
     sources = _sources()

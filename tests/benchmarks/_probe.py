@@ -114,16 +114,16 @@ def install_ui() -> None:
         before=lambda self, text, raw: emit("ui_run_checks", d=dig(text)),
         after=lambda r, self, text, raw: emit("ui_run_checks_end", d=dig(text)),
     )
-    wrap(client.Worker, "submit", after=lambda gen, self, *a, **k: emit("ui_sent", gen=gen))
+    wrap(client.EngineClient, "submit", after=lambda gen, self, *a, **k: emit("ui_sent", gen=gen))
     wrap(
-        client.Worker,
+        client.EngineClient,
         "start",
         before=lambda self, *a, **k: emit("ui_worker_start"),
         after=lambda r, self, *a, **k: emit("ui_worker_started"),
     )
     wrap(app_mod.TutorApp, "on_mount", before=lambda self: emit("ui_mount"))
 
-    original_init = client.Worker.__init__
+    original_init = client.EngineClient.__init__
 
     def init(self, on_event, *args, **kwargs):
         def on_event_probe(event):
@@ -138,7 +138,7 @@ def install_ui() -> None:
 
         original_init(self, on_event_probe, *args, **kwargs)
 
-    client.Worker.__init__ = init
+    client.EngineClient.__init__ = init
 
     wrap(
         app_mod.TutorApp,
@@ -206,12 +206,12 @@ def install_worker(w) -> None:
     from tutor.engine import judge as judge_mod
 
     wrap(w, "load_checks", after=lambda r, lessons: emit("w_checks_loaded"))
-    wrap(w.Worker, "loop", before=lambda self: emit("w_loop"))
-    wrap(w.Worker, "emit", before=lambda self, obj: obj.type == "ready" and emit("w_ready"))
+    wrap(w.Supervisor, "loop", before=lambda self: emit("w_loop"))
+    wrap(w.Supervisor, "emit", before=lambda self, obj: obj.type == "ready" and emit("w_ready"))
 
-    wrap(w.Worker, "on_stdin", before=lambda self: emit("w_stdin"))
+    wrap(w.Supervisor, "on_stdin", before=lambda self: emit("w_stdin"))
     wrap(
-        w.Worker,
+        w.Supervisor,
         "handle_request",
         before=lambda self, req: emit(
             "w_handle", type=req.get("type"), gen=req.get("gen"), d=dig(req.get("source"))
@@ -223,9 +223,9 @@ def install_worker(w) -> None:
         for step in steps:  # a job runs its steps in order, in one child
             emit("w_spawn", step=step, gen=gen, d=dig(source), child=job.pid)
 
-    wrap(w.Worker, "spawn", after=after_spawn)
+    wrap(w.Supervisor, "spawn", after=after_spawn)
     wrap(
-        w.Worker,
+        w.Supervisor,
         "fork_spare",
         before=lambda self: emit("w_fork"),
         after=lambda sp, self: emit("w_fork_end", child=sp.pid),
@@ -237,10 +237,10 @@ def install_worker(w) -> None:
         digests[(job.gen, step)] = dig(job.source)
         emit("w_to_judge", step=step, gen=job.gen, d=dig(job.source))
 
-    wrap(w.Worker, "send_to_judge", before=to_judge)
-    wrap(w.Worker, "on_judge", before=lambda self: emit("w_judge_reply"))
+    wrap(w.Supervisor, "send_to_judge", before=to_judge)
+    wrap(w.Supervisor, "on_judge", before=lambda self: emit("w_judge_reply"))
     wrap(
-        w.Worker,
+        w.Supervisor,
         "report",
         before=lambda self, gen, step, started, output, result: emit(
             "w_report", step=step, gen=gen, d=digests.get((gen, step)), status=result.status

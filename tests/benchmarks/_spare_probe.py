@@ -84,9 +84,9 @@ def install(w) -> None:
     w.os.__dict__.update(os.__dict__)
     w.os.waitpid = wait4_as_waitpid
 
-    timed(w.Worker, "fork_spare", "w_fork_spare")
+    timed(w.Supervisor, "fork_spare", "w_fork_spare")
     timed(w, "load_checks", "w_load_checks")  # once
-    timed(w.Worker, "warm_for_batch", "w_warm_for_batch")  # once: the old tree's warm-up
+    timed(w.Supervisor, "warm_for_batch", "w_warm_for_batch")  # once: the old tree's warm-up
     try:
         from tutor.engine import zygote
 

@@ -34,12 +34,28 @@ def copy_lesson(tmp_path: Path, lesson: str) -> Path:
     return folder
 
 
+@pytest.fixture(scope="module")
+def every_lesson(tmp_path_factory):
+    """`dev check` without an argument, run once: the run and each lesson's lines in it (a
+    worker per lesson, every variant run: the costliest run in this folder, made once)."""
+    out = run("dev", "check", cwd=tmp_path_factory.mktemp("dev-check-all"))
+    sections: dict[str, list[str]] = {}
+    for line in out.stdout.splitlines():
+        if line.startswith("dev check "):
+            current = sections.setdefault(line.split()[2], [])
+        elif sections:
+            current.append(line)
+    return out, sections
+
+
+# The tests that read every_lesson run in one xdist process, so the fixture runs once.
+@pytest.mark.xdist_group("dev-check-every-lesson")
 @pytest.mark.parametrize("lesson", list(LESSONS))
-def test_dev_check_passes_for_the_lesson(lesson):
-    out = run("dev", "check", lesson)
-    assert out.returncode == 0, out.stdout + out.stderr
-    lines = lines_of(out)
-    assert lines and not failed(out), out.stdout
+def test_dev_check_passes_for_the_lesson(every_lesson, lesson):
+    out, sections = every_lesson
+    section = sections[lesson]
+    lines = [line for line in section if line[:2] in ("✓ ", "✗ ")]
+    assert lines and not [line for line in lines if line.startswith("✗ ")], out.stdout
     mistakes = toml.loads((ROOT / "lessons" / lesson / "mistakes.toml").read_text())["mistakes"]
     assert 4 <= len(mistakes) <= 6
     for m in mistakes:  # each variant said, as caught
@@ -56,15 +72,26 @@ def test_dev_check_passes_for_the_lesson(lesson):
         "warm-up",
     ):
         assert any(line.startswith(f"✓ {word}: ") for line in lines), (word, out.stdout)
-    assert out.stdout.rstrip().endswith(f"{len(lines)}/{len(lines)} checks passed")
+    summary = [line for line in section if line.strip()][-1]
+    assert summary == f"{len(lines)}/{len(lines)} checks passed", out.stdout
 
 
-def test_without_an_argument_every_lesson_is_checked():
-    out = run("dev", "check", "--timeout", "30")
+@pytest.mark.xdist_group("dev-check-every-lesson")
+def test_without_an_argument_every_lesson_is_checked(every_lesson):
+    out, sections = every_lesson
     assert out.returncode == 0, out.stdout + out.stderr
     headers = [line for line in out.stdout.splitlines() if line.startswith("dev check ")]
-    assert [h.split()[2] for h in headers] == list(LESSONS)
+    assert [h.split()[2] for h in headers] == list(LESSONS) == list(sections)
     assert not failed(out)
+
+
+def test_a_lesson_named_by_its_id_is_the_one_checked():
+    # The per-lesson runs used to go through this too: an id names that lesson's folder alone.
+    from tutor.cli.main import _dev_folders
+
+    for lesson in all_lessons():
+        assert _dev_folders(lesson.id, "en") == [lesson.folder]
+    assert _dev_folders(None, "en") == [lesson.folder for lesson in all_lessons()]
 
 
 def test_dev_check_of_a_copy_by_path_passes_in_chinese(tmp_path):

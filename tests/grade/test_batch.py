@@ -56,7 +56,7 @@ def often_switching():
 def test_every_file_is_graded_once_however_the_events_interleave(
     tmp_path, monkeypatch, often_switching
 ):
-    monkeypatch.setattr(batch_run, "Worker", InstantWorker)
+    monkeypatch.setattr(batch_run, "EngineClient", InstantWorker)
     files = []
     for i in range(4):
         path = tmp_path / f"s{i}.py"
@@ -97,7 +97,7 @@ def test_a_file_that_kills_the_worker_costs_only_itself(tmp_path, monkeypatch, a
     too) is graded in full, and the attacker alone is said to be unjudgeable."""
     from tutor.grade.record import status_of
 
-    monkeypatch.setattr(batch_run, "Worker", DyingWorker)
+    monkeypatch.setattr(batch_run, "EngineClient", DyingWorker)
     names = sorted([attacker, "s1", "s2", "s3"])
     files = []
     for name in names:

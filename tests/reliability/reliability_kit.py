@@ -15,7 +15,8 @@ import time
 from contextlib import contextmanager, suppress
 from pathlib import Path
 
-from tutor.engine.client import Worker, WorkerGone
+from tutor.engine import protocol
+from tutor.engine.client import EngineClient, WorkerGone
 from tutor.model.lesson import all_lessons
 from tutor.model.results import StepResult
 
@@ -119,7 +120,7 @@ class LiveWorker:
         self.runs: dict[int, Run] = {}
         self.events: list[dict] = []  # every event the client delivered, in order
         self.gone: list[dict] = []
-        self.worker = Worker(self.on_event, timeout=timeout, keep=batch, views=not batch)
+        self.worker = EngineClient(self.on_event, timeout=timeout, keep=batch, views=not batch)
 
     def start(self, wait: bool = True) -> None:
         with patched_env(self.env):  # the client copies os.environ into the worker's
@@ -174,7 +175,7 @@ class LiveWorker:
         """A raw protocol request (ping, stats) and the first reply of that type after it, as a dict."""
         with self.lock:
             start = len(self.events)
-        self.worker._send(obj)
+        self.worker._send(protocol.request_from_json(obj))
         deadline = time.monotonic() + wait
         while time.monotonic() < deadline:
             with self.lock:

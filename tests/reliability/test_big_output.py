@@ -17,14 +17,14 @@ import pytest
 from reliability_kit import CHECKED, REFERENCE, STEP_TIMEOUT, LiveWorker, summary, with_code
 
 from tutor.engine.client import DEFAULT_TIMEOUT
-from tutor.engine.supervisor import (
+from tutor.engine.output_capture import (
     DRAIN_CAP,
     FLOOD_BUDGET,
     OUTPUT_PIPE,
     OUTPUT_TAIL,
     READ_SIZE,
-    TICK,
 )
+from tutor.engine.supervisor import TICK
 
 PER_CALL = 5_000_000
 

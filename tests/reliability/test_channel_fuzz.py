@@ -19,10 +19,9 @@ import struct
 
 import pytest
 
-from tutor.engine import codec
+from tutor.engine import checks_loader, codec
 from tutor.engine import protocol as messages
-from tutor.engine import supervisor as worker
-from tutor.engine.child import dumped_frames
+from tutor.engine.stack_dumps import dumped_frames
 from tutor.model.lesson import all_lessons
 from tutor.model.results import StepResult
 from tutor.text import i18n
@@ -136,7 +135,7 @@ def judged():
     from tutor.engine.judge import Judge
 
     lessons = {lesson.id: lesson for lesson in all_lessons()}
-    checks = worker.load_checks(lessons.values())
+    checks = checks_loader.load_checks(lessons.values())
     lesson = lessons[LESSON]
     source = lesson.reference_path.read_text(encoding="utf-8")
     code = compile(source, lesson.file_name, "exec")
@@ -297,19 +296,21 @@ def test_a_report_parses_or_is_malformed():
     """messages.report_from_json on any JSON: a Report or Malformed, nothing else."""
     rng = random.Random(SEED)
     shapes = [
-        lambda v: {"import_error": v},
+        lambda v: {"type": "import_failed", "error": v},
         lambda v: {
-            "failure": {
+            "type": "raised",
+            "error": {
                 "kind": "E",
                 "detail": "d",
                 "frames": [{"line": v, "function": "f", "code": ""}],
-            }
+            },
         },
-        lambda v: {"failure": v, "todo": v},
-        lambda v: {"missing": v},
-        lambda v: {"foreign": {"name": v, "origin": v}},
-        lambda v: {"harness_error": v},
-        lambda v: {"outputs": v, "kernels": v},
+        lambda v: {"type": "raised", "error": v, "todo": v},
+        lambda v: {"type": "missing", "name": v},
+        lambda v: {"type": "foreign", "name": v, "origin": v},
+        lambda v: {"type": "harness_error", "detail": v},
+        lambda v: {"type": "outputs", "tree": v, "kernels": v},
+        lambda v: {"type": v},
         lambda v: v,
     ]
     for _ in range(400):

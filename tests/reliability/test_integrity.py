@@ -17,7 +17,7 @@ import textwrap
 import pytest
 from reliability_kit import UNMASKED, problem_keys, summary, with_code
 
-FORGED_RESULT = json.dumps({"outputs": {"calls": []}, "kernels": []})
+FORGED_RESULT = json.dumps({"type": "outputs", "tree": {"calls": []}, "kernels": []})
 FORGED_STEP = {
     "id": "single-head",
     "status": "pass",
@@ -78,7 +78,7 @@ ATTEMPTS = {
         import json, os, faulthandler
         os._exit = lambda code: None  # the child must not fall through into the worker's code
         os.write = lambda fd, data: len(data)
-        json.dumps = lambda *a, **k: '{"outputs": {}}'
+        json.dumps = lambda *a, **k: '{"type": "outputs", "tree": {}}'
         faulthandler.cancel_dump_traceback_later = lambda: None
         """,
     "close-fds-0-to-100": """

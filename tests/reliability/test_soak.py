@@ -15,7 +15,7 @@ import time
 
 from reliability_kit import CHECKED, UNMASKED, children_of, summary, wait_until, with_code
 
-from tutor.engine.supervisor import SPARES  # the worker module imports no torch
+from tutor.engine.spares import SPARES  # the worker modules import no torch
 
 RUNS = 200
 SOURCES = {"good": with_code(""), "bad": with_code(UNMASKED)}

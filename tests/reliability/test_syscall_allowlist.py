@@ -1,7 +1,7 @@
 """The child's seccomp filter is an allow-list (issue #23, class 3): a call it does not name gets
 ENOSYS, the calls it refuses by name get EPERM, and some allowed calls are refused for some
 arguments. Each route runs in a real process under the very filter a child gets
-(sandbox._confine), made as the test's own child: the worker's tests (test_kernel_surface.py)
+(child_confinement.confine), made as the test's own child: the worker's tests (test_kernel_surface.py)
 show the same through learner files.
 
 Every call is made with arguments that succeed (or fail otherwise) without the filter, so the
@@ -20,8 +20,7 @@ import time
 
 import pytest
 
-from tutor.engine import child as sandbox
-from tutor.engine.confine import syscalls
+from tutor.engine.confine import child_confinement, syscalls
 from tutor.engine.confine.platform_probe import probe
 
 PROTECTIONS = probe()
@@ -98,7 +97,7 @@ def _confined(routes: dict) -> dict:
     if pid == 0:
         try:
             os.close(read)
-            sandbox._confine([os.getppid()], PROTECTIONS)
+            child_confinement.confine([os.getppid()], PROTECTIONS)
             out = {}
             for name, route in routes.items():
                 ctypes.set_errno(0)
@@ -251,7 +250,7 @@ def _prlimit(pid: int) -> int:
 
 def test_another_abi_and_x32_get_nothing():
     """The program refuses a call made through another ABI before looking at its number."""
-    program = sandbox._seccomp_program([], ARCH)
+    program = child_confinement.seccomp_program([], ARCH)
     first = [struct.unpack("HBBI", program[i : i + 8]) for i in range(0, 48, 8)]
     assert first[0] == (syscalls.BPF_LD_W_ABS, 0, 0, syscalls.DATA_ARCH)
     assert first[1][3] == ARCH.audit and first[2][3] == syscalls.SECCOMP_RET_ERRNO | errno.ENOSYS
@@ -268,4 +267,4 @@ def test_every_named_call_has_a_number_and_none_is_both_allowed_and_refused(mach
     legacy = set(syscalls.ARCHES["x86_64"].numbers) - set(syscalls.ARCHES["aarch64"].numbers)
     assert (allowed | refused) - legacy <= set(arch.numbers)
     assert len(set(arch.numbers.values())) == len(arch.numbers)  # no number named twice
-    assert sandbox._seccomp_program([1, 2], arch) is not None
+    assert child_confinement.seccomp_program([1, 2], arch) is not None

@@ -7,7 +7,9 @@ import textwrap
 import pytest
 
 from tutor.cli import dev_check as devcheck
-from tutor.cli.dev_check import declared_steps, keys_in, schema_problems
+from tutor.cli import dev_keys
+from tutor.cli.dev_keys import keys_in
+from tutor.cli.dev_lesson_file import declared_steps, schema_problems
 from tutor.model.lesson import all_lessons
 from tutor.model.variants import apply_replacements
 
@@ -56,13 +58,13 @@ def test_keys_built_from_unknown_values_are_reported_not_guessed(tmp_path):
 @pytest.mark.slow
 def test_every_installed_lesson_uses_only_keys_the_catalogs_have():
     for lesson in all_lessons():
-        lines = devcheck.check_keys(lesson, [])
+        lines = dev_keys.check_keys(lesson, [])
         assert [line.ok for line in lines] == [True], (lesson.id, lines)
 
 
 def test_the_engine_modules_are_read_through_the_checks_imports():
     lesson = next(each for each in all_lessons() if each.id == "lm3-l3")
-    names = {p.name for p in devcheck.key_sources(lesson)}
+    names = {p.name for p in dev_keys.key_sources(lesson)}
     assert {
         "checks.py",
         "judge_tools.py",
@@ -184,8 +186,8 @@ def test_weights_from_names_a_step_and_the_answers_file_a_markdown_file():
 
 def test_a_catalog_key_without_its_twin_or_with_other_placeholders(monkeypatch):
     cats = {"en": {"a.x": "{n} things", "a.y": "y"}, "zh": {"a.x": "{m} 个东西"}}
-    monkeypatch.setattr(devcheck, "catalog", lambda lesson, lang: cats[lang])
-    got = [(line.key, line.params.get("key")) for line in devcheck.check_catalogs(None)]
+    monkeypatch.setattr(dev_keys, "catalog", lambda lesson, lang: cats[lang])
+    got = [(line.key, line.params.get("key")) for line in dev_keys.check_catalogs(None)]
     assert got == [("dev.twin_missing", "a.y"), ("dev.placeholders_differ", "a.x")]
 
 

@@ -47,8 +47,8 @@ def test_qualify_prefixes_only_the_lessons_own_keys_at_any_depth():
 def test_a_verdict_carries_the_lessons_keys_under_its_id(tmp_path):
     from tutor.engine import codec
     from tutor.engine import protocol as messages
+    from tutor.engine.checks_loader import load_checks
     from tutor.engine.judge import Judge
-    from tutor.engine.supervisor import load_checks
 
     lessons = {lesson.id: lesson for lesson in all_lessons()}
     judge = Judge(

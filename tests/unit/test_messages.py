@@ -9,8 +9,8 @@ import pytest
 
 from tutor.engine import codec
 from tutor.engine import protocol as messages
+from tutor.engine.checks_loader import load_checks
 from tutor.engine.judge import Judge
-from tutor.engine.supervisor import load_checks
 from tutor.model.lesson import all_lessons
 from tutor.model.results import Failure, Frame
 
@@ -40,11 +40,14 @@ def test_a_report_comes_back_as_it_was_sent(report):
     assert messages.report_from_json(message) == report
 
 
-def test_the_wire_keeps_its_keys():
-    # The JSON head is what it always was: one key tells the kind (old children, forged frames).
-    assert REPORTS[2].to_json() == {"missing": "causal_attention"}
-    assert REPORTS[-1].to_json() == {"outputs": {"calls": [1, 2]}, "kernels": ["aten::softmax"]}
-    assert set(REPORTS[1].to_json()["import_error"]) == {
+def test_a_report_says_its_kind_in_its_type_tag():
+    assert REPORTS[2].to_json() == {"type": "missing", "name": "causal_attention"}
+    assert REPORTS[-1].to_json() == {
+        "type": "outputs",
+        "tree": {"calls": [1, 2]},
+        "kernels": ["aten::softmax"],
+    }
+    assert set(REPORTS[1].to_json()["error"]) == {
         "kind",
         "detail",
         "frames",
@@ -57,15 +60,23 @@ MALFORMED = [
     {},
     [],
     3,
-    {"import_error": 1},
-    {"failure": {"kind": "X"}},
-    {"failure": {"kind": 1, "detail": ""}},
-    {"failure": {"kind": "X", "detail": "", "frames": [{"line": 1}]}},
-    {"missing": 5},
-    {"foreign": "x"},
-    {"harness_error": None},
-    {"outputs": {}, "kernels": 3},
-    {"unknown": 1},
+    {"type": "import_failed", "error": 1},
+    {"type": "raised", "error": {"kind": "X"}},
+    {"type": "raised", "error": {"kind": 1, "detail": ""}},
+    {"type": "raised", "error": {"kind": "X", "detail": "", "frames": [{"line": 1}]}},
+    {"type": "raised", "error": {"kind": "X", "detail": ""}, "todo": 1},
+    {"type": "missing", "name": 5},
+    {"type": "missing"},
+    {"type": "foreign", "name": "x"},
+    {"type": "foreign", "name": "x", "origin": 3},
+    {"type": "harness_error", "detail": None},
+    {"type": "outputs", "tree": {}, "kernels": 3},
+    {"type": "outputs", "tree": {}, "kernels": [3]},
+    {"type": "outputs"},
+    {"type": "outputs", "tree": {}, "extra": 1},
+    {"missing": "f"},  # the untagged form from before: no kind without its tag
+    {"type": "unknown"},
+    {"type": 1},
 ]
 
 
@@ -188,3 +199,57 @@ def test_a_mask_size_mismatch_and_a_missing_numpy_get_their_likely_mistake():
         learner_failure_message(failure("Numpy is not available", "return w.numpy()"), "f")[0]
         == "failure.no_numpy"
     )
+
+
+# ------------------------------------------------------------------ UI → worker requests
+
+REQUESTS = [
+    messages.Run(1, "lm3-l3", "attention.py", "x = 1\n"),
+    messages.Run(2, "lm3-l3", "a.py", "", ["single-head"], 1.5, {"s": {"n": 2}}, True, False),
+    messages.Go(),
+    messages.Ping(),
+    messages.StatsRequest(),
+    messages.Quit(),
+]
+
+
+@pytest.mark.parametrize("request_", REQUESTS, ids=lambda r: type(r).__name__)
+def test_a_request_comes_back_as_it_was_sent(request_):
+    line = json.dumps(request_.to_json())
+    assert messages.request_from_json(json.loads(line)) == request_
+    assert json.loads(line)["type"] == request_.type
+
+
+@pytest.mark.parametrize(
+    ("data", "said"),
+    [
+        ({"type": "run", "gen": 1}, "missing fields ['filename', 'lesson', 'source']"),
+        ({"type": "run", "gen": "1", "lesson": "l", "filename": "f", "source": ""}, "run.gen"),
+        ({"type": "run", "gen": 1, "lesson": "l", "filename": "f", "source": 3}, "run.source"),
+        (
+            {"type": "run", "gen": 1, "lesson": "l", "filename": "f", "source": "", "steps": "a"},
+            "run.steps",
+        ),
+        (
+            {"type": "run", "gen": 1, "lesson": "l", "filename": "f", "source": "", "keep": 1},
+            "run.keep",
+        ),
+        ({"type": "ping", "gen": 1}, "unknown fields ['gen']"),
+        ({"type": "launch"}, "unknown message type 'launch'"),
+        ({"gen": 1}, "unknown message type None"),
+        ([], "a message is a JSON object"),
+    ],
+    ids=repr,
+)
+def test_a_request_that_is_none_of_them_is_a_clear_protocol_error(data, said):
+    with pytest.raises(messages.Malformed) as caught:
+        messages.request_from_json(data)
+    assert said in str(caught.value)
+
+
+def test_the_ready_event_carries_the_protocol_version():
+    from tutor.engine.wire import PROTOCOL_VERSION
+
+    assert messages.Ready(1, [], PROTOCOL_VERSION).to_json()["protocol"] == PROTOCOL_VERSION
+    # A worker from before versions says none: read as 0, which no client speaks.
+    assert messages.event_from_json({"type": "ready", "pid": 1, "off": []}).protocol == 0

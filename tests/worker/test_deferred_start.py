@@ -8,7 +8,7 @@ import threading
 from worker_kit import FILENAME, REFERENCE
 
 from tutor.engine import supervisor as worker_module
-from tutor.engine.client import Worker
+from tutor.engine.client import EngineClient
 
 RUN_TIMEOUT = 60.0
 
@@ -22,7 +22,7 @@ def run_deferred(go: bool, wait_ready: bool) -> dict:
         elif event.type in ("done", "gone"):
             done.set()
 
-    w = Worker(on_event, timeout=15.0)
+    w = EngineClient(on_event, timeout=15.0)
     w.start(defer=True)
     try:
         if go:

@@ -1,4 +1,4 @@
-"""Kept runs (client.Worker(keep=True), `attn-tutor grade`): runs side by side in one worker,
+"""Kept runs (client.EngineClient(keep=True), `attn-tutor grade`): runs side by side in one worker,
 none superseding another, each reported under its own gen; a hang among them costs only its
 own run. And a worker started with a seed (ATTN_TUTOR_SEED) draws every check's inputs from it.
 A worker of its own here: the session worker's runs must stay one at a time.
@@ -13,9 +13,9 @@ import pytest
 import torch
 from worker_kit import CHECKED_STEPS, FILENAME, REFERENCE, learner_file
 
-from tutor.engine.client import Worker
-from tutor.engine.protocol import Done, Stats, StepVerdict
-from tutor.engine.supervisor import load_checks, seed_inputs
+from tutor.engine.checks_loader import load_checks, seed_inputs
+from tutor.engine.client import EngineClient
+from tutor.engine.protocol import Done, Stats, StatsRequest, StepVerdict
 from tutor.model.lesson import all_lessons
 
 LEAK = {
@@ -35,7 +35,7 @@ class Kept:
         self.done: dict[int, float] = {}  # gen -> when its Done came
         self.stats: list[Stats] = []
         self.any = threading.Condition(self.lock)
-        self.worker = Worker(self.on_event, timeout=timeout, keep=True, seed=seed)
+        self.worker = EngineClient(self.on_event, timeout=timeout, keep=True, seed=seed)
 
     def on_event(self, event) -> None:
         with self.any:
@@ -82,7 +82,7 @@ def test_kept_runs_all_report_each_under_its_own_gen():
                     s: r.status for s, r in got.items()
                 }
         # Nothing left behind: no job, and only the judge and spares as children.
-        k.worker._send({"type": "stats"})
+        k.worker._send(StatsRequest())
         with k.any:
             assert k.any.wait_for(lambda: k.stats, 10)
         assert k.stats[-1].jobs == 0
@@ -248,7 +248,7 @@ def test_a_kept_run_whose_file_does_not_load_is_said_once_for_all_steps(monkeypa
         assert all(ms < 50 for ms in sorted(r.ms for r in got.values())[: len(steps) - 1]), [
             r.ms for r in got.values()
         ]
-        k.worker._send({"type": "stats"})
+        k.worker._send(StatsRequest())
         with k.any:
             assert k.any.wait_for(lambda: k.stats, 10)
         assert k.stats[-1].jobs == 0

@@ -13,7 +13,7 @@ import torch
 
 from tutor.engine import child as sandbox
 from tutor.engine import protocol as messages
-from tutor.engine.supervisor import compiled_runs, load_checks, runs_for, warm_up_runs
+from tutor.engine.checks_loader import compiled_runs, load_checks, runs_for, warm_up_runs
 from tutor.model.lesson import all_lessons
 
 LESSONS = all_lessons()

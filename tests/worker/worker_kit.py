@@ -7,7 +7,7 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
-from tutor.engine.client import Worker, WorkerGone
+from tutor.engine.client import EngineClient, WorkerGone
 from tutor.model.lesson import all_lessons
 from tutor.model.results import StepResult
 from tutor.model.variants import apply_replacements, message_keys, replace_def, replace_method  # noqa: F401
@@ -34,7 +34,7 @@ class SessionWorker:
         self._gone: list[dict] = []
         self._cache: dict[tuple[str, str], dict[str, StepResult]] = {}
         self.runs = 0  # files actually sent to the worker
-        self.worker = Worker(self._on_event, timeout=timeout, views=views)
+        self.worker = EngineClient(self._on_event, timeout=timeout, views=views)
 
     def _event_for(self, gen: int) -> threading.Event:
         with self._lock:

@@ -44,7 +44,7 @@ from tutor.app.widgets import (
 )
 from tutor.engine.client import (
     DEFAULT_TIMEOUT,
-    Worker,
+    EngineClient,
     WorkerGone,
     decode_source,
     too_large,
@@ -136,7 +136,7 @@ class TutorApp(App[None]):
         poll: bool | None = None,
         timeout: float | None = None,
         start_worker: bool = True,
-        worker: Worker | None = None,
+        worker: EngineClient | None = None,
         lang_chosen: bool = False,
     ):
         super().__init__()
@@ -166,7 +166,7 @@ class TutorApp(App[None]):
         self.spin = 0
         self.notice = ""
         self.said_protections = False  # which protections are off on this platform: said once
-        self.worker: Worker | None = worker  # may come already started (see main.run_app)
+        self.worker: EngineClient | None = worker  # may come already started (see main.run_app)
         self.closing = False
         self.switch_to: str | None = (
             None  # a lesson chosen in the switcher: main.run_app opens it next
@@ -695,7 +695,7 @@ class TutorApp(App[None]):
     def start_checker(self) -> None:
         self.worker_state = "loading"
         if self.worker is None or self.worker.proc is None or self.worker.proc.poll() is not None:
-            self.worker = Worker(
+            self.worker = EngineClient(
                 None, timeout=self.timeout or DEFAULT_TIMEOUT, log=self.store.folder / "worker.log"
             )
             self.worker.start()

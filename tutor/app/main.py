@@ -16,12 +16,12 @@ from tutor.workspace.store import Store
 
 if TYPE_CHECKING:
     from tutor.app.app import TutorApp
-    from tutor.engine.client import Worker
+    from tutor.engine.client import EngineClient
 
 
 def _app_for(
     store: Store,
-    worker: Worker,
+    worker: EngineClient,
     *,
     lesson_id: str | None,
     step_id: str | None,
@@ -77,9 +77,9 @@ def run_app(
     store = Store(workspace_dir(cwd))
     # The worker first: its start overlaps the UI's; it imports torch (~3 s) once the app has
     # painted its first screen (TutorApp.on_mount calls go()). A switch of lesson keeps it.
-    from tutor.engine.client import DEFAULT_TIMEOUT, Worker
+    from tutor.engine.client import DEFAULT_TIMEOUT, EngineClient
 
-    worker = Worker(None, timeout=timeout or DEFAULT_TIMEOUT, log=store.folder / "worker.log")
+    worker = EngineClient(None, timeout=timeout or DEFAULT_TIMEOUT, log=store.folder / "worker.log")
     worker.start(defer=True)
     from tutor.app import terminal_guard
 

@@ -1,6 +1,6 @@
 """The UI side of the check worker. Imports no torch: the worker does.
 
-One Worker object owns one worker process. Runs are numbered (generations); the
+One EngineClient owns one worker process. Runs are numbered (generations); the
 worker drops older ones when a newer arrives, and so do we.
 """
 
@@ -14,9 +14,11 @@ import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
+from typing import IO
 
 from tutor.engine import protocol
-from tutor.engine.protocol import Done, Event, Gone, Ready, StepVerdict
+from tutor.engine.protocol import Done, Event, Gone, Ready, Request, StepVerdict
+from tutor.engine.wire import PROTOCOL_VERSION
 from tutor.model.results import StepResult
 
 DEFAULT_TIMEOUT = 3.0
@@ -25,14 +27,27 @@ DEFAULT_TIMEOUT = 3.0
 MAX_SOURCE_BYTES = 1 << 20
 LESSON_DIR_ENV = "ATTN_TUTOR_LESSON_DIR"  # read by worker.main
 SEED_ENV = "ATTN_TUTOR_SEED"  # read by worker.main: the checks' inputs drawn from this seed
-BATCH_ENV = "ATTN_TUTOR_BATCH"  # read by worker.main: kept runs only (`grade`), see Worker.batch
+BATCH_ENV = (
+    "ATTN_TUTOR_BATCH"  # read by worker.main: kept runs only (`grade`), see Supervisor.batch
+)
 
 
 class WorkerGone(RuntimeError):
     pass
 
 
-class Worker:
+class ProtocolMismatch(WorkerGone):
+    """The worker speaks another protocol version than this client (another checkout's
+    worker): it is stopped, nothing is sent to it."""
+
+    def __init__(self, theirs: int):
+        super().__init__(
+            f"the check worker speaks protocol version {theirs}, this client {PROTOCOL_VERSION}:"
+            " they come from different versions of attn-tutor"
+        )
+
+
+class EngineClient:
     """Callbacks get protocol.Event objects: Ready, StepVerdict(gen, result), Done(gen),
     Gone(code) (the worker process ended), and the replies to raw requests (Pong, Stats).
     They run on a reader thread."""
@@ -67,11 +82,12 @@ class Worker:
         self.ready = threading.Event()
         self._lock = threading.Lock()
         self._closing = False
+        self.mismatch: ProtocolMismatch | None = None  # set by a Ready of another version
 
     def start(self, defer: bool = False) -> None:
         """defer: the worker waits (up to worker.GO_WAIT) for go() before it imports torch, so
         that the app's first screen does not share the machine with that import."""
-        stderr = subprocess.DEVNULL
+        stderr: int | IO[bytes] | None = subprocess.DEVNULL
         if os.environ.get("ATTN_TUTOR_DEBUG"):
             stderr = None
         elif self.log is not None:
@@ -97,7 +113,7 @@ class Worker:
             env=env,
             start_new_session=True,  # Ctrl+C in the terminal is the app's, not the worker's
         )
-        if stderr not in (None, subprocess.DEVNULL):
+        if not isinstance(stderr, int) and stderr is not None:
             stderr.close()
         threading.Thread(target=self._read, name="attn-worker-reader", daemon=True).start()
         if not defer:
@@ -105,7 +121,7 @@ class Worker:
 
     def go(self) -> None:
         try:
-            self._send({"type": "go"})
+            self._send(protocol.Go())
         except WorkerGone:
             pass  # reported by the reader thread as "gone"
 
@@ -116,6 +132,10 @@ class Worker:
                 event = protocol.event_from_json(json.loads(line))
             except ValueError:  # not JSON, or no event we know (protocol.Malformed): not for us
                 continue
+            if isinstance(event, Ready) and event.protocol != PROTOCOL_VERSION:
+                self.mismatch = ProtocolMismatch(event.protocol)
+                self.proc.kill()
+                break
             if isinstance(event, Ready):
                 self.ready.set()
             elif isinstance(event, (StepVerdict, Done)) and event.gen != self.gen and not self.keep:
@@ -123,7 +143,8 @@ class Worker:
             self._deliver(event)
         self.ready.clear()
         if not self._closing:
-            self._deliver(Gone(self.proc.wait()))
+            detail = str(self.mismatch) if self.mismatch else ""
+            self._deliver(Gone(self.proc.wait(), detail))
 
     def _deliver(self, event: Event) -> None:
         with self._events_lock:
@@ -142,11 +163,13 @@ class Worker:
         for event in early:
             on_event(event)
 
-    def _send(self, obj: dict) -> None:
+    def _send(self, request: Request) -> None:
+        if self.mismatch is not None:
+            raise self.mismatch
         if not self.proc or self.proc.poll() is not None or not self.proc.stdin:
             raise WorkerGone("the check worker is not running")
         try:
-            self.proc.stdin.write((json.dumps(obj) + "\n").encode())
+            self.proc.stdin.write((json.dumps(request.to_json()) + "\n").encode())
             self.proc.stdin.flush()
         except (BrokenPipeError, OSError) as exc:
             raise WorkerGone(str(exc)) from exc
@@ -165,19 +188,18 @@ class Worker:
         with self._lock:
             self.gen += 1
             self._send(
-                {
-                    "type": "run",
-                    "gen": self.gen,
-                    "lesson": lesson_id,
-                    "filename": filename,
-                    "source": source,
-                    "steps": steps,
-                    "timeout": self.timeout,
-                    "params": params or {},
-                    **({"keep": True} if self.keep else {}),
-                    **({} if self.views else {"views": False}),
-                    **({"folder": folder} if folder else {}),
-                }
+                protocol.Run(
+                    self.gen,
+                    lesson_id,
+                    filename,
+                    source,
+                    steps,
+                    float(self.timeout),
+                    params or {},
+                    keep=self.keep,
+                    views=self.views,
+                    folder=folder or None,
+                )
             )
             return self.gen
 
@@ -190,7 +212,7 @@ class Worker:
             # children yet, or only ones that end when its pipes close.
             self.proc.kill()
         with contextlib.suppress(WorkerGone):
-            self._send({"type": "quit"})
+            self._send(protocol.Quit())
         try:
             # The worker reaps its children (up to its SHUTDOWN_GRACE, 2 s) and then removes
             # their scratch folders: a kill before that would leave them (a deep tree takes a
@@ -228,7 +250,7 @@ def check_sources(
     views: bool = True,
 ) -> list[list[StepResult]]:
     """Each (filename, source, steps) in turn through one worker (torch imported once), the
-    verdicts of each run once all have come. views: see Worker.
+    verdicts of each run once all have come. views: see EngineClient.
     Should the worker die during a run (a tutor bug, never a verdict), the run goes again in a
     new one; dying again there, its steps without a verdict say the tutor could not judge them
     (WorkerGone when the run names no steps and none came)."""
@@ -243,13 +265,13 @@ def check_sources(
             state["gone"].append(event)
             state["done"].set()
 
-    def start() -> Worker:
-        worker = Worker(on_event, timeout=timeout, lesson_dir=lesson_dir, views=views)
+    def start() -> EngineClient:
+        worker = EngineClient(on_event, timeout=timeout, lesson_dir=lesson_dir, views=views)
         state["gone"] = []
         worker.start()
         return worker
 
-    worker = start()
+    worker: EngineClient | None = start()
     out: list[list[StepResult]] = []
     try:
         for filename, source, steps in runs:
@@ -272,7 +294,9 @@ def check_sources(
             results = state["results"]
             if gone is not None:
                 if not steps and not results:
-                    raise WorkerGone(f"the check worker ended (exit code {gone.code})")
+                    raise WorkerGone(
+                        gone.detail or f"the check worker ended (exit code {gone.code})"
+                    )
                 results = dict(results)
                 for step in steps or []:
                     results.setdefault(step, unjudged_result(step, "worker"))
@@ -338,7 +362,7 @@ def check_file(
         return unreadable_results(lesson, "failure.too_large", big)
     text, problem = decode_source(raw)
     if text is None:
-        return unreadable_results(lesson, "failure.encoding", problem)
+        return unreadable_results(lesson, "failure.encoding", problem or {})
     order = [s.id for s in lesson.checked_steps]
     # `check` prints no views: their probes are skipped (views=False), the verdicts are the same.
     results = check_source(lesson.id, str(path), text, timeout=timeout, steps=order, views=False)

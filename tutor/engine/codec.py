@@ -23,6 +23,7 @@ import itertools
 import json
 import struct
 from dataclasses import dataclass
+from typing import Any, cast
 
 import torch
 
@@ -59,10 +60,11 @@ _contiguous = _TB.contiguous
 _cpu = _TB.cpu
 _data_ptr = _TB.data_ptr
 _numel = _TB.numel
-_dtype = _TB.dtype.__get__
-_layout = _TB.layout.__get__
-_device = _TB.device.__get__
-_shape = _TB.shape.__get__
+# The tensor's own getters (typeshed-free: torch types these attributes as their values).
+_dtype = cast(Any, _TB.dtype).__get__
+_layout = cast(Any, _TB.layout).__get__
+_device = cast(Any, _TB.device).__get__
+_shape = cast(Any, _TB.shape).__get__
 _no_torch_function = torch._C.DisableTorchFunction
 
 
@@ -141,6 +143,7 @@ def _encode(value, depth: int, budget: _Budget):
     # through the base type's own C methods: the items they hold, whatever their __iter__,
     # __getitem__, __len__ or items() would say.
     if depth < MAX_DEPTH and issubclass(cls, (tuple, list)):
+        items: list | tuple
         if issubclass(cls, list):
             kind, items = "list", list.__getitem__(value, slice(0, MAX_ITEMS))
         else:
@@ -246,7 +249,8 @@ def decode(data, blob: bytearray | None = None, depth: int = 0):
     if not isinstance(data, dict):
         return data
     if "__tensor__" in data:
-        dtype = _DTYPES.get(data.get("dtype")) if isinstance(data.get("dtype"), str) else None
+        name = data.get("dtype")
+        dtype = _DTYPES.get(name) if isinstance(name, str) else None
         shape, offset = data.get("shape"), data.get("__tensor__")
         if (
             dtype is None

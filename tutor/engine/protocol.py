@@ -1,26 +1,23 @@
-"""Typed messages between the engine's processes. Standard library only, no torch: the UI
-process imports the worker's events from here (client.py).
+"""The engine's messages, each a frozen dataclass with a `type` tag, read and written by
+wire.py (strict: an unknown type or a missing or mistyped field is `Malformed`). Standard
+library only, no torch: the UI process imports its requests and the worker's events from here.
 
-- A child's report on one step (sandbox → judge): one of the `Report` kinds. It travels as
-  the JSON head of codec.pack_payload (to_json() gives that object, the same keys as ever)
-  with the tensors in the blob; the judge reads it back with report_from_json().
-- The worker's frames to the judge and back: JudgeRequest, JudgeReply (worker.send_frame).
-- The worker's events for the UI (worker → client), one JSON line each: see `Event`.
-  (The UI's requests to the worker, "run", "go", "ping", ..., are still plain dicts.)
+- The UI's requests to the worker (client → worker), one JSON line each: see `Request`.
+- The worker's events for the UI (worker → client), one JSON line each: see `Event`. The
+  first, Ready, carries wire.PROTOCOL_VERSION: the client refuses a worker that speaks another.
+- A child's report on one step (child → judge): one of the `Report` kinds. It travels as the
+  JSON head of codec.pack_payload, with the tensors in the blob.
+- The worker's frames to the judge and back: JudgeRequest, JudgeReply (framing.send_frame).
 - failed_step: the one place a failure becomes a step's result (worker and judge).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
 
+from tutor.engine.wire import Malformed, Tagged, decode, encode
 from tutor.model.results import Check, Failure, Frame, Message, StepResult
-
-
-class Malformed(ValueError):
-    """Bytes that parse as JSON but are none of the messages below."""
-
 
 # What a child's report may hold: it comes through a pipe learner code can write to.
 MAX_TEXT = 8000  # characters of one string (describe_exception's are far shorter)
@@ -42,12 +39,67 @@ def _line(value):
     raise Malformed("line")
 
 
+# ------------------------------------------------------------------ UI → worker requests
+
+
+@dataclass(frozen=True)
+class Run(Tagged):
+    """Run these steps of a lesson on a source (all its steps when steps is None). keep: a
+    kept run (`grade`), superseding nothing; views=False: nobody will look at its views;
+    folder: whose other files the learner's file may import."""
+
+    gen: int
+    lesson: str
+    filename: str
+    source: str
+    steps: list[str] | None = None
+    timeout: float = 3.0
+    params: dict[str, dict] = field(default_factory=dict)
+    keep: bool = False
+    views: bool = True
+    folder: str | None = None  # the learner's own folder (grade: a student's), see own_folder
+    type: ClassVar[str] = "run"
+
+
+@dataclass(frozen=True)
+class Go(Tagged):
+    """The app has painted: the worker may import torch now (see supervisor.main)."""
+
+    type: ClassVar[str] = "go"
+
+
+@dataclass(frozen=True)
+class Ping(Tagged):
+    type: ClassVar[str] = "ping"
+
+
+@dataclass(frozen=True)
+class StatsRequest(Tagged):
+    """For tests: answered by Stats."""
+
+    type: ClassVar[str] = "stats"
+
+
+@dataclass(frozen=True)
+class Quit(Tagged):
+    type: ClassVar[str] = "quit"
+
+
+Request = Run | Go | Ping | StatsRequest | Quit
+REQUESTS: dict[str, type[Request]] = {c.type: c for c in (Run, Go, Ping, StatsRequest, Quit)}
+
+
+def request_from_json(d: object) -> Request:
+    """A request line, parsed. Raises Malformed for anything else."""
+    return decode(d, REQUESTS)
+
+
 # ------------------------------------------------------------------ a child's report
 
 
 @dataclass(frozen=True)
 class LearnerFailure:
-    """An exception in the learner's code, as the child described it (sandbox.describe_exception)."""
+    """An exception in the learner's code, as the child described it (learner_code.describe_exception)."""
 
     failure: Failure
     refused: bool = False  # the fence refused an open or import on the way (the tutor's files)
@@ -86,7 +138,7 @@ class LearnerFailure:
 
     def to_dict(self) -> dict:
         f = self.failure
-        d = {
+        d: dict[str, Any] = {
             "kind": f.kind,
             "detail": f.detail,
             "frames": [
@@ -104,100 +156,75 @@ class LearnerFailure:
 
 
 @dataclass(frozen=True)
-class ImportFailed:
+class ImportFailed(Tagged):
     """The file did not compile or its import raised: the same for every step."""
 
     error: LearnerFailure
-
-    def to_json(self) -> dict:
-        return {"import_error": self.error.to_dict()}
+    type: ClassVar[str] = "import_failed"
+    clip_text: ClassVar[int | None] = MAX_TEXT
 
 
 @dataclass(frozen=True)
-class Missing:
+class Missing(Tagged):
     """The file does not define a name the step needs."""
 
     name: str
-
-    def to_json(self) -> dict:
-        return {"missing": self.name}
+    type: ClassVar[str] = "missing"
+    clip_text: ClassVar[int | None] = MAX_TEXT
 
 
 @dataclass(frozen=True)
-class Foreign:
+class Foreign(Tagged):
     """A name the step calls is not the file's own code (imported, or compiled elsewhere)."""
 
     name: str
     origin: str
-
-    def to_json(self) -> dict:
-        return {"foreign": {"name": self.name, "origin": self.origin}}
+    type: ClassVar[str] = "foreign"
+    clip_text: ClassVar[int | None] = MAX_TEXT
 
 
 @dataclass(frozen=True)
-class Raised:
+class Raised(Tagged):
     """The learner's code raised while the step ran; todo: it was the starter's TODO."""
 
     error: LearnerFailure
     todo: bool = False
-
-    def to_json(self) -> dict:
-        return {"failure": self.error.to_dict(), "todo": self.todo}
+    type: ClassVar[str] = "raised"
+    clip_text: ClassVar[int | None] = MAX_TEXT
 
 
 @dataclass(frozen=True)
-class HarnessError:
+class HarnessError(Tagged):
     """The harness itself failed: the tutor's fault."""
 
     detail: str
-
-    def to_json(self) -> dict:
-        return {"harness_error": self.detail}
+    type: ClassVar[str] = "harness_error"
+    clip_text: ClassVar[int | None] = MAX_TEXT
 
 
 @dataclass(frozen=True)
-class Outputs:
+class Outputs(Tagged):
     """The probe ran: its outputs (codec.encode's tree; tensors in the blob) and the library
     kernels the child saw being called."""
 
     tree: Any
-    kernels: list = field(default_factory=list)
+    kernels: list[str] = field(default_factory=list)
+    type: ClassVar[str] = "outputs"
+    clip_text: ClassVar[int | None] = 200  # a kernel's name; the tree is codec's to read
 
-    def to_json(self) -> dict:
-        return {"outputs": self.tree, "kernels": self.kernels}
+    def clipped(self) -> Outputs:
+        return replace(self, kernels=self.kernels[:64])
 
 
 Report = ImportFailed | Missing | Foreign | Raised | HarnessError | Outputs
+REPORTS: dict[str, type[Report]] = {
+    c.type: c for c in (ImportFailed, Missing, Foreign, Raised, HarnessError, Outputs)
+}
 
 
-def report_from_json(d) -> Report:
-    """The child's report. Raises Malformed for anything else. Keys are tried in the order the
-    judge always read them, so a report that somehow has two means what it meant before."""
-    if not isinstance(d, dict):
-        raise Malformed("report")
-    if "import_error" in d:
-        return ImportFailed(LearnerFailure.from_dict(d["import_error"]))
-    if "missing" in d:
-        return Missing(_str(d["missing"], "missing"))
-    if "foreign" in d:
-        foreign = d["foreign"]
-        if not isinstance(foreign, dict):
-            raise Malformed("foreign")
-        # str(): as the judge always showed them, whatever a forged frame put there
-        return Foreign(
-            str(foreign.get("name", ""))[:MAX_TEXT], str(foreign.get("origin", "?"))[:MAX_TEXT]
-        )
-    if "failure" in d:
-        return Raised(LearnerFailure.from_dict(d["failure"]), bool(d.get("todo")))
-    if "harness_error" in d:
-        return HarnessError(_str(d["harness_error"], "harness_error"))
-    if "outputs" in d:
-        kernels = d.get("kernels", [])
-        if not isinstance(kernels, list) or not all(isinstance(k, str) for k in kernels):
-            raise Malformed("kernels")
-        kernels = [k[:200] for k in kernels[:64]]
-        return Outputs(d["outputs"], kernels)
-    raise Malformed("report")
+def report_from_json(d: object) -> Report:
+    """The child's report. Raises Malformed for anything else."""
+    return decode(d, REPORTS)
 
 
 # ------------------------------------------------------------------ failures as results
@@ -284,71 +311,51 @@ def learner_failure_message(error: LearnerFailure, fn: str | None) -> tuple[str,
 
 
 @dataclass(frozen=True)
-class JudgeRequest:
-    """Judge this step; the child's payload follows the frame, unparsed (see worker.send_frame)."""
+class JudgeRequest(Tagged):
+    """Judge this step; the child's payload follows the frame, unparsed (see framing.send_frame)."""
 
     job: int
     lesson: str
     step: str
     source: str
     views: bool = True
-
-    def to_json(self) -> dict:
-        return {
-            "job": self.job,
-            "lesson": self.lesson,
-            "step": self.step,
-            "source": self.source,
-            "views": self.views,
-        }
-
-    @classmethod
-    def from_json(cls, d: dict) -> JudgeRequest:
-        return cls(d["job"], d["lesson"], d["step"], d["source"], d.get("views", True))
+    type: ClassVar[str] = "judge"
 
 
 @dataclass(frozen=True)
-class JudgeReply:
+class JudgeReply(Tagged):
     job: int
     result: StepResult
-
-    def to_json(self) -> dict:
-        return {"job": self.job, "result": self.result.to_dict()}
-
-    @classmethod
-    def from_json(cls, d: dict) -> JudgeReply:
-        return cls(d["job"], StepResult.from_dict(d["result"]))
+    type: ClassVar[str] = "verdict"
 
 
 # ------------------------------------------------------------------ worker → UI events
-# One JSON line each, {"type": ..., fields}. The client delivers these objects to its callback;
 # Gone is the client's own (the worker process ended), never on the wire.
 
 
 @dataclass(frozen=True)
-class Ready:
+class Ready(Tagged):
     """Torch is imported and the checks loaded: runs are answered from now on. off: the
-    protections the worker could not set up here (platform_probe names), said once by the UI."""
+    protections the worker could not set up here (platform_probe names), said once by the UI.
+    protocol: the worker's wire.PROTOCOL_VERSION (0: a worker from before there was one)."""
 
     pid: int = 0
-    off: list = field(default_factory=list)
+    off: list[str] = field(default_factory=list)
+    protocol: int = 0
     type: ClassVar[str] = "ready"
 
 
 @dataclass(frozen=True)
-class StepVerdict:
+class StepVerdict(Tagged):
     """One step's result for the run numbered gen."""
 
     gen: int
     result: StepResult
     type: ClassVar[str] = "step"
 
-    def to_json(self) -> dict:  # not asdict: it would deep-copy the visuals
-        return {"type": self.type, "gen": self.gen, "result": self.result.to_dict()}
-
 
 @dataclass(frozen=True)
-class Done:
+class Done(Tagged):
     """Every step of run gen has been reported."""
 
     gen: int
@@ -356,7 +363,7 @@ class Done:
 
 
 @dataclass(frozen=True)
-class RunError:
+class RunError(Tagged):
     """The run could not start (an unknown lesson); its Done follows."""
 
     gen: int
@@ -365,51 +372,40 @@ class RunError:
 
 
 @dataclass(frozen=True)
-class Pong:
+class Pong(Tagged):
     type: ClassVar[str] = "pong"
 
 
 @dataclass(frozen=True)
-class Stats:
+class Stats(Tagged):
     """For tests: what a leak would grow."""
 
     fds: int
     spares: int
     jobs: int
-    children: list
+    children: list[int]
     type: ClassVar[str] = "stats"
 
 
 @dataclass(frozen=True)
-class Gone:
-    """The worker process ended (client side only)."""
+class Gone(Tagged):
+    """The worker process ended (client side only); detail: why, when the client knows."""
 
     code: int | None = None
+    detail: str = ""
     type: ClassVar[str] = "gone"
 
 
 Event = Ready | StepVerdict | Done | RunError | Pong | Stats | Gone
-_EVENTS = {cls.type: cls for cls in (Ready, Done, RunError, Pong, Stats)}
+EVENTS: dict[str, type[Event]] = {
+    c.type: c for c in (Ready, StepVerdict, Done, RunError, Pong, Stats)
+}
 
 
 def event_to_json(event: Event) -> dict:
-    if isinstance(event, StepVerdict):
-        return event.to_json()
-    return {"type": event.type, **{f.name: getattr(event, f.name) for f in fields(event)}}
+    return encode(event)
 
 
-def event_from_json(d) -> Event:
+def event_from_json(d: object) -> Event:
     """The worker's event line, parsed. Raises Malformed for anything else."""
-    if not isinstance(d, dict):
-        raise Malformed("event")
-    kind = d.get("type")
-    try:
-        if kind == "step":
-            gen = d["gen"]
-            if not isinstance(gen, int):
-                raise Malformed("gen")
-            return StepVerdict(gen, StepResult.from_dict(d["result"]))
-        cls = _EVENTS[kind]
-        return cls(**{f.name: d[f.name] for f in fields(cls) if f.name in d})
-    except (KeyError, TypeError, AttributeError) as exc:
-        raise Malformed(f"event {kind!r}") from exc
+    return decode(d, EVENTS)

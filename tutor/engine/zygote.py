@@ -117,7 +117,7 @@ def _close_other_fds(keep: int) -> None:
 
 def serve(sock: socket.socket, worker: int, protections) -> None:
     """The zygote's loop: one setup, then a spare per request, until the worker goes away."""
-    from tutor.engine.supervisor import die_with_parent
+    from tutor.engine.hardening import die_with_parent
 
     die_with_parent(protections, worker)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -151,8 +151,8 @@ def _prepare(config: dict, protections) -> dict:
     import torch
 
     from tutor.engine import child
+    from tutor.engine.checks_loader import compiled_runs, load_checks, seed_inputs
     from tutor.engine.confine import fence, landlock
-    from tutor.engine.supervisor import compiled_runs, load_checks, seed_inputs
     from tutor.kit import probe_tools
     from tutor.model import lesson as lesson_model
 
@@ -172,7 +172,7 @@ def _prepare(config: dict, protections) -> dict:
         "batch": config["batch"],
     }
     if config["batch"]:
-        # `grade`: every spare is forked warm from here (see worker.Worker.warm_for_batch).
+        # `grade`: every spare is forked warm from here (see spares.SparePool.warm_for_batch).
         probe_tools.install_traps()
         child.warm_up(list(state["warm"]), modules, inputs)
     clone_parent.calibrate()  # one fork: spares are then cloned as the worker's children
@@ -222,7 +222,7 @@ def _spare(
     state: dict, request: dict, fds: list[int], worker: int, middle: int | None, sock
 ) -> None:
     from tutor.engine.child import serve_one
-    from tutor.engine.supervisor import die_with_parent
+    from tutor.engine.hardening import die_with_parent
 
     sock.close()
     # Adopted by the worker once the intermediate exits; only then may it die with its parent.

@@ -1,7 +1,7 @@
 """Grading many files through one warm worker, `jobs` of them at a time. Imports no torch.
 
 The worker (tutor.engine.supervisor) runs each file in a child of its own, under the same limits
-as in the app; `keep` runs (client.Worker(keep=True)) run side by side instead of the newer
+as in the app; `keep` runs (client.EngineClient(keep=True)) run side by side instead of the newer
 superseding the older. A hang, crash, memory bomb or flood is that child's: its file gets a
 timeout or an error, the others go on. Should the worker itself die (a tutor bug, never a
 learner's file), the files it held are graded again in a new one, each alone; a file that
@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from tutor.engine.client import Worker, decode_source, too_large, unreadable_results
+from tutor.engine.client import EngineClient, decode_source, too_large, unreadable_results
 from tutor.engine.protocol import Done, Gone, RunError, StepVerdict
 from tutor.grade.collect import Submission, read_no_link
 from tutor.model.results import StepResult
@@ -74,7 +74,7 @@ class Batch:
         self._finished: list[tuple[_Run, list[StepResult]]] = []
         self._gone = False
         self._tries: dict[str, int] = {}  # student -> runs sent (a worker's death sends again)
-        self.worker: Worker | None = None
+        self.worker: EngineClient | None = None
         self._serial = 0  # the worker now in use: events of one closed before are dropped
 
     # --- the worker
@@ -85,7 +85,7 @@ class Batch:
             self._serial += 1
             serial = self._serial
             self._gone = False
-        self.worker = Worker(
+        self.worker = EngineClient(
             lambda event: self._on_event(event, serial),
             timeout=self.timeout,
             keep=True,

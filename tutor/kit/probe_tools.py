@@ -29,13 +29,13 @@ _clone = torch.Tensor.clone
 _KERNEL_CALLS: set[str] = set()  # also filled by the class-level traps below
 
 
-class Missing(Exception):
+class NameMissing(Exception):
     def __init__(self, name: str):
         super().__init__(name)
         self.name = name
 
 
-class Foreign(Exception):
+class ForeignCode(Exception):
     """A step's function or class that the learner's file did not make (see origin.py)."""
 
     def __init__(self, name: str, origin: str):
@@ -44,7 +44,7 @@ class Foreign(Exception):
         self.origin = origin
 
 
-class LearnerFailure(Exception):
+class LearnerRaised(Exception):
     def __init__(self, failure: dict, todo: bool):
         super().__init__(failure.get("detail", ""))
         self.failure = failure
@@ -382,6 +382,7 @@ class ProbeContext:
             codes  # ids of the code objects compiled from the learner's file (origin.code_ids)
         )
         self.kernels: set[str] = set()
+        self.params: dict = {}  # an experiment's settings, chosen in the app (set by the child)
         # False when nobody will look at the step's views (`check`, `grade`): a probe may skip
         # calls whose outputs only feed them. A verdict must never depend on those.
         self.views = True
@@ -391,7 +392,7 @@ class ProbeContext:
         module-level __getattr__ could hand out another the next time)."""
         value = getattr(self.module, name, None)
         if value is None or not callable(value):
-            raise Missing(name)
+            raise NameMissing(name)
         if self.codes is not None:
             origin = foreign_origin(value, self.codes)
             if origin is not None:
@@ -399,12 +400,12 @@ class ProbeContext:
                     f"({self.filename})"
                 ):  # compiled at run time under its name
                     origin = f"exec(compile(..., {self.filename!r}))"
-                raise Foreign(name, origin)
+                raise ForeignCode(name, origin)
         self.kernels |= scripted_kernels(self.module, value)
         return value
 
     def failure(self, exc: BaseException) -> dict:
-        from tutor.engine.child import describe_exception
+        from tutor.engine.learner_code import describe_exception
 
         return describe_exception(exc, self.filename, self.source)
 
@@ -430,7 +431,7 @@ class ProbeContext:
             traceback.clear_frames(exc.__traceback__)
             failure = self.failure(exc)
             if primary:
-                raise LearnerFailure(failure, todo=isinstance(exc, NotImplementedError)) from None
+                raise LearnerRaised(failure, todo=isinstance(exc, NotImplementedError)) from None
             return {"error": failure}
         finally:
             self.kernels |= _KERNEL_CALLS

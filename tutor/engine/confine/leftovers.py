@@ -56,7 +56,7 @@ def _gone(name: str, prefix: str) -> bool:
 def sweep_scratch(folder: str | None = None) -> list[str]:
     """Remove the scratch folders of exited workers in folder (the temp folder); returns them.
     Never raises: a folder it cannot remove is said on stderr and left, and the tutor starts."""
-    removed = []
+    removed: list[str] = []
     try:
         folder = folder or tempfile.gettempdir()
         entries = list(os.scandir(folder))
@@ -92,7 +92,7 @@ def _say(text: str) -> None:
 
 def sweep_cgroups(base: str | None) -> list[str]:
     """Remove the pids cgroups of exited workers under base; one still holding a task stays."""
-    removed = []
+    removed: list[str] = []
     if base is None:
         return removed
     try:

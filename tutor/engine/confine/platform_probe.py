@@ -14,6 +14,7 @@ import os
 import platform
 import sys
 from dataclasses import dataclass, fields
+from typing import Any
 
 from tutor.engine.confine import pids_cgroup, syscalls
 
@@ -62,7 +63,7 @@ def _probe(machine: str, linux: bool, off: frozenset[str]) -> Protections:
     libc = _libc() if linux else None
     seccomp = bool(libc is not None and arch is not None and _seccomp_available(libc))
     landlock = _landlock_abi(libc, arch) if libc is not None and arch is not None else 0
-    found = {
+    found: dict[str, Any] = {
         "landlock": landlock,
         "seccomp": seccomp,
         "capabilities": libc is not None,
