@@ -58,6 +58,17 @@ def causal_attention(x, Wq, Wk, Wv):
 """
 )
 assert MAIN != REFERENCE and "from helpers import scale" in MAIN
+# MAIN whose causal_attention takes its child down: the steps after the crash run in children
+# of their own, which must import helpers.py beside it too.
+CRASH = (
+    MAIN
+    + """
+
+def causal_attention(x, Wq, Wk, Wv):
+    import os
+    os._exit(3)
+"""
+)
 
 
 def _write(folder: Path, files: dict[str, str]) -> None:
@@ -138,6 +149,7 @@ def mixed(tmp_path_factory):
     _write(cls / "s08", {"my_attention.py": MAIN, "helpers.py": HELPERS})
     _write(cls / "张三", {"作业.py": MAIN, "helpers.py": HELPERS})
     _write(cls / "peek", {"lm3_l3.py": PEEK, "notes.txt": "mine\n"})
+    _write(cls / "crash", {"main.py": CRASH, "helpers.py": HELPERS})
     (cls / "bob_lm3_l3.py").write_text(REFERENCE, encoding="utf-8")
     out = cls.parent / "out"
     _grade(cls, "--out", out, "--timeout", TIMEOUT, "--jobs", "2")
@@ -155,9 +167,9 @@ def mixed(tmp_path_factory):
 
 def test_every_student_in_the_mixed_class_is_found_and_graded(mixed):
     cls, out, records = mixed
-    assert sorted(records) == sorted(["ann", "s07", "s08", "张三", "peek", "bob"])
+    assert sorted(records) == sorted(["ann", "s07", "s08", "张三", "peek", "bob", "crash"])
     for sid, r in records.items():
-        if sid == "peek" and not LANDLOCK:
+        if sid == "crash" or (sid == "peek" and not LANDLOCK):
             continue
         assert r["status"] == "graded" and r["score"] == LM3.max_points, (sid, r["steps"])
 
@@ -167,6 +179,12 @@ def test_a_student_file_imports_a_helper_beside_it(mixed):
     for sid, name in (("s08", "my_attention.py"), ("张三", "作业.py")):
         assert records[sid]["file"].endswith(name)
         assert all(s["status"] == "pass" for s in records[sid]["steps"]), records[sid]["steps"]
+
+
+def test_after_a_crash_the_next_children_import_the_helper_too(mixed):
+    steps = {s["id"]: s for s in mixed[2]["crash"]["steps"]}
+    assert steps["single-head"]["status"] == "error", steps
+    assert steps["shapes"]["status"] == "pass" and steps["multi-head"]["status"] == "pass", steps
 
 
 def test_several_files_are_said_in_the_record(mixed):

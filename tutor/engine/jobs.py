@@ -62,6 +62,7 @@ class Job:
     rss_start: int = 0  # the child's own RSS when it got the job: what it then holds is the job's
     keep: bool = False  # a kept run's (`attn-tutor grade`): see report_timeout
     views: bool = True  # False: nobody will look at its views (`check`, `grade`), see tutor.kit
+    folder: str | None = None  # the submission's folder (`grade`): its other files are importable
 
     @property
     def step(self) -> str:

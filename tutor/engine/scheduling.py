@@ -165,6 +165,7 @@ class Scheduler(SparePool):
             spare.output_pipe,
             keep=keep,
             views=views,
+            folder=folder,
         )
         # The worker's RSS at fork (rss_limit's baseline) counts file pages a fresh child has not
         # touched yet: measured against it, what a job holds came out up to ~100 MB short.
@@ -191,6 +192,7 @@ class Scheduler(SparePool):
                 {step: job.params[step]} if step in job.params else None,
                 keep=job.keep,
                 views=job.views,
+                folder=job.folder,
             )
 
     def hedge(self, job: Job) -> None:
