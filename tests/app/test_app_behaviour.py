@@ -916,3 +916,30 @@ async def test_once_every_checked_step_passes_the_lab_says_what_is_left(make_app
             "ui.lab_done", lang, n=4, answered=0, total=4, left=reflect.title[lang]
         ).replace("**", "")
         assert "".join(expected.split()) in said
+
+
+@pytest.mark.parametrize("name", ["lm3-l3", "lab-02", "kv-cache"])
+async def test_a_step_with_questions_is_passed_by_its_answers_not_by_a_visit(
+    make_app, workspace, name
+):
+    """Issue #28, 1: with every checked step passing, `n` onto lm3-l3's reflection marked it ✓
+    with no question answered (its probe ran and passed), while kv-cache's stayed · after an
+    answer. In every lesson the mark now says whether each question has an answer."""
+    app, results = make_app(name)
+    asked = [s for s in app.lesson.steps if s.questions]
+    assert asked
+    async with app.run_test(size=SIZE) as pilot:
+        app.apply_results(results)
+        await settle(pilot)
+        steps = app.query_one("#steps")
+        for step in asked:
+            app.go_to(app.lesson.step_ids().index(step.id))
+            await settle(pilot)
+            row = app.lesson.step_ids().index(step.id)
+            assert steps.render_line(row).text.strip().startswith("·"), step.id
+            for n in range(1, len(step.questions["en"])):
+                await write_in_the_box(pilot, str(n), f"answer {n}")
+            # One question left: still not passed.
+            assert steps.render_line(row).text.strip().startswith("·"), step.id
+            await write_in_the_box(pilot, str(len(step.questions["en"])), "the last")
+            assert steps.render_line(row).text.strip().startswith("✓"), step.id

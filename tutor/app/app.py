@@ -52,6 +52,7 @@ from tutor.engine.client import (
 )
 from tutor.engine.protocol import Done, Event, Gone, Ready, StepVerdict
 from tutor.model.lesson import Lesson, SettingValue, Step
+from tutor.model.progress import step_status
 from tutor.model.results import JSONDict, StepResult
 from tutor.model.view_items import Item
 from tutor.render.doc import render_markdown
@@ -461,15 +462,19 @@ class TutorApp(App[None]):
         for s in self.lesson.steps:
             status = self.status_of(s.id)
             if not s.checked:
-                # An experiment's run shows how it went on the learner's code (dim: it does not
-                # count towards progress); · until it has run.
-                shown = self.results.get(s.id)
+                # Dim: it does not count towards progress. A step with questions is done once
+                # each has an answer; an experiment shows how its run on the learner's code went.
+                # · until then (see tutor.model.progress).
+                run = self.results.get(s.id)
+                shown_status = step_status(
+                    s, run.status if run else None, self.answers.get(s.id, {})
+                )
                 marks[s.id] = (
                     Text("·", style="dim")
-                    if shown is None
+                    if shown_status in (None, "todo")
                     else Text(
-                        status_mark(shown.status).plain,
-                        style="dim " + str(status_mark(shown.status).style),
+                        status_mark(shown_status).plain,
+                        style="dim " + str(status_mark(shown_status).style),
                     )
                 )
             elif status == "running" and time.monotonic() - self.run_started > SPINNER_AFTER:
@@ -1061,6 +1066,7 @@ class TutorApp(App[None]):
         if answers != self.answers:
             self.answers = answers
             self.render_main()
+            self.render_steps()  # a step's mark says whether its questions are answered
 
     def save_answer(self, step: str, index: int, text: str | None, base: str) -> None:
         """The answer box closed: merge its text into the file (Store.save_answer keeps what the
@@ -1084,6 +1090,7 @@ class TutorApp(App[None]):
                 severity="error",
             )
             self.render_main()
+            self.render_steps()
             return
         self.unsaved.pop((step, index), None)
         self.answers = saved.answers
@@ -1099,6 +1106,7 @@ class TutorApp(App[None]):
         elif saved.written:
             self.notify(t("ui.answer_saved", lang, path=saved.path.name), timeout=2)
         self.render_main()
+        self.render_steps()
 
     def action_reset(self) -> None:
         """Put the starter's code back for this step's functions, after a yes; a backup is kept."""
