@@ -28,6 +28,9 @@ def _sources() -> dict[str, tuple[str, str, str]]:
     lab = (ROOT / "reference" / "lab_02.py").read_text(encoding="utf-8")
     broken = lab.replace('float("-inf")', "0.0")
     assert broken != lab, 'the reference lab-02 no longer fills the mask with float("-inf")'
+    mask = "def causal_mask(seq_len):\n"
+    assert mask in lab, "the reference lab-02 no longer defines causal_mask(seq_len)"
+    raises = lab.replace(mask, mask + '    raise ValueError("not written yet")\n')
     # Every lesson's reference by its id (a new lesson gets its screens by data), and the broken lab-02.
     return {
         **{
@@ -39,6 +42,7 @@ def _sources() -> dict[str, tuple[str, str, str]]:
             for lesson in all_lessons()
         },
         "lab-02-broken": ("lab-02", FILES["lab-02"], broken),
+        "lab-02-mask-raises": ("lab-02", FILES["lab-02"], raises),
     }
 
 

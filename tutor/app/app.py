@@ -7,6 +7,7 @@ come back as plain data that is rendered here in the current language.
 from __future__ import annotations
 
 import asyncio
+import errno
 import gc
 import os
 import signal
@@ -573,13 +574,16 @@ class TutorApp(App[None]):
         # "Running" is shown only for runs long enough to notice.
         running = step.id in self.running and time.monotonic() - self.run_started > SPINNER_AFTER
         hints_shown = self.hints_shown.get(step.id, 0)
-        shown = shown_of(self.results.get(step.id)) if step.checked else None
+        shown = shown_of(self.results.get(step.id))
         signature = (step.id, lang, shown, running, hints_shown, self.full_messages)
         if self.shown.get("#results") == signature:
             return  # the same verdicts as on screen (a save that changed nothing they say)
         self.shown["#results"] = signature
         hints = hints_block(step.hints.get(lang, ()), self.hints_shown.get(step.id, 0), lang)
-        if step.checked:
+        failed = self.results.get(step.id) if not step.checked else None
+        if failed is not None and failed.status == "pass":
+            failed = None  # an experiment that ran: its view is on screen, nothing to say here
+        if step.checked or failed is not None:
             content = step_results(
                 self.results.get(step.id),
                 lang,
@@ -597,8 +601,9 @@ class TutorApp(App[None]):
                 )
             )
         self.show_in("#results", content, key=signature)
-        # An experiment has no verdicts: its screen gets the whole height unless a hint is open.
-        self.query_one("#results").display = step.checked or hints is not None
+        # An experiment has no verdicts: its screen gets the whole height unless a hint is open
+        # or its run failed.
+        self.query_one("#results").display = step.checked or failed is not None or hints is not None
 
     def show_first_failure(self) -> None:
         """Scroll the results to what to act on: the first failing check near the top (under the
@@ -821,10 +826,12 @@ class TutorApp(App[None]):
         if result.id == self.step.id:
             self.new_verdict = True  # after_results scrolls to its first failure
         self.results[result.id] = result
+        # What is on screen belongs to the file as it is now: a run without a view (the code
+        # raised, the file does not load) takes the last one away.
         if "view" in result.visuals:
-            self.views[result.id] = result.visuals[
-                "view"
-            ]  # a run without one (a file that does not load) keeps the last
+            self.views[result.id] = result.visuals["view"]
+        else:
+            self.views.pop(result.id, None)
         if result.visuals.get("heatmaps"):
             self.drew_weights.add(result.id)
         self.versions[result.id] = self.versions.get(result.id, 0) + 1
@@ -854,10 +861,7 @@ class TutorApp(App[None]):
             self.new_verdict = False
             self.show_first_failure()
         self.render_fileinfo()
-        if (
-            self.show_weights or not self.step.checked or self.step.id in self.views
-        ):  # a checked step may have a view too
-            self.render_main()
+        self.render_main()  # drawn again only if what it shows has changed (its signature)
         if not self.running:
             self.call_after_refresh(
                 self.remember, wait=False
@@ -875,8 +879,11 @@ class TutorApp(App[None]):
     @work(exclusive=True, group="watch")
     async def watch_file(self, watcher: FileWatcher) -> None:
         try:
-            async for saved in watcher.changes(initial=True):
-                self.run_checks(saved.text, saved.raw)
+            async for saved in watcher.changes(initial=True, missing=True):
+                if saved is None:
+                    self.file_gone(self.read_error())
+                else:
+                    self.run_checks(saved.text, saved.raw)
         except WatchError as exc:
             self.watch_state = "failed"
             self.watch_error = str(exc.params.get("error", exc))
@@ -887,11 +894,32 @@ class TutorApp(App[None]):
         try:
             raw = self.path.read_bytes()
         except OSError as exc:
-            self.notice = t("ui.os_error", self.lang, error=exc.strerror or exc)
-            self.render_fileinfo()
+            self.file_gone(str(exc.strerror or exc))
             return
         text, _ = decode_source(raw)
         self.run_checks(text, raw)
+
+    def read_error(self) -> str:
+        """Why the file cannot be read now, as the OS says it."""
+        try:
+            self.path.read_bytes()
+        except OSError as exc:
+            return str(exc.strerror or exc)
+        return os.strerror(errno.ENOENT)  # gone while the watcher looked, back since
+
+    def file_gone(self, error: str) -> None:
+        """The file cannot be read (moved away, deleted): no verdict, view or weights of the
+        content it had stays on screen; each checked step says so until it is back."""
+        self.source = None
+        self.views.clear()
+        for step in self.lesson.steps:
+            if not step.checked and self.results.pop(step.id, None) is not None:
+                self.versions[step.id] = self.versions.get(step.id, 0) + 1  # redrawn
+        params = {"path": self.shown_path(), "error": error}
+        for result in unreadable_results(self.lesson, "failure.missing", params):
+            self.store_result(result)
+        self.running.clear()
+        self.after_results()
 
     def tick(self) -> None:
         if (

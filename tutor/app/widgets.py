@@ -345,10 +345,16 @@ def step_extra(app: TutorApp, view: list[Any] | None) -> RenderableType | None:
         ):
             parts.append(keys_line)  # a view without a place for the keys line: it goes first
         parts += draw_view(view, ctx)
-    elif not step.checked and not step.questions:
+    elif not step.checked:
+        # Nothing of an earlier run is kept: a run that failed says so (its reason is in the
+        # results below), and before any run the step says what is to come.
+        run = app.results.get(step.id)
         if keys_line is not None:
             parts.append(keys_line)
-        parts.append(Wrapped(t("ui.view_waiting", lang), style="dim"))
+        if run is not None and run.status != "pass":
+            parts.append(Wrapped(t("ui.view_failed", lang), style="yellow"))
+        elif not step.questions:
+            parts.append(Wrapped(t("ui.view_waiting", lang), style="dim"))
     if step.questions.get(lang):
         if parts:
             parts.append(Text(""))
