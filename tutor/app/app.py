@@ -58,7 +58,14 @@ from tutor.model.results import JSONDict, StepResult
 from tutor.model.view_items import Item
 from tutor.render.doc import render_markdown
 from tutor.render.heatmap import heatmap
-from tutor.render.verdicts import hints_block, load_syntax, shown_of, status_mark, step_results
+from tutor.render.verdicts import (
+    MESSAGE_LINES,
+    hints_block,
+    load_syntax,
+    shown_of,
+    status_mark,
+    step_results,
+)
 from tutor.render.views import Packed, heatmap_words, panel_word, text_of
 from tutor.render.wrap import Wrapped
 from tutor.text.i18n import t
@@ -308,6 +315,9 @@ class TutorApp(App[None]):
     def step(self) -> Step:
         return self.lesson.steps[self.step_index]
 
+    def step_title(self) -> str:
+        return self.step.title[self.lang]
+
     def after_pass(self, step: Step) -> str:
         """What comes after this step has passed: the next step, or the end of the lab; once every
         checked step passes, the lab's summary (the questions left, the other labs)."""
@@ -547,12 +557,14 @@ class TutorApp(App[None]):
         if self.shown.get("#doc") == signature:
             return
         self.shown["#doc"] = signature
-        if self.show_weights:
+        if self.show_weights and self.draws_weights():
             self.show_in("#doc", self.weights_view())
             return
         text = self.lesson.text(self.step.id, self.lang)
         heading, _, rest = text.partition("\n") if text.startswith("# ") else ("", "", text)
         body: list[RenderableType] = []
+        if self.show_weights:  # `w` is on, and this step has none: its text, and why
+            body += [Wrapped(t("ui.weights_none_here", self.lang), style="dim"), Text("")]
         if self.step_index == 0 and self.created:
             body.append(
                 Wrapped(t("ui.file_created", self.lang, path=self.shown_path()), style="bold green")
@@ -575,11 +587,18 @@ class TutorApp(App[None]):
         running = step.id in self.running and time.monotonic() - self.run_started > SPINNER_AFTER
         hints_shown = self.hints_shown.get(step.id, 0)
         shown = shown_of(self.results.get(step.id))
-        signature = (step.id, lang, shown, running, hints_shown, self.full_messages)
+        lines = self.message_lines()
+        signature = (step.id, lang, shown, running, hints_shown, self.full_messages, lines)
         if self.shown.get("#results") == signature:
             return  # the same verdicts as on screen (a save that changed nothing they say)
         self.shown["#results"] = signature
-        hints = hints_block(step.hints.get(lang, ()), self.hints_shown.get(step.id, 0), lang)
+        # A checked step's last hint is its code, whole (lesson.toml's convention).
+        hints = hints_block(
+            step.hints.get(lang, ()),
+            self.hints_shown.get(step.id, 0),
+            lang,
+            last_is_solution=step.checked and bool(step.functions),
+        )
         failed = self.results.get(step.id) if not step.checked else None
         if failed is not None and failed.status == "pass":
             failed = None  # an experiment that ran: its view is on screen, nothing to say here
@@ -591,6 +610,7 @@ class TutorApp(App[None]):
                 hints=hints,
                 full=self.full_messages,
                 after_pass=self.after_pass(step),
+                message_lines=lines,
             )
         else:
             content = Group(
@@ -605,7 +625,17 @@ class TutorApp(App[None]):
         # or its run failed.
         self.query_one("#results").display = step.checked or failed is not None or hints is not None
 
-    def show_first_failure(self) -> None:
+    def message_lines(self) -> int:
+        """How many lines a failing check's message may take: four at 80×24 (the panel holds
+        about eight), the room there is less the status line and a hint's start on a larger
+        screen."""
+        panel = self.query_one("#results", ScrollingStatic)
+        return max(MESSAGE_LINES, panel.size.height - 4)
+
+    def on_resize(self, event: events.Resize) -> None:
+        self.call_after_refresh(self.render_results)  # the panel's new height, once laid out
+
+    def show_first_failure(self, *, to_hint: bool = False) -> None:
         """Scroll the results to what to act on: the first failing check near the top (under the
         step's status line), then the newest hint as far as it fits without pushing that check out
         of view. After each run (an old scroll position would hide the new failure), a step
@@ -615,14 +645,22 @@ class TutorApp(App[None]):
         y = max(0, failure[0] - 1) if failure else 0
         hint = panel.anchor_lines("hint")
         result = self.results.get(self.step.id)
-        if result is not None and result.status == "pass":
+        if result is not None and result.status == "pass" and not to_hint:
             hint = None  # passed: what to act on is the line that says what next, at the top
         if hint is not None:
+            # The hints run oldest first: the newest is in view whole if it fits, else from its
+            # start; the failure's first line stays in view if the newest hint fits under it.
             first, last = hint
-            y = max(y, min(last - panel.scrollable_content_region.height + 1, first))
-            if failure is not None:
+            height = panel.scrollable_content_region.height
+            y = max(y, min(last - height + 1, first))
+            if failure is not None and last < failure[0] + height:
                 y = min(y, failure[0])
         panel.scroll_to(y=y, animate=False, immediate=True)
+
+    def draws_weights(self) -> bool:
+        """Whether this step has weights to draw, or to wait for: lesson.toml names their step,
+        or this step's results have had some."""
+        return bool(self.step.weights_declared) or self.step.weights_from in self.drew_weights
 
     def heatmaps_for_step(self) -> list[Item] | None:
         """The weights panel's entries: from the step lesson.toml names (weights_from), its own
@@ -634,16 +672,13 @@ class TutorApp(App[None]):
         lang = self.lang
         maps = self.heatmaps_for_step()
         if not maps:
-            # "Waiting" where weights are to come (lesson.toml names their step, or this step has
-            # drawn some before); else this step draws none, as far as its results say.
-            drawn = bool(self.step.weights_declared) or self.step.weights_from in self.drew_weights
-            if drawn and self.worker_state == "loading":
+            # Weights are to come here (render_main asks only then): none has run yet, or the
+            # last run did not get that far.
+            if self.worker_state == "loading":
                 return Wrapped(
                     t("ui.worker_loading", lang), style="dim"
                 )  # not "no weights yet": nothing ran
-            return Wrapped(
-                t("ui.weights_waiting" if drawn else "ui.weights_none", lang), style="dim"
-            )
+            return Wrapped(t("ui.weights_waiting", lang), style="dim")
         index = self.heatmap_index % len(maps)
         entry = maps[index]
         mode = ("learner", "reference", "diff")[self.heatmap_mode % 3]
@@ -990,11 +1025,12 @@ class TutorApp(App[None]):
             self.notify(t("ui.no_hints", self.lang), timeout=2)
             return
         if shown >= len(hints):
-            self.notify(t("ui.no_more_hints", self.lang), timeout=2)
+            # Said under the last hint (a toast would cover it at 80×24): bring it in view.
+            self.show_first_failure(to_hint=True)
             return
         self.hints_shown[self.step.id] = shown + 1
         self.render_results()
-        self.show_first_failure()
+        self.show_first_failure(to_hint=True)  # `h` asked for it: in view, even after a pass
         self.remember()
 
     def action_language(self) -> None:
@@ -1219,7 +1255,8 @@ class TutorApp(App[None]):
         for lesson in all_lessons():
             if lesson.id != self.lesson.id:
                 yield SystemCommand(
-                    t("ui.command_lesson", self.lang, title=lesson.title[self.lang]),
+                    # The id in the title: the palette matches what it shows ("lab-02", "02").
+                    t("ui.command_lesson", self.lang, title=lesson.title[self.lang], id=lesson.id),
                     lesson.id,
                     lambda lid=lesson.id: self.switch_lesson(lid),
                 )
