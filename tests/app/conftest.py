@@ -28,9 +28,6 @@ def _sources() -> dict[str, tuple[str, str, str]]:
     lab = (ROOT / "reference" / "lab_02.py").read_text(encoding="utf-8")
     broken = lab.replace('float("-inf")', "0.0")
     assert broken != lab, 'the reference lab-02 no longer fills the mask with float("-inf")'
-    mask = "def causal_mask(seq_len):\n"
-    assert mask in lab, "the reference lab-02 no longer defines causal_mask(seq_len)"
-    raises = lab.replace(mask, mask + '    raise ValueError("not written yet")\n')
     # Every lesson's reference by its id (a new lesson gets its screens by data), and the broken lab-02.
     return {
         **{
@@ -42,7 +39,6 @@ def _sources() -> dict[str, tuple[str, str, str]]:
             for lesson in all_lessons()
         },
         "lab-02-broken": ("lab-02", FILES["lab-02"], broken),
-        "lab-02-mask-raises": ("lab-02", FILES["lab-02"], raises),
     }
 
 
@@ -104,6 +100,22 @@ def engine_results() -> dict[str, list[StepResult]]:
         broken["scores"] == broken["mask"] == "pass"
         and broken["weights"] == broken["output"] == "fail"
     ), broken
+    return results
+
+
+@pytest.fixture(scope="session")
+def mask_raises_results() -> list[StepResult]:
+    """lab-02's reference with causal_mask raising: every step that uses it fails, by the real
+    engine. Apart from engine_results: only the tests about it pay for it."""
+    from tutor.engine.client import check_source
+
+    lab = (ROOT / "reference" / "lab_02.py").read_text(encoding="utf-8")
+    mask = "def causal_mask(seq_len):\n"
+    assert mask in lab, "the reference lab-02 no longer defines causal_mask(seq_len)"
+    raises = lab.replace(mask, mask + '    raise ValueError("not written yet")\n')
+    results = check_source("lab-02", FILES["lab-02"], raises, steps=get_lesson("lab-02").step_ids())
+    statuses = {r.id: r.status for r in results}
+    assert statuses["mask"] == statuses["heatmap"] == "error", statuses
     return results
 
 

@@ -992,7 +992,9 @@ async def test_a_step_with_questions_is_passed_by_its_answers_not_by_a_visit(
             assert steps.render_line(row).text.strip().startswith("✓"), step.id
 
 
-async def test_a_step_whose_code_now_raises_keeps_no_view_of_the_old_code(make_app, engine_results):
+async def test_a_step_whose_code_now_raises_keeps_no_view_of_the_old_code(
+    make_app, mask_raises_results
+):
     """Issue #28, 2: lab-02 passing, the heatmap step on screen, then causal_mask made to raise:
     the heatmap kept the old matrices, labelled as the learner's weights. What is on screen
     belongs to the file as it is now: the view goes, and the step says why."""
@@ -1001,7 +1003,7 @@ async def test_a_step_whose_code_now_raises_keeps_no_view_of_the_old_code(make_a
         app.apply_results(results)
         await settle(pilot)
         assert "your weights" in doc_text(app) and ".51" in doc_text(app)
-        app.apply_results(engine_results["lab-02-mask-raises"])
+        app.apply_results(mask_raises_results)
         await settle(pilot)
         after = doc_text(app)
         assert "your weights" not in after and ".51" not in after, after
