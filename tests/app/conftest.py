@@ -72,7 +72,9 @@ def engine_results() -> dict[str, list[StepResult]]:
     def run(item):
         name, (lesson_id, file_name, source) = item
         steps = get_lesson(lesson_id).step_ids()
-        return name, check_source(lesson_id, file_name, source, steps=steps)
+        # A loaded machine (other suites in parallel) must not turn a reference's slow step
+        # into a timeout: the screens are of verdicts, not of time limits.
+        return name, check_source(lesson_id, file_name, source, timeout=30, steps=steps)
 
     with ThreadPoolExecutor(len(sources)) as pool:  # a worker each, at once: ~8 s instead of ~24 s
         results = dict(pool.map(run, sources.items()))
@@ -113,7 +115,9 @@ def mask_raises_results() -> list[StepResult]:
     mask = "def causal_mask(seq_len):\n"
     assert mask in lab, "the reference lab-02 no longer defines causal_mask(seq_len)"
     raises = lab.replace(mask, mask + '    raise ValueError("not written yet")\n')
-    results = check_source("lab-02", FILES["lab-02"], raises, steps=get_lesson("lab-02").step_ids())
+    results = check_source(
+        "lab-02", FILES["lab-02"], raises, timeout=30, steps=get_lesson("lab-02").step_ids()
+    )
     statuses = {r.id: r.status for r in results}
     assert statuses["mask"] == statuses["heatmap"] == "error", statuses
     return results
