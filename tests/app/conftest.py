@@ -45,8 +45,24 @@ def _sources() -> dict[str, tuple[str, str, str]]:
 def pin_measured_times(result: StepResult) -> None:
     """A view's bars of measured times (kv-cache's cost step) change from run to run: drawn at
     fixed lengths, so that the screens compare. Measured sizes (lm3-l3's memory) are exact and
-    drawn as they come; those tables say "MB", not "ms"."""
-    for item in result.visuals.get("view") or []:
+    drawn as they come; those tables say "MB", not "ms". The remarks that depend on the
+    machine's load (times inverted, the measuring budget run out) go too; a row too big to
+    time stays blank, as its remark says."""
+    view = result.visuals.get("view") or []
+
+    def note_key(item) -> str:
+        text = item.get("text") if item.get("kind") == "note" else None
+        return str(text.get("key")) if isinstance(text, dict) else ""
+
+    by_load = ("visual.cost_noisy", "visual.cost_blank_out_of_time")
+    view[:] = [item for item in view if not note_key(item).endswith(by_load)]
+    too_big = {
+        T
+        for item in view
+        if note_key(item).endswith("cost_blank_too_big")
+        for T in str(item["text"]["params"]["T"]).split(", ")
+    }
+    for item in view:
         if item.get("kind") != "table":
             continue
         timed = [
@@ -57,9 +73,11 @@ def pin_measured_times(result: StepResult) -> None:
                 if (
                     isinstance(row[i], dict)
                     and row[i].get("kind") == "bar"
-                    and row[i].get("value") is not None
+                    and row[0] not in too_big
                 ):
                     row[i]["value"] = row[i]["top"] * n / len(item["rows"])
+                    if "label" in row[i]:  # the figure beside the bar, pinned with it
+                        row[i]["label"] = f"{row[i]['value']:.2f}"
 
 
 @pytest.fixture(scope="session")

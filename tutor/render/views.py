@@ -114,9 +114,15 @@ class Context:
 
 def cell(value: object, lang: str) -> Text | str:
     if isinstance(value, dict) and value.get("kind") == "bar":
-        top = value.get("top") or 0
-        drawn = bar_text(value.get("value") or 0, top, int(value.get("width") or 8))
-        return Text(drawn, style=value.get("style") or "green")
+        top, width = value.get("top") or 0, int(value.get("width") or 8)
+        style = value.get("style") or "green"
+        if "label" not in value:
+            return Text(bar_text(value.get("value") or 0, top, width), style=style)
+        if not isinstance(value.get("value"), (int, float)):
+            return "—"  # not measured: the view says why
+        # The bar padded to its width, so that the figures after it line up.
+        drawn = bar_text(value["value"], top, width).ljust(width)
+        return Text.assemble((drawn, style), " ", str(value["label"]))
     if value is None:
         return "—"
     return text_of(value, lang)
