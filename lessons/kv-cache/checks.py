@@ -1292,6 +1292,9 @@ def human(n: float) -> str:
     return f"{n:.0f}"
 
 
+TIME_BAR = 3  # cells: two bars and their figures fit beside the other columns at 80×24
+
+
 def ms_text(ms):
     """A measured time beside its bar, about three digits: 0.42, 3.14, 27.5, 812 ("": none)."""
     if ms is None:
@@ -1340,8 +1343,8 @@ def judge_cost(v, outputs, inputs, jctx):
                 f"{mb:.3f}",
                 human(flops_cached(T, d)),
                 human(flops_recompute(T, d)),
-                bar_cell(c, top, "green", label=ms_text(c)),
-                bar_cell(f, top, "red", label=ms_text(f)),
+                bar_cell(c, top, "green", TIME_BAR, label=ms_text(c)),
+                bar_cell(f, top, "red", TIME_BAR, label=ms_text(f)),
             ]
         )
     cols = [
@@ -1357,7 +1360,7 @@ def judge_cost(v, outputs, inputs, jctx):
         note(
             msg("visual.cost_settings", heads=H, batch=B, t_max=s["t_max"], d=d, hd=COST_HEAD_DIM)
         ),
-        table(cols, rows, ["right"] * 6),
+        table(cols, rows, ["right"] * 4 + ["left"] * 2),  # bars from one edge, figures after
     ]
     if not measured:
         view.append(waiting(msg("visual.cost_waiting")))

@@ -77,7 +77,7 @@ def pin_measured_times(result: StepResult) -> None:
                 ):
                     row[i]["value"] = row[i]["top"] * n / len(item["rows"])
                     if "label" in row[i]:  # the figure beside the bar, pinned with it
-                        row[i]["label"] = f"{row[i]['value']:.2f}"
+                        row[i]["label"] = f"{row[i]['value']:.3g}"
 
 
 @pytest.fixture(scope="session")

@@ -141,18 +141,21 @@ def draw_table(item: Item, lang: str) -> Table:
         is_bar = any(
             isinstance(r[i], dict) and r[i].get("kind") == "bar" for r in rows if i < len(r)
         )
+        # A bar with its figure is kept whole, as a number is: a figure folded under its bar
+        # reads as a row of its own.
+        labelled = any(isinstance(r[i], dict) and "label" in r[i] for r in rows if i < len(r))
         # A number is never cut short ("1…" for 128): a column is at least as wide as its widest
         # value, and where the table is too wide for the screen its header wraps instead.
         widest = (
             0
-            if is_bar
+            if is_bar and not labelled
             else max((cell_len(str(cell(r[i], lang))) for r in rows if i < len(r)), default=0)
         )
         table.add_column(
             text_of(column, lang),
             justify=justify,
             min_width=widest or None,
-            overflow="fold" if is_bar else "ellipsis",
+            overflow="fold" if is_bar and not labelled else "ellipsis",
         )
     for r in rows:
         table.add_row(
