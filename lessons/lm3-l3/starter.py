@@ -40,7 +40,7 @@ def expected_shapes(B, T, H, hd):
 
 
 # ---------------------------------------------------------------- given: call them, do not change
-# The notebook's leakage test and a layer broken on purpose, to try your causal_attention with:
+# The lab's leakage test and a layer broken on purpose, to try your causal_attention with:
 #     python attn-lab/lm3_l3.py
 # (the tutor's checks have their own copy of the test and never run the part below).
 
