@@ -1114,3 +1114,23 @@ async def test_at_100_by_30_a_failing_message_uses_the_room_there_is(make_app):
         small.apply_results(broken)
         await settle(pilot)
         assert small.message_lines() == 4
+
+
+async def test_lab_02s_questions_appear_once_and_their_why_waits_for_the_answer(
+    make_app, workspace
+):
+    """Issue #28: 实验 02's questions were printed twice, worded differently (lesson.toml and a
+    **Question:** in exercises.md), and each result's explanation, the answer, stood above its
+    question before it was answered."""
+    app, results = make_app("lab-02", step_id="exercises")
+    why = " ".join(t("lab-02.visual.ex1_why", "en").split())[:40]
+    async with app.run_test(size=SIZE) as pilot:
+        app.apply_results(results)
+        await settle(pilot)
+        text = " ".join(doc_text(app).split())
+        assert "Question:" not in text
+        asked = " ".join(app.step.questions["en"][0].split())[:40]
+        assert text.count(asked) == 1, text
+        assert why not in text
+        await write_in_the_box(pilot, "1", "it collapses")
+        assert why in " ".join(doc_text(app).split())
