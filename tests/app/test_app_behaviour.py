@@ -722,7 +722,9 @@ async def test_the_command_palette_speaks_the_learners_language(make_app, lang):
     app, _ = make_app("lm3-l3", lang=lang)
     async with app.run_test(size=SIZE) as pilot:
         commands = [c.title for c in app.get_system_commands(app.screen)]
-        assert commands[0] == t("ui.command_lesson", lang, title=get_lesson("lab-02").title[lang])
+        assert commands[0] == t(
+            "ui.command_lesson", lang, title=get_lesson("lab-02").title[lang], id="lab-02"
+        )
         assert t("ui.key_quit", lang) in commands
         await pilot.press("ctrl+p")
         await settle(pilot)

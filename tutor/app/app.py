@@ -649,11 +649,12 @@ class TutorApp(App[None]):
             hint = None  # passed: what to act on is the line that says what next, at the top
         if hint is not None:
             # The hints run oldest first: the newest is in view whole if it fits, else from its
-            # start; the failure's first line stays in view if the newest hint fits under it.
+            # start.
             first, last = hint
             height = panel.scrollable_content_region.height
             y = max(y, min(last - height + 1, first))
-            if failure is not None and last < failure[0] + height:
+            # After a run the failure comes first; after `h` the hint, if both do not fit.
+            if failure is not None and (not to_hint or last < failure[0] + height):
                 y = min(y, failure[0])
         panel.scroll_to(y=y, animate=False, immediate=True)
 
