@@ -915,7 +915,7 @@ async def test_an_answers_file_from_before_the_sections_is_read_and_nothing_in_i
 async def test_protections_the_worker_lacks_are_said_once(make_app, lang):
     """A worker on a platform without Landlock and seccomp (macOS) says so in its ready event:
     the app tells the learner once, even if the worker is restarted and says it again."""
-    from tutor.app.app import WorkerEvent
+    from tutor.app.checking import WorkerEvent
     from tutor.engine.confine.platform_probe import describe_off
     from tutor.engine.protocol import Ready
 
@@ -936,7 +936,7 @@ async def test_protections_the_worker_lacks_are_said_once(make_app, lang):
 
 
 async def test_nothing_is_said_of_protections_when_none_is_off(make_app):
-    from tutor.app.app import WorkerEvent
+    from tutor.app.checking import WorkerEvent
     from tutor.engine.protocol import Ready
 
     app, _ = make_app()

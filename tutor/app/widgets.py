@@ -32,7 +32,7 @@ from tutor.text.i18n import t
 if TYPE_CHECKING:
     from textual.layout import DockArrangeResult
 
-    from tutor.app.app import TutorApp
+    from tutor.app.base import LessonApp
     from tutor.model.lesson import Lesson, SettingValue, Step
 
 FOOTER_KEYS = (
@@ -328,7 +328,7 @@ class Footer(Static):
         return text
 
 
-def step_extra(app: TutorApp, view: list[Any] | None) -> RenderableType | None:
+def step_extra(app: LessonApp, view: list[Any] | None) -> RenderableType | None:
     """What a step shows under its heading, from data only: the view its judge sent (kept from
     the last run while a new one is out), its settings line, its questions."""
     from tutor.render.views import Context, Questions, draw_questions, draw_view, spoilers
