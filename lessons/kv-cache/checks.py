@@ -1309,9 +1309,13 @@ def cost_remarks(measured, s, B, d):
     blank = [T for T in lengths_up_to(s["t_max"]) if measured.get(T, (None, None))[1] is None]
     if blank:
         T = blank[0]
-        key = "too_big" if B * flops_recompute(T, d) > COST_LIMIT else "out_of_time"
+        rows = ", ".join(map(str, blank))
         out.append(
-            note(msg(f"visual.cost_blank_{key}", T=", ".join(map(str, blank)), s=COST_BUDGET))
+            note(
+                msg("visual.cost_blank_too_big", T=rows, s=COST_BUDGET)
+                if B * flops_recompute(T, d) > COST_LIMIT
+                else msg("visual.cost_blank_out_of_time", T=rows, s=COST_BUDGET)
+            )
         )
     inverted = [
         T
