@@ -1292,6 +1292,41 @@ def human(n: float) -> str:
     return f"{n:.0f}"
 
 
+TIME_BAR = 3  # cells: two bars and their figures fit beside the other columns at 80×24
+
+
+def ms_text(ms):
+    """A measured time beside its bar, about three digits: 0.42, 3.14, 27.5, 812 ("": none)."""
+    if ms is None:
+        return ""
+    return f"{ms:.0f}" if ms >= 100 else f"{ms:.1f}" if ms >= 10 else f"{ms:.2f}"
+
+
+def cost_remarks(measured, s, B, d):
+    """What the table cannot say itself: why a row has no times, and that times are noisy
+    where the cache measured slower than recomputing (the FLOPs say which costs more)."""
+    out = []
+    blank = [T for T in lengths_up_to(s["t_max"]) if measured.get(T, (None, None))[1] is None]
+    if blank:
+        T = blank[0]
+        rows = ", ".join(map(str, blank))
+        out.append(
+            note(
+                msg("visual.cost_blank_too_big", T=rows, s=COST_BUDGET)
+                if B * flops_recompute(T, d) > COST_LIMIT
+                else msg("visual.cost_blank_out_of_time", T=rows, s=COST_BUDGET)
+            )
+        )
+    inverted = [
+        T
+        for T, (c, f) in sorted(measured.items())
+        if isinstance(c, (int, float)) and isinstance(f, (int, float)) and c > f
+    ]
+    if inverted:
+        out.append(note(msg("visual.cost_noisy", T=", ".join(map(str, inverted)))))
+    return out
+
+
 def judge_cost(v, outputs, inputs, jctx):
     s = outputs["settings"]
     H, B = s["heads"], s["batch"]
@@ -1312,8 +1347,8 @@ def judge_cost(v, outputs, inputs, jctx):
                 f"{mb:.3f}",
                 human(flops_cached(T, d)),
                 human(flops_recompute(T, d)),
-                bar_cell(c, top, "green"),
-                bar_cell(f, top, "red"),
+                bar_cell(c, top, "green", TIME_BAR, label=ms_text(c)),
+                bar_cell(f, top, "red", TIME_BAR, label=ms_text(f)),
             ]
         )
     cols = [
@@ -1329,10 +1364,12 @@ def judge_cost(v, outputs, inputs, jctx):
         note(
             msg("visual.cost_settings", heads=H, batch=B, t_max=s["t_max"], d=d, hd=COST_HEAD_DIM)
         ),
-        table(cols, rows, ["right"] * 6),
+        table(cols, rows, ["right"] * 4 + ["left"] * 2),  # bars from one edge, figures after
     ]
     if not measured:
         view.append(waiting(msg("visual.cost_waiting")))
+    else:
+        view += cost_remarks(measured, s, B, d)
     view.append(note(msg("visual.cost_note")))
     v.visuals["view"] = view
     v.visuals["cost"] = {"settings": s, "measured": outputs["measured"]}

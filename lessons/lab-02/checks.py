@@ -19,6 +19,7 @@ import torch.nn.functional as F
 from tutor.kit import (
     LARGE_SCORES,
     StepSpec,
+    after_answer,
     bar,
     changed_input,
     clone_args,
@@ -1037,6 +1038,8 @@ def entropy_view(outputs) -> list:
         heading(msg("visual.ex1_title")),
         table(columns, rows, align=["left", "right", "left", "right", "left"]),
         note(msg("visual.ex1_note")),
+        # Why, only under the learner's own answer: it is the answer to question 1.
+        after_answer(1, note(msg("visual.ex1_why"))),
     ]
 
 
@@ -1053,6 +1056,7 @@ def diagonal_view(outputs) -> list:
         heading(msg("visual.ex2_title")),
         heatmap(round_matrix(diag[0, 0]), msg("visual.ex2_heatmap")),
         note(said),
+        *([after_answer(2, note(msg("visual.ex2_why")))] if rows else []),
     ]
 
 
@@ -1069,7 +1073,7 @@ def heads_view(outputs) -> list:
                 heatmap(round_matrix(after[0, h]), msg("visual.ex3_after", h=h)),
             )
         )
-    return out + [note(msg("visual.ex3_note"))]
+    return out + [after_answer(3, note(msg("visual.ex3_note")))]
 
 
 def judge_exercises(v, outputs, inputs, jctx):

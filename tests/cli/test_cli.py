@@ -283,3 +283,45 @@ def test_every_help_page_fits_80_columns(command, lang):
     assert out.returncode == 0, out.stderr
     wide = [line for line in out.stdout.splitlines() if cell_len(line) > 80]
     assert not wide, wide
+
+
+def test_list_marks_a_step_with_questions_by_its_answers_not_its_run(tmp_path):
+    """Issue #28, 1: lm3-l3's reflection had run (visited: its probe passed) with no question
+    answered, and `list --json` said `pass`. A step with questions is passed once every one has
+    an answer, in every lesson, whatever its run said."""
+    from tutor.workspace.store import AnswerSheet, Section, Store
+
+    lab = tmp_path / "attn-lab"
+    lab.mkdir()
+    store = Store(lab)
+    asked = {lesson.id: [s for s in lesson.steps if s.questions] for lesson in all_lessons()}
+    assert {"lm3-l3", "lab-02", "kv-cache"} <= {lid for lid, steps in asked.items() if steps}
+    store.update(
+        lambda state: state.setdefault("lessons", {}).update(
+            {lid: {"status": {s.id: "pass" for s in steps}} for lid, steps in asked.items()}
+        )
+    )
+
+    def statuses():
+        data = json.loads(run("list", "--json", cwd=tmp_path).stdout)
+        return {
+            (lesson["id"], s["id"]): (s["status"], s.get("answered"), s.get("questions"))
+            for lesson in data["lessons"]
+            for s in lesson["steps"]
+            if (lesson["id"], s["id"]) in {(lid, st.id) for lid, sts in asked.items() for st in sts}
+        }
+
+    before = statuses()
+    assert before and all(v[0] == "todo" and v[1] == 0 for v in before.values()), before
+    for lid, steps in asked.items():
+        lesson = get_lesson(lid)
+        sheet = AnswerSheet(
+            name=lesson.answers_file,
+            sections=tuple(Section(s.id, s.id, s.questions["en"]) for s in steps),
+            legacy_step=steps[0].id if steps else "",
+        )
+        for s in steps:
+            for i in range(len(s.questions["en"])):
+                store.save_answer(sheet, s.id, i, f"my answer {i}", base="", both=lambda a, b: b)
+    after = statuses()
+    assert all(v[0] == "pass" and v[1] == v[2] for v in after.values()), after

@@ -156,3 +156,41 @@ async def test_after_a_scroll_the_next_failure_is_in_view(tmp_path, monkeypatch)
         shot = html.unescape(re.sub(r"<[^>]+>", "", app.export_screenshot())).replace("\xa0", " ")
         flat = " ".join(shot.split())
         assert "Future keys" in flat and "0.07762" in flat, flat[-800:]  # the new run's numbers
+
+
+async def test_a_file_moved_away_and_back_is_shown_as_it_is(tmp_path, monkeypatch):
+    """Issue #28, 2: lab-02 passing, its file moved away: the results still said ✓ passed (and
+    `r` left "Could not read or write a file" in the side bar for good); moved back, nothing ran
+    again. Now the steps say the file cannot be read while it is away, and it is checked again
+    on its return."""
+    monkeypatch.chdir(tmp_path)
+    lesson = get_lesson("lab-02")
+    path, _ = ensure_solution(tmp_path, lesson)
+    path.write_text((ROOT / "reference" / "lab_02.py").read_text())
+    app = TutorApp(
+        lesson=lesson,
+        path=path,
+        created=False,
+        step_id="output",
+        lang="en",
+        store=Store(workspace_dir(tmp_path)),
+    )
+    away = tmp_path / "lab_02.py.away"
+
+    def shown() -> str:
+        shot = html.unescape(re.sub(r"<[^>]+>", "", app.export_screenshot()))
+        return " ".join(shot.replace("\xa0", " ").split())
+
+    async with app.run_test(size=(80, 24)) as pilot:
+        assert await wait_for(pilot, lambda: set(statuses(app).values()) == {"pass"}), statuses(app)
+        path.replace(away)
+        assert await wait_for(pilot, lambda: set(statuses(app).values()) == {"error"}), statuses(
+            app
+        )
+        await pilot.press("r")  # a run asked for while it is away: the same, no stale notice
+        await pilot.pause(0.3)
+        assert "cannot be read now" in shown() and "passed" not in shown(), shown()
+        away.replace(path)
+        assert await wait_for(pilot, lambda: set(statuses(app).values()) == {"pass"}), statuses(app)
+        await pilot.pause(0.2)
+        assert "cannot be read" not in shown() and "Could not read" not in shown(), shown()

@@ -44,12 +44,13 @@ def test_the_first_failing_check_is_anchored_and_the_hints_follow_the_failures()
         failure and texts[failure[0]].startswith("✗ ") and failure[0] == 1
     )  # under the status line
     assert all(texts[i].startswith(("✗", "  ")) for i in failure)  # the first failing check only
-    # The newest hint first, under both failures, then a rule, then the checks that pass.
+    # The hints oldest first (the newest anchored), under both failures, then a rule, then the
+    # checks that pass.
     assert hint and texts[hint[0]].startswith("Hint 2/3: Second hint.")
     first_hint = next(i for i, text in enumerate(texts) if text.startswith("Hint 1/3"))
     passes = [i for i, text in enumerate(texts) if text.startswith("✓")]
     fails = [i for i, text in enumerate(texts) if text.startswith("✗ ")]
-    assert max(fails) < hint[0] < first_hint < min(passes)
+    assert max(fails) < first_hint < hint[0] < min(passes)
     assert set(texts[min(passes) - 1]) == {"─"}
 
 

@@ -143,3 +143,28 @@ def test_a_number_in_a_table_is_never_cut_short_and_headers_wrap_instead():
     )  # the rows, under a header that wrapped
     assert values[1].split()[:4] == ["128", "0.131", "21.0", "M"] and "1.4 G" in values[1]
     assert not any("…" in line for line in values)
+
+
+def test_a_measured_bar_has_its_figure_beside_it_and_an_unmeasured_one_a_dash():
+    """Issue #28, 6: kv-cache's time columns were bars with no numbers, a row not timed blank."""
+    view = [
+        v.table(
+            ["T", "ms"],
+            [
+                ["16", v.bar(0.42, 27.5, "green", 6, label="0.42")],
+                ["32", v.bar(27.5, 27.5, "green", 6, label="27.5")],
+                ["64", v.bar(None, 27.5, "green", 6, label="")],
+            ],
+        )
+    ]
+    got = lines(draw_view(view, Context("en")))
+    assert got[1].endswith(" 0.42") and got[2].endswith("█" * 6 + " 27.5"), got
+    assert got[1].index("0.42") == got[2].index("27.5")  # the figures line up
+    assert got[3].split() == ["64", "—"], got
+    assert v.bar(None, 1.0) == {
+        "kind": "bar",
+        "value": None,
+        "top": 1.0,
+        "style": "green",
+        "width": 8,
+    }

@@ -186,3 +186,22 @@ def test_a_no_break_space_never_breaks():
         lines = wrap_cells(text, width)
         assert not any(line.startswith("时") for line in lines), (width, lines)
         assert "".join(lines).count("\u00a0") == 2
+
+
+def test_a_name_too_long_for_the_line_is_cut_where_its_parts_meet():
+    """Issue #28, 7: `CausalMultiHeadAttention.forwa` / `rd_cached` at 120×40."""
+    from tutor.render.wrap import wrap_cells
+
+    name = "`CausalMultiHeadAttention.forward_cached`"
+    assert wrap_cells(f"Expected {name} to return", 30) == [
+        "Expected",
+        "`CausalMultiHeadAttention.",
+        "forward_cached` to return",
+    ]
+    assert wrap_cells("see `a_very_long_function_name_here`", 20) == [
+        "see",
+        "`a_very_long_",
+        "function_name_here`",
+    ]
+    assert wrap_cells("x CausalMultiHeadAttention", 20) == ["x", "CausalMultiHead", "Attention"]
+    assert wrap_cells("x " + "a" * 30, 20) == ["x", "a" * 20, "a" * 10]  # no part: by cells

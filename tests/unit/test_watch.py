@@ -325,3 +325,20 @@ def test_needs_polling_reads_this_machine(tmp_path: Path):
 def test_poll_argument_decides_the_mode(tmp_path: Path):
     assert FileWatcher(tmp_path / NAME, poll=True).mode == "polling"
     assert FileWatcher(tmp_path / NAME, poll=False).mode == "inotify"
+
+
+async def test_a_file_moved_away_and_back_is_said_gone_then_yielded_again(target: Path):
+    """Issue #28, 2: moved away and back with the same bytes, the file was never seen again (the
+    same digest), and its going away was never said. With missing=True: None once, then the
+    content, even the same."""
+    w = FileWatcher(target)
+    gen = w.changes(initial=True, missing=True)
+    try:
+        assert (await asyncio.wait_for(gen.__anext__(), WAIT)).text == "v0\n"
+        away = target.with_name("elsewhere.py")
+        target.replace(away)
+        assert await asyncio.wait_for(gen.__anext__(), WAIT) is None
+        away.replace(target)
+        assert (await asyncio.wait_for(gen.__anext__(), WAIT)).text == "v0\n"
+    finally:
+        await gen.aclose()

@@ -10,6 +10,7 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
+from tutor.app.language import switch_language
 from tutor.render.wrap import Wrapped
 from tutor.text.i18n import t
 
@@ -39,7 +40,10 @@ HELP_KEYS = (
 
 
 class HelpScreen(ModalScreen[None]):
-    BINDINGS = [Binding("escape,question_mark,q", "close", id="close-help", show=False)]
+    BINDINGS = [
+        Binding("escape,question_mark,q", "close", id="close-help", show=False),
+        Binding("l", "language", id="help-language", show=False),
+    ]
 
     def __init__(self, lang: str):
         super().__init__()
@@ -58,3 +62,8 @@ class HelpScreen(ModalScreen[None]):
 
     def action_close(self) -> None:
         self.app.pop_screen()
+
+    async def action_language(self) -> None:
+        """`l` here too: the app and this box change language at once."""
+        self.lang = switch_language(self.app)
+        await self.recompose()

@@ -12,13 +12,17 @@ from textual.screen import ModalScreen
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
+from tutor.app.language import switch_language
 from tutor.model.lesson import Lesson
 from tutor.render.wrap import Wrapped
 from tutor.text.i18n import t
 
 
 class LessonScreen(ModalScreen[str | None]):
-    BINDINGS = [Binding("escape,L", "close", id="close-lessons", show=False)]
+    BINDINGS = [
+        Binding("escape,L", "close", id="close-lessons", show=False),
+        Binding("l", "language", id="lessons-language", show=False),
+    ]
 
     def __init__(
         self,
@@ -58,3 +62,12 @@ class LessonScreen(ModalScreen[str | None]):
 
     def action_close(self) -> None:
         self.dismiss(None)
+
+    async def action_language(self) -> None:
+        """`l` here too: the list is drawn again in the new language, the same lesson lit."""
+        listed = self.query_one("#lessons-list", OptionList)
+        lit = listed.highlighted
+        self.lang = switch_language(self.app)
+        await self.recompose()
+        self.query_one("#lessons-list", OptionList).highlighted = lit
+        self.query_one("#lessons-list", OptionList).focus()

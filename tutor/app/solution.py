@@ -9,12 +9,16 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
+from tutor.app.language import switch_language
 from tutor.render.wrap import Wrapped
 from tutor.text.i18n import t
 
 
 class SolutionScreen(ModalScreen[None]):
-    BINDINGS = [Binding("escape,s,q", "close", id="close-solution", show=False)]
+    BINDINGS = [
+        Binding("escape,s,q", "close", id="close-solution", show=False),
+        Binding("l", "language", id="solution-language", show=False),
+    ]
 
     def __init__(self, lang: str, title: str, diff: str, reference: str):
         super().__init__()
@@ -35,3 +39,9 @@ class SolutionScreen(ModalScreen[None]):
 
     def action_close(self) -> None:
         self.app.pop_screen()
+
+    async def action_language(self) -> None:
+        """`l` here too; the step's title comes in the new language."""
+        self.lang = switch_language(self.app)
+        self.title_text = self.app.step_title()  # type: ignore[attr-defined]
+        await self.recompose()

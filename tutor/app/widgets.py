@@ -32,7 +32,7 @@ from tutor.text.i18n import t
 if TYPE_CHECKING:
     from textual.layout import DockArrangeResult
 
-    from tutor.app.app import TutorApp
+    from tutor.app.base import LessonApp
     from tutor.model.lesson import Lesson, SettingValue, Step
 
 FOOTER_KEYS = (
@@ -328,7 +328,7 @@ class Footer(Static):
         return text
 
 
-def step_extra(app: TutorApp, view: list[Any] | None) -> RenderableType | None:
+def step_extra(app: LessonApp, view: list[Any] | None) -> RenderableType | None:
     """What a step shows under its heading, from data only: the view its judge sent (kept from
     the last run while a new one is out), its settings line, its questions."""
     from tutor.render.views import Context, Questions, draw_questions, draw_view, spoilers
@@ -345,10 +345,16 @@ def step_extra(app: TutorApp, view: list[Any] | None) -> RenderableType | None:
         ):
             parts.append(keys_line)  # a view without a place for the keys line: it goes first
         parts += draw_view(view, ctx)
-    elif not step.checked and not step.questions:
+    elif not step.checked:
+        # Nothing of an earlier run is kept: a run that failed says so (its reason is in the
+        # results below), and before any run the step says what is to come.
+        run = app.results.get(step.id)
         if keys_line is not None:
             parts.append(keys_line)
-        parts.append(Wrapped(t("ui.view_waiting", lang), style="dim"))
+        if run is not None and run.status != "pass":
+            parts.append(Wrapped(t("ui.view_failed", lang), style="yellow"))
+        elif not step.questions:
+            parts.append(Wrapped(t("ui.view_waiting", lang), style="dim"))
     if step.questions.get(lang):
         if parts:
             parts.append(Text(""))

@@ -228,6 +228,19 @@ def _state(cwd: Path) -> dict:
         return {}
 
 
+def _answers(cwd: Path, lesson) -> dict[str, dict[int, str]]:
+    """A lesson's answers file in the workspace, by step ({} without one)."""
+    try:
+        from tutor.workspace.files import workspace_dir
+        from tutor.workspace.store import AnswerSheet, Store
+
+        asked = [s.id for s in lesson.steps if s.questions]
+        sheet = AnswerSheet(name=lesson.answers_file, legacy_step=asked[0] if asked else "")
+        return Store(workspace_dir(cwd)).read_answers(sheet)
+    except (OSError, ValueError):
+        return {}
+
+
 def _lesson(lesson_id: str | None, lang: str):
     try:
         return get_lesson(lesson_id or DEFAULT_LESSON)
@@ -308,13 +321,23 @@ def cmd_grade(args, lang: str) -> int:
 
 
 def cmd_list(args, lang: str) -> int:
+    from tutor.model.progress import answered_count, question_count, step_status
     from tutor.text.verdict_text import MARKS
 
     lessons = all_lessons()
     progress = _state(Path.cwd()).get("lessons", {})
+    answers = {lesson.id: _answers(Path.cwd(), lesson) for lesson in lessons}
 
     def status(lesson, s) -> str | None:
-        return progress.get(lesson.id, {}).get("status", {}).get(s.id)
+        run = progress.get(lesson.id, {}).get("status", {}).get(s.id)
+        return step_status(s, run, answers[lesson.id].get(s.id, {}))
+
+    def asked(lesson, s) -> dict:
+        """A step with questions: how many have an answer (what its status stands for)."""
+        if not s.questions:
+            return {}
+        done = answered_count(s, answers[lesson.id].get(s.id, {}))
+        return {"answered": done, "questions": question_count(s)}
 
     def passed(lesson) -> int:
         return sum(status(lesson, s) == "pass" for s in lesson.checked_steps)
@@ -336,6 +359,7 @@ def cmd_list(args, lang: str) -> int:
                                     "kind": s.kind,
                                     "title": s.title[lang],
                                     "status": status(lesson, s),
+                                    **asked(lesson, s),
                                 }
                                 for s in lesson.steps
                             ],

@@ -74,9 +74,18 @@ def waiting(body: Text) -> Item:
     return {"kind": "waiting", "text": body}
 
 
-def bar(value: float | None, top: float, style: str = "green", width: int = BAR_WIDTH) -> Item:
-    """A table cell drawn as a bar of value/top, `width` cells at most (None or 0: no bar)."""
-    return {"kind": "bar", "value": value, "top": top, "style": style, "width": width}
+def bar(
+    value: float | None,
+    top: float,
+    style: str = "green",
+    width: int = BAR_WIDTH,
+    label: str | None = None,
+) -> Item:
+    """A table cell drawn as a bar of value/top, `width` cells at most (None or 0: no bar).
+    label: the figure written after the bar (a measured time); a labelled bar without a value
+    is drawn "—" (not measured)."""
+    cell = {"kind": "bar", "value": value, "top": top, "style": style, "width": width}
+    return cell if label is None else {**cell, "label": label}
 
 
 def table(columns: list[Any], rows: list[list[Any]], align: list[str] | None = None) -> Item:

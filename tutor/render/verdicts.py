@@ -150,10 +150,11 @@ def step_results(
     hints: RenderableType | None = None,
     full: bool = False,
     after_pass: str | None = None,
+    message_lines: int = MESSAGE_LINES,
 ) -> RenderableType:
     """The verdicts, the first failing check tagged Anchored("failure"); `hints` go right
     after the failures (the hints are about them), before the checks that pass. A failing
-    check's message takes at most MESSAGE_LINES lines unless `full` (the `f` key). after_pass:
+    check's message takes at most message_lines lines unless `full` (the `f` key). after_pass:
     what to do once the step has passed (the next step, the solution), said under the header."""
     if result is None:
         waiting = Wrapped(t("ui.running" if running else "ui.no_results", lang), style="dim")
@@ -178,7 +179,7 @@ def step_results(
             status_mark(check.status), render_markdown(check_text(check, lang))
         )
         if not full:
-            line = Clipped(line, MESSAGE_LINES, t("ui.message_more", lang))
+            line = Clipped(line, message_lines, t("ui.message_more", lang))
         parts.append(Anchored("failure", line) if i == 0 else line)
     failure = result.failure
     if failure and (failure.frames or failure.caret) and result.status != "todo":
@@ -219,17 +220,30 @@ def step_results(
     return Group(*parts, *rest)
 
 
-def hints_block(hints: tuple[str, ...], shown: int, lang: str) -> RenderableType | None:
+def hints_block(
+    hints: tuple[str, ...], shown: int, lang: str, *, last_is_solution: bool = False
+) -> RenderableType | None:
+    """The hints shown so far, oldest first, as they were given; the newest is anchored (the
+    app scrolls to it). Under them, what `h` does next: the last hint is the whole solution
+    (last_is_solution) is said before it is shown, and that none is left once all are."""
     if shown <= 0 or not hints:
         return None
-    # The newest first, right under the failures: at 80×24 the panel has room for a failure and
-    # one hint, and `h` must show the hint it opened without scrolling the failure away.
+    shown = min(shown, len(hints))
     parts: list[RenderableType] = [Rule(style="dim")]
-    for i in range(min(shown, len(hints)), 0, -1):
-        label = t(
-            "ui.hint", lang, n=i, total=len(hints)
-        )  # ends with its colon: "Hint 1/3:", 「提示 1/3：」
-        gap = "" if label[-1:] == "：" else " "
-        text = render_markdown(f"**{label}**{gap}{hints[i - 1]}")
-        parts.append(Anchored("hint", text) if i == shown else text)
+    for i in range(1, shown):
+        parts.append(_hint(hints, i, lang))
+    newest: list[RenderableType] = [_hint(hints, shown, lang)]
+    if shown == len(hints):
+        newest.append(Wrapped(t("ui.no_more_hints", lang), style="dim"))
+    elif shown == len(hints) - 1 and last_is_solution:
+        newest.append(Wrapped(t("ui.hint_last_is_solution", lang, n=len(hints)), style="yellow"))
+    parts.append(Anchored("hint", Group(*newest)))
     return Group(*parts)
+
+
+def _hint(hints: tuple[str, ...], n: int, lang: str) -> RenderableType:
+    label = t(
+        "ui.hint", lang, n=n, total=len(hints)
+    )  # ends with its colon: "Hint 1/3:", 「提示 1/3：」
+    gap = "" if label[-1:] == "：" else " "
+    return render_markdown(f"**{label}**{gap}{hints[n - 1]}")

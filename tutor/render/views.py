@@ -114,9 +114,15 @@ class Context:
 
 def cell(value: object, lang: str) -> Text | str:
     if isinstance(value, dict) and value.get("kind") == "bar":
-        top = value.get("top") or 0
-        drawn = bar_text(value.get("value") or 0, top, int(value.get("width") or 8))
-        return Text(drawn, style=value.get("style") or "green")
+        top, width = value.get("top") or 0, int(value.get("width") or 8)
+        style = value.get("style") or "green"
+        if "label" not in value:
+            return Text(bar_text(value.get("value") or 0, top, width), style=style)
+        if not isinstance(value.get("value"), (int, float)):
+            return "—"  # not measured: the view says why
+        # The bar padded to its width, so that the figures after it line up.
+        drawn = bar_text(value["value"], top, width).ljust(width)
+        return Text.assemble((drawn, style), " ", str(value["label"]))
     if value is None:
         return "—"
     return text_of(value, lang)
@@ -135,18 +141,21 @@ def draw_table(item: Item, lang: str) -> Table:
         is_bar = any(
             isinstance(r[i], dict) and r[i].get("kind") == "bar" for r in rows if i < len(r)
         )
+        # A bar with its figure is kept whole, as a number is: a figure folded under its bar
+        # reads as a row of its own.
+        labelled = any(isinstance(r[i], dict) and "label" in r[i] for r in rows if i < len(r))
         # A number is never cut short ("1…" for 128): a column is at least as wide as its widest
         # value, and where the table is too wide for the screen its header wraps instead.
         widest = (
             0
-            if is_bar
+            if is_bar and not labelled
             else max((cell_len(str(cell(r[i], lang))) for r in rows if i < len(r)), default=0)
         )
         table.add_column(
             text_of(column, lang),
             justify=justify,
             min_width=widest or None,
-            overflow="fold" if is_bar else "ellipsis",
+            overflow="fold" if is_bar and not labelled else "ellipsis",
         )
     for r in rows:
         table.add_row(

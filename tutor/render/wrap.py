@@ -200,11 +200,23 @@ def _hard_break(
     text: str, units: list[_Unit], start: int, width: int, cells: Callable[[int, int], int]
 ) -> Span:
     """Cut a word wider than the line by cells, still honouring kinsoku when
-    possible. Always makes progress (at least one grapheme per line)."""
+    possible. Always makes progress (at least one grapheme per line).
+
+    An identifier is cut where it has parts, if one is in the line's second half: after a
+    dot or an underscore, or before a capital that follows a small letter
+    (`CausalMultiHeadAttention.` / `forward_cached`, not `…forwa` / `rd_cached`)."""
     fit = [s for s, e, _ in units if s > start and cells(start, s) <= width]
     if not fit:  # a single grapheme wider than the line
         first_end = next(e for s, e, _ in units if s >= start)
         return (first_end, first_end)
+    half = [c for c in fit if cells(start, c) * 2 >= width]
+    for parts in (".", "_"):  # a dot first: `module.attribute` splits at its dot
+        at = [c for c in half if text[c - 1] in parts and text[c].isalnum()]
+        if at:
+            return (at[-1], at[-1])
+    camel = [c for c in half if text[c - 1].islower() and text[c].isupper()]
+    if camel:
+        return (camel[-1], camel[-1])
     cut = fit[-1]
     for cand in reversed(fit):
         if text[cand] not in CLOSE and text[cand - 1] not in OPEN:

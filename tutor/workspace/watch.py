@@ -185,11 +185,16 @@ class FileWatcher:
             saved = await self._read()
         return saved
 
-    async def changes(self, *, initial: bool = False) -> AsyncIterator[Saved]:
+    async def changes(
+        self, *, initial: bool = False, missing: bool = False
+    ) -> AsyncIterator[Saved | None]:
         """Yield the file's content once per distinct content, after each save.
 
         With initial=True the current content is yielded first, read after the
         watch is live, so no save can fall between "checked" and "watching".
+        With missing=True, None is yielded once when the file is gone (moved away, deleted,
+        unreadable) and still gone after the settle time; the next content is yielded then
+        even if it is the same as before, so a file moved away and back is checked again.
         Raises WatchError if the folder cannot be watched.
         """
         # Imported here (~10 ms with anyio): the app starts the watch after its first screen.
@@ -227,6 +232,9 @@ class FileWatcher:
                 if saved is not None:
                     last = saved.digest
                     yield saved
+                elif missing:
+                    last = ""
+                    yield None
             else:
                 saved = await self._read()
                 last = saved.digest if saved is not None else None
@@ -240,6 +248,9 @@ class FileWatcher:
                 if saved is not None and saved.digest != last:
                     last = saved.digest
                     yield saved
+                elif saved is None and missing and last != "":
+                    last = ""  # no digest is "": whatever comes back is new
+                    yield None
         finally:
             if pending is not None and not pending.done():
                 pending.cancel()
