@@ -33,6 +33,7 @@ from tutor.kit import (
     heading,
     heatmap,
     judge_other_sizes,
+    judge_training_story,
     judged,
     keys,
     large_scores_factor,
@@ -46,6 +47,7 @@ from tutor.kit import (
     no_kernel,
     note,
     of_the_inputs,
+    probe_training_story,
     require_pair,
     require_ran,
     require_tensor,
@@ -86,10 +88,13 @@ def make_inputs(seed=0):
     q, k, v = (torch.randn(QKV_SHAPES[0], generator=g) for _ in range(3))
     other = torch.rand(QKV_SHAPES[0][-2], QKV_SHAPES[0][-2], generator=g) < 0.4
     other.fill_diagonal_(False)
+    # Last: the direction of the training story's gradient, at the seed's shape.
+    story_g = torch.randn(QKV_SHAPES[0], generator=g)
     return {
         "cases": cases,
         "again": {"q": q, "k": k, "v": v, "other_mask": other},
         "large": large_scores(cases[0]),
+        "story_g": story_g,
     }
 
 
@@ -755,7 +760,21 @@ def probe_output(ctx, inputs):
         parts.append(
             {n: bare(ctx.call(f, *given[n])) if callable(f) else None for n, f in helpers.items()}
         )
-    return {"calls": calls, "again": again, "alone": alone, "parts": parts}
+    # The training story on the seed's case: k and v as a trained layer's outputs would be
+    # (updated in place by a step), then `q.mul_(2)`.
+    c = cases[0]
+    story = probe_training_story(
+        ctx, fn, [c["q"], c["k"], c["v"]], inputs["story_g"], trained=(1, 2), pick=first_of
+    )
+    return {"calls": calls, "again": again, "alone": alone, "parts": parts, "story": story}
+
+
+def first_of(pair):
+    return pair[0]
+
+
+def story_reference(inputs, _state, _p):
+    return _weights(_scores(inputs[0], inputs[1]), future(inputs[0].shape[-2])) @ inputs[2]
 
 
 def judge_output_case(v, call, case, defs=("attention",)):
@@ -922,6 +941,17 @@ def judge_output(v, outputs, inputs, jctx):
         blame=lambda: blame(len(cases)),
     )
     no_kernel(v, "attention", jctx.source, {"attention"}, jctx.kernels)
+    c = cases[0]
+    judge_training_story(
+        v,
+        outputs.get("story"),
+        [c["q"], c["k"], c["v"]],
+        story_reference,
+        inputs["story_g"],
+        what="attention(q, k, v)",
+        names=["q", "k", "v"],
+        trained=(1, 2),
+    )
 
 
 def weights_of(call):

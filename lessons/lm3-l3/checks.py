@@ -27,6 +27,7 @@ from tutor.kit import (
     heading,
     judge_leak_map,
     judge_other_sizes,
+    judge_training_story,
     judged,
     keys,
     large_scores_check,
@@ -45,6 +46,7 @@ from tutor.kit import (
     note,
     of_the_inputs,
     probe_leak_map,
+    probe_training_story,
     require_pair,
     require_ran,
     require_tensor,
@@ -142,8 +144,11 @@ def make_inputs(seed=0):
         torch.randn(B, d, generator=g) * 3 for B, _T, d, _dk in SINGLE_SIZES[1:]
     ]
     multi_maps = [torch.randn(B, d, generator=g) * 3 for d, _o, _H, _c, B, _T in MULTI_SIZES]
+    B, T, _d, dk = SINGLE_SIZES[0]
+    single_story_g = torch.randn(B, T, dk, generator=g)  # last: every draw above stays as it was
     return {
         "leak_maps": maps,
+        "single_story_g": single_story_g,
         "multi_leak_maps": multi_maps,
         "single": single,
         "multi": multi,
@@ -249,6 +254,15 @@ def probe_single(ctx, inputs):
         "calls": results,
         "again": ctx.call(fn, again["x"], *again["W"]),
         "large": ctx.call(fn, large["x"], *large["W"]),
+        # The weights as a layer's parameters: updated in place by the story's step.
+        "story": probe_training_story(
+            ctx,
+            fn,
+            [seed["x"], *seed["W"]],
+            inputs["single_story_g"],
+            trained=(1, 2, 3),
+            pick=out_of_pair,
+        ),
         "leak_map": probe_leak_map(
             ctx, fn, seed["x"], inputs["leak_delta"]["single"], *seed["W"], pick=out_of_pair
         )
@@ -523,6 +537,16 @@ def judge_single(v, outputs, inputs, jctx):
         judge_single_case,
     )
     judge_large_scores(v, outputs["large"], inputs["single_large"])
+    judge_training_story(
+        v,
+        outputs.get("story"),
+        [seed["x"], *seed["W"]],
+        lambda ins, _state, _p: reference_single.__wrapped__(*ins)[0],
+        inputs["single_story_g"],
+        what="causal_attention(x, Wq, Wk, Wv)",
+        names=["x", "Wq", "Wk", "Wv"],
+        trained=(1, 2, 3),
+    )
 
 
 def judge_large_scores(v, call, case):
@@ -983,6 +1007,7 @@ def probe_multi(ctx, inputs):
         load_weights(module, inputs["multi_again"]["w"])  # the leakage map's layer
         out["dropout"] = probe_dropout(ctx, cls, size, case)
         out["notebook"] = probe_notebook(ctx, cls, size, case, inputs["multi_again"]["g"])
+        out["story"] = probe_story(ctx, cls, size, case, inputs["multi_again"]["g"])
         if not ctx.views:
             continue
         # Last, as only the views use them: the shape trace, then the layer with the second
@@ -1025,6 +1050,23 @@ def probe_dropout(ctx, cls, size, case):
         "eval": evaluated,
         "train": ctx.call(module, case["x"], dropout=True),
     }
+
+
+def probe_story(ctx, cls, size, case, g):
+    """A new layer with dropout through the kit's training story (no_grad, train, a step, again)."""
+    if ctx.kernels:  # the own-formula check fails it; a compiled kernel would only cost time
+        return None
+    made = ctx.call(lambda: build(cls, size, dropout=DROPOUT_P))
+    if "error" in made:
+        return None  # judge_dropout says it
+    module = made["value"]
+    load_weights(module, case["w"])
+    return probe_training_story(ctx, module, [case["x"]], g, module=module)
+
+
+def story_reference(inputs, state, p, H):
+    w = weights_from_state(state)
+    return reference_multi.__wrapped__(inputs[0], w, H, p)[0]
 
 
 def probe_notebook(ctx, cls, size, case, g):
@@ -1713,6 +1755,16 @@ def judge_multi_checks(v, outputs, inputs, jctx, judge_case):
     judge_notebook(v, first["notebook"], seed, size, inputs["multi_again"]["g"])
     judge_dropout(v, first["dropout"], seed, size)
     judge_large_multi(v, first["large"], inputs["multi_large"], size[2])
+    judge_training_story(
+        v,
+        first.get("story"),
+        [seed["x"]],
+        functools.partial(story_reference, H=size[2]),
+        inputs["multi_again"]["g"],
+        what="forward(x)",
+        names=["x"],
+        p=DROPOUT_P,
+    )
 
 
 def judge_large_multi(v, call, case, H):

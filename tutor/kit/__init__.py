@@ -83,6 +83,7 @@ from tutor.kit.probe_tools import (
     token_changes,
 )
 from tutor.kit.spec import JudgeContext, StepSpec
+from tutor.kit.training import judge_training_story, probe_training_story
 from tutor.model import view_items as visuals
 from tutor.model.lesson import load_lesson
 from tutor.model.view_items import (
@@ -135,6 +136,7 @@ __all__ = [
     "heatmap",
     "judge_leak_map",
     "judge_other_sizes",
+    "judge_training_story",
     "judged",
     "kept_state",
     "keys",
@@ -153,6 +155,7 @@ __all__ = [
     "note",
     "of_the_inputs",
     "probe_leak_map",
+    "probe_training_story",
     "require_pair",
     "require_ran",
     "require_tensor",
