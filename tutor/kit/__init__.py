@@ -15,7 +15,12 @@ probe runs in the child beside the learner's code, its judge in the judge proces
   inputs unchanged (clone_args, changed_input), kernel traps (no_kernel, graph_kernels),
   mistake matching (matching_mistake, likely_for_value, nest_likely), dropout that is the
   same for any correct code (fixed_dropout), scores past exp's range (LARGE_SCORES,
-  large_scores_factor, large_scores_check, large_scores_likely).
+  large_scores_factor, large_scores_check, large_scores_likely), values judged as one call
+  (require_close).
+- Properties, each a probe half and a judge half: leakage over every position
+  (probe_leak_map, judge_leak_map), module state (module_state, state_unchanged), the training
+  story (probe_training_story, judge_training_story), large inputs (LARGE_INPUT,
+  judge_large_inputs), the learner's own code (lend, no_foreign; no_kernel reports both).
 - Visuals: the vocabulary in tutor.model.view_items (heading, note, table, bar, heatmap, row, waiting,
   keys, after_answer, weights), which the UI draws without knowing the lesson.
 
@@ -74,10 +79,13 @@ from tutor.kit.judge_tools import (
     state_explanation,
     state_unchanged,
 )
+from tutor.kit.magnitude import LARGE_INPUT, judge_large_inputs, require_close
+from tutor.kit.own_code import no_foreign
 from tutor.kit.probe_tools import (
     ProbeContext,
     clone_args,
     graph_kernels,
+    lend,
     module_state,
     probe_leak_map,
     token_changes,
@@ -110,6 +118,7 @@ __all__ = [
     "ATOL",
     "JudgeContext",
     "KERNEL_FRAGMENTS",
+    "LARGE_INPUT",
     "LARGE_SCORES",
     "LEAK_LIMIT",
     "ProbeContext",
@@ -134,6 +143,7 @@ __all__ = [
     "graph_kernels",
     "heading",
     "heatmap",
+    "judge_large_inputs",
     "judge_leak_map",
     "judge_other_sizes",
     "judge_training_story",
@@ -145,12 +155,14 @@ __all__ = [
     "large_scores_likely",
     "last_dim_of",
     "leak_map",
+    "lend",
     "likely_for_value",
     "literal_explanation",
     "matching_mistake",
     "max_error",
     "msg",
     "nest_likely",
+    "no_foreign",
     "no_kernel",
     "note",
     "of_the_inputs",
@@ -158,6 +170,7 @@ __all__ = [
     "probe_training_story",
     "require_pair",
     "require_ran",
+    "require_close",
     "require_tensor",
     "module_state",
     "round_matrix",

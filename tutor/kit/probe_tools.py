@@ -8,7 +8,11 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import os
+import sys
+import threading
 import traceback
+import types
 
 import torch
 import torch.nn as nn
@@ -27,6 +31,11 @@ _enable_grad = torch.enable_grad
 _detach = torch.Tensor.detach
 _clone = torch.Tensor.clone
 _KERNEL_CALLS: set[str] = set()  # also filled by the class-level traps below
+_settrace, _gettrace, _getframe = sys.settrace, sys.gettrace, sys._getframe
+_thread_settrace = threading.settrace
+_KIT_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+_LENT: set[int] = set()  # ids of the checks' code objects a probe lends to learner code
+_lent_codes: list = []  # keeps them alive, so that their ids stay theirs
 
 
 class NameMissing(Exception):
@@ -231,13 +240,13 @@ def _trap_flex_attention() -> None:
         _KERNEL_CALLS.add("flex_attention")
         return original(self, *args, **kwargs)
 
-    FlexAttentionHOP.__call__ = calling
+    FlexAttentionHOP.__call__ = calling  # type: ignore[method-assign]
 
 
 def scripted_kernels(module, root) -> set[str]:
     """Kernels called inside TorchScript, which runs below Python where no mode sees it: read
-    from the compiled code of each scripted function that root reaches by name (through the
-    file's own functions and classes)."""
+    from the compiled code of each scripted (or traced) function that root reaches by name
+    (through the file's own functions and classes, and the dicts, lists and tuples they name)."""
     found: set[str] = set()
     seen: set[int] = set()
     stack = [root]
@@ -257,7 +266,13 @@ def scripted_kernels(module, root) -> set[str]:
                 if label:
                     found.add(label)
             continue
-        codes = []
+        if type(obj) is dict:  # a compiled kernel kept in a container: {"k": traced}
+            stack.extend(list(dict.values(obj))[:100])
+            continue
+        if type(obj) in (list, tuple):
+            stack.extend(list(obj)[:100])
+            continue
+        codes: list = []
         if isinstance(obj, type):
             codes = [getattr(f, "__code__", None) for f in vars(obj).values()]
         else:
@@ -271,10 +286,14 @@ def scripted_kernels(module, root) -> set[str]:
     return found
 
 
+FOREIGN_LABEL = "the checks' own code"
+
+
 def graph_kernels(t) -> set[str]:
     """Kernels found in the autograd graph behind a tensor: every path to an operator, compiled
     or not, leaves its node there when gradients are on."""
-    found, seen = set(), set()
+    found: set[str] = set()
+    seen: set[int] = set()
     stack = [getattr(t, "grad_fn", None)]
     while stack and len(seen) < 5000:
         node = stack.pop()
@@ -373,6 +392,143 @@ def clone_args(args):
     return copy.copy(args)
 
 
+def lend(fn):
+    """Mark a function of the checks as handed to learner code on purpose (a recorder put on
+    the learner's layer, a correct helper in place of the learner's): learner code may run it.
+    Any other function of the checks' file that learner code runs is foreign (ProbeContext.call)."""
+    code = getattr(fn, "__code__", None)
+    if code is not None and id(code) not in _LENT:
+        _LENT.add(id(code))
+        _lent_codes.append(code)
+    return fn
+
+
+class _Borrowed:
+    """A trace function, active while learner code runs: a frame of the checks' own file (the
+    references, the lessons' helpers) entered with the learner's code below it on the stack is
+    code the learner ran but did not write, however it was reached (a caller's frame,
+    inspect.stack, gc). Only 'call' events: no line is traced."""
+
+    def __init__(self, protected: str, codes: frozenset[int], stop):
+        self.protected, self.codes, self.stop = protected, codes, stop
+        self.found: set[str] = set()
+
+    def __call__(self, frame, event, arg):
+        if event == "call" and frame.f_code.co_filename == self.protected:
+            code = frame.f_code
+            if id(code) not in _LENT and self._learner_below(frame):
+                self.found.add(code.co_name)
+        return None
+
+    def _learner_below(self, frame) -> bool:
+        """Whether learner code called it, a lent function of the checks' not in between."""
+        f, depth = frame.f_back, 0
+        while f is not None and f is not self.stop and depth < 200:
+            if id(f.f_code) in _LENT:
+                return False
+            if id(f.f_code) in self.codes:
+                return True
+            f, depth = f.f_back, depth + 1
+        return False
+
+
+# Names through which code reaches objects it was not given: frames and stacks, other modules'
+# and functions' globals, closures, the class tree, every object, attributes by a string. A
+# file whose code names none of them cannot get hold of a function of the checks, and is run
+# without the watch (a trace function slows every Python call made while it is set, ~5x).
+_REACH = frozenset(
+    [
+        "_getframe",
+        "currentframe",
+        "f_back",
+        "f_globals",
+        "f_locals",
+        "f_builtins",
+        "tb_frame",
+        "tb_next",
+        "gi_frame",
+        "cr_frame",
+        "ag_frame",
+        "stack",
+        "trace",
+        "getouterframes",
+        "getinnerframes",
+        "inspect",
+        "gc",
+        "get_objects",
+        "get_referrers",
+        "get_referents",
+        "sys",
+        "modules",
+        "traceback",
+        "getattr",
+        "__getattribute__",
+        "attrgetter",
+        "methodcaller",
+        "operator",
+        "eval",
+        "exec",
+        "compile",
+        "__import__",
+        "import_module",
+        "importlib",
+        "builtins",
+        "__builtins__",
+        "vars",
+        "globals",
+        "locals",
+        "__dict__",
+        "__globals__",
+        "__closure__",
+        "cell_contents",
+        "__code__",
+        "__subclasses__",
+        "__bases__",
+        "__base__",
+        "__mro__",
+        "mro",
+        "__self__",
+        "__func__",
+        "__wrapped__",
+        "settrace",
+        "setprofile",
+        "ctypes",
+        "weakref",
+    ]
+)
+_reaching: dict[str, bool] = {}
+
+
+def _reaches(source: str, filename: str) -> bool:
+    """Whether the learner's file names any of _REACH (every nested code object's names)."""
+    hit = _reaching.get(source)
+    if hit is None:
+        try:
+            stack = [compile(source, filename, "exec", dont_inherit=True)]
+        except (SyntaxError, ValueError):
+            stack = []
+        hit = not stack
+        while stack and not hit:
+            code = stack.pop()
+            hit = not _REACH.isdisjoint(code.co_names) or not _REACH.isdisjoint(code.co_varnames)
+            stack.extend(c for c in code.co_consts if isinstance(c, types.CodeType))
+        if len(_reaching) > 8:
+            _reaching.clear()
+        _reaching[source] = hit
+    return hit
+
+
+def _probe_file() -> str | None:
+    """The file of the probe that called ctx.call: the first frame outside the kit."""
+    f: types.FrameType | None = _getframe(2)
+    while f is not None:
+        name = f.f_code.co_filename
+        if not name.startswith(_KIT_DIR):
+            return name
+        f = f.f_back
+    return None
+
+
 class ProbeContext:
     def __init__(self, module, filename: str, source: str, codes: frozenset[int] | None = None):
         self.module = module
@@ -383,6 +539,7 @@ class ProbeContext:
         )
         self.kernels: set[str] = set()
         self.params: dict = {}  # an experiment's settings, chosen in the app (set by the child)
+        self._protected: str | None = None  # the checks' file, found at the first call
         # False when nobody will look at the step's views (`check`, `grade`): a probe may skip
         # calls whose outputs only feed them. A verdict must never depend on those.
         self.views = True
@@ -423,9 +580,27 @@ class ProbeContext:
         _KERNEL_CALLS.clear()
         _SOFTMAX_OUT.clear()
         watch = Watch(dropout, softmax=self.views)
+        borrowed = None
+        if self.codes is not None and _reaches(self.source, self.filename):
+            protected = self._protected or _probe_file()
+            self._protected = protected
+            if protected:
+                borrowed = _Borrowed(protected, self.codes, _getframe(0))
+        previous = _gettrace()
         try:
             with _enable_grad() if grad else _no_grad(), watch:
-                value = fn(*args)
+                if borrowed is not None:
+                    _settrace(borrowed)
+                    _thread_settrace(borrowed)  # threads the learner's code starts, too
+                try:
+                    value = fn(*args)
+                finally:
+                    if borrowed is not None:
+                        removed = _gettrace() is not borrowed
+                        _settrace(previous)
+                        _thread_settrace(None)
+                        if removed:  # learner code took the watch off: what it ran is unknown
+                            borrowed.found.add("sys.settrace")
         except BaseException as exc:  # SystemExit too: the learner's code is at fault
             # The learner's frames may hold what hit the memory limit: free it before describing.
             traceback.clear_frames(exc.__traceback__)
@@ -435,6 +610,8 @@ class ProbeContext:
             return {"error": failure}
         finally:
             self.kernels |= _KERNEL_CALLS
+            if borrowed is not None:
+                self.kernels |= {f"{name} ({FOREIGN_LABEL})" for name in borrowed.found}
         softmax = _SOFTMAX_OUT[-1] if _SOFTMAX_OUT else None
         result = {"value": value, "args": args, "softmax": softmax}
         if dropout:

@@ -58,11 +58,14 @@ def probe_training_story(
     module: torch.nn.Module | None = None,
     trained: Sequence[int] = (),
     pick: Callable | None = None,
+    grads: bool = True,
 ) -> dict:
     """Run the story on fn(*inputs) (module: the nn.Module whose parameters train, built with
     the dropout the judge is told; trained: indexes of inputs the optimiser also updates, for a
-    function whose weights are arguments; pick(value): the output out of what fn returns).
-    Returns plain data for judge_training_story; stops at the first stage that raises."""
+    function whose weights are arguments; pick(value): the output out of what fn returns;
+    grads=False: no backward, the inputs need no gradient and the step scales the trained ones
+    by 1 - LR: for a function a lesson accepts in NumPy). Returns plain data for
+    judge_training_story; stops at the first stage that raises."""
     story: dict = {"stages": {}}
     objs = [_copy(a) if isinstance(a, torch.Tensor) else a for a in inputs]
     out = pick or (lambda value: value)
@@ -81,14 +84,14 @@ def probe_training_story(
     if module is not None:
         ctx.call(module.train)
     leaves = [
-        _copy(a).requires_grad_(True)
+        _copy(a).requires_grad_(grads)
         if isinstance(a, torch.Tensor) and a.is_floating_point()
         else a
         for a in objs
     ]
     # Not leaves, as a layer's input in a model is not: in-place ops on them stay legal. `+ 0.0`
     # saves no tensor for backward, so the second backward through it is legal too.
-    live = [a + 0.0 if isinstance(a, torch.Tensor) and a.requires_grad else a for a in leaves]
+    live = [a + 0.0 if isinstance(a, torch.Tensor) else a for a in leaves]
 
     def forward_backward(with_inputs: bool) -> dict:
         if module is not None:
@@ -98,6 +101,8 @@ def probe_training_story(
                 leaf.grad = None
         y = out(fn(*live))
         result: dict = {"y": _plain(y), "connected": False}
+        if not grads:
+            return result
         if isinstance(y, torch.Tensor) and y.requires_grad and y.shape == g.shape:
             (y * g).sum().backward()
             result["connected"] = True
@@ -111,7 +116,7 @@ def probe_training_story(
 
     if not record("grad", ctx.call(lambda: forward_backward(True), grad=True, dropout=True)):
         return story
-    if not record("step", ctx.call(lambda: _step(module, live, leaves, trained))):
+    if not record("step", ctx.call(lambda: _step(module, live, leaves, trained, grads))):
         return story
     if not record("again", ctx.call(lambda: forward_backward(False), grad=True, dropout=True)):
         return story
@@ -127,10 +132,14 @@ def probe_training_story(
     return story
 
 
-def _step(module, live, leaves, trained) -> None:
+def _step(module, live, leaves, trained, grads: bool) -> None:
     """One SGD step, in place: the module's parameters, and the trained inputs (their live
-    copies, the objects fn is called with again)."""
+    copies, the objects fn is called with again); without gradients, those scaled by 1 - LR."""
     with _no_grad():
+        if not grads:
+            for i in trained:
+                live[i].mul_(1 - LR)
+            return
         if module is not None:
             for p in module.parameters():
                 if p.grad is not None:
@@ -166,8 +175,10 @@ def _stepped(
     return new_inputs, new_state
 
 
-def reference_story(reference: Reference, inputs, state, g, p: float, trained=()) -> dict:
-    """What a right layer gives at each stage, with its gradients."""
+def reference_story(
+    reference: Reference, inputs, state, g, p: float, trained=(), grads: bool = True
+) -> dict:
+    """What a right layer gives at each stage, with its gradients (grads: as probed)."""
     inputs = [t.detach().clone() if isinstance(t, torch.Tensor) else t for t in inputs]
     base = {k: t.detach().clone() for k, t in state.items()} if state else None
 
@@ -193,8 +204,17 @@ def reference_story(reference: Reference, inputs, state, g, p: float, trained=()
 
     with torch.no_grad():
         no_grad = reference(inputs, base, 0.0)
-    y, grads, in_grads = with_grads(inputs, base)
-    new_inputs, new_state = _stepped(inputs, base, grads, in_grads, trained)
+    if not grads:
+        with torch.no_grad():
+            y = reference(inputs, base, p)
+            new_inputs = [t * (1 - LR) if i in trained else t for i, t in enumerate(inputs)]
+            y2 = reference(new_inputs, base, p)
+            scaled = list(new_inputs)
+            scaled[0] = scaled[0] * SCALE
+            y3 = reference(scaled, base, p)
+        return {"no_grad": no_grad, "grad": (y, {}, []), "again": (y2, {}), "input": y3}
+    y, param_grads, in_grads = with_grads(inputs, base)
+    new_inputs, new_state = _stepped(inputs, base, param_grads, in_grads, trained)
     y2, grads2, _ = with_grads(new_inputs, new_state)
     scaled = list(new_inputs)
     if isinstance(scaled[0], torch.Tensor):
@@ -203,7 +223,7 @@ def reference_story(reference: Reference, inputs, state, g, p: float, trained=()
         y3 = reference(scaled, new_state, p)
     return {
         "no_grad": no_grad,
-        "grad": (y, grads, in_grads),
+        "grad": (y, param_grads, in_grads),
         "again": (y2, grads2),
         "input": y3,
     }
@@ -221,6 +241,7 @@ def judge_training_story(
     p: float = 0.0,
     trained: Sequence[int] = (),
     grads_of: Sequence[str] | None = None,
+    grads: bool = True,
     check_id: str = "trains",
 ) -> None:
     """Judge probe_training_story's outputs (the same inputs, g and trained) as one check:
@@ -232,7 +253,7 @@ def judge_training_story(
     stages = story["stages"]
     state0 = story.get("state")
     state0 = {k: t for k, t in state0.items() if not k.startswith("#")} if state0 else None
-    want = reference_story(reference, list(inputs), state0, g, p, trained)
+    want = reference_story(reference, list(inputs), state0, g, p, trained, grads)
     module = state0 is not None
 
     def stage_msg(stage: str) -> dict:
@@ -276,7 +297,7 @@ def judge_training_story(
             )
         # In train mode the values say it (fixed_dropout drops by position: a per-head loop of
         # dropouts is right, twice or elsewhere is not); the record names the mistake.
-        if stage in ("grad", "again"):
+        if grads and stage in ("grad", "again"):
             _judge_grads(result, want[stage], grads_of, names, stage, fail)
     v.expect(check_id, True)
 
