@@ -17,6 +17,7 @@ import torch
 import torch.nn.functional as F
 
 from tutor.kit import (
+    LARGE_INPUT,
     LARGE_SCORES,
     StepSpec,
     after_answer,
@@ -32,12 +33,14 @@ from tutor.kit import (
     front_dims,
     heading,
     heatmap,
+    judge_large_inputs,
     judge_other_sizes,
     judge_training_story,
     judged,
     keys,
     large_scores_factor,
     large_scores_likely,
+    lend,
     likely_for_value,
     literal_explanation,
     matching_mistake,
@@ -48,6 +51,7 @@ from tutor.kit import (
     note,
     of_the_inputs,
     probe_training_story,
+    require_close,
     require_pair,
     require_ran,
     require_tensor,
@@ -300,19 +304,9 @@ def judge_scores_case(v, call, case):
         msg("likely.scores_transpose"),
     )
     expected = ref_scores(q, k)
-    if not close(s, expected):
-        err, where = max_error(s, expected)
-        v.require(
-            "values",
-            False,
-            "check.values",
-            what="scaled_scores(q, k)",
-            err=err,
-            where=shape_str(where),
-            tol="1e-5",
-            likely=lambda: diagnose_scores(s, q, k),
-        )
-    v.expect("values", True)
+    require_close(
+        v, "values", "scaled_scores(q, k)", s, expected, likely=lambda: diagnose_scores(s, q, k)
+    )
     changed_input(v, "scaled_scores", ["q", "k"], call["args"], (q, k))
 
 
@@ -612,19 +606,14 @@ def judge_weights_one(v, call, scores, mask, name):
         )
     judge_weights_masked(v, w, scores, mask, "attention_weights(scores, mask)")
     expected = ref_weights(scores, mask)
-    if not close(w, expected):
-        err, where = max_error(w, expected)
-        v.require(
-            "values",
-            False,
-            "check.values",
-            what="attention_weights(scores, mask)",
-            err=err,
-            where=shape_str(where),
-            tol="1e-5",
-            likely=lambda: diagnose_weights(w, scores, mask, v.source),
-        )
-    v.expect("values", True)
+    require_close(
+        v,
+        "values",
+        "attention_weights(scores, mask)",
+        w,
+        expected,
+        likely=lambda: diagnose_weights(w, scores, mask, v.source),
+    )
     if name == "other":
         v.expect("uses-given-mask", True)
     changed_input(v, "attention_weights", ["scores", "mask"], call["args"], (scores, mask))
@@ -677,19 +666,14 @@ def judge_large_scores(v, call, scores):
         likely=lambda: large_scores_likely(w, scores, mask),
     )
     expected = ref_weights(scores, mask)
-    if not close(w, expected):
-        err, where = max_error(w, expected)
-        v.require(
-            "large-scores",
-            False,
-            "check.values",
-            what=f"attention_weights(scores reaching {LARGE_SCORES:g}, mask)",
-            err=err,
-            where=shape_str(where),
-            tol="1e-5",
-            likely=lambda: diagnose_weights(w, scores, mask, v.source),
-        )
-    v.expect("large-scores", True)
+    require_close(
+        v,
+        "large-scores",
+        f"attention_weights(scores reaching {LARGE_SCORES:g}, mask)",
+        w,
+        expected,
+        likely=lambda: diagnose_weights(w, scores, mask, v.source),
+    )
 
 
 # ---------------------------------------------------------------- output
@@ -707,7 +691,7 @@ def _stand_in(learner_fn, reference, params):
                 args = args + tuple(kwargs[p] for p in params[len(args) :] if p in kwargs)
         return reference(*args[: len(params)])
 
-    return helper
+    return lend(helper)  # the learner's attention runs it
 
 
 STAND_INS = {
@@ -764,9 +748,24 @@ def probe_output(ctx, inputs):
     # (updated in place by a step), then `q.mul_(2)`.
     c = cases[0]
     story = probe_training_story(
-        ctx, fn, [c["q"], c["k"], c["v"]], inputs["story_g"], trained=(1, 2), pick=first_of
+        ctx,
+        fn,
+        [c["q"], c["k"], c["v"]],
+        inputs["story_g"],
+        trained=(1, 2),
+        pick=first_of,
+        grads=False,  # a function in NumPy is right here: only values are judged
     )
-    return {"calls": calls, "again": again, "alone": alone, "parts": parts, "story": story}
+    # v a thousand times larger (the scores as they were: large scores are their own check).
+    large_x = ctx.call(fn, c["q"], c["k"], c["v"] * LARGE_INPUT)
+    return {
+        "calls": calls,
+        "again": again,
+        "alone": alone,
+        "parts": parts,
+        "story": story,
+        "large_x": large_x,
+    }
 
 
 def first_of(pair):
@@ -941,7 +940,13 @@ def judge_output(v, outputs, inputs, jctx):
         blame=lambda: blame(len(cases)),
     )
     no_kernel(v, "attention", jctx.source, {"attention"}, jctx.kernels)
-    c = cases[0]
+    c, s = cases[0], LARGE_INPUT
+    judge_large_inputs(
+        v,
+        outputs.get("large_x"),
+        _output_once.__wrapped__(c["q"], c["k"], c["v"] * s),
+        what="attention(q, k, v)",
+    )
     judge_training_story(
         v,
         outputs.get("story"),
@@ -951,6 +956,7 @@ def judge_output(v, outputs, inputs, jctx):
         what="attention(q, k, v)",
         names=["q", "k", "v"],
         trained=(1, 2),
+        grads=False,
     )
 
 

@@ -168,9 +168,7 @@ LAB_INFERENCE_MEMO = {
         ),
         pytest.param(
             LAB_SAME_Q,
-            Exp(
-                "fail", "trains", {"check.story_raised", "story.again", "likely.story_stale_graph"}
-            ),
+            Exp("fail", "trains", {"check.story_values", "story.again", "likely.story_stale"}),
             id="the output memoised on q's identity",
         ),
     ],
@@ -203,3 +201,92 @@ def causal_attention(x, Wq, Wk, Wv):
 
 def test_single_head_queries_kept_for_the_same_x_fail(run):
     verify(run(LM3, learner_file(LM3, CA_FIRST_CALL)), LM3, {"single-head": Exp("fail", "trains")})
+
+
+# =================================================================== kv-cache: the layer as generation uses it
+
+STEP = """
+    def forward_cached(self, x, cache=None):
+        B = x.shape[0]
+        H, hd = self.n_heads, self.head_dim
+        q, k, v = (p(x).view(B, 1, H, hd).transpose(1, 2) for p in (self.W_q, self.W_k, self.W_v))
+{before}
+        if cache is not None:
+            k = torch.cat([cache[0], k], dim=2)
+            v = torch.cat([cache[1], v], dim=2)
+{kv}
+        weights = {weights}
+        out = self.out_proj((weights @ v).transpose(1, 2).contiguous().view(B, 1, self.d_out))
+{after}
+        return out, (k, v)
+"""
+
+
+def step(before="", kv="", weights=DROPOUT, after="") -> dict:
+    code = STEP.format(
+        before=before or "        pass", kv=kv or "        pass", weights=weights, after=after
+    ).replace("{weights}", weights)
+    return {
+        "CausalMultiHeadAttention.forward_cached": code.replace(
+            "scores, dim", "q @ k.transpose(2, 3) / hd**0.5, dim"
+        )
+    }
+
+
+# F.dropout's training defaults to True: it fires in eval mode, which generation runs in.
+KV_DROPOUT_IN_EVAL = step(weights="F.dropout(torch.softmax(scores, dim=-1), self.dropout.p)")
+# The layer keeps its own copy of the cache and trusts it over the one it is given when the
+# lengths agree: right for one sequence at a time, wrong when two are generated in turn.
+KV_OWN_COPY = step(
+    before=(
+        "        mine = getattr(self, '_kv', None)\n"
+        "        if cache is not None and mine is not None and mine[0].shape == cache[0].shape:\n"
+        "            cache = mine"
+    ),
+    after="        self._kv = (k, v)",
+)
+# A memo keyed on the call's shape (the cache's length), emptied for each new sequence: hit
+# by the other sequence's step of the same length.
+KV_SHAPE_MEMO = step(
+    before=(
+        "        if cache is None or not hasattr(self, '_memo'):\n"
+        "            self._memo = {}\n"
+        "        key = (tuple(x.shape), 0 if cache is None else cache[0].shape[2])\n"
+        "        if key in self._memo:\n"
+        "            return self._memo[key]"
+    ),
+    after="        self._memo[key] = out, (k, v)",
+)
+
+
+@pytest.mark.parametrize(
+    "replace, expect",
+    [
+        pytest.param(
+            KV_DROPOUT_IN_EVAL,
+            {
+                "cache-discipline": Exp(
+                    "fail", "dropout", {"check.eval_dropout", "likely.story_dropout_eval"}
+                )
+            },
+            id="dropout in eval",
+        ),
+        pytest.param(
+            KV_OWN_COPY,
+            {"cache-discipline": Exp("fail", "call-again", {"check.interleaved"})},
+            id="its own copy of the cache",
+        ),
+        # Failed before too: two tokens from one cache (the beam-search check) hit the memo.
+        pytest.param(
+            KV_SHAPE_MEMO,
+            {"cache-discipline": Exp("fail", "call-again", {"check.branch"})},
+            id="a memo keyed on the shape",
+        ),
+    ],
+)
+def test_kv_layer_wrong_across_sequences_fails(run, replace, expect):
+    verify(run(KV, learner_file(KV, replace, "import torch.nn.functional as F")), KV, expect)
+
+
+def test_kv_layer_right_with_dropout_passes(run):
+    verify(run(KV, learner_file(KV, step())), KV, {})
