@@ -31,6 +31,7 @@ list is the contract (tests/unit/test_import_contracts.py holds lessons to it).
 from pathlib import Path
 
 from tutor.kit import fixed_dropout
+from tutor.kit.borrowed import lend
 from tutor.kit.judge_tools import (
     ATOL,
     KERNEL_FRAGMENTS,
@@ -85,7 +86,6 @@ from tutor.kit.probe_tools import (
     ProbeContext,
     clone_args,
     graph_kernels,
-    lend,
     module_state,
     probe_leak_map,
     token_changes,

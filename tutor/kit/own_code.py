@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from tutor.kit.borrowed import FOREIGN_LABEL
 from tutor.kit.judge_tools import Verdict
-from tutor.kit.probe_tools import FOREIGN_LABEL
 
 
 def borrowed(kernels: Iterable[str]) -> list[str]:
