@@ -14,6 +14,7 @@ import torch
 import torch.nn.functional as F
 
 from tutor.kit import (
+    LARGE_INPUT,
     StepSpec,
     close,
     describe,
@@ -21,10 +22,12 @@ from tutor.kit import (
     first_nonfinite,
     heading,
     heatmap,
+    judge_large_inputs,
     judge_other_sizes,
     judged,
     large_scores_check,
     large_scores_factor,
+    lend,
     likely_for_value,
     matching_mistake,
     max_error,
@@ -127,6 +130,11 @@ def large_scores_case(case, H) -> dict:
     return {**case, "w": {**w, "W_q": w["W_q"] * large_scores_factor(scores)}}
 
 
+def large_weights(w) -> dict:
+    """Weights for a token a thousand times larger: W_q and W_k as much smaller."""
+    return {**w, "W_q": w["W_q"] / LARGE_INPUT, "W_k": w["W_k"] / LARGE_INPUT}
+
+
 def split(x, w, name, H):
     """x projected by w[name] and split into heads: (B, H, T, head_dim)."""
     B, T, _ = x.shape
@@ -150,9 +158,9 @@ def load_weights(module, w) -> None:
             getattr(getattr(module, owner), attr).copy_(w[key])
 
 
-def made_layer(ctx, cls, size, w, primary=False):
+def made_layer(ctx, cls, size, w, primary=False, **extra):
     """The learner's layer with our weights, in eval mode (as generation runs), or the failed call."""
-    made = ctx.call(lambda: build(cls, size), primary=primary)
+    made = ctx.call(lambda: build(cls, size, **extra), primary=primary)
     if "error" in made:
         return None, {"made": bare(made)}
     layer = made["value"]
@@ -230,7 +238,19 @@ def probe_cached(ctx, inputs):
             (large["k"][:, :, :t], large["v"][:, :, :t]),
         )
     )
-    return {"cases": out, "large": call}
+    # The token a thousand times larger, W_q and W_k as much smaller: the scores as they were
+    # (large scores are their own check), the values a thousand times larger.
+    case, t = inputs["cases"][0], SIZES[0][5] - 1
+    layer, failed = made_layer(ctx, cls, SIZES[0], large_weights(case["w"]))
+    s = LARGE_INPUT
+    large_x = failed or bare(
+        ctx.call(
+            layer.forward_cached,
+            case["x"][:, t : t + 1] * s,
+            (case["k"][:, :, :t], case["v"][:, :, :t] * s),
+        )
+    )
+    return {"cases": out, "large": call, "large_x": large_x}
 
 
 CAT_AXIS = "must match except in dimension"
@@ -483,6 +503,19 @@ def judge_cached(v, outputs, inputs, jctx):
     )
     no_kernel(v, STEP_FN, jctx.source, {LAYER}, jctx.kernels)
     judge_large_scores(v, outputs["large"], inputs["large"])
+    case, t, s = inputs["cases"][0], SIZES[0][5] - 1, LARGE_INPUT
+    judge_large_inputs(
+        v,
+        None if "made" in outputs["large_x"] else outputs["large_x"],
+        attend(
+            case["x"][:, t : t + 1] * s,
+            large_weights(case["w"]),
+            SIZES[0][2],
+            case["k"][:, :, : t + 1],
+            case["v"][:, :, : t + 1] * s,
+        ),
+        what="forward_cached(x, cache)",
+    )
 
 
 def judge_large_scores(v, call, case):
@@ -524,14 +557,16 @@ class Recorder:
 
         # On a subclass of the layer's own, not on the instance: generate may call the method
         # through the class (type(layer).forward_cached(layer, ...)), which an instance
-        # attribute never sees.
+        # attribute never sees. Lent: the learner's generate runs them.
         cls = type(layer)
+        lend(forward_cached)
+        lend(forward)
         layer.__class__ = type(
             cls.__name__,
             (cls,),
             {
-                "forward_cached": lambda _self, *a, **k: forward_cached(*a, **k),
-                "forward": lambda _self, *a, **k: forward(*a, **k),
+                "forward_cached": lend(lambda _self, *a, **k: forward_cached(*a, **k)),
+                "forward": lend(lambda _self, *a, **k: forward(*a, **k)),
                 "__module__": cls.__module__,
                 "__qualname__": cls.__qualname__,
             },
@@ -584,7 +619,7 @@ def reference_step(layer):
             k, v = torch.cat([cache[0], k], dim=2), torch.cat([cache[1], v], dim=2)
         return attend(x, w, H, k, v), (k, v)
 
-    return forward_cached
+    return lend(forward_cached)  # the learner's generate runs it (the blame run)
 
 
 def probe_generate(ctx, inputs):
@@ -923,6 +958,14 @@ def probe_discipline(ctx, inputs):
         call["value"] = call["value"][0]
     out["fresh"] = fresh
     out["state"] = ctx.call(lambda: state_of(layer)).get("value")
+    # Two sequences generated in turn on the one layer, each with its own cache (as a server
+    # serves two users): a layer that keeps a cache of its own, or a memo keyed on the call's
+    # shape, gives one sequence the other's past.
+    out["interleaved"] = run_steps(ctx, layer, [case["x"], again["x"]])
+    # Built with dropout, in eval mode (as generation runs): dropout must not fire.
+    dropped, _ = made_layer(ctx, cls, size, case["w"], dropout=EVAL_DROPOUT)
+    if dropped is not None:
+        out["eval_dropout"] = run_steps(ctx, dropped, [case["x"]])
     # Trainable: one step from a cache of 5 tokens, gradients on.
     trained, _ = made_layer(ctx, cls, size, case["w"])
     if trained is not None:
@@ -934,6 +977,44 @@ def probe_discipline(ctx, inputs):
             )
         )
     return out
+
+
+EVAL_DROPOUT = 0.3  # a layer built with it runs in eval mode: no dropout may fire
+
+
+def run_steps(ctx, layer, sequences) -> list:
+    """forward_cached on each sequence in turn, token by token, each with its own cache:
+    per call {"seq", "t", "value": out} or the error; stops at the first that goes wrong."""
+    caches, calls = [None] * len(sequences), []
+    for t in range(sequences[0].shape[1]):
+        for n, x in enumerate(sequences):
+            call = bare(ctx.call(layer.forward_cached, x[:, t : t + 1], caches[n], dropout=True))
+            value = call.get("value")
+            if "error" in call or not (isinstance(value, tuple) and len(value) == 2):
+                calls.append({"seq": n, "t": t, **call})
+                return calls
+            value = snapshot(value)
+            caches[n] = value[1]
+            fired = [d for d in call.get("dropouts", []) if d["training"] and d["p"] > 0]
+            calls.append({"seq": n, "t": t, "value": value[0], "fired": len(fired)})
+    return calls
+
+
+def judge_steps(v, calls, sequences, w, H, check_id, key, likely) -> None:
+    """Each call of run_steps against the full causal pass of its own sequence."""
+    refs = [reference_full(x, w, H)[0] for x in sequences]
+    for call in calls:
+        n, t = call["seq"], call["t"]
+        want = refs[n][:, t : t + 1]
+        got = call.get("value")
+        if "error" in call or not isinstance(got, torch.Tensor) or not close(got, want):
+            err = (
+                max_error(got, want)[0]
+                if isinstance(got, torch.Tensor) and got.shape == want.shape
+                else float("nan")
+            )
+            v.require(check_id, False, key, t=t, n=n + 1, err=err, likely=likely(call))
+    v.expect(check_id, True)
 
 
 def reference_grads(case, t, g, H) -> dict:
@@ -1128,7 +1209,29 @@ def judge_discipline(v, outputs, inputs, jctx):
                 err=err,
                 likely=state_on_layer(jctx.source) or msg("likely.kept_state_cache"),
             )
-    v.expect("call-again", True)
+    sequences = [case["x"], again["x"]]
+    judge_steps(
+        v,
+        outputs.get("interleaved", []),
+        sequences,
+        case["w"],
+        H,
+        "call-again",
+        "check.interleaved",
+        lambda _call: state_on_layer(jctx.source) or msg("likely.kept_state_cache"),
+    )
+    judge_steps(
+        v,
+        outputs.get("eval_dropout", []),
+        sequences[:1],
+        case["w"],
+        H,
+        "dropout",
+        "check.eval_dropout",
+        lambda call: (
+            msg("likely.story_dropout_eval") if call.get("fired") else msg("likely.unknown")
+        ),
+    )
     judge_layer_state(v, outputs.get("state"), case, cl)
     no_kernel(v, STEP_FN, jctx.source, {LAYER}, jctx.kernels)
     judge_trainable(v, outputs.get("train"), case, again, size)

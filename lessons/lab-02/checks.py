@@ -17,6 +17,7 @@ import torch
 import torch.nn.functional as F
 
 from tutor.kit import (
+    LARGE_INPUT,
     LARGE_SCORES,
     StepSpec,
     after_answer,
@@ -32,11 +33,14 @@ from tutor.kit import (
     front_dims,
     heading,
     heatmap,
+    judge_large_inputs,
     judge_other_sizes,
+    judge_training_story,
     judged,
     keys,
     large_scores_factor,
     large_scores_likely,
+    lend,
     likely_for_value,
     literal_explanation,
     matching_mistake,
@@ -46,6 +50,8 @@ from tutor.kit import (
     no_kernel,
     note,
     of_the_inputs,
+    probe_training_story,
+    require_close,
     require_pair,
     require_ran,
     require_tensor,
@@ -86,10 +92,13 @@ def make_inputs(seed=0):
     q, k, v = (torch.randn(QKV_SHAPES[0], generator=g) for _ in range(3))
     other = torch.rand(QKV_SHAPES[0][-2], QKV_SHAPES[0][-2], generator=g) < 0.4
     other.fill_diagonal_(False)
+    # Last: the direction of the training story's gradient, at the seed's shape.
+    story_g = torch.randn(QKV_SHAPES[0], generator=g)
     return {
         "cases": cases,
         "again": {"q": q, "k": k, "v": v, "other_mask": other},
         "large": large_scores(cases[0]),
+        "story_g": story_g,
     }
 
 
@@ -295,19 +304,9 @@ def judge_scores_case(v, call, case):
         msg("likely.scores_transpose"),
     )
     expected = ref_scores(q, k)
-    if not close(s, expected):
-        err, where = max_error(s, expected)
-        v.require(
-            "values",
-            False,
-            "check.values",
-            what="scaled_scores(q, k)",
-            err=err,
-            where=shape_str(where),
-            tol="1e-5",
-            likely=lambda: diagnose_scores(s, q, k),
-        )
-    v.expect("values", True)
+    require_close(
+        v, "values", "scaled_scores(q, k)", s, expected, likely=lambda: diagnose_scores(s, q, k)
+    )
     changed_input(v, "scaled_scores", ["q", "k"], call["args"], (q, k))
 
 
@@ -607,19 +606,14 @@ def judge_weights_one(v, call, scores, mask, name):
         )
     judge_weights_masked(v, w, scores, mask, "attention_weights(scores, mask)")
     expected = ref_weights(scores, mask)
-    if not close(w, expected):
-        err, where = max_error(w, expected)
-        v.require(
-            "values",
-            False,
-            "check.values",
-            what="attention_weights(scores, mask)",
-            err=err,
-            where=shape_str(where),
-            tol="1e-5",
-            likely=lambda: diagnose_weights(w, scores, mask, v.source),
-        )
-    v.expect("values", True)
+    require_close(
+        v,
+        "values",
+        "attention_weights(scores, mask)",
+        w,
+        expected,
+        likely=lambda: diagnose_weights(w, scores, mask, v.source),
+    )
     if name == "other":
         v.expect("uses-given-mask", True)
     changed_input(v, "attention_weights", ["scores", "mask"], call["args"], (scores, mask))
@@ -672,19 +666,14 @@ def judge_large_scores(v, call, scores):
         likely=lambda: large_scores_likely(w, scores, mask),
     )
     expected = ref_weights(scores, mask)
-    if not close(w, expected):
-        err, where = max_error(w, expected)
-        v.require(
-            "large-scores",
-            False,
-            "check.values",
-            what=f"attention_weights(scores reaching {LARGE_SCORES:g}, mask)",
-            err=err,
-            where=shape_str(where),
-            tol="1e-5",
-            likely=lambda: diagnose_weights(w, scores, mask, v.source),
-        )
-    v.expect("large-scores", True)
+    require_close(
+        v,
+        "large-scores",
+        f"attention_weights(scores reaching {LARGE_SCORES:g}, mask)",
+        w,
+        expected,
+        likely=lambda: diagnose_weights(w, scores, mask, v.source),
+    )
 
 
 # ---------------------------------------------------------------- output
@@ -702,7 +691,7 @@ def _stand_in(learner_fn, reference, params):
                 args = args + tuple(kwargs[p] for p in params[len(args) :] if p in kwargs)
         return reference(*args[: len(params)])
 
-    return helper
+    return lend(helper)  # the learner's attention runs it
 
 
 STAND_INS = {
@@ -755,7 +744,36 @@ def probe_output(ctx, inputs):
         parts.append(
             {n: bare(ctx.call(f, *given[n])) if callable(f) else None for n, f in helpers.items()}
         )
-    return {"calls": calls, "again": again, "alone": alone, "parts": parts}
+    # The training story on the seed's case: k and v as a trained layer's outputs would be
+    # (updated in place by a step), then `q.mul_(2)`.
+    c = cases[0]
+    story = probe_training_story(
+        ctx,
+        fn,
+        [c["q"], c["k"], c["v"]],
+        inputs["story_g"],
+        trained=(1, 2),
+        pick=first_of,
+        grads=False,  # a function in NumPy is right here: only values are judged
+    )
+    # v a thousand times larger (the scores as they were: large scores are their own check).
+    large_x = ctx.call(fn, c["q"], c["k"], c["v"] * LARGE_INPUT)
+    return {
+        "calls": calls,
+        "again": again,
+        "alone": alone,
+        "parts": parts,
+        "story": story,
+        "large_x": large_x,
+    }
+
+
+def first_of(pair):
+    return pair[0]
+
+
+def story_reference(inputs, _state, _p):
+    return _weights(_scores(inputs[0], inputs[1]), future(inputs[0].shape[-2])) @ inputs[2]
 
 
 def judge_output_case(v, call, case, defs=("attention",)):
@@ -922,6 +940,24 @@ def judge_output(v, outputs, inputs, jctx):
         blame=lambda: blame(len(cases)),
     )
     no_kernel(v, "attention", jctx.source, {"attention"}, jctx.kernels)
+    c, s = cases[0], LARGE_INPUT
+    judge_large_inputs(
+        v,
+        outputs.get("large_x"),
+        _output_once.__wrapped__(c["q"], c["k"], c["v"] * s),
+        what="attention(q, k, v)",
+    )
+    judge_training_story(
+        v,
+        outputs.get("story"),
+        [c["q"], c["k"], c["v"]],
+        story_reference,
+        inputs["story_g"],
+        what="attention(q, k, v)",
+        names=["q", "k", "v"],
+        trained=(1, 2),
+        grads=False,
+    )
 
 
 def weights_of(call):

@@ -12,6 +12,7 @@ import torch.nn.functional as F
 from torch.overrides import TorchFunctionMode
 
 from tutor.kit import (
+    LARGE_INPUT,
     StepSpec,
     after_answer,
     bar,
@@ -25,8 +26,10 @@ from tutor.kit import (
     future_region,
     graph_kernels,
     heading,
+    judge_large_inputs,
     judge_leak_map,
     judge_other_sizes,
+    judge_training_story,
     judged,
     keys,
     large_scores_check,
@@ -34,6 +37,7 @@ from tutor.kit import (
     large_scores_likely,
     last_dim_of,
     leak_map,
+    lend,
     likely_for_value,
     literal_explanation,
     matching_mistake,
@@ -41,10 +45,13 @@ from tutor.kit import (
     module_state,
     msg,
     nest_likely,
+    no_foreign,
     no_kernel,
     note,
     of_the_inputs,
     probe_leak_map,
+    probe_training_story,
+    require_close,
     require_pair,
     require_ran,
     require_tensor,
@@ -61,14 +68,19 @@ from tutor.kit import (
 )
 
 # (B, T, d_in, d_k): the notebook's first, then sizes it never tries.
-SINGLE_SIZES = [(2, 6, 8, 4), (3, 11, 16, 5), (1, 1, 7, 3), (2, 37, 12, 16)]
+# The last ones are drawn after every other input (so the others keep their values): far past
+# the notebook's lengths, odd, and (multi-head) the whole context length, past any branch on T.
+SINGLE_SIZES = [(2, 6, 8, 4), (3, 11, 16, 5), (1, 1, 7, 3), (2, 37, 12, 16), (1, 97, 8, 8)]
+SINGLE_FIRST = 4  # drawn first, in make_inputs' first loop
 # (d_in, d_out, n_heads, context_length, B, T)
 MULTI_SIZES = [
     (8, 8, 2, 16, 2, 6),
     (12, 24, 3, 40, 3, 33),
     (5, 16, 4, 8, 1, 8),
     (8, 8, 1, 16, 2, 1),
+    (8, 16, 4, 64, 1, 64),
 ]
+MULTI_FIRST = 4
 # The leakage map changes every token in turn, one call each: it is probed up to this T (the
 # lab's 6 and the sizes past it), the longer sizes are judged by their last and middle tokens.
 # At every size it would be 55 calls a step, and a file that prints a lot would time out.
@@ -90,30 +102,8 @@ def make_inputs(seed=0):
     """Deterministic; made in the child before learner code loads, and again in the judge.
     seed: 0 for the lab's own tensors; another draws them afresh (`attn-tutor grade --seed`)."""
     g = torch.Generator().manual_seed(0 + 1_000_003 * seed)
-    single = []
-    for B, T, d, dk in SINGLE_SIZES:
-        x = torch.randn(B, T, d, generator=g)
-        W = tuple(torch.randn(d, dk, generator=g) / d**0.5 for _ in range(3))
-        x2 = x.clone()
-        x2[:, -1, :] = torch.randn(B, d, generator=g) * 3
-        x3 = x.clone()
-        x3[:, T // 2, :] = torch.randn(B, d, generator=g) * 3
-        single.append({"x": x, "W": W, "x_last": x2, "x_mid": x3})
-    multi = []
-    for d_in, d_out, _H, _ctx, B, T in MULTI_SIZES:
-        x = torch.randn(B, T, d_in, generator=g)
-        x2 = x.clone()
-        x2[:, -1, :] = torch.randn(B, d_in, generator=g) * 3
-        w = {
-            "W_q": torch.randn(d_out, d_in, generator=g) / d_in**0.5,
-            "W_k": torch.randn(d_out, d_in, generator=g) / d_in**0.5,
-            "W_v": torch.randn(d_out, d_in, generator=g) / d_in**0.5,
-            "out_w": torch.randn(d_out, d_out, generator=g) / d_out**0.5,
-            "out_b": torch.randn(d_out, generator=g) * 0.1,
-        }
-        # The same layer called again on a prefix (at the notebook's size): any length up to
-        # context_length must work.
-        multi.append({"x": x, "x_last": x2, "x_prefix": x[:, : max(1, T // 2)].clone(), "w": w})
+    single = [single_case(g, size) for size in SINGLE_SIZES[:SINGLE_FIRST]]
+    multi = [multi_case(g, size) for size in MULTI_SIZES[:MULTI_FIRST]]
     # Drawn after the others, which stay as they were: at the notebook's size, a second set of
     # weights (loaded into the same layer), the gradient's direction, and new values for a
     # second call of causal_attention.
@@ -139,11 +129,22 @@ def make_inputs(seed=0):
     # After every other draw: the change for each size's full leakage map (the notebook's size
     # keeps the one its view draws with).
     maps = [leak_delta["single"]] + [
-        torch.randn(B, d, generator=g) * 3 for B, _T, d, _dk in SINGLE_SIZES[1:]
+        torch.randn(B, d, generator=g) * 3 for B, _T, d, _dk in SINGLE_SIZES[1:SINGLE_FIRST]
     ]
-    multi_maps = [torch.randn(B, d, generator=g) * 3 for d, _o, _H, _c, B, _T in MULTI_SIZES]
+    multi_maps = [
+        torch.randn(B, d, generator=g) * 3 for d, _o, _H, _c, B, _T in MULTI_SIZES[:MULTI_FIRST]
+    ]
+    B, T, _d, dk = SINGLE_SIZES[0]
+    single_story_g = torch.randn(B, T, dk, generator=g)  # last: every draw above stays as it was
+    for size in SINGLE_SIZES[SINGLE_FIRST:]:
+        single.append(single_case(g, size))
+        maps.append(torch.randn(size[0], size[2], generator=g) * 3)
+    for size in MULTI_SIZES[MULTI_FIRST:]:
+        multi.append(multi_case(g, size))
+        multi_maps.append(torch.randn(size[4], size[0], generator=g) * 3)
     return {
         "leak_maps": maps,
+        "single_story_g": single_story_g,
         "multi_leak_maps": multi_maps,
         "single": single,
         "multi": multi,
@@ -154,6 +155,46 @@ def make_inputs(seed=0):
         "single_large": large_scores_case(single[0]),
         "multi_large": large_scores_layer(multi[0], MULTI_SIZES[0][2]),
     }
+
+
+def large_inputs(x, Wq, Wk, Wv) -> tuple:
+    """x a thousand times larger, Wq and Wk as much smaller: the scores as they were (large
+    scores are their own check), the values and the output a thousand times larger."""
+    s = LARGE_INPUT
+    return x * s, Wq / s, Wk / s, Wv
+
+
+def large_weights(w) -> dict:
+    """The layer's weights for an input a thousand times larger, as large_inputs does."""
+    return {**w, "W_q": w["W_q"] / LARGE_INPUT, "W_k": w["W_k"] / LARGE_INPUT}
+
+
+def single_case(g, size) -> dict:
+    B, T, d, dk = size
+    x = torch.randn(B, T, d, generator=g)
+    W = tuple(torch.randn(d, dk, generator=g) / d**0.5 for _ in range(3))
+    x2 = x.clone()
+    x2[:, -1, :] = torch.randn(B, d, generator=g) * 3
+    x3 = x.clone()
+    x3[:, T // 2, :] = torch.randn(B, d, generator=g) * 3
+    return {"x": x, "W": W, "x_last": x2, "x_mid": x3}
+
+
+def multi_case(g, size) -> dict:
+    d_in, d_out, _H, _ctx, B, T = size
+    x = torch.randn(B, T, d_in, generator=g)
+    x2 = x.clone()
+    x2[:, -1, :] = torch.randn(B, d_in, generator=g) * 3
+    w = {
+        "W_q": torch.randn(d_out, d_in, generator=g) / d_in**0.5,
+        "W_k": torch.randn(d_out, d_in, generator=g) / d_in**0.5,
+        "W_v": torch.randn(d_out, d_in, generator=g) / d_in**0.5,
+        "out_w": torch.randn(d_out, d_out, generator=g) / d_out**0.5,
+        "out_b": torch.randn(d_out, generator=g) * 0.1,
+    }
+    # The same layer called again on a prefix (at the notebook's size): any length up to
+    # context_length must work.
+    return {"x": x, "x_last": x2, "x_prefix": x[:, : max(1, T // 2)].clone(), "w": w}
 
 
 def large_scores_case(case) -> dict:
@@ -249,6 +290,17 @@ def probe_single(ctx, inputs):
         "calls": results,
         "again": ctx.call(fn, again["x"], *again["W"]),
         "large": ctx.call(fn, large["x"], *large["W"]),
+        "large_x": ctx.call(fn, *large_inputs(seed["x"], *seed["W"])),
+        # The weights as a layer's parameters: updated in place by the story's step.
+        "story": probe_training_story(
+            ctx,
+            fn,
+            [seed["x"], *seed["W"]],
+            inputs["single_story_g"],
+            trained=(1, 2, 3),
+            pick=out_of_pair,
+            grads=False,  # a function in NumPy is right here: only values are judged
+        ),
         "leak_map": probe_leak_map(
             ctx, fn, seed["x"], inputs["leak_delta"]["single"], *seed["W"], pick=out_of_pair
         )
@@ -523,6 +575,23 @@ def judge_single(v, outputs, inputs, jctx):
         judge_single_case,
     )
     judge_large_scores(v, outputs["large"], inputs["single_large"])
+    judge_large_inputs(
+        v,
+        outputs.get("large_x"),
+        reference_single.__wrapped__(*large_inputs(seed["x"], *seed["W"]))[0],
+        what="causal_attention(x, Wq, Wk, Wv)",
+    )
+    judge_training_story(
+        v,
+        outputs.get("story"),
+        [seed["x"], *seed["W"]],
+        lambda ins, _state, _p: reference_single.__wrapped__(*ins)[0],
+        inputs["single_story_g"],
+        what="causal_attention(x, Wq, Wk, Wv)",
+        names=["x", "Wq", "Wk", "Wv"],
+        trained=(1, 2, 3),
+        grads=False,
+    )
 
 
 def judge_large_scores(v, call, case):
@@ -686,6 +755,7 @@ def judge_leakage(v, outputs, inputs, jctx):
     other_sizes(
         v, calls, inputs["single"], SINGLE_SIZES, ("B", "T", "d_in", "d_k"), judge_leakage_case
     )
+    no_foreign(v, "causal_attention", jctx.kernels)
 
 
 # ---------------------------------------------------------------- multi-head
@@ -760,6 +830,9 @@ class ShapeTrace(TorchFunctionMode):
         ):
             self.ops.append([OP_NAMES.get(name, name), list(first.shape)])
         return out
+
+
+lend(ShapeTrace.__torch_function__)  # the probe's own mode: it runs beside learner code
 
 
 def traced_forward(module, x):
@@ -941,6 +1014,8 @@ def probe_multi(ctx, inputs):
     cls = ctx.get("CausalMultiHeadAttention")
     cases = []
     for i, (size, case) in enumerate(zip(MULTI_SIZES, inputs["multi"], strict=False)):
+        if i >= MULTI_FIRST and ctx.kernels:  # own-formula fails; a kernel's compile costs time
+            break
         d_in, d_out = size[:2]
         made = ctx.call(lambda size=size: build(cls, size), primary=i == 0)
         if "error" in made:
@@ -972,6 +1047,9 @@ def probe_multi(ctx, inputs):
         out["prefix"] = ctx.call(
             module, case["x_prefix"], dropout=True
         )  # the same layer, a shorter input
+        load_weights(module, large_weights(case["w"]))
+        out["large_x"] = ctx.call(module, case["x"] * LARGE_INPUT, dropout=True)
+        load_weights(module, case["w"])
         out["state"] = ctx.call(lambda m=module: state_of(m)).get("value")
         out["module_state"] = [before, ctx.call(lambda m=module: module_state(m)).get("value")]
         load_weights(module, inputs["multi_again"]["w"])
@@ -983,6 +1061,7 @@ def probe_multi(ctx, inputs):
         load_weights(module, inputs["multi_again"]["w"])  # the leakage map's layer
         out["dropout"] = probe_dropout(ctx, cls, size, case)
         out["notebook"] = probe_notebook(ctx, cls, size, case, inputs["multi_again"]["g"])
+        out["story"] = probe_story(ctx, cls, size, case, inputs["multi_again"]["g"])
         if not ctx.views:
             continue
         # Last, as only the views use them: the shape trace, then the layer with the second
@@ -1025,6 +1104,23 @@ def probe_dropout(ctx, cls, size, case):
         "eval": evaluated,
         "train": ctx.call(module, case["x"], dropout=True),
     }
+
+
+def probe_story(ctx, cls, size, case, g):
+    """A new layer with dropout through the kit's training story (no_grad, train, a step, again)."""
+    if ctx.kernels:  # the own-formula check fails it; a compiled kernel would only cost time
+        return None
+    made = ctx.call(lambda: build(cls, size, dropout=DROPOUT_P))
+    if "error" in made:
+        return None  # judge_dropout says it
+    module = made["value"]
+    load_weights(module, case["w"])
+    return probe_training_story(ctx, module, [case["x"]], g, module=module)
+
+
+def story_reference(inputs, state, p, H):
+    w = weights_from_state(state)
+    return reference_multi.__wrapped__(inputs[0], w, H, p)[0]
 
 
 def probe_notebook(ctx, cls, size, case, g):
@@ -1222,19 +1318,7 @@ def call_again(v, got, expected, what, likely=None):
     """The same layer (or function), called once more after a right first call, must still be right."""
     likely = likely or msg("likely.call_again")
     got = require_tensor(v, "call-again", what, got, tuple(expected.shape), likely)
-    if not close(got, expected):
-        err, where = max_error(got, expected)
-        v.require(
-            "call-again",
-            False,
-            "check.values",
-            what=what,
-            err=err,
-            where=shape_str(where),
-            tol="1e-5",
-            likely=likely,
-        )
-    v.expect("call-again", True)
+    require_close(v, "call-again", what, got, expected, likely=likely)
 
 
 def require_again_ran(v, call, t):
@@ -1713,6 +1797,22 @@ def judge_multi_checks(v, outputs, inputs, jctx, judge_case):
     judge_notebook(v, first["notebook"], seed, size, inputs["multi_again"]["g"])
     judge_dropout(v, first["dropout"], seed, size)
     judge_large_multi(v, first["large"], inputs["multi_large"], size[2])
+    judge_large_inputs(
+        v,
+        first.get("large_x"),
+        reference_multi.__wrapped__(seed["x"] * LARGE_INPUT, large_weights(seed["w"]), size[2])[0],
+        what="forward(x)",
+    )
+    judge_training_story(
+        v,
+        first.get("story"),
+        [seed["x"]],
+        functools.partial(story_reference, H=size[2]),
+        inputs["multi_again"]["g"],
+        what="forward(x)",
+        names=["x"],
+        p=DROPOUT_P,
+    )
 
 
 def judge_large_multi(v, call, case, H):
@@ -1928,6 +2028,9 @@ class SquareTensors(TorchFunctionMode):
         if isinstance(out, torch.Tensor) and out.dim() >= 2 and out.shape[-2:] == (self.T, self.T):
             self.bytes = max(self.bytes, out.numel() * out.element_size())
         return out
+
+
+lend(SquareTensors.__torch_function__)  # the probe's own mode: it runs beside learner code
 
 
 def probe_memory(ctx, inputs):

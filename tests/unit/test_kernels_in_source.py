@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from tutor.kit import judge_tools as judge_kit
-from tutor.kit.judge_tools import kernels_in_source
+from tutor.kit import kernels as judge_kit
+from tutor.kit.kernels import kernels_in_source
 
 HEAD = "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n"
 

@@ -15,7 +15,12 @@ probe runs in the child beside the learner's code, its judge in the judge proces
   inputs unchanged (clone_args, changed_input), kernel traps (no_kernel, graph_kernels),
   mistake matching (matching_mistake, likely_for_value, nest_likely), dropout that is the
   same for any correct code (fixed_dropout), scores past exp's range (LARGE_SCORES,
-  large_scores_factor, large_scores_check, large_scores_likely).
+  large_scores_factor, large_scores_check, large_scores_likely), values judged as one call
+  (require_close).
+- Properties, each a probe half and a judge half: leakage over every position
+  (probe_leak_map, judge_leak_map), module state (module_state, state_unchanged), the training
+  story (probe_training_story, judge_training_story), large inputs (LARGE_INPUT,
+  judge_large_inputs), the learner's own code (lend, no_foreign; no_kernel reports both).
 - Visuals: the vocabulary in tutor.model.view_items (heading, note, table, bar, heatmap, row, waiting,
   keys, after_answer, weights), which the UI draws without knowing the lesson.
 
@@ -26,6 +31,7 @@ list is the contract (tests/unit/test_import_contracts.py holds lessons to it).
 from pathlib import Path
 
 from tutor.kit import fixed_dropout
+from tutor.kit.borrowed import lend
 from tutor.kit.judge_tools import (
     ATOL,
     KERNEL_FRAGMENTS,
@@ -74,6 +80,8 @@ from tutor.kit.judge_tools import (
     state_explanation,
     state_unchanged,
 )
+from tutor.kit.magnitude import LARGE_INPUT, judge_large_inputs, require_close
+from tutor.kit.own_code import no_foreign
 from tutor.kit.probe_tools import (
     ProbeContext,
     clone_args,
@@ -83,6 +91,7 @@ from tutor.kit.probe_tools import (
     token_changes,
 )
 from tutor.kit.spec import JudgeContext, StepSpec
+from tutor.kit.training import judge_training_story, probe_training_story
 from tutor.model import view_items as visuals
 from tutor.model.lesson import load_lesson
 from tutor.model.view_items import (
@@ -109,6 +118,7 @@ __all__ = [
     "ATOL",
     "JudgeContext",
     "KERNEL_FRAGMENTS",
+    "LARGE_INPUT",
     "LARGE_SCORES",
     "LEAK_LIMIT",
     "ProbeContext",
@@ -133,8 +143,10 @@ __all__ = [
     "graph_kernels",
     "heading",
     "heatmap",
+    "judge_large_inputs",
     "judge_leak_map",
     "judge_other_sizes",
+    "judge_training_story",
     "judged",
     "kept_state",
     "keys",
@@ -143,18 +155,22 @@ __all__ = [
     "large_scores_likely",
     "last_dim_of",
     "leak_map",
+    "lend",
     "likely_for_value",
     "literal_explanation",
     "matching_mistake",
     "max_error",
     "msg",
     "nest_likely",
+    "no_foreign",
     "no_kernel",
     "note",
     "of_the_inputs",
     "probe_leak_map",
+    "probe_training_story",
     "require_pair",
     "require_ran",
+    "require_close",
     "require_tensor",
     "module_state",
     "round_matrix",

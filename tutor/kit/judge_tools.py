@@ -6,11 +6,9 @@ and records checks whose messages are catalog keys with parameters.
 
 from __future__ import annotations
 
-import ast
 import contextlib
 import functools
 import math
-import unicodedata
 
 import torch
 
@@ -82,6 +80,7 @@ def msg(key: str, **params) -> dict:
 
 
 def shape_str(shape) -> str:
+    """A shape (or an index) as the messages write it: `(2, 6, 8)`, `(3,)`, `()`."""
     return "(" + ", ".join(str(int(s)) for s in shape) + ("," if len(shape) == 1 else "") + ")"
 
 
@@ -136,12 +135,14 @@ class Verdict:
 
     def failed_message(self) -> dict | None:
         for c in self.checks:
-            if c.status != "pass":
+            if c.status != "pass" and c.message is not None:
                 return {"key": c.message.key, "params": c.message.params}
         return None
 
 
 def likely_for_value(value) -> dict:
+    """The likely mistake for a value that is not a tensor: no return (None), NumPy, a list;
+    else likely.unknown."""
     if value is None:
         return msg("likely.forgot_return")
     if isinstance(value, Opaque) and value.type.startswith("numpy"):
@@ -220,7 +221,8 @@ def large_scores_check(
     likely.softmax_large, which names both usual causes."""
     if not sub.passed():
         failed = next(c for c in sub.checks if c.status != "pass")
-        reason, said = sub.failed_message(), ""
+        reason: dict = sub.failed_message() or {}
+        said: object = ""
         if failed.id in overflow:
             found = likely() if callable(likely) else likely
             reason, said = nest_likely(reason, found or msg("likely.softmax_large"))
@@ -240,7 +242,7 @@ def judge_other_sizes(
     for i, (call, case, label) in enumerate(zip(calls[1:], cases[1:], labels[1:], strict=False), 1):
         sub = judged(v.source, judge_case, call, case)
         if not sub.passed():
-            reason = sub.failed_message()
+            reason = sub.failed_message() or {}
             reason, likely = nest_likely(reason, _other_sizes_likely(explain, i, sub, reason))
             v.require(
                 "other-sizes", False, "check.other_sizes", sizes=label, reason=reason, likely=likely
@@ -312,6 +314,8 @@ def literal_explanation(source: str, defs, names, seed, size) -> dict | None:
 
 
 def state_explanation(source: str, defs) -> dict | None:
+    """likely.kept_state_at with the line of `defs` that keeps state between calls (a module
+    global, an attribute on self or the function), or None when the source shows none."""
     found = kept_state(source, frozenset(defs))
     return msg("likely.kept_state_at", line=found.line, code=found.code) if found else None
 
@@ -382,7 +386,9 @@ def require_pair(
 def require_tensor(
     v: Verdict, check_id: str, what: str, value, shape: tuple, likely_shape=None
 ) -> torch.Tensor:
-    """Tensor, of the expected shape, floating point, finite: or the step stops here."""
+    """value as a tensor of the expected shape and a floating dtype (float32 or float64), or the
+    step stops here (check_id for the type and shape, `dtype` for the dtype). It does not check
+    finiteness: first_nonfinite and the `finite` check do, where a step asks for it."""
     v.require(
         check_id,
         isinstance(value, torch.Tensor),
@@ -412,14 +418,17 @@ def require_tensor(
     return value
 
 
-def first_nonfinite(t: torch.Tensor):
+def first_nonfinite(t: torch.Tensor) -> tuple[tuple[int, ...], int] | None:
+    """(index of the first NaN or infinity, how many there are), or None when t is finite."""
     bad = ~torch.isfinite(t)
     if not bad.any():
         return None
     return tuple(int(i) for i in bad.nonzero()[0]), int(bad.sum())
 
 
-def max_error(a: torch.Tensor, b: torch.Tensor):
+def max_error(a: torch.Tensor, b: torch.Tensor) -> tuple[float, tuple[int, ...]]:
+    """(largest |a - b|, its index), in float64, a NaN counted as infinitely far; a and b must
+    have the same shape."""
     diff = (a.double() - b.double()).abs()
     diff = torch.where(torch.isnan(diff), torch.full_like(diff, float("inf")), diff)
     flat = int(diff.argmax())
@@ -483,106 +492,6 @@ def changed_input(v: Verdict, fn: str, names: list[str], after: tuple, pristine:
     return ""
 
 
-def _bound_names(tree) -> set[str]:
-    """Names the file gives things of its own: classes, functions, arguments, variables, attributes.
-    CausalMultiHeadAttention (in super(CausalMultiHeadAttention, self)), a helper written by hand
-    and called scaled_dot_product_attention, a variable multi_head_attention_out: all contain a
-    kernel's name and are the learner's own code. A kernel reached through such a name is still
-    caught when it runs (probe_kit's traps)."""
-    names = set()
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            names.add(node.name)
-        elif isinstance(node, ast.arg):
-            names.add(node.arg)
-        elif isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
-            names.add(node.id)
-        elif isinstance(node, ast.Attribute) and not isinstance(node.ctx, ast.Load):
-            names.add(node.attr)
-    return names
-
-
-def _kernel_words(node, own: set[str]) -> set[str]:
-    """Library kernels the code names: attributes and names only. A string is never a call:
-    a profiler label (record_function("scaled_dot_product_attention")) or a log line only
-    mentions the kernel, and getattr(F, "scaled_dot_" + ...) is caught when it runs (the traps)."""
-    found = set()
-    for sub in ast.walk(node):
-        if isinstance(sub, ast.Attribute):
-            word = sub.attr
-        elif isinstance(sub, ast.Name):
-            word = sub.id
-        else:
-            continue
-        if word in own:
-            continue
-        for fragment, label in KERNEL_FRAGMENTS.items():
-            if fragment in word.lower():
-                found.add(label)
-    return found
-
-
-def _defines(node, names: frozenset[str]) -> bool:
-    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-        return node.name in names
-    targets = (
-        node.targets
-        if isinstance(node, ast.Assign)
-        else [node.target]
-        if isinstance(node, ast.AnnAssign)
-        else []
-    )
-    return any(isinstance(t, ast.Name) and t.id in names for t in targets)
-
-
-def _mentions_a_kernel(source: str) -> bool:
-    """Whether the parse could find a kernel at all: every word it looks at is in the text, as
-    Python reads identifiers (NFKC: a full-width letter is the ASCII one). The parse was a fifth
-    of the judge's time in `grade`; most files name no kernel."""
-    text = unicodedata.normalize("NFKC", source).lower()
-    return any(fragment in text for fragment in KERNEL_FRAGMENTS)
-
-
-@functools.lru_cache(maxsize=2)
-def _parsed(source: str):
-    """(tree, its bound names), or None: a file's steps are judged one after another, and
-    parsing it again for each was a fifth of the judge's time in `grade`."""
-    from tutor.kit.source_tools import parse_source
-
-    tree = parse_source(source)
-    if tree is None:
-        return None
-    try:
-        return tree, _bound_names(tree)
-    except RecursionError:
-        return None
-
-
-@functools.lru_cache(maxsize=8)
-def kernels_in_source(source: str, defs: frozenset[str]) -> frozenset[str]:
-    """Library attention kernels named in the definitions of the step's functions.
-
-    Only those definitions: a notebook self-check pasted below them may well call the
-    kernel as its reference. Helpers they call are covered by the run-time trap instead.
-    """
-    if not _mentions_a_kernel(source):
-        return frozenset()
-    parsed = _parsed(source)
-    if parsed is None:
-        return frozenset()
-    tree, own = parsed
-    found: set[str] = set()
-    for node in tree.body:
-        if _defines(node, defs):
-            found |= _kernel_words(node, own)
-    return frozenset(found)
-
-
-def no_kernel(v: Verdict, fn: str, source: str, defs: set[str], runtime: list[str]) -> None:
-    used = sorted(kernels_in_source(source, frozenset(defs)) | set(runtime))
-    v.expect("own-formula", not used, "check.kernel", fn=fn, kernel=" / ".join(used))
-
-
 def round_matrix(t: torch.Tensor, digits: int = 4) -> list:
     """A T×T matrix for the heatmap, non-finite values as None (JSON has no NaN)."""
     return [
@@ -590,121 +499,12 @@ def round_matrix(t: torch.Tensor, digits: int = 4) -> list:
     ]
 
 
-# ---------------------------------------------------------------- leakage over every position
-
-LEAK_LIMIT = 1e-6  # LM3-L3's self-check 2: `good < 1e-6`
-
-
-def future_region(T_q: int, T_k: int | None = None) -> torch.Tensor:
-    """(T_q, T_k) bool, True where key j comes after query i (queries are the last T_q of the
-    T_k positions): the causal future, a hidden region for judge_leakage."""
-    T_k = T_q if T_k is None else T_k
-    i = torch.arange(T_q).unsqueeze(1) + (T_k - T_q)
-    return torch.arange(T_k).unsqueeze(0) > i
-
-
-def leak_map(base, moved, query_axis: int = 1) -> torch.Tensor | None:
-    """M[i, j]: how far output i (along query_axis) moved when input position j changed, the
-    largest change over every other axis. moved: the outputs for each change, as a list or
-    stacked along dim 0 (probe_leak_map); None unless each is a tensor of base's shape."""
-    if not isinstance(base, torch.Tensor) or base.dim() <= query_axis:
-        return None
-    if isinstance(moved, torch.Tensor):  # probe_kit.probe_leak_map's stacked copies
-        if moved.dim() != base.dim() or moved.shape[0] != base.shape[0] * base.shape[query_axis]:
-            return None
-        moved = list(moved.split(base.shape[0]))
-    if not moved or any(not isinstance(m, torch.Tensor) or m.shape != base.shape for m in moved):
-        return None
-    with torch.no_grad():
-        diff = (torch.stack(moved).double() - base.double()).abs()  # (changes, *base.shape)
-        diff = torch.nan_to_num(diff, nan=float("inf"))
-        others = tuple(d for d in range(1, diff.dim()) if d != query_axis + 1)
-        return (diff.amax(dim=others) if others else diff).T.contiguous()
-
-
-def judge_leak_map(
-    v: Verdict,
-    base,
-    moved,
-    regions: list[tuple[dict, torch.Tensor]],
-    *,
-    query_axis: int = 1,
-    limit: float = LEAK_LIMIT,
-    likely=None,
-    check_id: str = "no-leak",
-) -> None:
-    """No hidden input moves any output: base, the output on x; moved, the outputs with each
-    input position changed in turn (probe_kit.probe_leak_map's, or a list); regions, (its name as a message, (T_q, T_k)
-    bool: True where key j is hidden from query i), e.g. (msg("region.future"), future_region(T)).
-    Every cell of every region is judged, not a few positions: the first region whose largest
-    movement reaches limit fails, at its worst cell. likely: a message, or a callable giving one."""
-    got = leak_map(base, moved, query_axis)
-    if got is None:
-        return  # the shape and finiteness checks before this one say why
-    for region, hidden in regions:
-        if tuple(hidden.shape) != tuple(got.shape):
-            raise ValueError(f"region of shape {tuple(hidden.shape)} for a map {tuple(got.shape)}")
-        inside = got.masked_fill(~hidden, 0.0)
-        top = float(inside.max()) if inside.numel() else 0.0
-        if not top < limit:
-            flat = int(inside.argmax())
-            i, j = divmod(flat, got.shape[1])
-            v.require(
-                check_id,
-                False,
-                "check.leak_region",
-                key=j,
-                query=i,
-                got=top,
-                region=region,
-                limit=f"{limit:g}",
-                likely=likely or msg("likely.leak_region"),
-            )
-    v.expect(check_id, True)
-
-
-# ---------------------------------------------------------------- module state
-
-
-def state_unchanged(
-    v: Verdict, before, after, *, check_id: str = "state-unchanged", likely=None
-) -> bool:
-    """forward left the module as it was: before and after, probe_kit.module_state of the same
-    module around the calls, hold the same names, each with the same dtype, shape and values.
-    Outputs alone miss a buffer registered in forward, or a bool mask made an additive float
-    one: a checkpoint then fails to load, or loads into a mask that no longer masks."""
-    if not isinstance(before, dict) or not isinstance(after, dict):
-        return True  # the calls around it failed, and say so
-    likely = likely or msg("likely.module_state")
-    for name in sorted(set(before) ^ set(after)):
-        change = msg("state.added" if name in after else "state.removed", name=name.lstrip("#"))
-        v.expect(check_id, False, "check.module_state_keys", change=change, likely=likely)
-        return False
-    for name in sorted(before):
-        a, b = before[name], after[name]
-        if not isinstance(a, torch.Tensor) or not isinstance(b, torch.Tensor):
-            continue
-        change = None
-        if a.dtype != b.dtype:
-            change = msg("state.dtype", before=_dtype(a), after=_dtype(b))
-        elif a.shape != b.shape:
-            change = msg("state.shape", before=shape_str(a.shape), after=shape_str(b.shape))
-        elif not torch.equal(a, b):
-            err = max_error(a, b)[0] if a.dtype.is_floating_point else 1.0
-            change = msg("state.values", err=f"{err:.3g}")
-        if change is not None:
-            v.expect(
-                check_id,
-                False,
-                "check.module_state_entry",
-                name=name.lstrip("#"),
-                change=change,
-                likely=likely,
-            )
-            return False
-    v.expect(check_id, True)
-    return True
-
-
-def _dtype(t: torch.Tensor) -> str:
-    return str(t.dtype).removeprefix("torch.")
+# Split by topic (no module over 600 lines); re-exported: lessons import them through tutor.kit.
+from tutor.kit.kernels import kernels_in_source, no_kernel  # noqa: E402, F401
+from tutor.kit.regions import (  # noqa: E402, F401
+    LEAK_LIMIT,
+    future_region,
+    judge_leak_map,
+    leak_map,
+    state_unchanged,
+)

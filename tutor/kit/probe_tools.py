@@ -18,6 +18,16 @@ from tutor.engine.codec import _as_plain, _device, _no_torch_function, _shape
 from tutor.engine.codec import _detach as _c_detach
 from tutor.engine.origin import foreign_origin
 from tutor.kit import fixed_dropout
+from tutor.kit.borrowed import (
+    FOREIGN_LABEL,
+    _Borrowed,
+    _getframe,
+    _gettrace,
+    _probe_file,
+    _reaches,
+    _settrace,
+    _thread_settrace,
+)
 
 _SOFTMAX_OUT: list[torch.Tensor] = []
 _traps_installed = False
@@ -231,13 +241,13 @@ def _trap_flex_attention() -> None:
         _KERNEL_CALLS.add("flex_attention")
         return original(self, *args, **kwargs)
 
-    FlexAttentionHOP.__call__ = calling
+    FlexAttentionHOP.__call__ = calling  # type: ignore[method-assign]
 
 
 def scripted_kernels(module, root) -> set[str]:
     """Kernels called inside TorchScript, which runs below Python where no mode sees it: read
-    from the compiled code of each scripted function that root reaches by name (through the
-    file's own functions and classes)."""
+    from the compiled code of each scripted (or traced) function that root reaches by name
+    (through the file's own functions and classes, and the dicts, lists and tuples they name)."""
     found: set[str] = set()
     seen: set[int] = set()
     stack = [root]
@@ -257,7 +267,13 @@ def scripted_kernels(module, root) -> set[str]:
                 if label:
                     found.add(label)
             continue
-        codes = []
+        if type(obj) is dict:  # a compiled kernel kept in a container: {"k": traced}
+            stack.extend(list(dict.values(obj))[:100])
+            continue
+        if type(obj) in (list, tuple):
+            stack.extend(list(obj)[:100])
+            continue
+        codes: list = []
         if isinstance(obj, type):
             codes = [getattr(f, "__code__", None) for f in vars(obj).values()]
         else:
@@ -274,7 +290,8 @@ def scripted_kernels(module, root) -> set[str]:
 def graph_kernels(t) -> set[str]:
     """Kernels found in the autograd graph behind a tensor: every path to an operator, compiled
     or not, leaves its node there when gradients are on."""
-    found, seen = set(), set()
+    found: set[str] = set()
+    seen: set[int] = set()
     stack = [getattr(t, "grad_fn", None)]
     while stack and len(seen) < 5000:
         node = stack.pop()
@@ -383,6 +400,7 @@ class ProbeContext:
         )
         self.kernels: set[str] = set()
         self.params: dict = {}  # an experiment's settings, chosen in the app (set by the child)
+        self._protected: str | None = None  # the checks' file, found at the first call
         # False when nobody will look at the step's views (`check`, `grade`): a probe may skip
         # calls whose outputs only feed them. A verdict must never depend on those.
         self.views = True
@@ -423,9 +441,27 @@ class ProbeContext:
         _KERNEL_CALLS.clear()
         _SOFTMAX_OUT.clear()
         watch = Watch(dropout, softmax=self.views)
+        borrowed = None
+        if self.codes is not None and _reaches(self.source, self.filename):
+            protected = self._protected or _probe_file()
+            self._protected = protected
+            if protected:
+                borrowed = _Borrowed(protected, self.codes, _getframe(0))
+        previous = _gettrace()
         try:
             with _enable_grad() if grad else _no_grad(), watch:
-                value = fn(*args)
+                if borrowed is not None:
+                    _settrace(borrowed)
+                    _thread_settrace(borrowed)  # threads the learner's code starts, too
+                try:
+                    value = fn(*args)
+                finally:
+                    if borrowed is not None:
+                        removed = _gettrace() is not borrowed
+                        _settrace(previous)
+                        _thread_settrace(None)
+                        if removed:  # learner code took the watch off: what it ran is unknown
+                            borrowed.found.add("sys.settrace")
         except BaseException as exc:  # SystemExit too: the learner's code is at fault
             # The learner's frames may hold what hit the memory limit: free it before describing.
             traceback.clear_frames(exc.__traceback__)
@@ -435,6 +471,8 @@ class ProbeContext:
             return {"error": failure}
         finally:
             self.kernels |= _KERNEL_CALLS
+            if borrowed is not None:
+                self.kernels |= {f"{name} ({FOREIGN_LABEL})" for name in borrowed.found}
         softmax = _SOFTMAX_OUT[-1] if _SOFTMAX_OUT else None
         result = {"value": value, "args": args, "softmax": softmax}
         if dropout:

@@ -61,6 +61,7 @@ def text(key: str, **params: Any) -> Item:
 
 
 def heading(title: Text) -> Item:
+    """A heading over what follows in a view (a message reference or plain text)."""
     return {"kind": "heading", "text": title}
 
 
