@@ -5,6 +5,7 @@ The failing cases work on a copy of a lesson in tmp_path, laid out as the checko
 the copy's checks.py and reference, not the installed ones.
 """
 
+import re
 import shutil
 from pathlib import Path
 
@@ -18,8 +19,8 @@ LESSONS = {lesson.id: lesson.file_name for lesson in all_lessons()}  # every les
 
 
 def lines_of(out) -> list[str]:
-    """The check lines (✓/✗), without the header and the summary."""
-    return [line for line in out.stdout.splitlines() if line[:2] in ("✓ ", "✗ ")]
+    """The check lines (✓/✗, ! for a warning), without the header and the summary."""
+    return [line for line in out.stdout.splitlines() if line[:2] in ("✓ ", "✗ ", "! ")]
 
 
 def failed(out) -> list[str]:
@@ -29,37 +30,58 @@ def failed(out) -> list[str]:
 def copy_lesson(tmp_path: Path, lesson: str) -> Path:
     folder = tmp_path / "lessons" / lesson
     shutil.copytree(ROOT / "lessons" / lesson, folder)
-    (tmp_path / "reference").mkdir()
+    (tmp_path / "reference").mkdir(exist_ok=True)
     shutil.copy(ROOT / "reference" / LESSONS[lesson], tmp_path / "reference" / LESSONS[lesson])
     return folder
 
 
+def one_mistake_per_step(folder: Path) -> list[str]:
+    """The lesson's mistakes.toml cut to the first mistake that fails each step: the whole list
+    runs in tests/worker/test_lesson_mistakes.py, once. Their ids."""
+    text = (folder / "mistakes.toml").read_text(encoding="utf-8")
+    head, *blocks = re.split(r"(?=^\[\[mistakes\]\]$)", text, flags=re.M)
+    kept, steps, ids = [], set(), []
+    for block in blocks:
+        mistake = toml.loads(block)["mistakes"][0]
+        failing = {s for s, e in mistake["expect"].items() if e.get("status", "fail") != "pass"}
+        if failing - steps:
+            kept.append(block)
+            steps |= failing
+            ids.append(mistake["id"])
+    (folder / "mistakes.toml").write_text(head + "".join(kept), encoding="utf-8")
+    return ids
+
+
 @pytest.fixture(scope="module")
 def every_lesson(tmp_path_factory):
-    """`dev check` without an argument, run once: the run and each lesson's lines in it (a
-    worker per lesson, every variant run: the costliest run in this folder, made once)."""
-    out = run("dev", "check", cwd=tmp_path_factory.mktemp("dev-check-all"))
+    """`dev check` without an argument, run once, on copies that stand in for the built-in
+    lessons (same ids), each cut to a mistake per step: the run, each lesson's lines in it, and
+    the ids of the mistakes kept."""
+    root = tmp_path_factory.mktemp("dev-check-all")
+    kept = {lesson: one_mistake_per_step(copy_lesson(root, lesson)) for lesson in LESSONS}
+    env = {"ATTN_TUTOR_LESSONS": str(root / "lessons")}
+    out = run("dev", "check", "--timeout", "30", cwd=root, env=env)
     sections: dict[str, list[str]] = {}
     for line in out.stdout.splitlines():
         if line.startswith("dev check "):
             current = sections.setdefault(line.split()[2], [])
         elif sections:
             current.append(line)
-    return out, sections
+    return out, sections, kept
 
 
 # The tests that read every_lesson run in one xdist process, so the fixture runs once.
 @pytest.mark.xdist_group("dev-check-every-lesson")
 @pytest.mark.parametrize("lesson", list(LESSONS))
 def test_dev_check_passes_for_the_lesson(every_lesson, lesson):
-    out, sections = every_lesson
+    out, sections, kept = every_lesson
     section = sections[lesson]
-    lines = [line for line in section if line[:2] in ("✓ ", "✗ ")]
+    lines = [line for line in section if line[:2] in ("✓ ", "✗ ", "! ")]
     assert lines and not [line for line in lines if line.startswith("✗ ")], out.stdout
-    mistakes = toml.loads((ROOT / "lessons" / lesson / "mistakes.toml").read_text())["mistakes"]
-    assert 4 <= len(mistakes) <= 6
-    for m in mistakes:  # each variant said, as caught
-        assert any(line.startswith(f"✓ mistake {m['id']}: ") for line in lines), out.stdout
+    assert kept[lesson]
+    for mistake in kept[lesson]:  # each variant said, as caught
+        assert any(line.startswith(f"✓ mistake {mistake}: ") for line in lines), out.stdout
+    assert any(line.startswith("✓ checks: ") for line in lines), out.stdout
     for word in (
         "schema",
         "files",
@@ -78,7 +100,7 @@ def test_dev_check_passes_for_the_lesson(every_lesson, lesson):
 
 @pytest.mark.xdist_group("dev-check-every-lesson")
 def test_without_an_argument_every_lesson_is_checked(every_lesson):
-    out, sections = every_lesson
+    out, sections, _ = every_lesson
     assert out.returncode == 0, out.stdout + out.stderr
     headers = [line for line in out.stdout.splitlines() if line.startswith("dev check ")]
     assert [h.split()[2] for h in headers] == list(LESSONS) == list(sections)
@@ -221,14 +243,13 @@ def test_a_variant_the_checks_let_through_fails(tmp_path):
         + '''
 [[mistakes]]
 id = "not-wrong"
-step = "scores"
-function = "scaled_scores"
-expect_check = "values"
-expect_keys = ["check.values"]
-code = """
+[mistakes.replace]
+scaled_scores = """
 def scaled_scores(q, k):
     return (q @ k.transpose(-2, -1)) * q.shape[-1] ** -0.5
 """
+[mistakes.expect]
+scores = { status = "fail", check = "values", keys = ["check.values"] }
 '''
     )
     out = run("dev", "check", str(folder))

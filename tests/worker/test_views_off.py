@@ -10,10 +10,9 @@ import pytest
 import test_correct_styles
 import test_kv_cache
 import test_trainable_layer
-import test_wrong_between_calls_and_sizes
-import test_wrong_implementations
 from worker_kit import LESSONS, REFERENCE, STARTER, SessionWorker, learner_file
 
+from tutor.model.mistakes import mistake_source, read_mistakes
 from tutor.text.verdict_text import check_text
 
 KV, LM3 = test_kv_cache.KV, test_trainable_layer.LM3
@@ -27,15 +26,16 @@ def _corpus() -> list[tuple[str, str, str]]:
             (f"{lesson.id}-reference", lesson.id, REFERENCE[lesson.id]),
             (f"{lesson.id}-starter", lesson.id, STARTER[lesson.id]),
         ]
-    for params in test_wrong_implementations.ALL_CASES + test_wrong_between_calls_and_sizes.ALL:
-        lesson, replace, header, _ = params.values
-        files.append((params.id, lesson, learner_file(lesson, replace, header)))
-    for params in test_kv_cache.WRONG + test_kv_cache.CORRECT:
+    for lesson in LESSONS:
+        mistakes, _ = read_mistakes(lesson.folder / "mistakes.toml")
+        for m in mistakes:
+            source = mistake_source(m, REFERENCE[lesson.id], lesson.folder)
+            files.append((f"{lesson.id}:{m.id}", lesson.id, source))
+    for params in test_kv_cache.CORRECT:
         replace, header, _ = params.values
         files.append((params.id, KV, learner_file(KV, replace, header)))
-    for params in test_trainable_layer.WRONG:
-        replace, header, _ = params.values
-        files.append((params.id, LM3, learner_file(LM3, replace, header)))
+    for name, replace in test_trainable_layer.CORRECT.items():
+        files.append((name, LM3, learner_file(LM3, replace)))
     for params in test_correct_styles.STYLES:
         lesson, replace, header = params.values
         files.append((params.id, lesson, learner_file(lesson, replace, header)))

@@ -3,8 +3,8 @@
 Each check gives one line: the lesson file's schema, its texts and hints in both languages,
 the message keys its checks can use (found statically) in both catalogs, the catalogs key for
 key, then runs through the real worker: the starter is `todo` on every checked step, the
-reference passes each, every wrong variant in mistakes.toml fails its step with the
-named mistake, and warmup.py (if any) fails every checked step and copies no reference line. Torch-free: it runs in the UI's process; only the worker imports torch.
+reference passes each, every known mistake in mistakes.toml gives on every checked step what it
+says (and how many of them each check catches), and warmup.py (if any) fails every checked step and copies no reference line. Torch-free: it runs in the UI's process; only the worker imports torch.
 """
 
 from __future__ import annotations
@@ -15,7 +15,8 @@ from tutor import toml
 from tutor.cli.dev_findings import FORMAT_VERSION, Line
 from tutor.cli.dev_keys import check_catalogs, check_keys
 from tutor.cli.dev_lesson_file import check_files, check_hints, check_texts, schema_problems
-from tutor.cli.dev_mistakes import load_mistakes, run_checks
+from tutor.cli.dev_mistakes import load_mistakes
+from tutor.cli.dev_runs import run_checks
 from tutor.model.lesson import Lesson, load_lesson
 
 # ------------------------------------------------------------------ the whole check

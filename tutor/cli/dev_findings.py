@@ -1,5 +1,5 @@
 """What `attn-tutor dev check` reports: a Line per finding (a dev.* catalog key, its
-parameters), and the wrong variants of mistakes.toml it runs."""
+parameters): ✓ or ✗, or ! for a warning, which passes."""
 
 from __future__ import annotations
 
@@ -13,14 +13,4 @@ class Line:
     ok: bool
     key: str  # a dev.* catalog key
     params: dict = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class Mistake:
-    id: str
-    step: str
-    function: str
-    code: str
-    expect_check: str
-    expect_keys: tuple[str, ...]
-    header: str = ""
+    warn: bool = False  # ok, but the author should look: shown with "!"

@@ -8,8 +8,10 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from tutor.cli.dev_findings import Line, Mistake
+from tutor.cli.dev_findings import Line
+from tutor.cli.dev_mistakes import diagnosis_keys
 from tutor.model.lesson import Lesson
+from tutor.model.mistakes import Mistake
 from tutor.text.i18n import LANGS, engine_catalog, placeholders
 
 # The catalog sections a verdict's messages come from (the others are the UI's own texts).
@@ -156,7 +158,7 @@ def key_sources(lesson: Lesson) -> list[Path]:
 
 def check_keys(lesson: Lesson, mistakes: list[Mistake]) -> list[Line]:
     uses = [u for path in key_sources(lesson) for u in keys_in(path)]
-    uses += [Use(k, lesson.folder / "mistakes.toml", 0) for m in mistakes for k in m.expect_keys]
+    uses += [Use(k, lesson.folder / "mistakes.toml", 0) for k in diagnosis_keys(mistakes)]
     lines = []
     for u in uses:
         where = f"{_show(u.path, lesson)}:{u.line}"

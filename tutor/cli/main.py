@@ -471,9 +471,8 @@ def cmd_dev_check(args, lang: str) -> int:
         print(t("dev.header", lang, lesson=folder.name, path=folder))
         lines = dev_check(folder, timeout=args.dev_timeout or args.timeout or DEV_TIMEOUT)
         for line in lines:
-            print(
-                f"{MARKS['pass'] if line.ok else MARKS['fail']} {t(line.key, lang, **line.params)}"
-            )
+            mark = "!" if line.warn else MARKS["pass"] if line.ok else MARKS["fail"]
+            print(f"{mark} {t(line.key, lang, **line.params)}")
         passed = sum(line.ok for line in lines)
         print(t("dev.summary", lang, passed=passed, total=len(lines)))
         ok = ok and passed == len(lines)

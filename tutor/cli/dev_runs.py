@@ -1,0 +1,91 @@
+"""`dev check`'s runs through the real worker: the starter, the reference, every known mistake
+(on every checked step) and warmup.py, and what each must come to."""
+
+from __future__ import annotations
+
+from tutor.cli.dev_findings import Line
+from tutor.cli.dev_mistakes import build, catches, judge_mistake, unproven
+from tutor.model.lesson import Lesson
+from tutor.model.mistakes import Mistake
+
+
+def _off(results, order: list[str], wanted: str) -> list[dict]:
+    """The steps whose status is not the wanted one, as messages (rendered in the reader's
+    language): the status, and the first check that did not pass with its message key."""
+    by_id = {r.id: r for r in results}
+    off = []
+    for step in order:
+        r = by_id.get(step)
+        if r is None:
+            off.append({"key": "dev.step_missing", "params": {"step": step}})
+        elif r.status != wanted:
+            first = next((c for c in r.checks if c.status != "pass"), None)
+            status = {"key": f"status.{r.status}", "params": {}}
+            if first is None or r.status == "pass":
+                off.append({"key": "dev.step_status", "params": {"step": step, "status": status}})
+            else:
+                off.append(
+                    {
+                        "key": "dev.step_failing",
+                        "params": {
+                            "step": step,
+                            "status": status,
+                            "check": first.id,
+                            "message": first.message.key if first.message else first.status,
+                        },
+                    }
+                )
+    return off
+
+
+def run_checks(lesson: Lesson, mistakes: list[Mistake], timeout: float) -> list[Line]:
+    from tutor.engine.client import WorkerGone, check_sources  # torch-free: it starts the worker
+
+    order = [s.id for s in lesson.checked_steps]
+    reference = lesson.reference_path.read_text(encoding="utf-8")
+    runs: list[tuple[str, str, list[str] | None]] = [
+        (str(lesson.starter_path), lesson.starter_path.read_text(encoding="utf-8"), order),
+        (str(lesson.reference_path), reference, order),
+    ]
+    ready, unusable = build(lesson, reference, mistakes)  # the unusable said after the runs
+    runs += [(str(lesson.reference_path), source, order) for _, source in ready]
+    warmup = lesson.warmup_path.is_file()
+    if warmup:
+        runs.append((str(lesson.warmup_path), lesson.warmup_path.read_text("utf-8"), order))
+    try:
+        got = check_sources(lesson.id, runs, timeout=timeout, lesson_dir=lesson.folder)
+    except WorkerGone as exc:
+        return [Line(False, "dev.worker_failed", {"detail": exc})] + unusable
+    starter, ref, *variants = got
+    warm_results = variants.pop() if warmup else None
+    not_todo = _off(starter, order, "todo")
+    lines = [
+        Line(
+            not not_todo,
+            "dev.starter_ok" if not not_todo else "dev.starter_bad",
+            {"n": len(order), "steps": not_todo},
+        )
+    ]
+    bad = _off(ref, order, "pass")
+    lines.append(
+        Line(
+            not bad,
+            "dev.reference_ok" if not bad else "dev.reference_bad",
+            {"n": len(order), "steps": bad},
+        )
+    )
+    if warm_results is not None:
+        # Failed, not raised: a step that raises warms nothing, and one that passes is a
+        # solution in every child's memory.
+        off = _off(warm_results, order, "fail")
+        lines.append(
+            Line(
+                not off,
+                "dev.warmup_ok" if not off else "dev.warmup_bad",
+                {"n": len(order), "steps": off},
+            )
+        )
+    judged = [
+        judge_mistake(m, results, order) for (m, _), results in zip(ready, variants, strict=True)
+    ]
+    return lines + judged + unusable + catches(ref, [m for m, _ in ready], unproven(lesson))
