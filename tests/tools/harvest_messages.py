@@ -2,7 +2,10 @@
 (mistakes.toml), run through the worker, their failing checks' messages as the judge made
 them (keys and parameters). tests/unit/test_every_message.py renders these in both languages.
 
-    python tests/tools/harvest_messages.py > tests/unit/data/real_failures.json
+    ATTN_TUTOR_HARVEST=/tmp/h.jsonl python -m pytest -n 2 tests/worker  # worker_kit records
+    python tests/tools/harvest_messages.py /tmp/h.jsonl > tests/unit/data/real_failures.json
+
+One message is kept per shape (its check and the catalog keys in it, nested ones included).
 """
 
 from __future__ import annotations
@@ -37,19 +40,8 @@ def harvest() -> list[dict]:
             for r in results:
                 for c in r.checks:
                     if c.status != "pass" and c.message is not None:
-                        d = r.to_dict()
-                        entry = next(x for x in d["checks"] if x["id"] == c.id)
-                        out.append(
-                            {
-                                "lesson": lesson.id,
-                                "variant": name,
-                                "step": r.id,
-                                "check": c.id,
-                                "message": entry["message"],
-                                "record": entry.get("record"),
-                                "failure": d["failure"],
-                            }
-                        )
+                        entry = next(x for x in r.to_dict()["checks"] if x["id"] == c.id)
+                        out.append({"lesson": lesson.id, "step": r.id, "check": c.id, **entry})
                         if name == "syntax-error":
                             break
                 if name == "syntax-error":
@@ -58,6 +50,29 @@ def harvest() -> list[dict]:
     return out
 
 
+def shape(entry: dict) -> str:
+    def keys(value):
+        if isinstance(value, dict):
+            if "key" in value and "params" in value:
+                return [value["key"], keys(value["params"])]
+            return {k: keys(v) for k, v in sorted(value.items()) if keys(v)}
+        return None
+
+    return json.dumps([entry["lesson"], entry["check"], keys(entry["message"])])
+
+
+def distinct(entries: list[dict]) -> list[dict]:
+    seen: dict[str, dict] = {}
+    for e in entries:
+        e = {k: e[k] for k in ("lesson", "step", "check", "message")}
+        seen.setdefault(shape(e), e)
+    return sorted(seen.values(), key=lambda e: (e["lesson"], e["step"], shape(e)))
+
+
 if __name__ == "__main__":
-    json.dump(harvest(), sys.stdout, ensure_ascii=False, indent=1, sort_keys=True)
+    entries = harvest()
+    for path in sys.argv[1:]:
+        with open(path, encoding="utf-8") as lines:
+            entries += [json.loads(line) for line in lines if line.strip()]
+    json.dump(distinct(entries), sys.stdout, ensure_ascii=False, indent=1, sort_keys=True)
     print()

@@ -48,20 +48,19 @@ def found_in_source(likely: Any) -> bool:
 
 
 def choose_diagnosis(levels: list[Any]) -> list[JSONDict]:
-    """levels: the likely mistake of each level, innermost first ("" or None where none).
+    """levels: the likely mistake of each level, innermost first ("" or None where none; a
+    list of two where a check found two mistakes and says so).
 
-    One diagnosis: the innermost one that names a mistake (the failure's own, made where it
-    was seen), else the first generic one. A second only when an outer level found another
-    mistake in the file itself (a number of the lab's written in at line 12, say)."""
+    One diagnosis: a mistake seen in the file (a number of the lab's written in at line 12:
+    at other sizes, the cause of what the failure shows), else the innermost one that names a
+    mistake (the failure's own, made where it was seen), else the first generic one."""
+    for x in levels:
+        if isinstance(x, list) and len(x) == 2 and all(is_message(y) for y in x):
+            return list(x)
     said = [x for x in levels if is_message(x)]
     specific = [x for x in said if not is_generic(x)]
-    if not specific:
-        return said[:1]
-    first = specific[0]
-    second = next(
-        (x for x in specific[1:] if found_in_source(x) and x["key"] != first["key"]), None
-    )
-    return [first, second] if second is not None else [first]
+    seen = [x for x in specific if found_in_source(x)]
+    return (seen or specific or said)[:1]
 
 
 def _message(value: JSONDict) -> Message:
@@ -87,6 +86,10 @@ def record_of(check: Check) -> Record | None:
     if isinstance(params.get("kind"), str) and "detail" in params:
         raw = {"kind": params["kind"], "detail": params["detail"]}
     where = {k: params[k] for k in WHERE if k in params and not is_message(params[k])}
+    for d in diagnosis:  # the line a diagnosis found in the file, when the failure has none
+        for k in ("line", "code"):
+            if k in d["params"] and not is_message(d["params"][k]):
+                where.setdefault(k, d["params"][k])
     for c in context:
         if "sizes" in c.params:
             where.setdefault("sizes", c.params["sizes"])

@@ -225,6 +225,8 @@ def failure_block(check: Check, lang: str) -> RenderableType:
     lines around it, the diagnosis is what stays in view."""
     said = check_record_text(check, lang)
     parts: list[RenderableType] = [render_markdown(x) for x in (said.diagnosis, said.finding) if x]
+    if said.code:
+        parts.append(render_markdown(said.code))
     parts += [Wrapped(x, style="dim") for x in said.raw]
     return Group(*parts)
 

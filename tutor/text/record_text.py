@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass, field
 
 from tutor.model.records import record_of
-from tutor.model.results import Check, Message, Record
+from tutor.model.results import Check, JSONDict, Message, Record
 from tutor.text.i18n import catalog, localize, t
 from tutor.text.raw_errors import explain
 from tutor.text.safe_text import visible, visible_params
@@ -21,10 +21,11 @@ from tutor.text.safe_text import visible, visible_params
 class RecordText:
     diagnosis: str  # "" when the finding is all there is to say
     finding: str  # what was found, in its context: one or two sentences
+    code: str = ""  # the learner's line the diagnosis or the error points at
     raw: list[str] = field(default_factory=list)  # the error as Python gave it, explained first
 
     def lines(self) -> list[str]:
-        return [x for x in (self.diagnosis, self.finding, *self.raw) if x]
+        return [x for x in (self.diagnosis, self.finding, self.code, *self.raw) if x]
 
     def text(self) -> str:
         return " ".join(self.lines())
@@ -89,7 +90,11 @@ def record_text(record: Record, lang: str, cli: bool = False) -> RecordText:
         if said:
             raw.append(said)
         raw.append(t("record.raw_error", lang, kind=kind, detail=detail))
-    return RecordText(_diagnosis(record, lang), joined, raw)
+    code = ""
+    if isinstance(record.where.get("code"), str) and record.where["code"].strip():
+        line = record.where.get("line", "?")
+        code = t("record.code_line", lang, line=line, code=visible(record.where["code"].strip()))
+    return RecordText(_diagnosis(record, lang), joined, code, raw)
 
 
 def check_record_text(check: Check, lang: str, cli: bool = False) -> RecordText:
@@ -100,14 +105,14 @@ def check_record_text(check: Check, lang: str, cli: bool = False) -> RecordText:
     return record_text(record, lang, cli)
 
 
-def record_json(check: Check, lang: str) -> dict:
+def record_json(check: Check, lang: str) -> JSONDict:
     """The record's fields for `check --json` and grade's files: values rendered in lang."""
     record = record_of(check)
     if record is None:
         return {}
     parts = record_text(record, lang, cli=True)
 
-    def shown(value):
+    def shown(value: object) -> str | None:
         return None if value is None else visible(str(localize(value, lang)))
 
     return {
