@@ -51,16 +51,17 @@ def choose_diagnosis(levels: list[Any]) -> list[JSONDict]:
     """levels: the likely mistake of each level, innermost first ("" or None where none; a
     list of two where a check found two mistakes and says so).
 
-    One diagnosis: a mistake seen in the file (a number of the lab's written in at line 12:
-    at other sizes, the cause of what the failure shows), else the innermost one that names a
-    mistake (the failure's own, made where it was seen), else the first generic one."""
+    One diagnosis: a mistake seen in the file, the outermost such (a number of the lab's
+    written in at line 12, found by the other-sizes check: the cause of what the failure shows
+    there), else the innermost one that names a mistake (the failure's own, made where it was
+    seen), else the first generic one."""
     for x in levels:
         if isinstance(x, list) and len(x) == 2 and all(is_message(y) for y in x):
             return list(x)
     said = [x for x in levels if is_message(x)]
     specific = [x for x in said if not is_generic(x)]
     seen = [x for x in specific if found_in_source(x)]
-    return (seen or specific or said)[:1]
+    return seen[-1:] or specific[:1] or said[:1]
 
 
 def _message(value: JSONDict) -> Message:
