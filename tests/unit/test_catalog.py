@@ -25,6 +25,7 @@ NO_CJK_OK = {
     "lm3-l3.visual.memory_mb",  # the unit MB
     "lm3-l3.visual.memory_qkv",  # a column headed by the code names q, k, v (with the Chinese enumeration comma)
     "ui.setting",  # a settings line's item: key, label and value, all placeholders
+    "grade.test_name",  # a step's title and id, in full-width brackets in zh
     "value.none",  # Python's None, as the learner's code returned it
     "ui.weights_title",  # only placeholders and Chinese punctuation: 注意力权重——样本 0（1/2）
 }

@@ -4,6 +4,8 @@ reference solutions, and readers for verdicts. Imported by the tests in this fol
 
 from __future__ import annotations
 
+import json
+import os
 import threading
 from pathlib import Path
 
@@ -80,10 +82,27 @@ class SessionWorker:
             results = self._results.pop(gen, {})
             self._done.pop(gen, None)
         assert set(results) == set(CHECKED_STEPS[lesson]), f"steps reported: {sorted(results)}"
+        _harvest(lesson, results)
         return results
 
     def close(self) -> None:
         self.worker.close()
+
+
+def _harvest(lesson: str, results: dict[str, StepResult]) -> None:
+    """With ATTN_TUTOR_HARVEST=<file>: each failing check's message, as the judge made it, one
+    JSON line each (tests/tools/harvest_messages.py joins them into the messages that
+    tests/unit/test_every_message.py renders)."""
+    path = os.environ.get("ATTN_TUTOR_HARVEST")
+    if not path:
+        return
+    with open(path, "a", encoding="utf-8") as out:
+        for r in results.values():
+            d = r.to_dict()
+            for c in d["checks"]:
+                if c["status"] != "pass" and c["message"]:
+                    line = {"lesson": lesson, "step": r.id, "check": c["id"], **c}
+                    out.write(json.dumps(line, ensure_ascii=False) + "\n")
 
 
 # ------------------------------------------------------------------ building learner files

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from tutor.model.results import Check, StepResult
 from tutor.text.i18n import t
+from tutor.text.record_text import check_record_text
 from tutor.text.safe_text import one_line, visible
 from tutor.text.verdict_text import (
     MARKS,
@@ -64,7 +65,11 @@ def print_report(lesson: Lesson, path: Path, steps: list[StepResult], lang: str)
             continue
         for check in step.checks:
             if check.status != "pass":
-                print(f"    {check.id}: {_said(check, lang)}")
+                # The check's id, then its record a part a line: the diagnosis first.
+                first, *rest = check_record_text(check, lang, cli=True).lines() or [""]
+                print(f"    [{check.id}] {_code(first)}")
+                for part in rest:
+                    print(f"      {_code(part)}")
         _print_details(step, lang, indent="    ")
     passed, total = summary_counts(steps)
     print()

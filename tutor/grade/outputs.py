@@ -17,6 +17,7 @@ import os
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+from tutor.grade.message_text import with_caret
 from tutor.grade.record import step_status
 from tutor.text.i18n import t
 from tutor.text.safe_text import csv_cell, file_name, json_text, xml_text
@@ -105,7 +106,8 @@ def _step_output(record: dict, step_id: str, lang: str) -> str:
     for s in record["steps"]:
         if s["id"] == step_id:
             lines = [c["message"] for c in s["checks"] if c["status"] != "pass"]
-            return "\n".join(lines) if lines else t("grade.step_passed", lang)
+            said = "\n".join(lines) if lines else t("grade.step_passed", lang)
+            return with_caret(said, record) if lines else said
     return t("grade.not_run", lang)
 
 
@@ -117,7 +119,7 @@ def gradescope(lesson, record: dict, lang: str) -> dict:
         passed = step_status(record, step.id) == "pass"
         tests.append(
             {
-                "name": f"{step.title[lang]} ({step.id})",
+                "name": t("grade.test_name", lang, title=step.title[lang], id=step.id),
                 "number": str(len(tests) + 1),
                 "score": step.points if passed else 0,
                 "max_score": step.points,

@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 
 from tutor import __version__
+from tutor.model.records import record_of
 from tutor.model.results import StepResult
 from tutor.text.verdict_text import check_object, file_error
 
@@ -27,27 +28,6 @@ def is_likely(key: str) -> bool:
     return local_key(key).startswith("likely.")
 
 
-def likely_messages(value) -> list[dict]:
-    """The nested likely-mistake messages in a message's parameters, outermost first."""
-    found: list[dict] = []
-
-    def walk(v):
-        if isinstance(v, dict):
-            if isinstance(v.get("key"), str) and isinstance(v.get("params"), dict):
-                if is_likely(v["key"]):
-                    found.append({"key": v["key"], "params": v["params"]})
-                walk(v["params"])
-                return
-            for item in v.values():
-                walk(item)
-        elif isinstance(v, (list, tuple)):
-            for item in v:
-                walk(item)
-
-    walk(value)
-    return found
-
-
 # Checks whose own message is the mistake: calling the library's kernel is not a wrong value.
 MISTAKE_KEYS = frozenset({"check.kernel"})
 
@@ -64,7 +44,13 @@ def mistakes_of(steps: list[StepResult]) -> list[dict]:
                 continue
             key = check.message.key
             message = {"key": key, "params": check.message.params}
-            found = likely_messages(message)
+            record = record_of(check)
+            # The record's diagnosis: the one the student was shown, not every likely mistake
+            # a nested message holds (a failure's own and the one its outer check guessed).
+            chosen: list[dict] = [
+                {"key": d.key, "params": d.params} for d in (record.diagnosis if record else [])
+            ]
+            found = [x for x in chosen if is_likely(x["key"])]
             if is_likely(key) or local_key(key) in MISTAKE_KEYS:
                 found = [message]
             for likely in found:

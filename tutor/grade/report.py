@@ -5,6 +5,7 @@ together; the texts are in the report's language. Pure: no torch.
 
 from __future__ import annotations
 
+from tutor.grade import message_text
 from tutor.grade.glance import glance_md, rich_glance
 from tutor.grade.report_html import report_html
 from tutor.grade.similar_report import rich_similar, similar_md
@@ -60,7 +61,8 @@ def summary_lines(rep: ClassReport, lang: str) -> list[str]:
 
 
 def mistake_text(m: Mistake, lang: str) -> str:
-    return t(m.example["key"], lang, **m.example["params"])
+    """Under the "Likely mistakes" heading: without the app's "Likely mistake:" label."""
+    return message_text.mistake_text(m.example, lang)
 
 
 def look_text(lesson, row: LookAt, lang: str) -> str:
@@ -227,7 +229,7 @@ def report_md(lesson, rep: ClassReport, lang: str) -> str:
             [
                 [
                     f"`{m.step}`",
-                    f"`{m.id}`: {markdown(mistake_text(m, lang))}",
+                    message_text.id_and_text(m.id, markdown(mistake_text(m, lang)), lang),
                     str(len(m.students)),
                     ", ".join(markdown(s) for s in m.students),
                 ]

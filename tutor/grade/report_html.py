@@ -40,6 +40,7 @@ def _head(*names: str) -> str:
 
 
 def report_html(lesson, rep: ClassReport, lang: str) -> str:
+    from tutor.grade.message_text import html_message
     from tutor.grade.report import (
         look_text,
         look_who,
@@ -107,7 +108,7 @@ def report_html(lesson, rep: ClassReport, lang: str) -> str:
             out.append(
                 _row(
                     f'<td class="s"><code>{e(m.step)}</code></td>',
-                    f'<td class="t"><code>{e(m.id)}</code><div class="why">{e(mistake_text(m, lang))}</div></td>',
+                    f'<td class="t"><code>{e(m.id)}</code><div class="why">{html_message(mistake_text(m, lang))}</div></td>',
                     f'<td class="n">{len(m.students)}</td>',
                     f"<td>{_bar(share, 'm')}</td>",
                     f'<td class="w">{e(", ".join(m.students))}</td>',
@@ -133,7 +134,7 @@ def report_html(lesson, rep: ClassReport, lang: str) -> str:
                 _row(
                     f'<td class="w">{e(student)}</td>',
                     f'<td class="s">{e(status_text(status, lang))}</td>',
-                    f'<td class="t">{e(what)}</td>',
+                    f'<td class="t">{html_message(what)}</td>',
                 )
             )
         out.append("</table>")

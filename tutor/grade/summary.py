@@ -214,7 +214,10 @@ def what_happened(record: dict) -> str:
     """The file's error, else each message of its timed-out or failed steps once, with the steps
     that gave it (a hang at import says the same for all of them). In the record's language."""
     if record.get("file_error"):
-        return record["file_error"]["message"]
+        from tutor.grade.message_text import caret_lines
+
+        code = " ".join(f"`{line.strip()}`" for line in caret_lines(record)[:1])
+        return " ".join(x for x in (record["file_error"]["message"], code) if x)
     said: dict[str, list[str]] = {}
     for step in record["steps"]:
         if step["status"] in ("timeout", "error"):

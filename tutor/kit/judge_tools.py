@@ -13,6 +13,7 @@ import math
 import torch
 
 from tutor.engine.codec import Opaque, type_name
+from tutor.kit.nesting import _other_sizes_likely, nest_likely  # noqa: F401
 from tutor.kit.source_tools import (  # noqa: F401
     discarded_call,
     front_dims,
@@ -250,32 +251,6 @@ def judge_other_sizes(
     v.expect("other-sizes", True)
 
 
-def _other_sizes_likely(explain, i: int, sub: Verdict, reason: dict) -> dict:
-    likely = None
-    if explain is not None:
-        try:
-            likely = explain(i, sub, sub.source)
-        except Exception:  # a diagnosis that trips must not hide the failure it explains
-            likely = None
-    if likely is None:
-        own = reason["params"].get("likely")
-        likely = (
-            own
-            if isinstance(own, dict) and own.get("key") != "likely.unknown"
-            else msg("likely.other_sizes")
-        )
-    return likely
-
-
-def nest_likely(reason: dict, likely) -> tuple[dict, object]:
-    """(reason, likely) for a message that nests a failure: the likely mistake takes the place
-    of the failure's own, at its end; a failure without one gets it after it. One likely
-    mistake per message, where the reader expects it."""
-    if "likely" in reason["params"]:
-        return {"key": reason["key"], "params": {**reason["params"], "likely": likely}}, ""
-    return reason, likely
-
-
 def _fmt(value) -> str:
     return str(int(value)) if float(value).is_integer() else f"{value:.4g}"
 
@@ -486,7 +461,15 @@ def changed_input(v: Verdict, fn: str, names: list[str], after: tuple, pristine:
             same = a.shape == p.shape and bool(torch.equal(a.to(p.dtype), p))
             if not same:
                 err = max_error(a, p)[0] if a.shape == p.shape else float("nan")
-                v.expect("inputs-unchanged", False, "check.mutated", fn=fn, arg=name, err=err)
+                v.expect(
+                    "inputs-unchanged",
+                    False,
+                    "check.mutated",
+                    fn=fn,
+                    arg=name,
+                    err=err,
+                    likely=msg("likely.mutated"),
+                )
                 return name
     v.expect("inputs-unchanged", True)
     return ""

@@ -22,10 +22,45 @@ class Message:
 
 
 @dataclass
+class Record:
+    """A failing check as data, for each output to say in its own way (tutor/text/record_text).
+
+    Made from the check's message by tutor.model.records.record_of: the parameters the kit
+    names `expected`, `got`, `where`, `line`, `likely`, `fix`, `kind`/`detail` are these fields.
+    """
+
+    check: str
+    what: Message  # the finding, without its diagnosis or raw error: "row 0 sums to 0.15"
+    diagnosis: list[Message] = field(default_factory=list)  # one; two only when two were found
+    fix: Message | None = None  # when the diagnosis does not say it already
+    context: list[Message] = field(default_factory=list)  # outermost first: "at T = 37"
+    expected: Any = None
+    got: Any = None
+    where: JSONDict = field(default_factory=dict)  # index, line, code, position, sizes
+    raw_error: JSONDict | None = None  # {"kind", "detail"}: Python's own words, untranslated
+
+    def to_dict(self) -> JSONDict:
+        def m(x: Message | None) -> JSONDict | None:
+            return None if x is None else {"key": x.key, "params": x.params}
+
+        return {
+            "check": self.check,
+            "what": m(self.what),
+            "diagnosis": [m(d) for d in self.diagnosis],
+            "fix": m(self.fix),
+            "context": [m(c) for c in self.context],
+            "expected": self.expected,
+            "got": self.got,
+            "where": self.where,
+            "raw_error": self.raw_error,
+        }
+
+
+@dataclass
 class Check:
     id: str
     status: str  # "pass" | "fail"
-    message: Message | None = None
+    message: Message | None = None  # what old readers and the dev check's key lists read
 
 
 @dataclass

@@ -11,10 +11,11 @@ from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
 
-from tutor.model.results import StepResult
+from tutor.model.results import Check, StepResult
 from tutor.render.doc import render_markdown
 from tutor.render.wrap import Wrapped
 from tutor.text.i18n import t
+from tutor.text.record_text import check_record_text
 from tutor.text.safe_text import visible
 from tutor.text.verdict_text import MARKS, check_text, output_dropped_note
 
@@ -175,9 +176,7 @@ def step_results(
     passing = [c for c in result.checks if c.status == "pass"]
     # Failures first and in full: they are what the learner acts on.
     for i, check in enumerate(failing):
-        line: RenderableType = marked(
-            status_mark(check.status), render_markdown(check_text(check, lang))
-        )
+        line: RenderableType = marked(status_mark(check.status), failure_block(check, lang))
         if not full:
             line = Clipped(line, message_lines, t("ui.message_more", lang))
         parts.append(Anchored("failure", line) if i == 0 else line)
@@ -218,6 +217,18 @@ def step_results(
         if rest:
             parts.append(Rule(style="dim"))  # the hints end here
     return Group(*parts, *rest)
+
+
+def failure_block(check: Check, lang: str) -> RenderableType:
+    """A failing check: the diagnosis (its fix in it) first, then what was found and where,
+    then the raw error, dim, after a sentence that says what it means; cut to MESSAGE_LINES
+    lines around it, the diagnosis is what stays in view."""
+    said = check_record_text(check, lang)
+    parts: list[RenderableType] = [render_markdown(x) for x in (said.diagnosis, said.finding) if x]
+    if said.code:
+        parts.append(render_markdown(said.code))
+    parts += [Wrapped(x, style="dim") for x in said.raw]
+    return Group(*parts)
 
 
 def hints_block(

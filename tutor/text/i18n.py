@@ -183,7 +183,9 @@ def _localize(value, lang: str, depth: int):
     if isinstance(value, dict) and "key" in value:
         return _render(value["key"], lang, value.get("params", {}), depth)
     if isinstance(value, (list, tuple)):
-        return ", ".join(_plain(_localize(v, lang, depth + 1)) for v in value[:64])
+        # Chinese lists take the enumeration comma: 「第 0、3 行」, not 「第 0, 3 行」.
+        sep = "、" if lang == "zh" else ", "
+        return sep.join(_plain(_localize(v, lang, depth + 1)) for v in value[:64])
     if isinstance(value, float):
         return f"{value:.4g}"
     return value

@@ -6,8 +6,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tutor.model.results import Check, Failure, JSONDict, StepResult
-from tutor.text.i18n import catalog, t
-from tutor.text.safe_text import visible, visible_params
+from tutor.text.i18n import t
+from tutor.text.record_text import check_record_text, record_json
+from tutor.text.safe_text import visible
 
 if TYPE_CHECKING:
     from tutor.model.lesson import Lesson
@@ -16,15 +17,10 @@ MARKS = {"pass": "✓", "fail": "✗", "error": "✗", "timeout": "⧗", "todo":
 
 
 def check_text(check: Check, lang: str, cli: bool = False) -> str:
-    """What a check says. cli: outside the app, where a key's `_cli` twin, if it has one, replaces
-    what only the app can do ("save: the checks run again", "press r")."""
-    if check.message is None:
-        return t(f"checkname.{check.id}", lang)
-    key = check.message.key
-    if cli and f"{key}_cli" in catalog(lang):
-        key = f"{key}_cli"
-    # The parameters carry the learner's text (an exception's message): shown, never sent raw.
-    return t(key, lang, **visible_params(check.message.params))
+    """What a check says, as one paragraph: its record's diagnosis, finding and raw error, in
+    that order (record_text). cli: outside the app, where a key's `_cli` twin, if it has one,
+    replaces what only the app can do ("save: the checks run again", "press r")."""
+    return check_record_text(check, lang, cli).text()
 
 
 def failure_lines(failure: Failure | None, lang: str) -> list[str]:
@@ -52,7 +48,12 @@ def step_to_json(step: StepResult, lang: str) -> JSONDict:
         "id": step.id,
         "status": step.status,
         "checks": [
-            {"id": c.id, "status": c.status, "message": check_text(c, lang, cli=True)}
+            {
+                "id": c.id,
+                "status": c.status,
+                "message": check_text(c, lang, cli=True),
+                **(record_json(c, lang) if c.status != "pass" else {}),
+            }
             for c in step.checks
         ],
     }
@@ -88,9 +89,13 @@ def file_error_to_json(steps: list[StepResult], lang: str) -> JSONDict | None:
     # file_error chose the step because its file-loads check has a message
     assert check.message is not None
     line = check.message.params.get("line")
+    caret = step.failure.caret if step.failure is not None else ""
     return {
         "message": check_text(check, lang, cli=True),
         "line": line if isinstance(line, int) else None,
+        # A syntax error's line with a caret under the spot: outputs that have no traceback
+        # (grade's report, Gradescope, JUnit) show the line from here.
+        "caret": visible(caret) if caret else None,
     }
 
 
