@@ -11,16 +11,26 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-import tomllib
-
+from tutor.model.mistakes import mistake_source, read_mistakes
 from tutor.model.variants import apply_replacements
 
 ROOT = Path(__file__).resolve().parents[2]
 REFERENCE = (ROOT / "reference" / "lm3_l3.py").read_text(encoding="utf-8")
 STARTER = (ROOT / "lessons" / "lm3-l3" / "starter.py").read_text(encoding="utf-8")
-MISTAKES = tomllib.loads(
-    (ROOT / "lessons" / "lm3-l3" / "mistakes.toml").read_text(encoding="utf-8")
-)["mistakes"]
+# Five of the lesson's known mistakes, one per step, make the class's wrong students.
+CLASS_MISTAKES = (
+    "mask_after_softmax",
+    "scale_sqrt_8_is_d_in",
+    "no_mask",
+    "multi_no_out_proj",
+    "shapes-forgot-per-head-transpose",
+)
+MISTAKES = [
+    m
+    for m in read_mistakes(ROOT / "lessons" / "lm3-l3" / "mistakes.toml")[0]
+    if m.id in CLASS_MISTAKES
+]
+assert len(MISTAKES) == len(CLASS_MISTAKES)
 
 RENAMED = {
     "causal_attention": """
@@ -70,12 +80,12 @@ CORRECT = {
     "sqrt": apply_replacements(REFERENCE, SQRT, "import math"),
     "reshape": apply_replacements(REFERENCE, RESHAPE),
 }
-WRONG = {
-    m["id"]: apply_replacements(REFERENCE, {m["function"]: m["code"]}, m.get("header", ""))
+WRONG = {m.id: mistake_source(m, REFERENCE) for m in MISTAKES}
+# The likely id each wrong variant's first failing step names (mistakes.toml's expect keys).
+LIKELY = {
+    m.id: next(k for e in m.expect.values() for k in sorted(e.keys) if k.startswith("likely."))
     for m in MISTAKES
 }
-# The likely id each wrong variant's failing check names (mistakes.toml's expect_keys).
-LIKELY = {m["id"]: next(k for k in m["expect_keys"] if k.startswith("likely.")) for m in MISTAKES}
 
 HOSTILE = {
     "hang": REFERENCE + "\nwhile True:\n    pass\n",

@@ -145,7 +145,7 @@ def unusual(tmp_path_factory):
         "blank": "",  # an empty file
         "half": partial,  # single-head written, the rest left to do
         "kern": kernel,  # calls the library's kernel
-        "leaky": WRONG["no-mask-leaks"],
+        "leaky": WRONG["no_mask"],
         "fine": REFERENCE,
     }
     for sid, text in files.items():
