@@ -657,7 +657,10 @@ def leak(a, b, pos):
 
 def out_of_pair(value):
     """In the child: the `out` of an (out, weights) pair, or what came when it is not one."""
-    return value[0] if type(value) is tuple and len(value) == 2 else value
+    # A tuple subclass is a pair too (a namedtuple), whatever its own methods do.
+    if isinstance(value, tuple) and tuple.__len__(value) == 2:
+        return tuple.__getitem__(value, 0)
+    return value
 
 
 def first_output(call):

@@ -58,14 +58,14 @@ def grade(*args, check=True, timeout=240) -> subprocess.CompletedProcess:
 CLASS = [
     Student("ann", "correct", "reference"),
     Student("ben", "correct", "renamed"),
-    Student("cat", "wrong", "mask-after-softmax"),
-    Student("dan", "wrong", "no-mask-leaks"),
+    Student("cat", "wrong", "mask_after_softmax"),
+    Student("dan", "wrong", "no_mask"),
     Student("eve", "hostile", "hang"),
-    Student("fay", "wrong", "scale-sqrt-8-is-d-in"),
+    Student("fay", "wrong", "scale_sqrt_8_is_d_in"),
     Student("gus", "starter", "starter"),
     Student("hal", "hostile", "flood"),
     Student("ivy", "correct", "sqrt"),
-    Student("jon", "wrong", "multi-no-out-proj"),
+    Student("jon", "wrong", "multi_no_out_proj"),
 ]
 
 
@@ -312,7 +312,7 @@ def test_shards_merged_give_what_one_run_gives(tmp_path):
 def test_the_same_seed_gives_the_same_grades(tmp_path):
     students = [
         Student("a", "correct", "reference"),
-        Student("b", "wrong", "no-mask-leaks"),
+        Student("b", "wrong", "no_mask"),
         Student("c", "correct", "reshape"),
     ]
     folder = write_class(tmp_path / "class", students)
@@ -375,9 +375,7 @@ def _is_descendant_of(pid: int, ancestor: int) -> bool:
 def test_gradescope_run_autograder_on_a_simulated_layout(tmp_path):
     root = tmp_path / "autograder"
     (root / "submission").mkdir(parents=True)
-    (root / "submission" / "lm3_l3.py").write_text(
-        source_of(Student("x", "wrong", "no-mask-leaks"))
-    )
+    (root / "submission" / "lm3_l3.py").write_text(source_of(Student("x", "wrong", "no_mask")))
     env = dict(
         ENV,
         AUTOGRADER_ROOT=str(root),

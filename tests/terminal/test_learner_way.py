@@ -24,7 +24,7 @@ def test_hints_read_in_order_and_nothing_covers_them(tmp_path):
     broken = (ROOT / "reference" / "lab_02.py").read_text().replace('float("-inf")', "0.0")
     lab(tmp_path, "lab_02.py", broken)
     with app_in_tmux(tmp_path, "--lesson", "lab-02", "--step", "weights", "--lang", "en") as pane:
-        pane.wait_for(lambda s: "Future keys" in s and "✗ failed" in s)
+        pane.wait_for(lambda s: "0, not -inf" in s and "✗ failed" in s)
         pane.keys("h", "h")
         screen = pane.wait_for(lambda s: "Hint 2/3" in s)
         assert "Hint 3 is the whole solution" in screen, screen

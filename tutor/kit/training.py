@@ -151,7 +151,12 @@ def _step(module, live, leaves, trained, grads: bool) -> None:
 
 
 def _plain(y):
-    return _copy(y) if isinstance(y, torch.Tensor) else y
+    """A copy of a tensor as a plain torch.Tensor (a subclass's __torch_function__ and Python
+    properties out of the way, as the codec does); anything else as it is."""
+    if not isinstance(y, torch.Tensor):
+        return y
+    with torch._C.DisableTorchFunction():
+        return _copy(torch.Tensor.as_subclass(y, torch.Tensor))
 
 
 # ---------------------------------------------------------------- the judge's half
