@@ -9,6 +9,7 @@ import functools
 import unicodedata
 
 from tutor.kit.judge_tools import KERNEL_FRAGMENTS, Verdict
+from tutor.kit.source_tools import _defines
 
 
 def _bound_names(tree) -> set[str]:
@@ -48,19 +49,6 @@ def _kernel_words(node, own: set[str]) -> set[str]:
             if fragment in word.lower():
                 found.add(label)
     return found
-
-
-def _defines(node, names: frozenset[str]) -> bool:
-    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-        return node.name in names
-    targets = (
-        node.targets
-        if isinstance(node, ast.Assign)
-        else [node.target]
-        if isinstance(node, ast.AnnAssign)
-        else []
-    )
-    return any(isinstance(t, ast.Name) and t.id in names for t in targets)
 
 
 def _mentions_a_kernel(source: str) -> bool:
