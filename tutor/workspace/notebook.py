@@ -1,15 +1,22 @@
 """A Jupyter notebook as the learner's file, read without a kernel.
 
 The learner's code is the notebook's code cells in order, as it would run them, without what
-only tests or shows: from each code cell the tutor takes its imports, `def`s and `class`es,
-and the assignments that call nothing and use only names taken before (`B, T, d = 2, 6, 8`);
-every other top-level statement (calls, prints, asserts, loops, plots, `x = f(...)`) is left
-out. A cell tagged `attn-tutor: keep` is taken whole, one tagged `attn-tutor: skip` not at all,
-a cell that starts with a cell magic (`%%time`) not at all, and a cell Python cannot parse is
-taken whole so that its error is said. Magics (`%…`, `!…`, `x?`) become `pass`; outputs are
-never read. Each line of the source keeps its place, (cell, line in cell), so that every
-position in a verdict can be said as "line 3 of cell 7" (`placed`). Cells are counted from 1
-at the top, text cells included. Nothing here writes the notebook.
+only tests or shows. From each code cell the tutor takes, at its top level:
+- imports, except of a package that only draws (matplotlib, seaborn, IPython, ...) or that is
+  not installed where the checks run;
+- `def`s and `class`es;
+- assignments that read only names taken before and, where they call anything, name none of
+  the notebook's own functions or classes (`x = torch.randn(B, T, d)` is taken, `out, w =
+  causal_attention(x, Wq, Wk, Wv)` and `mha = CausalMultiHeadAttention(...)` are not);
+- `try` and `if` blocks made of these only.
+Every other top-level statement is left out: calls and prints, plots, `display()`, asserts,
+loops (training, tables), `with` blocks. A cell tagged `attn-tutor: keep` is taken whole, one
+tagged `attn-tutor: skip` not at all, a cell that starts with a cell magic (`%%time`) not at
+all, and a cell Python cannot parse is taken whole so that its error is said. Magics (`%…`,
+`!…`, `x?`) become `pass`; outputs are never read. Each line of the source keeps its place,
+(cell, line in cell), so that every position in a verdict is said as "line 3 of cell 7"
+(`placed`). Cells are counted from 1 at the top, text cells included. Nothing here writes
+the notebook.
 
 Stdlib and nbformat (imported on the first notebook: ~0.2 s the first screen does not need).
 """
@@ -154,7 +161,7 @@ def source_of(notebook: dict[str, Any]) -> NotebookSource:
     lines: list[str] = []
     places: list[tuple[int, int]] = []
     inline: list[tuple[int, str]] = []
-    known: set[str] = set(_BUILTINS)
+    names = _Names()
     read = 0
     for number, cell in enumerate(notebook.get("cells", []), start=1):
         if not isinstance(cell, dict) or cell.get("cell_type") != "code":
@@ -170,7 +177,7 @@ def source_of(notebook: dict[str, Any]) -> NotebookSource:
         ]
         if cell_lines and not cell_lines[-1].endswith("\n"):
             cell_lines[-1] += "\n"
-        taken, left_names = _taken(cell_lines, KEEP_TAG in tags, known)
+        taken, left_names = _taken(cell_lines, KEEP_TAG in tags, names)
         for i in taken:
             lines.append(cell_lines[i])
             places.append((number, i + 1))
@@ -179,27 +186,52 @@ def source_of(notebook: dict[str, Any]) -> NotebookSource:
     return NotebookSource("".join(lines), tuple(places), tuple(inline), read)
 
 
-def _taken(cell_lines: list[str], keep: bool, known: set[str]) -> tuple[list[int], list[str]]:
-    """The indices of the cell's lines to take, and the names its left-out code assigns."""
+def _taken(cell_lines: list[str], keep: bool, names: _Names) -> tuple[list[int], list[str]]:
+    """The indices of the cell's lines to take, and the names its code computes at the top
+    level (beyond definitions and literals: what a function of the lesson may be meant to do)."""
     try:
         tree = ast.parse("".join(cell_lines))
     except (SyntaxError, ValueError, MemoryError, RecursionError):
         return list(range(len(cell_lines))), []  # taken whole: Python says where it is wrong
     take: set[int] = set()
-    left: list[str] = []
+    computed: list[str] = []
     for node in tree.body:
         first = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", []))])
         span = range(first - 1, node.end_lineno or node.lineno)
-        if keep:
-            if not _is_display(node):
-                take.update(span)
-                known |= _binds(node)
-        elif _defines(node, known):
+        if _computes(node):
+            computed += [n for n in sorted(_binds(node)) if n not in computed]
+        if (not _is_display(node)) if keep else _defines(node, names):
             take.update(span)
-            known |= _binds(node)
-        elif not isinstance(node, (ast.Import, ast.ImportFrom)):
-            left += [n for n in sorted(_binds(node)) if n not in left]
-    return sorted(take), left
+            names.add(node)
+    return sorted(take), computed
+
+
+@dataclass
+class _Names:
+    """What the code taken so far binds: every name, and those its own def/class make."""
+
+    known: set[str] = field(default_factory=lambda: set(_BUILTINS))
+    defined: set[str] = field(default_factory=set)
+
+    def add(self, node: ast.stmt) -> None:
+        bound = _binds(node)
+        self.known |= bound
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            self.defined |= bound
+        else:  # rebound by an import or an assignment: no longer the notebook's own
+            self.defined -= bound
+
+
+def _computes(node: ast.stmt) -> bool:
+    if isinstance(
+        node, (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+    ):
+        return False
+    if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+        return any(isinstance(n, (ast.Name, ast.Call)) for n in ast.walk(node.value))
+    if isinstance(node, ast.Expr):
+        return not isinstance(node.value, ast.Constant)  # a docstring computes nothing
+    return not isinstance(node, ast.Pass)
 
 
 def _is_display(node: ast.stmt) -> bool:
@@ -247,62 +279,78 @@ def _importable(module: str) -> bool:
         return False
 
 
-def _runs_nothing(expr: ast.AST | None, known: set[str]) -> bool:
-    """No call, await or yield outside a lambda's body, and only names already taken."""
+def _safe(expr: ast.AST | None, names: _Names) -> bool:
+    """Can this expression run when the module loads, as the notebook would run it, without
+    running the notebook's own code? Every name it reads is taken already (or bound inside
+    it, by a comprehension); no await or yield; and where it calls anything, it names none of
+    the notebook's functions or classes (`out = causal_attention(x, ...)`, `mha = MHA(...)`,
+    `torch.jit.trace(f, ...)` are the self-checks' and experiments' work)."""
     if expr is None:
         return True
-    todo = [expr]
+    local = {
+        n.id for n in ast.walk(expr) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+    }
+    calls = False
+    mentions = False
+    todo: list[ast.AST] = [expr]
+    lambdas: list[ast.AST] = []
     while todo:
         node = todo.pop()
-        if isinstance(node, (ast.Call, ast.Await, ast.Yield, ast.YieldFrom, ast.NamedExpr)):
+        if isinstance(node, (ast.Await, ast.Yield, ast.YieldFrom)):
             return False
         if isinstance(node, ast.Lambda):
             todo += node.args.defaults + [d for d in node.args.kw_defaults if d is not None]
-            continue  # its body runs when it is called
-        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id not in known:
-            return False
-        if isinstance(node, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
-            return False  # runs a loop, and its own names are not taken ones
+            lambdas.append(node.body)  # runs when called: its names are checked below
+            continue
+        if isinstance(node, ast.Call):
+            calls = True
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+            if node.id not in names.known and node.id not in local:
+                return False
+            mentions = mentions or node.id in names.defined
         todo.extend(ast.iter_child_nodes(node))
-    return True
+    for body in lambdas:
+        mentions = mentions or any(
+            isinstance(n, ast.Name) and n.id in names.defined for n in ast.walk(body)
+        )
+    return not (calls and mentions)
 
 
-def _target_ok(target: ast.AST, known: set[str]) -> bool:
+def _target_ok(target: ast.AST, names: _Names) -> bool:
     if isinstance(target, ast.Name):
         return True
     if isinstance(target, (ast.Tuple, ast.List)):
-        return all(_target_ok(t, known) for t in target.elts)
+        return all(_target_ok(t, names) for t in target.elts)
     if isinstance(target, ast.Starred):
-        return _target_ok(target.value, known)
-    return _runs_nothing(target, known)  # x.a = ..., d[k] = ...: x and k taken already
+        return _target_ok(target.value, names)
+    return _safe(target, names)  # x.a = ..., d[k] = ...: x and k taken already
 
 
-def _defines(node: ast.stmt, known: set[str]) -> bool:
+def _defines(node: ast.stmt, names: _Names) -> bool:
     """Is this top-level statement one the tutor takes from a cell (see the module's text)?"""
     if isinstance(node, (ast.Import, ast.ImportFrom)):
         return all(_importable(m) for m in _modules(node))
     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
         return True
-    if isinstance(node, ast.Assign):
-        return _runs_nothing(node.value, known) and all(_target_ok(t, known) for t in node.targets)
-    if isinstance(node, ast.AnnAssign):
-        return _runs_nothing(node.value, known) and _target_ok(node.target, known)
+    if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        return _safe(node.value, names) and all(_target_ok(t, names) for t in targets)
     if isinstance(node, (ast.Try, ast.If)):  # try: import x / except ImportError: ...
-        inner = set(known)
+        inner = _Names(set(names.known), set(names.defined))
         parts: list[ast.stmt] = list(node.body) + list(node.orelse)
         if isinstance(node, ast.Try):
             parts += list(node.finalbody) + [s for h in node.handlers for s in h.body]
             tests: list[ast.AST | None] = [h.type for h in node.handlers]
         else:
             tests = [node.test]
-        if not all(_runs_nothing(x, inner) for x in tests):
+        if not all(_safe(x, inner) for x in tests):
             return False
         for part in parts:
             if isinstance(part, ast.Pass):
                 continue
             if not _defines(part, inner):
                 return False
-            inner |= _binds(part)
+            inner.add(part)
         return True
     return False
 
