@@ -54,6 +54,7 @@ class CheckingApp(AnswersApp):
         self.post_message(WorkerEvent(event))
 
     def run_checks(self, text: str | None, raw: bytes) -> None:
+        saved = text  # the file's text: what the trace names a save by
         if is_notebook(self.path):  # its code cells, and where each line of them is
             learner = learner_text(self.path, raw)
             text, self.notebook = learner.text, learner.notebook
@@ -78,7 +79,7 @@ class CheckingApp(AnswersApp):
             self.after_results()
             return
         if trace_enabled():
-            self.running_digest = digest(text)
+            self.running_digest = digest(saved if saved is not None else text)
         if self.worker is None or self.worker_state == "gone":
             return
         try:

@@ -244,19 +244,37 @@ def _is_display(node: ast.stmt) -> bool:
 
 
 def _binds(node: ast.AST) -> set[str]:
-    """The names a top-level statement binds."""
+    """The names a top-level statement binds (its targets only: walking whole values and
+    bodies cost a save ~2 ms on LM3-L3's notebook)."""
     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
         return {node.name}
     if isinstance(node, (ast.Import, ast.ImportFrom)):
         return {(a.asname or a.name).split(".")[0] for a in node.names if a.name != "*"}
-    names: set[str] = set()
-    for sub in ast.walk(node):
-        if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store):
-            names.add(sub.id)
-        elif sub is not node and isinstance(
-            sub, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom)
-        ):
-            names |= _binds(sub)
+    targets: list[ast.AST] = []
+    inner: list[ast.stmt] = []
+    if isinstance(node, ast.Assign):
+        targets = list(node.targets)
+    elif isinstance(node, (ast.AnnAssign, ast.AugAssign)):
+        targets = [node.target]
+    elif isinstance(node, (ast.For, ast.AsyncFor)):
+        targets, inner = [node.target], node.body + node.orelse
+    elif isinstance(node, (ast.With, ast.AsyncWith)):
+        targets = [i.optional_vars for i in node.items if i.optional_vars is not None]
+        inner = node.body
+    elif isinstance(node, (ast.If, ast.While)):
+        inner = node.body + node.orelse
+    elif isinstance(node, ast.Try):
+        inner = (
+            node.body + node.orelse + node.finalbody + [s for h in node.handlers for s in h.body]
+        )
+    names = {
+        n.id
+        for t in targets
+        for n in ast.walk(t)
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+    }
+    for statement in inner:
+        names |= _binds(statement)
     return names
 
 
