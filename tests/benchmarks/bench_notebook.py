@@ -164,7 +164,7 @@ def main(argv=None) -> int:
     res["saves"] = rows
     res["save_verdict"] = {name: summary_ms(r["trace_ms"] for r in rows[name]) for name in rows}
     res["ui_cpu_ms_median"] = {
-        name: statistics.median(r["ui_cpu_ms"] for r in rows[name] if "ui_cpu_ms" in r)
+        name: round(statistics.median(r["ui_cpu_ms"] for r in rows[name] if "ui_cpu_ms" in r), 1)
         for name in rows
     }
     res["problems"] = [
