@@ -366,3 +366,14 @@ async def test_the_watcher_waits_for_a_notebook_to_be_whole(tmp_path: Path):
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await task
+
+
+def test_lines_are_counted_as_python_counts_them():
+    source = nb.read_notebook(minimal(["x = 1\f\ny = 2\r\nz = 3\rdef f():\n    return 1/0"]))
+    assert [p for _, p in source.places] == [1, 2, 3, 4, 5]
+    code = compile(source.text, "lab.ipynb", "exec")
+    namespace: dict = {}
+    exec(code, namespace)
+    with pytest.raises(ZeroDivisionError) as caught:
+        namespace["f"]()
+    assert source.place(caught.traceback[-1].lineno + 1) == (1, 5)

@@ -26,6 +26,7 @@ from __future__ import annotations
 import ast
 import builtins
 import importlib.util
+import io
 import json
 import re
 from dataclasses import dataclass, field, replace
@@ -63,9 +64,8 @@ class NotebookError(Exception):
 @dataclass(frozen=True)
 class NotebookSource:
     text: str  # the Python the checks run
-    places: tuple[
-        tuple[int, int], ...
-    ]  # line i + 1 of text is line places[i][1] of cell places[i][0]
+    # Line i + 1 of the text is line places[i][1] of cell places[i][0].
+    places: tuple[tuple[int, int], ...]
     inline: tuple[tuple[int, str], ...] = ()  # (cell, names) a left-out top-level code assigns
     cells: int = 0  # code cells read
 
@@ -188,7 +188,8 @@ def source_of(notebook: dict[str, Any]) -> NotebookSource:
             continue
         cell_lines = [
             (re.match(r"\s*", x).group() + "pass\n") if _MAGIC.match(x) else x  # type: ignore[union-attr]
-            for x in code.splitlines(keepends=True)
+            # Lines as Python counts them (at \n, \r\n, \r; str.splitlines also splits at \f).
+            for x in io.StringIO(code, newline="").readlines()
         ]
         if cell_lines and not cell_lines[-1].endswith("\n"):
             cell_lines[-1] += "\n"
