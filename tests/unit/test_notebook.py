@@ -377,3 +377,11 @@ def test_lines_are_counted_as_python_counts_them():
     with pytest.raises(ZeroDivisionError) as caught:
         namespace["f"]()
     assert source.place(caught.traceback[-1].lineno + 1) == (1, 5)
+
+
+def test_an_import_of_the_notebooks_own_module_is_taken(tmp_path):
+    (tmp_path / "helpers_of_mine.py").write_text("def f():\n    return 1\n")
+    raw = minimal(["import helpers_of_mine\nfrom helpers_of_mine import f"])
+    assert "import" not in nb.read_notebook(raw).text  # found nowhere
+    said = learner_text(tmp_path / "lab.ipynb", raw).text
+    assert said == "import helpers_of_mine\nfrom helpers_of_mine import f\n"

@@ -90,7 +90,7 @@ def _read(path: Path) -> bytes | None:
         return None
     if is_notebook(path):
         try:
-            return read_notebook(raw).text.encode("utf-8")
+            return read_notebook(raw, path.absolute().parent).text.encode("utf-8")
         except NotebookError:
             return None
     return raw

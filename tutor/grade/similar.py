@@ -174,7 +174,9 @@ def code_text(path: str | Path, raw: bytes) -> str | None:
     from tutor.workspace.notebook import NotebookError, is_notebook, read_notebook
 
     try:
-        return read_notebook(raw).text if is_notebook(path) else raw.decode("utf-8")
+        if is_notebook(path):
+            return read_notebook(raw, Path(path).absolute().parent).text
+        return raw.decode("utf-8")
     except (UnicodeDecodeError, NotebookError):
         return None
 

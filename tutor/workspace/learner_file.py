@@ -24,7 +24,7 @@ def learner_text(path: Path | str, raw: bytes) -> LearnerText:
 
     if nb.is_notebook(path):
         try:
-            source = nb.read_notebook(raw)
+            source = nb.read_notebook(raw, Path(path).absolute().parent)
         except nb.NotebookError as error:
             return LearnerText(None, (error.key, error.params))
         # The limit is on the code: a notebook's stored outputs (plots) are never run.

@@ -28,6 +28,7 @@ import builtins
 import importlib.util
 import io
 import json
+import os
 import re
 from dataclasses import dataclass, field, replace
 from functools import cache
@@ -113,23 +114,27 @@ def _validate(data: dict[str, Any]) -> dict[str, Any]:
     return dict(notebook)
 
 
-_READ: dict[bytes, NotebookSource] = {}  # by the bytes' digest: grade reads a file 3 or 4 times
+_READ: dict[
+    tuple[bytes, str | None], NotebookSource
+] = {}  # by the bytes' digest: grade reads a file 3 or 4 times
 _READ_KEPT = 512
 
 
-def read_notebook(raw: bytes) -> NotebookSource:
-    """The learner's Python in the notebook's bytes; NotebookError when they are not a notebook."""
+def read_notebook(raw: bytes, folder: Path | str | None = None) -> NotebookSource:
+    """The learner's Python in the notebook's bytes; NotebookError when they are not a notebook.
+    folder: the notebook's, where its own modules are (an import of one is taken)."""
     import hashlib
 
-    key = hashlib.blake2b(raw, digest_size=20).digest()
+    where = None if folder is None else str(folder)
+    key = (hashlib.blake2b(raw, digest_size=20).digest(), where)
     if key not in _READ:
         if len(_READ) >= _READ_KEPT:
             _READ.clear()
-        _READ[key] = _read(raw)
+        _READ[key] = _read(raw, where)
     return _READ[key]
 
 
-def _read(raw: bytes) -> NotebookSource:
+def _read(raw: bytes, folder: str | None) -> NotebookSource:
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as error:
@@ -149,7 +154,7 @@ def _read(raw: bytes) -> NotebookSource:
         isinstance(data.get("cells"), list) or isinstance(data.get("worksheets"), list)
     ):
         raise NotebookError("failure.notebook_invalid", detail="no list of cells")
-    return source_of(_validate(data))
+    return source_of(_validate(data), folder)
 
 
 def is_whole(raw: bytes) -> bool:
@@ -172,11 +177,11 @@ def _tags(cell: dict[str, Any]) -> set[str]:
     return {str(t).strip().lower() for t in tags} if isinstance(tags, list) else set()
 
 
-def source_of(notebook: dict[str, Any]) -> NotebookSource:
+def source_of(notebook: dict[str, Any], folder: str | None = None) -> NotebookSource:
     lines: list[str] = []
     places: list[tuple[int, int]] = []
     inline: list[tuple[int, str]] = []
-    names = _Names()
+    names = _Names(folder=folder)
     read = 0
     for number, cell in enumerate(notebook.get("cells", []), start=1):
         if not isinstance(cell, dict) or cell.get("cell_type") != "code":
@@ -228,6 +233,7 @@ class _Names:
 
     known: set[str] = field(default_factory=lambda: set(_BUILTINS))
     defined: set[str] = field(default_factory=set)
+    folder: str | None = None  # the notebook's: its own modules are importable
 
     def add(self, node: ast.stmt) -> None:
         bound = _binds(node)
@@ -300,13 +306,23 @@ def _modules(node: ast.Import | ast.ImportFrom) -> list[str]:
     return [a.name for a in node.names]
 
 
-@cache
-def _importable(module: str) -> bool:
+def _importable(module: str, folder: str | None) -> bool:
     """Not a package that only draws, and installed where the checks run (the worker is this
-    Python): an import that would fail there serves only the cells left out."""
+    Python) or one of the notebook's own modules beside it: an import that would fail there
+    serves only the cells left out."""
     top = module.partition(".")[0]
     if top in SHOW_PACKAGES:
         return False
+    if folder is not None and (
+        os.path.isfile(os.path.join(folder, top + ".py"))
+        or os.path.isdir(os.path.join(folder, top))
+    ):
+        return True
+    return _installed(top)
+
+
+@cache
+def _installed(top: str) -> bool:
     try:
         return importlib.util.find_spec(top) is not None
     except (ImportError, ValueError):
@@ -363,14 +379,14 @@ def _target_ok(target: ast.AST, names: _Names) -> bool:
 def _defines(node: ast.stmt, names: _Names) -> bool:
     """Is this top-level statement one the tutor takes from a cell (see the module's text)?"""
     if isinstance(node, (ast.Import, ast.ImportFrom)):
-        return all(_importable(m) for m in _modules(node))
+        return all(_importable(m, names.folder) for m in _modules(node))
     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
         return True
     if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
         targets = node.targets if isinstance(node, ast.Assign) else [node.target]
         return _safe(node.value, names) and all(_target_ok(t, names) for t in targets)
     if isinstance(node, (ast.Try, ast.If)):  # try: import x / except ImportError: ...
-        inner = _Names(set(names.known), set(names.defined))
+        inner = _Names(set(names.known), set(names.defined), names.folder)
         parts: list[ast.stmt] = list(node.body) + list(node.orelse)
         if isinstance(node, ast.Try):
             parts += list(node.finalbody) + [s for h in node.handlers for s in h.body]
