@@ -11,6 +11,11 @@ Three timings, each of the real CLI in a subprocess (worker start and torch's im
   3. `attn-tutor check FILE --json` run once per file over the first --loop files of set 1
      (each pays the torch import), extrapolated to N: said as such in the output.
 The load average is printed before each phase: other jobs on a 2-core machine move the numbers.
+
+With --notebook (issue #30), instead: `grade` over the N ordinary submissions as .py files and
+over the same N as notebooks (LM3-L3's seed notebook with each file's code pasted into its
+first TODO cell, the other TODO cells emptied), --rounds times each, in turns; the medians of
+wall time and of the process tree's CPU, and the notebooks' ratio to the .py files.
 """
 
 from __future__ import annotations
@@ -77,8 +82,13 @@ def main() -> None:
     ap.add_argument("--jobs", type=int, default=None)
     ap.add_argument("--timeout", type=float, default=3.0)
     ap.add_argument("--json", type=Path)
+    ap.add_argument("--notebook", action="store_true", help="notebooks against .py files")
+    ap.add_argument("--rounds", type=int, default=3, help="with --notebook: runs of each")
     args = ap.parse_args()
     jobs = ["--jobs", str(args.jobs)] if args.jobs else []
+    if args.notebook:
+        notebooks(args, jobs)
+        return
     result: dict = {"n": args.n, "cores": os.cpu_count()}
     with tempfile.TemporaryDirectory(prefix="attn-bench-grade-") as tmp:
         tmp = Path(tmp)
@@ -129,6 +139,71 @@ def main() -> None:
         print(
             f"grade is {speedup:.0f}× the check loop; target ≤ 10 s for {args.n} ordinary: "
             f"{'met' if result['ordinary']['seconds'] <= 10 else 'missed'}"
+        )
+    if args.json:
+        args.json.write_text(json.dumps(result, indent=1) + "\n")
+
+
+SEED = Path("/work/shared/seeds/000_cb42ea30ea1af979.txt")
+TODO = ("def causal_attention(", "class CausalMultiHeadAttention(", "def expected_shapes(")
+
+
+def as_notebook(text: str) -> str:
+    data = json.loads(SEED.read_text(encoding="utf-8"))
+    first = True
+    for cell in data["cells"]:
+        if cell["cell_type"] == "code" and "".join(cell["source"]).startswith(TODO):
+            cell["source"] = text.splitlines(keepends=True) if first else ["# see above\n"]
+            first = False
+    return json.dumps(data, indent=1, ensure_ascii=False) + "\n"
+
+
+def notebooks(args, jobs: list[str]) -> None:
+    import statistics
+
+    result: dict = {"n": args.n, "cores": os.cpu_count(), "rounds": args.rounds}
+    with tempfile.TemporaryDirectory(prefix="attn-bench-grade-nb-") as tmp:
+        tmp = Path(tmp)
+        py = write_class(tmp / "py", plan(args.n))
+        nb = tmp / "nb"
+        for path in sorted(py.glob("*/lm3_l3.py")):
+            folder = nb / path.parent.name
+            folder.mkdir(parents=True)
+            (folder / "lm3_l3.ipynb").write_text(
+                as_notebook(path.read_text(encoding="utf-8")), encoding="utf-8"
+            )
+        subprocess.run(
+            [sys.executable, "-m", "compileall", "-q", str(ROOT / "tutor"), str(ROOT / "lessons")],
+            env=ENV,
+        )
+        runs: dict[str, list] = {"py": [], "notebook": []}
+        for r in range(args.rounds):
+            order = [("py", py), ("notebook", nb)]
+            for name, folder in order if r % 2 == 0 else order[::-1]:
+                out = tmp / f"out-{name}-{r}"
+                before = load()
+                took = cli("grade", folder, "--out", out, "--timeout", args.timeout, *jobs)
+                runs[name].append(
+                    {"seconds": round(took, 2), "cpu_seconds": round(CPU["last"], 2),
+                     "load_before": before, "statuses": statuses(out)}
+                )  # fmt: skip
+                print(
+                    f"[{name} {r}] {took:.2f} s, {CPU['last']:.2f} CPU-s, load {before}", flush=True
+                )
+        for name, rows in runs.items():
+            result[name] = {
+                "runs": rows,
+                "median_seconds": statistics.median(x["seconds"] for x in rows),
+                "median_cpu_seconds": statistics.median(x["cpu_seconds"] for x in rows),
+            }
+        for key in ("median_seconds", "median_cpu_seconds"):
+            result[f"ratio_{key}"] = round(result["notebook"][key] / result["py"][key], 3)
+        print(
+            f"{args.n} submissions: .py {result['py']['median_seconds']} s "
+            f"({result['py']['median_cpu_seconds']} CPU-s), notebooks "
+            f"{result['notebook']['median_seconds']} s ({result['notebook']['median_cpu_seconds']} "
+            f"CPU-s); ratio wall {result['ratio_median_seconds']}, CPU "
+            f"{result['ratio_median_cpu_seconds']} (target ≤ 1.20)"
         )
     if args.json:
         args.json.write_text(json.dumps(result, indent=1) + "\n")

@@ -16,6 +16,7 @@ from textual.widgets import OptionList
 
 from tutor.app.checking import CheckingApp
 from tutor.text.i18n import t
+from tutor.workspace.notebook import is_notebook
 
 
 class ActionsApp(CheckingApp):
@@ -128,6 +129,9 @@ class ActionsApp(CheckingApp):
         if not names:
             self.notify(t("ui.reset_nothing", self.lang), timeout=3)
             return
+        if is_notebook(self.path):  # the tutor never writes a notebook
+            self.notify(t("ui.reset_notebook", self.lang), timeout=6)
+            return
         from tutor.app.confirm import ConfirmScreen
 
         question = t("ui.reset_question", self.lang, names=", ".join(names), path=self.path.name)
@@ -167,6 +171,8 @@ class ActionsApp(CheckingApp):
             reference = step_solution(self.lesson, step.id)
         except OSError:
             return
+        if is_notebook(self.path):
+            mine = self.source[0] if self.source and self.source[0] else ""
         self.push_screen(
             SolutionScreen(
                 self.lang,
@@ -244,7 +250,8 @@ class ActionsApp(CheckingApp):
             source = self.path.read_text(encoding="utf-8", errors="replace")
         except OSError:
             source = ""
-        line = function_line(source, self.step.functions)
+        # A notebook's lines are not the file's: it opens at its top.
+        line = None if is_notebook(self.path) else function_line(source, self.step.functions)
         try:
             command = editor_command(editor, self.path, line)
             with self.suspend():

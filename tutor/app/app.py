@@ -30,6 +30,7 @@ from tutor.app.widgets import (
 from tutor.render.verdicts import (
     load_syntax,
 )
+from tutor.workspace import notebook
 from tutor.workspace.watch import FileWatcher
 
 
@@ -104,7 +105,8 @@ class TutorApp(ActionsApp):
         self.title = "attn-tutor"
         if self.start_worker:
             self.start_checker()
-            watcher = FileWatcher(self.path, poll=self.poll)
+            whole = notebook.is_whole if notebook.is_notebook(self.path) else None
+            watcher = FileWatcher(self.path, poll=self.poll, whole=whole)
             self.watch_state = watcher.mode  # on the first screen already
         self.refresh_all()
         # The text has the focus: the arrows and PageUp/PageDown scroll what the learner reads;

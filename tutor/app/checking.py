@@ -25,6 +25,8 @@ from tutor.engine.client import (
 )
 from tutor.engine.protocol import Done, Event, Gone, Ready, StepVerdict
 from tutor.model.results import JSONDict, StepResult
+from tutor.workspace.learner_file import LearnerText, learner_text, placed
+from tutor.workspace.notebook import NotebookSource, is_notebook
 from tutor.workspace.watch import FileWatcher, WatchError
 
 
@@ -35,6 +37,8 @@ class WorkerEvent(Message):
 
 
 class CheckingApp(AnswersApp):
+    notebook: NotebookSource | None = None  # the notebook's places of the lines checked now
+
     def start_checker(self) -> None:
         self.worker_state = "loading"
         if self.worker is None or self.worker.proc is None or self.worker.proc.poll() is not None:
@@ -50,25 +54,32 @@ class CheckingApp(AnswersApp):
         self.post_message(WorkerEvent(event))
 
     def run_checks(self, text: str | None, raw: bytes) -> None:
+        saved = text  # the file's text: what the trace names a save by
+        if is_notebook(self.path):  # its code cells, and where each line of them is
+            learner = learner_text(self.path, raw)
+            text, self.notebook = learner.text, learner.notebook
         self.source = (text, raw)
         checked = [s.id for s in self.lesson.checked_steps]
         # An experiment runs the learner's code too, but only while it is on screen.
         extra = [] if self.step.checked else [self.step.id]
-        big = too_large(len(raw))
+        big = None if self.notebook is not None else too_large(len(raw))
         if text is None or big is not None:
             problem: JSONDict | None
             if big:
                 key, problem = "failure.too_large", big
+            elif is_notebook(self.path):
+                key, problem = learner.problem or ("failure.notebook_invalid", {"detail": ""})
             else:
                 key, problem = "failure.encoding", decode_source(raw)[1]
                 assert problem is not None  # the text is None: decode_source says why
+            self.notebook = None  # these verdicts have no lines to place
             for result in unreadable_results(self.lesson, key, problem):
                 self.store_result(result)
             self.running.clear()
             self.after_results()
             return
         if trace_enabled():
-            self.running_digest = digest(text)
+            self.running_digest = digest(saved if saved is not None else text)
         if self.worker is None or self.worker_state == "gone":
             return
         try:
@@ -143,6 +154,8 @@ class CheckingApp(AnswersApp):
         self.render_steps()
 
     def store_result(self, result: StepResult) -> None:
+        if self.notebook is not None:
+            result = placed([result], LearnerText(None, None, self.notebook), self.lesson)[0]
         if result.id == self.step.id:
             self.new_verdict = True  # after_results scrolls to its first failure
         self.results[result.id] = result

@@ -252,7 +252,13 @@ def _lesson(lesson_id: str | None, lang: str):
 def _guess_lesson(path: Path, raw: bytes):
     """By file name, else by the functions the file defines."""
     from tutor.engine.client import MAX_SOURCE_BYTES
+    from tutor.workspace.notebook import is_notebook
 
+    if is_notebook(path):  # by the lesson's file name with .ipynb, else by its code cells
+        from tutor.workspace.learner_file import learner_text
+
+        named = lesson_for_file(Path(path).with_suffix(".py"))
+        return named or lesson_for_source(learner_text(path, raw).text or "")
     head = raw[:MAX_SOURCE_BYTES]  # a file past the limit is not run: its name or head will do
     return lesson_for_file(path) or lesson_for_source(head.decode("utf-8", errors="replace"))
 

@@ -357,14 +357,16 @@ def decode_source(raw: bytes) -> tuple[str | None, dict | None]:
 def check_file(
     lesson, path: Path, raw: bytes, timeout: float = DEFAULT_TIMEOUT
 ) -> list[StepResult]:
-    big = too_large(len(raw))
-    if big is not None:
-        return unreadable_results(lesson, "failure.too_large", big)
-    text, problem = decode_source(raw)
-    if text is None:
-        return unreadable_results(lesson, "failure.encoding", problem or {})
+    from tutor.workspace.learner_file import learner_text, placed
+
+    learner = learner_text(path, raw)
+    if learner.text is None:
+        assert learner.problem is not None  # no text: the problem says why
+        return unreadable_results(lesson, *learner.problem)
     order = [s.id for s in lesson.checked_steps]
     # `check` prints no views: their probes are skipped (views=False), the verdicts are the same.
-    results = check_source(lesson.id, str(path), text, timeout=timeout, steps=order, views=False)
-    by_id = {r.id: r for r in results}
+    results = check_source(
+        lesson.id, str(path), learner.text, timeout=timeout, steps=order, views=False
+    )
+    by_id = {r.id: r for r in placed(results, learner, lesson)}
     return [by_id[s] for s in order if s in by_id]

@@ -10,7 +10,7 @@ import os
 import threading
 from pathlib import Path
 
-from tutor.grade.similar import MAX_BYTES, fingerprint
+from tutor.grade.similar import MAX_BYTES, code_text, fingerprint
 
 
 class Ahead:
@@ -29,8 +29,8 @@ class Ahead:
                 fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
                 with os.fdopen(fd, "rb") as f:
                     raw = f.read(MAX_BYTES + 1)
-                text = raw.decode("utf-8") if len(raw) <= MAX_BYTES else None
-            except (OSError, UnicodeDecodeError):
+                text = code_text(path, raw) if len(raw) <= MAX_BYTES else None
+            except OSError:
                 continue
             if text is not None:
                 digest = hashlib.sha256(raw).hexdigest()

@@ -6,7 +6,7 @@ The naming rule (README, "Grading a class"):
 - a FOLDER given on the command line is a class: each sub-folder inside it is one student
   (the student id is the sub-folder's name; the folder is the submission: the file graded is
   the one that defines the lesson's functions, see pick.py, and it may import the student's
-  other files there; none: status ``no file``), and each ``.py`` file directly inside it is
+  other files there; none: status ``no file``), and each ``.py`` file or ``.ipynb`` notebook directly inside it is
   one student too (it imports nothing beside it: those are other students' files);
 - a file's student id is its name without ``.py`` and without the lesson's file name or id
   at its start or end (with the ``_``, ``-``, ``.`` or space that joins them):
@@ -33,7 +33,7 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from tutor.grade.pick import pick_file
+from tutor.grade.pick import SUFFIXES, pick_file
 from tutor.model.lesson import Lesson, all_lessons, get_lesson
 from tutor.text.safe_text import one_line
 
@@ -137,12 +137,12 @@ def collect(paths: list[Path], lesson: Lesson | None) -> list[Submission]:
         elif path.is_dir():
             for entry in sorted(filter(_visible, path.iterdir())):
                 if entry.is_symlink():
-                    if entry.suffix == ".py" or entry.is_dir():
+                    if entry.suffix in SUFFIXES or entry.is_dir():
                         sid = one_line(entry.name) if entry.is_dir() else student_id(entry, lesson)
                         found.append(Submission(sid, entry, link=True))
                 elif entry.is_dir():
                     found.append(_from_folder(entry, lesson))
-                elif entry.is_file() and entry.suffix == ".py":
+                elif entry.is_file() and entry.suffix in SUFFIXES:
                     found.append(Submission(student_id(entry, lesson), entry))
         else:
             raise CollectError("grade.no_such_path", path=path)

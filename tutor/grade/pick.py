@@ -7,7 +7,8 @@ from one of the student's other files. When several files bind as many, the one 
 the lesson wins, else the most recently modified (then the name, so that a tie is stable).
 The record says when several files define the lesson's names, and how one was chosen. A
 folder where no file binds any name falls back on the names: the lesson's file, else the
-only ``.py`` in it (an empty file is still that student's submission).
+only ``.py`` in it (an empty file is still that student's submission). A notebook (``.ipynb``)
+counts as a file, its names those of the code the checks would take from it (notebook.py).
 
 Files are looked for in the folder and one level below it (an upload unzipped into a folder
 of its own), never through a symbolic link, hidden entries and ``__pycache__`` skipped.
@@ -21,8 +22,12 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
+from tutor.workspace.notebook import NotebookError, is_notebook, read_notebook
+
 MAX_FILES = 200  # a vendored package in a student's folder: look no further
 MAX_BYTES = 1 << 20  # as tutor.engine.client.too_large: a larger file is not run anyway
+NOTEBOOK_BYTES = 32 << 20  # a notebook's stored outputs (plots) count too; its code is what is run
+SUFFIXES = (".py", ".ipynb")
 # How the file was chosen among several (record "picked_by"; grade.picked.<by> in catalogs).
 MOST, LESSON_NAME, LATEST = "most", "lesson_name", "latest"
 
@@ -39,7 +44,7 @@ def _visible(name: str) -> bool:
 
 
 def python_files(folder: Path) -> list[Path]:
-    """The .py files in the folder and its visible sub-folders, links included as entries
+    """The .py files and notebooks in the folder and its visible sub-folders, links included as entries
     (a link is the caller's to refuse) but never followed into."""
     found: list[Path] = []
     try:
@@ -48,7 +53,7 @@ def python_files(folder: Path) -> list[Path]:
         return found
     below: list[Path] = []
     for entry in top:
-        if entry.name.endswith(".py") and (entry.is_symlink() or entry.is_file()):
+        if entry.name.endswith(SUFFIXES) and (entry.is_symlink() or entry.is_file()):
             found.append(Path(entry.path))
         elif entry.is_dir(follow_symlinks=False):
             below.append(Path(entry.path))
@@ -60,7 +65,7 @@ def python_files(folder: Path) -> list[Path]:
         found += [
             Path(e.path)
             for e in inner
-            if e.name.endswith(".py") and e.is_file() and _visible(e.name)
+            if e.name.endswith(SUFFIXES) and e.is_file() and _visible(e.name)
         ]
         if len(found) >= MAX_FILES:
             break
@@ -77,10 +82,18 @@ def _read(path: Path) -> bytes | None:
         with os.fdopen(fd, "rb") as f:
             if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
                 return None
-            raw = f.read(MAX_BYTES + 1)
+            limit = NOTEBOOK_BYTES if is_notebook(path) else MAX_BYTES
+            raw = f.read(limit + 1)
     except OSError:
         return None
-    return raw if len(raw) <= MAX_BYTES else None
+    if len(raw) > limit:
+        return None
+    if is_notebook(path):
+        try:
+            return read_notebook(raw, path.absolute().parent).text.encode("utf-8")
+        except NotebookError:
+            return None
+    return raw
 
 
 def bound_names(raw: bytes, names: set[str]) -> tuple[int, int]:

@@ -16,10 +16,11 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from tutor.engine.client import EngineClient, decode_source, too_large, unreadable_results
+from tutor.engine.client import EngineClient, unreadable_results
 from tutor.engine.protocol import Done, Gone, RunError, StepVerdict
 from tutor.grade.collect import Submission, read_no_link
 from tutor.model.results import StepResult
+from tutor.workspace.learner_file import LearnerText, learner_text, placed
 
 # A run whose Done has not come this long after every step's limit: the worker lost it.
 LOST_AFTER = 30.0
@@ -29,7 +30,7 @@ LOST_AFTER = 30.0
 class _Run:
     sub: Submission
     raw: bytes
-    source: str
+    learner: LearnerText
     started: float
     results: dict[str, StepResult] = field(default_factory=dict)
     tries: int = 1
@@ -44,19 +45,22 @@ def default_jobs() -> int:
 
 def read_submission(sub: Submission) -> tuple[bytes | None, str | None, tuple | None]:
     """(raw, source, problem): problem, a (key, params) for a file that cannot be run at all
-    (unreadable, not UTF-8): it is graded without a child."""
+    (unreadable, not UTF-8, not a notebook): it is graded without a child."""
+    raw, learner, problem = read_learner(sub)
+    return raw, None if learner is None else learner.text, problem
+
+
+def read_learner(sub: Submission) -> tuple[bytes | None, LearnerText | None, tuple | None]:
+    """As read_submission, with the places of a notebook's lines."""
     if sub.path is None:
         return None, None, None
     raw, problem = read_no_link(sub)  # a symbolic link is not followed
     if raw is None:
         return None, None, problem
-    big = too_large(len(raw))  # read all the same: its record keeps the file's hash
-    if big is not None:
-        return raw, None, ("failure.too_large", big)
-    source, bad = decode_source(raw)
-    if source is None:
-        return raw, None, ("failure.encoding", bad)
-    return raw, source, None
+    learner = learner_text(sub.path, raw)  # read all the same: its record keeps the file's hash
+    if learner.text is None:
+        return raw, None, learner.problem
+    return raw, learner, None
 
 
 class Batch:
@@ -105,9 +109,8 @@ class Batch:
             elif isinstance(event, (Done, RunError)):
                 run = self._runs.pop(event.gen, None) if isinstance(event, Done) else None
                 if run is not None:
-                    self._finished.append(
-                        (run, [run.results[s] for s in self.order if s in run.results])
-                    )
+                    steps = [run.results[s] for s in self.order if s in run.results]
+                    self._finished.append((run, placed(steps, run.learner, self.lesson)))
             elif isinstance(event, Gone):
                 self._gone = True
             self._cond.notify_all()
@@ -115,11 +118,12 @@ class Batch:
     def _submit(self, run: _Run) -> None:
         with self._cond:  # held so that no event of this gen comes before it is known
             assert self.worker is not None  # the caller started one
+            assert run.learner.text is not None  # a file without a text is graded without a run
             folder = run.sub.folder
             gen = self.worker.submit(
                 self.lesson.id,
                 str(run.sub.path),
-                run.source,
+                run.learner.text,
                 self.order,
                 folder=None if folder is None else str(folder),
             )
@@ -149,8 +153,8 @@ class Batch:
                     if busy and (alone or any(r.alone for r in busy)):
                         break
                     queue.pop(0)
-                    raw, source, instead = read_submission(sub)
-                    if source is None:
+                    raw, learner, instead = read_learner(sub)
+                    if learner is None:
                         steps = [] if instead is None else unreadable_results(self.lesson, *instead)
                         on_graded(sub, raw, steps, 0.0)
                         continue
@@ -161,7 +165,7 @@ class Batch:
                         _Run(
                             sub,
                             raw,
-                            source,
+                            learner,
                             time.monotonic(),
                             tries=self._tries.get(sub.student, 0) + 1,
                             alone=alone,

@@ -22,6 +22,7 @@ import os
 import tokenize
 import zlib
 from dataclasses import dataclass, field
+from pathlib import Path
 
 K = 10  # tokens per k-gram: a statement or two
 # Pairs at or above this are grouped. Measured on tests/grade/similar_kit.py's classes (five
@@ -165,9 +166,18 @@ def _read(record: dict) -> str | None:
         return None
     if len(raw) > MAX_BYTES or hashlib.sha256(raw).hexdigest() != record["sha256"]:
         return None
+    return code_text(path, raw)
+
+
+def code_text(path: str | Path, raw: bytes) -> str | None:
+    """The code a file holds: a notebook's, as the checks take it (its outputs are not code)."""
+    from tutor.workspace.notebook import NotebookError, is_notebook, read_notebook
+
     try:
+        if is_notebook(path):
+            return read_notebook(raw, Path(path).absolute().parent).text
         return raw.decode("utf-8")
-    except UnicodeDecodeError:
+    except (UnicodeDecodeError, NotebookError):
         return None
 
 

@@ -64,6 +64,11 @@ def choose_diagnosis(levels: list[Any]) -> list[JSONDict]:
     return seen[-1:] or specific[:1] or said[:1]
 
 
+def _plain(value: Any) -> bool:
+    """A value a record's `where` holds: not a message, but a notebook's place is one."""
+    return not is_message(value) or value["key"] == "notebook.line"
+
+
 def _message(value: JSONDict) -> Message:
     return Message(value["key"], value["params"])
 
@@ -86,10 +91,10 @@ def record_of(check: Check) -> Record | None:
     raw = None
     if isinstance(params.get("kind"), str) and "detail" in params:
         raw = {"kind": params["kind"], "detail": params["detail"]}
-    where = {k: params[k] for k in WHERE if k in params and not is_message(params[k])}
+    where = {k: params[k] for k in WHERE if k in params and _plain(params[k])}
     for d in diagnosis:  # the line a diagnosis found in the file, when the failure has none
         for k in ("line", "code"):
-            if k in d["params"] and not is_message(d["params"][k]):
+            if k in d["params"] and _plain(d["params"][k]):
                 where.setdefault(k, d["params"][k])
     for c in context:
         if "sizes" in c.params:

@@ -105,6 +105,15 @@ def check_record_text(check: Check, lang: str, cli: bool = False) -> RecordText:
     return record_text(record, lang, cli)
 
 
+def cell_split(where: JSONDict) -> JSONDict:
+    """A notebook's place ("line 3 of cell 7") as two fields for the machine outputs."""
+    line = where.get("line")
+    if isinstance(line, dict) and line.get("key") == "notebook.line":
+        params = line.get("params") or {}
+        return {**where, "cell": params.get("cell"), "line": params.get("line")}
+    return where
+
+
 def record_json(check: Check, lang: str) -> JSONDict:
     """The record's fields for `check --json` and grade's files: values rendered in lang."""
     record = record_of(check)
@@ -118,7 +127,7 @@ def record_json(check: Check, lang: str) -> JSONDict:
     return {
         "expected": shown(record.expected),
         "got": shown(record.got),
-        "where": {k: visible(str(localize(v, lang))) for k, v in record.where.items()},
+        "where": {k: visible(str(localize(v, lang))) for k, v in cell_split(record.where).items()},
         "diagnosis": parts.diagnosis or None,
         "fix": None if record.fix is None else shown(vars(record.fix)),
         "raw_error": None

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from tutor.model.results import Check, Failure, JSONDict, StepResult
 from tutor.text.i18n import t
-from tutor.text.record_text import check_record_text, record_json
+from tutor.text.record_text import cell_split, check_record_text, record_json
 from tutor.text.safe_text import visible
 
 if TYPE_CHECKING:
@@ -88,11 +88,13 @@ def file_error_to_json(steps: list[StepResult], lang: str) -> JSONDict | None:
     check = file_check(step)
     # file_error chose the step because its file-loads check has a message
     assert check.message is not None
-    line = check.message.params.get("line")
+    where = cell_split(check.message.params)
+    line = where.get("line")
     caret = step.failure.caret if step.failure is not None else ""
     return {
         "message": check_text(check, lang, cli=True),
         "line": line if isinstance(line, int) else None,
+        **({"cell": where["cell"]} if "cell" in where else {}),  # a notebook's
         # A syntax error's line with a caret under the spot: outputs that have no traceback
         # (grade's report, Gradescope, JUnit) show the line from here.
         "caret": visible(caret) if caret else None,

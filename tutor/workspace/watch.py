@@ -12,6 +12,10 @@ Why it is built this way (see DESIGN.md, "Pitfalls"):
 - VS Code truncates, then writes: an empty (or missing) read waits `settle`
   seconds and reads again. An empty file is yielded only if it stays empty;
   a missing file is never yielded (it is about to be re-created).
+- A notebook is one JSON document: read while an editor writes it (VS Code truncates, then
+  writes; a large one in more than one write), it is not whole. With `whole` given, such a
+  read waits `settle` and reads again, a few times; what is still not whole then is yielded
+  (the app says the notebook is not valid JSON, and the next write's event reads it again).
 - inotify sees nothing on network/FUSE file systems and watchfiles never
   switches to polling by itself there, so we read the mount table (watch.mounts).
 - watchfiles' `step` is 50 ms by default; it is both how long a batch stays open
@@ -29,7 +33,7 @@ import contextlib
 import os
 import re
 import stat
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -61,6 +65,7 @@ POLL_FS_TYPES = frozenset(
 )
 DEBOUNCE_MS = 50  # upper bound on grouping a burst of events into one batch
 POLL_MS = 100  # polling interval on network file systems
+WHOLE_TRIES = 5  # reads of a file not yet whole (a notebook's JSON), `settle` apart
 
 
 @dataclass(frozen=True)
@@ -159,8 +164,10 @@ class FileWatcher:
         settle: float = 0.03,
         step_ms: int = 2,
         poll_ms: int = POLL_MS,
+        whole: Callable[[bytes], bool] | None = None,
     ):
         self.path = Path(path).absolute()
+        self.whole = whole  # is this content whole (not an editor's write caught half way)?
         self.folder = self.path.parent
         self.settle = settle
         self.step_ms = step_ms
@@ -181,6 +188,17 @@ class FileWatcher:
     async def _read_settled(self) -> Saved | None:
         saved = await self._read()
         if saved is None or not saved.raw:  # maybe mid truncate-then-write
+            await asyncio.sleep(self.settle)
+            saved = await self._read()
+        tries = 0
+        while (
+            self.whole is not None
+            and saved is not None
+            and saved.raw
+            and tries < WHOLE_TRIES
+            and not self.whole(saved.raw)
+        ):
+            tries += 1
             await asyncio.sleep(self.settle)
             saved = await self._read()
         return saved
