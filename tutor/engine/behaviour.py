@@ -165,6 +165,7 @@ class Behaviour:
         self.modules = modules
         self._lessons: dict[str, tuple[str, list[Mistake], Path]] = {}
         self._leaves: dict[tuple[str, str, str], dict] = {}  # (lesson, step, name) -> leaves
+        self._differs: dict[tuple[str, str, str], frozenset[str]] = {}  # vs the reference
         self._trees: dict[tuple[str, str, str], object] = {}
         self._says: dict[tuple[str, str, str], dict] = {}
         self._deadline = 0.0  # the current explain's, for every batch it runs
@@ -193,6 +194,10 @@ class Behaviour:
             tree = got.get(name)
             self._trees[(lesson, step, name)] = tree
             self._leaves[(lesson, step, name)] = {} if tree is None else closest.leaves(tree)
+        reference = self._leaves.get((lesson, step, REFERENCE), {})
+        for name in todo:
+            leaves = self._leaves[(lesson, step, name)]
+            self._differs[(lesson, step, name)] = closest.differing(leaves, reference)
 
     def singles(self, lesson: str, step: str, inputs) -> dict[str, Mistake]:
         """The step's mistakes (those it must fail), their outputs run once and kept."""
@@ -247,14 +252,18 @@ class Behaviour:
         mine = self.singles(lesson, step, inputs)
         reference = self._leaves.get((lesson, step, REFERENCE), {})
         learner = closest.leaves(tree)
-        matches = [
-            closest.compare(learner, reference, self._leaves[(lesson, step, i)], i) for i in mine
+        telling = closest.differing(learner, reference)
+        if not telling:
+            return None
+        found = [
+            (n, i)
+            for i in mine
+            if (n := closest.exact(learner, telling, *self._mutant(lesson, step, i)))
         ]
-        exact = [m for m in matches if m.exact]
-        if exact:
-            best = max(exact, key=lambda m: (m.telling, m.name in source))
-            said = self.says(lesson, step, best.name, mine[best.name], inputs, source)
-            return {"key": "likely.behaves_as", "params": {"mistake": said, "n": best.telling}}
+        if found:
+            n, best = max(found, key=lambda f: (f[0], f[1] in source))
+            said = self.says(lesson, step, best, mine[best], inputs, source)
+            return {"key": "likely.behaves_as", "params": {"mistake": said, "n": n}}
         pair = self._pair(lesson, step, mine, learner, reference, inputs)
         if pair is not None:
             (a, b), n = pair
@@ -268,6 +277,10 @@ class Behaviour:
         if differs is None or "count" not in differs:
             return None
         return {"key": "likely.behaviour_differs", "params": differs}
+
+    def _mutant(self, lesson: str, step: str, name: str) -> tuple[dict, frozenset[str]]:
+        key = (lesson, step, name)
+        return self._leaves[key], self._differs[key]
 
     def _pair(self, lesson, step, mine, learner, reference, inputs):
         """Two of the step's patch mistakes at once whose outputs are the learner's."""
@@ -287,9 +300,10 @@ class Behaviour:
                 continue
             sources[f"{a}+{b}"] = both
         self._ensure(lesson, step, sources, inputs)
+        telling = closest.differing(learner, reference)
         for name in sources:
-            m = closest.compare(learner, reference, self._leaves[(lesson, step, name)], name)
-            if m.exact:
+            n = closest.exact(learner, telling, *self._mutant(lesson, step, name))
+            if n:
                 a, _, b = name.partition("+")
-                return (a, b), m.telling
+                return (a, b), n
         return None

@@ -9,7 +9,6 @@ leaves where the learner's or the mutant's outputs differ from the reference's t
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 
 import torch
 
@@ -52,31 +51,26 @@ def same(a, b) -> bool:
     return a == b
 
 
-@dataclass(frozen=True)
-class Match:
-    name: str  # the mutant's name (one mistake, or two joined by "+")
-    equal: int  # telling leaves where it computes what the learner's code does
-    telling: int  # leaves where the learner's or the mutant's output is not the reference's
+def differing(tree: dict, reference: dict) -> frozenset[str]:
+    """The paths where an output tree's leaves are not the reference's (of those the reference
+    has: the mutants run without the views, whose leaves the learner's frame may add)."""
+    return frozenset(
+        p
+        for p, x in tree.items()
+        if (p not in reference and isinstance(x, tuple))  # an exception where it returned
+        or (p in reference and not same(x, reference[p]))
+    )
 
-    @property
-    def exact(self) -> bool:
-        return self.telling > 0 and self.equal == self.telling
 
-
-def compare(learner: dict, reference: dict, mutant: dict, name: str) -> Match:
-    """How much of what the learner's code computes, where it is not the reference's, the
-    mutant computes too (leaves present in both; the learner's views may add more)."""
-    equal = telling = 0
-    for path, got in learner.items():
-        if path not in mutant:
-            continue
-        ref = reference.get(path)
-        theirs = mutant[path]
-        if ref is not None and same(got, ref) and same(theirs, ref):
-            continue
-        telling += 1
-        equal += same(got, theirs)
-    return Match(name, equal, telling)
+def exact(learner: dict, telling: frozenset[str], mutant: dict, theirs: frozenset[str]) -> int:
+    """How many telling leaves, when the mutant computes the learner's outputs in every one
+    (telling: where the learner's differ from the reference's; theirs: the mutant's); else 0.
+    It stops at the first leaf that differs, so most mutants cost one comparison."""
+    paths = telling | (theirs & learner.keys())
+    for p in paths:
+        if p not in mutant or not same(learner[p], mutant[p]):
+            return 0
+    return len(paths)
 
 
 def _distance(a, b) -> float:
