@@ -404,7 +404,7 @@ def judge_single_case(v, call, case, size):
     if changed:
         diagnose = lambda: msg("likely.mutated_input", arg=changed)  # noqa: E731
     else:
-        diagnose = lambda: diagnose_weights(w, x, Wq, Wk, Wv)  # noqa: E731
+        diagnose = lambda: unless_discarded(diagnose_weights(w, x, Wq, Wk, Wv), v.source)  # noqa: E731
     bad = first_nonfinite(w)
     v.require(
         "finite",
@@ -1298,6 +1298,13 @@ def diagnose_multi(y, x, w, H, source=""):
     if H in (hd, T):
         skip.add("likely.scale_heads")
     return matching_mistake(y, [c for c in candidates if c[1]["key"] not in skip])
+
+
+def unless_discarded(likely: dict, source: str) -> dict:
+    """No mask in effect, from a mask written whose result is thrown away: that is the mistake."""
+    if likely and likely.get("key") == "likely.no_mask" and masked_fill_discarded(source):
+        return msg("likely.masked_fill_discarded")
+    return likely
 
 
 def masked_fill_discarded(source: str) -> bool:

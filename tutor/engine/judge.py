@@ -9,6 +9,7 @@ from __future__ import annotations
 import traceback
 
 from tutor.engine import codec, protocol
+from tutor.engine.behaviour import Behaviour, wants_behaviour
 from tutor.kit.judge_tools import Stop, Verdict
 from tutor.kit.source_tools import qualified_name
 from tutor.kit.spec import JudgeContext
@@ -42,6 +43,7 @@ class Judge:
         self.modules = checks_modules  # lesson id -> checks module
         self.own_keys = own_keys or {}  # lesson id -> the keys of its own catalog (no prefix)
         self._inputs: dict = {}
+        self.behaviour = Behaviour(checks_modules)
 
     def inputs(self, lesson: str):
         if lesson not in self._inputs:
@@ -52,6 +54,14 @@ class Judge:
         self, lesson: str, step: str, payload: bytes, source: str, views: bool = True
     ) -> StepResult:
         result = self._verdict(lesson, step, payload, source, views)
+        if wants_behaviour(result):  # never for a pass: a correct save costs nothing here
+            try:
+                said = self.behaviour.explain(lesson, step, payload, self.inputs(lesson), source)
+            except Exception:  # a diagnosis is extra: the verdict stands without it
+                said = None
+            check = next(c for c in result.checks if c.status != "pass" and c.message)
+            if said is not None and check.message is not None:
+                check.message.params["likely"] = said
         own = self.own_keys.get(lesson)
         fallback = f"fallback.{step}"
         if own and fallback in own:  # the step's own words where no known mistake matched

@@ -8,7 +8,8 @@ A mistake is written one of three ways, the first that says it:
   in front). Each anchor must occur exactly once in the reference.
 - `[mistakes.replace]`: a top-level name (or `Class.method`) = its whole new code.
 - `file` = a learner file of its own, relative to the lesson's folder.
-`header` (lines put first) goes with any of them. `[mistakes.expect]` maps a step to
+`header` (lines put first) goes with any of them; `diagnosis`, a catalog key, names the
+mistake when the judge finds a learner's outputs equal to this mutant's (engine/behaviour.py). `[mistakes.expect]` maps a step to
 `{status, check, keys, kind, absent}`: the step's status, the check that must not pass, catalog
 keys its message must name (the diagnosis), the failure's kind, keys it must not name. Every
 checked step it does not list must pass, every check of it.
@@ -59,6 +60,7 @@ class Mistake:
     replace: Mapping[str, str] = field(default_factory=dict)
     file: str = ""
     header: str = ""
+    diagnosis: str = ""  # a catalog key naming the mistake, said when behaviour finds it
 
     @property
     def steps(self) -> list[str]:
@@ -168,7 +170,10 @@ def parse_mistake(raw: object, index: int, version: int) -> Mistake:
         raise MistakeError(f"{where}: give exactly one of patch, replace or file")
     if not isinstance(replace, dict) or not all(isinstance(v, str) for v in replace.values()):
         raise MistakeError(f"{where}: replace maps names to code")
-    return Mistake(where, expect, patches, replace, file, header)
+    diagnosis = raw.get("diagnosis", "")
+    if not isinstance(diagnosis, str):
+        raise MistakeError(f"{where}: diagnosis is a catalog key")
+    return Mistake(where, expect, patches, replace, file, header, diagnosis)
 
 
 def read_mistakes(path: Path) -> tuple[list[Mistake], list[str]]:
