@@ -55,7 +55,32 @@ def main() -> None:
     c = cpu()
     judge.verdict(lesson, step, bad_p, bad, views=False)
     print(f"{'failing, no hook':16}       cpu {1e3 * (cpu() - c):8.1f} ms")
+    app_mode(modules, lesson, step, bad, bad_p)
     print("load", Path("/proc/loadavg").read_text().strip())
+
+
+def app_mode(modules, lesson, step, bad, bad_p) -> None:
+    """The app's verdicts (wait=False): judged at once, the mutants run in the background."""
+    judge = Judge(modules)
+    judge.inputs(lesson)
+    w = time.monotonic()
+    r = judge.verdict(lesson, step, bad_p, bad, views=False, wait=False)
+    print(
+        f"{'app, first':16} {r.status:5} wall {1e3 * (time.monotonic() - w):8.1f} ms (not waited for)"
+    )
+    c = cpu()
+    while judge.behaviour._running or judge.behaviour._queued:
+        time.sleep(0.01)
+        judge.behaviour.collect()
+    print(
+        f"{'app, background':16}       wall {1e3 * (time.monotonic() - w):8.1f} ms until done, cpu {1e3 * (cpu() - c):8.1f} ms"
+    )
+    w = time.monotonic()
+    r = judge.verdict(lesson, step, bad_p, bad, views=False, wait=False)
+    said = next(c for c in r.checks if c.status != "pass").message.params.get("likely", {})
+    print(
+        f"{'app, next save':16} {r.status:5} wall {1e3 * (time.monotonic() - w):8.1f} ms  {said.get('key')}"
+    )
 
 
 if __name__ == "__main__":

@@ -37,6 +37,18 @@ def run(session_worker):
 
 
 @pytest.fixture(scope="session")
+def run_unwatched():
+    """run_unwatched(lesson, source): as `check` and `grade` run a file, without views; the judge
+    waits for the lesson's mutants where a diagnosis from behaviour needs them."""
+    sw = SessionWorker(views=False)
+    sw.start()
+    try:
+        yield sw.run
+    finally:
+        sw.close()
+
+
+@pytest.fixture(scope="session")
 def run_unhurried():
     """run_unhurried(lesson, source, views=True): the same, on a worker of its own whose step limit
     no busy machine reaches, started on first use. For files whose verdict is the subject and

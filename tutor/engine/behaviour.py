@@ -15,6 +15,7 @@ import select
 import signal
 import struct
 import sys
+import tempfile
 import time
 import types
 from itertools import product
@@ -34,6 +35,7 @@ RUN_LIMIT = 40.0
 # When no mistake alone is exact: each of the PAIR_FIRST closest is tried with each of the
 # PAIR_WITH closest (a mistake that hides the other's effect is rarely among the very closest).
 PAIR_FIRST, PAIR_WITH = 3, 12
+NICE = 10  # a background runner's: the learner's own checks come first
 REFERENCE = "reference"
 
 
@@ -59,68 +61,113 @@ def _probe(checks, step: str, name: str, source: str, inputs) -> object:
         return _failure(exc)
 
 
-def _serve(fd: int, checks, step: str, sources: dict[str, str], inputs) -> None:
+def _serve(fd: int, checks, jobs: list[tuple[str, str, str]], inputs, parent: int) -> None:
     import torch
 
     torch.set_num_threads(1)
-    for name, source in sources.items():
+    for step, name, source in jobs:
+        if os.getppid() != parent:  # the judge is gone: nobody will read these
+            return
         try:
             tree, blob = codec.encode(_probe(checks, step, name, source, inputs))
-            data = codec.pack_payload({"name": name, "tree": tree}, blob)
+            data = codec.pack_payload({"step": step, "name": name, "tree": tree}, blob)
         except BaseException:
-            continue
+            data = codec.pack_payload({"step": step, "name": name, "tree": None}, bytearray())
         data = struct.pack("!I", len(data)) + data
         while data:
             data = data[os.write(fd, data) :]
 
 
-def run_mutants(
-    checks, step: str, sources: dict[str, str], inputs, limit: float = RUN_LIMIT
-) -> dict[str, object]:
-    """{name: decoded outputs} of each source's probe, run in a process forked from here."""
-    if not sources or limit <= 0:
-        return {}
-    r, w = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - the forked runner
+def _scratch() -> int:
+    """An anonymous file the runner writes its frames to: the judge reads them when it likes,
+    and a runner never blocks on a pipe nobody drains."""
+    if hasattr(os, "memfd_create"):
+        return os.memfd_create("attn-tutor-mutants", os.MFD_CLOEXEC)
+    f = tempfile.TemporaryFile()  # noqa: SIM115 - the fd outlives the object, on purpose
+    fd = os.dup(f.fileno())
+    f.close()
+    return fd
+
+
+class Runner:
+    """The lesson's mutants run in a process forked from the judge, its outputs read back as
+    they come: poll() never waits, wait() waits until a deadline."""
+
+    def __init__(self, checks, jobs: list[tuple[str, str, str]], inputs, limit: float, nice: int):
+        self.jobs = {(step, name) for step, name, _ in jobs}
+        self.fd = _scratch()
+        self.read_at = 0
+        self.buf = bytearray()
+        self.finished = False
+        self.killed = False  # out of time: what it had not sent was never run
+        parent = os.getpid()
+        self.pid = os.fork()
+        if self.pid == 0:  # pragma: no cover - the forked runner
+            try:
+                signal.alarm(int(limit) + 1)
+                quiet = os.open(os.devnull, os.O_WRONLY)  # a mutant's warnings are nobody's
+                os.dup2(quiet, 1)
+                os.dup2(quiet, 2)
+                sys.stdout = sys.stderr = open(quiet, "w")  # noqa: SIM115 - until _exit
+                if nice:
+                    os.nice(nice)
+                _serve(self.fd, checks, jobs, inputs, parent)
+            finally:
+                os._exit(0)
+        self.deadline = time.monotonic() + limit
+
+    def poll(self) -> dict[tuple[str, str], object]:
+        """{(step, name): decoded outputs} of what arrived since the last call."""
+        if self.fd < 0:
+            return {}
+        if not self.finished:
+            try:
+                pid, _ = os.waitpid(self.pid, os.WNOHANG)
+                if pid == 0 and time.monotonic() > self.deadline:
+                    os.kill(self.pid, signal.SIGKILL)
+                    os.waitpid(self.pid, 0)
+                    self.killed = True
+                    pid = self.pid
+            except ChildProcessError:  # reaped already
+                pid = self.pid
+            self.finished = pid != 0
+        while chunk := os.pread(self.fd, 1 << 20, self.read_at):
+            self.read_at += len(chunk)
+            self.buf += chunk
+        out: dict[tuple[str, str], object] = {}
+        at = 0
+        while at + 4 <= len(self.buf):
+            (n,) = struct.unpack_from("!I", self.buf, at)
+            if at + 4 + n > len(self.buf):
+                break  # still being written
+            try:
+                head, blob = codec.unpack_payload(bytes(self.buf[at + 4 : at + 4 + n]))
+                assert isinstance(head, dict)  # what _serve packs
+                tree = None if head["tree"] is None else codec.decode(head["tree"], blob)
+                out[(str(head["step"]), str(head["name"]))] = tree
+            except (ValueError, TypeError, KeyError, RecursionError, AssertionError):
+                pass
+            at += 4 + n
+        del self.buf[:at]
+        if self.finished:
+            os.close(self.fd)
+            self.fd = -1
+        return out
+
+    def wait(self, until: float) -> dict[tuple[str, str], object]:
+        out = self.poll()
+        pidfd = os.pidfd_open(self.pid) if hasattr(os, "pidfd_open") and not self.finished else -1
         try:
-            os.close(r)
-            signal.alarm(int(limit) + 1)
-            _serve(w, checks, step, sources, inputs)
+            while not self.finished and (left := until - time.monotonic()) > 0:
+                if pidfd >= 0:
+                    select.select([pidfd], [], [], min(left, self.deadline - time.monotonic()))
+                else:
+                    time.sleep(min(left, 0.01))
+                out |= self.poll()
         finally:
-            os._exit(0)
-    os.close(w)
-    buf = bytearray()
-    deadline = time.monotonic() + limit
-    try:
-        while (left := deadline - time.monotonic()) > 0:
-            if not select.select([r], [], [], left)[0]:
-                break
-            chunk = os.read(r, 1 << 20)
-            if not chunk:
-                break
-            buf += chunk
-    finally:
-        os.close(r)
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        os.waitpid(pid, 0)
-    out: dict[str, object] = {}
-    at = 0
-    while at + 4 <= len(buf):
-        (n,) = struct.unpack_from("!I", buf, at)
-        if at + 4 + n > len(buf):
-            break
-        try:
-            head, blob = codec.unpack_payload(bytes(buf[at + 4 : at + 4 + n]))
-            assert isinstance(head, dict)  # what _serve packs
-            out[str(head["name"])] = codec.decode(head["tree"], blob)
-        except (ValueError, TypeError, KeyError, RecursionError, AssertionError):
-            pass
-        at += 4 + n
-    return out
+            if pidfd >= 0:
+                os.close(pidfd)
+        return out
 
 
 def learner_tree(payload: bytes) -> object | None:
@@ -159,7 +206,11 @@ def wants_behaviour(result: StepResult) -> bool:
 
 
 class Behaviour:
-    """The judge's mutants, per lesson and step: their outputs' leaves and what they are."""
+    """The judge's mutants, per lesson and step: their outputs' leaves and what they are.
+
+    wait=False (the app): a verdict never waits for the mutants; they run in the background,
+    one runner at a time, and the saves after they are done get their diagnosis. wait=True
+    (`check`, `grade`): the first save that needs them waits, up to RUN_LIMIT."""
 
     def __init__(self, modules: dict):
         self.modules = modules
@@ -169,6 +220,9 @@ class Behaviour:
         self._trees: dict[tuple[str, str, str], object] = {}
         self._says: dict[tuple[str, str, str], dict] = {}
         self._deadline = 0.0  # the current explain's, for every batch it runs
+        self._running: dict[Runner, str] = {}  # runner -> its lesson
+        self._queued: list[tuple[str, list[tuple[str, str, str]], object]] = []  # +inputs
+        self._pending: set[tuple[str, str, str]] = set()  # queued or running
 
     def lesson(self, lesson: str) -> tuple[str, list[Mistake], Path]:
         if lesson not in self._lessons:
@@ -184,23 +238,63 @@ class Behaviour:
             self._lessons[lesson] = (ref, mistakes, folder)
         return self._lessons[lesson]
 
-    def _ensure(self, lesson: str, step: str, sources: dict[str, str], inputs) -> None:
-        todo = {n: s for n, s in sources.items() if (lesson, step, n) not in self._leaves}
-        if not todo:
-            return
-        left = self._deadline - time.monotonic()
-        got = run_mutants(self.modules[lesson], step, todo, inputs, left)
-        for name in todo:
-            tree = got.get(name)
-            self._trees[(lesson, step, name)] = tree
-            self._leaves[(lesson, step, name)] = {} if tree is None else closest.leaves(tree)
-        reference = self._leaves.get((lesson, step, REFERENCE), {})
-        for name in todo:
-            leaves = self._leaves[(lesson, step, name)]
-            self._differs[(lesson, step, name)] = closest.differing(leaves, reference)
+    def _start(self, lesson: str, jobs: list[tuple[str, str, str]], inputs, wait: bool) -> None:
+        limit = self._deadline - time.monotonic() if wait else RUN_LIMIT
+        if limit > 0:
+            runner = Runner(self.modules[lesson], jobs, inputs, limit, 0 if wait else NICE)
+            self._running[runner] = lesson
+            self._pending |= {(lesson, step, name) for step, name, _ in jobs}
 
-    def singles(self, lesson: str, step: str, inputs) -> dict[str, Mistake]:
-        """The step's mistakes (those it must fail), their outputs run once and kept."""
+    def collect(self) -> None:
+        """Keep what the runners have sent; start the next queued one when none runs."""
+        for runner, lesson in list(self._running.items()):
+            for (step, name), tree in runner.poll().items():
+                self._keep(lesson, step, name, tree)
+            if runner.finished:
+                del self._running[runner]
+                for step, name in runner.jobs:
+                    key = (lesson, step, name)
+                    self._pending.discard(key)
+                    if key not in self._leaves and not runner.killed:
+                        self._keep(lesson, step, name, None)  # it ran and sent nothing
+        if not self._running and self._queued:
+            lesson, jobs, inputs = self._queued.pop(0)
+            self._start(lesson, jobs, inputs, wait=False)
+
+    def _keep(self, lesson: str, step: str, name: str, tree: object) -> None:
+        key = (lesson, step, name)
+        self._trees[key] = tree
+        self._leaves[key] = {} if tree is None else closest.leaves(tree)
+        self._differs.pop(key, None)
+
+    def _ensure(self, lesson: str, step: str, sources: dict[str, str], inputs, wait: bool) -> bool:
+        """Whether every source's outputs are known; the missing ones run (wait: now, and
+        waited for until the deadline; else queued behind the runner already running)."""
+        self.collect()
+        keys = {(lesson, step, n) for n in sources}
+        todo = [(step, n, s) for n, s in sources.items() if (lesson, step, n) not in self._leaves]
+        if wait:
+            fresh = [j for j in todo if (lesson, *j[:2]) not in self._pending]
+            if fresh:
+                self._start(lesson, fresh, inputs, wait=True)
+            for runner, owner in list(self._running.items()):
+                if owner == lesson and any((lesson, *j) in keys for j in runner.jobs):
+                    for (st, name), tree in runner.wait(self._deadline).items():
+                        self._keep(lesson, st, name, tree)
+            self.collect()
+        else:
+            fresh = [j for j in todo if (lesson, *j[:2]) not in self._pending]
+            if fresh:
+                self._queued.append((lesson, fresh, inputs))
+                self._pending |= {(lesson, st, n) for st, n, _ in fresh}
+                self.collect()
+        return keys <= self._leaves.keys()
+
+    def singles(
+        self, lesson: str, step: str, inputs, wait: bool = True
+    ) -> tuple[dict[str, Mistake], bool]:
+        """The step's mistakes (those it must fail) whose outputs are known, each run once and
+        kept, and whether that is all of them."""
         ref, mistakes, folder = self.lesson(lesson)
         mine = {m.id: m for m in mistakes if m.expect.get(step) and m.expect[step].status != "pass"}
         sources = {REFERENCE: ref} if ref else {}
@@ -209,8 +303,8 @@ class Behaviour:
                 sources[m.id] = mistake_source(m, ref, folder)
             except MistakeError:
                 pass
-        self._ensure(lesson, step, sources, inputs)
-        return {i: m for i, m in mine.items() if (lesson, step, i) in self._leaves}
+        complete = self._ensure(lesson, step, sources, inputs, wait)
+        return {i: m for i, m in mine.items() if (lesson, step, i) in self._leaves}, complete
 
     def says(self, lesson: str, step: str, name: str, mistake: Mistake, inputs, source: str):
         """What a mistake is, as a message: its `diagnosis` in mistakes.toml, else the
@@ -243,14 +337,19 @@ class Behaviour:
         self._says[key] = said
         return said
 
-    def explain(self, lesson: str, step: str, payload: bytes, inputs, source: str) -> dict | None:
-        """The diagnosis from behaviour of a failing step (a message), or None."""
+    def explain(
+        self, lesson: str, step: str, payload: bytes, inputs, source: str, wait: bool = True
+    ) -> dict | None:
+        """The diagnosis from behaviour of a failing step (a message), or None: also when
+        the mutants that could name it have not all run yet (wait=False)."""
         tree = learner_tree(payload)
         if tree is None:
             return None
         self._deadline = time.monotonic() + RUN_LIMIT
-        mine = self.singles(lesson, step, inputs)
-        reference = self._leaves.get((lesson, step, REFERENCE), {})
+        mine, complete = self.singles(lesson, step, inputs, wait)
+        if (lesson, step, REFERENCE) not in self._leaves:
+            return None
+        reference = self._leaves[(lesson, step, REFERENCE)]
         learner = closest.leaves(tree)
         telling = closest.differing(learner, reference)
         if not telling:
@@ -264,7 +363,9 @@ class Behaviour:
             n, best = max(found, key=lambda f: (f[0], f[1] in source))
             said = self.says(lesson, step, best, mine[best], inputs, source)
             return {"key": "likely.behaves_as", "params": {"mistake": said, "n": n}}
-        pair = self._pair(lesson, step, mine, learner, reference, inputs)
+        if not complete:  # one still to run may be the one
+            return None
+        pair, complete = self._pair(lesson, step, mine, learner, reference, inputs, wait)
         if pair is not None:
             (a, b), n = pair
             first = self.says(lesson, step, a, mine[a], inputs, source)
@@ -273,6 +374,8 @@ class Behaviour:
                 "key": "likely.behaves_as_two",
                 "params": {"first": first, "second": second, "n": n},
             }
+        if not complete:
+            return None
         differs = closest.first_difference(learner, reference)
         if differs is None or "count" not in differs:
             return None
@@ -280,9 +383,12 @@ class Behaviour:
 
     def _mutant(self, lesson: str, step: str, name: str) -> tuple[dict, frozenset[str]]:
         key = (lesson, step, name)
+        if key not in self._differs:
+            reference = self._leaves[(lesson, step, REFERENCE)]
+            self._differs[key] = closest.differing(self._leaves[key], reference)
         return self._leaves[key], self._differs[key]
 
-    def _pair(self, lesson, step, mine, learner, reference, inputs):
+    def _pair(self, lesson, step, mine, learner, reference, inputs, wait):
         """Two of the step's patch mistakes at once whose outputs are the learner's."""
         ref, _, _ = self.lesson(lesson)
         patched = [i for i, m in mine.items() if m.patches and not m.header]
@@ -299,11 +405,13 @@ class Behaviour:
             except MistakeError:
                 continue
             sources[f"{a}+{b}"] = both
-        self._ensure(lesson, step, sources, inputs)
+        complete = self._ensure(lesson, step, sources, inputs, wait)
         telling = closest.differing(learner, reference)
         for name in sources:
+            if (lesson, step, name) not in self._leaves:
+                continue
             n = closest.exact(learner, telling, *self._mutant(lesson, step, name))
             if n:
                 a, _, b = name.partition("+")
-                return (a, b), n
-        return None
+                return ((a, b), n), True
+        return None, complete

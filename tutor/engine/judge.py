@@ -51,12 +51,22 @@ class Judge:
         return self._inputs[lesson]
 
     def verdict(
-        self, lesson: str, step: str, payload: bytes, source: str, views: bool = True
+        self,
+        lesson: str,
+        step: str,
+        payload: bytes,
+        source: str,
+        views: bool = True,
+        wait: bool = True,
     ) -> StepResult:
+        """wait: whether a diagnosis from behaviour may wait for the lesson's mutants to run
+        (see Behaviour); the app's verdicts never do."""
         result = self._verdict(lesson, step, payload, source, views)
+        self.behaviour.collect()
         if wants_behaviour(result):  # never for a pass: a correct save costs nothing here
             try:
-                said = self.behaviour.explain(lesson, step, payload, self.inputs(lesson), source)
+                inputs = self.inputs(lesson)
+                said = self.behaviour.explain(lesson, step, payload, inputs, source, wait)
             except Exception:  # a diagnosis is extra: the verdict stands without it
                 said = None
             check = next(c for c in result.checks if c.status != "pass" and c.message)

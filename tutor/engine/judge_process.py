@@ -34,7 +34,7 @@ def judge_main(sock: socket.socket, modules: dict, own_keys: dict) -> None:
         # Whatever a child's data makes of the judge, it answers: a verdict that says it could
         # not judge this step, never its own death (that would cost the steps queued behind).
         try:
-            result = judge.verdict(req.lesson, req.step, payload, req.source, req.views)
+            result = judge.verdict(req.lesson, req.step, payload, req.source, req.views, req.wait)
             reply = protocol.JudgeReply(req.job, result).to_json()
             data = json.dumps(reply).encode()
         except Exception as exc:

@@ -319,6 +319,7 @@ class JudgeRequest(Tagged):
     step: str
     source: str
     views: bool = True
+    wait: bool = True  # for the diagnosis from behaviour: False from the app (Judge.verdict)
     type: ClassVar[str] = "judge"
 
 

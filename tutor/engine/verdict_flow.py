@@ -102,7 +102,12 @@ class VerdictFlow(Scheduler):
     ) -> None:
         key = self.next_judging
         self.next_judging += 1
-        request = protocol.JudgeRequest(key, job.lesson, step, job.source, job.views).to_json()
+        # A run someone watches (the app's, with views) never waits for the mutants; `check`
+        # and `grade` do, for the diagnosis they print.
+        wait = not job.views
+        request = protocol.JudgeRequest(
+            key, job.lesson, step, job.source, job.views, wait
+        ).to_json()
         item = Judging(job.gen, step, started, *output, request, payload, time.monotonic())
         self.judging[key] = item
         try:
