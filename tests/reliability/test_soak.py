@@ -95,4 +95,4 @@ def test_soak(live, tmp_path):
         f"\nsoak: {RUNS} runs ({len(waited)} waited for, {RUNS - len(waited)} superseded) "
         f"in {elapsed:.1f} s; {len(delivered)} verdicts; before {before}; after {after}"
     )
-    assert elapsed < 60
+    # No bound on the time: each run has its own (done.wait), and speed is the benchmarks'.
