@@ -1,4 +1,5 @@
-"""For every test: an empty temporary folder as the cwd, and no language from the shell.
+"""For every test: an empty temporary folder as the cwd, no language from the shell, and a
+cache folder of the run's own.
 
 The tutor reads `attn-lab/` (a remembered language, a lesson, the learner's file) from the
 folder it starts in, and LC_ALL / LC_MESSAGES / LANG: a tutor run in the checkout (the README's
@@ -8,7 +9,25 @@ or a language make their own.
 
 from __future__ import annotations
 
+import os
+
 import pytest
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _run_cache(tmp_path_factory):
+    """One cache folder for the whole run, shared by xdist's workers (their base folders are
+    siblings): the lesson's mutants' outputs are computed once per run, never in the home.
+    Session-wide and set before any other session fixture starts a worker."""
+    base = tmp_path_factory.getbasetemp()
+    root = base.parent if base.name.startswith("popen-gw") else base
+    before = os.environ.get("XDG_CACHE_HOME")
+    os.environ["XDG_CACHE_HOME"] = str(root / "xdg-cache")
+    yield
+    if before is None:
+        os.environ.pop("XDG_CACHE_HOME", None)
+    else:
+        os.environ["XDG_CACHE_HOME"] = before
 
 
 @pytest.fixture(autouse=True)

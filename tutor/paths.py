@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 _HERE = Path(__file__).resolve().parent
@@ -26,3 +27,10 @@ def reference_dir() -> Path:
 
 def locales_dir() -> Path:
     return _HERE / "locales"
+
+
+def mutant_cache_dir() -> Path:
+    """Where the judge keeps its lessons' mutants' outputs (engine/mutant_cache.py): the user's
+    cache folder. Learner code may not read it (it holds the reference's outputs)."""
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "attn-tutor" / "mutants"

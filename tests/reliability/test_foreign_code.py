@@ -52,6 +52,11 @@ REFUSED = {
         globals().update({k: v for k, v in runpy.run_module("tutor.reference.lm3_l3").items()
                           if not k.startswith("__")})
         """,
+    # The judge's cache of its mutants' outputs holds the reference's outputs too.
+    "the-judges-mutant-cache": """
+        from tutor.paths import mutant_cache_dir
+        KEPT = open(mutant_cache_dir() / "kept.bin", "rb").read()
+        """,
     "pkgutil-get-data": """
         import pkgutil
         exec(pkgutil.get_data("tutor.reference", "lm3_l3.py").decode())

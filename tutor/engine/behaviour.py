@@ -21,7 +21,8 @@ import types
 from itertools import product
 from pathlib import Path
 
-from tutor.engine import codec, protocol
+from tutor.engine import codec, mutant_cache, protocol
+from tutor.engine.mutant_cache import MISSING, MutantCache
 from tutor.kit import closest
 from tutor.kit.judge_tools import Stop, Verdict
 from tutor.kit.spec import JudgeContext
@@ -61,7 +62,7 @@ def _probe(checks, step: str, name: str, source: str, inputs) -> object:
         return _failure(exc)
 
 
-def _serve(fd: int, checks, jobs: list[tuple[str, str, str]], inputs, parent: int) -> None:
+def _serve(fd: int, checks, jobs: list[tuple[str, str, str]], inputs, parent: int, cache) -> None:
     import torch
 
     torch.set_num_threads(1)
@@ -73,6 +74,8 @@ def _serve(fd: int, checks, jobs: list[tuple[str, str, str]], inputs, parent: in
             data = codec.pack_payload({"step": step, "name": name, "tree": tree}, blob)
         except BaseException:
             data = codec.pack_payload({"step": step, "name": name, "tree": None}, bytearray())
+        if cache is not None:
+            mutant_cache.store(cache.path(step, name, source), data)
         data = struct.pack("!I", len(data)) + data
         while data:
             data = data[os.write(fd, data) :]
@@ -93,7 +96,15 @@ class Runner:
     """The lesson's mutants run in a process forked from the judge, its outputs read back as
     they come: poll() never waits, wait() waits until a deadline."""
 
-    def __init__(self, checks, jobs: list[tuple[str, str, str]], inputs, limit: float, nice: int):
+    def __init__(
+        self,
+        checks,
+        jobs: list[tuple[str, str, str]],
+        inputs,
+        limit: float,
+        nice: int,
+        cache: MutantCache | None = None,
+    ):
         self.jobs = {(step, name) for step, name, _ in jobs}
         self.fd = _scratch()
         self.read_at = 0
@@ -111,7 +122,7 @@ class Runner:
                 sys.stdout = sys.stderr = open(quiet, "w")  # noqa: SIM115 - until _exit
                 if nice:
                     os.nice(nice)
-                _serve(self.fd, checks, jobs, inputs, parent)
+                _serve(self.fd, checks, jobs, inputs, parent, cache)
             finally:
                 os._exit(0)
         self.deadline = time.monotonic() + limit
@@ -160,7 +171,9 @@ class Runner:
         try:
             while not self.finished and (left := until - time.monotonic()) > 0:
                 if pidfd >= 0:
-                    select.select([pidfd], [], [], min(left, self.deadline - time.monotonic()))
+                    select.select(
+                        [pidfd], [], [], max(0.0, min(left, self.deadline - time.monotonic()))
+                    )
                 else:
                     time.sleep(min(left, 0.01))
                 out |= self.poll()
@@ -212,8 +225,12 @@ class Behaviour:
     one runner at a time, and the saves after they are done get their diagnosis. wait=True
     (`check`, `grade`): the first save that needs them waits, up to RUN_LIMIT."""
 
-    def __init__(self, modules: dict):
+    def __init__(self, modules: dict, cache_root: Path | None = None):
+        """cache_root: where the mutants' outputs are kept between processes (mutant_cache),
+        or None."""
         self.modules = modules
+        self.cache_root = cache_root
+        self._caches: dict[str, MutantCache] = {}
         self._lessons: dict[str, tuple[str, list[Mistake], Path]] = {}
         self._leaves: dict[tuple[str, str, str], dict] = {}  # (lesson, step, name) -> leaves
         self._differs: dict[tuple[str, str, str], frozenset[str]] = {}  # vs the reference
@@ -236,12 +253,19 @@ class Behaviour:
             except (OSError, ValueError, KeyError):
                 ref, mistakes = "", []
             self._lessons[lesson] = (ref, mistakes, folder)
+            if self.cache_root is not None and ref:
+                if not self._caches:
+                    mutant_cache.prune(self.cache_root)
+                version = mutant_cache.fingerprint(folder, ref)
+                self._caches[lesson] = MutantCache(self.cache_root, version)
         return self._lessons[lesson]
 
     def _start(self, lesson: str, jobs: list[tuple[str, str, str]], inputs, wait: bool) -> None:
         limit = self._deadline - time.monotonic() if wait else RUN_LIMIT
         if limit > 0:
-            runner = Runner(self.modules[lesson], jobs, inputs, limit, 0 if wait else NICE)
+            nice = 0 if wait else NICE
+            cache = self._caches.get(lesson)
+            runner = Runner(self.modules[lesson], jobs, inputs, limit, nice, cache)
             self._running[runner] = lesson
             self._pending |= {(lesson, step, name) for step, name, _ in jobs}
 
@@ -273,15 +297,28 @@ class Behaviour:
         self.collect()
         keys = {(lesson, step, n) for n in sources}
         todo = [(step, n, s) for n, s in sources.items() if (lesson, step, n) not in self._leaves]
+        if (cache := self._caches.get(lesson)) is not None:
+            for _, name, source in todo:
+                if (tree := cache.load(cache.path(step, name, source))) is not MISSING:
+                    self._keep(lesson, step, name, tree)
+            todo = [j for j in todo if (lesson, step, j[1]) not in self._leaves]
         if wait:
-            fresh = [j for j in todo if (lesson, *j[:2]) not in self._pending]
-            if fresh:
-                self._start(lesson, fresh, inputs, wait=True)
-            for runner, owner in list(self._running.items()):
-                if owner == lesson and any((lesson, *j) in keys for j in runner.jobs):
+            while True:  # until all are known, or none of them runs, or the deadline
+                self.collect()
+                missing = [j for j in todo if (lesson, *j[:2]) not in self._leaves]
+                fresh = [j for j in missing if (lesson, *j[:2]) not in self._pending]
+                if fresh:  # never run, or left by a runner stopped at its limit
+                    self._start(lesson, fresh, inputs, wait=True)
+                mine = [
+                    r
+                    for r, owner in self._running.items()
+                    if owner == lesson and any((lesson, *j) in keys for j in r.jobs)
+                ]
+                if not mine or time.monotonic() >= self._deadline:
+                    break
+                for runner in mine:
                     for (st, name), tree in runner.wait(self._deadline).items():
                         self._keep(lesson, st, name, tree)
-            self.collect()
         else:
             fresh = [j for j in todo if (lesson, *j[:2]) not in self._pending]
             if fresh:

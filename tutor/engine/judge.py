@@ -7,6 +7,7 @@ executes learner code: every expected value comes from inputs it made itself.
 from __future__ import annotations
 
 import traceback
+from pathlib import Path
 
 from tutor.engine import codec, protocol
 from tutor.engine.behaviour import Behaviour, wants_behaviour
@@ -39,11 +40,14 @@ def _step_fallback(value, fallback: str) -> None:
 
 
 class Judge:
-    def __init__(self, checks_modules: dict, own_keys: dict | None = None):
+    def __init__(
+        self, checks_modules: dict, own_keys: dict | None = None, cache_root: Path | None = None
+    ):
+        """cache_root: where the lesson's mutants' outputs are kept on disk (see Behaviour)."""
         self.modules = checks_modules  # lesson id -> checks module
         self.own_keys = own_keys or {}  # lesson id -> the keys of its own catalog (no prefix)
         self._inputs: dict = {}
-        self.behaviour = Behaviour(checks_modules)
+        self.behaviour = Behaviour(checks_modules, cache_root)
 
     def inputs(self, lesson: str):
         if lesson not in self._inputs:

@@ -10,6 +10,7 @@ import struct
 
 from tutor.engine import protocol
 from tutor.engine.framing import recv_frame, recv_raw
+from tutor.paths import mutant_cache_dir
 
 
 def judge_main(sock: socket.socket, modules: dict, own_keys: dict) -> None:
@@ -24,7 +25,7 @@ def judge_main(sock: socket.socket, modules: dict, own_keys: dict) -> None:
     # Any file the child compiled (at child.RECURSION_LIMIT) parses here too, in the kit's
     # parse and in a lesson's checks alike.
     sys.setrecursionlimit(PARSE_RECURSION_LIMIT)
-    judge = Judge(modules, own_keys)
+    judge = Judge(modules, own_keys, mutant_cache_dir())
     while True:
         try:
             req = protocol.JudgeRequest.from_json(recv_frame(sock))

@@ -1,5 +1,6 @@
-"""What the learner's code may not reach in a child: the tutor's reference solutions and the
-lessons' folders (their checks, starters and texts).
+"""What the learner's code may not reach in a child: the tutor's reference solutions, the
+lessons' folders (their checks, starters and texts) and the judge's cache of the mutants'
+outputs.
 
 A file that imports or reads the reference that ships inside the package would pass every
 step without a line of its own. So, in the child, before the learner's code runs:
@@ -71,9 +72,16 @@ def protected_folders() -> list[str]:
     from importlib.util import find_spec
 
     from tutor.model.lesson import all_lessons
-    from tutor.paths import lessons_dir, reference_dir
+    from tutor.paths import lessons_dir, mutant_cache_dir, reference_dir
 
     found = [str(reference_dir()), str(lessons_dir())]
+    # The mutants' outputs the judge keeps: the reference's among them. Made now, so that its
+    # folder is there to be judged by (its files come later).
+    cache = mutant_cache_dir()
+    with contextlib.suppress(OSError):
+        cache.mkdir(parents=True, exist_ok=True)
+    if cache.is_dir():
+        found.append(str(cache))
     # A course's own lessons (--lessons DIR): each folder, and the reference beside it.
     found += [
         str(p)
