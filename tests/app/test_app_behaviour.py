@@ -123,6 +123,28 @@ async def test_the_step_is_remembered(make_app, workspace):
     assert state["lessons"]["lab-02"]["status"]["weights"] == "pass"
 
 
+def test_with_no_lesson_on_record_the_app_opens_the_one_whose_file_is_there(workspace):
+    """As check, solution and reset choose (workspace.files.folder_lesson): a folder with only
+    lab_02.py and no state opens lab-02 on that file, and makes no lm3_l3.py beside it."""
+    from tutor.app.main import _app_for
+
+    mine = "# my own lab-02 file\n"
+    (workspace / "lab_02.py").write_text(mine, encoding="utf-8")
+    app = _app_for(
+        Store(workspace),
+        None,  # type: ignore[arg-type]  # never started: the app is built, not run
+        lesson_id=None,
+        step_id=None,
+        file=None,
+        lang="en",
+        poll=False,
+        timeout=None,
+    )
+    assert (app.lesson.id, app.path, app.created) == ("lab-02", workspace / "lab_02.py", False)
+    assert not (workspace / "lm3_l3.py").exists()
+    assert (workspace / "lab_02.py").read_text(encoding="utf-8") == mine
+
+
 # ---------------------------------------------------------------------------- language
 
 
