@@ -1086,6 +1086,27 @@ async def test_the_command_palette_finds_a_lesson_by_its_id(make_app, query):
         assert get_lesson("lab-02").title["en"][:20] in shot, shot
 
 
+@pytest.mark.parametrize("lang", ["en", "zh"])
+@pytest.mark.parametrize("query", ["lab-02", "02"])
+async def test_the_command_palette_finds_the_lesson_that_is_open_too(make_app, query, lang):
+    """In lab-02, its own id in Ctrl+P said "No matches found", as if the palette could not find
+    lessons by id: the open lesson is listed too, said to be open, and choosing it stays."""
+    app, results = make_app("lab-02", step_id="mask", lang=lang)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("ctrl+p")
+        await settle(pilot)
+        await pilot.press(*query)
+        await pilot.pause(0.5)
+        await settle(pilot)
+        shot = screen_shot_text(app)
+        title = get_lesson("lab-02").title[lang]
+        assert t("ui.command_lesson_open", lang, title=title, id="lab-02")[:12] in shot, shot
+        await pilot.press("enter")
+        await settle(pilot)
+        assert app.switch_to is None and app.step.id == "mask" and app.is_running
+
+
 def screen_lines(app) -> list[str]:
     """The screenshot's rows as text."""
     svg = app.export_screenshot()
