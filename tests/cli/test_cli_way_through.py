@@ -153,6 +153,35 @@ def test_list_into_a_closed_pipe_exits_0(tmp_path):
     assert _into_a_closed_pipe(["list"], tmp_path) == (0, "")
 
 
+@pytest.mark.parametrize(
+    "args, code",
+    [
+        (["check", "no-such-file.py"], 2),
+        (["reset"], 2),
+        (["solution", "no-such-step"], 2),
+        (["solution", "single-head"], 1),  # not passed yet
+        (["--lesson", "nope"], 2),
+        (["--lessons", "no-such-folder", "list"], 2),
+    ],
+    ids=["check", "reset", "solution", "solution-locked", "app", "lessons-dir"],
+)
+def test_a_complaint_into_a_closed_pipe_keeps_its_exit_code(tmp_path, args, code):
+    """`attn-tutor ... 2>&1 | head` with the reader gone: the line on stderr cannot be written,
+    and the command exited 0 as if it had worked."""
+    read, write = os.pipe()
+    child = subprocess.Popen(
+        [sys.executable, "-m", "tutor", *args],
+        stdout=write,
+        stderr=write,
+        cwd=tmp_path,
+        env=dict(os.environ, PYTHONPATH=str(ROOT)),
+    )
+    os.close(write)
+    os.close(read)
+    assert child.wait(timeout=120) == code
+    assert run(*args, cwd=tmp_path).returncode == code  # as without a pipe
+
+
 def test_reset_without_a_lesson_takes_the_one_used_last(tmp_path):
     """As check and solution do: in a folder last used for lab-02, reset works on lab_02.py."""
     lab = workspace(tmp_path, "lab-02", {})

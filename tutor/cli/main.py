@@ -303,8 +303,7 @@ def cmd_check(args, lang: str) -> int:
     except WorkerGone as exc:
         from tutor.text.safe_text import visible
 
-        print(t("cli.worker_failed", lang, detail=visible(exc)), file=sys.stderr)
-        return 3
+        return _complain(3, t("cli.worker_failed", lang, detail=visible(exc)))
     from tutor.engine.confine.platform_probe import describe_off, probe
     from tutor.text.verdict_text import check_object, summary_counts
 
@@ -411,8 +410,7 @@ def cmd_solution(args, lang: str) -> int:
     if not lesson.step(args.step).functions:
         raise UsageError(t("cli.solution_none", lang, step=args.step))
     if not (args.force or passed(state, lesson.id, args.step)):
-        print(t("cli.solution_locked", lang, step=args.step), file=sys.stderr)
-        return 1
+        return _complain(1, t("cli.solution_locked", lang, step=args.step))
     if args.diff:
         try:
             mine = solution_path(Path.cwd(), lesson).read_text(encoding="utf-8", errors="replace")
@@ -521,10 +519,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser(lang)
     args = parser.parse_args(argv)
     if missing:
-        print(
-            f"attn-tutor: {t('cli.no_lessons_dir', lang, path=', '.join(missing))}", file=sys.stderr
-        )
-        return 2
+        return _complain(2, f"attn-tutor: {t('cli.no_lessons_dir', lang, path=', '.join(missing))}")
     lang_cli = (
         getattr(args, "check_lang", None)
         or getattr(args, "list_lang", None)
@@ -554,13 +549,20 @@ def main(argv: list[str] | None = None) -> int:
     except UsageError as exc:
         from tutor.text.safe_text import one_line  # a path or a student id can be anything
 
-        print(f"attn-tutor: {one_line(exc)}", file=sys.stderr)
-        return 2
+        return _complain(2, f"attn-tutor: {one_line(exc)}")
 
 
 # What a command has decided before it prints: `check | head` still exits with the verdict's
-# code when the reader leaves early (`list` and the rest: 0).
+# code when the reader leaves early, a complaint with its own (`list` and the rest: 0).
 _exit_code_if_the_reader_leaves = [0]
+
+
+def _complain(code: int, text: str) -> int:
+    """Say `text` on stderr and return `code`, which stands if stderr's reader has gone too
+    (`attn-tutor ... 2>&1 | head`): the line is lost, the exit code is not."""
+    _exit_code_if_the_reader_leaves[0] = code
+    print(text, file=sys.stderr)
+    return code
 
 
 def entry() -> None:
