@@ -123,6 +123,28 @@ async def test_the_step_is_remembered(make_app, workspace):
     assert state["lessons"]["lab-02"]["status"]["weights"] == "pass"
 
 
+def test_with_no_lesson_on_record_the_app_opens_the_one_whose_file_is_there(workspace):
+    """As check, solution and reset choose (workspace.files.folder_lesson): a folder with only
+    lab_02.py and no state opens lab-02 on that file, and makes no lm3_l3.py beside it."""
+    from tutor.app.main import _app_for
+
+    mine = "# my own lab-02 file\n"
+    (workspace / "lab_02.py").write_text(mine, encoding="utf-8")
+    app = _app_for(
+        Store(workspace),
+        None,  # type: ignore[arg-type]  # never started: the app is built, not run
+        lesson_id=None,
+        step_id=None,
+        file=None,
+        lang="en",
+        poll=False,
+        timeout=None,
+    )
+    assert (app.lesson.id, app.path, app.created) == ("lab-02", workspace / "lab_02.py", False)
+    assert not (workspace / "lm3_l3.py").exists()
+    assert (workspace / "lab_02.py").read_text(encoding="utf-8") == mine
+
+
 # ---------------------------------------------------------------------------- language
 
 
@@ -1062,6 +1084,27 @@ async def test_the_command_palette_finds_a_lesson_by_its_id(make_app, query):
         await settle(pilot)
         shot = screen_shot_text(app)
         assert get_lesson("lab-02").title["en"][:20] in shot, shot
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+@pytest.mark.parametrize("query", ["lab-02", "02"])
+async def test_the_command_palette_finds_the_lesson_that_is_open_too(make_app, query, lang):
+    """In lab-02, its own id in Ctrl+P said "No matches found", as if the palette could not find
+    lessons by id: the open lesson is listed too, said to be open, and choosing it stays."""
+    app, results = make_app("lab-02", step_id="mask", lang=lang)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("ctrl+p")
+        await settle(pilot)
+        await pilot.press(*query)
+        await pilot.pause(0.5)
+        await settle(pilot)
+        shot = screen_shot_text(app)
+        title = get_lesson("lab-02").title[lang]
+        assert t("ui.command_lesson_open", lang, title=title, id="lab-02")[:12] in shot, shot
+        await pilot.press("enter")
+        await settle(pilot)
+        assert app.switch_to is None and app.step.id == "mask" and app.is_running
 
 
 def screen_lines(app) -> list[str]:

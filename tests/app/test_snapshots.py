@@ -75,6 +75,23 @@ def test_help_screen(snap_compare, make_app, lang):
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
+def test_command_palette_finds_the_open_lesson_by_its_id(snap_compare, make_app, lang):
+    """Ctrl+P in lab-02, "02" typed: the open lesson is found too, and said to be open."""
+    app, results = make_app("lab-02", step_id="mask", lang=lang)
+
+    async def run_before(pilot) -> None:
+        from textual.widgets import Input
+
+        await driver(results, "ctrl+p")(pilot)
+        pilot.app.screen.query_one(Input).cursor_blink = False  # the cursor always drawn
+        await pilot.press("0", "2")
+        await pilot.pause(0.5)  # the palette searches in a worker of its own
+        await pilot.pause()
+
+    assert snap_compare(app, run_before=run_before)
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
 def test_hints_open(snap_compare, make_app, lang):
     app, results = make_app("lm3-l3", step_id="single-head", lang=lang)
     assert snap_compare(app, run_before=driver(results, "h", "h"))

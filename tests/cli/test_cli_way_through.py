@@ -153,6 +153,35 @@ def test_list_into_a_closed_pipe_exits_0(tmp_path):
     assert _into_a_closed_pipe(["list"], tmp_path) == (0, "")
 
 
+@pytest.mark.parametrize(
+    "args, code",
+    [
+        (["check", "no-such-file.py"], 2),
+        (["reset"], 2),
+        (["solution", "no-such-step"], 2),
+        (["solution", "single-head"], 1),  # not passed yet
+        (["--lesson", "nope"], 2),
+        (["--lessons", "no-such-folder", "list"], 2),
+    ],
+    ids=["check", "reset", "solution", "solution-locked", "app", "lessons-dir"],
+)
+def test_a_complaint_into_a_closed_pipe_keeps_its_exit_code(tmp_path, args, code):
+    """`attn-tutor ... 2>&1 | head` with the reader gone: the line on stderr cannot be written,
+    and the command exited 0 as if it had worked."""
+    read, write = os.pipe()
+    child = subprocess.Popen(
+        [sys.executable, "-m", "tutor", *args],
+        stdout=write,
+        stderr=write,
+        cwd=tmp_path,
+        env=dict(os.environ, PYTHONPATH=str(ROOT)),
+    )
+    os.close(write)
+    os.close(read)
+    assert child.wait(timeout=120) == code
+    assert run(*args, cwd=tmp_path).returncode == code  # as without a pipe
+
+
 def test_reset_without_a_lesson_takes_the_one_used_last(tmp_path):
     """As check and solution do: in a folder last used for lab-02, reset works on lab_02.py."""
     lab = workspace(tmp_path, "lab-02", {})
@@ -161,3 +190,35 @@ def test_reset_without_a_lesson_takes_the_one_used_last(tmp_path):
     assert out.returncode == 0, out.stderr
     assert "NotImplementedError" in (lab / "lab_02.py").read_text()
     assert not (lab / "lm3_l3.py").exists()
+
+
+@pytest.mark.parametrize("state", ["none", "corrupt"])
+def test_with_no_lesson_on_record_every_command_takes_the_one_whose_file_is_there(tmp_path, state):
+    """check, solution and reset choose the lesson one way: without --lesson and with no lesson
+    on record (no state, or one that does not read), the lesson whose file is in attn-lab/, not
+    lm3-l3's missing lm3_l3.py."""
+    lab = tmp_path / "attn-lab"
+    lab.mkdir()
+    if state == "corrupt":
+        (lab / ".attn-tutor").mkdir()
+        (lab / ".attn-tutor" / "state.json").write_text("{not json")
+    shutil.copy(ROOT / "reference" / "lab_02.py", lab / "lab_02.py")
+    checked = run("check", "--json", cwd=tmp_path)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert json.loads(checked.stdout)["lesson"] == "lab-02"
+    shown = run("solution", "scores", "--force", cwd=tmp_path)
+    assert shown.returncode == 0 and shown.stdout.startswith("def scaled_scores("), shown.stderr
+    reset = run("reset", "mask", cwd=tmp_path)
+    assert reset.returncode == 0, reset.stderr
+    assert "NotImplementedError" in (lab / "lab_02.py").read_text()
+    assert not (lab / "lm3_l3.py").exists()
+
+
+def test_with_several_lesson_files_and_no_record_the_newest_is_taken(tmp_path):
+    lab = tmp_path / "attn-lab"
+    lab.mkdir()
+    shutil.copy(ROOT / "reference" / "lab_02.py", lab / "lab_02.py")
+    shutil.copy(ROOT / "lessons" / "lm3-l3" / "starter.py", lab / "lm3_l3.py")
+    os.utime(lab / "lm3_l3.py", (1_000_000_000, 1_000_000_000))  # saved long ago
+    checked = run("check", "--json", cwd=tmp_path)
+    assert json.loads(checked.stdout)["lesson"] == "lab-02", checked.stderr

@@ -216,6 +216,13 @@ class ActionsApp(CheckingApp):
                     lesson.id,
                     lambda lid=lesson.id: self.switch_lesson(lid),
                 )
+        # The open lesson too, said to be open: its id must not meet "No matches found".
+        here = self.lesson
+        yield SystemCommand(
+            t("ui.command_lesson_open", self.lang, title=here.title[self.lang], id=here.id),
+            here.id,
+            lambda: None,
+        )
         yield SystemCommand(t("ui.key_lang_long", self.lang), "l", self.action_language)
         yield SystemCommand(t("ui.key_help", self.lang), "?", self.action_help)
         yield SystemCommand(t("ui.key_quit", self.lang), "q", self.exit)

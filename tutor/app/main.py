@@ -9,9 +9,9 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tutor.model.lesson import get_lesson
+from tutor.model.lesson import all_lessons, get_lesson
 from tutor.text.i18n import choose
-from tutor.workspace.files import ensure_solution, workspace_dir
+from tutor.workspace.files import ensure_solution, folder_lesson, workspace_dir
 from tutor.workspace.store import Store
 
 if TYPE_CHECKING:
@@ -32,7 +32,7 @@ def _app_for(
 ) -> TutorApp:
     cwd = Path.cwd()
     state = store.load()
-    lesson = get_lesson(lesson_id or state.get("lesson") or "lm3-l3")
+    lesson = get_lesson(lesson_id or folder_lesson(cwd, state.get("lesson"), all_lessons()))
     if file is not None:
         path, created = Path(file).absolute(), False
     else:

@@ -22,8 +22,6 @@ from tutor.text.i18n import choose, t
 if TYPE_CHECKING:
     import argparse
 
-DEFAULT_LESSON = "lm3-l3"
-
 
 class UsageError(Exception):
     pass
@@ -242,11 +240,22 @@ def _answers(cwd: Path, lesson) -> dict[str, dict[int, str]]:
 
 
 def _lesson(lesson_id: str | None, lang: str):
+    from tutor.workspace.files import DEFAULT_LESSON
+
     try:
         return get_lesson(lesson_id or DEFAULT_LESSON)
     except KeyError:
         ids = t("cli.ids_sep", lang).join(lesson.id for lesson in all_lessons())
         raise UsageError(t("cli.unknown_lesson", lang, lesson=lesson_id, ids=ids)) from None
+
+
+def _folder_lesson(lesson_id: str | None, lang: str):
+    """The lesson `check` (without FILE), `solution` and `reset` work on: --lesson, else this
+    folder's, as the app chooses it (workspace.files.folder_lesson)."""
+    from tutor.workspace.files import folder_lesson
+
+    cwd = Path.cwd()
+    return _lesson(lesson_id or folder_lesson(cwd, _state(cwd).get("lesson"), all_lessons()), lang)
 
 
 def _guess_lesson(path: Path, raw: bytes):
@@ -266,13 +275,14 @@ def _guess_lesson(path: Path, raw: bytes):
 def cmd_check(args, lang: str) -> int:
     from tutor.engine.client import DEFAULT_TIMEOUT, WorkerGone, check_file
 
-    lesson = _lesson(args.check_lesson, lang) if args.check_lesson else None
     path = args.file
-    if path is None:
+    if path is None:  # this folder's lesson, and its file
         from tutor.workspace.files import solution_path
 
-        lesson = lesson or _lesson(_state(Path.cwd()).get("lesson"), lang)  # the app's last lesson
+        lesson = _folder_lesson(args.check_lesson, lang)
         path = solution_path(Path.cwd(), lesson)
+    else:  # --lesson, else the lesson is told from the file (below)
+        lesson = _lesson(args.check_lesson, lang) if args.check_lesson else None
     try:
         raw = path.read_bytes()
     except IsADirectoryError:
@@ -293,8 +303,7 @@ def cmd_check(args, lang: str) -> int:
     except WorkerGone as exc:
         from tutor.text.safe_text import visible
 
-        print(t("cli.worker_failed", lang, detail=visible(exc)), file=sys.stderr)
-        return 3
+        return _complain(3, t("cli.worker_failed", lang, detail=visible(exc)))
     from tutor.engine.confine.platform_probe import describe_off, probe
     from tutor.text.verdict_text import check_object, summary_counts
 
@@ -393,7 +402,7 @@ def cmd_solution(args, lang: str) -> int:
     from tutor.workspace.solution import passed, solution_diff, step_solution
 
     state = _state(Path.cwd())
-    lesson = _lesson(args.solution_lesson or state.get("lesson"), lang)
+    lesson = _folder_lesson(args.solution_lesson, lang)
     if args.step not in lesson.step_ids():
         raise UsageError(
             t("cli.unknown_step", lang, step=args.step, steps=", ".join(lesson.step_ids()))
@@ -401,8 +410,7 @@ def cmd_solution(args, lang: str) -> int:
     if not lesson.step(args.step).functions:
         raise UsageError(t("cli.solution_none", lang, step=args.step))
     if not (args.force or passed(state, lesson.id, args.step)):
-        print(t("cli.solution_locked", lang, step=args.step), file=sys.stderr)
-        return 1
+        return _complain(1, t("cli.solution_locked", lang, step=args.step))
     if args.diff:
         try:
             mine = solution_path(Path.cwd(), lesson).read_text(encoding="utf-8", errors="replace")
@@ -417,7 +425,7 @@ def cmd_solution(args, lang: str) -> int:
 def cmd_reset(args, lang: str) -> int:
     from tutor.workspace.files import reset, reset_function, solution_path
 
-    lesson = _lesson(args.reset_lesson or _state(Path.cwd()).get("lesson"), lang)
+    lesson = _folder_lesson(args.reset_lesson, lang)
     path = solution_path(Path.cwd(), lesson)
     if not path.exists():
         raise UsageError(t("cli.missing_file", lang, path=path))
@@ -511,10 +519,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser(lang)
     args = parser.parse_args(argv)
     if missing:
-        print(
-            f"attn-tutor: {t('cli.no_lessons_dir', lang, path=', '.join(missing))}", file=sys.stderr
-        )
-        return 2
+        return _complain(2, f"attn-tutor: {t('cli.no_lessons_dir', lang, path=', '.join(missing))}")
     lang_cli = (
         getattr(args, "check_lang", None)
         or getattr(args, "list_lang", None)
@@ -544,13 +549,20 @@ def main(argv: list[str] | None = None) -> int:
     except UsageError as exc:
         from tutor.text.safe_text import one_line  # a path or a student id can be anything
 
-        print(f"attn-tutor: {one_line(exc)}", file=sys.stderr)
-        return 2
+        return _complain(2, f"attn-tutor: {one_line(exc)}")
 
 
 # What a command has decided before it prints: `check | head` still exits with the verdict's
-# code when the reader leaves early (`list` and the rest: 0).
+# code when the reader leaves early, a complaint with its own (`list` and the rest: 0).
 _exit_code_if_the_reader_leaves = [0]
+
+
+def _complain(code: int, text: str) -> int:
+    """Say `text` on stderr and return `code`, which stands if stderr's reader has gone too
+    (`attn-tutor ... 2>&1 | head`): the line is lost, the exit code is not."""
+    _exit_code_if_the_reader_leaves[0] = code
+    print(text, file=sys.stderr)
+    return code
 
 
 def entry() -> None:

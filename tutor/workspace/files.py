@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING
 from tutor.workspace.store import STATE_DIR, atomic_write, stamp
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     from tutor.model.lesson import Lesson
 
 WORKSPACE_DIR = "attn-lab"
@@ -29,6 +31,25 @@ def workspace_dir(cwd: Path) -> Path:
 
 def solution_path(cwd: Path, lesson: Lesson) -> Path:
     return workspace_dir(cwd) / lesson.file_name
+
+
+DEFAULT_LESSON = "lm3-l3"  # the course's first lab: a folder that shows no other
+
+
+def folder_lesson(cwd: Path, recorded: object, lessons: Iterable[Lesson]) -> str:
+    """The id of the lesson this folder works on, when no --lesson says: the one the app used
+    last (`recorded`, the state's "lesson"), else the one whose file is in attn-lab/ (of several,
+    the one saved last), else the course's first. The app, `check`, `solution` and `reset` all
+    choose by this, so that they agree in every folder."""
+    if isinstance(recorded, str) and recorded:
+        return recorded
+    present = []
+    for lesson in lessons:
+        try:
+            present.append((solution_path(cwd, lesson).stat().st_mtime, lesson.id))
+        except OSError:
+            continue
+    return max(present)[1] if present else DEFAULT_LESSON
 
 
 def ensure_solution(cwd: Path, lesson: Lesson) -> tuple[Path, bool]:
