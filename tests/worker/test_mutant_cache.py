@@ -76,3 +76,16 @@ def test_prune_keeps_the_newest_versions(tmp_path, versions):
     mutant_cache.prune(tmp_path, keep=3)
     left = sorted(p.name for p in tmp_path.iterdir())
     assert left == [f"v{i}" for i in range(max(0, versions - 3), versions)]
+
+
+def test_other_inputs_are_other_files(tmp_path):
+    """A `grade --seed` judge makes other inputs: the mutants' outputs on the lab's never stand
+    in for them."""
+    first = _judge(tmp_path)
+    first.verdict(LESSON, STEP, _payload(first, SOURCE), SOURCE, wait=True)
+    kept = {p.name for p in tmp_path.rglob("*.bin")}
+    seeded = _judge(tmp_path)
+    seeded._inputs[LESSON] = seeded.modules[LESSON].make_inputs(seed=7)
+    said = seeded.verdict(LESSON, STEP, _payload(seeded, SOURCE), SOURCE, wait=True)
+    assert _likely(said) == "likely.behaves_as"
+    assert len({p.name for p in tmp_path.rglob("*.bin")} - kept) == len(kept)

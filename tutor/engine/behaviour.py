@@ -253,12 +253,21 @@ class Behaviour:
             except (OSError, ValueError, KeyError):
                 ref, mistakes = "", []
             self._lessons[lesson] = (ref, mistakes, folder)
-            if self.cache_root is not None and ref:
-                if not self._caches:
-                    mutant_cache.prune(self.cache_root)
-                version = mutant_cache.fingerprint(folder, ref)
-                self._caches[lesson] = MutantCache(self.cache_root, version)
         return self._lessons[lesson]
+
+    def _cache(self, lesson: str, inputs) -> MutantCache | None:
+        """The disk cache for this lesson's mutants on these inputs (the judge's, always the
+        same ones for a lesson), or None."""
+        ref, _, folder = self.lesson(lesson)
+        if self.cache_root is None or not ref:
+            return None
+        if lesson not in self._caches:
+            if not self._caches:
+                mutant_cache.prune(self.cache_root)
+            version = mutant_cache.fingerprint(folder, ref)
+            digest = mutant_cache.inputs_digest(inputs)
+            self._caches[lesson] = MutantCache(self.cache_root, version, digest)
+        return self._caches[lesson]
 
     def _start(self, lesson: str, jobs: list[tuple[str, str, str]], inputs, wait: bool) -> None:
         limit = self._deadline - time.monotonic() if wait else RUN_LIMIT
@@ -297,7 +306,7 @@ class Behaviour:
         self.collect()
         keys = {(lesson, step, n) for n in sources}
         todo = [(step, n, s) for n, s in sources.items() if (lesson, step, n) not in self._leaves]
-        if (cache := self._caches.get(lesson)) is not None:
+        if (cache := self._cache(lesson, inputs)) is not None:
             for _, name, source in todo:
                 if (tree := cache.load(cache.path(step, name, source))) is not MISSING:
                     self._keep(lesson, step, name, tree)

@@ -2,7 +2,7 @@
 not once per judge: every `check`, every app started, every grading run shares them.
 
 A file's name is a hash of all that could change what the mutant computes (the tutor's code,
-the lesson's files, torch's and Python's versions, the step, the mutant's source), so a file is
+the lesson's files, torch's and Python's versions, the inputs, the step, the mutant's source), so a file is
 never stale: a change makes new names, and the folders of old versions are pruned. What is
 kept is the codec's payload (no pickle); a file that does not decode is removed and run again.
 Any error of the disk (read-only home, quota, NFS) costs the cache, never the verdict.
@@ -40,12 +40,46 @@ def fingerprint(lesson_folder: Path, reference: str) -> str:
     return h.hexdigest()[:24]
 
 
+def inputs_digest(inputs) -> str:
+    """A hash of the judge's inputs (a `grade --seed` makes others): tensors by their bytes,
+    generators by their state, containers by their items."""
+    import torch
+
+    h = hashlib.sha256()
+
+    def walk(x) -> None:
+        if isinstance(x, torch.Tensor):
+            t = x.detach().cpu().contiguous()
+            h.update(f"T{t.dtype}{tuple(t.shape)}".encode())
+            h.update(t.reshape(-1).view(torch.uint8).numpy().tobytes())
+        elif isinstance(x, torch.Generator):
+            walk(x.get_state())
+        elif isinstance(x, dict):
+            for k in sorted(x, key=repr):
+                h.update(repr(k).encode())
+                walk(x[k])
+        elif isinstance(x, (list, tuple)):
+            h.update(f"{type(x).__name__}{len(x)}".encode())
+            for v in x:
+                walk(v)
+        elif x is None or isinstance(x, (bool, int, float, str)):
+            h.update(repr(x).encode())
+        else:
+            h.update(type(x).__qualname__.encode())
+
+    walk(inputs)
+    return h.hexdigest()[:16]
+
+
 class MutantCache:
-    def __init__(self, root: Path, version: str):
+    def __init__(self, root: Path, version: str, inputs: str):
+        """version: fingerprint(); inputs: inputs_digest() of the judge's inputs."""
         self.folder = root / version
+        self.inputs = inputs
 
     def path(self, step: str, name: str, source: str) -> Path:
-        key = hashlib.sha256(f"{step}\0{name}\0{source}".encode()).hexdigest()[:32]
+        key = f"{step}\0{name}\0{source}\0{self.inputs}"
+        key = hashlib.sha256(key.encode()).hexdigest()[:32]
         return self.folder / f"{key}.bin"
 
     def load(self, path: Path) -> object:
