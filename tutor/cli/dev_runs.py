@@ -53,7 +53,9 @@ def run_checks(lesson: Lesson, mistakes: list[Mistake], timeout: float) -> list[
     if warmup:
         runs.append((str(lesson.warmup_path), lesson.warmup_path.read_text("utf-8"), order))
     try:
-        got = check_sources(lesson.id, runs, timeout=timeout, lesson_dir=lesson.folder)
+        # No views (nobody looks at them here), so the judge waits for the diagnosis from
+        # behaviour that a mistake may say it gets.
+        got = check_sources(lesson.id, runs, timeout=timeout, lesson_dir=lesson.folder, views=False)
     except WorkerGone as exc:
         return [Line(False, "dev.worker_failed", {"detail": exc})] + unusable
     starter, ref, *variants = got
