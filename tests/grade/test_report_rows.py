@@ -203,3 +203,23 @@ def test_the_report_in_chinese_names_them_too(unusual):
     rep = class_report(LM3, list(records.values()))
     html = report_html(LM3, rep, "zh")
     assert "需要关注的学生" in html and "尚未动手" in html and "交了空文件" in html
+
+
+def test_a_diagnosis_from_behaviour_is_grouped_by_the_mistake_it_names():
+    """Issue 26: students whose outputs equal a known mistake's are a row of that mistake, with
+    those the hand-written diagnosis named it for; two mistakes at once are a row each."""
+    softmax = {"key": "likely.softmax_batch_dim", "params": {}}
+    scale = {"key": "likely.scale_none", "params": {}}
+    heads = {"key": "likely.heads_no_transpose", "params": {}}
+    by_hand = record(LM3, "ann", [failing("multi-head", "likely.softmax_batch_dim")])
+    by_behaviour = record(
+        LM3, "bob", [failing("multi-head", "likely.behaves_as", mistake=softmax, n=3)]
+    )
+    two = record(
+        LM3, "cy", [failing("multi-head", "likely.behaves_as_two", first=heads, second=scale, n=4)]
+    )
+    got = rows(class_report(LM3, [by_hand, by_behaviour, two]))
+    assert ("multi-head", "likely.softmax_batch_dim", ["ann", "bob"]) in got, got
+    assert ("multi-head", "likely.heads_no_transpose", ["cy"]) in got, got
+    assert ("multi-head", "likely.scale_none", ["cy"]) in got, got
+    assert not [r for r in got if r[1].startswith("likely.behaves_as")], got

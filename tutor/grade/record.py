@@ -53,11 +53,25 @@ def mistakes_of(steps: list[StepResult]) -> list[dict]:
             found = [x for x in chosen if is_likely(x["key"])]
             if is_likely(key) or local_key(key) in MISTAKE_KEYS:
                 found = [message]
-            for likely in found:
+            for likely in [named for x in found for named in _named(x)]:
                 out.append(
                     {"step": step.id, "check": check.id, "id": likely["key"], "message": likely}
                 )
     return out
+
+
+def _named(likely: dict) -> list[dict]:
+    """The mistakes a diagnosis from behaviour names (engine/behaviour.py): the class report
+    groups students by the mistake, not by "your outputs equal a known mistake's"."""
+    from tutor.model.records import is_message
+    from tutor.text.i18n import local_key
+
+    key, params = local_key(likely["key"]), likely.get("params") or {}
+    if key == "likely.behaves_as" and is_message(params.get("mistake")):
+        return [params["mistake"]]
+    if key == "likely.behaves_as_two":
+        return [params[k] for k in ("first", "second") if is_message(params.get(k))] or [likely]
+    return [likely]
 
 
 def status_of(steps: list[StepResult], expected: list[str] | None = None) -> str:
