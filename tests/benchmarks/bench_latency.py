@@ -14,17 +14,24 @@ One run measures, on this machine:
               one tmux control-mode client; phase "tmux-spawn" starts `tmux capture-pane`
               per look (as a shell loop would). Their per-look cost is reported as overhead.
      plus a burst: 5 saves 20 ms apart, where only the last content's verdicts count.
+     Also from the trace: the "current-verdict" event, after the frame that shows the verdict of
+     the step on screen (the learner's), which may come before the other steps'.
+  1b. the floor app (_floor_app.py, issue #31; --no-floor skips it): a trivial Textual app that
+     watches the file as the app does and redraws one widget with what it read, in an 80×24 pane
+     of its own tmux server. It gets the same saves as the app, in turns (app, floor, app, …) in
+     the trace and tmux phases, measured the same two ways; the report gives the app's p50 over
+     the floor's, and the CPU per save of each one's processes (its tmux server's included).
   2. the cold approach: the seed notebook's four self-checks as a pytest file
      (cold_selfchecks_lm3.py) against the same kind of files, `python -m pytest -q FILE`
      per save, and the ratio cold p50 / app p50.
   3. start-up: launch → first painted screen, launch → first verdicts (a new folder with
      the starter; then a folder with an existing correct solution).
   4. memory: peak RSS (VmHWM) of the UI, the worker, the judge and the largest child,
-     sampled every 100 ms over the whole run, and PSS of the tree when idle.
+     sampled every 100 ms over the whole run, and PSS of the tree when idle (the floor's too).
 
 Machine load (loadavg, and the CPU share used by other processes during each phase) is
 reported next to the numbers: other jobs on a 2-core machine move them a lot.
-The tmux server is our own (-L attn-bench-PID), killed at the end.
+The tmux servers are our own (-L attn-bench-PID, and attn-bench-PID-floor), killed at the end.
 """
 
 from __future__ import annotations
@@ -38,6 +45,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -53,6 +61,7 @@ from _harness import (  # noqa: E402
     LoadWindow,
     MemorySampler,
     SpawnCapture,
+    TraceTail,
     capture_cost_ms,
     compile_tree,
     digest,
@@ -75,6 +84,11 @@ TARGETS = {
     "first_screen_ms": 1000,
     "first_verdict_ms": 4000,
     "ui_rss_mb": 120,
+    # issue #31: against the floor app in the same run (p50 / the floor's p50), and per learner
+    "floor_ratio_current": 2.0,
+    "floor_ratio_every": 3.0,
+    "cpu_ms_per_save": 80,
+    "idle_pss_mb": 250,
 }
 
 
@@ -83,8 +97,8 @@ TARGETS = {
 LOOK_PAUSE = [0.0]  # s between two looks at the pane (--look-pause)
 
 
-def wait_screen(capture, prev: str | None, timeout: float, pause: float | None = None):
-    """Look at the pane until the step marks settle on values other than `prev`."""
+def look_until(capture, seen, timeout: float, pause: float | None = None):
+    """Look at the pane until seen(lines): (time.time() then, the lines, looks), or None, None."""
     deadline = time.monotonic() + timeout
     looks = 0
     pause = LOOK_PAUSE[0] if pause is None else pause
@@ -92,12 +106,22 @@ def wait_screen(capture, prev: str | None, timeout: float, pause: float | None =
         lines = capture.capture()
         now = time.time()
         looks += 1
-        marks = step_marks(lines)
-        if settled(marks) and marks != prev:
-            return now, marks, looks
+        if seen(lines):
+            return now, lines, looks
         if pause:
             time.sleep(pause)
     return None, None, looks
+
+
+def wait_screen(capture, prev: str | None, timeout: float, pause: float | None = None):
+    """Look at the pane until the step marks settle on values other than `prev`."""
+
+    def new_marks(lines: list[str]) -> bool:
+        marks = step_marks(lines)
+        return settled(marks) and marks != prev
+
+    now, lines, looks = look_until(capture, new_marks, timeout, pause)
+    return now, lines and step_marks(lines), looks
 
 
 def screen_marks(capture) -> str | None:
@@ -140,6 +164,9 @@ def one_save(
     else:
         row["trace_ms"] = None
         row["marks"] = None
+    # Written after the frame that shows the current step's verdict, so before "verdicts" or with it.
+    current = trace.find("current-verdict", d)
+    row["current_ms"] = None if current is None else round((current["t"] - t0) * 1000, 2)
     problems = []
     if row["marks"] is not None and row["marks"] != row["expected"]:
         problems.append(f"verdicts {row['marks']} but this variant should give {row['expected']}")
@@ -158,7 +185,11 @@ def one_save(
     return row
 
 
-def save_series(sess, trace, n: int, label: str, capture, args) -> list[dict]:
+def save_series(
+    sess, trace, n: int, label: str, capture, args, floor=None, floor_capture=None
+) -> list[dict]:
+    """n saves to the app; with `floor`, each is followed by the same save to the floor app
+    (rows in floor.rows[label]), looked at through floor_capture when capture is given."""
     rows = []
     for i in range(n):
         kind = "correct" if i % 2 == 0 else BROKEN[(i // 2) % len(BROKEN)]
@@ -170,13 +201,108 @@ def save_series(sess, trace, n: int, label: str, capture, args) -> list[dict]:
         rows.append(row)
         if args.verbose:
             print(
-                f"  {label} {i:3d} {kind:13s} {method:8s} trace {row['trace_ms']} ms"
+                f"  {label} {i:3d} {row['kind']:13s} {method:8s} trace {row['trace_ms']} ms"
                 + (f"  screen {row.get('screen_ms')} ms" if capture else "")
-                + f"  {row['marks']} {row['problems'] or ''}",
+                + f"  current {row['current_ms']} ms  {row['marks']} {row['problems'] or ''}",
+                flush=True,
+            )
+        time.sleep(jitter(args.gap, args.jitter))
+        if floor is None:
+            continue
+        frow = floor_save(
+            floor,
+            row["kind"],  # the kind the app got (one_save may have changed it), the same size
+            method,
+            f"{label}-{i}-floor-{random.random():.9f}",
+            floor_capture if capture is not None else None,
+            args.timeout,
+        )
+        frow["i"] = i
+        floor.rows.setdefault(label, []).append(frow)
+        if args.verbose:
+            print(
+                f"  {label} {i:3d} {'floor':13s} {method:8s} trace {frow['trace_ms']} ms"
+                + (f"  screen {frow.get('screen_ms')} ms" if capture else "")
+                + f"  {frow['problems'] or ''}",
                 flush=True,
             )
         time.sleep(jitter(args.gap, args.jitter))
     return rows
+
+
+# ------------------------------------------------------------------ the floor app
+
+
+@dataclass
+class Floor:
+    """The floor app (_floor_app.py) in a tmux server of its own, so that its CPU (tmux's too)
+    is measured as the app's is."""
+
+    sess: AppSession
+    trace: TraceTail
+    tmux_pid: int
+    rows: dict[str, list[dict]] = field(default_factory=dict)
+
+    def own_pids(self) -> list[int]:
+        return self.sess.own_pids() + [self.tmux_pid]
+
+
+def start_floor(base: Path, socket: str, args) -> Floor:
+    """Launch the floor app on a correct file; returns once it has shown it."""
+    start_tmux_server(socket)
+    sess = AppSession(base / "floor", socket, "floor", root=args.root, python=args.python)
+    sess.command = [args.python, str(HERE / "_floor_app.py"), str(sess.learner)]
+    sess.learner.parent.mkdir(parents=True)
+    sess.learner.write_text(learner_text("correct", "floor-start"), encoding="utf-8")
+    sess.launch()
+    trace = sess.trace()
+    if trace.wait("verdicts", timeout=args.timeout) is None:
+        raise RuntimeError(f"the floor app showed nothing in {args.timeout} s")
+    return Floor(sess, trace, server_pid(socket))
+
+
+def floor_save(floor: Floor, kind: str, method: str, uid: str, capture, timeout: float) -> dict:
+    """One save to the floor app, as one_save makes it to the app: on screen when the pane
+    shows this content's digest (the floor draws nothing else that changes)."""
+    text = learner_text(kind, uid)
+    d = digest(text)
+    t0 = SAVERS[method](floor.sess.learner, text)
+    row: dict = {"kind": kind, "method": method, "digest": d, "t_write": t0}
+    problems = []
+    if capture is not None:
+        t_screen, _, looks = look_until(capture, lambda lines: any(d in x for x in lines), timeout)
+        row.update(
+            screen_ms=None if t_screen is None else round((t_screen - t0) * 1000, 2), looks=looks
+        )
+        if t_screen is None:
+            problems.append("the pane never showed the new content")
+    ev = floor.trace.wait("verdicts", d, timeout=timeout if capture is None else 5.0)
+    row["trace_ms"] = None if ev is None else round((ev["t"] - t0) * 1000, 2)
+    if ev is None:
+        problems.append("no verdicts event for this content")
+    row["problems"] = problems
+    return row
+
+
+def server_pid(socket: str) -> int:
+    out = subprocess.run(
+        ["tmux", "-L", socket, "display-message", "-p", "#{pid}"], capture_output=True, text=True
+    )
+    return int(out.stdout.strip() or 0)
+
+
+def stop_windows(win: LoadWindow, floor_win: LoadWindow | None) -> dict:
+    """The phase's load; the floor's CPU apart from the other processes'."""
+    out = win.stop()
+    if floor_win is not None:
+        f = floor_win.stop()
+        out["floor_cpu_ms"], out["floor_cpus"] = f["app_cpu_ms"], f["app_cpus"]
+        out["others_cpus"] = round(max(0.0, out["others_cpus"] - f["app_cpus"]), 2)
+    return out
+
+
+def ratio(a: float | None, b: float | None) -> float | None:
+    return round(a / b, 2) if a and b else None
 
 
 def bursts(sess, trace, n: int, capture, args, size: int = 5, spacing: float = 0.02) -> list[dict]:
@@ -364,9 +490,12 @@ def print_table(res: dict) -> None:
             if "app_cpu_ms_per_save" in v
             else ""
         )
+        floor = f", floor {v['floor_cpus']:.2f}" if "floor_cpus" in v else ""
+        if "floor_cpu_ms_per_save" in v:
+            per += f", floor {v['floor_cpu_ms_per_save']:.0f}"
         print(
             f"  phase {k:<11} {v['seconds']:6.1f} s  load {v['load_start']['1m']:.2f}→{v['load_end']['1m']:.2f}  "
-            f"CPUs busy: other processes {v['others_cpus']:.2f}, app {v['app_cpus']:.2f}, bench {v['bench_cpus']:.2f}{per}"
+            f"CPUs busy: other processes {v['others_cpus']:.2f}, app {v['app_cpus']:.2f}{floor}, bench {v['bench_cpus']:.2f}{per}"
         )
     print()
     print(f"  {'measure':<46} {'p50 / p95 / max':>24}  {'target':<11}")
@@ -387,6 +516,8 @@ def print_table(res: dict) -> None:
                 "≤60 / ≤150",
                 mark(t.get("save_p50") and t.get("save_p95")),
             )
+            c = res["save_verdict"]["current"]
+            line(f"  the current step's verdict only n={c['n']}", three(c))
         else:
             line(f"{title} n={s['n']}", three(s))
             line("  app trace, same saves", three(res["save_verdict"]["trace-in-" + key]))
@@ -399,6 +530,24 @@ def print_table(res: dict) -> None:
         s = res["save_verdict"].get("trace:" + kind)
         if s and s["n"]:
             line(f"  trace, {kind} files only n={s['n']}", three(s))
+    if "floor" in res:
+        f, fr = res["floor"]["save_shown"], res["floor_ratio"]
+        every = [t[k] for k in ("floor_trace", "floor_tmux") if k in t]
+        line(f"floor app: save→shown ms, trace n={f['trace']['n']}", three(f["trace"]))
+        if "tmux" in f:
+            line(f"floor app: save→shown ms, tmux n={f['tmux']['n']}", three(f["tmux"]))
+        line(
+            "app p50 / floor p50, every step: trace; tmux",
+            f"{fmt(fr['trace'], '×', 2)}; {fmt(fr['tmux'], '×', 2)}",
+            "≤3×",
+            mark(all(every) if every else None),
+        )
+        line(
+            "app p50 / floor p50, the current step: trace",
+            fmt(fr["current"], "×", 2) if fr["current"] else "— (no current-verdict event)",
+            "≤2×",
+            mark(t.get("floor_current")),
+        )
     b = res["burst"]["trace"]
     line(f"burst of 5 saves 20 ms apart: last → verdict n={b['n']}", three(b))
     line(
@@ -440,7 +589,24 @@ def print_table(res: dict) -> None:
         "peak RSS MB: worker / judge / largest child",
         f"{fmt(m['peak_mb']['worker'], digits=1)} / {fmt(m['peak_mb']['judge'], digits=1)} / {fmt(m['peak_mb']['children'], digits=1)}",
     )
-    line("PSS MB of the whole tree when idle", fmt(m["idle"].get("total_pss_mb"), digits=1))
+    line(
+        "PSS MB of the whole tree when idle" + ("; floor app" if "floor_idle" in m else ""),
+        fmt(m["idle"].get("total_pss_mb"), digits=1)
+        + (f"; {fmt(m['floor_idle']['total_pss_mb'], digits=1)}" if "floor_idle" in m else ""),
+        "≤250",
+        mark(t.get("idle_pss")),
+    )
+    pl = res["phase_load"]
+    for key in ("trace", "tmux"):
+        if key in pl:
+            line(
+                f"CPU ms per save, {key} phase: app"
+                + ("; floor" if "floor_cpus" in pl[key] else ""),
+                fmt(pl[key]["app_cpu_ms_per_save"])
+                + (f"; {fmt(pl[key]['floor_cpu_ms_per_save'])}" if "floor_cpus" in pl[key] else ""),
+                "≤80" if key == "trace" else "",
+                mark(t.get("cpu_per_save")) if key == "trace" else "",
+            )
     if res["problems"]:
         print("\nproblems:")
         for p in res["problems"][:20]:
@@ -494,6 +660,11 @@ def main(argv=None) -> int:
         help="the interpreter that runs the app, e.g. a venv's made as the README says (default: this "
         "one); the cold pytest runs always use this one",
     )
+    p.add_argument(
+        "--no-floor",
+        action="store_true",
+        help="no floor app (_floor_app.py) getting the same saves in turns with the app",
+    )
     p.add_argument("-v", "--verbose", action="store_true")
     args = p.parse_args(argv)
     if args.quick:
@@ -528,15 +699,10 @@ def main(argv=None) -> int:
         "problems": [],
     }
     sessions = []
+    floor = None
+    floor_socket = socket + "-floor"
     try:
-        tmux_pid = int(
-            subprocess.run(
-                ["tmux", "-L", socket, "display-message", "-p", "#{pid}"],
-                capture_output=True,
-                text=True,
-            ).stdout.strip()
-            or 0
-        )
+        tmux_pid = server_pid(socket)
 
         # --- the main session: start-up, saves, bursts, memory
         sess = AppSession(base / "app-0", socket, "app0", root=args.root, python=args.python)
@@ -550,24 +716,34 @@ def main(argv=None) -> int:
         sampler.start()
         own = lambda: sess.own_pids() + [tmux_pid]  # noqa: E731
         all_rows: dict[str, list] = {}
+        if not args.no_floor:
+            print("the floor app …", flush=True)
+            floor = start_floor(base, floor_socket, args)
+        floor_window = lambda: floor and LoadWindow(floor.own_pids)  # noqa: E731
+        with_floor = " (and as many to the floor app, in turns)" if floor else ""
 
-        print(f"{args.saves} saves, trace only …", flush=True)
+        print(f"{args.saves} saves, trace only{with_floor} …", flush=True)
         time.sleep(0.5)
-        win = LoadWindow(own)
-        all_rows["trace"] = save_series(sess, trace, args.saves, "trace", None, args)
-        res["phase_load"]["trace"] = win.stop()
+        win, fwin = LoadWindow(own), floor_window()
+        all_rows["trace"] = save_series(sess, trace, args.saves, "trace", None, args, floor)
+        res["phase_load"]["trace"] = stop_windows(win, fwin)
         print(f"{args.bursts} bursts …", flush=True)
         win = LoadWindow(own)
         burst_rows = bursts(sess, trace, args.bursts, None, args)
         res["phase_load"]["burst"] = win.stop()
 
-        print(f"{args.tmux_saves} saves, tmux control-mode looks …", flush=True)
+        print(f"{args.tmux_saves} saves, tmux control-mode looks{with_floor} …", flush=True)
         cap = ControlCapture(sess.tmux, sess.name)
-        win = LoadWindow(own)
-        all_rows["tmux"] = save_series(sess, trace, args.tmux_saves, "tmux", cap, args)
-        res["phase_load"]["tmux"] = win.stop()
+        floor_cap = floor and ControlCapture(floor.sess.tmux, floor.sess.name)
+        win, fwin = LoadWindow(own), floor_window()
+        all_rows["tmux"] = save_series(
+            sess, trace, args.tmux_saves, "tmux", cap, args, floor, floor_cap
+        )
+        res["phase_load"]["tmux"] = stop_windows(win, fwin)
         look_control = capture_cost_ms(cap)
         cap.close()
+        if floor_cap:
+            floor_cap.close()
 
         spawn = SpawnCapture(sess.tmux, sess.name)
         if args.spawn_saves:
@@ -591,6 +767,9 @@ def main(argv=None) -> int:
             "worker_pids": sorted(sampler.workers),
             "children_seen": len(sampler.children_seen),
         }
+        if floor:
+            res["memory"]["floor_idle"] = MemorySampler(floor.sess.ui_pid).snapshot()
+            floor.sess.quit()
         res["quit"] = [sess.quit()]
 
         # --- more launches: a folder that already holds a correct solution
@@ -634,6 +813,7 @@ def main(argv=None) -> int:
                 "screen_minus_trace_ms": summary_ms(diff),
                 "looks_per_save": summary_ms(r.get("looks") for r in rows),
             }
+        sv["current"] = summary_ms(r["current_ms"] for r in all_rows["trace"])
         for kind in ("correct",) + BROKEN:
             sv["trace:" + kind] = summary_ms(
                 r["trace_ms"] for r in all_rows["trace"] if r["kind"] == kind
@@ -652,6 +832,26 @@ def main(argv=None) -> int:
             res["phase_load"][key]["app_cpu_ms_per_save"] = round(
                 res["phase_load"][key]["app_cpu_ms"] / max(1, len(rows)), 1
             )
+        if floor:  # the same figures for the floor app's saves, and the app's p50 over the floor's
+            fsv = {"trace": summary_ms(r["trace_ms"] for r in floor.rows["trace"])}
+            if floor.rows.get("tmux"):
+                fsv["tmux"] = summary_ms(r.get("screen_ms") for r in floor.rows["tmux"])
+                fsv["trace-in-tmux"] = summary_ms(r["trace_ms"] for r in floor.rows["tmux"])
+            for key, rows in floor.rows.items():
+                res["phase_load"][key]["floor_cpu_ms_per_save"] = round(
+                    res["phase_load"][key]["floor_cpu_ms"] / max(1, len(rows)), 1
+                )
+                res["problems"] += [
+                    f"floor {key} save {r['i']} ({r['kind']}, {r['method']}): {x}"
+                    for r in rows
+                    for x in r["problems"]
+                ]
+            res["floor"] = {"save_shown": fsv, "saves": floor.rows}
+            res["floor_ratio"] = {
+                "current": ratio(sv["current"]["p50"], fsv["trace"]["p50"]),
+                "trace": ratio(sv["trace"]["p50"], fsv["trace"]["p50"]),
+                "tmux": ratio(sv.get("tmux", {}).get("p50"), fsv.get("tmux", {}).get("p50")),
+            }
         res["tmux_overhead"] = overhead
         res["burst"] = {
             "trace": summary_ms(r["trace_ms"] for r in burst_rows),
@@ -685,12 +885,22 @@ def main(argv=None) -> int:
             "first_screen": all(x is not None and x <= TARGETS["first_screen_ms"] for x in fs),
             "first_verdict": all(x is not None and x <= TARGETS["first_verdict_ms"] for x in fv),
             "ui_rss": res["memory"]["peak_mb"]["ui"] <= TARGETS["ui_rss_mb"],
+            "cpu_per_save": res["phase_load"]["trace"]["app_cpu_ms_per_save"]
+            <= TARGETS["cpu_ms_per_save"],
+            "idle_pss": res["memory"]["idle"]["total_pss_mb"] <= TARGETS["idle_pss_mb"],
         }
+        for key, r in res.get("floor_ratio", {}).items():  # a figure the run could not make: none
+            limit = TARGETS["floor_ratio_current" if key == "current" else "floor_ratio_every"]
+            if r is not None:
+                res["targets_check"]["floor_" + key] = r <= limit
     finally:
         for s in sessions:
             if s.ui_pid:
                 s.quit(timeout=5)
+        if floor and floor.sess.ui_pid:
+            floor.sess.quit(timeout=5)
         kill_tmux_server(socket)
+        kill_tmux_server(floor_socket)
         res["load"]["end"] = loadavg()
         if not args.keep:
             shutil.rmtree(base, ignore_errors=True)

@@ -199,6 +199,8 @@ class CheckingApp(AnswersApp):
             self.call_after_refresh(
                 self.remember, wait=False
             )  # after the paint, and not in the way of the next
+        if self.running_digest and self.step.id not in self.running:  # the learner's step drawn
+            self.call_after_refresh(trace, "current-verdict", digest=self.running_digest)
         checked_running = self.running & {s.id for s in self.lesson.checked_steps}
         if self.running_digest and not checked_running:
             self.call_after_refresh(

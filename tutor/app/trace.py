@@ -1,5 +1,6 @@
 """Timestamps for the benchmarks: set ATTN_TUTOR_TRACE=FILE and the app appends one JSON line
-per event (first screen, verdicts on screen for a given file content). Off by default."""
+per event (first screen; the current step's verdict, then every step's, on screen for a given
+file content). Off by default."""
 
 from __future__ import annotations
 
