@@ -213,10 +213,16 @@ def install_worker(w) -> None:
     wrap(
         w.Supervisor,
         "handle_request",
+        # Requests are the protocol's dataclasses (tutor.engine.protocol): read by attribute.
         before=lambda self, req: emit(
-            "w_handle", type=req.get("type"), gen=req.get("gen"), d=dig(req.get("source"))
+            "w_handle",
+            type=req.type,
+            gen=getattr(req, "gen", None),
+            d=dig(getattr(req, "source", None)),
         ),
-        after=lambda r, self, req: emit("w_handle_end", type=req.get("type"), gen=req.get("gen")),
+        after=lambda r, self, req: emit(
+            "w_handle_end", type=req.type, gen=getattr(req, "gen", None)
+        ),
     )
 
     def after_spawn(job, self, gen, lesson, steps, source, *a, **k):
