@@ -115,6 +115,7 @@ class Runner:
         self.pid = os.fork()
         if self.pid == 0:  # pragma: no cover - the forked runner
             try:
+                signal.signal(signal.SIGALRM, signal.SIG_DFL)  # the alarm ends it
                 signal.alarm(int(limit) + 1)
                 quiet = os.open(os.devnull, os.O_WRONLY)  # a mutant's warnings are nobody's
                 os.dup2(quiet, 1)
