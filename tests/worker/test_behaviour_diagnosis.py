@@ -149,3 +149,19 @@ def test_named_from_behaviour(run_unwatched, case):
                 full = next(k for k in i18n.catalog(lang) if local(k) == key)
                 first = i18n.catalog(lang)[full].split("{")[0][:12]
                 assert first in text, (lang, key, text)
+
+
+def test_a_mistake_with_no_name_is_never_said_by_its_id(run_unwatched):
+    """lab-02's scores_k_dot_T (`k.T` on batched tensors) has no diagnosis of its own and
+    raises: the learner who makes it gets the raise explained, never "the known mistake
+    `scores_k_dot_T`" (an id is the lesson's word, not the learner's)."""
+    source = REFERENCE["lab-02"].replace("k.transpose(-2, -1)", "k.T")
+    assert source != REFERENCE["lab-02"]
+    result = run_unwatched("lab-02", source)["scores"]
+    assert result.status == "error", result
+    for lang in ("en", "zh"):
+        for check in result.checks:
+            if check.status != "pass":
+                text = check_record_text(check, lang).diagnosis or ""
+                assert "scores_k_dot_T" not in text, (lang, text)
+    assert "behaves_as" not in repr(result), result

@@ -236,7 +236,7 @@ class Behaviour:
         self._leaves: dict[tuple[str, str, str], dict] = {}  # (lesson, step, name) -> leaves
         self._differs: dict[tuple[str, str, str], frozenset[str]] = {}  # vs the reference
         self._trees: dict[tuple[str, str, str], object] = {}
-        self._says: dict[tuple[str, str, str], dict] = {}
+        self._says: dict[tuple[str, str, str], dict | None] = {}
         self._deadline = 0.0  # the current explain's, for every batch it runs
         self._running: dict[Runner, str] = {}  # runner -> its lesson
         self._queued: list[tuple[str, list[tuple[str, str, str]], object]] = []  # +inputs
@@ -355,7 +355,9 @@ class Behaviour:
 
     def says(self, lesson: str, step: str, name: str, mistake: Mistake, inputs, source: str):
         """What a mistake is, as a message: its `diagnosis` in mistakes.toml, else the
-        diagnosis the step's judge gives its own outputs, else its id."""
+        diagnosis the step's judge gives its own outputs, else None: a mistake's id is the
+        lesson's, never the learner's words (dev check's run of the mistakes shows a mistake
+        that says it is named from behaviour and is not)."""
         key = (lesson, step, name)
         if key in self._says:
             return self._says[key]
@@ -380,7 +382,6 @@ class Behaviour:
                     if not is_generic({"key": d.key, "params": d.params}):
                         said = {"key": d.key, "params": d.params}
                         break
-        said = said or {"key": "likely.behaves_as_id", "params": {"id": name}}
         self._says[key] = said
         return said
 
@@ -406,9 +407,15 @@ class Behaviour:
             for i in mine
             if (n := closest.exact(learner, telling, *self._mutant(lesson, step, i)))
         ]
-        if found:
-            n, best = max(found, key=lambda f: (f[0], f[1] in source))
-            said = self.says(lesson, step, best, mine[best], inputs, source)
+        if found:  # a known mistake computes the same: named, or nothing more is said
+            named = [
+                (n, i, said)
+                for n, i in found
+                if (said := self.says(lesson, step, i, mine[i], inputs, source)) is not None
+            ]
+            if not named:
+                return None
+            n, _, said = max(named, key=lambda f: (f[0], f[1] in source))
             return {"key": "likely.behaves_as", "params": {"mistake": said, "n": n}}
         if not complete:  # one still to run may be the one
             return None
@@ -417,6 +424,8 @@ class Behaviour:
             (a, b), n = pair
             first = self.says(lesson, step, a, mine[a], inputs, source)
             second = self.says(lesson, step, b, mine[b], inputs, source)
+            if first is None or second is None:
+                return None
             return {
                 "key": "likely.behaves_as_two",
                 "params": {"first": first, "second": second, "n": n},
