@@ -479,8 +479,9 @@ def require_built(v, made, size):
         )
 
 
-def labels_of(sizes) -> list[str]:
-    return [", ".join(f"{n}={s}" for n, s in zip(NAMES, size, strict=False)) for size in sizes]
+def labels_of(sizes) -> list[list[str]]:
+    """Each size as a list, which the catalogs join as each language writes a list."""
+    return [[f"{n}={s}" for n, s in zip(NAMES, size, strict=False)] for size in sizes]
 
 
 def explain_size(defs):
@@ -1085,7 +1086,7 @@ def judge_discipline(v, outputs, inputs, jctx):
                 False,
                 "check.cache_growth",
                 n=t + 1,
-                lengths=", ".join(map(str, lengths)),
+                lengths=lengths,
                 v_len=v_len,
                 likely=msg("likely.value_not_appended")
                 if lengths[-1] == t + 1
@@ -1261,7 +1262,7 @@ def judge_layer_state(v, state, case, cl):
         "state-unchanged",
         not extra,
         "check.layer_buffers",
-        names=", ".join(extra),
+        names=extra,
         likely=msg("likely.cache_buffer_registered"),
     )
     v.expect("state-unchanged", True)
@@ -1412,7 +1413,7 @@ def cost_remarks(measured, s, B, d):
     blank = [T for T in lengths_up_to(s["t_max"]) if measured.get(T, (None, None))[1] is None]
     if blank:
         T = blank[0]
-        rows = ", ".join(map(str, blank))
+        rows = blank
         out.append(
             note(
                 msg("visual.cost_blank_too_big", T=rows, s=COST_BUDGET)
@@ -1426,7 +1427,7 @@ def cost_remarks(measured, s, B, d):
         if isinstance(c, (int, float)) and isinstance(f, (int, float)) and c > f
     ]
     if inverted:
-        out.append(note(msg("visual.cost_noisy", T=", ".join(map(str, inverted)))))
+        out.append(note(msg("visual.cost_noisy", T=inverted)))
     return out
 
 

@@ -137,8 +137,9 @@ def ref_output(q, k, v):
     return _output_once(q, k, v)
 
 
-def qkv_label(case) -> str:
-    return "q, k, v " + shape_str(case["q"].shape)
+def qkv_label(case) -> list[str]:
+    """q, k, v and their shape, as a list the catalogs join as each language writes a list."""
+    return ["q", "k", "v " + shape_str(case["q"].shape)]
 
 
 # ---------------------------------------------------------------- calls kept apart
@@ -1085,9 +1086,7 @@ def diagonal_view(outputs) -> list:
     if not (isinstance(diag, torch.Tensor) and diag.dim() == 4):
         return [heading(msg("visual.ex2_title")), waiting(msg("visual.ex_waiting"))]
     rows = [i for i, r in enumerate(diag[0, 0]) if not torch.isfinite(r).all()]
-    said = (
-        msg("visual.ex2_nan", rows=", ".join(map(str, rows))) if rows else msg("visual.ex2_no_nan")
-    )
+    said = msg("visual.ex2_nan", rows=rows) if rows else msg("visual.ex2_no_nan")
     return [
         heading(msg("visual.ex2_title")),
         heatmap(round_matrix(diag[0, 0]), msg("visual.ex2_heatmap")),

@@ -480,8 +480,9 @@ def judge_single_case(v, call, case, size):
     v.expect("matches-pytorch", True)
 
 
-def sizes_label(names, size) -> str:
-    return ", ".join(f"{n}={s}" for n, s in zip(names, size, strict=False))
+def sizes_label(names, size) -> list[str]:
+    """A size as a list, which the catalogs join as each language writes a list."""
+    return [f"{n}={s}" for n, s in zip(names, size, strict=False)]
 
 
 def explain_single(seed, size, source):

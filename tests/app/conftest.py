@@ -62,7 +62,7 @@ def pin_measured_times(result: StepResult) -> None:
         T
         for item in view
         if note_key(item).endswith("cost_blank_too_big")
-        for T in str(item["text"]["params"]["T"]).split(", ")
+        for T in map(str, item["text"]["params"]["T"])
     }
     for item in view:
         if item.get("kind") != "table":

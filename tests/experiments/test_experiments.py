@@ -105,7 +105,7 @@ def test_exercises_entropy_nan_row_and_heads():
     diagonal = items(view, "heatmap")[0]
     assert all(v is None for v in diagonal["matrix"][0])
     (nan,) = [n for n in items(view, "note") if key_of(n["text"]).endswith("ex2_nan")]
-    assert nan["text"]["params"]["rows"] == "0"
+    assert nan["text"]["params"]["rows"] == [0]
     # Changing head 0's Q moves head 0 only: before and after side by side, per head.
     pairs = [r["items"] for r in items(view, "row")]
     assert len(pairs) == 2

@@ -150,7 +150,7 @@ def test_a_row_without_times_says_why_and_inverted_times_are_called_noisy():
     # Measured: T = 16 inverted, T = 32 in order, T = 64 not reached (the budget ran out).
     said = list(texts(checks.cost_remarks({16: (3.0, 1.0), 32: (1.0, 4.0)}, settings, 1, 128)))
     assert [(r["key"].rsplit(".", 1)[-1], r["params"]["T"]) for r in said] == [
-        ("cost_blank_out_of_time", "64"),
-        ("cost_noisy", "16"),
+        ("cost_blank_out_of_time", [64]),
+        ("cost_noisy", [16]),
     ]
     assert not checks.cost_remarks({16: (1.0, 3.0), 32: (2.0, 9.0), 64: (3, 30)}, settings, 1, 128)

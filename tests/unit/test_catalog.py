@@ -226,3 +226,10 @@ def test_closing_up_keeps_literal_braces_formats_and_spaces_between_fields():
         for literal, name, spec, conv in parts
     )
     assert out == "{字面} 与中文和   x 文字之后"
+
+
+def test_a_list_of_numbers_is_joined_as_each_language_writes_it():
+    # 「第 0、3 行」 in Chinese, "rows 0, 3" in English; an int too long for str() still renders.
+    assert i18n.localize([0, 3], "zh") == "0、3"
+    assert i18n.localize([0, 3], "en") == "0, 3"
+    assert isinstance(i18n.localize([10**5000], "en"), str)

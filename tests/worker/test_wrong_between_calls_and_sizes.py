@@ -53,7 +53,7 @@ def test_the_literal_message_quotes_the_line_and_the_number(run):
         "name": "d_k",
         "line": line,
         "code": "math.sqrt(8)",
-        "now": "d_k=16",
+        "now": ["d_k=16"],
     }
 
 

@@ -232,7 +232,7 @@ def large_scores_check(
 
 
 def judge_other_sizes(
-    v: Verdict, calls: list, cases: list, labels: list[str], judge_case, explain=None
+    v: Verdict, calls: list, cases: list, labels: list, judge_case, explain=None
 ) -> None:
     """Judge the sizes after the notebook's one; report the first that fails as one check.
 
@@ -284,7 +284,7 @@ def literal_explanation(source: str, defs, names, seed, size) -> dict | None:
         name=label,
         line=where.line,
         code=where.code,
-        now=", ".join(f"{n}={b}" for n, b in by_value[size_of[label]]),
+        now=[f"{n}={b}" for n, b in by_value[size_of[label]]],
     )
 
 
@@ -299,20 +299,14 @@ def squeeze_explanation(source: str, defs, names, seed, size) -> dict | None:
     """A bare `squeeze()`, at a size with a 1 where the lab has none."""
     ones = [n for n, a, b in zip(names, seed, size, strict=False) if b == 1 and a != 1]
     found = squeezes(source, frozenset(defs)) if ones else None
-    return (
-        msg("likely.squeeze", line=found.line, code=found.code, ones=", ".join(ones))
-        if found
-        else None
-    )
+    return msg("likely.squeeze", line=found.line, code=found.code, ones=ones) if found else None
 
 
 def differ_explanation(names, seed, size) -> dict:
     """What differs at this size, the lab's value in brackets: T=9 (6), d_k=32 (8)."""
     return msg(
         "likely.sizes_differ",
-        diff=", ".join(
-            f"{n}={b} ({a})" for n, a, b in zip(names, seed, size, strict=False) if a != b
-        ),
+        diff=[f"{n}={b} ({a})" for n, a, b in zip(names, seed, size, strict=False) if a != b],
     )
 
 

@@ -114,11 +114,11 @@ def _field_text(name: str, spec: str, conversion: str | None, values: dict) -> s
 
 
 def _plain(value) -> str:
-    if isinstance(value, int) and not isinstance(value, bool):
-        return f"(an integer of {value.bit_length()} bits)"  # str() refuses past 4300 digits
     try:
         return str(value)
     except Exception:
+        if isinstance(value, int):  # str() refuses an int past 4300 digits
+            return f"(an integer of {value.bit_length()} bits)"
         return type(value).__name__
 
 
