@@ -590,7 +590,8 @@ async def test_a_new_failure_is_in_view_after_a_scroll(make_app, engine_results)
         assert (
             round(panel.scroll_y) <= panel.anchor_lines("failure")[0]
         )  # near the top: at most the status above
-        assert "Likely mistake: 0, not -inf" in screen_shot_text(app)  # the diagnosis, first
+        # The diagnosis, first (its first line: the message wraps in the panel).
+        assert "Likely mistake: the future scores were filled" in screen_shot_text(app)
 
 
 async def test_h_shows_the_new_hint_and_keeps_the_failure_in_view(make_app):
@@ -602,7 +603,10 @@ async def test_h_shows_the_new_hint_and_keeps_the_failure_in_view(make_app):
         await settle(pilot)
         assert visible(app, "failure") and visible(app, "hint")
         shot = screen_shot_text(app)
-        assert t("ui.hint", "en", n=1, total=3) in shot and "Likely mistake: 0, not -inf" in shot
+        assert (
+            t("ui.hint", "en", n=1, total=3) in shot
+            and "Likely mistake: the future scores were filled" in shot  # its first line
+        )
         for n in (2, 3):  # three hints and a failure do not fit at 80×24: the newest is in view
             await pilot.press("h")
             await settle(pilot)
