@@ -35,7 +35,8 @@ def test_the_next_worker_removes_what_a_killed_one_left():
     finally:
         first.close()
     assert all(os.path.isdir(s) for s in scratch), "left behind, as a killed worker leaves them"
-    assert cgroup is None or os.path.isdir(cgroup)
+    # Its pids cgroup is left too, but any worker that starts meanwhile (another test's, under
+    # xdist) sweeps it at once, as the next one must: gone already is that sweep, not a miss.
 
     second = LiveWorker(STEP_TIMEOUT)
     second.start()
