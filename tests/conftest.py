@@ -23,7 +23,13 @@ def _run_cache(tmp_path_factory):
     root = base.parent if base.name.startswith("popen-gw") else base
     before = os.environ.get("XDG_CACHE_HOME")
     os.environ["XDG_CACHE_HOME"] = str(root / "xdg-cache")
+    # Module- and session-scoped fixtures run before the per-test cwd below: they too must not
+    # start the CLI in the checkout, where the README's run command leaves attn-lab/ (with a
+    # language chosen there: a grade fixture wrote its report in Chinese).
+    cwd = os.getcwd()
+    os.chdir(tmp_path_factory.mktemp("session-cwd"))
     yield
+    os.chdir(cwd)
     if before is None:
         os.environ.pop("XDG_CACHE_HOME", None)
     else:

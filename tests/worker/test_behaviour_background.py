@@ -77,9 +77,17 @@ def test_mutants_out_of_time_run_again_later(judge, monkeypatch):
     'no match': the next failing save runs them again and names the mistake."""
     source = REFERENCE[LESSON].replace(*FILL)
     payload = _payload(judge, source)
-    monkeypatch.setattr(behaviour, "RUN_LIMIT", 0.05)
+    probe = behaviour._probe
+
+    def slow(*args):  # in the forked runner: a machine too busy to run them all in time
+        time.sleep(0.2)
+        return probe(*args)
+
+    monkeypatch.setattr(behaviour, "_probe", slow)
+    monkeypatch.setattr(behaviour, "RUN_LIMIT", 0.5)
     cut = judge.verdict(LESSON, STEP, payload, source, wait=True)
     assert _likely(cut) not in behaviour_keys()
+    monkeypatch.setattr(behaviour, "_probe", probe)
     monkeypatch.setattr(behaviour, "RUN_LIMIT", 60.0)
     again = judge.verdict(LESSON, STEP, payload, source, wait=True)
     assert _likely(again) == "likely.behaves_as", again
