@@ -1075,18 +1075,23 @@ async def test_l_switches_the_language_in_every_box(make_app, workspace, box):
         assert app.lesson.steps[0].title["zh"][:4] in screen_shot_text(app)  # the lesson too
 
 
+async def _palette_shot(pilot, app, query: str) -> str:
+    """The screen after Ctrl+P and `query` typed into the palette."""
+    await settle(pilot)
+    await pilot.press("ctrl+p")
+    await settle(pilot)
+    await pilot.press(*query)
+    await pilot.pause(0.5)
+    await settle(pilot)
+    return screen_shot_text(app)
+
+
 @pytest.mark.parametrize("query", ["lab-02", "02"])
 async def test_the_command_palette_finds_a_lesson_by_its_id(make_app, query):
     """Issue #28, 4: typing a lesson's id in Ctrl+P found nothing."""
     app, results = make_app("lm3-l3")
     async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
-        await pilot.press("ctrl+p")
-        await settle(pilot)
-        await pilot.press(*query)
-        await pilot.pause(0.5)
-        await settle(pilot)
-        shot = screen_shot_text(app)
+        shot = await _palette_shot(pilot, app, query)
         assert get_lesson("lab-02").title["en"][:20] in shot, shot
 
 
@@ -1097,13 +1102,7 @@ async def test_the_command_palette_finds_the_lesson_that_is_open_too(make_app, q
     lessons by id: the open lesson is listed too, said to be open, and choosing it stays."""
     app, results = make_app("lab-02", step_id="mask", lang=lang)
     async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
-        await pilot.press("ctrl+p")
-        await settle(pilot)
-        await pilot.press(*query)
-        await pilot.pause(0.5)
-        await settle(pilot)
-        shot = screen_shot_text(app)
+        shot = await _palette_shot(pilot, app, query)
         title = get_lesson("lab-02").title[lang]
         assert t("ui.command_lesson_open", lang, title=title, id="lab-02")[:12] in shot, shot
         await pilot.press("enter")
