@@ -714,6 +714,26 @@ async def test_after_a_pass_the_results_say_what_next_and_s_shows_the_solution(m
         assert not isinstance(app.screen, SolutionScreen)
 
 
+@pytest.mark.parametrize("lang", ["en", "zh"])
+async def test_the_solutions_long_lines_go_on_under_their_indentation(make_app, lang):
+    """At 80×24 reference lines are wider than the box: each continues under its own indentation
+    (it went on from the left edge, reading as a statement outside the function)."""
+    from tutor.app.solution import SolutionScreen
+
+    app, results = make_app("lm3-l3", lang=lang)  # the reference: every step passes
+    async with app.run_test(size=SIZE) as pilot:
+        app.apply_results(results)
+        await settle(pilot)
+        await pilot.press("s")
+        await settle(pilot)
+        assert isinstance(app.screen, SolutionScreen)
+        rows = "\n".join(render_text(w) for w in app.screen.query(Static)).split("\n")
+        start = next(i for i, r in enumerate(rows) if "future = torch.triu(" in r)
+        assert rows[start].startswith("    future")
+        went_on = rows[start + 1]
+        assert went_on.startswith(" " * 8) and went_on.strip(), rows[start : start + 3]
+
+
 async def test_an_experiment_shows_in_the_step_list_how_its_run_went(make_app):
     app, results = make_app("lm3-l3")
     async with app.run_test(size=SIZE) as pilot:

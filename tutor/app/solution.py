@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from rich.syntax import Syntax
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
@@ -10,6 +9,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from tutor.app.language import switch_language
+from tutor.render.code_block import CodeBlock
 from tutor.render.wrap import Wrapped
 from tutor.text.i18n import t
 
@@ -31,10 +31,10 @@ class SolutionScreen(ModalScreen[None]):
             )
             if self.diff:
                 yield Static(Wrapped(t("ui.solution_diff", self.lang), style="dim"))
-                yield Static(Syntax(self.diff, "diff", theme="ansi_dark", word_wrap=True))
+                yield Static(CodeBlock(self.diff, "diff"))
             else:
                 yield Static(Wrapped(t("ui.solution_same", self.lang), style="dim"))
-                yield Static(Syntax(self.reference, "python", theme="ansi_dark", word_wrap=True))
+                yield Static(CodeBlock(self.reference, "python"))
             yield Static(Wrapped(t("ui.solution_close", self.lang), style="dim"))
 
     def action_close(self) -> None:
