@@ -294,3 +294,27 @@ def test_bad_usage_exits_2(args):
 def test_dev_check_help_in_both_languages():
     assert "LESSON|PATH" in run("dev", "check", "--help").stdout
     assert "课程" in run("dev", "check", "--help", "--lang", "zh").stdout
+
+
+def test_dev_check_into_a_closed_pipe_keeps_the_failures_exit_code(tmp_path):
+    """`dev check | head` with the reader gone before the verdict: exit 1 still, as without the
+    pipe (it exited 0, the code of a lesson that passes)."""
+    import os
+    import subprocess
+    import sys
+
+    folder = copy_lesson(tmp_path, "lm3-l3")
+    toml_path = folder / "lesson.toml"
+    toml_path.write_text(toml_path.read_text().replace("format_version = 1", "format_version = 2"))
+    read, write = os.pipe()
+    child = subprocess.Popen(
+        [sys.executable, "-m", "tutor", "dev", "check", str(folder)],
+        stdout=write,
+        stderr=subprocess.PIPE,
+        cwd=tmp_path,
+        env=dict(os.environ, PYTHONPATH=str(ROOT)),
+    )
+    os.close(write)
+    os.close(read)
+    err = child.stderr.read().decode()
+    assert child.wait(timeout=120) == 1 and err == "", err

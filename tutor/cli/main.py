@@ -480,17 +480,25 @@ def cmd_dev_check(args, lang: str) -> int:
     folders = _dev_folders(args.target, lang)
     ok = True
     for i, folder in enumerate(folders):
-        if i:
-            print()
-        print(t("dev.header", lang, lesson=folder.name, path=folder))
         lines = dev_check(folder, timeout=args.dev_timeout or args.timeout or DEV_TIMEOUT)
+        passed = sum(line.ok for line in lines)
+        ok = ok and passed == len(lines)
+        out = ([""] if i else []) + [t("dev.header", lang, lesson=folder.name, path=folder)]
         for line in lines:
             mark = "!" if line.warn else MARKS["pass"] if line.ok else MARKS["fail"]
-            print(f"{mark} {t(line.key, lang, **line.params)}")
-        passed = sum(line.ok for line in lines)
-        print(t("dev.summary", lang, passed=passed, total=len(lines)))
-        ok = ok and passed == len(lines)
+            out.append(f"{mark} {t(line.key, lang, **line.params)}")
+        out.append(t("dev.summary", lang, passed=passed, total=len(lines)))
+        _print_for_a_reader_who_may_leave(out)
     return 0 if ok else 1
+
+
+def _print_for_a_reader_who_may_leave(lines: list[str]) -> None:
+    """Print `lines`; if stdout's reader has gone (`dev check | head`), print nothing more and
+    go on, so that the lessons not yet checked still decide the exit code."""
+    try:
+        print("\n".join(lines), flush=True)
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
 def cmd_app(args, lang_cli: str | None) -> int:
