@@ -13,9 +13,9 @@ from tutor.render.views import (
     Context,
     Packed,
     Questions,
+    by_question,
     draw_questions,
     draw_view,
-    spoilers,
     text_of,
 )
 
@@ -95,7 +95,7 @@ def test_an_after_answer_item_shows_under_its_question_only_once_answered_or_ask
 
     def shown(answers, show_model=False):
         q = Questions(questions, answers, ("m1", "m2"), show_model, "attn-lab/x-answers.md")
-        return "\n".join(lines(draw_questions(q, Context("en"), spoilers(view)), width=80))
+        return "\n".join(lines(draw_questions(q, Context("en"), by_question(view)), width=80))
 
     assert "head_dim" not in shown({})
     assert "head_dim" not in shown({0: "an answer to the first"})
@@ -105,6 +105,26 @@ def test_an_after_answer_item_shows_under_its_question_only_once_answered_or_ask
     assert (
         "head_dim = 64" in asked and "m2" not in asked
     )  # m: the numbers, not an unasked model answer
+
+
+def test_a_with_question_item_shows_under_its_question_before_its_answer():
+    view = [
+        v.with_question(1, v.note("entropy **0.12**")),
+        v.after_answer(1, v.note("the why")),
+    ]
+    assert draw_view(view, Context("en")) == []
+    q = Questions(("First?", "Second?"), {}, ("m1", "m2"), False, "x-answers.md")
+    text = "\n".join(lines(draw_questions(q, Context("en"), by_question(view)), width=80))
+    assert text.index("First?") < text.index("entropy 0.12") < text.index("Press 1")
+    assert text.index("entropy 0.12") < text.index("Second?") and "the why" not in text
+    q.answers[0] = "Mine."
+    text = "\n".join(lines(draw_questions(q, Context("en"), by_question(view)), width=80))
+    assert text.index("entropy 0.12") < text.index("Mine.") < text.index("the why")
+
+
+def test_two_notes_in_a_row_are_set_apart_by_a_blank_line():
+    drawn = lines(draw_view([v.note("one"), v.note("two")], Context("en")), width=40)
+    assert [line.strip() for line in drawn] == ["one", "", "two"]
 
 
 def test_the_questions_say_truly_when_the_model_answer_appears():

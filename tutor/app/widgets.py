@@ -331,7 +331,7 @@ class Footer(Static):
 def step_extra(app: LessonApp, view: list[Any] | None) -> RenderableType | None:
     """What a step shows under its heading, from data only: the view its judge sent (kept from
     the last run while a new one is out), its settings line, its questions."""
-    from tutor.render.views import Context, Questions, draw_questions, draw_view, spoilers
+    from tutor.render.views import Context, Questions, by_question, draw_questions, draw_view
 
     step, lang = app.step, app.lang
     keys_line = settings_line(step, app.settings.get(step.id, {}), lang) if step.settings else None
@@ -366,7 +366,7 @@ def step_extra(app: LessonApp, view: list[Any] | None) -> RenderableType | None:
             app.answers_shown_path(),
             step.question_keys(),
         )
-        parts += draw_questions(questions, ctx, spoilers(view or []))
+        parts += draw_questions(questions, ctx, by_question(view or []))
     return Group(*parts) if parts else None
 
 

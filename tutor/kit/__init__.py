@@ -22,7 +22,7 @@ probe runs in the child beside the learner's code, its judge in the judge proces
   story (probe_training_story, judge_training_story), large inputs (LARGE_INPUT,
   judge_large_inputs), the learner's own code (lend, no_foreign; no_kernel reports both).
 - Visuals: the vocabulary in tutor.model.view_items (heading, note, table, bar, heatmap, row, waiting,
-  keys, after_answer, weights), which the UI draws without knowing the lesson.
+  keys, after_answer, with_question, weights), which the UI draws without knowing the lesson.
 
 docs/writing-a-lesson.md is the guide. The engine's modules behind these names may move; this
 list is the contract (tests/unit/test_import_contracts.py holds lessons to it).
@@ -105,6 +105,7 @@ from tutor.model.view_items import (
     table,
     waiting,
     weights,
+    with_question,
 )
 
 
@@ -189,4 +190,5 @@ __all__ = [
     "visuals",
     "waiting",
     "weights",
+    "with_question",
 ]

@@ -422,6 +422,14 @@ class ProbeContext:
         self.kernels |= scripted_kernels(self.module, value)
         return value
 
+    def optional(self, name: str):
+        """As get, but None when the file has no such function: for code a step can do without
+        (an exercise the tutor runs itself in a file written before the starter asked for it)."""
+        try:
+            return self.get(name)
+        except NameMissing:
+            return None
+
     def failure(self, exc: BaseException) -> dict:
         from tutor.engine.learner_code import describe_exception
 

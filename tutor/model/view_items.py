@@ -17,6 +17,8 @@ Items:
 - after_answer(question, *items): items that give a question's answer away (question is
   1-based): drawn under that question, and only once the learner has answered it or asked for
   the model answers (`m`).
+- with_question(question, *items): items that belong to a question (an exercise's result):
+  drawn under it, before the learner's answer, whether answered or not.
 
 Besides the view, `verdict.visuals["heatmaps"]` holds the step's weights panel: weights(...) entries.
 """
@@ -30,7 +32,17 @@ Item = dict[str, Any]
 # A text: a message reference (text(...)) or a plain string shown as it is.
 Text = Item | str
 
-KINDS = ("heading", "note", "table", "heatmap", "row", "waiting", "keys", "after_answer")
+KINDS = (
+    "heading",
+    "note",
+    "table",
+    "heatmap",
+    "row",
+    "waiting",
+    "keys",
+    "after_answer",
+    "with_question",
+)
 # The fields of the items (and of a weights entry): the vocabulary's own words, not a lesson's.
 FIELDS = (
     "kind",
@@ -120,6 +132,12 @@ def keys() -> Item:
 def after_answer(question: int, *items: Item) -> Item:
     """Items that answer question `question` (1-based): hidden until it is answered or `m` is pressed."""
     return {"kind": "after_answer", "question": int(question), "items": list(items)}
+
+
+def with_question(question: int, *items: Item) -> Item:
+    """Items for question `question` (1-based), such as the result of the experiment it asks
+    about: drawn under the question, before the answer, always."""
+    return {"kind": "with_question", "question": int(question), "items": list(items)}
 
 
 def is_item(value: object) -> bool:

@@ -24,6 +24,7 @@ from tutor.render.wrap import Wrapped
 from tutor.text.i18n import t
 
 LEGEND_KEYS = ("learner", "reference", "diff", "masked", "leak", "nan")
+QUESTIONS_OWN = ("with_question", "after_answer")  # drawn with their question, not in the view
 
 
 def text_of(value: object, lang: str) -> str:
@@ -198,8 +199,8 @@ def draw_item(item: Item, ctx: Context) -> list[RenderableType]:
         return [SideBySide(*drawn)] if drawn else []
     if kind == "keys":
         return [ctx.keys_line] if ctx.keys_line is not None else []
-    if kind == "after_answer":
-        if not ctx.revealed(int(item.get("question", 0))):
+    if kind in QUESTIONS_OWN:
+        if kind == "after_answer" and not ctx.revealed(int(item.get("question", 0))):
             return []
         return [r for i in item.get("items") or [] for r in draw_item(i, ctx)]
     return []  # a kind from a newer lesson kit: left out rather than fail the screen
@@ -209,20 +210,23 @@ BLOCKS = ("table", "heatmap", "row")  # set apart by a blank line, unless under 
 
 
 def draw_view(items: list[Item], ctx: Context) -> list[RenderableType]:
-    """The view's items in order; after_answer items are left to the questions (see spoilers).
-    A blank line goes before each heading but the first, and around tables, heatmaps and rows
-    (not between a heading and its block)."""
+    """The view's items in order; with_question and after_answer items are left to the questions
+    (see by_question). A blank line goes before each heading but the first, around tables,
+    heatmaps and rows (not between a heading and its block) and between two notes."""
     out: list[RenderableType] = []
     last = None  # the kind drawn last
     for item in items:
-        if not isinstance(item, dict) or item.get("kind") == "after_answer":
+        if not isinstance(item, dict) or item.get("kind") in QUESTIONS_OWN:
             continue
         drawn = draw_item(item, ctx)
         if not drawn:
             continue
         kind = item.get("kind")
         if last is not None and (
-            kind == "heading" or last in BLOCKS or (kind in BLOCKS and last != "heading")
+            kind == "heading"
+            or last in BLOCKS
+            or (kind in BLOCKS and last != "heading")
+            or kind == last == "note"
         ):
             out.append(Text(""))
         out += drawn
@@ -230,11 +234,11 @@ def draw_view(items: list[Item], ctx: Context) -> list[RenderableType]:
     return out
 
 
-def spoilers(items: list[Item]) -> dict[int, list[Item]]:
-    """The view's after_answer items by question number (1-based)."""
+def by_question(items: list[Item]) -> dict[int, list[Item]]:
+    """The view's with_question and after_answer items by question number (1-based), in order."""
     found: dict[int, list[Item]] = {}
     for item in items:
-        if isinstance(item, dict) and item.get("kind") == "after_answer":
+        if isinstance(item, dict) and item.get("kind") in QUESTIONS_OWN:
             found.setdefault(int(item.get("question", 0)), []).append(item)
     return found
 
@@ -257,8 +261,9 @@ class Questions:
 def draw_questions(
     q: Questions, ctx: Context, extra: dict[int, list[Item]] | None = None
 ) -> list[RenderableType]:
-    """The questions, each with the learner's answer (and the model answer after `m`), and under
-    each what the view gives away about it, once it is answered or `m` was pressed."""
+    """The questions, each with what the view shows for it (with_question), the learner's answer
+    (and the model answer after `m`), and under them what the view gives away about it
+    (after_answer), once it is answered or `m` was pressed."""
     lang = ctx.lang
     keys = q.keys or tuple(str(i + 1) for i in range(len(q.texts)))
     span = keys[0] if len(keys) == 1 else f"{keys[0]}–{keys[-1]}"
@@ -271,6 +276,9 @@ def draw_questions(
     for i, question in enumerate(q.texts):
         parts.append(Text(""))
         parts.append(render_markdown(f"**{i + 1}.** {question}"))
+        own = (extra or {}).get(i + 1, [])
+        shown = blocks([o for o in own if o.get("kind") == "with_question"], revealing)
+        parts += shown + ([Text("")] if shown else [])  # the answer apart from the result
         answer = q.answers.get(i, "").strip()
         if answer:
             parts.append(Wrapped(t("ui.your_answer", lang), style="bold green"))
@@ -282,8 +290,15 @@ def draw_questions(
             parts.append(
                 Wrapped(t("ui.no_answer", lang, n=keys[i] if i < len(keys) else i + 1), style="dim")
             )
-        for item in (extra or {}).get(i + 1, []):
-            drawn = draw_item(item, revealing)
-            if drawn:
-                parts += [Text(""), *drawn]
+        parts += blocks([o for o in own if o.get("kind") == "after_answer"], revealing)
     return parts
+
+
+def blocks(items: list[Item], ctx: Context) -> list[RenderableType]:
+    """Each item's drawing, after a blank line (nothing for an item not shown)."""
+    out: list[RenderableType] = []
+    for item in items:
+        drawn = draw_item(item, ctx)
+        if drawn:
+            out += [Text(""), *drawn]
+    return out
