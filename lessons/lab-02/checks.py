@@ -25,7 +25,6 @@ from tutor.kit import (
     changed_input,
     clone_args,
     close,
-    declared_settings,
     describe,
     differ_explanation,
     discarded_call,
@@ -37,7 +36,6 @@ from tutor.kit import (
     judge_other_sizes,
     judge_training_story,
     judged,
-    keys,
     large_scores_factor,
     large_scores_likely,
     lend,
@@ -64,6 +62,7 @@ from tutor.kit import (
     state_explanation,
     table,
     waiting,
+    with_question,
 )
 
 # q, k, v shapes: the seed's, then others (a 3-D batch, one token, long and wide).
@@ -897,6 +896,7 @@ def judge_output(v, outputs, inputs, jctx):
             }
             for h in range(ref.shape[1])
         ]
+        v.visuals["view"] = printout_view(calls[0], cases[0])
     everything = cases + [inputs["again"]]
     alone, parts = outputs["alone"], outputs["parts"]
     blame = functools.lru_cache(maxsize=None)(
@@ -961,6 +961,39 @@ def judge_output(v, outputs, inputs, jctx):
     )
 
 
+def printout_view(call, case) -> list:
+    """The notebook's printouts, from the learner's attention on its inputs: the weights' shape,
+    their row sums and the largest absolute difference from PyTorch's kernel."""
+    value = call.get("value")
+    w = weights_of(call)
+    if w is None:
+        return []
+    rows = [["weights:", shape_str(w.shape)]]
+    if w.dim() >= 2 and torch.isfinite(w).all():
+        sums = w.double().sum(-1).reshape(-1, w.shape[-2])  # a line per batch element and head
+        if torch.allclose(sums, torch.ones_like(sums), rtol=0, atol=5e-5):
+            rows.append(["row sums:", msg("visual.printout_sums_one", n=sums.numel())])
+        else:
+            for h, line in enumerate(sums[:4]):
+                said = " ".join(f"{x:.4f}" for x in line[:8].tolist()) + (
+                    " …" if len(line) > 8 else ""
+                )
+                rows.append([msg("visual.printout_sums_head", h=h), said])
+    out = value[0] if isinstance(value, tuple) else None
+    expected = ref_output(case["q"], case["k"], case["v"])
+    if isinstance(out, torch.Tensor) and out.shape == expected.shape:
+        error = (out.double() - expected.double()).abs().max().item()
+        rows.append(["maximum absolute error:", f"{error:.1e}"])
+    return [
+        heading(msg("visual.printout_title")),
+        table(
+            [msg("visual.printout_line"), msg("visual.printout_value")],
+            rows,
+            align=["left", "left"],
+        ),
+    ]
+
+
 def weights_of(call):
     value = call.get("value")
     if isinstance(value, tuple) and len(value) == 2 and isinstance(value[1], torch.Tensor):
@@ -1014,41 +1047,68 @@ def judge_heatmap(v, outputs, inputs, jctx):
     )
 
 
-EXERCISE_DEFAULTS = declared_settings(__file__, "exercises")
+# The exercises: the learner's own change, made in exercise_scores, exercise_mask and exercise_q
+# (the starter's end). A file without one gets the notebook's change, made by the tutor (OWN).
+EXERCISES = ("exercise_scores", "exercise_mask", "exercise_q")
+
+
+def _no_scale(q, k):
+    return q @ k.transpose(-2, -1)
+
+
+def _diagonal_zero(T):
+    return torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=0)
+
+
+def _head0_times4(q):
+    q = q.clone()
+    q[:, 0] = q[:, 0] * 4.0
+    return q
+
+
+OWN = {"exercise_scores": _no_scale, "exercise_mask": _diagonal_zero, "exercise_q": _head0_times4}
+
+
+def then(ctx, fn, call, *rest):
+    """fn on the value of an earlier call and rest; the earlier call itself if it failed."""
+    return ctx.call(fn, call["value"], *rest) if "value" in call else call
 
 
 def probe_exercises(ctx, inputs):
-    scores_fn, mask_fn = ctx.get("scaled_scores"), ctx.get("causal_mask")
-    weights_fn, attention_fn = ctx.get("attention_weights"), ctx.get("attention")
-    variant = {**EXERCISE_DEFAULTS, **ctx.params}["variant"]
+    scores_fn, weights_fn = ctx.get("scaled_scores"), ctx.get("attention_weights")
+    mask_fn, attention_fn = ctx.get("causal_mask"), ctx.get("attention")
+    mine = {name: ctx.optional(name) for name in EXERCISES}
+    # A missing exercise is the tutor's change, called as the learner's would be.
+    changed = {name: mine[name] or OWN[name] for name in EXERCISES}
+    out: dict = {"missing": [name for name in EXERCISES if mine[name] is None], "entropy": []}
     g = torch.Generator().manual_seed(11)
-    out = {"entropy": [], "variant": variant}
     mask = ctx.call(mask_fn, ENTROPY_T, primary=True)["value"]
     for hd in HEAD_DIMS:
-        q, k = (
-            torch.randn(1, 2, ENTROPY_T, hd, generator=g),
-            torch.randn(1, 2, ENTROPY_T, hd, generator=g),
-        )
-        scaled = ctx.call(scores_fn, q, k)
-        with_scale = (
-            ctx.call(weights_fn, scaled.get("value"), mask) if "value" in scaled else scaled
-        )
-        # Without the scale: the raw dot products, through the learner's own masked softmax.
-        without = ctx.call(weights_fn, q @ k.transpose(-2, -1), mask)
+        q, k = (torch.randn(1, 2, ENTROPY_T, hd, generator=g) for _ in range(2))
+        scaled = bare(ctx.call(scores_fn, q, k))
+        unscaled = bare(ctx.call(changed["exercise_scores"], q, k))
         out["entropy"].append(
-            {"hd": hd, "with": with_scale.get("value"), "without": without.get("value")}
+            {
+                "hd": hd,
+                "scaled": scaled.get("value"),
+                "unscaled": unscaled,
+                "raw": _no_scale(q, k),
+                "with": bare(then(ctx, weights_fn, scaled, mask)).get("value"),
+                "without": bare(then(ctx, weights_fn, unscaled, mask)),
+            }
         )
     c = inputs["cases"][0]
     T = c["q"].shape[-2]
-    diag = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=0)
-    out["diagonal"] = ctx.call(weights_fn, ref_scores(c["q"], c["k"]), diag)
-    changed = c["q"].clone()
-    if variant == "shuffled_q":
-        changed[:, 0] = changed[:, 0, torch.randperm(T, generator=g)]
-    else:
-        changed[:, 0] = changed[:, 0] * 4.0  # sharpen head 0 only
-    out["before"] = ctx.call(attention_fn, c["q"], c["k"], c["v"])
-    out["after"] = ctx.call(attention_fn, changed, c["k"], c["v"])
+    out["mask"] = bare(ctx.call(changed["exercise_mask"], T))
+    scores = ref_scores(c["q"], c["k"])
+    out["diagonal"] = (
+        bare(ctx.call(weights_fn, scores, out["mask"]["value"]))
+        if "value" in out["mask"]
+        else out["mask"]
+    )
+    out["q"] = bare(ctx.call(changed["exercise_q"], c["q"]))
+    out["before"] = bare(ctx.call(attention_fn, c["q"], c["k"], c["v"]))
+    out["after"] = bare(then(ctx, attention_fn, out["q"], c["k"], c["v"]))
     return out
 
 
@@ -1062,57 +1122,169 @@ def mean_entropy(w):
     return round(float(ent.mean()), 4) if ent.numel() else None
 
 
+def made_for_you(fn: str):
+    return note(msg("visual.ex_made_for_you", fn=fn))
+
+
+def raised(call, fn: str):
+    """What a call raised, said at its line in the learner's file; None if it ran."""
+    failure = call.get("error")
+    if failure is None:
+        return None
+    frames = failure.get("frames") or []
+    said = {
+        "fn": frames[-1].get("function", fn) if frames else fn,
+        "kind": failure.get("kind", "Exception"),
+        "detail": str(failure.get("detail", ""))[:200],
+    }
+    if frames:
+        return note(msg("visual.ex_raised_line", line=frames[-1].get("line"), **said))
+    return note(msg("visual.ex_raised", **said))
+
+
+def first_raised(*calls):
+    """The note for the first of (call, function name) that raised; None if all ran."""
+    return next((said for call, fn in calls if (said := raised(call, fn)) is not None), None)
+
+
+def same(a, b) -> bool:
+    tensors = isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor)
+    return tensors and a.shape == b.shape and close(a.double(), b.double())
+
+
 def entropy_view(outputs) -> list:
     """Exercise 1: the scale keeps the softmax from saturating as head_dim grows."""
+    found = outputs["entropy"]
     ent = [
-        (e["hd"], mean_entropy(e["with"]), mean_entropy(e["without"])) for e in outputs["entropy"]
+        (e["hd"], mean_entropy(e["with"]), mean_entropy(e["without"].get("value"))) for e in found
     ]
     top = max([x for _, a, b in ent for x in (a, b) if x is not None] or [1.0])
     fmt = lambda x: None if x is None else f"{x:.2f}"  # noqa: E731
     rows = [[str(hd), fmt(a), bar(a, top, "green"), fmt(b), bar(b, top, "red")] for hd, a, b in ent]
     columns = ["head_dim", msg("visual.ex1_with"), "", msg("visual.ex1_without"), ""]
-    return [
-        heading(msg("visual.ex1_title")),
+    said = [made_for_you("exercise_scores")] if "exercise_scores" in outputs["missing"] else []
+    failed = first_raised(
+        *(
+            (e[part], fn)
+            for e in found
+            for part, fn in (("unscaled", "exercise_scores"), ("without", "attention_weights"))
+        )
+    )
+    unscaled = [e["unscaled"].get("value") for e in found]
+    right = failed is None and all(same(u, e["raw"]) for u, e in zip(unscaled, found, strict=True))
+    if failed is not None:
+        said.append(failed)
+    elif not right:
+        unchanged = all(same(u, e["scaled"]) for u, e in zip(unscaled, found, strict=True))
+        said.append(note(msg("visual.ex1_unchanged" if unchanged else "visual.ex1_not_raw")))
+    shown = [
+        note(msg("visual.ex1_task", T=ENTROPY_T)),
         table(columns, rows, align=["left", "right", "left", "right", "left"]),
-        note(msg("visual.ex1_note")),
-        # Why, only under the learner's own answer: it is the answer to question 1.
-        after_answer(1, note(msg("visual.ex1_why"))),
     ]
-
-
-def diagonal_view(outputs) -> list:
-    """Exercise 2: with diagonal=0 the first query has nothing left to attend to."""
-    diag = outputs["diagonal"].get("value")
-    if not (isinstance(diag, torch.Tensor) and diag.dim() == 4):
-        return [heading(msg("visual.ex2_title")), waiting(msg("visual.ex_waiting"))]
-    rows = [i for i, r in enumerate(diag[0, 0]) if not torch.isfinite(r).all()]
-    said = msg("visual.ex2_nan", rows=rows) if rows else msg("visual.ex2_no_nan")
     return [
-        heading(msg("visual.ex2_title")),
-        heatmap(round_matrix(diag[0, 0]), msg("visual.ex2_heatmap")),
-        note(said),
-        *([after_answer(2, note(msg("visual.ex2_why")))] if rows else []),
+        with_question(1, *shown, *said),
+        # Why, under the learner's own answer, once the change is the notebook's.
+        *([after_answer(1, note(msg("visual.ex1_why")))] if right else []),
     ]
 
 
-def heads_view(outputs) -> list:
+def mask_said(m, T: int) -> tuple[bool, list]:
+    """Exercise 2's mask: whether it is the notebook's change, and the notes on it."""
+    zero = _diagonal_zero(T)
+    if torch.equal(m, zero):
+        return True, []
+    if torch.equal(m, _future(T)):
+        return False, [note(msg("visual.ex2_unchanged"))]
+    r = int((m != zero).any(-1).nonzero()[0])
+    col = int((m[r] != zero[r]).nonzero()[0])
+    got, expected = mask_row_text(m[r], col), mask_row_text(zero[r], col)
+    return False, [note(msg("visual.ex2_not_diagonal0", T=T, row=r, got=got, expected=expected))]
+
+
+def diagonal_view(outputs, inputs) -> list:
+    """Exercise 2: with diagonal=0 the first query has nothing left to attend to."""
+    T = inputs["cases"][0]["q"].shape[-2]
+    said = [made_for_you("exercise_mask")] if "exercise_mask" in outputs["missing"] else []
+    shown = [note(msg("visual.ex2_task"))]
+    failed = first_raised(
+        (outputs["mask"], "exercise_mask"), (outputs["diagonal"], "attention_weights")
+    )
+    m = outputs["mask"].get("value")
+    if failed is not None:
+        return [with_question(2, *shown, *said, failed)]
+    if not (isinstance(m, torch.Tensor) and tuple(m.shape) == (T, T)):
+        said.append(note(msg("visual.ex2_shape", T=T, got=describe(m))))
+        return [with_question(2, *shown, *said)]
+    right, notes = mask_said(m.bool(), T)
+    said += notes
+    w = outputs["diagonal"].get("value")
+    nan_rows: list[int] = []
+    if isinstance(w, torch.Tensor) and w.dim() == 4 and tuple(w.shape[-2:]) == (T, T):
+        nan_rows = [i for i, r in enumerate(w[0, 0]) if not torch.isfinite(r).all()]
+        shown.append(heatmap(round_matrix(w[0, 0]), msg("visual.ex2_heatmap")))
+        if nan_rows:
+            one = len(nan_rows) == 1
+            nan = (
+                msg("visual.ex2_nan", row=nan_rows[0])
+                if one
+                else msg("visual.ex2_nan_rows", rows=nan_rows)
+            )
+            said.append(note(nan))
+        elif right:
+            said.append(note(msg("visual.ex2_no_nan")))
+    return [
+        with_question(2, *shown, *said),
+        *([after_answer(2, note(msg("visual.ex2_why")))] if right and 0 in nan_rows else []),
+    ]
+
+
+def heads_view(outputs, inputs) -> list:
     """Exercise 3: one head's Q changed: its pattern moves, the other head's does not."""
+    q = inputs["cases"][0]["q"]
+    said = [made_for_you("exercise_q")] if "exercise_q" in outputs["missing"] else []
+    shown = [note(msg("visual.ex3_task"))]
+    failed = first_raised(
+        (outputs["q"], "exercise_q"),
+        (outputs["before"], "attention"),
+        (outputs["after"], "attention"),
+    )
+    if failed is not None:
+        return [with_question(3, *shown, *said, failed)]
+    new = outputs["q"].get("value")
+    if not (isinstance(new, torch.Tensor) and new.shape == q.shape):
+        got = describe(new)
+        said.append(note(msg("visual.ex3_bad_return", expected=shape_str(q.shape), got=got)))
+        return [with_question(3, *shown, *said)]
     before, after = weights_of(outputs["before"]), weights_of(outputs["after"])
-    out = [heading(msg("visual.ex3_title")), keys()]
     if not all(isinstance(w, torch.Tensor) and w.dim() == 4 for w in (before, after)):
-        return out + [waiting(msg("visual.ex_waiting"))]
-    for h in range(min(2, before.shape[1], after.shape[1])):
-        out.append(
+        return [with_question(3, *shown, *said, waiting(msg("visual.ex_waiting")))]
+    changed = [h for h in range(q.shape[1]) if not torch.equal(new[:, h], q[:, h])]
+    heads = range(min(2, before.shape[1], after.shape[1]))
+    if not changed:  # nothing to compare: each head once
+        said.append(note(msg("visual.ex3_unchanged")))
+        maps = [
+            row(*(heatmap(round_matrix(before[0, h]), msg("visual.ex3_head", h=h)) for h in heads))
+        ]
+    else:
+        maps = [
             row(
                 heatmap(round_matrix(before[0, h]), msg("visual.ex3_before", h=h)),
                 heatmap(round_matrix(after[0, h]), msg("visual.ex3_after", h=h)),
             )
-        )
-    return out + [after_answer(3, note(msg("visual.ex3_note")))]
+            for h in heads
+        ]
+        if len(changed) > 1:
+            said.append(note(msg("visual.ex3_heads", heads=changed)))
+    one = len(changed) == 1 and q.shape[1] == 2  # the lab's two heads: one changed, one not
+    why = [after_answer(3, note(msg("visual.ex3_note", h=changed[0], other=1 - changed[0])))]
+    return [with_question(3, *shown, *maps, *said), *(why if one else [])]
 
 
 def judge_exercises(v, outputs, inputs, jctx):
-    v.visuals["view"] = entropy_view(outputs) + diagonal_view(outputs) + heads_view(outputs)
+    if jctx.views:  # no verdict here: `check` and `grade` skip the drawing
+        v.visuals["view"] = (
+            entropy_view(outputs) + diagonal_view(outputs, inputs) + heads_view(outputs, inputs)
+        )
     v.expect("runs", True)
 
 
@@ -1120,5 +1292,5 @@ STEPS["heatmap"] = StepSpec(probe_heatmap, judge_heatmap, ("attention",))
 STEPS["exercises"] = StepSpec(
     probe_exercises,
     judge_exercises,
-    ("scaled_scores", "causal_mask", "attention_weights", "attention"),
+    ("scaled_scores", "causal_mask", "attention_weights", "attention", *EXERCISES),
 )

@@ -19,7 +19,7 @@ def scaled_scores(q, k):
 
 def causal_mask(seq_len):
     # Wrong on purpose: the diagonal (each token itself) is hidden too.
-    return torch.triu(torch.ones(seq_len, seq_len, dtype=torch.bool), diagonal=0)
+    return torch.triu(torch.ones(seq_len, seq_len, dtype=torch.bool), 0)
 
 
 def attention_weights(scores, mask):

@@ -202,7 +202,7 @@ def draw_item(item: Item, ctx: Context) -> list[RenderableType]:
     if kind in QUESTIONS_OWN:
         if kind == "after_answer" and not ctx.revealed(int(item.get("question", 0))):
             return []
-        return [r for i in item.get("items") or [] for r in draw_item(i, ctx)]
+        return draw_view(item.get("items") or [], ctx)  # spaced as a view is
     return []  # a kind from a newer lesson kit: left out rather than fail the screen
 
 
