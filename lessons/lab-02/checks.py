@@ -1275,9 +1275,10 @@ def heads_view(outputs, inputs) -> list:
         ]
         if len(changed) > 1:
             said.append(note(msg("visual.ex3_heads", heads=changed)))
-    one = len(changed) == 1 and q.shape[1] == 2  # the lab's two heads: one changed, one not
-    why = [after_answer(3, note(msg("visual.ex3_note", h=changed[0], other=1 - changed[0])))]
-    return [with_question(3, *shown, *maps, *said), *(why if one else [])]
+    if not (len(changed) == 1 and q.shape[1] == 2):  # the lab's two heads: one changed, one not
+        return [with_question(3, *shown, *maps, *said)]
+    why = note(msg("visual.ex3_note", h=changed[0], other=1 - changed[0]))
+    return [with_question(3, *shown, *maps, *said), after_answer(3, why)]
 
 
 def judge_exercises(v, outputs, inputs, jctx):

@@ -864,21 +864,22 @@ async def test_settings_keys_rerun_the_step_with_the_new_settings_in_the_real_wo
     assert again.settings["memory"]["heads"] == 16
 
 
-async def test_x_is_the_exercises_setting_and_questions_keys_are_the_steps_own(make_app):
+async def test_the_exercises_have_no_setting_and_questions_keys_are_the_steps_own(make_app):
+    """The learner makes each exercise's change in their file: x is nobody's key here, and
+    each result shows under its question before it is answered."""
     app, results = make_app("lab-02", step_id="exercises")
     async with app.run_test(size=SIZE) as pilot:
         app.apply_results(results)
         await settle(pilot)
-        assert "x change: head 0's Q × 4" in doc_text(app)
+        shown = " ".join(doc_text(app).split())
+        assert "Keys:" not in shown and "x change" not in shown
+        first, second = shown.index("Remove the 1/√d_k scale"), shown.index("Build the causal")
+        assert first < shown.index("In `exercise_scores`, return the scores") < second
         await pilot.press("x")
-        assert app.settings["exercises"] == {"variant": "shuffled_q"}
-        assert "x change: head 0's Q rows shuffled" in doc_text(app)
-        await pilot.press(
-            "p"
-        )  # the heatmap step has neither settings nor questions: x and 1 do nothing
+        await pilot.press("p")  # the heatmap step has neither settings nor questions
         await pilot.press("x", "1")
         await settle(pilot)
-        assert app.settings["exercises"] == {"variant": "shuffled_q"} and len(app.screen_stack) == 1
+        assert "exercises" not in app.settings and len(app.screen_stack) == 1
 
 
 async def test_the_exercises_questions_can_be_answered(make_app, workspace):

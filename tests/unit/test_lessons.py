@@ -93,9 +93,23 @@ def test_settings_are_read_from_lesson_toml_and_cycle():
     )  # a value not among them (an old state file): the default's successor
     assert dtype.next("float32") == "bfloat16" and span.next([512, 8192]) == [64, 1024]
     assert span.shown([128, 2048], "en") == "128–2048" and heads.label["zh"] == "头数"
-    variant = get_lesson("lab-02").step("exercises").settings[0]
-    assert variant.key == "x" and variant.shown("shuffled_q", "en") == "head 0's Q rows shuffled"
     assert memory.setting_for_key("3") is dtype and memory.setting_for_key("x") is None
+
+
+def test_a_settings_values_may_have_names_per_language(tmp_path):
+    from tutor.model.lesson import load_lesson
+
+    (tmp_path / "lesson.toml").write_text(
+        'id = "c"\nfile = "c.py"\ntitle = { en = "C", zh = "C" }\n'
+        '[[steps]]\nid = "s"\nkind = "experiment"\ntitle = { en = "S", zh = "S" }\n'
+        '[[steps.settings]]\nid = "change"\nkey = "x"\nvalues = ["scaled", "shuffled"]\n'
+        'default = "scaled"\nlabel = { en = "change", zh = "改法" }\n'
+        'names = { en = ["Q × 4", "Q shuffled"], zh = ["Q × 4", "打乱 Q"] }\n',
+        "utf-8",
+    )
+    (change,) = load_lesson(tmp_path).step("s").settings
+    assert change.key == "x" and change.shown("shuffled", "en") == "Q shuffled"
+    assert change.shown("shuffled", "zh") == "打乱 Q" and change.shown("other", "en") == "other"
 
 
 def test_questions_weights_and_the_answers_file_are_declared():
