@@ -1083,6 +1083,8 @@ def probe_exercises(ctx, inputs):
     out: dict = {"missing": [name for name in EXERCISES if mine[name] is None], "entropy": []}
     g = torch.Generator().manual_seed(11)
     mask = ctx.call(mask_fn, ENTROPY_T, primary=True)["value"]
+    if not ctx.views:  # the rest only feeds the view, which `check` and `grade` never draw
+        return out
     for hd in HEAD_DIMS:
         q, k = (torch.randn(1, 2, ENTROPY_T, hd, generator=g) for _ in range(2))
         scaled = bare(ctx.call(scores_fn, q, k))
