@@ -1208,15 +1208,14 @@ def diagonal_view(outputs, inputs) -> list:
     T = inputs["cases"][0]["q"].shape[-2]
     said = [made_for_you("exercise_mask")] if "exercise_mask" in outputs["missing"] else []
     shown = [note(msg("visual.ex2_task"))]
-    failed = first_raised(
-        (outputs["mask"], "exercise_mask"), (outputs["diagonal"], "attention_weights")
-    )
     m = outputs["mask"].get("value")
+    # What exercise_mask did comes first: attention_weights fails on a mask of no use.
+    failed = raised(outputs["mask"], "exercise_mask")
+    if failed is None and not (isinstance(m, torch.Tensor) and tuple(m.shape) == (T, T)):
+        failed = note(msg("visual.ex2_shape", T=T, got=describe(m)))
+    failed = failed or raised(outputs["diagonal"], "attention_weights")
     if failed is not None:
         return [with_question(2, *shown, *said, failed)]
-    if not (isinstance(m, torch.Tensor) and tuple(m.shape) == (T, T)):
-        said.append(note(msg("visual.ex2_shape", T=T, got=describe(m))))
-        return [with_question(2, *shown, *said)]
     right, notes = mask_said(m.bool(), T)
     said += notes
     w = outputs["diagonal"].get("value")
@@ -1245,18 +1244,17 @@ def heads_view(outputs, inputs) -> list:
     q = inputs["cases"][0]["q"]
     said = [made_for_you("exercise_q")] if "exercise_q" in outputs["missing"] else []
     shown = [note(msg("visual.ex3_task"))]
-    failed = first_raised(
-        (outputs["q"], "exercise_q"),
-        (outputs["before"], "attention"),
-        (outputs["after"], "attention"),
+    new = outputs["q"].get("value")
+    # What exercise_q did comes first: attention fails on a q of no use.
+    failed = raised(outputs["q"], "exercise_q")
+    if failed is None and not (isinstance(new, torch.Tensor) and new.shape == q.shape):
+        got = describe(new)
+        failed = note(msg("visual.ex3_bad_return", expected=shape_str(q.shape), got=got))
+    failed = failed or first_raised(
+        (outputs["before"], "attention"), (outputs["after"], "attention")
     )
     if failed is not None:
         return [with_question(3, *shown, *said, failed)]
-    new = outputs["q"].get("value")
-    if not (isinstance(new, torch.Tensor) and new.shape == q.shape):
-        got = describe(new)
-        said.append(note(msg("visual.ex3_bad_return", expected=shape_str(q.shape), got=got)))
-        return [with_question(3, *shown, *said)]
     before, after = weights_of(outputs["before"]), weights_of(outputs["after"])
     if not all(isinstance(w, torch.Tensor) and w.dim() == 4 for w in (before, after)):
         return [with_question(3, *shown, *said, waiting(msg("visual.ex_waiting")))]

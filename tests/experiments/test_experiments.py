@@ -176,27 +176,24 @@ def changed(old, new):
 
 
 @pytest.mark.parametrize(
-    ("source", "expected", "why"),
+    ("source", "expected"),
     [
         # exercise 3 on head 1 instead of head 0: right too, and said so for head 1
-        (changed("q[:, 0] = q[:, 0] * 4", "q[:, 1] = q[:, 1] * 4"), None, {3}),
-        (changed("q[:, 0] = q[:, 0] * 4", "q = q * 4"), "ex3_heads", set()),
+        (changed("q[:, 0] = q[:, 0] * 4", "q[:, 1] = q[:, 1] * 4"), None),
+        (changed("q[:, 0] = q[:, 0] * 4", "q = q * 4"), "ex3_heads"),
         (
             changed(
                 "    q = q.clone()\n    q[:, 0] = q[:, 0] * 4\n    return q", "    return q[0]"
             ),
             "ex3_bad_return",
-            set(),
         ),
         (
             changed("dtype=torch.bool), diagonal=0)", "dtype=torch.bool), diagonal=-1)"),
             "ex2_not_diagonal0",
-            set(),
         ),
         (
             changed("def exercise_mask(seq_len):\n", "def exercise_mask(seq_len):\n    1 / 0\n"),
             "ex_raised_line",
-            set(),
         ),
         (
             changed(
@@ -204,12 +201,34 @@ def changed(old, new):
                 "return q @ k.transpose(-2, -1) / 2\n\n\ndef exercise_mask",
             ),
             "ex1_not_raw",
-            set(),
+        ),
+        # returns that the next function fails on: said of the exercise, not of that function
+        (
+            changed(
+                "    q = q.clone()\n    q[:, 0] = q[:, 0] * 4\n    return q", "    return None"
+            ),
+            "ex3_bad_return",
+        ),
+        (
+            changed(
+                "return torch.triu(torch.ones(seq_len, seq_len, dtype=torch.bool), diagonal=0)",
+                "return [[True]]",
+            ),
+            "ex2_shape",
         ),
     ],
-    ids=["head1", "both-heads", "wrong-shape", "diagonal-1", "raises", "half-scale"],
+    ids=[
+        "head1",
+        "both-heads",
+        "wrong-shape",
+        "diagonal-1",
+        "raises",
+        "half-scale",
+        "q-none",
+        "mask-list",
+    ],
 )
-def test_a_learners_change_is_judged_for_what_it_is(source, expected, why):
+def test_a_learners_change_is_judged_for_what_it_is(source, expected):
     view = exercises_view(source)
     all_three = {1, 2, 3}
     answered = {b["question"] for b in view if b["kind"] == "after_answer"}
