@@ -28,11 +28,19 @@ def failed(out) -> list[str]:
 
 
 def copy_lesson(tmp_path: Path, lesson: str) -> Path:
+    """A copy of the lesson, its mistakes cut to one per step: running all of them is most of
+    a `dev check`'s time, and tests/worker/test_lesson_mistakes.py runs them all once."""
     folder = tmp_path / "lessons" / lesson
     shutil.copytree(ROOT / "lessons" / lesson, folder)
     (tmp_path / "reference").mkdir(exist_ok=True)
     shutil.copy(ROOT / "reference" / LESSONS[lesson], tmp_path / "reference" / LESSONS[lesson])
+    one_mistake_per_step(folder)
     return folder
+
+
+def mistake_ids(folder: Path) -> list[str]:
+    text = (folder / "mistakes.toml").read_text(encoding="utf-8")
+    return [m["id"] for m in toml.loads(text).get("mistakes", [])]
 
 
 def one_mistake_per_step(folder: Path) -> list[str]:
@@ -58,7 +66,7 @@ def every_lesson(tmp_path_factory):
     lessons (same ids), each cut to a mistake per step: the run, each lesson's lines in it, and
     the ids of the mistakes kept."""
     root = tmp_path_factory.mktemp("dev-check-all")
-    kept = {lesson: one_mistake_per_step(copy_lesson(root, lesson)) for lesson in LESSONS}
+    kept = {lesson: mistake_ids(copy_lesson(root, lesson)) for lesson in LESSONS}
     env = {"ATTN_TUTOR_LESSONS": str(root / "lessons")}
     out = run("dev", "check", "--timeout", "30", cwd=root, env=env)
     sections: dict[str, list[str]] = {}
