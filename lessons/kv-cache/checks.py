@@ -1308,9 +1308,13 @@ def judge_trainable(v, train, case, again, size):
 
 # A save's checked steps run in this order in one child; the app keeps the lesson's order.
 STEPS = {
-    "cached-attention": StepSpec(probe_cached, judge_cached, ("CausalMultiHeadAttention",)),
-    "generate": StepSpec(probe_generate, judge_generate, ("generate",)),
-    "cache-discipline": StepSpec(probe_discipline, judge_discipline, ("CausalMultiHeadAttention",)),
+    "cached-attention": StepSpec(
+        probe_cached, judge_cached, ("CausalMultiHeadAttention",), own_formula=STEP_FN
+    ),
+    "generate": StepSpec(probe_generate, judge_generate, ("generate",), own_formula="generate"),
+    "cache-discipline": StepSpec(
+        probe_discipline, judge_discipline, ("CausalMultiHeadAttention",), own_formula=STEP_FN
+    ),
 }
 
 

@@ -1002,10 +1002,12 @@ def weights_of(call):
 
 
 STEPS = {
-    "scores": StepSpec(probe_scores, judge_scores, ("scaled_scores",)),
+    "scores": StepSpec(probe_scores, judge_scores, ("scaled_scores",), own_formula="scaled_scores"),
     "mask": StepSpec(probe_mask, judge_mask, ("causal_mask",)),
-    "weights": StepSpec(probe_weights, judge_weights, ("attention_weights",)),
-    "output": StepSpec(probe_output, judge_output, ("attention",)),
+    "weights": StepSpec(
+        probe_weights, judge_weights, ("attention_weights",), own_formula="attention_weights"
+    ),
+    "output": StepSpec(probe_output, judge_output, ("attention",), own_formula="attention"),
 }
 
 

@@ -1964,10 +1964,14 @@ def judge_shapes(v, outputs, inputs, jctx):
 # child finishes it (worker.py). Multi-head is last because it takes longest to judge: shapes
 # (0.5 ms to run) is then judged while multi-head runs, not after it. The app keeps the lesson's order.
 STEPS = {
-    "single-head": StepSpec(probe_single, judge_single, ("causal_attention",)),
+    "single-head": StepSpec(
+        probe_single, judge_single, ("causal_attention",), own_formula="causal_attention"
+    ),
     "leakage": StepSpec(probe_leakage, judge_leakage, ("causal_attention",)),
     "shapes": StepSpec(probe_shapes, judge_shapes, ("expected_shapes",)),
-    "multi-head": StepSpec(probe_multi, judge_multi, ("CausalMultiHeadAttention",)),
+    "multi-head": StepSpec(
+        probe_multi, judge_multi, ("CausalMultiHeadAttention",), own_formula="forward"
+    ),
 }
 
 

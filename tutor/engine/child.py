@@ -370,6 +370,7 @@ def _run(
         step
     ) or {}  # an experiment's settings, chosen in the app
     ctx.views = job.get("views", True)
+    ctx.stop_at_kernel = spec.own_formula is not None
     try:
         for name in spec.functions:  # each of the step's names, whether or not its probe gets it
             try:
@@ -382,6 +383,8 @@ def _run(
         return protocol.Missing(exc.name), b""
     except probe_tools.ForeignCode as exc:
         return protocol.Foreign(exc.name, safe_text(exc.origin, 300)), b""
+    except probe_tools.ForbiddenKernel as exc:
+        return protocol.KernelCalled(exc.kernels), b""
     except probe_tools.LearnerRaised as exc:
         return protocol.Raised(protocol.LearnerFailure.from_dict(exc.failure), bool(exc.todo)), b""
     except BaseException as exc:

@@ -12,6 +12,7 @@ from pathlib import Path
 from tutor.engine import codec, protocol
 from tutor.engine.behaviour import Behaviour, wants_behaviour
 from tutor.kit.judge_tools import Stop, Verdict
+from tutor.kit.kernels import no_kernel
 from tutor.kit.source_tools import qualified_name
 from tutor.kit.spec import JudgeContext
 from tutor.model.results import Check, Failure, Message, StepResult
@@ -126,6 +127,11 @@ class Judge:
                 return StepResult(
                     step, "fail", [Check("own-code", "fail", Message("check.not_in_file", params))]
                 )
+            case protocol.KernelCalled(kernels):  # the probe stopped there: nothing else to judge
+                verdict = Verdict(source)
+                own = spec.own_formula or fn
+                no_kernel(verdict, own, source, set(spec.functions), kernels)
+                return StepResult(step, "fail", verdict.checks)
             case protocol.Raised(error, todo=True):
                 where = error.failure.frames[-1] if error.failure.frames else None
                 todo = where and qualified_name(

@@ -184,6 +184,18 @@ class Foreign(Tagged):
 
 
 @dataclass(frozen=True)
+class KernelCalled(Tagged):
+    """The learner's code ran a library kernel in a step whose own_formula forbids it."""
+
+    kernels: list[str]
+    type: ClassVar[str] = "kernel_called"
+    clip_text: ClassVar[int | None] = 200
+
+    def clipped(self) -> KernelCalled:
+        return replace(self, kernels=self.kernels[:64])
+
+
+@dataclass(frozen=True)
 class Raised(Tagged):
     """The learner's code raised while the step ran; todo: it was the starter's TODO."""
 
@@ -216,9 +228,9 @@ class Outputs(Tagged):
         return replace(self, kernels=self.kernels[:64])
 
 
-Report = ImportFailed | Missing | Foreign | Raised | HarnessError | Outputs
+Report = ImportFailed | Missing | Foreign | KernelCalled | Raised | HarnessError | Outputs
 REPORTS: dict[str, type[Report]] = {
-    c.type: c for c in (ImportFailed, Missing, Foreign, Raised, HarnessError, Outputs)
+    c.type: c for c in (ImportFailed, Missing, Foreign, KernelCalled, Raised, HarnessError, Outputs)
 }
 
 

@@ -37,6 +37,15 @@ _enable_grad = torch.enable_grad
 _detach = torch.Tensor.detach
 _clone = torch.Tensor.clone
 _KERNEL_CALLS: set[str] = set()  # also filled by the class-level traps below
+# True while a step with StepSpec.own_formula calls learner code: a kernel then raises at once
+# (flex_attention spends seconds before its operator runs, for a result nobody will judge).
+_STOPPING = [False]
+
+
+def _kernel_called(label: str) -> None:
+    _KERNEL_CALLS.add(label)
+    if _STOPPING[0]:
+        raise ForbiddenKernel([label])
 
 
 class NameMissing(Exception):
@@ -52,6 +61,15 @@ class ForeignCode(Exception):
         super().__init__(name)
         self.name = name
         self.origin = origin
+
+
+class ForbiddenKernel(BaseException):
+    """Learner code ran a library kernel in a step that must not (StepSpec.own_formula): the
+    probe ends. A BaseException, so that a probe's own `except Exception` lets it through."""
+
+    def __init__(self, kernels: list[str]):
+        super().__init__(", ".join(kernels))
+        self.kernels = kernels
 
 
 class LearnerRaised(Exception):
@@ -139,7 +157,7 @@ class Watch(TorchFunctionMode):
         if kind is None:
             return func(*args, **kwargs)
         if kind[0] == "kernel":
-            _KERNEL_CALLS.add(kind[1])
+            _kernel_called(kind[1])
             return func(*args, **kwargs)
         if kind[0] == "dropout" and self.stand_in and args and isinstance(args[0], torch.Tensor):
             return self._dropout(func, args, kwargs)
@@ -212,7 +230,7 @@ def _trap(owner, attr: str, label: str) -> None:
     original = getattr(owner, attr)
 
     def trapped(*args, **kwargs):
-        _KERNEL_CALLS.add(label)
+        _kernel_called(label)
         return original(*args, **kwargs)
 
     setattr(owner, attr, trapped)
@@ -232,13 +250,15 @@ def install_traps() -> None:
 
 def _trap_flex_attention() -> None:
     try:
+        import torch.nn.attention.flex_attention as flex
         from torch._higher_order_ops.flex_attention import FlexAttentionHOP
     except ImportError:
         return
+    _trap(flex, "flex_attention", "flex_attention")  # what a file imports, before its operator
     original = FlexAttentionHOP.__call__
 
     def calling(self, *args, **kwargs):
-        _KERNEL_CALLS.add("flex_attention")
+        _kernel_called("flex_attention")
         return original(self, *args, **kwargs)
 
     FlexAttentionHOP.__call__ = calling  # type: ignore[method-assign]
@@ -404,6 +424,7 @@ class ProbeContext:
         # False when nobody will look at the step's views (`check`, `grade`): a probe may skip
         # calls whose outputs only feed them. A verdict must never depend on those.
         self.views = True
+        self.stop_at_kernel = False  # StepSpec.own_formula is set (by the child)
 
     def get(self, name: str):
         """The learner's function or class, checked on the very object the probe then uses (a
@@ -461,15 +482,19 @@ class ProbeContext:
                 if borrowed is not None:
                     _settrace(borrowed)
                     _thread_settrace(borrowed)  # threads the learner's code starts, too
+                _STOPPING[0] = self.stop_at_kernel
                 try:
                     value = fn(*args)
                 finally:
+                    _STOPPING[0] = False
                     if borrowed is not None:
                         removed = _gettrace() is not borrowed
                         _settrace(previous)
                         _thread_settrace(None)
                         if removed:  # learner code took the watch off: what it ran is unknown
                             borrowed.found.add("sys.settrace")
+        except ForbiddenKernel:
+            raise
         except BaseException as exc:  # SystemExit too: the learner's code is at fault
             # The learner's frames may hold what hit the memory limit: free it before describing.
             traceback.clear_frames(exc.__traceback__)
@@ -478,9 +503,12 @@ class ProbeContext:
                 raise LearnerRaised(failure, todo=isinstance(exc, NotImplementedError)) from None
             return {"error": failure}
         finally:
-            self.kernels |= _KERNEL_CALLS
+            called = set(_KERNEL_CALLS)
             if borrowed is not None:
-                self.kernels |= {f"{name} ({FOREIGN_LABEL})" for name in borrowed.found}
+                called |= {f"{name} ({FOREIGN_LABEL})" for name in borrowed.found}
+            self.kernels |= called
+            if called and self.stop_at_kernel:  # before a raise or a result of that call
+                raise ForbiddenKernel(sorted(self.kernels)) from None
         softmax = _SOFTMAX_OUT[-1] if _SOFTMAX_OUT else None
         result = {"value": value, "args": args, "softmax": softmax}
         if dropout:

@@ -11,6 +11,10 @@ class StepSpec:
     probe: Callable  # (ProbeContext, inputs) -> outputs; runs in the child
     judge: Callable  # (Verdict, outputs, inputs, JudgeContext) -> None; runs in the judge
     functions: tuple[str, ...]  # the learner's names this step exercises
+    # The name a library attention kernel is blamed on (check.kernel, check id own-formula):
+    # the first learner call that runs one ends the probe, so a slow kernel costs one call.
+    # None: the step may call kernels, or its judge alone says.
+    own_formula: str | None = None
 
 
 @dataclass
