@@ -249,3 +249,25 @@ def test_the_legend_shows_a_non_finite_cell_as_the_cells_do():
     m[4][1] = float("inf")
     text = "\n".join(render(heatmap(m), 76, "truecolor"))
     assert " inf  not a number, or infinite" in text and " ? " not in text
+
+
+@pytest.mark.parametrize("width", [80, 60, 40])
+def test_the_legend_keys_wrap_between_keys_never_cut(width):
+    """Masked cells, a leak and a NaN: the keys go on as few lines as fit, each whole (at 80
+    columns, in the app's pane, "not a number, or infinite" was cut at the edge)."""
+    m = causal(6)
+    m[1][4] = 0.3  # a weight on the future
+    m[4][1] = float("nan")
+    lines = render(heatmap(m, title="t"), width, None)
+    text = "\n".join(lines)
+    for words in (
+        "weights (yours)",
+        "masked future",
+        "future weight ≠ 0",
+        "not a number, or infinite",
+    ):
+        assert words in text, (width, text)
+    assert max(cell_len(line) for line in lines) <= width
+    one_line = " ·  masked future    !  future weight ≠ 0    ?  not a number, or infinite"
+    if cell_len(one_line) <= width:  # fits: one line, as before
+        assert any("masked future" in line and "infinite" in line for line in lines), text

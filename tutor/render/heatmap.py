@@ -280,7 +280,7 @@ class Heatmap:
                     line.append_text(self._cell(i, j, cw, layout == "values", colours))
                 out.append(line)
 
-        out.extend(self._legend_lines(n_rows, n_cols, rows, cols, layout, colours))
+        out.extend(self._legend_lines(n_rows, n_cols, rows, cols, layout, colours, width))
         return out
 
     def _half_colour(self, i: int, j: int) -> Color | None:
@@ -313,7 +313,7 @@ class Heatmap:
         return [Text(" " * gutter + key_label, style="italic"), Text(query_label, style="italic")]
 
     def _legend_lines(
-        self, n_rows: int, n_cols: int, rows: int, cols: int, layout: str, colours: str
+        self, n_rows: int, n_cols: int, rows: int, cols: int, layout: str, colours: str, width: int
     ) -> list[Text]:
         legend = self.legend
         lo, hi = (
@@ -333,8 +333,13 @@ class Heatmap:
             for k, ch in enumerate(RAMP):
                 scale.append(ch, Style(color=Color.from_rgb(*viridis((k + 0.5) / len(RAMP)))))
         scale.append(" " + hi)
-        scale.append("  " + legend[self.mode], style="bold")
         out = [scale]
+        name = Text(legend[self.mode], style="bold")
+        if cell_len(scale.plain) + 2 + cell_len(name.plain) <= width:
+            scale.append("  ")
+            scale.append_text(name)
+        else:
+            out.append(name)
 
         kinds = {self._kind(i, j) for i in range(n_rows) for j in range(n_cols)}
         # The legend's sample of a non-finite cell is what such a cell shows: NaN, inf or -inf
@@ -349,19 +354,27 @@ class Heatmap:
             "?",
         )
         nan_sample = f" {odd} " if layout == "values" else " ? "
-        keys = Text()
+        # One line while the keys fit, else a line each: a key is never cut at the edge.
+        keys: list[Text] = []
         for kind, sample, style in (
             ("masked", " · ", MASKED),
             ("leak", " ! ", LEAK),
             ("nan", nan_sample, NAN),
         ):
             if kind in kinds:
-                if keys:
-                    keys.append("   ")
-                keys.append(sample, style)
-                keys.append(" " + legend[kind])
-        if keys:
-            out.append(keys)
+                key = Text(sample, style)
+                key.append(" " + legend[kind])
+                keys.append(key)
+        line = Text()
+        for key in keys:
+            if line and cell_len(line.plain) + 3 + cell_len(key.plain) > width:
+                out.append(line)
+                line = Text()
+            if line:
+                line.append("   ")
+            line.append_text(key)
+        if line:
+            out.append(line)
         if n_rows < rows or n_cols < cols:
             out.append(Text(f"[0:{n_rows}, 0:{n_cols}] / {rows}×{cols}", style="dim"))
         return out
