@@ -334,12 +334,11 @@ class Heatmap:
                 scale.append(ch, Style(color=Color.from_rgb(*viridis((k + 0.5) / len(RAMP)))))
         scale.append(" " + hi)
         out = [scale]
-        name = Text(legend[self.mode], style="bold")
-        if cell_len(scale.plain) + 2 + cell_len(name.plain) <= width:
-            scale.append("  ")
-            scale.append_text(name)
+        name = legend[self.mode]
+        if cell_len(scale.plain) + 2 + cell_len(name) <= width:
+            scale.append("  " + name, style="bold")
         else:
-            out.append(name)
+            out.append(Text(name, style="bold"))
 
         kinds = {self._kind(i, j) for i in range(n_rows) for j in range(n_cols)}
         # The legend's sample of a non-finite cell is what such a cell shows: NaN, inf or -inf
@@ -362,7 +361,8 @@ class Heatmap:
             ("nan", nan_sample, NAN),
         ):
             if kind in kinds:
-                key = Text(sample, style)
+                key = Text()
+                key.append(sample, style)  # a span: the words after it stay plain
                 key.append(" " + legend[kind])
                 keys.append(key)
         line = Text()
