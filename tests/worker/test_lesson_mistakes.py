@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
-from worker_kit import CHECKED_STEPS, LESSONS, REFERENCE, summary
+from worker_kit import CHECKED_STEPS, LESSONS, REFERENCE, shared_run, summary
 
 from tutor import toml
 from tutor.model.mistakes import mistake_source, read_mistakes, unmet
@@ -21,7 +21,8 @@ FOLDER = {lesson.id: lesson.folder for lesson in LESSONS}
 def _cases():
     for lesson, (mistakes, _) in MISTAKES.items():
         for m in mistakes:
-            yield pytest.param(lesson, m, id=f"{lesson}:{m.id}")
+            key = f"{lesson}:{m.id}"
+            yield pytest.param(lesson, m, id=key, marks=shared_run(key))
 
 
 CASES = list(_cases())

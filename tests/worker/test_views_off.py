@@ -12,7 +12,7 @@ import pytest
 import test_correct_styles
 import test_kv_cache
 import test_trainable_layer
-from worker_kit import LESSONS, REFERENCE, STARTER, learner_file
+from worker_kit import LESSONS, REFERENCE, STARTER, learner_file, shared_run
 
 from tutor.model.mistakes import mistake_source, read_mistakes
 from tutor.model.records import is_generic, is_message, local
@@ -104,7 +104,9 @@ def test_the_corpus_is_the_worker_tests_files():
     assert {lesson for _, lesson, _ in CORPUS} == {lesson.id for lesson in LESSONS}
 
 
-@pytest.mark.parametrize("lesson, source", [pytest.param(each, s, id=i) for i, each, s in CORPUS])
+@pytest.mark.parametrize(
+    "lesson, source", [pytest.param(each, s, id=i, marks=shared_run(i)) for i, each, s in CORPUS]
+)
 def test_the_same_verdicts_without_views(run, run_unwatched, run_unhurried, lesson, source):
     with_views, without = run(lesson, source), run_unwatched(lesson, source)
     if timed_out(with_views) or timed_out(without):  # the machine's doing, not the views'

@@ -7,7 +7,10 @@ from __future__ import annotations
 import json
 import os
 import threading
+import zlib
 from pathlib import Path
+
+import pytest
 
 from tutor.engine.client import EngineClient, WorkerGone
 from tutor.model.lesson import all_lessons
@@ -27,6 +30,13 @@ CHECKED_STEPS = {lesson.id: tuple(s.id for s in lesson.checked_steps) for lesson
 # Per step: generous, so a busy 2-core machine never turns a verdict into a timeout.
 STEP_TIMEOUT = 15.0
 RUN_TIMEOUT = 60.0
+
+
+def shared_run(key: str):
+    """An xdist group for a corpus file: the tests that run the same file (the mistakes' own
+    test, the views-off comparison) run in one process, so its session worker's cache checks
+    the file once for both. Six groups keep the two processes' loads even."""
+    return pytest.mark.xdist_group(f"corpus-{zlib.crc32(key.encode()) % 6}")
 
 
 class SessionWorker:
