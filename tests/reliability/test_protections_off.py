@@ -19,10 +19,14 @@ from reliability_kit import (
 from tutor.engine.confine.platform_probe import DISABLE_ENV, NAMES
 
 LM3 = "lm3-l3"
-CASES = [*NAMES, ",".join(NAMES)]
+# A case's four tests in one xdist process: each process would start its own worker for it.
+CASES = [
+    pytest.param(c, id="all" if "," in c else c, marks=pytest.mark.xdist_group(f"off-{c}"))
+    for c in [*NAMES, ",".join(NAMES)]
+]
 
 
-@pytest.fixture(scope="module", params=CASES, ids=lambda c: "all" if "," in c else c)
+@pytest.fixture(scope="module", params=CASES)
 def without(request):
     lw = LiveWorker(STEP_TIMEOUT, env={DISABLE_ENV: request.param})
     lw.start()
