@@ -22,6 +22,9 @@ from tutor.engine.confine.platform_probe import probe  # noqa: E402
 from tutor.grade.collect import collect  # noqa: E402
 from tutor.model.lesson import get_lesson  # noqa: E402
 
+# The module's worker (or graded class) is made once: its tests run in one xdist process.
+pytestmark = pytest.mark.xdist_group("test_folders")
+
 ROOT = Path(__file__).resolve().parents[2]
 LM3 = get_lesson("lm3-l3")
 ENV = dict(os.environ, PYTHONPATH=str(ROOT), LANG="C.UTF-8")

@@ -31,6 +31,9 @@ from tutor.grade.summary import OWN_ROWS, SYMPTOMS  # noqa: E402
 from tutor.model.lesson import get_lesson  # noqa: E402
 from tutor.text.i18n import local_key  # noqa: E402
 
+# The module's worker (or graded class) is made once: its tests run in one xdist process.
+pytestmark = pytest.mark.xdist_group("test_grade")
+
 ROOT = Path(__file__).resolve().parents[2]
 LESSON = get_lesson("lm3-l3")
 STEPS = [s.id for s in LESSON.checked_steps]

@@ -26,6 +26,9 @@ from tutor.engine.output_capture import (
 )
 from tutor.engine.supervisor import TICK
 
+# The module's worker (or graded class) is made once: its tests run in one xdist process.
+pytestmark = pytest.mark.xdist_group("test_big_output")
+
 PER_CALL = 5_000_000
 
 

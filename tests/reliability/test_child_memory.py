@@ -22,6 +22,9 @@ from reliability_kit import LESSONS, REFERENCE, LiveWorker
 
 from tutor import toml
 
+# The module's worker (or graded class) is made once: its tests run in one xdist process.
+pytestmark = pytest.mark.xdist_group("test_child_memory")
+
 SCAN_TIMEOUT = 30.0  # s: a raw scan reads a few hundred MB of the child's memory
 
 

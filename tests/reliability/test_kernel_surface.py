@@ -27,6 +27,9 @@ from reliability_kit import (
 
 from tutor.engine.confine.platform_probe import probe
 
+# The module's worker (or graded class) is made once: its tests run in one xdist process.
+pytestmark = pytest.mark.xdist_group("test_kernel_surface")
+
 LM3 = "lm3-l3"
 PROTECTIONS = probe()
 needs_seccomp = pytest.mark.skipif(not PROTECTIONS.seccomp, reason="no seccomp here")
