@@ -16,6 +16,7 @@ from worker_kit import REFERENCE
 from tutor.engine import behaviour, codec, protocol
 from tutor.engine.checks_loader import load_checks
 from tutor.engine.judge import Judge
+from tutor.kit.spec import StepSpec
 from tutor.model.lesson import all_lessons
 from tutor.model.records import is_message, local
 
@@ -105,8 +106,43 @@ def test_the_runner_is_quiet(capfd):
         print("warning", file=sys.stderr)
         return {"out": torch.ones(2)}
 
-    checks = types.SimpleNamespace(STEPS={"s": types.SimpleNamespace(probe=probe)})
+    checks = types.SimpleNamespace(STEPS={"s": StepSpec(probe, lambda *a: None, ())})
     runner = behaviour.Runner(checks, [("s", "m", "x = 1\n")], None, 30.0, 0)
     got = runner.wait(time.monotonic() + 30.0)
     assert runner.finished and torch.equal(got[("s", "m")]["out"], torch.ones(2))
     assert capfd.readouterr() == ("", "")
+
+
+def test_a_mutant_that_calls_a_kernel_stops_there():
+    """A mistake that calls a library kernel is told by check.kernel, never by behaviour: in a
+    step with own_formula its mutant stops at the kernel (flex_attention's eager path would
+    spend seconds), as the learner's file does; where kernels are allowed it runs."""
+    import torch.nn.functional as F
+
+    from tutor.kit import probe_tools
+
+    probe_tools.install_traps()
+
+    def probe(ctx, inputs):
+        q = torch.randn(1, 1, 3, 4)
+        out = ctx.call(lambda x: F.scaled_dot_product_attention(x, x, x), q)
+        return {"out": out["value"]}
+
+    steps = {
+        "own": StepSpec(probe, lambda *a: None, (), own_formula="attention"),
+        "free": StepSpec(probe, lambda *a: None, ()),
+    }
+    runner = behaviour.Runner(
+        types.SimpleNamespace(STEPS=steps),
+        [("own", "m", "x = 1\n"), ("free", "m", "x = 1\n")],
+        None,
+        30.0,
+        0,
+    )
+    got = runner.wait(time.monotonic() + 30.0)
+    assert runner.finished
+    assert got[("own", "m")] == {
+        "kind": "ForbiddenKernel",
+        "detail": "F.scaled_dot_product_attention",
+    }
+    assert got[("free", "m")]["out"].shape == (1, 1, 3, 4)

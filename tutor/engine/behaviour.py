@@ -55,7 +55,11 @@ def _probe(checks, step: str, name: str, source: str, inputs) -> object:
         exec(compile(source, name, "exec", dont_inherit=True), module.__dict__)
         ctx = probe_tools.ProbeContext(module, name, source, None)
         ctx.views = False
-        return checks.STEPS[step].probe(ctx, inputs)
+        # A mutant that calls a kernel is told by check.kernel, never by behaviour: stopped at
+        # once, as the learner's file would be (flex_attention's eager path costs seconds).
+        spec = checks.STEPS[step]
+        ctx.stop_at_kernel = spec.own_formula is not None
+        return spec.probe(ctx, inputs)
     except probe_tools.LearnerRaised as exc:
         return {"kind": exc.failure.get("kind", "?"), "detail": exc.failure.get("detail", "")}
     except BaseException as exc:
