@@ -20,6 +20,7 @@ from worker_kit import LESSONS, REFERENCE
 from tutor.cli.dev_mistakes import build, load_mistakes, unproven
 from tutor.engine import codec
 from tutor.engine.checks_loader import load_checks
+from tutor.engine.judge import judge_kernel_called
 from tutor.kit import probe_tools
 from tutor.kit.judge_tools import Stop, Verdict
 from tutor.kit.spec import JudgeContext
@@ -27,6 +28,7 @@ from tutor.model.mistakes import unmet
 from tutor.model.results import StepResult
 
 RAISED = object()
+KERNEL = object()  # the probe ended at a library kernel (StepSpec.own_formula)
 # The diagnosis from behaviour comes after the checks (engine/behaviour.py), not from one.
 BEHAVIOUR = {"likely.behaves_as", "likely.behaves_as_two", "likely.behaviour_differs"}
 
@@ -48,7 +50,11 @@ def _probe(checks, step: str, source: str, inputs):
         exec(compile(source, "learner.py", "exec", dont_inherit=True), module.__dict__)
         ctx = probe_tools.ProbeContext(module, "learner.py", source, None)
         ctx.views = False
+        # As in the child: a kernel ends the probe, and the step is judged by that alone.
+        ctx.stop_at_kernel = checks.STEPS[step].own_formula is not None
         outputs = checks.STEPS[step].probe(ctx, inputs)
+    except probe_tools.ForbiddenKernel as exc:
+        return KERNEL, exc.kernels
     except BaseException:
         return RAISED
     tree, blob = codec.encode(outputs)  # what the judge gets: the child's frame, decoded
@@ -65,6 +71,9 @@ def _judge(checks, step: str, probed, inputs, source: str, removed: str | None) 
             return True if check_id == removed else expect(check_id, ok, key, **params)
 
         verdict.expect = without  # type: ignore[method-assign]
+    if outputs is KERNEL:  # the engine's verdict then: own-formula, removed with the rest
+        judge_kernel_called(verdict, checks.STEPS[step], source, kernels)
+        return StepResult(step, "fail", verdict.checks)
     try:
         checks.STEPS[step].judge(verdict, outputs, inputs, JudgeContext(source, kernels, False))
     except Stop:

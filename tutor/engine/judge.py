@@ -14,7 +14,7 @@ from tutor.engine.behaviour import Behaviour, wants_behaviour
 from tutor.kit.judge_tools import Stop, Verdict
 from tutor.kit.kernels import no_kernel
 from tutor.kit.source_tools import qualified_name
-from tutor.kit.spec import JudgeContext
+from tutor.kit.spec import JudgeContext, StepSpec
 from tutor.model.results import Check, Failure, Message, StepResult
 from tutor.text.i18n import qualify
 
@@ -129,8 +129,7 @@ class Judge:
                 )
             case protocol.KernelCalled(kernels):  # the probe stopped there: nothing else to judge
                 verdict = Verdict(source)
-                own = spec.own_formula or fn
-                no_kernel(verdict, own, source, set(spec.functions), kernels)
+                judge_kernel_called(verdict, spec, source, kernels)
                 return StepResult(step, "fail", verdict.checks)
             case protocol.Raised(error, todo=True):
                 where = error.failure.frames[-1] if error.failure.frames else None
@@ -176,6 +175,13 @@ class Judge:
             return StepResult(step, "error", verdict.checks, visuals=verdict.visuals)
         status = "pass" if verdict.passed() and verdict.checks else "fail"
         return StepResult(step, status, verdict.checks, visuals=verdict.visuals)
+
+
+def judge_kernel_called(verdict: Verdict, spec: StepSpec, source: str, kernels: list[str]) -> None:
+    """A step whose probe a library kernel ended (StepSpec.own_formula): own-formula fails, in
+    no_kernel's words, as the judge's own check would say it."""
+    own = spec.own_formula or " / ".join(spec.functions)
+    no_kernel(verdict, own, source, set(spec.functions), kernels)
 
 
 def unjudged(step: str, exc: BaseException) -> StepResult:
