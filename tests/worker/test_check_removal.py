@@ -87,6 +87,7 @@ def _judge(checks, step: str, probed, inputs, source: str, removed: str | None) 
 @pytest.fixture(autouse=True)
 def _one_thread():
     torch.set_num_threads(1)
+    probe_tools.install_traps()  # as the child has them
 
 
 @pytest.mark.parametrize("lesson", [x for x in LESSONS], ids=lambda x: x.id)

@@ -69,7 +69,10 @@ def _probe(checks, step: str, name: str, source: str, inputs) -> object:
 def _serve(fd: int, checks, jobs: list[tuple[str, str, str]], inputs, parent: int, cache) -> None:
     import torch
 
+    from tutor.kit import probe_tools
+
     torch.set_num_threads(1)
+    probe_tools.install_traps()  # as in a child: a mutant's kernel is seen, and stopped at once
     for step, name, source in jobs:
         if os.getppid() != parent:  # the judge is gone: nobody will read these
             return
