@@ -353,7 +353,7 @@ class Heatmap:
             "?",
         )
         nan_sample = f" {odd} " if layout == "values" else " ? "
-        # One line while the keys fit, else a line each: a key is never cut at the edge.
+        # The keys on as few lines as fit, breaking only between keys: none is cut at the edge.
         keys: list[Text] = []
         for kind, sample, style in (
             ("masked", " · ", MASKED),
