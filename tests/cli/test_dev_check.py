@@ -100,6 +100,7 @@ def test_dev_check_passes_for_the_lesson(every_lesson, lesson):
         "starter",
         "reference",
         "warm-up",
+        "experiments",
     ):
         assert any(line.startswith(f"✓ {word}: ") for line in lines), (word, out.stdout)
     summary = [line for line in section if line.strip()][-1]
@@ -289,6 +290,42 @@ def test_a_step_function_the_starter_lacks_is_named(tmp_path):
     assert "✗ files: step 'mask' is about causal_mask, which starter.py does not define" in failed(
         out
     ), out.stdout
+
+
+def test_an_experiment_step_that_fails_on_the_reference_is_named(tmp_path):
+    """dev check runs the experiment steps too, views on, as the app does when one is on screen:
+    a judge that raises there was seen only by a learner."""
+    folder = copy_lesson(tmp_path, "lab-02")
+    checks = folder / "checks.py"
+    source = checks.read_text()
+    assert source.count("    shown = w if ok else ref\n") == 1
+    checks.write_text(source.replace("    shown = w if ok else ref\n", "    1 / 0\n"))
+    out = run("dev", "check", str(folder))
+    assert out.returncode == 1
+    assert failed(out) == [
+        "✗ experiments: the reference does not run every experiment step "
+        "(heatmap: error, judge (failure.judge))"
+    ], out.stdout
+
+
+def test_a_table_wider_than_the_text_at_80_columns_is_named(tmp_path):
+    folder = copy_lesson(tmp_path, "lab-02")
+    checks = folder / "checks.py"
+    source = checks.read_text()
+    wide = 'table([f"column {i}" for i in range(12)], [[f"value {i}" for i in range(12)]]),'
+    assert source.count('    v.visuals["view"] = [\n') == 1
+    checks.write_text(
+        source.replace(
+            '    v.visuals["view"] = [\n', f'    v.visuals["view"] = [\n        {wide}\n'
+        )
+    )
+    out = run("dev", "check", str(folder), "--lang", "zh")
+    assert out.returncode == 1
+    (line,) = failed(out)
+    assert line.startswith("✗ 实验步骤：步骤 heatmap 画出的表格宽 ") and "（en）" in line, (
+        out.stdout
+    )
+    assert "正文只有 52 列" in line, out.stdout
 
 
 @pytest.mark.parametrize(

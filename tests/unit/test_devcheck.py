@@ -230,3 +230,23 @@ def test_copied_lines_are_the_references_own_not_the_starters():
     )
     assert devcheck.copied_lines(warmup, reference, starter) == [4]
     assert devcheck.copied_lines(warmup.replace("counts", "n"), reference, starter) == []
+
+
+def test_only_experiment_steps_with_a_stepspec_are_run(tmp_path):
+    """An experiment step that is text alone (no StepSpec) has nothing to run: dev check does
+    not ask the worker for it, which would report it missing."""
+    import shutil
+    from pathlib import Path
+
+    from tutor.cli.dev_experiments import experiment_steps
+    from tutor.model.lesson import get_lesson, load_lesson
+
+    folder = tmp_path / "lab-02"
+    shutil.copytree(get_lesson("lab-02").folder, folder)
+    assert experiment_steps(load_lesson(folder)) == ["heatmap", "exercises"]
+    checks = Path(folder / "checks.py")
+    source = checks.read_text(encoding="utf-8")
+    line = 'STEPS["heatmap"] = StepSpec(probe_heatmap, judge_heatmap, ("attention",))\n'
+    assert source.count(line) == 1
+    checks.write_text(source.replace(line, ""), encoding="utf-8")
+    assert experiment_steps(load_lesson(folder)) == ["exercises"]

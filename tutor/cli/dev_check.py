@@ -4,7 +4,10 @@ Each check gives one line: the lesson file's schema, its texts and hints in both
 the message keys its checks can use (found statically) in both catalogs, the catalogs key for
 key, then runs through the real worker: the starter is `todo` on every checked step, the
 reference passes each, every known mistake in mistakes.toml gives on every checked step what it
-says (and how many of them each check catches), and warmup.py (if any) fails every checked step and copies no reference line. Torch-free: it runs in the UI's process; only the worker imports torch.
+says (and how many of them each check catches), warmup.py (if any) fails every checked step and
+copies no reference line, and the experiment steps run on the reference and draw no table wider
+than the app's text at 80×24. Torch-free: it runs in the UI's process; only the worker imports
+torch.
 """
 
 from __future__ import annotations

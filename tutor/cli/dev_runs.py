@@ -3,13 +3,14 @@
 
 from __future__ import annotations
 
+from tutor.cli.dev_experiments import experiment_lines, experiment_steps
 from tutor.cli.dev_findings import Line
 from tutor.cli.dev_mistakes import build, catches, judge_mistake, unproven
 from tutor.model.lesson import Lesson
 from tutor.model.mistakes import Mistake
 
 
-def _off(results, order: list[str], wanted: str) -> list[dict]:
+def off_steps(results, order: list[str], wanted: str) -> list[dict]:
     """The steps whose status is not the wanted one, as messages (rendered in the reader's
     language): the status, and the first check that did not pass with its message key."""
     by_id = {r.id: r for r in results}
@@ -52,15 +53,26 @@ def run_checks(lesson: Lesson, mistakes: list[Mistake], timeout: float) -> list[
     warmup = lesson.warmup_path.is_file()
     if warmup:
         runs.append((str(lesson.warmup_path), lesson.warmup_path.read_text("utf-8"), order))
+    experiments = experiment_steps(lesson)
+    if experiments:  # last, with its views: what the app draws is looked at
+        runs.append((str(lesson.reference_path), reference, experiments))
     try:
         # No views (nobody looks at them here), so the judge waits for the diagnosis from
         # behaviour that a mistake may say it gets.
-        got = check_sources(lesson.id, runs, timeout=timeout, lesson_dir=lesson.folder, views=False)
+        got = check_sources(
+            lesson.id,
+            runs,
+            timeout=timeout,
+            lesson_dir=lesson.folder,
+            views=False,
+            viewed=frozenset({len(runs) - 1}) if experiments else frozenset(),
+        )
     except WorkerGone as exc:
         return [Line(False, "dev.worker_failed", {"detail": exc})] + unusable
     starter, ref, *variants = got
+    drawn = variants.pop() if experiments else []
     warm_results = variants.pop() if warmup else None
-    not_todo = _off(starter, order, "todo")
+    not_todo = off_steps(starter, order, "todo")
     lines = [
         Line(
             not not_todo,
@@ -68,7 +80,7 @@ def run_checks(lesson: Lesson, mistakes: list[Mistake], timeout: float) -> list[
             {"n": len(order), "steps": not_todo},
         )
     ]
-    bad = _off(ref, order, "pass")
+    bad = off_steps(ref, order, "pass")
     lines.append(
         Line(
             not bad,
@@ -79,7 +91,7 @@ def run_checks(lesson: Lesson, mistakes: list[Mistake], timeout: float) -> list[
     if warm_results is not None:
         # Failed, not raised: a step that raises warms nothing, and one that passes is a
         # solution in every child's memory.
-        off = _off(warm_results, order, "fail")
+        off = off_steps(warm_results, order, "fail")
         lines.append(
             Line(
                 not off,
@@ -90,4 +102,5 @@ def run_checks(lesson: Lesson, mistakes: list[Mistake], timeout: float) -> list[
     judged = [
         judge_mistake(m, results, order) for (m, _), results in zip(ready, variants, strict=True)
     ]
-    return lines + judged + unusable + catches(ref, [m for m, _ in ready], unproven(lesson))
+    caught = catches(ref, [m for m, _ in ready], unproven(lesson))
+    return lines + judged + unusable + caught + experiment_lines(lesson, drawn)

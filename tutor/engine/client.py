@@ -182,9 +182,11 @@ class EngineClient:
         steps: list[str] | None = None,
         params: dict | None = None,
         folder: str | None = None,
+        views: bool | None = None,
     ) -> int:
         """params: per step id, its settings as lesson.toml declares them (the probe's ctx.params).
-        folder: the learner's own folder (grade: a student's), whose files the file may import."""
+        folder: the learner's own folder (grade: a student's), whose files the file may import.
+        views: this run's, instead of the client's."""
         with self._lock:
             self.gen += 1
             self._send(
@@ -197,7 +199,7 @@ class EngineClient:
                     float(self.timeout),
                     params or {},
                     keep=self.keep,
-                    views=self.views,
+                    views=self.views if views is None else views,
                     folder=folder or None,
                 )
             )
@@ -248,9 +250,11 @@ def check_sources(
     params: dict | None = None,
     lesson_dir: Path | None = None,
     views: bool = True,
+    viewed: frozenset[int] = frozenset(),
 ) -> list[list[StepResult]]:
     """Each (filename, source, steps) in turn through one worker (torch imported once), the
-    verdicts of each run once all have come. views: see EngineClient.
+    verdicts of each run once all have come. views: see EngineClient; viewed: the runs (by
+    index) that draw their views whatever views says.
     Should the worker die during a run (a tutor bug, never a verdict), the run goes again in a
     new one; dying again there, its steps without a verdict say the tutor could not judge them
     (WorkerGone when the run names no steps and none came)."""
@@ -274,7 +278,7 @@ def check_sources(
     worker: EngineClient | None = start()
     out: list[list[StepResult]] = []
     try:
-        for filename, source, steps in runs:
+        for index, (filename, source, steps) in enumerate(runs):
             gone = None
             for _attempt in (1, 2):
                 if worker is None:
@@ -282,7 +286,9 @@ def check_sources(
                 # One run at a time: the worker drops a run when a newer one comes.
                 state["results"], state["done"] = {}, threading.Event()
                 with contextlib.suppress(WorkerGone):  # the reader thread says "gone"
-                    worker.submit(lesson_id, filename, source, steps, params)
+                    worker.submit(
+                        lesson_id, filename, source, steps, params, views=views or index in viewed
+                    )
                 if not state["gone"]:
                     state["done"].wait()
                 if not state["gone"]:
