@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import io
 
-from tutor.cli.dev_findings import Line
+from tutor.cli.dev_findings import Line, off_steps
 from tutor.model.lesson import Lesson
 from tutor.model.results import StepResult
 
@@ -53,8 +53,6 @@ def too_wide(result: StepResult, lang: str) -> int:
 
 def experiment_lines(lesson: Lesson, results: list[StepResult]) -> list[Line]:
     """One line for the lesson's experiments: all ran and fit, or the first that did not."""
-    from tutor.cli.dev_runs import off_steps
-
     steps = experiment_steps(lesson)
     if not steps:
         return []
