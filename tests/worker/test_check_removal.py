@@ -115,22 +115,28 @@ def test_removing_any_check_makes_a_mistake_unmet(lesson):
         # A mistake this process cannot reproduce (one that reads the checks' helpers from the
         # caller's frames: in the worker they are the child's) is never counted as caught.
         # There must be few, or the proof says little.
+        base = {
+            m.id: _judge(checks, step, probed, inputs, source, None)
+            for m, source, probed in failing
+        }
         as_said = [
             f
             for f in failing
-            if not unmet(
-                {step: _judge(checks, step, f[2], inputs, f[1], None)},
-                [step],
-                {step: _judged(f[0].expect[step])},
-            )
+            if not unmet({step: base[f[0].id]}, [step], {step: _judged(f[0].expect[step])})
         ]
         apart |= {m.id for m, _, _ in failing if all(m is not f[0] for f in as_said)}
         failing = as_said
+        # Taking away a check that passed, or never ran, leaves a verdict as it was: only the
+        # checks a mistake's own verdict did not pass can make it unmet.
+        not_passed = {
+            m.id: {c.id for c in base[m.id].checks if c.status != "pass"} for m, _, _ in failing
+        }
         for check in ids:
             broken = [
                 m.id
                 for m, source, probed in failing
-                if unmet(
+                if check in not_passed[m.id]
+                and unmet(
                     {step: _judge(checks, step, probed, inputs, source, check)},
                     [step],
                     {step: _judged(m.expect[step])},
