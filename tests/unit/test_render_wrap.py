@@ -205,3 +205,28 @@ def test_a_name_too_long_for_the_line_is_cut_where_its_parts_meet():
     ]
     assert wrap_cells("x CausalMultiHeadAttention", 20) == ["x", "CausalMultiHead", "Attention"]
     assert wrap_cells("x " + "a" * 30, 20) == ["x", "a" * 20, "a" * 10]  # no part: by cells
+
+
+def test_no_line_splits_a_whole_term_of_the_lessons_chinese_texts():
+    """因果 | 自注意力 and 上一 | 步 read as two words (language review, item 44): over every
+    paragraph of every lesson's Chinese text, at every width from 20 to 60 cells, no line ends
+    inside one of wrap.WHOLE_TERMS."""
+    from pathlib import Path
+
+    from tutor.render.wrap import _TERMS, line_spans
+
+    root = Path(__file__).resolve().parents[2] / "lessons"
+    paragraphs = [
+        line
+        for path in sorted(root.glob("*/text/zh/*.md"))
+        for line in path.read_text(encoding="utf-8").splitlines()
+        if _TERMS.search(line)
+    ]
+    assert len(paragraphs) > 20  # the property is about real texts: there are some
+    split = []
+    for para in paragraphs:
+        terms = [m.span() for m in _TERMS.finditer(para)]
+        for width in range(20, 61):
+            ends = {end for _, end in line_spans(para, width)[:-1]}
+            split += [(para[a:b], width) for a, b in terms if any(a < e < b for e in ends)]
+    assert split == []

@@ -39,6 +39,20 @@ NO_BREAK_SPACES = "\u00a0\u202f\u2007"
 _DIGITS = set("0123456789⁰¹²³⁴⁵⁶⁷⁸⁹")
 _UNIT = re.compile(r"(?:MB|GB|KB|kB|TB)\b")
 
+# Chinese terms a line does not split (因果 | 自注意力, 上一 | 步 read as two words): a break
+# inside one is taken only when the term alone is wider than the line.
+WHOLE_TERMS = (
+    "因果自注意力",
+    "因果注意力",
+    "自注意力",
+    "注意力",
+    "上一步",
+    "下一步",
+    "上一条",
+    "下一条",
+)
+_TERMS = re.compile("|".join(map(re.escape, sorted(WHOLE_TERMS, key=len, reverse=True))))
+
 Span = tuple[int, int]
 _Unit = tuple[int, int, int]  # a grapheme: (start, end, cells)
 _Break = tuple[int, int, int]  # a candidate break: (line_end, next_start, grade)
@@ -161,7 +175,7 @@ def _breaks(
 
 def _breaks_any(text: str, atomic: tuple[Span, ...]) -> tuple[list[_Unit], list[_Break], list[int]]:
     units = _units(text)
-    inside = _atomic_of(text, atomic)
+    inside = _atomic_of(text, [*atomic, *(m.span() for m in _TERMS.finditer(text))])
     cands: list[_Break] = []
     n = len(units)
     i = 0
