@@ -38,6 +38,14 @@ def copy_lesson(tmp_path: Path, lesson: str) -> Path:
     return folder
 
 
+def edit(path: Path, old: str, new: str) -> None:
+    """path with its one occurrence of old replaced by new (a test that edits nothing proves
+    nothing: old must be there, once)."""
+    text = path.read_text(encoding="utf-8")
+    assert text.count(old) == 1, (path.name, old)
+    path.write_text(text.replace(old, new), encoding="utf-8")
+
+
 def mistake_ids(folder: Path) -> list[str]:
     text = (folder / "mistakes.toml").read_text(encoding="utf-8")
     return [m["id"] for m in toml.loads(text).get("mistakes", [])]
@@ -134,8 +142,7 @@ def test_dev_check_of_a_copy_by_path_passes_in_chinese(tmp_path):
 
 def test_a_failing_step_is_told_in_the_readers_language(tmp_path):
     folder = copy_lesson(tmp_path, "lab-02")
-    reference = tmp_path / "reference" / "lab_02.py"
-    reference.write_text(reference.read_text().replace('float("-inf")', "0.0"))
+    edit(tmp_path / "reference" / "lab_02.py", 'float("-inf")', "0.0")
     out = run("dev", "check", str(folder), "--lang", "zh")
     assert out.returncode == 1
     assert (
@@ -204,7 +211,7 @@ def test_a_warmup_that_raises_or_lacks_a_name_fails(tmp_path):
     folder = copy_lesson(tmp_path, "lab-02")
     warmup = folder / "warmup.py"
     source = warmup.read_text()
-    warmup.write_text(source.replace("return torch.softmax", "raise ValueError  # "))
+    edit(warmup, "return torch.softmax", "raise ValueError  # ")
     out = run("dev", "check", str(folder))
     assert out.returncode == 1
     (warm,) = [line for line in failed(out) if line.startswith("✗ warm-up: ")]
@@ -235,8 +242,7 @@ def test_a_warmup_that_copies_the_reference_fails(tmp_path):
 
 def test_a_reference_with_a_bug_fails_the_reference_check(tmp_path):
     folder = copy_lesson(tmp_path, "lab-02")
-    reference = tmp_path / "reference" / "lab_02.py"
-    reference.write_text(reference.read_text().replace('float("-inf")', "0.0"))
+    edit(tmp_path / "reference" / "lab_02.py", 'float("-inf")', "0.0")
     out = run("dev", "check", str(folder))
     assert out.returncode == 1
     bad = [line for line in failed(out) if line.startswith("✗ reference: ")]
@@ -283,8 +289,7 @@ def test_schema_problems_are_each_a_line(tmp_path):
 
 def test_a_step_function_the_starter_lacks_is_named(tmp_path):
     folder = copy_lesson(tmp_path, "lab-02")
-    starter = folder / "starter.py"
-    starter.write_text(starter.read_text().replace("def causal_mask(", "def causal_mask_renamed("))
+    edit(folder / "starter.py", "def causal_mask(", "def causal_mask_renamed(")
     out = run("dev", "check", str(folder))
     assert out.returncode == 1
     assert "✗ files: step 'mask' is about causal_mask, which starter.py does not define" in failed(
@@ -296,10 +301,7 @@ def test_an_experiment_step_that_fails_on_the_reference_is_named(tmp_path):
     """dev check runs the experiment steps too, views on, as the app does when one is on screen:
     a judge that raises there was seen only by a learner."""
     folder = copy_lesson(tmp_path, "lab-02")
-    checks = folder / "checks.py"
-    source = checks.read_text()
-    assert source.count("    shown = w if ok else ref\n") == 1
-    checks.write_text(source.replace("    shown = w if ok else ref\n", "    1 / 0\n"))
+    edit(folder / "checks.py", "    shown = w if ok else ref\n", "    1 / 0\n")
     out = run("dev", "check", str(folder))
     assert out.returncode == 1
     assert failed(out) == [
@@ -310,15 +312,9 @@ def test_an_experiment_step_that_fails_on_the_reference_is_named(tmp_path):
 
 def test_a_table_wider_than_the_text_at_80_columns_is_named(tmp_path):
     folder = copy_lesson(tmp_path, "lab-02")
-    checks = folder / "checks.py"
-    source = checks.read_text()
     wide = 'table([f"column {i}" for i in range(12)], [[f"value {i}" for i in range(12)]]),'
-    assert source.count('    v.visuals["view"] = [\n') == 1
-    checks.write_text(
-        source.replace(
-            '    v.visuals["view"] = [\n', f'    v.visuals["view"] = [\n        {wide}\n'
-        )
-    )
+    view = '    v.visuals["view"] = [\n'
+    edit(folder / "checks.py", view, f"{view}        {wide}\n")
     out = run("dev", "check", str(folder), "--lang", "zh")
     assert out.returncode == 1
     (line,) = failed(out)
