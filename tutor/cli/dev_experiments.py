@@ -51,9 +51,9 @@ def too_wide(result: StepResult, lang: str) -> int:
     return widest if widest > COLUMN else 0
 
 
-def experiment_lines(lesson: Lesson, results: list[StepResult]) -> list[Line]:
-    """One line for the lesson's experiments: all ran and fit, or the first that did not."""
-    steps = experiment_steps(lesson)
+def experiment_lines(steps: list[str], results: list[StepResult]) -> list[Line]:
+    """One line for the experiment steps (experiment_steps) from their run: all ran and fit, or
+    the first that did not."""
     if not steps:
         return []
     bad = off_steps(results, steps, "pass")

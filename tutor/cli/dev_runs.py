@@ -28,8 +28,8 @@ def run_checks(lesson: Lesson, mistakes: list[Mistake], timeout: float) -> list[
     if experiments:  # last, with its views: what the app draws is looked at
         runs.append((str(lesson.reference_path), reference, experiments))
     try:
-        # No views (nobody looks at them here), so the judge waits for the diagnosis from
-        # behaviour that a mistake may say it gets.
+        # No views but the experiments' (nobody looks at the others), so the judge waits for
+        # the diagnosis from behaviour that a mistake may say it gets.
         got = check_sources(
             lesson.id,
             runs,
@@ -74,4 +74,4 @@ def run_checks(lesson: Lesson, mistakes: list[Mistake], timeout: float) -> list[
         judge_mistake(m, results, order) for (m, _), results in zip(ready, variants, strict=True)
     ]
     caught = catches(ref, [m for m, _ in ready], unproven(lesson))
-    return lines + judged + unusable + caught + experiment_lines(lesson, drawn)
+    return lines + judged + unusable + caught + experiment_lines(experiments, drawn)
