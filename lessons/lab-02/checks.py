@@ -19,6 +19,7 @@ import torch.nn.functional as F
 from tutor.kit import (
     LARGE_INPUT,
     LARGE_SCORES,
+    Region,
     StepSpec,
     after_answer,
     bar,
@@ -32,6 +33,7 @@ from tutor.kit import (
     front_dims,
     heading,
     heatmap,
+    judge_attention_weights,
     judge_large_inputs,
     judge_other_sizes,
     judge_training_story,
@@ -55,8 +57,6 @@ from tutor.kit import (
     require_tensor,
     round_matrix,
     row,
-    row_place,
-    rows_sum_to_one,
     shape_str,
     squeeze_explanation,
     state_explanation,
@@ -541,43 +541,8 @@ def ref_weights_double(scores, mask):
 
 def judge_weights_masked(v, w, scores, mask, what, defs=("attention_weights",)):
     diagnose = lambda: diagnose_weights(w, scores, mask, v.source, defs)  # noqa: E731
-    bad = first_nonfinite(w)
-    v.require(
-        "finite",
-        bad is None,
-        "check.not_finite",
-        what=what,
-        count=bad[1] if bad else 0,
-        where=shape_str(bad[0]) if bad else "",
-        likely=diagnose,
-    )
-    sums = w.double().sum(-1)
-    ok = rows_sum_to_one(w)
-    if not ok.all():
-        where = tuple(int(i) for i in (~ok).nonzero()[0])
-        v.require(
-            "rows-sum-to-1",
-            False,
-            "check.rows_sum",
-            row=where[-1],
-            where=row_place(where[:-1]),
-            got=float(sums[where]),
-            likely=diagnose,
-        )
-    v.expect("rows-sum-to-1", True)
-    hidden = w.masked_select(mask.expand_as(w))
-    if torch.count_nonzero(hidden):
-        where = tuple(int(i) for i in ((w != 0) & mask).nonzero()[0])
-        v.require(
-            "future-is-zero",
-            False,
-            "check.future",
-            row=where[-2],
-            col=where[-1],
-            got=float(w[where]),
-            likely=diagnose,
-        )
-    v.expect("future-is-zero", True)
+    hidden = Region(msg("region.future"), mask, "future-is-zero", "check.future", named=False)
+    judge_attention_weights(v, w, [hidden], what=what, likely=diagnose)
 
 
 def judge_weights_one(v, call, scores, mask, name):

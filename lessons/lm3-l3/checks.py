@@ -16,6 +16,7 @@ from tutor.kit import (
     StepSpec,
     after_answer,
     bar,
+    causal_future,
     changed_input,
     close,
     declared_settings,
@@ -26,6 +27,7 @@ from tutor.kit import (
     future_region,
     graph_kernels,
     heading,
+    judge_attention_weights,
     judge_large_inputs,
     judge_leak_map,
     judge_other_sizes,
@@ -56,8 +58,6 @@ from tutor.kit import (
     require_ran,
     require_tensor,
     round_matrix,
-    row_place,
-    rows_sum_to_one,
     shape_str,
     size_explanation,
     state_unchanged,
@@ -405,45 +405,11 @@ def judge_single_case(v, call, case, size):
         diagnose = lambda: msg("likely.mutated_input", arg=changed)  # noqa: E731
     else:
         diagnose = lambda: unless_discarded(diagnose_weights(w, x, Wq, Wk, Wv), v.source)  # noqa: E731
-    bad = first_nonfinite(w)
-    v.require(
-        "finite",
-        bad is None,
-        "check.not_finite",
-        what="weights",
-        count=bad[1] if bad else 0,
-        where=shape_str(bad[0]) if bad else "",
-        likely=diagnose,
+    # exp(-100) is tiny but not 0: a large negative fill instead of -inf.
+    tiny = None if changed else msg("likely.fill_large_negative")
+    judge_attention_weights(
+        v, w, [causal_future(T)], what="weights", likely=diagnose, tiny_likely=tiny
     )
-    sums = w.double().sum(-1)
-    ok_rows = rows_sum_to_one(w)
-    if not ok_rows.all():
-        b, row = (int(i) for i in (~ok_rows).nonzero()[0])
-        v.require(
-            "rows-sum-to-1",
-            False,
-            "check.rows_sum",
-            row=row,
-            where=row_place((b,)),
-            got=float(sums[b, row]),
-            likely=diagnose,
-        )
-    v.expect("rows-sum-to-1", True)
-    upper = torch.triu(w, diagonal=1)
-    if (upper != 0).any():
-        b, row, col = (int(i) for i in (upper != 0).nonzero()[0])
-        # exp(-100) is tiny but not 0: a large negative fill instead of -inf.
-        tiny = float(upper.abs().max()) < 1e-6
-        v.require(
-            "future-is-zero",
-            False,
-            "check.future",
-            row=row,
-            col=col,
-            got=float(w[b, row, col]),
-            likely=msg("likely.fill_large_negative") if tiny and not changed else diagnose,
-        )
-    v.expect("future-is-zero", True)
     v.require(
         "first-token",
         torch.allclose(w[:, 0, 0].double(), torch.ones(B, dtype=torch.float64)),

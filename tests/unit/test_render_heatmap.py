@@ -271,3 +271,36 @@ def test_the_legend_keys_wrap_between_keys_never_cut(width):
     one_line = " ·  masked future    !  future weight ≠ 0    ?  not a number, or infinite"
     if cell_len(one_line) <= width:  # fits: one line, as before
         assert any("masked future" in line and "infinite" in line for line in lines), text
+
+
+def windowed(T: int, w: int) -> tuple[list[list[float]], list[list[bool]]]:
+    """Weights of a sliding window of w keys (the query and the w - 1 before it), and its
+    hidden cells: the future and everything before the window."""
+    hidden = [[j > i or j <= i - w for j in range(T)] for i in range(T)]
+    rows = []
+    for i in range(T):
+        seen = [j for j in range(T) if not hidden[i][j]]
+        rows.append([1 / len(seen) if j in seen else 0.0 for j in range(T)])
+    return rows, hidden
+
+
+@pytest.mark.parametrize("color_system", COLOR_SYSTEMS)
+def test_a_lessons_hidden_region_is_drawn_masked_and_a_weight_there_as_a_leak(color_system):
+    """A window lesson's map: the cells before the window are masked as the future is, and a
+    weight given to one is a leak, not an ordinary value; without `hidden`, a causal map would
+    draw those cells as .00 and the weight as a value."""
+    m, hidden = windowed(6, 2)
+    rows = grid(render(heatmap(m, hidden=hidden), 76, color_system), 6)
+    assert rows[5].count("·") == 4  # keys 0-3 are outside query 5's window
+    assert rows[0].count("·") == 5 and "!" not in "".join(rows)
+    m[5][0] = 0.25  # query 5 attends to key 0, outside its window
+    leaked = grid(render(heatmap(m, hidden=hidden), 76, color_system), 6)
+    assert "!" in leaked[5] and leaked[5].count("·") == 3
+    plain = grid(render(heatmap(m), 76, color_system), 6)  # as a causal map: not hidden
+    assert "!" not in plain[5] and "·" not in plain[5]
+
+
+def test_a_hidden_matrix_of_another_shape_falls_back_to_the_causal_future():
+    m = causal(4)
+    rows = grid(render(heatmap(m, hidden=[[True]]), 76), 4)
+    assert [r.count("·") for r in rows] == [3, 2, 1, 0]

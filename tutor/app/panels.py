@@ -324,6 +324,7 @@ class PanelsApp(LessonApp):
             axis_labels=axes,
             color_system_hint=self.color_hint,
             legend=legend,
+            hidden=entry.get("hidden"),
         )
         next_key = (
             [t("ui.weights_key_next", lang, what=t("ui.batch_or_head", lang))]

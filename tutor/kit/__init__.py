@@ -17,7 +17,8 @@ probe runs in the child beside the learner's code, its judge in the judge proces
   same for any correct code (fixed_dropout), scores past exp's range (LARGE_SCORES,
   large_scores_factor, large_scores_check, large_scores_likely), values judged as one call
   (require_close).
-- Properties, each a probe half and a judge half: leakage over every position
+- Properties: attention weights with named hidden regions (Region, causal_future,
+  judge_attention_weights; hidden_cells for the maps); each with a probe half and a judge half: leakage over every position
   (probe_leak_map, judge_leak_map), module state (module_state, state_unchanged), the training
   story (probe_training_story, judge_training_story), large inputs (LARGE_INPUT,
   judge_large_inputs), the learner's own code (lend, no_foreign; no_kernel reports both).
@@ -90,6 +91,7 @@ from tutor.kit.probe_tools import (
     probe_leak_map,
     token_changes,
 )
+from tutor.kit.regions import Region, causal_future, hidden_cells, judge_attention_weights
 from tutor.kit.spec import JudgeContext, StepSpec
 from tutor.kit.training import judge_training_story, probe_training_story
 from tutor.model import view_items as visuals
@@ -124,11 +126,13 @@ __all__ = [
     "LEAK_LIMIT",
     "ProbeContext",
     "RTOL",
+    "Region",
     "StepSpec",
     "Stop",
     "Verdict",
     "after_answer",
     "bar",
+    "causal_future",
     "changed_input",
     "clone_args",
     "close",
@@ -144,10 +148,12 @@ __all__ = [
     "graph_kernels",
     "heading",
     "heatmap",
+    "hidden_cells",
     "judge_large_inputs",
     "judge_leak_map",
     "judge_other_sizes",
     "judge_training_story",
+    "judge_attention_weights",
     "judged",
     "kept_state",
     "keys",

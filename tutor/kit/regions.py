@@ -1,11 +1,22 @@
-"""Properties judged over regions: leakage over every position of each hidden region, and a
-module's state before and after forward."""
+"""Properties judged over regions: attention weights with named hidden regions, leakage over
+every position of each hidden region, and a module's state before and after forward."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 
-from tutor.kit.judge_tools import Verdict, close, max_error, msg, shape_str  # noqa: F401
+from tutor.kit.judge_tools import (
+    Verdict,
+    close,  # noqa: F401
+    first_nonfinite,
+    max_error,
+    msg,
+    row_place,
+    rows_sum_to_one,
+    shape_str,
+)
 
 LEAK_LIMIT = 1e-6  # LM3-L3's self-check 2: `good < 1e-6`
 
@@ -16,6 +27,88 @@ def future_region(T_q: int, T_k: int | None = None) -> torch.Tensor:
     T_k = T_q if T_k is None else T_k
     i = torch.arange(T_q).unsqueeze(1) + (T_k - T_q)
     return torch.arange(T_k).unsqueeze(0) > i
+
+
+@dataclass(frozen=True)
+class Region:
+    """A part of the weights that no query may attend to: its name as a message (region.future,
+    region.window, region.padding, or the lesson's own), a (T_q, T_k) bool mask (True where key
+    j is hidden from query i), the check that judges it and that check's message: {row} {col}
+    {got} {likely}, and {region} where `named` (a message of its own may name the region itself)."""
+
+    name: dict
+    hidden: torch.Tensor
+    check_id: str
+    key: str = "check.hidden_weight"
+    named: bool = True
+
+
+def causal_future(T_q: int, T_k: int | None = None) -> Region:
+    """The causal future as a Region: check future-is-zero, with its own message."""
+    hidden = future_region(T_q, T_k)
+    return Region(msg("region.future"), hidden, "future-is-zero", "check.future", named=False)
+
+
+def hidden_cells(regions: list[Region]) -> list[list[bool]]:
+    """Every region's hidden cells in one (T_q, T_k) matrix of bools: a heatmap's or a weights
+    entry's `hidden`, so that the map draws the lesson's regions masked, not the causal future."""
+    if not regions:
+        raise ValueError("hidden_cells needs at least one region")
+    hidden = torch.zeros(regions[0].hidden.shape, dtype=torch.bool)
+    for region in regions:
+        hidden |= region.hidden.bool()
+    return hidden.tolist()
+
+
+def judge_attention_weights(
+    v: Verdict, w: torch.Tensor, regions: list[Region], *, what: str, likely=None, tiny_likely=None
+) -> None:
+    """Attention weights w (…, T_q, T_k) as a softmax over the visible keys makes them: finite,
+    each row summing to 1 (rows_sum_to_one), and exactly 0 in every hidden region, each region
+    judged by its own check. tiny_likely, where given, is the diagnosis when every hidden weight
+    is below 1e-6: a large negative fill in place of -inf. likely: a message or a callable."""
+    bad = first_nonfinite(w)
+    v.require(
+        "finite",
+        bad is None,
+        "check.not_finite",
+        what=what,
+        count=bad[1] if bad else 0,
+        where=shape_str(bad[0]) if bad else "",
+        likely=likely,
+    )
+    ok = rows_sum_to_one(w)
+    if not ok.all():
+        where = tuple(int(i) for i in (~ok).nonzero()[0])
+        v.require(
+            "rows-sum-to-1",
+            False,
+            "check.rows_sum",
+            row=where[-1],
+            where=row_place(where[:-1]),
+            got=float(w.double().sum(-1)[where]),
+            likely=likely,
+        )
+    v.expect("rows-sum-to-1", True)
+    for region in regions:
+        if tuple(region.hidden.shape) != tuple(w.shape[-2:]):
+            shapes = f"{tuple(region.hidden.shape)} for weights {tuple(w.shape)}"
+            raise ValueError(f"a region of shape {shapes}")
+        leaked = (w != 0) & region.hidden
+        if leaked.any():
+            where = tuple(int(i) for i in leaked.nonzero()[0])
+            tiny = float(w.masked_select(leaked).abs().max()) < 1e-6
+            v.require(
+                region.check_id,
+                False,
+                region.key,
+                row=where[-2],
+                col=where[-1],
+                got=float(w[where]),
+                **({"region": region.name} if region.named else {}),
+                likely=tiny_likely if tiny and tiny_likely is not None else likely,
+            )
+        v.expect(region.check_id, True)
 
 
 def leak_map(base, moved, query_axis: int = 1) -> torch.Tensor | None:
@@ -41,7 +134,7 @@ def judge_leak_map(
     v: Verdict,
     base,
     moved,
-    regions: list[tuple[dict, torch.Tensor]],
+    regions: list[Region] | list[tuple[dict, torch.Tensor]],
     *,
     query_axis: int = 1,
     limit: float = LEAK_LIMIT,
@@ -49,14 +142,16 @@ def judge_leak_map(
     check_id: str = "no-leak",
 ) -> None:
     """No hidden input moves any output: base, the output on x; moved, the outputs with each
-    input position changed in turn (probe_kit.probe_leak_map's, or a list); regions, (its name as a message, (T_q, T_k)
-    bool: True where key j is hidden from query i), e.g. (msg("region.future"), future_region(T)).
+    input position changed in turn (probe_kit.probe_leak_map's, or a list); regions, each a
+    Region (causal_future(T), say) or a pair (its name as a message, (T_q, T_k) bool: True
+    where key j is hidden from query i), e.g. (msg("region.future"), future_region(T)).
     Every cell of every region is judged, not a few positions: the first region whose largest
     movement reaches limit fails, at its worst cell. likely: a message, or a callable giving one."""
     got = leak_map(base, moved, query_axis)
     if got is None:
         return  # the shape and finiteness checks before this one say why
-    for region, hidden in regions:
+    for each in regions:
+        region, hidden = (each.name, each.hidden) if isinstance(each, Region) else each
         if tuple(hidden.shape) != tuple(got.shape):
             raise ValueError(f"region of shape {tuple(hidden.shape)} for a map {tuple(got.shape)}")
         inside = got.masked_fill(~hidden, 0.0)

@@ -10,7 +10,8 @@ Items:
 - heading(text): a bold line; note(text): a paragraph of Markdown; waiting(text): a dim line in
   place of something not computed yet.
 - table(columns, rows, align): cells are text, numbers, None ("—") or bar(value, top, style, width).
-- heatmap(matrix, title, reference): a T×T matrix of weights (None for NaN).
+- heatmap(matrix, title, reference, hidden): a T×T matrix of weights (None for NaN); hidden, the
+  cells no query may see (the causal future by default).
 - row(*items): side by side when the screen is wide enough, else one under the other.
 - keys(): where the step's settings line goes (the keys declared in lesson.toml's
   [[steps.settings]] and their current values); without one, the app draws it first.
@@ -113,10 +114,17 @@ def table(columns: list[Any], rows: list[list[Any]], align: list[str] | None = N
 
 
 def heatmap(
-    matrix: list[list[float | None]], title: Text, reference: list[list[float | None]] | None = None
+    matrix: list[list[float | None]],
+    title: Text,
+    reference: list[list[float | None]] | None = None,
+    hidden: list[list[bool]] | None = None,
 ) -> Item:
-    """A T×T matrix (None for NaN) on the weights' 0–1 scale; with reference, drawn as a difference."""
-    return {"kind": "heatmap", "matrix": matrix, "title": title, "reference": reference}
+    """A T×T matrix (None for NaN) on the weights' 0–1 scale; with reference, drawn as a
+    difference. hidden: hidden_cells(...) of the step's regions; without it, the causal future."""
+    item: Item = {"kind": "heatmap", "matrix": matrix, "title": title, "reference": reference}
+    if hidden is not None:
+        item["hidden"] = hidden
+    return item
 
 
 def row(*items: Item) -> Item:
@@ -150,15 +158,20 @@ def weights(
     reference: list[list[float | None]],
     why: Text | None = None,
     words: dict[str, Text] | None = None,
+    hidden: list[list[bool]] | None = None,
 ) -> Item:
     """One entry of a step's weights panel (`w`, `h`, `d` in the app): the learner's matrix, or
     None when it could not be had (why: the text that says why; a generic one if not given),
     beside the reference's. A step's entries go in verdict.visuals["heatmaps"], in order (one
     per head, say). words: texts in place of the panel's own, for a matrix that is not attention
-    weights, by WORDS name (the legend of each view and mark, the axes)."""
+    weights, by WORDS name (the legend of each view and mark, the axes). hidden: the cells no
+    query may see (hidden_cells of the step's regions), drawn masked, and a weight there as a
+    leak; without it, the causal future (legend_masked then names it: a window needs its own)."""
     entry: Item = {"label": label, "learner": learner, "reference": reference}
     if why is not None:
         entry["why"] = why
+    if hidden is not None:
+        entry["hidden"] = hidden
     if words:
         unknown = set(words) - set(WORDS)
         if unknown:

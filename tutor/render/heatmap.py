@@ -4,7 +4,8 @@ Row i is query i, column j is key j. The layout is chosen at render time from
 the width the console offers: small T gets wide cells with the value printed
 (readable without colour); larger T a dense grid, either half blocks `▀` (two
 rows per line, square pixels, when the terminal has 256+ colours) or shade
-glyphs ` ░▒▓█` (16 colours, NO_COLOR). The masked future (column > row) is a
+glyphs ` ░▒▓█` (16 colours, NO_COLOR). A hidden cell (the causal future,
+column > row, unless the lesson names other regions: a window, padding) is a
 dim dotted pattern, not a colour, so it reads as "masked" at a glance; a
 non-zero weight there (a leak) and NaN/inf are drawn loudly. Colours scale
 over the allowed cells only (vmin = 0 as in the lab, vmax = their maximum), and
@@ -24,7 +25,7 @@ from rich.console import Console, ConsoleOptions, RenderResult
 from rich.style import Style
 from rich.text import Text
 
-LEAK_EPS = 1e-6  # |w| above this in the masked future counts as a leak
+LEAK_EPS = 1e-6  # |w| above this in a hidden cell counts as a leak
 DIFF_FLOOR = 0.05  # smallest colour range in diff mode, so float noise stays pale
 MODES = ("learner", "reference", "diff")
 DEFAULT_LEGEND = {
@@ -123,6 +124,18 @@ def fmt_value(v: float, signed: bool = False) -> str:
     return ("-" if v < 0 else "+" if signed else "") + body
 
 
+def _hidden_cells(hidden: list[list[bool]] | None, rows: int, cols: int) -> list[list[bool]]:
+    """Which cells no query may see: the lesson's regions where given in the map's shape, else
+    the causal future (column > row)."""
+    if (
+        isinstance(hidden, list)
+        and len(hidden) == rows
+        and all(isinstance(r, list) and len(r) == cols for r in hidden)
+    ):
+        return [[bool(x) for x in r] for r in hidden]
+    return [[j > i for j in range(cols)] for i in range(rows)]
+
+
 def _as_matrix(rows: Iterable[Iterable[float | None]]) -> list[list[float]]:
     """Plain floats; None becomes NaN and ragged rows are padded with NaN."""
     out = [[math.nan if x is None else float(x) for x in row] for row in rows]
@@ -143,6 +156,7 @@ class Heatmap:
         color_system_hint: str | None,
         legend: Mapping[str, str],
         scale_with: list[list[float]] | None = None,
+        hidden: list[list[bool]] | None = None,
     ) -> None:
         self.values = values
         self.mode = mode
@@ -153,13 +167,14 @@ class Heatmap:
         self.legend = legend
         self.rows = len(values)
         self.cols = len(values[0]) if values else 0
+        self.hidden = _hidden_cells(hidden, self.rows, self.cols)
         allowed = [
             v
             for m in [values, *([scale_with] if scale_with else [])]
             for i, r in enumerate(m)
             for j, v in enumerate(r)
-            if j <= i and math.isfinite(v)
-        ]  # the future is not drawn with the map
+            if not self.hidden[i][j] and math.isfinite(v)
+        ]  # the hidden cells are not drawn with the map
         if mode == "diff":
             r = max((abs(v) for v in allowed), default=0.0)
             self.vmin, self.vmax = -max(r, DIFF_FLOOR), max(r, DIFF_FLOOR)
@@ -186,7 +201,7 @@ class Heatmap:
         v = self.values[i][j]
         if not math.isfinite(v):
             return "nan"
-        if j > i:
+        if self.hidden[i][j]:
             return "leak" if abs(v) > LEAK_EPS else "masked"
         return "value"
 
@@ -390,6 +405,7 @@ def heatmap(
     show_values: bool | None = None,
     color_system_hint: str | None = None,
     legend: Mapping[str, str] | None = None,
+    hidden: list[list[bool]] | None = None,
 ) -> Heatmap:
     """A renderable heatmap of a T×T weight matrix (row = query, column = key).
 
@@ -400,6 +416,8 @@ def heatmap(
     overrides the console's colour system ("none", "standard", "256",
     "truecolor"), e.g. for a Textual app running under NO_COLOR. legend maps
     "learner"/"reference"/"diff"/"masked"/"leak"/"nan" to localised words.
+    hidden: T×T, True where the key is hidden from the query (the lesson's regions: a window,
+    padding); None, or a matrix of another shape, is the causal future.
     """
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, not {mode!r}")
@@ -428,4 +446,5 @@ def heatmap(
         color_system_hint,
         {**DEFAULT_LEGEND, **(legend or {})},
         scale_with=other,
+        hidden=hidden,
     )

@@ -192,6 +192,7 @@ def draw_item(item: Item, ctx: Context) -> list[RenderableType]:
                 axis_labels=axes,
                 color_system_hint=ctx.color_hint,
                 legend=legend,
+                hidden=item.get("hidden"),
             )
         ]
     if kind == "row":
