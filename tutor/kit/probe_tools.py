@@ -29,13 +29,17 @@ from tutor.kit.borrowed import (
     _thread_settrace,
 )
 
-_SOFTMAX_OUT: list[torch.Tensor] = []
+_SOFTMAX_OUT: list[torch.Tensor | None] = []
+# A softmax output larger than this (elements) is not kept for the views: they draw the lab's
+# sizes, and a copy of every softmax at T = 2,048 would cost the learner's run 16 MB a call.
+VIEW_SOFTMAX_MAX = 1 << 16
 _traps_installed = False
 # Captured before any learner code runs: a patched torch.no_grad or Tensor.clone cannot reach the harness.
 _no_grad = torch.no_grad
 _enable_grad = torch.enable_grad
 _detach = torch.Tensor.detach
 _clone = torch.Tensor.clone
+_numel = torch.Tensor.numel
 _KERNEL_CALLS: set[str] = set()  # also filled by the class-level traps below
 # True while a step with StepSpec.own_formula calls learner code: a kernel then raises at once
 # (flex_attention spends seconds before its operator runs, for a result nobody will judge).
@@ -163,7 +167,8 @@ class Watch(TorchFunctionMode):
             return self._dropout(func, args, kwargs)
         out = func(*args, **kwargs)
         if kind[0] == "softmax" and self.softmax and isinstance(out, torch.Tensor):
-            _SOFTMAX_OUT.append(_clone(_detach(out)))
+            small = _numel(out) <= VIEW_SOFTMAX_MAX
+            _SOFTMAX_OUT.append(_clone(_detach(out)) if small else None)
             del _SOFTMAX_OUT[:-4]
         return out
 
