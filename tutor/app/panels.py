@@ -22,7 +22,7 @@ from tutor.app.widgets import (
     step_extra,
 )
 from tutor.model.progress import step_status
-from tutor.render.doc import render_markdown
+from tutor.render.doc import render_markdown, split_for_view
 from tutor.render.heatmap import heatmap
 from tutor.render.verdicts import (
     MESSAGE_LINES,
@@ -188,11 +188,12 @@ class PanelsApp(LessonApp):
         if heading:
             body.append(render_markdown(heading))
         extra = step_extra(self, self.views.get(self.step.id))
+        # The live view, which is what the step is about, where its text puts it.
+        intro, rest = split_for_view(rest)
         if extra is not None:
-            # The step's introduction (its first paragraph), then the live view, which is what
-            # the step is about, then the rest: the learner reads what the view is before it.
-            intro, _, rest = rest.strip("\n").partition("\n\n")
             body += [render_markdown(intro), Text(""), extra, Text("")]
+        else:
+            rest = f"{intro}\n\n{rest}" if intro and rest else intro or rest
         body.append(render_markdown(rest))
         self.show_in("#doc", Group(*body))
 

@@ -206,3 +206,20 @@ class Doc:
 def render_markdown(md: str) -> Doc:
     """A renderable for a lesson step's Markdown text."""
     return Doc(md)
+
+
+VIEW_MARK = "<!-- view -->"  # a line of its own in a step's text: where the step's view goes
+
+
+def split_for_view(body: str) -> tuple[str, str]:
+    """A step's text (after its heading) cut where its view goes: at a line `<!-- view -->`, or
+    else after the first paragraph, so that the learner reads what the view is before it. A step
+    without a view shows both parts, one after the other; the mark itself is never drawn."""
+    lines = body.strip("\n").split("\n")
+    marks = [i for i, line in enumerate(lines) if line.strip() == VIEW_MARK]
+    if marks:
+        kept = [line for line in lines if line.strip() != VIEW_MARK]  # a second mark is dropped
+        cut = marks[0]
+        return "\n".join(kept[:cut]).strip("\n"), "\n".join(kept[cut:]).strip("\n")
+    intro, _, rest = body.strip("\n").partition("\n\n")
+    return intro, rest
