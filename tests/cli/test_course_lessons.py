@@ -111,10 +111,15 @@ def test_a_course_lesson_names_its_own_checks(course, tmp_path):
         ("zh", "分数与 q·kᵀ/√d_k 完全一致"),
     ):
         catalog = named / "ours" / f"messages.{lang}.toml"
-        catalog.write_text(
-            catalog.read_text(encoding="utf-8") + f'\n[checkname]\nvalues = "{words}"\n',
-            encoding="utf-8",
+        text = catalog.read_text(encoding="utf-8")
+        entry = f'values = "{words}"\n'
+        # Into lab-02's own [checkname] table: a second one would not be valid TOML.
+        text = (
+            text.replace("[checkname]\n", "[checkname]\n" + entry, 1)
+            if "[checkname]\n" in text
+            else text + "\n[checkname]\n" + entry
         )
+        catalog.write_text(text, encoding="utf-8")
     solution = tmp_path / "ours.py"
     shutil.copy(course / "ours" / "reference.py", solution)
     for lang, words, kept in (
@@ -142,3 +147,29 @@ def test_a_course_lesson_names_its_own_checks(course, tmp_path):
             for c in s["checks"]
             if c["id"] == "values"
         )
+
+
+@pytest.mark.parametrize(
+    ("broken", "edit"),
+    [
+        ("lesson.toml", lambda text: text + "\nsteps = [\n"),
+        ("messages.en.toml", lambda text: text + "\n[likely]\nx = 1\n"),  # a table twice
+    ],
+)
+def test_a_course_lesson_that_does_not_load_is_left_out_and_said(course, tmp_path, broken, edit):
+    """A typo in one course lesson's TOML leaves the tutor and every other lesson working: the
+    lesson is left out, stderr names its folder and file, and dev check says what is wrong.
+    Before, every command (even `list` and `dev check`) ended in a traceback."""
+    folder = tmp_path / "course"
+    shutil.copytree(course, folder)
+    path = folder / "ours" / broken
+    path.write_text(edit(path.read_text(encoding="utf-8")), encoding="utf-8")
+    listed = run("--lessons", str(folder), "list", "--json", cwd=tmp_path)
+    assert listed.returncode == 0, listed.stderr
+    ids = [lesson["id"] for lesson in json.loads(listed.stdout)["lessons"]]
+    assert "ours" not in ids and {"lm3-l3", "lab-02", "kv-cache"} <= set(ids)
+    assert "Traceback" not in listed.stderr
+    assert str(folder / "ours") in listed.stderr and broken in listed.stderr
+    proved = run("--lessons", str(folder), "dev", "check", "ours", cwd=tmp_path)
+    assert proved.returncode == 1 and "Traceback" not in proved.stderr
+    assert f"✗ {broken} is not valid TOML" in proved.stdout, proved.stdout

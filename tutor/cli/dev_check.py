@@ -20,7 +20,7 @@ from tutor.cli.dev_keys import check_catalogs, check_keys
 from tutor.cli.dev_lesson_file import check_files, check_hints, check_texts, schema_problems
 from tutor.cli.dev_mistakes import load_mistakes
 from tutor.cli.dev_runs import run_checks
-from tutor.model.lesson import Lesson, load_lesson
+from tutor.model.lesson import LANGS, Lesson, load_lesson
 
 # ------------------------------------------------------------------ the whole check
 
@@ -36,6 +36,11 @@ def dev_check(folder: Path, timeout: float) -> list[Line]:
     if bad:
         return bad  # nothing else can be read from a lesson the loader may not load
     lesson = load_lesson(folder)
+    for lang in LANGS:  # a catalog that does not parse: nothing can be said in its words
+        try:
+            lesson.messages(lang)
+        except (OSError, ValueError) as exc:  # TOMLDecodeError is a ValueError
+            return [Line(False, "dev.bad_toml", {"path": f"messages.{lang}.toml", "detail": exc})]
     lines = [Line(True, "dev.schema_ok", {"version": FORMAT_VERSION, "n": len(lesson.steps)})]
     files = check_files(lesson)
     lines += files + check_texts(lesson) + check_hints(lesson)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -457,13 +458,31 @@ def lesson_functions(lesson, step_id: str) -> list[str]:
 DEV_TIMEOUT = 15.0  # per step: an author's busy machine must not turn a verdict into a timeout
 
 
+def _say_skipped_lessons(lang: str) -> None:
+    """A course's lesson that does not load is left out, and said on stderr: the rest work."""
+    from tutor.model.lesson import skipped_lessons
+    from tutor.text.safe_text import one_line  # a course's folder and error can be anything
+
+    for folder, why in skipped_lessons():
+        said = t("cli.lesson_skipped", lang, path=one_line(folder), why=one_line(why))
+        with contextlib.suppress(OSError, ValueError):
+            print(f"attn-tutor: {said}", file=sys.stderr)
+
+
 def _dev_folders(target: str | None, lang: str) -> list[Path]:
-    """The lesson folders to prove: a lesson id, a lesson folder (or its lesson.toml), or all."""
+    """The lesson folders to prove: a lesson id, a lesson folder (or its lesson.toml), or all;
+    a course's lesson that does not load is proved too (dev check says why), by its folder's name."""
+    from tutor.model.lesson import skipped_lessons
+
+    skipped = [folder for folder, _ in skipped_lessons()]
     if target is None:
-        return [lesson.folder for lesson in all_lessons()]
+        return [lesson.folder for lesson in all_lessons()] + skipped
     for lesson in all_lessons():
         if lesson.id == target:
             return [lesson.folder]
+    for folder in skipped:
+        if folder.name == target:
+            return [folder]
     path = Path(target)
     if path.name == "lesson.toml" and path.is_file():
         return [path.parent]
@@ -538,6 +557,7 @@ def main(argv: list[str] | None = None) -> int:
         or args.lang
     )
     lang = choose(lang_cli, _remembered_lang(Path.cwd()))
+    _say_skipped_lessons(lang)
     try:
         if args.command == "check":
             return cmd_check(args, lang)

@@ -275,15 +275,50 @@ def lessons_in(root: Path) -> list[Lesson]:
     return [load_lesson(f) for f in sorted(root.iterdir()) if (f / "lesson.toml").is_file()]
 
 
+# A course's lessons that could not be loaded: (folder, why), filled by all_lessons.
+_skipped: list[tuple[Path, str]] = []
+
+
+def _course_lessons(root: Path) -> list[Lesson]:
+    """lessons_in(root), less the lessons that do not load (lesson.toml or a catalog that is
+    not valid TOML, a field missing): each is skipped and said (skipped_lessons), so that one
+    course lesson with a typo leaves the tutor and the other lessons working."""
+    folders = (
+        [root]
+        if (root / "lesson.toml").is_file()
+        else [f for f in sorted(root.iterdir()) if (f / "lesson.toml").is_file()]
+    )
+    loaded = []
+    for folder in folders:
+        name = "lesson.toml"
+        try:
+            lesson = load_lesson(folder)
+            for lang in LANGS:
+                name = f"messages.{lang}.toml"
+                lesson.messages(lang)
+        except Exception as exc:  # anything in a course's files: that lesson's, not the tutor's
+            _skipped.append((folder, f"{name}: {exc}"))
+            continue
+        loaded.append(lesson)
+    return loaded
+
+
+def skipped_lessons() -> tuple[tuple[Path, str], ...]:
+    """The course's lesson folders all_lessons left out, each with why."""
+    all_lessons()
+    return tuple(_skipped)
+
+
 @cache
 def all_lessons() -> tuple[Lesson, ...]:
     """The built-in lessons, then a course's own (ATTN_TUTOR_LESSONS); a course's lesson with a
-    built-in one's id takes its place."""
+    built-in one's id takes its place. A course's lesson that does not load is skipped."""
     found = {lesson.id: lesson for lesson in lessons_in(lessons_dir())}
     builtin = list(found)
+    _skipped.clear()
     for root in extra_dirs():
         if root.is_dir():
-            found.update({lesson.id: lesson for lesson in lessons_in(root)})
+            found.update({lesson.id: lesson for lesson in _course_lessons(root)})
     order = {"lm3-l3": 0, "lab-02": 1}  # the course's order; others after, by id
     return tuple(
         sorted(
