@@ -4,8 +4,8 @@ learner's own code (the tables' numbers, the heatmaps, question 4's numbers)."""
 from pathlib import Path
 
 import pytest
+from experiment_kit import SHARED
 
-from tutor.engine.client import check_source
 from tutor.model.lesson import get_lesson
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -14,8 +14,7 @@ LAB = (ROOT / "reference" / "lab_02.py").read_text()
 
 
 def run(lesson, source, steps, params=None):
-    results = check_source(lesson, f"{lesson}.py", source, timeout=10, steps=steps, params=params)
-    return {r.id: r for r in results}
+    return SHARED.run(lesson, f"{lesson}.py", source, steps, params)
 
 
 def items(view, kind):

@@ -3,8 +3,8 @@ what the judge puts on screen is well-formed view data (tutor.model.view_items) 
 in both languages. The app's generic drawing of views is not tested here."""
 
 import pytest
+from experiment_kit import SHARED
 
-from tutor.engine.client import check_source
 from tutor.model import view_items as visuals
 from tutor.model.lesson import get_lesson
 from tutor.text.i18n import LANGS, t
@@ -15,10 +15,7 @@ STARTER = KV.starter_path.read_text(encoding="utf-8")
 
 
 def run(source, steps, params=None):
-    results = check_source(
-        KV.id, f"/tmp/attn-lab/{KV.file_name}", source, timeout=10, steps=steps, params=params
-    )
-    return {r.id: r for r in results}
+    return SHARED.run(KV.id, f"/tmp/attn-lab/{KV.file_name}", source, steps, params)
 
 
 def texts(value):

@@ -1,0 +1,18 @@
+"""The experiment tests share one check worker per test process (experiment_kit.SHARED)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from experiment_kit import SHARED  # noqa: E402
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _shared_worker():
+    yield
+    SHARED.close()
