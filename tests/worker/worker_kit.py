@@ -78,19 +78,25 @@ class SessionWorker:
             self._cache[key] = self._run(lesson, source)
         return self._cache[key]
 
-    def _run(self, lesson: str, source: str) -> dict[str, StepResult]:
-        self.runs += 1
+    def run_steps(
+        self, lesson: str, filename: str, source: str, steps: list[str], params=None
+    ) -> dict[str, StepResult]:
+        """{step id: result} for these steps of one file (with their settings), never cached."""
         if self._gone:
             raise WorkerGone(f"the check worker ended: {self._gone[0]}")
-        gen = self.worker.submit(lesson, FILENAME[lesson], source, list(CHECKED_STEPS[lesson]))
+        gen = self.worker.submit(lesson, filename, source, steps, params)
         done = self._event_for(gen)
         if not done.wait(RUN_TIMEOUT):
             raise TimeoutError(f"no 'done' for generation {gen} within {RUN_TIMEOUT} s")
         if self._gone:
             raise WorkerGone(f"the check worker ended: {self._gone[0]}")
         with self._lock:
-            results = self._results.pop(gen, {})
             self._done.pop(gen, None)
+            return self._results.pop(gen, {})
+
+    def _run(self, lesson: str, source: str) -> dict[str, StepResult]:
+        self.runs += 1
+        results = self.run_steps(lesson, FILENAME[lesson], source, list(CHECKED_STEPS[lesson]))
         assert set(results) == set(CHECKED_STEPS[lesson]), f"steps reported: {sorted(results)}"
         _harvest(lesson, results)
         return results
