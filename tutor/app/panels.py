@@ -193,7 +193,7 @@ class PanelsApp(LessonApp):
         if extra is not None:
             body += [render_markdown(intro), Text(""), extra, Text("")]
         else:
-            rest = f"{intro}\n\n{rest}" if intro and rest else intro or rest
+            rest = "\n\n".join(part for part in (intro, rest) if part)
         body.append(render_markdown(rest))
         self.show_in("#doc", Group(*body))
 

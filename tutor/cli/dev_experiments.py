@@ -7,7 +7,7 @@ from __future__ import annotations
 import io
 
 from tutor.cli.dev_findings import Line, off_steps
-from tutor.model.lesson import Lesson
+from tutor.model.lesson import LANGS, Lesson
 from tutor.model.results import StepResult
 
 # The text column in an 80×24 terminal: 80 less the step column (tutor.tcss: #side, 26 wide
@@ -61,7 +61,7 @@ def experiment_lines(steps: list[str], results: list[StepResult]) -> list[Line]:
         return [Line(False, "dev.experiments_bad", {"n": len(steps), "steps": bad})]
     by_id = {r.id: r for r in results}
     for step in steps:
-        for lang in ("en", "zh"):
+        for lang in LANGS:
             width = too_wide(by_id[step], lang)
             if width:
                 params = {"step": step, "lang": lang, "width": width, "room": COLUMN}

@@ -18,10 +18,11 @@ probe runs in the child beside the learner's code, its judge in the judge proces
   large_scores_factor, large_scores_check, large_scores_likely), values judged as one call
   (require_close).
 - Properties: attention weights with named hidden regions (Region, causal_future,
-  judge_attention_weights; hidden_cells for the maps); each with a probe half and a judge half: leakage over every position
-  (probe_leak_map, judge_leak_map), module state (module_state, state_unchanged), the training
-  story (probe_training_story, judge_training_story), large inputs (LARGE_INPUT,
-  judge_large_inputs), the learner's own code (lend, no_foreign; no_kernel reports both).
+  judge_attention_weights; hidden_cells for the maps); each with a probe half and a judge
+  half: leakage over every position (probe_leak_map, judge_leak_map), module state
+  (module_state, state_unchanged), the training story (probe_training_story,
+  judge_training_story), large inputs (LARGE_INPUT, judge_large_inputs), the learner's own
+  code (lend, no_foreign; no_kernel reports both).
 - Visuals: the vocabulary in tutor.model.view_items (heading, note, table, bar, heatmap, row, waiting,
   keys, after_answer, with_question, weights), which the UI draws without knowing the lesson.
 
@@ -149,11 +150,11 @@ __all__ = [
     "heading",
     "heatmap",
     "hidden_cells",
+    "judge_attention_weights",
     "judge_large_inputs",
     "judge_leak_map",
     "judge_other_sizes",
     "judge_training_story",
-    "judge_attention_weights",
     "judged",
     "kept_state",
     "keys",

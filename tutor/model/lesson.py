@@ -268,11 +268,16 @@ def extra_dirs(environ: Mapping[str, str] = os.environ) -> tuple[Path, ...]:
     )
 
 
+def _lesson_folders(root: Path) -> list[Path]:
+    """root's sub-folders that hold a lesson, or root itself when it is one lesson's folder."""
+    if (root / "lesson.toml").is_file():
+        return [root]
+    return [f for f in sorted(root.iterdir()) if (f / "lesson.toml").is_file()]
+
+
 def lessons_in(root: Path) -> list[Lesson]:
     """The lessons in root's sub-folders, or root itself when it is one lesson's folder."""
-    if (root / "lesson.toml").is_file():
-        return [load_lesson(root)]
-    return [load_lesson(f) for f in sorted(root.iterdir()) if (f / "lesson.toml").is_file()]
+    return [load_lesson(f) for f in _lesson_folders(root)]
 
 
 # A course's lessons that could not be loaded: (folder, why), filled by all_lessons.
@@ -283,13 +288,8 @@ def _course_lessons(root: Path) -> list[Lesson]:
     """lessons_in(root), less the lessons that do not load (lesson.toml or a catalog that is
     not valid TOML, a field missing): each is skipped and said (skipped_lessons), so that one
     course lesson with a typo leaves the tutor and the other lessons working."""
-    folders = (
-        [root]
-        if (root / "lesson.toml").is_file()
-        else [f for f in sorted(root.iterdir()) if (f / "lesson.toml").is_file()]
-    )
     loaded = []
-    for folder in folders:
+    for folder in _lesson_folders(root):
         name = "lesson.toml"
         try:
             lesson = load_lesson(folder)
