@@ -10,8 +10,35 @@ or a language make their own.
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
+
+from tutor.engine.client import WORKER_SCRIPT_ENV
+
+TOOLS = Path(__file__).parent / "tools"
+WARM_SOCKET_ENV = "ATTN_TUTOR_WARM_SOCKET"  # worker_standin.py reads it
+# Tests of process trees, parents, pids and kills: their workers start as in use, each
+# importing torch. Every other test gets its workers forked from one warm process
+# (tests/tools/warm_workers.py): the same worker from its main on, without the import.
+REAL_WORKER_START = (
+    "terminal",
+    "grade/test_grade.py",
+    "grade/test_interrupted.py",
+    "reliability/test_check_exits.py",
+    "reliability/test_check_worker_death.py",
+    "reliability/test_child_memory.py",
+    "reliability/test_confinement.py",
+    "reliability/test_hostile_class.py",
+    "reliability/test_hostile_code.py",
+    "reliability/test_integrity.py",
+    "reliability/test_judge_death.py",
+    "reliability/test_leftovers_after_kill.py",
+    "reliability/test_soak.py",
+    "reliability/test_zygote.py",
+)
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -34,6 +61,39 @@ def _run_cache(tmp_path_factory):
         os.environ.pop("XDG_CACHE_HOME", None)
     else:
         os.environ["XDG_CACHE_HOME"] = before
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _warm_workers(_run_cache, tmp_path_factory):
+    """This test process's warm-worker server (tests/tools/warm_workers.py)."""
+    path = tmp_path_factory.mktemp("warm") / "socket"
+    env = dict(os.environ, PYTHONUNBUFFERED="1", OMP_NUM_THREADS="1")
+    env["PYTHONPATH"] = os.pathsep.join(
+        filter(None, [str(TOOLS.parents[1]), env.get("PYTHONPATH")])
+    )
+    server = subprocess.Popen(
+        [sys.executable, str(TOOLS / "warm_workers.py"), str(path)],
+        stdout=subprocess.PIPE,
+        env=env,
+    )
+    assert server.stdout is not None
+    if server.stdout.readline().strip() == b"ready":
+        os.environ[WARM_SOCKET_ENV] = str(path)
+    yield
+    os.environ.pop(WARM_SOCKET_ENV, None)
+    server.kill()
+    server.wait()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    """Before any fixture of the test is made (a module's worker too): which start it gets."""
+    tests = Path(__file__).parent
+    real = any(item.path.is_relative_to(tests / part) for part in REAL_WORKER_START)
+    if real:
+        os.environ.pop(WORKER_SCRIPT_ENV, None)
+    else:
+        os.environ[WORKER_SCRIPT_ENV] = str(TOOLS / "worker_standin.py")
 
 
 @pytest.fixture(autouse=True)

@@ -30,6 +30,11 @@ SEED_ENV = "ATTN_TUTOR_SEED"  # read by worker.main: the checks' inputs drawn fr
 BATCH_ENV = (
     "ATTN_TUTOR_BATCH"  # read by worker.main: kept runs only (`grade`), see Supervisor.batch
 )
+# A Python script to run in place of `-m tutor.engine.supervisor`. Only the test suite sets
+# it: its stand-in has the worker forked from a process that imported torch once
+# (tests/tools/warm_workers.py), instead of importing torch in every worker.
+WORKER_SCRIPT_ENV = "ATTN_TUTOR_WORKER_SCRIPT"
+SUPERVISOR = "tutor.engine.supervisor"
 
 
 class WorkerGone(RuntimeError):
@@ -105,8 +110,10 @@ class EngineClient:
             env[SEED_ENV] = str(self.seed)
         if self.keep:
             env[BATCH_ENV] = "1"
+        script = os.environ.get(WORKER_SCRIPT_ENV)
+        command = [sys.executable, script] if script else [sys.executable, "-m", SUPERVISOR]
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "tutor.engine.supervisor"],
+            command,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=stderr,
