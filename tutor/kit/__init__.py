@@ -16,7 +16,10 @@ probe runs in the child beside the learner's code, its judge in the judge proces
   mistake matching (matching_mistake, likely_for_value, nest_likely), dropout that is the
   same for any correct code (fixed_dropout), scores past exp's range (LARGE_SCORES,
   large_scores_factor, large_scores_check, large_scores_likely), values judged as one call
-  (require_close).
+  (require_close; require_near for a message of the lesson's own).
+- A layer in a probe: built by keyword (build_layer), the tutor's weights loaded
+  (load_weights), its state_dict copied (state_dict_copy), one training step (train_step);
+  weights for inputs LARGE_INPUT times larger (large_input_weights).
 - Properties: attention weights with named hidden regions (Region, causal_future,
   judge_attention_weights; hidden_cells for the maps); each with a probe half and a judge
   half: leakage over every position (probe_leak_map, judge_leak_map), module state
@@ -82,7 +85,14 @@ from tutor.kit.judge_tools import (
     state_explanation,
     state_unchanged,
 )
-from tutor.kit.magnitude import LARGE_INPUT, judge_large_inputs, require_close
+from tutor.kit.layers import build_layer, load_weights, state_dict_copy, train_step
+from tutor.kit.magnitude import (
+    LARGE_INPUT,
+    judge_large_inputs,
+    large_input_weights,
+    require_close,
+    require_near,
+)
 from tutor.kit.own_code import no_foreign
 from tutor.kit.probe_tools import (
     ProbeContext,
@@ -133,6 +143,7 @@ __all__ = [
     "Verdict",
     "after_answer",
     "bar",
+    "build_layer",
     "causal_future",
     "changed_input",
     "clone_args",
@@ -158,6 +169,7 @@ __all__ = [
     "judged",
     "kept_state",
     "keys",
+    "large_input_weights",
     "large_scores_check",
     "large_scores_factor",
     "large_scores_likely",
@@ -166,8 +178,10 @@ __all__ = [
     "lend",
     "likely_for_value",
     "literal_explanation",
+    "load_weights",
     "matching_mistake",
     "max_error",
+    "module_state",
     "msg",
     "nest_likely",
     "no_foreign",
@@ -176,11 +190,11 @@ __all__ = [
     "of_the_inputs",
     "probe_leak_map",
     "probe_training_story",
+    "require_close",
+    "require_near",
     "require_pair",
     "require_ran",
-    "require_close",
     "require_tensor",
-    "module_state",
     "round_matrix",
     "row",
     "row_place",
@@ -190,10 +204,12 @@ __all__ = [
     "size_literals",
     "squeeze_explanation",
     "squeezes",
+    "state_dict_copy",
     "state_explanation",
     "state_unchanged",
     "table",
     "token_changes",
+    "train_step",
     "visuals",
     "waiting",
     "weights",

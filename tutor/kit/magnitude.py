@@ -3,6 +3,8 @@ same at large magnitudes, where code that changes its input only for large value
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import torch
 
 from tutor.kit.judge_tools import ATOL, RTOL, Verdict, close, max_error, msg, shape_str
@@ -40,6 +42,38 @@ def require_close(
             **params,
         )
     v.expect(check_id, True)
+
+
+def require_near(
+    v: Verdict,
+    check_id: str,
+    key: str,
+    got: torch.Tensor,
+    want: torch.Tensor,
+    *,
+    likely: object,
+    atol: float = ATOL,
+    rtol: float = RTOL,
+    where: bool = True,
+    **params: object,
+) -> None:
+    """Stop the step with `key` unless got is close to want (kit.close), its parameters in this
+    order: params, err (the largest |got - want|, NaN for another shape), where (its index, left
+    out with where=False), likely. Unlike require_close, a pass records nothing: for a message
+    of the lesson's own, with parameters of its own."""
+    if not close(got, want, atol=atol, rtol=rtol):
+        err, at = max_error(got, want) if got.shape == want.shape else (float("nan"), ())
+        found: dict[str, object] = {"err": err, "where": shape_str(at)} if where else {"err": err}
+        v.require(check_id, False, key, **params, **found, likely=likely)
+
+
+def large_input_weights(
+    weights: dict[str, torch.Tensor], names: Sequence[str], factor: float = LARGE_INPUT
+) -> dict[str, torch.Tensor]:
+    """weights with those named divided by factor: the ones before the scores (query and key),
+    for an input factor times larger, keep the scores as they were (large scores are their own
+    check); the values and the output come factor times larger."""
+    return {**weights, **{name: weights[name] / factor for name in names}}
 
 
 def _tol(x: float) -> str:
