@@ -44,7 +44,6 @@ from tutor.kit import (
     likely_for_value,
     literal_explanation,
     matching_mistake,
-    max_error,
     msg,
     nest_likely,
     no_kernel,
@@ -753,42 +752,20 @@ def judge_output_case(v, call, case, defs=("attention",)):
     scores = ref_scores(q, k)
     judge_weights_masked(v, w, scores, future(T), "weights", defs + ("attention_weights",))
     ref_w = ref_weights(scores, future(T))
-    if not close(w, ref_w):  # the weights returned must be the ones used, not merely well-formed
-        err, where = max_error(w, ref_w)
-        v.require(
-            "values",
-            False,
-            "check.values",
-            what="weights",
-            err=err,
-            where=shape_str(where),
-            tol="1e-5",
-            likely=lambda: diagnose_scores_from_weights(w, q, k),
-        )
-    v.expect("values", True)
+    # The weights returned must be the ones used, not merely well-formed.
+    require_close(
+        v, "values", "weights", w, ref_w, likely=lambda: diagnose_scores_from_weights(w, q, k)
+    )
+
+    def out_likely():
+        if close(w, ref_w):
+            return msg("likely.out_not_weights_v")
+        found = diagnose_weights(w, scores, future(T), v.source, defs + ("attention_weights",))
+        return diagnose_scores_from_weights(w, q, k) if found["key"] == "likely.unknown" else found
+
+    # rtol=0: the notebook's own `error < 1e-5`.
     expected = ref_output(q, k, vv)
-    err, where = max_error(out, expected)
-    if not err < 1e-5:
-
-        def likely():
-            if close(w, ref_w):
-                return msg("likely.out_not_weights_v")
-            found = diagnose_weights(w, scores, future(T), v.source, defs + ("attention_weights",))
-            return (
-                diagnose_scores_from_weights(w, q, k) if found["key"] == "likely.unknown" else found
-            )
-
-        v.require(
-            "matches-pytorch",
-            False,
-            "check.values",
-            what="output",
-            err=err,
-            where=shape_str(where),
-            tol="1e-5",
-            likely=likely,
-        )
-    v.expect("matches-pytorch", True)
+    require_close(v, "matches-pytorch", "output", out, expected, likely=out_likely, rtol=0)
     changed_input(v, "attention", ["q", "k", "v"], call["args"], (q, k, vv))
 
 
