@@ -16,6 +16,7 @@ import torch.nn.functional as F
 from tutor.kit import (
     LARGE_INPUT,
     StepSpec,
+    build_layer,
     close,
     describe,
     failure_params,
@@ -25,10 +26,12 @@ from tutor.kit import (
     judge_large_inputs,
     judge_other_sizes,
     judged,
+    large_input_weights,
     large_scores_check,
     large_scores_factor,
     lend,
     likely_for_value,
+    load_weights,
     matching_mistake,
     max_error,
     msg,
@@ -36,13 +39,16 @@ from tutor.kit import (
     no_kernel,
     note,
     of_the_inputs,
+    require_near,
     require_tensor,
     round_matrix,
     row,
     shape_str,
     size_explanation,
+    state_dict_copy,
     state_explanation,
     table,
+    train_step,
     waiting,
     weights,
 )
@@ -130,11 +136,6 @@ def large_scores_case(case, H) -> dict:
     return {**case, "w": {**w, "W_q": w["W_q"] * large_scores_factor(scores)}}
 
 
-def large_weights(w) -> dict:
-    """Weights for a token a thousand times larger: W_q and W_k as much smaller."""
-    return {**w, "W_q": w["W_q"] / LARGE_INPUT, "W_k": w["W_k"] / LARGE_INPUT}
-
-
 def split(x, w, name, H):
     """x projected by w[name] and split into heads: (B, H, T, head_dim)."""
     B, T, _ = x.shape
@@ -145,26 +146,13 @@ def split(x, w, name, H):
 # ---------------------------------------------------------------- the tutor's own layer
 
 
-def build(cls, size, **extra):
-    d_in, d_out, H, cl = size[:4]
-    return cls(d_in=d_in, d_out=d_out, n_heads=H, context_length=cl, **extra)
-
-
-def load_weights(module, w) -> None:
-    """Our own weights, so the judge knows them without trusting the learner's process."""
-    with torch.no_grad():
-        for name, key in PARAM_NAMES.items():
-            owner, attr = name.split(".")
-            getattr(getattr(module, owner), attr).copy_(w[key])
-
-
 def made_layer(ctx, cls, size, w, primary=False, **extra):
     """The learner's layer with our weights, in eval mode (as generation runs), or the failed call."""
-    made = ctx.call(lambda: build(cls, size, **extra), primary=primary)
+    made = ctx.call(lambda: build_layer(cls, NAMES[:4], size, **extra), primary=primary)
     if "error" in made:
         return None, {"made": bare(made)}
     layer = made["value"]
-    loaded = ctx.call(lambda: (load_weights(layer, w), layer.eval()))
+    loaded = ctx.call(lambda: (load_weights(layer, w, PARAM_NAMES), layer.eval()))
     if "error" in loaded:
         return None, {"made": bare(loaded)}
     if not callable(ctx.call(lambda: getattr(layer, STEP_FN, None)).get("value")):
@@ -241,7 +229,7 @@ def probe_cached(ctx, inputs):
     # The token a thousand times larger, W_q and W_k as much smaller: the scores as they were
     # (large scores are their own check), the values a thousand times larger.
     case, t = inputs["cases"][0], SIZES[0][5] - 1
-    layer, failed = made_layer(ctx, cls, SIZES[0], large_weights(case["w"]))
+    layer, failed = made_layer(ctx, cls, SIZES[0], large_input_weights(case["w"], ("W_q", "W_k")))
     s = LARGE_INPUT
     large_x = failed or bare(
         ctx.call(
@@ -425,34 +413,30 @@ def judge_cached_call(v, call, case, size, t):
         likely=msg("likely.unknown"),
     )
     ref_out = reference_full(case["x"], case["w"], H)[0][:, t : t + 1]
-    if not close(out, ref_out):
-        err, where = max_error(out, ref_out)
-        v.require(
-            "matches-pytorch",
-            False,
-            "check.step_values",
-            t=t,
-            err=err,
-            where=shape_str(where),
-            likely=lambda: diagnose_step_out(out, case, size, t, v.source),
-        )
+    require_near(
+        v,
+        "matches-pytorch",
+        "check.step_values",
+        out,
+        ref_out,
+        t=t,
+        likely=lambda: diagnose_step_out(out, case, size, t, v.source),
+    )
     v.expect("matches-pytorch", True)
     for name, got, ref in (
         ("k", got_k, case["k"][:, :, : t + 1]),
         ("v", got_v, case["v"][:, :, : t + 1]),
     ):
-        if not close(got, ref):
-            err, where = max_error(got, ref)
-            v.require(
-                "values",
-                False,
-                "check.cache_values",
-                name=name,
-                t=t,
-                err=err,
-                where=shape_str(where),
-                likely=lambda: diagnose_cache_values(got_k, got_v, case, t),
-            )
+        require_near(
+            v,
+            "values",
+            "check.cache_values",
+            got,
+            ref,
+            name=name,
+            t=t,
+            likely=lambda: diagnose_cache_values(got_k, got_v, case, t),
+        )
     v.expect("values", True)
 
 
@@ -510,7 +494,7 @@ def judge_cached(v, outputs, inputs, jctx):
         None if "made" in outputs["large_x"] else outputs["large_x"],
         attend(
             case["x"][:, t : t + 1] * s,
-            large_weights(case["w"]),
+            large_input_weights(case["w"], ("W_q", "W_k")),
             SIZES[0][2],
             case["k"][:, :, : t + 1],
             case["v"][:, :, : t + 1] * s,
@@ -756,16 +740,14 @@ def judge_generate_case(v, got, case, size, alone=True):
         v.require("implemented", False, "check.protocol", likely=protocol)
     v.expect("implemented", True)
     ref = reference_full(case["x"], case["w"], H)[0]
-    if not close(out, ref):
-        err, where = max_error(out, ref)
-        v.require(
-            "matches-pytorch",
-            False,
-            "check.generate_values",
-            err=err,
-            where=shape_str(where),
-            likely=lambda: blame() or diagnose_outputs(out, case, size),
-        )
+    require_near(
+        v,
+        "matches-pytorch",
+        "check.generate_values",
+        out,
+        ref,
+        likely=lambda: blame() or diagnose_outputs(out, case, size),
+    )
     v.expect("matches-pytorch", True)
     want = (B, H, T, hd)
     ok = (
@@ -789,18 +771,16 @@ def judge_generate_case(v, got, case, size, alone=True):
         else msg("likely.generate_cache"),
     )
     for name, got_c, ref_c in (("k", cache[0], case["k"]), ("v", cache[1], case["v"])):
-        if not close(got_c, ref_c):
-            err, where = max_error(got_c, ref_c)
-            v.require(
-                "values",
-                False,
-                "check.cache_values",
-                name=name,
-                t=T - 1,
-                err=err,
-                where=shape_str(where),
-                likely=lambda: blame() or msg("likely.generate_cache"),
-            )
+        require_near(
+            v,
+            "values",
+            "check.cache_values",
+            got_c,
+            ref_c,
+            name=name,
+            t=T - 1,
+            likely=lambda: blame() or msg("likely.generate_cache"),
+        )
     v.expect("values", True)
 
 
@@ -898,26 +878,6 @@ def snapshot(value):
     return value
 
 
-def state_of(module) -> dict:
-    return {name: t.detach().clone() for name, t in module.state_dict().items()}
-
-
-def train_step(layer, x, cache, g):
-    """One step with gradients on, from a cache of constants: the gradient of sum(out·g)."""
-    layer.zero_grad(set_to_none=True)
-    out, _ = layer.forward_cached(x, cache)
-    if not isinstance(out, torch.Tensor) or not out.requires_grad:
-        return {"connected": False, "grads": {}}
-    (out * g).sum().backward()
-    return {
-        "connected": True,
-        "grads": {
-            n: (p.grad.detach().clone() if p.grad is not None else None)
-            for n, p in layer.named_parameters()
-        },
-    }
-
-
 def probe_discipline(ctx, inputs):
     cls = ctx.get(LAYER)
     size, case, again = SIZES[0], inputs["cases"][0], inputs["again"]
@@ -958,7 +918,7 @@ def probe_discipline(ctx, inputs):
         cache = call["value"][1]
         call["value"] = call["value"][0]
     out["fresh"] = fresh
-    out["state"] = ctx.call(lambda: state_of(layer)).get("value")
+    out["state"] = ctx.call(lambda: state_dict_copy(layer)).get("value")
     # Two sequences generated in turn on the one layer, each with its own cache (as a server
     # serves two users): a layer that keeps a cache of its own, or a memo keyed on the call's
     # shape, gives one sequence the other's past.
@@ -974,10 +934,20 @@ def probe_discipline(ctx, inputs):
         cache = (case["k"][:, :, :t].clone(), case["v"][:, :, :t].clone())
         out["train"] = bare(
             ctx.call(
-                lambda: train_step(trained, case["x"][:, t : t + 1], cache, again["g"]), grad=True
+                lambda: train_cached(trained, case["x"][:, t : t + 1], cache, again["g"]), grad=True
             )
         )
     return out
+
+
+def train_cached(layer, x, cache, g):
+    """One step with gradients on (train_step), from a cache of constants."""
+
+    def forward():
+        out, _ = layer.forward_cached(x, cache)
+        return out
+
+    return train_step(layer, forward, g, keep_y=False)
 
 
 EVAL_DROPOUT = 0.3  # a layer built with it runs in eval mode: no dropout may fire
