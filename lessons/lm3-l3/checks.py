@@ -16,6 +16,7 @@ from tutor.kit import (
     StepSpec,
     after_answer,
     bar,
+    build_layer,
     causal_future,
     changed_input,
     close,
@@ -25,7 +26,6 @@ from tutor.kit import (
     first_nonfinite,
     fixed_dropout,
     future_region,
-    graph_kernels,
     heading,
     judge_attention_weights,
     judge_large_inputs,
@@ -34,6 +34,7 @@ from tutor.kit import (
     judge_training_story,
     judged,
     keys,
+    large_input_weights,
     large_scores_check,
     large_scores_factor,
     large_scores_likely,
@@ -42,6 +43,7 @@ from tutor.kit import (
     lend,
     likely_for_value,
     literal_explanation,
+    load_weights,
     matching_mistake,
     max_error,
     module_state,
@@ -54,15 +56,18 @@ from tutor.kit import (
     probe_leak_map,
     probe_training_story,
     require_close,
+    require_near,
     require_pair,
     require_ran,
     require_tensor,
     round_matrix,
     shape_str,
     size_explanation,
+    state_dict_copy,
     state_unchanged,
     table,
     token_changes,
+    train_step,
     waiting,
     weights,
 )
@@ -162,11 +167,6 @@ def large_inputs(x, Wq, Wk, Wv) -> tuple:
     scores are their own check), the values and the output a thousand times larger."""
     s = LARGE_INPUT
     return x * s, Wq / s, Wk / s, Wv
-
-
-def large_weights(w) -> dict:
-    """The layer's weights for an input a thousand times larger, as large_inputs does."""
-    return {**w, "W_q": w["W_q"] / LARGE_INPUT, "W_k": w["W_k"] / LARGE_INPUT}
 
 
 def single_case(g, size) -> dict:
@@ -417,33 +417,11 @@ def judge_single_case(v, call, case, size):
         got=float(w[0, 0, 0]),
         likely=diagnose,
     )
-    if not close(w, ref_w):
-        err, where = max_error(w, ref_w)
-        v.require(
-            "matches-pytorch",
-            False,
-            "check.values",
-            what="weights",
-            err=err,
-            where=shape_str(where),
-            tol="1e-5",
-            likely=diagnose,
-        )
-    if not close(out, ref_out):
-        err, where = max_error(out, ref_out)
-        v.require(
-            "matches-pytorch",
-            False,
-            "check.values",
-            what="out",
-            err=err,
-            where=shape_str(where),
-            tol="1e-5",
-            likely=msg("likely.mutated_input", arg=changed)
-            if changed
-            else msg("likely.out_not_weights_v"),
-        )
-    v.expect("matches-pytorch", True)
+    require_close(v, "matches-pytorch", "weights", w, ref_w, likely=diagnose)
+    out_likely = (
+        msg("likely.mutated_input", arg=changed) if changed else msg("likely.out_not_weights_v")
+    )
+    require_close(v, "matches-pytorch", "out", out, ref_out, likely=out_likely)
 
 
 def sizes_label(names, size) -> list[str]:
@@ -687,18 +665,8 @@ def judge_leakage_case(v, calls, case, size):
     if close(outs["base"], reference_single(case["x"], *case["W"])[0]):
         for name in ("last", "mid"):
             ref = reference_single(case[f"x_{name}"], *case["W"])[0]
-            if not close(outs[name], ref):
-                err, where = max_error(outs[name], ref)
-                v.require(
-                    "call-again",
-                    False,
-                    "check.values",
-                    what=msg("value.again_new_x"),
-                    err=err,
-                    where=shape_str(where),
-                    tol="1e-5",
-                    likely=msg("likely.kept_state"),
-                )
+            what = msg("value.again_new_x")
+            require_close(v, "call-again", what, outs[name], ref, likely=msg("likely.kept_state"))
         v.expect("call-again", True)
 
 
@@ -739,6 +707,7 @@ SIGNATURE = [
 ]
 DROPOUT_P = 0.3  # with dropout in train mode: judged with fixed_dropout in place of torch's
 NOTEBOOK_SEED = 1  # self-check 3: torch.manual_seed(1), then the layer with its own initial weights
+KEYWORDS = [name for name, _ in SIGNATURE[:4]]  # the layer built as the notebook does
 PARAM_NAMES = {
     "W_q.weight": "W_q",
     "W_k.weight": "W_k",
@@ -894,20 +863,9 @@ def trace_view(ops, size, wrong: bool) -> list:
     return view
 
 
-def build(cls, size, **extra):
-    """As the notebook builds it: by keyword, left in its default (train) mode."""
-    d_in, d_out, H, cl = size[:4]
-    return cls(d_in=d_in, d_out=d_out, n_heads=H, context_length=cl, **extra)
-
-
-def load_weights(module, w) -> None:
-    """Our own weights, so the judge knows them without trusting the learner's process."""
-    with torch.no_grad():
-        for name, key in PARAM_NAMES.items():
-            owner, attr = name.split(".")
-            param = getattr(getattr(module, owner), attr)
-            if param is not None:
-                param.copy_(w[key])
+# Our own weights, so the judge knows them without trusting the learner's process; a parameter
+# the layer holds as None stays None.
+load_ours = functools.partial(load_weights, names=PARAM_NAMES, skip_none=True)
 
 
 def layout_of(module, d_in, d_out) -> dict:
@@ -951,35 +909,6 @@ def constructor_facts(cls, module) -> dict:
     }
 
 
-def state_of(module) -> dict:
-    """A copy: the tensors of state_dict() share storage with the layer, which the probe changes next."""
-    return {name: t.detach().clone() for name, t in module.state_dict().items()}
-
-
-def train_step(module, x, g):
-    """One forward and backward with gradients on, as in training: the gradient of sum(y·g), to
-    the weights and to x (in a model, what the layers before this one learn from)."""
-    module.zero_grad(set_to_none=True)
-    leaf = x.detach().clone().requires_grad_(True)
-    y = module(
-        leaf * 1.0
-    )  # not a leaf, as an embedding's output is not: in-place ops stay legal on it
-    if not isinstance(y, torch.Tensor) or not y.requires_grad:
-        return {"y": y, "connected": False, "grads": {}}
-    (y * g).sum().backward()
-    grads = {
-        name: (p.grad.detach().clone() if p.grad is not None else None)
-        for name, p in module.named_parameters()
-    }
-    return {
-        "y": y.detach(),
-        "connected": True,
-        "grads": grads,
-        "kernels": sorted(graph_kernels(y)),
-        "input_grad": None if leaf.grad is None else leaf.grad.detach().clone(),
-    }
-
-
 def probe_multi(ctx, inputs):
     cls = ctx.get("CausalMultiHeadAttention")
     cases = []
@@ -987,7 +916,7 @@ def probe_multi(ctx, inputs):
         if i >= MULTI_FIRST and ctx.kernels:  # own-formula fails; a kernel's compile costs time
             break
         d_in, d_out = size[:2]
-        made = ctx.call(lambda size=size: build(cls, size), primary=i == 0)
+        made = ctx.call(lambda size=size: build_layer(cls, KEYWORDS, size), primary=i == 0)
         if "error" in made:
             cases.append({"made": made})
             continue
@@ -1002,7 +931,7 @@ def probe_multi(ctx, inputs):
             continue
         if i == 0:
             out["constructor"] = constructor_facts(cls, module)
-        load_weights(module, case["w"])
+        load_ours(module, case["w"])
         # Every call with fixed_dropout in place of torch's: no randomness reaches a verdict.
         before = ctx.call(lambda m=module: module_state(m)).get("value") if i == 0 else None
         out["base"] = ctx.call(module, case["x"], primary=i == 0, dropout=True)
@@ -1017,18 +946,18 @@ def probe_multi(ctx, inputs):
         out["prefix"] = ctx.call(
             module, case["x_prefix"], dropout=True
         )  # the same layer, a shorter input
-        load_weights(module, large_weights(case["w"]))
+        load_ours(module, large_input_weights(case["w"], ("W_q", "W_k")))
         out["large_x"] = ctx.call(module, case["x"] * LARGE_INPUT, dropout=True)
-        load_weights(module, case["w"])
-        out["state"] = ctx.call(lambda m=module: state_of(m)).get("value")
+        load_ours(module, case["w"])
+        out["state"] = ctx.call(lambda m=module: state_dict_copy(m)).get("value")
         out["module_state"] = [before, ctx.call(lambda m=module: module_state(m)).get("value")]
-        load_weights(module, inputs["multi_again"]["w"])
+        load_ours(module, inputs["multi_again"]["w"])
         out["new_weights"] = ctx.call(
             module, case["x"], dropout=True
         )  # nothing kept from the old weights
-        load_weights(module, inputs["multi_large"]["w"])
+        load_ours(module, inputs["multi_large"]["w"])
         out["large"] = ctx.call(module, inputs["multi_large"]["x"], dropout=True)
-        load_weights(module, inputs["multi_again"]["w"])  # the leakage map's layer
+        load_ours(module, inputs["multi_again"]["w"])  # the leakage map's layer
         out["dropout"] = probe_dropout(ctx, cls, size, case)
         out["notebook"] = probe_notebook(ctx, cls, size, case, inputs["multi_again"]["g"])
         out["story"] = probe_story(ctx, cls, size, case, inputs["multi_again"]["g"])
@@ -1036,7 +965,7 @@ def probe_multi(ctx, inputs):
             continue
         # Last, as only the views use them: the shape trace, then the layer with the second
         # weights, each token changed in turn.
-        traced = ctx.call(lambda: build(cls, TRACE_SIZE))
+        traced = ctx.call(lambda: build_layer(cls, KEYWORDS, TRACE_SIZE))
         if "value" in traced:
             out["trace"] = ctx.call(
                 lambda x, traced=traced: traced_forward(traced["value"], x),
@@ -1059,11 +988,11 @@ def probe_multi(ctx, inputs):
 def probe_dropout(ctx, cls, size, case):
     """A new layer with dropout: in eval mode on a short input, then on the whole one (so also
     a layer that first sees a short input), then in train mode."""
-    made = ctx.call(lambda: build(cls, size, dropout=DROPOUT_P))
+    made = ctx.call(lambda: build_layer(cls, KEYWORDS, size, dropout=DROPOUT_P))
     if "error" in made:
         return {"made": made}
     module = made["value"]
-    load_weights(module, case["w"])
+    load_ours(module, case["w"])
     ctx.call(module.eval)
     short = ctx.call(module, case["x_prefix"], dropout=True)
     evaluated = ctx.call(module, case["x"], dropout=True)
@@ -1080,11 +1009,11 @@ def probe_story(ctx, cls, size, case, g):
     """A new layer with dropout through the kit's training story (no_grad, train, a step, again)."""
     if ctx.kernels:  # the own-formula check fails it; a compiled kernel would only cost time
         return None
-    made = ctx.call(lambda: build(cls, size, dropout=DROPOUT_P))
+    made = ctx.call(lambda: build_layer(cls, KEYWORDS, size, dropout=DROPOUT_P))
     if "error" in made:
         return None  # judge_dropout says it
     module = made["value"]
-    load_weights(module, case["w"])
+    load_ours(module, case["w"])
     return probe_training_story(ctx, module, [case["x"]], g, module=module)
 
 
@@ -1099,17 +1028,20 @@ def probe_notebook(ctx, cls, size, case, g):
     # The CPU generator alone: what torch.manual_seed seeds here, without its queued CUDA
     # seeding, which formats the whole stack (~6 ms a run, 7% of a child's time in `grade`).
     torch.default_generator.manual_seed(NOTEBOOK_SEED)
-    made = ctx.call(lambda: build(cls, size), grad=True)
+    made = ctx.call(lambda: build_layer(cls, KEYWORDS, size), grad=True)
     if "error" in made:
         return {"made": made}
     module = made["value"]
-    step = ctx.call(lambda: train_step(module, case["x"], g), grad=True, dropout=True)
+    # x's gradient too: in a model, what the layers before this one learn from.
+    step = ctx.call(
+        lambda: train_step(module, module, g, case["x"], kernels=True), grad=True, dropout=True
+    )
     last = ctx.call(module, case["x_last"], grad=True, dropout=True)
     return {
         "made": {"value": None},
         "step": step,
         "last": last,
-        "state": ctx.call(lambda: state_of(module)).get("value"),
+        "state": ctx.call(lambda: state_dict_copy(module)).get("value"),
         "params": sum(p.numel() for p in module.parameters()),
     }
 
@@ -1458,19 +1390,17 @@ def judge_dropout(v, case, inp, size):
         y = require_tensor(
             v, "dropout", f"forward(x) ({mode})", call["value"], tuple(expected.shape)
         )
-        if not close(y, expected):
-            err, where = max_error(y, expected)
-            v.require(
-                "dropout",
-                False,
-                f"check.dropout_{mode}",
-                p=DROPOUT_P,
-                err=err,
-                where=shape_str(where),
-                likely=lambda call=call, mode=mode: diagnose_dropout(
-                    call.get("dropouts") or [], mode, inp["x"].shape, H
-                ),
-            )
+        require_near(
+            v,
+            "dropout",
+            f"check.dropout_{mode}",
+            y,
+            expected,
+            p=DROPOUT_P,
+            likely=lambda call=call, mode=mode: diagnose_dropout(
+                call.get("dropouts") or [], mode, inp["x"].shape, H
+            ),
+        )
     v.expect("dropout", True)
 
 
@@ -1528,16 +1458,9 @@ def judge_notebook(v, nb, inp, size, g):
         value.get("y") if isinstance(value, dict) else None,
         tuple(expected.shape),
     )
-    if not close(y, expected):
-        err, where = max_error(y, expected)
-        v.require(
-            "notebook",
-            False,
-            "check.notebook_values",
-            err=err,
-            where=shape_str(where),
-            likely=msg("likely.notebook_mode"),
-        )
+    require_near(
+        v, "notebook", "check.notebook_values", y, expected, likely=msg("likely.notebook_mode")
+    )
     last = nb["last"]
     if (
         "value" in last
@@ -1560,36 +1483,21 @@ def judge_notebook(v, nb, inp, size, g):
         "check.not_trainable",
         likely=msg("likely.grad_blocked"),
     )
+    grad_close = functools.partial(
+        require_near, v, "trainable", "check.grad_values", atol=1e-4, rtol=1e-3, where=False
+    )
     for name, ref in want.items():
         got = value["grads"].get(name)
         if got is None:
             v.require(
                 "trainable", False, "check.no_grad", name=name, likely=msg("likely.grad_blocked")
             )
-        if not close(got, ref, atol=1e-4, rtol=1e-3):
-            err, where = max_error(got, ref) if got.shape == ref.shape else (float("nan"), ())
-            v.require(
-                "trainable",
-                False,
-                "check.grad_values",
-                name=name,
-                err=err,
-                likely=msg("likely.grad_wrong"),
-            )
+        grad_close(got, ref, name=name, likely=msg("likely.grad_wrong"))
     got = value.get("input_grad")
     v.require(
         "trainable", got is not None, "check.no_input_grad", likely=msg("likely.input_grad_blocked")
     )
-    if not close(got, want_x, atol=1e-4, rtol=1e-3):
-        err, _ = max_error(got, want_x) if got.shape == want_x.shape else (float("nan"), ())
-        v.require(
-            "trainable",
-            False,
-            "check.grad_values",
-            name="x",
-            err=err,
-            likely=msg("likely.grad_wrong"),
-        )
+    grad_close(got, want_x, name="x", likely=msg("likely.grad_wrong"))
     v.expect("trainable", True)
 
 
@@ -1673,19 +1581,8 @@ def judge_multi_case(v, case, inp, size, source=""):
     if "map" in case:
         require_ran(v, case["map"], "forward")
         judge_leak_map(v, y, case["map"].get("value"), [(msg("region.future"), future_region(T))])
-    if not right:
-        err, where = max_error(y, ref)
-        v.require(
-            "matches-pytorch",
-            False,
-            "check.values",
-            what="forward(x)",
-            err=err,
-            where=shape_str(where),
-            tol="1e-5",
-            likely=msg("likely.mutated_input", arg=mutated) if mutated else diagnose,
-        )
-    v.expect("matches-pytorch", True)
+    likely = msg("likely.mutated_input", arg=mutated) if mutated else diagnose
+    require_close(v, "matches-pytorch", "forward(x)", y, ref, likely=likely)
 
 
 def multi_leak_entry(first, seed, size, inputs) -> dict:
@@ -1777,7 +1674,9 @@ def judge_multi_checks(v, outputs, inputs, jctx, judge_case):
     judge_large_inputs(
         v,
         first.get("large_x"),
-        reference_multi.__wrapped__(seed["x"] * LARGE_INPUT, large_weights(seed["w"]), size[2])[0],
+        reference_multi.__wrapped__(
+            seed["x"] * LARGE_INPUT, large_input_weights(seed["w"], ("W_q", "W_k")), size[2]
+        )[0],
         what="forward(x)",
     )
     judge_training_story(
@@ -1812,18 +1711,7 @@ def judge_output_values(v, y, expected):
         where=shape_str(bad[0]) if bad else "",
         likely=msg("likely.unknown"),
     )
-    if not close(y, expected):
-        err, where = max_error(y, expected)
-        v.require(
-            "values",
-            False,
-            "check.values",
-            what="forward(x)",
-            err=err,
-            where=shape_str(where),
-            tol="1e-5",
-            likely=msg("likely.unknown"),
-        )
+    require_close(v, "values", "forward(x)", y, expected, likely=msg("likely.unknown"))
 
 
 # ---------------------------------------------------------------- shapes
