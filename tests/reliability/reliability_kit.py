@@ -16,7 +16,7 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 
 from tutor.engine import protocol
-from tutor.engine.client import EngineClient, WorkerGone
+from tutor.engine.client import WORKER_SCRIPT_ENV, EngineClient, WorkerGone
 from tutor.model.lesson import all_lessons
 from tutor.model.results import StepResult
 
@@ -123,8 +123,15 @@ class LiveWorker:
         self.worker = EngineClient(self.on_event, timeout=timeout, keep=batch, views=not batch)
 
     def start(self, wait: bool = True) -> None:
-        with patched_env(self.env):  # the client copies os.environ into the worker's
-            self.worker.start()
+        # Tests read this worker's pid and its children: it starts as in use, never forked
+        # from the suite's warm server (tests/conftest.py), whichever test starts it first.
+        warm = os.environ.pop(WORKER_SCRIPT_ENV, None)
+        try:
+            with patched_env(self.env):  # the client copies os.environ into the worker's
+                self.worker.start()
+        finally:
+            if warm is not None:
+                os.environ[WORKER_SCRIPT_ENV] = warm
         if wait:
             self.wait_ready()
 
