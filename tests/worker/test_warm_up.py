@@ -149,3 +149,39 @@ def test_a_job_that_comes_stops_the_warm_up(monkeypatch):
     finally:
         os.close(read_end)
         os.close(write_end)
+
+
+def _first_run(first_lesson: str | None) -> dict[str, str]:
+    """An lm3-l3 run through a worker whose client named `first_lesson` as the one it opens."""
+    import threading
+
+    from worker_kit import FILENAME, REFERENCE
+
+    from tutor.engine.client import EngineClient
+
+    results: dict[str, str] = {}
+    done = threading.Event()
+
+    def on_event(event) -> None:
+        if event.type == "step":
+            results[event.result.id] = event.result.status
+        elif event.type in ("done", "gone"):
+            done.set()
+
+    client = EngineClient(on_event, timeout=15.0, lesson=first_lesson)
+    client.start()
+    try:
+        assert client.ready.wait(60)
+        client.submit("lm3-l3", FILENAME["lm3-l3"], REFERENCE["lm3-l3"])
+        assert done.wait(60)
+    finally:
+        client.close()
+    return results
+
+
+def test_spares_warmed_on_another_lesson_or_an_unknown_one_still_judge_right():
+    # The client's first lesson only picks the spares' warm-up: a run of another lesson, or a
+    # name no lesson has, is judged as ever.
+    for first in ("lab-02", "no-such-lesson"):
+        results = _first_run(first)
+        assert results and set(results.values()) == {"pass"}, (first, results)

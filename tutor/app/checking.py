@@ -43,7 +43,10 @@ class CheckingApp(AnswersApp):
         self.worker_state = "loading"
         if self.worker is None or self.worker.proc is None or self.worker.proc.poll() is not None:
             self.worker = EngineClient(
-                None, timeout=self.timeout or DEFAULT_TIMEOUT, log=self.store.folder / "worker.log"
+                None,
+                timeout=self.timeout or DEFAULT_TIMEOUT,
+                log=self.store.folder / "worker.log",
+                lesson=self.lesson.id,
             )
             self.worker.start()
         self.worker.attach(self._post_event)

@@ -79,7 +79,11 @@ def run_app(
     # painted its first screen (TutorApp.on_mount calls go()). A switch of lesson keeps it.
     from tutor.engine.client import DEFAULT_TIMEOUT, EngineClient
 
-    worker = EngineClient(None, timeout=timeout or DEFAULT_TIMEOUT, log=store.folder / "worker.log")
+    # The lesson _app_for will open: the worker's first spares warm up on it alone.
+    first = lesson_id or folder_lesson(cwd, store.peek().get("lesson"), all_lessons())
+    worker = EngineClient(
+        None, timeout=timeout or DEFAULT_TIMEOUT, log=store.folder / "worker.log", lesson=first
+    )
     worker.start(defer=True)
     from tutor.app import terminal_guard
 

@@ -30,6 +30,9 @@ SEED_ENV = "ATTN_TUTOR_SEED"  # read by worker.main: the checks' inputs drawn fr
 BATCH_ENV = (
     "ATTN_TUTOR_BATCH"  # read by worker.main: kept runs only (`grade`), see Supervisor.batch
 )
+# read by worker.main: the lesson the client opens first, so that the spares forked before
+# the first run warm up on it alone, not on every lesson
+FIRST_LESSON_ENV = "ATTN_TUTOR_FIRST_LESSON"
 # A Python script to run in place of `-m tutor.engine.supervisor`. Only the test suite sets
 # it: its stand-in has the worker forked from a process that imported torch once
 # (tests/tools/warm_workers.py), instead of importing torch in every worker.
@@ -66,7 +69,9 @@ class EngineClient:
         keep: bool = False,
         seed: int = 0,
         views: bool = True,
+        lesson: str | None = None,
     ):
+        self.lesson = lesson  # the lesson of the first run, when the caller knows it
         # lesson_dir: a lesson folder the worker loads in place of the installed lesson of its
         # id (`attn-tutor dev check PATH`: an author's copy, its checks.py included).
         self.lesson_dir = lesson_dir
@@ -110,6 +115,8 @@ class EngineClient:
             env[SEED_ENV] = str(self.seed)
         if self.keep:
             env[BATCH_ENV] = "1"
+        if self.lesson:
+            env[FIRST_LESSON_ENV] = self.lesson
         script = os.environ.get(WORKER_SCRIPT_ENV)
         command = [sys.executable, script] if script else [sys.executable, "-m", SUPERVISOR]
         self.proc = subprocess.Popen(
@@ -277,7 +284,9 @@ def check_sources(
             state["done"].set()
 
     def start() -> EngineClient:
-        worker = EngineClient(on_event, timeout=timeout, lesson_dir=lesson_dir, views=views)
+        worker = EngineClient(
+            on_event, timeout=timeout, lesson_dir=lesson_dir, views=views, lesson=lesson_id
+        )
         state["gone"] = []
         worker.start()
         return worker

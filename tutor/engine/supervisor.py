@@ -60,6 +60,7 @@ class Supervisor(VerdictFlow):
         batch: bool = False,
         zygote=None,
         seed: int = 0,
+        first_lesson: str | None = None,
     ):
         from tutor.engine.child import memory_limit_bytes
 
@@ -95,7 +96,8 @@ class Supervisor(VerdictFlow):
         leftovers.sweep_scratch()  # those of a worker that was killed
         # The children's pids cgroups: a fork bomb gets EAGAIN at pids_cgroup.LIMIT.
         self.bound = memory_watch.pids_bound(self.protections.forks)
-        self.lesson_in_use: str | None = None  # the last run's: spares warm up on it alone
+        # The last run's (before any, the one the client opens first): spares warm up on it alone.
+        self.lesson_in_use: str | None = first_lesson if first_lesson in lessons else None
         # A batch (`grade`): throughput, not a save's latency. This process warms up on the
         # first run's lesson (warm_for_batch), and its spares do not warm up.
         self.batch = batch
@@ -362,7 +364,7 @@ def main() -> None:
     # Forked before any lesson is read: the children it forks never held a reference solution,
     # a model answer or the judge's data (zygote.py).
     spares_from = zygote.start(protections)
-    from tutor.engine.client import BATCH_ENV, LESSON_DIR_ENV, SEED_ENV
+    from tutor.engine.client import BATCH_ENV, FIRST_LESSON_ENV, LESSON_DIR_ENV, SEED_ENV
     from tutor.model.lesson import all_lessons, load_lesson, preload, without_answers
 
     lessons = {lesson.id: lesson for lesson in all_lessons()}
@@ -389,6 +391,7 @@ def main() -> None:
             batch=bool(os.environ.get(BATCH_ENV)),
             zygote=spares_from,
             seed=seed,
+            first_lesson=os.environ.get(FIRST_LESSON_ENV),
         )
         supervisor.loop()
     except SystemExit:
