@@ -153,10 +153,19 @@ def test_a_class_inheriting_foreign_methods_is_foreign(learner):
 
 
 def test_library_functions_and_classes_name_where_they_come_from(learner):
+    from tutor.kit import probe_tools
+
     _, ids, _ = learner
+    # As a child judges them: with the kernel traps in place (they wrap nn.MultiheadAttention
+    # and flex_attention), which must not be named as where the learner's name comes from.
+    probe_tools.install_traps()
     assert foreign_origin(torch.triu, ids) == "torch.triu"
     assert (
         foreign_origin(torch.nn.MultiheadAttention, ids)
         == "torch.nn.modules.activation.MultiheadAttention"
     )
     assert foreign_origin(torch.nn.functional.softmax, ids).startswith("torch.nn.functional")
+    from torch.nn.attention import flex_attention
+
+    assert "probe_tools" not in foreign_origin(flex_attention.flex_attention, ids)
+    assert foreign_origin(flex_attention.flex_attention, ids).startswith("torch.")

@@ -36,6 +36,17 @@ _type_name = type.__dict__["__qualname__"].__get__
 _ScriptFunction = getattr(torch._C, "ScriptFunction", None)
 _lru_wrapper = type(functools.lru_cache()(lambda: None))
 
+# The tutor's own wrappers around library code (probe_tools' kernel traps), by id, with what
+# each wraps: judged as that, so that an aliased nn.MultiheadAttention is named as torch's and
+# not as the tutor's trap. Only the tutor registers here, and only what it wrapped: looking
+# through such a wrapper finds what stood there before it, never anything else.
+_transparent: dict[int, tuple[object, object]] = {}
+
+
+def look_through(wrapper: object, wrapped: object) -> None:
+    _transparent[id(wrapper)] = (wrapper, wrapped)  # held: the id stays this wrapper's
+
+
 # Library code a learner's class may inherit from: torch and the standard library.
 _LIBRARY = tuple(
     p.rstrip(os.sep) + os.sep
@@ -108,6 +119,10 @@ def _resolve(value, codes: frozenset[int]) -> tuple[bool, str, bool]:
     one of the learner's is still foreign."""
     where = ""
     for _ in range(_MAX_DEPTH):
+        held = _transparent.get(id(value))
+        if held is not None and held[0] is value:
+            value = held[1]
+            continue
         if type(value) is types.FunctionType:
             code = _function_code(value)
             if id(code) in codes:

@@ -16,7 +16,7 @@ from torch.overrides import TorchFunctionMode
 
 from tutor.engine.codec import _as_plain, _device, _no_torch_function, _shape
 from tutor.engine.codec import _detach as _c_detach
-from tutor.engine.origin import foreign_origin
+from tutor.engine.origin import foreign_origin, look_through
 from tutor.kit import fixed_dropout
 from tutor.kit.borrowed import (
     FOREIGN_LABEL,
@@ -238,6 +238,7 @@ def _trap(owner, attr: str, label: str) -> None:
         _kernel_called(label)
         return original(*args, **kwargs)
 
+    look_through(trapped, original)
     setattr(owner, attr, trapped)
 
 
@@ -266,6 +267,7 @@ def _trap_flex_attention() -> None:
         _kernel_called("flex_attention")
         return original(self, *args, **kwargs)
 
+    look_through(calling, original)
     FlexAttentionHOP.__call__ = calling  # type: ignore[method-assign]
 
 
