@@ -125,13 +125,9 @@ class LiveWorker:
     def start(self, wait: bool = True) -> None:
         # Tests read this worker's pid and its children: it starts as in use, never forked
         # from the suite's warm server (tests/conftest.py), whichever test starts it first.
-        warm = os.environ.pop(WORKER_SCRIPT_ENV, None)
-        try:
-            with patched_env(self.env):  # the client copies os.environ into the worker's
-                self.worker.start()
-        finally:
-            if warm is not None:
-                os.environ[WORKER_SCRIPT_ENV] = warm
+        # The client copies os.environ into the worker's.
+        with patched_env({**self.env, WORKER_SCRIPT_ENV: None}):
+            self.worker.start()
         if wait:
             self.wait_ready()
 
@@ -198,16 +194,21 @@ class LiveWorker:
 
 @contextmanager
 def patched_env(env: dict):
+    """os.environ with env's values set (None: unset) while the block runs."""
     saved = {k: os.environ.get(k) for k in env}
-    os.environ.update(env)
+    _set_env(env)
     try:
         yield
     finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
+        _set_env(saved)
+
+
+def _set_env(values: dict) -> None:
+    for k, v in values.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
 
 
 # ------------------------------------------------------------------ processes in /proc

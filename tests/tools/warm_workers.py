@@ -29,18 +29,10 @@ import struct
 import sys
 import traceback
 
+from worker_standin import recv_exact  # beside this file: run as a script, on sys.path
+
 PR_SET_PDEATHSIG = 1
 FDS = 3  # stdin, stdout, stderr
-
-
-def _recv_exact(conn: socket.socket, n: int) -> bytes:
-    data = b""
-    while len(data) < n:
-        chunk = conn.recv(n - len(data))
-        if not chunk:
-            raise ConnectionError("the stand-in hung up")
-        data += chunk
-    return data
 
 
 def _request(conn: socket.socket) -> tuple[dict, list[int], int]:
@@ -51,8 +43,8 @@ def _request(conn: socket.socket) -> tuple[dict, list[int], int]:
         if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
             fds.frombytes(data[: len(data) - len(data) % fds.itemsize])
     if len(head) < 4:
-        head += _recv_exact(conn, 4 - len(head))
-    payload = json.loads(_recv_exact(conn, struct.unpack("!I", head)[0]))
+        head += recv_exact(conn, 4 - len(head))
+    payload = json.loads(recv_exact(conn, struct.unpack("!I", head)[0]))
     creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
     return payload, list(fds), struct.unpack("3i", creds)[0]
 

@@ -28,12 +28,13 @@ def _as_usual() -> None:
     os.execv(sys.executable, [sys.executable, "-m", "tutor.engine.supervisor"])
 
 
-def _recv_exact(sock: socket.socket, n: int) -> bytes:
+def recv_exact(sock: socket.socket, n: int) -> bytes:
+    """n bytes from sock (the server's and the stand-in's messages alike)."""
     data = b""
     while len(data) < n:
         chunk = sock.recv(n - len(data))
         if not chunk:
-            raise ConnectionError("the warm-worker server hung up")
+            raise ConnectionError("the other end hung up")
         data += chunk
     return data
 
@@ -56,7 +57,7 @@ def main() -> None:
         [struct.pack("!I", len(payload)), payload],
         [(socket.SOL_SOCKET, socket.SCM_RIGHTS, fds)],
     )
-    (pid,) = struct.unpack("!q", _recv_exact(sock, 8))
+    (pid,) = struct.unpack("!q", recv_exact(sock, 8))
     if pid < 0:
         sys.exit(70)
     # Only the worker holds the client's pipes now: their ends close when it ends.
@@ -67,7 +68,7 @@ def main() -> None:
     for sig in FORWARDED:
         signal.signal(sig, lambda signum, _frame: os.kill(pid, signum))
     try:
-        (status,) = struct.unpack("!q", _recv_exact(sock, 8))
+        (status,) = struct.unpack("!q", recv_exact(sock, 8))
     except OSError:
         os._exit(1)
     if os.WIFSIGNALED(status):

@@ -6,39 +6,22 @@ from __future__ import annotations
 
 import os
 import signal
-import threading
 import time
 from pathlib import Path
 
 import psutil
 import pytest
+from worker_kit import reference_statuses
 
 from tutor.engine.client import WORKER_SCRIPT_ENV, EngineClient
 
 ROOT = Path(__file__).resolve().parents[2]
-REFERENCE = (ROOT / "reference" / "lab_02.py").read_text()
 
 
 def warm_server() -> psutil.Process:
     servers = [p for p in psutil.Process().children() if "warm_workers.py" in " ".join(p.cmdline())]
     assert len(servers) == 1, "this test process has no warm-worker server"
     return servers[0]
-
-
-def verdicts(client: EngineClient) -> dict[str, str]:
-    results: dict[str, str] = {}
-    done = threading.Event()
-
-    def on_event(event) -> None:
-        if event.type == "step":
-            results[event.result.id] = event.result.status
-        elif event.type in ("done", "gone"):
-            done.set()
-
-    client.attach(on_event)
-    client.submit("lab-02", "lab_02.py", REFERENCE)
-    assert done.wait(60)
-    return results
 
 
 def gone_within(pid: int, seconds: float) -> bool:
@@ -61,7 +44,7 @@ def test_a_warm_worker_is_the_servers_child_and_judges_as_a_worker_does():
         workers = [p for p in server.children() if p.pid not in before]
         assert len(workers) == 1
         assert not psutil.Process(client.proc.pid).children()  # the stand-in only waits
-        results = verdicts(client)
+        results = reference_statuses(client, "lab-02")
         assert results and set(results.values()) == {"pass"}, results
     finally:
         client.close()
@@ -89,7 +72,7 @@ def test_without_a_server_the_stand_in_starts_the_worker_as_in_use(monkeypatch):
         assert client.ready.wait(60)
         # exec'd into the worker itself: the client's own child runs the supervisor
         assert "tutor.engine.supervisor" in " ".join(psutil.Process(client.proc.pid).cmdline())
-        assert set(verdicts(client).values()) == {"pass"}
+        assert set(reference_statuses(client, "lab-02").values()) == {"pass"}
     finally:
         client.close()
 

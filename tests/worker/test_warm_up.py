@@ -153,30 +153,17 @@ def test_a_job_that_comes_stops_the_warm_up(monkeypatch):
 
 def _first_run(first_lesson: str | None) -> dict[str, str]:
     """An lm3-l3 run through a worker whose client named `first_lesson` as the one it opens."""
-    import threading
-
-    from worker_kit import FILENAME, REFERENCE
+    from worker_kit import reference_statuses
 
     from tutor.engine.client import EngineClient
 
-    results: dict[str, str] = {}
-    done = threading.Event()
-
-    def on_event(event) -> None:
-        if event.type == "step":
-            results[event.result.id] = event.result.status
-        elif event.type in ("done", "gone"):
-            done.set()
-
-    client = EngineClient(on_event, timeout=15.0, lesson=first_lesson)
+    client = EngineClient(None, timeout=15.0, lesson=first_lesson)
     client.start()
     try:
         assert client.ready.wait(60)
-        client.submit("lm3-l3", FILENAME["lm3-l3"], REFERENCE["lm3-l3"])
-        assert done.wait(60)
+        return reference_statuses(client, "lm3-l3")
     finally:
         client.close()
-    return results
 
 
 def test_spares_warmed_on_another_lesson_or_an_unknown_one_still_judge_right():

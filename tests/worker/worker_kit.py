@@ -105,6 +105,24 @@ class SessionWorker:
         self.worker.close()
 
 
+def reference_statuses(client: EngineClient, lesson: str) -> dict[str, str]:
+    """The lesson's reference run once through a started client: each step's status, once the
+    run is done (or the worker gone). For tests of how a worker starts, not of verdicts."""
+    statuses: dict[str, str] = {}
+    done = threading.Event()
+
+    def on_event(event) -> None:
+        if event.type == "step":
+            statuses[event.result.id] = event.result.status
+        elif event.type in ("done", "gone"):
+            done.set()
+
+    client.attach(on_event)
+    client.submit(lesson, FILENAME[lesson], REFERENCE[lesson])
+    assert done.wait(RUN_TIMEOUT)
+    return statuses
+
+
 def _harvest(lesson: str, results: dict[str, StepResult]) -> None:
     """With ATTN_TUTOR_HARVEST=<file>: each failing check's message, as the judge made it, one
     JSON line each (tests/tools/harvest_messages.py joins them into the messages that
