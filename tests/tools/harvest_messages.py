@@ -13,24 +13,24 @@ from __future__ import annotations
 import json
 import sys
 
-from tutor.cli.dev_check import load_mistakes, mistake_source
 from tutor.engine.client import check_sources
 from tutor.model.lesson import all_lessons
+from tutor.model.mistakes import MistakeError, mistake_source, read_mistakes
 
 
 def harvest() -> list[dict]:
     out: list[dict] = []
     for lesson in all_lessons():
-        mistakes, _ = load_mistakes(lesson)
+        mistakes, _ = read_mistakes(lesson.folder / "mistakes.toml")
         reference = lesson.reference_path.read_text(encoding="utf-8")
         runs, names = [], []
         for m in mistakes:
             try:
-                source = mistake_source(reference, m)
+                source = mistake_source(m, reference, lesson.folder)
                 compile(source, lesson.file_name, "exec")
-            except (KeyError, SyntaxError):
+            except (MistakeError, SyntaxError):
                 continue
-            runs.append((str(lesson.reference_path), source, [m.step]))
+            runs.append((str(lesson.reference_path), source, m.steps))
             names.append(m.id)
         # The file that does not parse, and one that raises at the top level: file-loads' messages.
         runs.append((lesson.file_name, reference + "\ndef broken(:\n    pass\n", None))
