@@ -976,7 +976,7 @@ def probe_multi(ctx, inputs):
             ctx, module, case["x"], inputs["leak_delta"]["multi"], dropout=True
         )
     counts = {}
-    if "CausalMultiHeadAttention" in vars(ctx.module):
+    if ctx.defines("CausalMultiHeadAttention"):
         for heads in (1, 4):
             made = ctx.call(
                 lambda heads=heads: sum(p.numel() for p in cls(8, 8, heads, 16).parameters())

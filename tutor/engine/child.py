@@ -39,6 +39,7 @@ import signal
 import sys
 import time
 import traceback
+import types
 
 import torch
 
@@ -346,6 +347,35 @@ def _mark(marks_fd: int, token: bytes) -> None:
         pass  # the learner's code closed it: the worker gives all output to the step it has
 
 
+READS_LIMIT = 64  # names of the file a probe read, at most; more: unknown (the app runs it)
+
+
+def _record_reads(module: types.ModuleType) -> set[str]:
+    """The learner's module made to note each name read from it as an attribute (the probe's
+    ctx.get, ctx.module.X): the app runs a step again only when what it read, or what that
+    names, changed (tutor/workspace/unchanged.py). The file's own code reads its globals
+    without this; the set is out of its namespace."""
+    reads: set[str] = set()
+
+    class ReadModule(types.ModuleType):
+        def __getattribute__(self, name: str):
+            reads.add(name)
+            return types.ModuleType.__getattribute__(self, name)
+
+    module.__class__ = ReadModule
+    return reads
+
+
+def _names_read(reads: set[str]) -> list[str] | None:
+    """The names the probe read of the file (sorted), or None when any name may have been read
+    (its __dict__, vars()) or they are too many. Names the file does not define count too:
+    defining one later may change the verdict."""
+    if "__dict__" in reads:
+        return None
+    names = sorted(n for n in reads if not n.startswith("__"))
+    return names if len(names) <= READS_LIMIT else None
+
+
 _TIMERS = (signal.ITIMER_REAL, signal.ITIMER_VIRTUAL, signal.ITIMER_PROF)
 _handlers: dict = {}  # the harness's own signal handlers, taken before any learner code
 
@@ -400,10 +430,12 @@ def _run(
     try:
         try:
             module = load_learner(job["source"], job["filename"], code)
+            reads = _record_reads(module)
             ctx = probe_tools.ProbeContext(module, job["filename"], job["source"], _code_ids(code))
             ctx.params = (job.get("params") or {}).get(step) or {}  # an experiment's settings
             ctx.views = job.get("views", True)
             ctx.stop_at_kernel = spec.own_formula is not None
+            ctx.reads = reads
             # Each of the step's names, whether the probe gets it or not.
             for name in spec.functions:
                 try:
@@ -435,4 +467,4 @@ def _run(
                 describe_exception(exc, job["filename"], job["source"])
             )
         ), b""
-    return protocol.Outputs(encoded, sorted(ctx.kernels)), blob
+    return protocol.Outputs(encoded, sorted(ctx.kernels), _names_read(reads)), blob
