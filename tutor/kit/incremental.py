@@ -1,0 +1,167 @@
+"""Incremental decoding, as a property: a step function `step(x_t, state) -> (out, state)`
+(a layer's forward with a KV cache, a recurrent cell) run token by token, each call given the
+state the one before handed back, and every output judged against the full pass of the same
+sequence. The probe half runs in the child (step_through, run_steps), the judge half in the
+judge (judge_steps, changed_later); snapshot and same_tensors are what both compare with."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from tutor.kit.judge_tools import Verdict, close, max_error
+
+
+def snapshot(value: Any) -> Any:
+    """A copy taken at once of what a step returned (tensors detached and cloned, tuples and
+    lists as tuples): a later call may change the originals in place, which is the fault a
+    judge looks for by comparing the two."""
+    if isinstance(value, torch.Tensor):
+        return value.detach().clone()
+    if isinstance(value, (tuple, list)):
+        return tuple(snapshot(x) for x in value)
+    return value
+
+
+def same_tensors(a: Any, b: Any) -> bool:
+    """Whether a and b are the same state: the same object, or tuples of as many tensors of
+    the same shapes and values (an identical object inside counts as equal). Anything that
+    cannot be compared is not the same."""
+    if a is b:
+        return True
+    try:
+        return all(
+            x is y or (x.shape == y.shape and torch.equal(x, y)) for x, y in zip(a, b, strict=False)
+        ) and len(a) == len(b)
+    except Exception:
+        return False
+
+
+def pair_state(value: Any) -> Any:
+    """The state of a step's (out, state), or None when the step returned something else."""
+    return value[1] if _is_pair(value) else None
+
+
+def _is_pair(value: Any) -> bool:
+    return isinstance(value, tuple) and len(value) == 2
+
+
+def _bare(call: dict) -> dict:
+    """A call without what is never judged: its arguments and the last softmax output."""
+    call.pop("softmax", None)
+    call.pop("args", None)
+    return call
+
+
+def _token(x: torch.Tensor, t: int, axis: int) -> torch.Tensor:
+    return x.narrow(axis, t, 1)
+
+
+def step_through(
+    ctx, step: Callable, x: torch.Tensor, *, primary: bool = False, axis: int = 1
+) -> tuple[list[dict], list[Any]]:
+    """step on each token of x in turn (along axis), each given the state the call before
+    returned (None first): (calls, held). calls[t] is {"value": snapshot, "args"} or the failed
+    call (the loop stops there); held[t] is what the call returned, the very objects, for
+    changed_later. The first call is primary (a `todo` step stops there)."""
+    calls: list[dict] = []
+    held: list[Any] = []
+    state = None
+    for t in range(x.shape[axis]):
+        call = ctx.call(step, _token(x, t, axis), state, primary=primary and t == 0)
+        if "error" in call:
+            calls.append(_bare(call))
+            break
+        value = call["value"]
+        calls.append({"value": snapshot(value), "args": call["args"]})
+        held.append(value)
+        state = pair_state(value)
+    return calls, held
+
+
+def branches(ctx, step: Callable, state: Any, tokens) -> tuple[list[dict], list[Any]]:
+    """step on each of tokens from the one state (as beam search tries several next tokens
+    from one cache): (calls, kept). calls[j] is the call, its value a snapshot when it is an
+    (out, state) pair; kept are those pairs as returned, for changed_later: a step that
+    writes into the state it was given gives the next branch the first one's token."""
+    calls: list[dict] = []
+    kept: list[Any] = []
+    for tok in tokens:
+        call = _bare(ctx.call(step, tok, state))
+        value = call.get("value")
+        if _is_pair(value):
+            kept.append(value)
+            call["value"] = snapshot(value)
+        calls.append(call)
+    return calls, kept
+
+
+def changed_later(now: list[Any], then) -> tuple[int, int] | None:
+    """(call, index) of the first state a later call changed: now are the states as they are
+    after the loop (snapshots of what the calls returned, taken at the end), then the
+    snapshots taken as each call returned; a state is a tuple of tensors."""
+    for t, (a_state, b_state) in enumerate(zip(now, then, strict=False)):
+        for i, (a, b) in enumerate(zip(a_state, b_state, strict=False)):
+            if not (
+                isinstance(a, torch.Tensor)
+                and isinstance(b, torch.Tensor)
+                and a.shape == b.shape
+                and torch.equal(a, b)
+            ):
+                return t, i
+    return None
+
+
+def run_steps(
+    ctx, step: Callable, sequences: list[torch.Tensor], *, axis: int = 1, dropout: bool = True
+) -> list[dict]:
+    """step on each sequence in turn, token by token, each with its own state (as a server
+    serves two users from one layer: a layer that keeps a state of its own gives one sequence
+    the other's past): per call {"seq", "t", "value": out, "fired": dropouts that fired} or
+    the failed call with its "seq" and "t". Stops at the first call that raises or returns no
+    (out, state) pair. dropout: torch's dropout is fixed_dropout (ctx.call's dropout=True)."""
+    states: list[Any] = [None] * len(sequences)
+    calls: list[dict] = []
+    for t in range(sequences[0].shape[axis]):
+        for n, x in enumerate(sequences):
+            call = _bare(ctx.call(step, _token(x, t, axis), states[n], dropout=dropout))
+            value = call.get("value")
+            if "error" in call or not _is_pair(value):
+                calls.append({"seq": n, "t": t, **call})
+                return calls
+            value = snapshot(value)
+            states[n] = value[1]
+            fired = [d for d in call.get("dropouts", []) if d["training"] and d["p"] > 0]
+            calls.append({"seq": n, "t": t, "value": value[0], "fired": len(fired)})
+    return calls
+
+
+def judge_steps(
+    v: Verdict,
+    calls: list[dict],
+    refs: list[torch.Tensor],
+    check_id: str,
+    key: str,
+    likely: Callable[[dict], dict],
+    *,
+    axis: int = 1,
+    numbered: bool = True,
+) -> None:
+    """Each call of run_steps against refs[seq], the full pass of its own sequence, at its
+    token. Failure: key with {t} {n} (the sequence, from 1; left out when not numbered) {err}
+    (nan when no tensor of the right shape came) and likely(call)."""
+    for call in calls:
+        n, t = call["seq"], call["t"]
+        want = _token(refs[n], t, axis)
+        got = call.get("value")
+        if "error" in call or not isinstance(got, torch.Tensor) or not close(got, want):
+            err = (
+                max_error(got, want)[0]
+                if isinstance(got, torch.Tensor) and got.shape == want.shape
+                else float("nan")
+            )
+            where = {"t": t, "n": n + 1} if numbered else {"t": t}
+            v.require(check_id, False, key, **where, err=err, likely=likely(call))
+    v.expect(check_id, True)
