@@ -14,15 +14,14 @@ import torch.nn.functional as F
 
 from tutor.kit import (
     LARGE_INPUT,
-    CallRecorder,
     StepSpec,
-    argument,
     attention_flops,
     blank_lengths,
     branches,
     build_layer,
     changed_later,
     close,
+    decoding_fault,
     describe,
     doubling,
     failure_params,
@@ -50,12 +49,12 @@ from tutor.kit import (
     note,
     of_the_inputs,
     pair_state,
+    record_decoding,
     require_near,
     require_tensor,
     round_matrix,
     row,
     run_steps,
-    same_tensors,
     shape_str,
     size_explanation,
     slower_lengths,
@@ -535,32 +534,6 @@ def judge_large_scores(v, call, case):
 # ---------------------------------------------------------------- step 2: generate
 
 
-def record(layer, x) -> CallRecorder:
-    """What generate asks of the layer, call by call: per forward_cached, the tokens given, the
-    cache length given (-1: None, -2: no cache), whether it is the cache the call before
-    handed back, and whether the token is the sequence's next; per forward, the tokens given."""
-    x = x.clone()
-
-    def step(args, kwargs, rec):
-        x_t, cache = argument(args, kwargs, 0, "x"), argument(args, kwargs, 1, "cache")
-        n, last = rec.count(STEP_FN), pair_state(rec.last[STEP_FN])
-        tokens = int(x_t.shape[1]) if isinstance(x_t, torch.Tensor) and x_t.dim() == 3 else -1
-        if cache is None:
-            past, back = -1, int(last is None)
-        else:
-            k = cache[0] if isinstance(cache, (tuple, list)) and cache else None
-            past = int(k.shape[-2]) if isinstance(k, torch.Tensor) and k.dim() == 4 else -2
-            back = int(last is not None and same_tensors(cache, last))
-        right = int(tokens == 1 and n < x.shape[1] and torch.equal(x_t, x[:, n : n + 1]))
-        return [tokens, past, back, right]
-
-    def full(args, kwargs, rec):
-        x_t = argument(args, kwargs, 0, "x")
-        return [int(x_t.shape[1])] if isinstance(x_t, torch.Tensor) and x_t.dim() == 3 else None
-
-    return CallRecorder(layer, {STEP_FN: step, "forward": full}, {STEP_FN: 4, "forward": 1})
-
-
 def reference_step(layer):
     """A correct forward_cached for the learner's layer (our weights are in it): to see whether
     generate is right when the step it calls is."""
@@ -601,7 +574,7 @@ def probe_generate(ctx, inputs):
             got["alone"] = bare(ctx.call(lambda x, own=own: gen(own, x), case["x"]))
         # The learner's run: the primary call only while generate may still be `todo`.
         todo = own is None or (got["alone"].get("error") or {}).get("kind") == "NotImplementedError"
-        rec = record(layer, case["x"])
+        rec = record_decoding(layer, case["x"], step=STEP_FN, names=("x", "cache"))
         got["call"] = bare(
             ctx.call(lambda x, layer=layer: gen(layer, x), case["x"], primary=i == 0 and todo)
         )
@@ -614,25 +587,17 @@ def probe_generate(ctx, inputs):
     return {"cases": out}
 
 
-def diagnose_protocol(rows, full, T, raised=False) -> dict | None:
-    """What generate asked of forward_cached, against one call per token with the cache passed on."""
-    if any(n > 1 for n in full):
-        return msg("likely.recompute_forward")
-    if len(rows) and int(rows[:, 0].max()) > 1:
-        return msg("likely.recompute")
-    if len(rows) != T and not raised:  # a call that raised ends the loop early
-        return msg("likely.call_count", n=len(rows), T=T)
-    if len(rows) and int(rows[0, 1]) != -1:
-        return msg("likely.first_not_empty")
-    if len(rows) > 1 and bool((rows[1:, 1] == -1).any()):
-        return msg("likely.cache_not_passed")
-    if len(rows) and not bool(rows[:, 2].all()):
-        return msg("likely.cache_not_passed_back")
-    if len(rows) and bool((rows[:, 0] == -1).any()):
-        return msg("likely.token_shape")
-    if len(rows) and not bool(rows[:, 3].all()):
-        return msg("likely.token_order")
-    return None
+# What generate asked of forward_cached (decoding_fault), said in the lesson's words.
+PROTOCOL = {
+    "recompute_full": "likely.recompute_forward",
+    "recompute": "likely.recompute",
+    "call_count": "likely.call_count",
+    "first_not_empty": "likely.first_not_empty",
+    "state_not_passed": "likely.cache_not_passed",
+    "state_not_passed_back": "likely.cache_not_passed_back",
+    "token_shape": "likely.token_shape",
+    "token_order": "likely.token_order",
+}
 
 
 def diagnose_outputs(y, case, size) -> dict:
@@ -682,11 +647,8 @@ def judge_generate_case(v, got, case, size, alone=True):
         return seen[0]
 
     log = got.get("log")
-    protocol = (
-        diagnose_protocol(log[STEP_FN], log["forward"][:, 0].tolist(), T, "error" in call)
-        if log
-        else None
-    )
+    fault = decoding_fault(log, T, step=STEP_FN, raised="error" in call) if log else None
+    protocol = msg(PROTOCOL[fault[0]], **fault[1]) if fault else None
     if "error" in call:
         e = call["error"]
         v.require(

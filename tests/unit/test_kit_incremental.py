@@ -16,8 +16,10 @@ from tutor.kit import (
     Verdict,
     branches,
     changed_later,
+    decoding_fault,
     judge_steps,
     pair_state,
+    record_decoding,
     run_steps,
     same_tensors,
     snapshot,
@@ -159,3 +161,63 @@ def test_snapshot_is_a_copy_taken_at_once():
     t.add_(1)
     assert isinstance(copy[1], tuple) and torch.equal(copy[1][0], torch.ones(2))
     assert pair_state((1, 2)) == 2 and pair_state((1, 2, 3)) is None
+
+
+class Summer:
+    """A layer whose step is the running sum, and whose full pass is cumsum."""
+
+    def step(self, x_t, state=None):
+        return right(x_t, state)
+
+    def forward(self, x):
+        return x.cumsum(1)
+
+
+def loop(layer, x):
+    state, outs = None, []
+    for t in range(x.shape[1]):
+        out, state = layer.step(x[:, t : t + 1], state)
+        outs.append(out)
+    return torch.cat(outs, 1)
+
+
+def fault_of(generate, x=X) -> tuple | None:
+    layer = Summer()
+    rec = record_decoding(layer, x, step="step")
+    generate(layer, x)
+    return decoding_fault(rec.log(), x.shape[1], step="step")
+
+
+def no_state_back(layer, x):
+    for t in range(x.shape[1]):
+        layer.step(x[:, t : t + 1], None if t == 0 else (x[:, :1].clone(),))
+
+
+def recomputed(layer, x):
+    return torch.cat([layer.forward(x[:, : t + 1])[:, -1:] for t in range(x.shape[1])], 1)
+
+
+def through_the_class(layer, x):
+    state = None
+    for t in range(x.shape[1]):
+        _, state = type(layer).step(layer, x[:, t : t + 1], state=state)
+
+
+@pytest.mark.parametrize(
+    ("generate", "fault"),
+    [
+        (loop, None),
+        (through_the_class, None),
+        (
+            lambda layer, x: [layer.step(x[:, t : t + 1]) for t in range(6)],
+            ("state_not_passed", {}),
+        ),
+        (no_state_back, ("state_not_passed_back", {})),
+        (recomputed, ("recompute_full", {})),
+        (lambda layer, x: loop(layer, x[:, :4]), ("call_count", {"n": 4, "T": 6})),
+        (lambda layer, x: loop(layer, x.flip(1)), ("token_order", {})),
+        (lambda layer, x: layer.step(x), ("recompute", {})),
+    ],
+)
+def test_decoding_fault_names_what_the_loop_did(generate, fault):
+    assert fault_of(generate) == fault

@@ -27,7 +27,8 @@ probe runs in the child beside the learner's code, its judge in the judge proces
   judge_training_story), large inputs (LARGE_INPUT, judge_large_inputs), the learner's own
   code (lend, no_foreign; no_kernel reports both); incremental decoding, a step function
   run token by token against the full pass (step_through, branches, run_steps,
-  judge_steps, changed_later; snapshot, same_tensors, pair_state).
+  judge_steps, changed_later; snapshot, same_tensors, pair_state), and a learner's own
+  decoding loop recorded and judged (record_decoding, decoding_fault).
 - Calls recorded: a layer's methods routed through the probe's own (intercept), each call a
   row of integers (CallRecorder, argument), the class-level call `type(obj).m(obj)` too.
 - Cost experiments: int_settings, doubling, timed, timed_rows, attention_flops, and cells that
@@ -62,8 +63,10 @@ from tutor.kit.cost_table import (
 from tutor.kit.incremental import (
     branches,
     changed_later,
+    decoding_fault,
     judge_steps,
     pair_state,
+    record_decoding,
     run_steps,
     same_tensors,
     snapshot,
@@ -179,8 +182,8 @@ __all__ = [
     "argument",
     "attention_flops",
     "bar",
-    "branches",
     "blank_lengths",
+    "branches",
     "build_layer",
     "causal_future",
     "changed_input",
@@ -188,6 +191,7 @@ __all__ = [
     "clone_args",
     "close",
     "declared_settings",
+    "decoding_fault",
     "describe",
     "differ_explanation",
     "discarded_call",
@@ -237,6 +241,7 @@ __all__ = [
     "pair_state",
     "probe_leak_map",
     "probe_training_story",
+    "record_decoding",
     "require_close",
     "require_near",
     "require_pair",

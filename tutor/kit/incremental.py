@@ -1,8 +1,10 @@
 """Incremental decoding, as a property: a step function `step(x_t, state) -> (out, state)`
 (a layer's forward with a KV cache, a recurrent cell) run token by token, each call given the
 state the one before handed back, and every output judged against the full pass of the same
-sequence. The probe half runs in the child (step_through, run_steps), the judge half in the
-judge (judge_steps, changed_later); snapshot and same_tensors are what both compare with."""
+sequence. The probe half runs in the child (step_through, branches, run_steps, and
+record_decoding under a learner's own generation loop), the judge half in the judge
+(judge_steps, changed_later, decoding_fault); snapshot and same_tensors are what both
+compare with."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ from typing import Any
 
 import torch
 
+from tutor.kit.call_recorder import CallRecorder, argument
 from tutor.kit.judge_tools import Verdict, close, max_error
 
 
@@ -165,3 +168,70 @@ def judge_steps(
             where = {"t": t, "n": n + 1} if numbered else {"t": t}
             v.require(check_id, False, key, **where, err=err, likely=likely(call))
     v.expect(check_id, True)
+
+
+def record_decoding(
+    obj: object,
+    x: torch.Tensor,
+    *,
+    step: str,
+    full: str = "forward",
+    names: tuple[str, str] = ("x", "state"),
+    axis: int = 1,
+) -> CallRecorder:
+    """Put on obj before a learner's generation loop runs on x: how the loop uses obj, for
+    decoding_fault. Per call of obj.<step>: [tokens given (x_t's size along axis, -1 when it is
+    not a tensor of x's rank), state given (-1: None, 1: one), whether that state is the one
+    the call before handed back (or None first), whether the token is x's next]. Per call of
+    obj.<full>, the full pass (a loop that recomputes the prefix): [tokens given]. names: the
+    step's parameters, as a call by keyword names them."""
+    x = x.clone()
+
+    def note_step(args, kwargs, rec):
+        x_t, state = argument(args, kwargs, 0, names[0]), argument(args, kwargs, 1, names[1])
+        n, last = rec.count(step), pair_state(rec.last[step])
+        ok = isinstance(x_t, torch.Tensor) and x_t.dim() == x.dim()
+        tokens = int(x_t.shape[axis]) if ok else -1
+        if state is None:
+            given, back = -1, int(last is None)
+        else:
+            given, back = 1, int(last is not None and same_tensors(state, last))
+        right = tokens == 1 and n < x.shape[axis] and torch.equal(x_t, _token(x, n, axis))
+        return [tokens, given, back, int(right)]
+
+    def note_full(args, kwargs, rec):
+        x_t = argument(args, kwargs, 0, names[0])
+        ok = isinstance(x_t, torch.Tensor) and x_t.dim() == x.dim()
+        return [int(x_t.shape[axis])] if ok else None
+
+    return CallRecorder(obj, {step: note_step, full: note_full}, {step: 4, full: 1})
+
+
+def decoding_fault(
+    log: dict[str, torch.Tensor], T: int, *, step: str, full: str = "forward", raised: bool = False
+) -> tuple[str, dict] | None:
+    """What a generation loop did wrong, from record_decoding's log of a run over T tokens, as
+    (fault, params), the first of: "recompute_full" (the full pass on more than one token),
+    "recompute" (the step given more than one), "call_count" ({n} calls for {T} tokens; not
+    when the run raised, which ends the loop early), "first_not_empty" (a state on the first
+    call), "state_not_passed" (None after the first), "state_not_passed_back" (a state the step
+    did not return), "token_shape" (not a tensor of x's rank), "token_order" (not x's next
+    token); None when the loop is right."""
+    rows, fulls = log[step], log[full][:, 0].tolist()
+    if any(n > 1 for n in fulls):
+        return "recompute_full", {}
+    if len(rows) and int(rows[:, 0].max()) > 1:
+        return "recompute", {}
+    if len(rows) != T and not raised:
+        return "call_count", {"n": len(rows), "T": T}
+    if len(rows) and int(rows[0, 1]) != -1:
+        return "first_not_empty", {}
+    if len(rows) > 1 and bool((rows[1:, 1] == -1).any()):
+        return "state_not_passed", {}
+    if len(rows) and not bool(rows[:, 2].all()):
+        return "state_not_passed_back", {}
+    if len(rows) and bool((rows[:, 0] == -1).any()):
+        return "token_shape", {}
+    if len(rows) and not bool(rows[:, 3].all()):
+        return "token_order", {}
+    return None
