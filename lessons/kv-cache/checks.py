@@ -7,8 +7,6 @@ causal pass of the same weights, which the tutor computes itself (with PyTorch's
 scaled_dot_product_attention), at the notebook's size first, then at sizes it never tries.
 """
 
-import ast
-
 import torch
 import torch.nn.functional as F
 
@@ -16,6 +14,7 @@ from tutor.kit import (
     LARGE_INPUT,
     StepSpec,
     attention_flops,
+    attribute_store,
     blank_lengths,
     branches,
     build_layer,
@@ -49,6 +48,7 @@ from tutor.kit import (
     note,
     of_the_inputs,
     pair_state,
+    reads_attribute,
     record_decoding,
     require_near,
     require_tensor,
@@ -271,7 +271,7 @@ def diagnose_raised(e: dict, source: str = "") -> dict:
     if "is invalid for input of size" in detail:
         return (
             msg("likely.mask_full")
-            if reads_mask(source)
+            if reads_attribute(source, STEP_FN, "mask")
             else msg("likely.view_size", line=line, code=code)
         )
     if (
@@ -757,49 +757,10 @@ def judge_generate(v, outputs, inputs, jctx):
     no_kernel(v, "generate", jctx.source, {"generate", LAYER}, jctx.kernels)
 
 
-def reads_mask(source: str) -> bool:
-    """forward_cached reads `self.mask`: the full pass's T × T mask, on a single query."""
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
-        return False
-    return any(
-        isinstance(node, ast.FunctionDef)
-        and node.name == STEP_FN
-        and any(isinstance(sub, ast.Attribute) and sub.attr == "mask" for sub in ast.walk(node))
-        for node in ast.walk(tree)
-    )
-
-
 def state_on_layer(source: str) -> dict | None:
     """`self.<name> = ...` (or `layer.<name> = ...`) in forward_cached or generate: state on the layer."""
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
-        return None
-    lines = source.splitlines()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.FunctionDef) and node.name in (STEP_FN, "generate"):
-            for sub in ast.walk(node):
-                targets = (
-                    sub.targets
-                    if isinstance(sub, ast.Assign)
-                    else [sub.target]
-                    if isinstance(sub, (ast.AugAssign, ast.AnnAssign))
-                    else []
-                )
-                for t in targets:
-                    if (
-                        isinstance(t, ast.Attribute)
-                        and isinstance(t.value, ast.Name)
-                        and t.value.id in ("self", "layer")
-                    ):
-                        return msg(
-                            "likely.state_on_layer",
-                            line=sub.lineno,
-                            code=lines[sub.lineno - 1].strip(),
-                        )
-    return None
+    found = attribute_store(source, frozenset({STEP_FN, "generate"}), frozenset({"self", "layer"}))
+    return msg("likely.state_on_layer", line=found.line, code=found.code) if found else None
 
 
 # ---------------------------------------------------------------- step 3: the cache's discipline

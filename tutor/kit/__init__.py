@@ -29,6 +29,8 @@ probe runs in the child beside the learner's code, its judge in the judge proces
   run token by token against the full pass (step_through, branches, run_steps,
   judge_steps, changed_later; snapshot, same_tensors, pair_state), and a learner's own
   decoding loop recorded and judged (record_decoding, decoding_fault).
+- Attributes in the source, for a diagnosis: state stored on an object in a step function
+  (attribute_store), a function reading an attribute (reads_attribute).
 - Calls recorded: a layer's methods routed through the probe's own (intercept), each call a
   row of integers (CallRecorder, argument), the class-level call `type(obj).m(obj)` too.
 - Cost experiments: int_settings, doubling, timed, timed_rows, attention_flops, and cells that
@@ -138,6 +140,7 @@ from tutor.kit.probe_tools import (
     token_changes,
 )
 from tutor.kit.regions import Region, causal_future, hidden_cells, judge_attention_weights
+from tutor.kit.source_attributes import attribute_store, reads_attribute
 from tutor.kit.spec import JudgeContext, StepSpec
 from tutor.kit.training import judge_training_story, probe_training_story
 from tutor.model import view_items as visuals
@@ -181,6 +184,7 @@ __all__ = [
     "after_answer",
     "argument",
     "attention_flops",
+    "attribute_store",
     "bar",
     "blank_lengths",
     "branches",
@@ -241,6 +245,7 @@ __all__ = [
     "pair_state",
     "probe_leak_map",
     "probe_training_story",
+    "reads_attribute",
     "record_decoding",
     "require_close",
     "require_near",
