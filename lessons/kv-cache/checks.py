@@ -18,6 +18,7 @@ from tutor.kit import (
     blank_lengths,
     branches,
     build_layer,
+    changed_argument,
     changed_later,
     close,
     decoding_fault,
@@ -359,6 +360,21 @@ def diagnose_step_out(y, case, size, t, source="") -> dict:
     return found if found["key"] != "likely.unknown" else state_on_layer(source) or found
 
 
+def require_step_ran(v, call, t):
+    """A call of forward_cached (the token at position t) that raised ends the step."""
+    if "error" in call:
+        e = call["error"]
+        v.require(
+            "runs",
+            False,
+            "check.step_raised",
+            t=t,
+            **failure_params(e),
+            code=e["frames"][-1]["code"].strip() if e["frames"] else "",
+            likely=diagnose_raised(e, v.source),
+        )
+
+
 def require_pair_of(v, what, value, usual) -> tuple:
     """A pair (first, second), or the step stops with what came."""
     if isinstance(value, tuple) and len(value) == 2:
@@ -373,17 +389,7 @@ def judge_cached_call(v, call, case, size, t):
     """One call of forward_cached: the new token at position t, with a cache of t tokens."""
     d_in, d_out, H, cl, B, T = size
     hd = d_out // H
-    if "error" in call:
-        e = call["error"]
-        v.require(
-            "runs",
-            False,
-            "check.step_raised",
-            t=t,
-            **failure_params(e),
-            code=e["frames"][-1]["code"].strip() if e["frames"] else "",
-            likely=diagnose_raised(e, v.source),
-        )
+    require_step_ran(v, call, t)
     out, cache = require_pair_of(v, "forward_cached", call["value"], "likely.returns_cache")
     v.require(
         "returns",
@@ -839,6 +845,11 @@ def diagnose_growth(lengths) -> dict:
     return msg("likely.cache_shape")
 
 
+def out_of(value):
+    """The output of a step's (out, cache), or what came."""
+    return value[0] if isinstance(value, tuple) and len(value) == 2 else value
+
+
 def judge_discipline(v, outputs, inputs, jctx):
     size, case, again = SIZES[0], inputs["cases"][0], inputs["again"]
     d_in, d_out, H, cl, B, T = size
@@ -848,17 +859,7 @@ def judge_discipline(v, outputs, inputs, jctx):
     steps = outputs["steps"]
     lengths = []
     for t, step in enumerate(steps):
-        if "error" in step:
-            e = step["error"]
-            v.require(
-                "runs",
-                False,
-                "check.step_raised",
-                t=t,
-                **failure_params(e),
-                code=e["frames"][-1]["code"].strip() if e["frames"] else "",
-                likely=diagnose_raised(e, v.source),
-            )
+        require_step_ran(v, step, t)
         value = step["value"]
         cache = value[1] if isinstance(value, tuple) and len(value) == 2 else None
         k = cache[0] if isinstance(cache, tuple) and len(cache) == 2 else None
@@ -900,37 +901,25 @@ def judge_discipline(v, outputs, inputs, jctx):
     v.expect("returns", True)
     v.expect("shape", True)
     # The caller's tensors: what it passed stays as it was, and what it was given stays so too.
-    for t, step in enumerate(steps[1:], 1):
-        x_after, cache_after = step["args"]
-        given = steps[t - 1]["value"][1]
-        for name, a, p in zip(
-            ("x", "k", "v"),
-            (x_after, *cache_after),
-            (case["x"][:, t : t + 1], *given),
-            strict=False,
-        ):
-            same = (
-                isinstance(a, torch.Tensor)
-                and a.shape == p.shape
-                and bool(torch.equal(a.to(p.dtype), p))
-            )
-            if not same:
-                err = (
-                    msg("value.changed_by", err=max_error(a, p)[0])
-                    if isinstance(a, torch.Tensor) and a.shape == p.shape
-                    else msg("value.resized", shape=shape_str(a.shape))
-                    if isinstance(a, torch.Tensor)
-                    else describe(a)
-                )
-                v.require(
-                    "inputs-unchanged",
-                    False,
-                    "check.cache_mutated",
-                    name=name,
-                    t=t,
-                    err=err,
-                    likely=msg("likely.mutated_cache") if name != "x" else msg("likely.mutated_x"),
-                )
+    changed = changed_argument(steps, case["x"])
+    if changed:
+        t, i, a, p = changed
+        err = (
+            msg("value.changed_by", err=max_error(a, p)[0])
+            if isinstance(a, torch.Tensor) and a.shape == p.shape
+            else msg("value.resized", shape=shape_str(a.shape))
+            if isinstance(a, torch.Tensor)
+            else describe(a)
+        )
+        v.require(
+            "inputs-unchanged",
+            False,
+            "check.cache_mutated",
+            name=("x", "k", "v")[i],
+            t=t,
+            err=err,
+            likely=msg("likely.mutated_cache") if i else msg("likely.mutated_x"),
+        )
     changed = changed_later([h[1] for h in outputs["held"]], (s["value"][1] for s in steps))
     if changed:
         v.require(
@@ -964,32 +953,19 @@ def judge_discipline(v, outputs, inputs, jctx):
                 "matches-pytorch", False, "check.loop_values", t=t, likely=msg("likely.step_wrong")
             )
     v.expect("matches-pytorch", True)
-    # Called again: two tokens from one cache (as beam search does), then a new sequence.
-    start = BRANCH_FROM
-    for j, call in enumerate(outputs.get("branch", [])):
-        seq = torch.cat([case["x"][:, :start], again["branch"][j]], dim=1)
-        ref = reference_full.__wrapped__(seq, case["w"], H)[0][:, -1:]
-        got = call.get("value")
-        got = got[0] if isinstance(got, tuple) and len(got) == 2 else got
-        if "error" in call or not close(got, ref):
-            err = (
-                max_error(got, ref)[0]
-                if isinstance(got, torch.Tensor) and got.shape == ref.shape
-                else float("nan")
-            )
-            v.require(
-                "call-again",
-                False,
-                "check.branch",
-                t=start,
-                n=j + 1,
-                err=err,
-                likely=state_on_layer(jctx.source) or msg("likely.kept_state_cache"),
-            )
 
+    # Called again: two tokens from one cache (as beam search does), then a new sequence.
     def kept(_call):
         return state_on_layer(jctx.source) or msg("likely.kept_state_cache")
 
+    tried = [
+        {**call, "seq": j, "t": BRANCH_FROM, "value": out_of(call.get("value"))}
+        for j, call in enumerate(outputs.get("branch", []))
+    ]
+    prefix = case["x"][:, :BRANCH_FROM]
+    branched = [torch.cat([prefix, tok], dim=1) for tok in again["branch"][: len(tried)]]
+    refs = [reference_full.__wrapped__(seq, case["w"], H)[0] for seq in branched]
+    judge_steps(v, tried, refs, "call-again", "check.branch", kept)
     refs = [reference_full(x, case["w"], H)[0] for x in (case["x"], again["x"])]
     fresh = outputs["fresh"]
     judge_steps(v, fresh, refs[1:], "call-again", "check.new_sequence_step", kept, numbered=False)

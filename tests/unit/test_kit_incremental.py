@@ -15,6 +15,7 @@ from tutor.kit import (
     Stop,
     Verdict,
     branches,
+    changed_argument,
     changed_later,
     decoding_fault,
     judge_steps,
@@ -221,3 +222,19 @@ def through_the_class(layer, x):
 )
 def test_decoding_fault_names_what_the_loop_did(generate, fault):
     assert fault_of(generate) == fault
+
+
+def test_changed_argument_finds_a_state_written_in_place():
+    def writes_state(x_t, state=None):
+        if state is not None:
+            state[0].zero_()  # the caller's cache, gone
+        return right(x_t, None if state is None else (torch.zeros_like(x_t),))
+
+    def writes_token(x_t, state=None):
+        x_t.mul_(2)
+        return right(x_t / 2, state)
+
+    assert changed_argument(step_through(context(), right, X)[0], X) is None
+    t, i, after, passed = changed_argument(step_through(context(), writes_state, X)[0], X)
+    assert (t, i) == (1, 1) and torch.equal(after, torch.zeros_like(passed))
+    assert changed_argument(step_through(context(), writes_token, X)[0], X)[:2] == (1, 0)

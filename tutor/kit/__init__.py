@@ -27,7 +27,7 @@ probe runs in the child beside the learner's code, its judge in the judge proces
   judge_training_story), large inputs (LARGE_INPUT, judge_large_inputs), the learner's own
   code (lend, no_foreign; no_kernel reports both); incremental decoding, a step function
   run token by token against the full pass (step_through, branches, run_steps,
-  judge_steps, changed_later; snapshot, same_tensors, pair_state), and a learner's own
+  judge_steps, changed_later, changed_argument; snapshot, same_tensors, pair_state), and a learner's own
   decoding loop recorded and judged (record_decoding, decoding_fault).
 - Attributes in the source, for a diagnosis: state stored on an object in a step function
   (attribute_store), a function reading an attribute (reads_attribute).
@@ -64,6 +64,7 @@ from tutor.kit.cost_table import (
 )
 from tutor.kit.incremental import (
     branches,
+    changed_argument,
     changed_later,
     decoding_fault,
     judge_steps,
@@ -190,6 +191,7 @@ __all__ = [
     "branches",
     "build_layer",
     "causal_future",
+    "changed_argument",
     "changed_input",
     "changed_later",
     "clone_args",

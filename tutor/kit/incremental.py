@@ -117,6 +117,26 @@ def changed_later(now: list[Any], then) -> tuple[int, int] | None:
     return None
 
 
+def changed_argument(
+    calls: list[dict], x: torch.Tensor, *, axis: int = 1
+) -> tuple[int, int, Any, torch.Tensor] | None:
+    """(t, i, after, passed) of the first argument a step changed in place, over step_through's
+    calls (their "args" as the call left them): at call t, i = 0 is x's token t, i = 1, 2, …
+    the tensors of the state the call before returned, which the caller may use again (a
+    branch, a retry). after is what the argument became (any value), passed what it was."""
+    for t in range(1, len(calls)):
+        token_after, state_after = calls[t]["args"]
+        passed = (_token(x, t, axis), *calls[t - 1]["value"][1])
+        for i, (a, p) in enumerate(zip((token_after, *state_after), passed, strict=False)):
+            if not (
+                isinstance(a, torch.Tensor)
+                and a.shape == p.shape
+                and bool(torch.equal(a.to(p.dtype), p))
+            ):
+                return t, i, a, p
+    return None
+
+
 def run_steps(
     ctx, step: Callable, sequences: list[torch.Tensor], *, axis: int = 1, dropout: bool = True
 ) -> list[dict]:
