@@ -70,6 +70,7 @@ from tutor.kit import (
     train_step,
     waiting,
     weights,
+    weights_map,
 )
 
 LAYER = "CausalMultiHeadAttention"
@@ -1184,21 +1185,12 @@ def judge_cost(v, outputs, inputs, jctx):
 
 def probe_rows(ctx, inputs):
     cls = ctx.get(LAYER)
-    size = ROWS_SIZE
     case = inputs["rows"]
-    layer, failed = made_layer(ctx, cls, size, case["w"], primary=True)
+    layer, failed = made_layer(ctx, cls, ROWS_SIZE, case["w"], primary=True)
     if layer is None:
         return failed
-    rows, cache = [], None
-    for t in range(size[5]):
-        call = ctx.call(layer.forward_cached, case["x"][:, t : t + 1], cache, primary=t == 0)
-        soft = call.get("softmax")
-        rows.append(soft if isinstance(soft, torch.Tensor) else None)
-        value = call.get("value")
-        if "error" in call or not (isinstance(value, tuple) and len(value) == 2):
-            break
-        cache = value[1]
-    return {"rows": rows}
+    calls, _ = step_through(ctx, layer.forward_cached, case["x"], primary=True, softmax=True)
+    return {"rows": [c["softmax"] for c in calls]}
 
 
 def judge_rows(v, outputs, inputs, jctx):
@@ -1206,14 +1198,8 @@ def judge_rows(v, outputs, inputs, jctx):
     H, T = ROWS_SIZE[2], ROWS_SIZE[5]
     ref = reference_full(case["x"], case["w"], H)[1][0]
     rows = outputs.get("rows") or []
-    learner = None
-    if len(rows) == T and all(
-        isinstance(r, torch.Tensor) and tuple(r.shape) == (1, H, 1, t + 1)
-        for t, r in enumerate(rows)
-    ):
-        learner = torch.zeros(H, T, T)
-        for t, r in enumerate(rows):
-            learner[:, t, : t + 1] = r[0, :, 0]
+    learner = weights_map(rows, (1, H)) if len(rows) == T else None
+    learner = learner[0] if learner is not None else None
     maps = [
         weights(
             msg("visual.rows_head", h=h),

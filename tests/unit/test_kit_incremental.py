@@ -25,6 +25,7 @@ from tutor.kit import (
     same_tensors,
     snapshot,
     step_through,
+    weights_map,
 )
 from tutor.kit.probe_tools import ProbeContext
 
@@ -238,3 +239,26 @@ def test_changed_argument_finds_a_state_written_in_place():
     t, i, after, passed = changed_argument(step_through(context(), writes_state, X)[0], X)
     assert (t, i) == (1, 1) and torch.equal(after, torch.zeros_like(passed))
     assert changed_argument(step_through(context(), writes_token, X)[0], X)[:2] == (1, 0)
+
+
+def test_step_through_stops_at_a_step_that_returns_no_pair():
+    calls, held = step_through(context(), lambda x_t, state=None: x_t, X)
+    assert len(calls) == len(held) == 1
+
+
+def attend(x_t, state=None):
+    """One query over the keys so far, equal scores: weights 1/(t+1) each."""
+    keys = x_t if state is None else torch.cat([state[0], x_t], 1)
+    w = torch.softmax(torch.zeros(x_t.shape[0], 1, keys.shape[1]), dim=-1)
+    return w @ keys, (keys,)
+
+
+def test_weights_map_assembles_the_rows_of_a_run():
+    calls, _ = step_through(context(), attend, X, softmax=True)
+    rows = [c["softmax"] for c in calls]
+    assert [tuple(r.shape) for r in rows[:2]] == [(2, 1, 1), (2, 1, 2)]
+    full = weights_map(rows, (2,))
+    want = torch.tril(torch.ones(6, 6)) / torch.arange(1.0, 7.0).unsqueeze(1)
+    assert torch.allclose(full, want.expand(2, 6, 6))
+    assert weights_map(rows[:2] + rows[3:], (2,)) is None  # a row missing
+    assert weights_map([None, *rows[1:]], (2,)) is None

@@ -27,7 +27,7 @@ probe runs in the child beside the learner's code, its judge in the judge proces
   judge_training_story), large inputs (LARGE_INPUT, judge_large_inputs), the learner's own
   code (lend, no_foreign; no_kernel reports both); incremental decoding, a step function
   run token by token against the full pass (step_through, branches, run_steps,
-  judge_steps, changed_later, changed_argument; snapshot, same_tensors, pair_state), and a learner's own
+  judge_steps, changed_later, changed_argument; weights_map; snapshot, same_tensors, pair_state), and a learner's own
   decoding loop recorded and judged (record_decoding, decoding_fault).
 - Attributes in the source, for a diagnosis: state stored on an object in a step function
   (attribute_store), a function reading an attribute (reads_attribute).
@@ -74,6 +74,7 @@ from tutor.kit.incremental import (
     same_tensors,
     snapshot,
     step_through,
+    weights_map,
 )
 from tutor.kit.judge_tools import (
     ATOL,
@@ -280,5 +281,6 @@ __all__ = [
     "visuals",
     "waiting",
     "weights",
+    "weights_map",
     "with_question",
 ]

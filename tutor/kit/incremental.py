@@ -63,25 +63,55 @@ def _token(x: torch.Tensor, t: int, axis: int) -> torch.Tensor:
 
 
 def step_through(
-    ctx, step: Callable, x: torch.Tensor, *, primary: bool = False, axis: int = 1
+    ctx,
+    step: Callable,
+    x: torch.Tensor,
+    *,
+    primary: bool = False,
+    axis: int = 1,
+    softmax: bool = False,
 ) -> tuple[list[dict], list[Any]]:
     """step on each token of x in turn (along axis), each given the state the call before
     returned (None first): (calls, held). calls[t] is {"value": snapshot, "args"} or the failed
-    call (the loop stops there); held[t] is what the call returned, the very objects, for
-    changed_later. The first call is primary (a `todo` step stops there)."""
+    call; the loop stops at the first call that raises or returns no (out, state) pair. held[t]
+    is what the call returned, the very objects, for changed_later. The first call is primary
+    (a `todo` step stops there). softmax: each call keeps the last softmax it ran (None when
+    there was none), for a view of the weights row by row (weights_map)."""
     calls: list[dict] = []
     held: list[Any] = []
     state = None
     for t in range(x.shape[axis]):
         call = ctx.call(step, _token(x, t, axis), state, primary=primary and t == 0)
+        soft = call.get("softmax")
         if "error" in call:
-            calls.append(_bare(call))
+            entry = _bare(call)
+        else:
+            value = call["value"]
+            entry = {"value": snapshot(value), "args": call["args"]}
+            held.append(value)
+        if softmax:
+            entry["softmax"] = soft if isinstance(soft, torch.Tensor) else None
+        calls.append(entry)
+        if "error" in call or not _is_pair(value):
             break
-        value = call["value"]
-        calls.append({"value": snapshot(value), "args": call["args"]})
-        held.append(value)
-        state = pair_state(value)
+        state = value[1]
     return calls, held
+
+
+def weights_map(rows: list, lead: tuple[int, ...]) -> torch.Tensor | None:
+    """The (*lead, T, T) attention map of a step-by-step run over T tokens, row t the weights
+    step t gave its one query over the t + 1 keys so far, zero over the future: the full pass's
+    map, to draw beside it. None unless every row is a tensor of shape (*lead, 1, t + 1)."""
+    T = len(rows)
+    if not all(
+        isinstance(r, torch.Tensor) and tuple(r.shape) == (*lead, 1, t + 1)
+        for t, r in enumerate(rows)
+    ):
+        return None
+    out = torch.zeros(*lead, T, T)
+    for t, r in enumerate(rows):
+        out[..., t, : t + 1] = r[..., 0, :]
+    return out
 
 
 def branches(ctx, step: Callable, state: Any, tokens) -> tuple[list[dict], list[Any]]:
