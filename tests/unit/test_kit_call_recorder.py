@@ -87,3 +87,46 @@ def test_argument_binds_by_position_or_name():
     assert argument((1, 2), {}, 1, "state") == 2
     assert argument((1,), {"state": 3}, 1, "state") == 3
     assert argument((1,), {}, 1, "state", "none") == "none"
+
+
+LEARNER = """
+import sys  # a file that names sys may reach the checks' functions: the watch is on
+
+
+def generate(layer, helper=None):
+    if helper is not None:
+        helper()
+    return layer.step(1), type(layer).step(layer, 2)
+"""
+
+
+def learner_context():
+    import types
+
+    from tutor.engine import origin
+    from tutor.kit.probe_tools import ProbeContext
+
+    code = compile(LEARNER, "/tmp/attn-lab/learner.py", "exec")
+    module = types.ModuleType("learner")
+    exec(code, module.__dict__)
+    ctx = ProbeContext(module, "/tmp/attn-lab/learner.py", LEARNER, origin.code_ids(code))
+    return ctx, module.generate
+
+
+def noted(args, kwargs, rec):
+    return [argument(args, kwargs, 0, "x")]
+
+
+def test_the_checks_notes_run_under_learner_code_without_counting_as_foreign():
+    ctx, generate = learner_context()
+    layer = Layer()
+    rec = CallRecorder(layer, {"step": noted}, {"step": 1})
+    call = ctx.call(lambda: generate(layer))
+    assert "error" not in call and rec.log()["step"].tolist() == [[1], [2]]
+    assert ctx.kernels == set()
+
+
+def test_a_function_of_the_checks_the_learner_runs_unlent_is_foreign():
+    ctx, generate = learner_context()
+    ctx.call(lambda: generate(Layer(), helper=lambda: None))
+    assert any("checks' own code" in k for k in ctx.kernels)
