@@ -40,9 +40,9 @@ from tutor.kit import (
     lend,
     likely_for_value,
     load_weights,
-    longest_time,
     matching_mistake,
     max_error,
+    measured_of,
     msg,
     nest_likely,
     no_kernel,
@@ -50,6 +50,7 @@ from tutor.kit import (
     of_the_inputs,
     pair_state,
     reads_attribute,
+    recompute_each,
     record_decoding,
     require_near,
     require_tensor,
@@ -63,10 +64,9 @@ from tutor.kit import (
     state_dict_copy,
     state_explanation,
     step_through,
-    table,
-    time_bar,
     timed,
     timed_rows,
+    timing_table,
     train_step,
     waiting,
     weights,
@@ -1084,11 +1084,6 @@ def lengths_up_to(t_max: int) -> list[int]:
     return doubling(COST_T_MIN, t_max)
 
 
-def recompute(layer, x):
-    """Generation without a cache: the whole prefix through the full pass, for every new token."""
-    return torch.cat([layer(x[:, : t + 1])[:, -1:] for t in range(x.shape[1])], dim=1)
-
-
 def probe_cost(ctx, inputs):
     cls, gen = ctx.get(LAYER), ctx.get("generate")
     s = cost_settings(ctx.params)
@@ -1102,7 +1097,7 @@ def probe_cost(ctx, inputs):
             return None
         layer, x = made["value"], torch.randn(B, T, d, generator=g)
         cached = ctx.call(lambda: timed(lambda: gen(layer, x)))
-        full = ctx.call(lambda: timed(lambda: recompute(layer, x)))
+        full = ctx.call(lambda: timed(lambda: recompute_each(layer, x)))
         return [cached.get("value"), full.get("value")]
 
     measured = timed_rows(
@@ -1142,22 +1137,12 @@ def judge_cost(v, outputs, inputs, jctx):
     s = outputs["settings"]
     H, B = s["heads"], s["batch"]
     d = H * COST_HEAD_DIM
-    measured = {int(t): (c, f) for t, c, f in outputs["measured"]}
-    top = longest_time(measured)
-    rows = []
-    for T in lengths_up_to(s["t_max"]):
+    measured = measured_of(outputs["measured"])
+
+    def formulas(T):
         mb = 2 * B * T * d * 4 / 1e6  # k and v, float32
-        c, f = measured.get(T, (None, None))
-        rows.append(
-            [
-                str(T),
-                f"{mb:.3f}",
-                human(flops_cached(T, d)),
-                human(flops_recompute(T, d)),
-                time_bar(c, top, "green"),
-                time_bar(f, top, "red"),
-            ]
-        )
+        return [str(T), f"{mb:.3f}", human(flops_cached(T, d)), human(flops_recompute(T, d))]
+
     cols = [
         msg("visual.cost_T"),
         msg("visual.cost_mb"),
@@ -1171,7 +1156,7 @@ def judge_cost(v, outputs, inputs, jctx):
         note(
             msg("visual.cost_settings", heads=H, batch=B, t_max=s["t_max"], d=d, hd=COST_HEAD_DIM)
         ),
-        table(cols, rows, ["right"] * 4 + ["left"] * 2),  # bars from one edge, figures after
+        timing_table(cols, lengths_up_to(s["t_max"]), measured, formulas),
     ]
     if not measured:
         view.append(waiting(msg("visual.cost_waiting")))

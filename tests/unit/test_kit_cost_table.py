@@ -20,11 +20,13 @@ from tutor.kit import (
     human,
     int_settings,
     longest_time,
+    measured_of,
     ms_text,
     slower_lengths,
     time_bar,
     timed,
     timed_rows,
+    timing_table,
 )
 from tutor.model.view_items import bar, table
 from tutor.render.views import Context, draw_item
@@ -128,3 +130,26 @@ def test_a_six_column_cost_table_fits_the_text_column(lang):
 def test_the_measure_sees_a_table_too_wide():
     wide = [["2048", "16.777", "1.5 G", "812.0 M", bar(1.0, 1.0, "green", 20, label="812")] * 2]
     assert width(table(["T"] * 10, wide), "en") > COLUMN
+
+
+def test_timing_table_rows_and_alignment():
+    measured = measured_of([[16, 1.0, 4.0], [32, 2.0, None]])
+    assert measured == {16: (1.0, 4.0), 32: (2.0, None)}
+    item = timing_table(["n", "f", "fast", "slow"], [16, 32, 64], measured, lambda n: [str(n), "x"])
+    assert item["align"] == ["right", "right", "left", "left"]
+    assert [r[:2] for r in item["rows"]] == [["16", "x"], ["32", "x"], ["64", "x"]]
+    assert item["rows"][0][2] == time_bar(1.0, 4.0, "green")
+    assert item["rows"][0][3] == time_bar(4.0, 4.0, "red")
+    assert item["rows"][2][2]["value"] is None and item["rows"][1][3]["value"] is None
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_a_timing_table_of_four_formulas_fits(lang):
+    measured = {16: (0.42, 812.4), 2048: (99.9, 812.4)}
+    item = timing_table(
+        ["T", "MB", "FLOPs", "FLOPs", "ms", "ms"],
+        [16, 128, 2048],
+        measured,
+        lambda n: [str(n), f"{n * 0.016:.3f}", human(n * 3.1e6), human(n * n * 9.9e6)],
+    )
+    assert width(item, lang) <= COLUMN

@@ -20,6 +20,7 @@ from tutor.kit import (
     decoding_fault,
     judge_steps,
     pair_state,
+    recompute_each,
     record_decoding,
     run_steps,
     same_tensors,
@@ -262,3 +263,14 @@ def test_weights_map_assembles_the_rows_of_a_run():
     assert torch.allclose(full, want.expand(2, 6, 6))
     assert weights_map(rows[:2] + rows[3:], (2,)) is None  # a row missing
     assert weights_map([None, *rows[1:]], (2,)) is None
+
+
+def test_recompute_each_keeps_the_last_output_of_every_prefix():
+    calls = []
+
+    def full(x):
+        calls.append(x.shape[1])
+        return x.cumsum(1)
+
+    assert torch.equal(recompute_each(full, X), X.cumsum(1)) and calls == [1, 2, 3, 4, 5, 6]
+    assert not torch.equal(recompute_each(lambda x: x.flip(1), X), X.flip(1))

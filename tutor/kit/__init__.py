@@ -27,15 +27,16 @@ probe runs in the child beside the learner's code, its judge in the judge proces
   judge_training_story), large inputs (LARGE_INPUT, judge_large_inputs), the learner's own
   code (lend, no_foreign; no_kernel reports both); incremental decoding, a step function
   run token by token against the full pass (step_through, branches, run_steps,
-  judge_steps, changed_later, changed_argument; weights_map; snapshot, same_tensors, pair_state), and a learner's own
-  decoding loop recorded and judged (record_decoding, decoding_fault).
+  judge_steps, changed_later, changed_argument; weights_map, recompute_each; snapshot,
+  same_tensors, pair_state), and a learner's own decoding loop recorded and judged
+  (record_decoding, decoding_fault).
 - Attributes in the source, for a diagnosis: state stored on an object in a step function
   (attribute_store), a function reading an attribute (reads_attribute).
 - Calls recorded: a layer's methods routed through the probe's own (intercept), each call a
   row of integers (CallRecorder, argument), the class-level call `type(obj).m(obj)` too.
 - Cost experiments: int_settings, doubling, timed, timed_rows, attention_flops, and cells that
   fit the app's 52-column text (human, ms_text, time_bar, TIME_BAR, longest_time,
-  blank_lengths, slower_lengths).
+  blank_lengths, slower_lengths) and the table itself (timing_table, measured_of).
 - Visuals: the vocabulary in tutor.model.view_items (heading, note, table, bar, heatmap, row, waiting,
   keys, after_answer, with_question, weights), which the UI draws without knowing the lesson.
 
@@ -56,11 +57,13 @@ from tutor.kit.cost_table import (
     human,
     int_settings,
     longest_time,
+    measured_of,
     ms_text,
     slower_lengths,
     time_bar,
     timed,
     timed_rows,
+    timing_table,
 )
 from tutor.kit.incremental import (
     branches,
@@ -69,6 +72,7 @@ from tutor.kit.incremental import (
     decoding_fault,
     judge_steps,
     pair_state,
+    recompute_each,
     record_decoding,
     run_steps,
     same_tensors,
@@ -237,6 +241,7 @@ __all__ = [
     "longest_time",
     "matching_mistake",
     "max_error",
+    "measured_of",
     "module_state",
     "ms_text",
     "msg",
@@ -249,6 +254,7 @@ __all__ = [
     "probe_leak_map",
     "probe_training_story",
     "reads_attribute",
+    "recompute_each",
     "record_decoding",
     "require_close",
     "require_near",
@@ -276,6 +282,7 @@ __all__ = [
     "time_bar",
     "timed",
     "timed_rows",
+    "timing_table",
     "token_changes",
     "train_step",
     "visuals",

@@ -1,7 +1,8 @@
 """A cost experiment, measured in the child and drawn by the judge: settings from the app
 (int_settings), lengths doubling (doubling), timed runs within a budget (timed, timed_rows),
 FLOP counts of attention (attention_flops), and the cells of a table narrow enough for the
-app's text column (52 cells at 80×24: human, ms_text, time_bar, TIME_BAR)."""
+app's text column (52 cells at 80×24: human, ms_text, time_bar, TIME_BAR), and the table
+itself (timing_table)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from tutor.model.view_items import Item, bar
+from tutor.model.view_items import Item, bar, table
 
 # Cells of a time's bar: two bars and their figures fit beside four other columns at 80×24.
 TIME_BAR = 3
@@ -117,3 +118,29 @@ def slower_lengths(measured: Measured) -> list[int]:
         for n, (fast, slow) in sorted(measured.items())
         if isinstance(fast, (int, float)) and isinstance(slow, (int, float)) and fast > slow
     ]
+
+
+def measured_of(rows: list[list]) -> Measured:
+    """timed_rows' [n, fast, slow] rows (as the judge gets them) as {n: (fast, slow)}."""
+    return {int(n): (fast, slow) for n, fast, slow in rows}
+
+
+def timing_table(
+    columns: list, lengths: Sequence[int], measured: Measured, formulas: Callable[[int], list]
+) -> Item:
+    """A cost experiment's table: per length, formulas(n)'s cells (right-aligned), then the
+    fast and the slow way's times as bars against the longest (green, red), each figure after
+    its bar (left-aligned: the bars start at one edge). columns: the formulas' headers, then
+    the two times'. Four short formula cells and the two bars fit 52 columns."""
+    top = longest_time(measured)
+    rows = [
+        [
+            *formulas(n),
+            *(
+                time_bar(ms, top, style)
+                for ms, style in zip(measured.get(n, (None, None)), ("green", "red"), strict=True)
+            ),
+        ]
+        for n in lengths
+    ]
+    return table(columns, rows, ["right"] * (len(columns) - 2) + ["left"] * 2)

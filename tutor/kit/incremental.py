@@ -167,6 +167,13 @@ def changed_argument(
     return None
 
 
+def recompute_each(full: Callable, x: torch.Tensor, *, axis: int = 1) -> torch.Tensor:
+    """Generation without a state: the full pass over every prefix of x, the last output of
+    each kept. What a cache saves, and so what a cost experiment times beside it."""
+    outs = [full(x.narrow(axis, 0, t + 1)).narrow(axis, t, 1) for t in range(x.shape[axis])]
+    return torch.cat(outs, dim=axis)
+
+
 def run_steps(
     ctx, step: Callable, sequences: list[torch.Tensor], *, axis: int = 1, dropout: bool = True
 ) -> list[dict]:
