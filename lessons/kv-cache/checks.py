@@ -26,6 +26,7 @@ from tutor.kit import (
     doubling,
     failure_params,
     first_nonfinite,
+    growth_fault,
     heading,
     heatmap,
     human,
@@ -63,6 +64,7 @@ from tutor.kit import (
     snapshot,
     state_dict_copy,
     state_explanation,
+    state_lengths,
     step_through,
     timed,
     timed_rows,
@@ -836,14 +838,13 @@ def reference_grads(case, t, g, H) -> dict:
     return {name: leaves[key].grad for name, key in PARAM_NAMES.items()}
 
 
-def diagnose_growth(lengths) -> dict:
-    if lengths and all(n == lengths[0] for n in lengths):
-        return msg("likely.no_concat")
-    if len(lengths) > 1 and all(b - a == 2 for a, b in zip(lengths, lengths[1:], strict=False)):
-        return msg("likely.cat_twice")
-    if lengths and lengths[0] == 0:
-        return msg("likely.returned_old_cache")
-    return msg("likely.cache_shape")
+# How the cache failed to grow by one a token (growth_fault), in the lesson's words.
+GROWTH = {
+    "not_appended": "likely.no_concat",
+    "twice": "likely.cat_twice",
+    "given_back": "likely.returned_old_cache",
+    "other": "likely.cache_shape",
+}
 
 
 def out_of(value):
@@ -861,10 +862,8 @@ def judge_discipline(v, outputs, inputs, jctx):
     lengths = []
     for t, step in enumerate(steps):
         require_step_ran(v, step, t)
-        value = step["value"]
-        cache = value[1] if isinstance(value, tuple) and len(value) == 2 else None
-        k = cache[0] if isinstance(cache, tuple) and len(cache) == 2 else None
-        if not isinstance(k, torch.Tensor) or k.dim() != 4:
+        cache, lens = pair_state(step["value"]), state_lengths(step["value"], axis=2, rank=4)
+        if lens is None or len(lens) != 2 or lens[0] == -1:
             v.require(
                 "returns",
                 False,
@@ -873,9 +872,8 @@ def judge_discipline(v, outputs, inputs, jctx):
                 got=msg("value.cache_of", got=describe(cache)),
                 likely=msg("likely.cache_pair"),
             )
-        lengths.append(int(k.shape[2]))
-        vv = cache[1]
-        v_len = int(vv.shape[2]) if isinstance(vv, torch.Tensor) and vv.dim() == 4 else -1
+        k, v_len = cache[0], lens[1]
+        lengths.append(lens[0])
         if lengths[-1] != t + 1 or v_len != t + 1:
             before = steps[t - 1]["value"][1][0] if t else None
             old = (
@@ -897,7 +895,7 @@ def judge_discipline(v, outputs, inputs, jctx):
                 if layout
                 else msg("likely.returned_old_cache")
                 if old
-                else diagnose_growth(lengths),
+                else msg(GROWTH[growth_fault(lengths) or "other"]),
             )
     v.expect("returns", True)
     v.expect("shape", True)

@@ -18,6 +18,7 @@ from tutor.kit import (
     changed_argument,
     changed_later,
     decoding_fault,
+    growth_fault,
     judge_steps,
     pair_state,
     recompute_each,
@@ -25,6 +26,7 @@ from tutor.kit import (
     run_steps,
     same_tensors,
     snapshot,
+    state_lengths,
     step_through,
     weights_map,
 )
@@ -274,3 +276,26 @@ def test_recompute_each_keeps_the_last_output_of_every_prefix():
 
     assert torch.equal(recompute_each(full, X), X.cumsum(1)) and calls == [1, 2, 3, 4, 5, 6]
     assert not torch.equal(recompute_each(lambda x: x.flip(1), X), X.flip(1))
+
+
+def test_state_lengths():
+    k, v = torch.zeros(1, 2, 3, 4), torch.zeros(1, 2, 5, 4)
+    assert state_lengths((None, (k, v)), axis=2, rank=4) == [3, 5]
+    assert state_lengths((None, (k, "v")), axis=2, rank=4) == [3, -1]
+    assert state_lengths((None, (k[0], v)), axis=2, rank=4) == [-1, 5]
+    assert state_lengths((None, [k, v]), axis=2, rank=4) is None
+    assert state_lengths(k, axis=2, rank=4) is None
+
+
+@pytest.mark.parametrize(
+    ("lengths", "fault"),
+    [
+        ([1, 2, 3], None),
+        ([1, 1, 1], "not_appended"),
+        ([1, 3, 5], "twice"),
+        ([0, 1, 2], "given_back"),
+        ([1, 2, 4], "other"),
+    ],
+)
+def test_growth_fault(lengths, fault):
+    assert growth_fault(lengths) == fault

@@ -27,8 +27,8 @@ probe runs in the child beside the learner's code, its judge in the judge proces
   judge_training_story), large inputs (LARGE_INPUT, judge_large_inputs), the learner's own
   code (lend, no_foreign; no_kernel reports both); incremental decoding, a step function
   run token by token against the full pass (step_through, branches, run_steps,
-  judge_steps, changed_later, changed_argument; weights_map, recompute_each; snapshot,
-  same_tensors, pair_state), and a learner's own decoding loop recorded and judged
+  judge_steps, changed_later, changed_argument; state_lengths, growth_fault; weights_map,
+  recompute_each; snapshot, same_tensors, pair_state), and a learner's own decoding loop recorded and judged
   (record_decoding, decoding_fault).
 - Attributes in the source, for a diagnosis: state stored on an object in a step function
   (attribute_store), a function reading an attribute (reads_attribute).
@@ -70,6 +70,7 @@ from tutor.kit.incremental import (
     changed_argument,
     changed_later,
     decoding_fault,
+    growth_fault,
     judge_steps,
     pair_state,
     recompute_each,
@@ -77,6 +78,7 @@ from tutor.kit.incremental import (
     run_steps,
     same_tensors,
     snapshot,
+    state_lengths,
     step_through,
     weights_map,
 )
@@ -213,6 +215,7 @@ __all__ = [
     "front_dims",
     "future_region",
     "graph_kernels",
+    "growth_fault",
     "heading",
     "heatmap",
     "hidden_cells",
@@ -276,6 +279,7 @@ __all__ = [
     "squeezes",
     "state_dict_copy",
     "state_explanation",
+    "state_lengths",
     "state_unchanged",
     "step_through",
     "table",

@@ -131,6 +131,33 @@ def branches(ctx, step: Callable, state: Any, tokens) -> tuple[list[dict], list[
     return calls, kept
 
 
+def state_lengths(value: Any, *, axis: int, rank: int) -> list[int] | None:
+    """The length along axis of each tensor of the state in a step's (out, state), -1 for one
+    that is not a tensor of that rank; None when there is no tuple state to measure."""
+    state = pair_state(value)
+    if not isinstance(state, tuple):
+        return None
+    return [
+        int(s.shape[axis]) if isinstance(s, torch.Tensor) and s.dim() == rank else -1 for s in state
+    ]
+
+
+def growth_fault(lengths: list[int], start: int = 1) -> str | None:
+    """How the lengths a state had after each call fail to grow by one a call from start (a
+    KV cache holds one more token each step): None when they do; else "not_appended" (they
+    never grew), "twice" (by two a call), "given_back" (start - 1 first: the empty state
+    returned as it came), or "other"."""
+    if lengths == list(range(start, start + len(lengths))):
+        return None
+    if lengths and all(n == lengths[0] for n in lengths):
+        return "not_appended"
+    if len(lengths) > 1 and all(b - a == 2 for a, b in zip(lengths, lengths[1:], strict=False)):
+        return "twice"
+    if lengths and lengths[0] == start - 1:
+        return "given_back"
+    return "other"
+
+
 def changed_later(now: list[Any], then) -> tuple[int, int] | None:
     """(call, index) of the first state a later call changed: now are the states as they are
     after the loop (snapshots of what the calls returned, taken at the end), then the
