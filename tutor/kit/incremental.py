@@ -1,10 +1,12 @@
 """Incremental decoding, as a property: a step function `step(x_t, state) -> (out, state)`
 (a layer's forward with a KV cache, a recurrent cell) run token by token, each call given the
 state the one before handed back, and every output judged against the full pass of the same
-sequence. The probe half runs in the child (step_through, branches, run_steps, and
-record_decoding under a learner's own generation loop), the judge half in the judge
-(judge_steps, changed_later, decoding_fault); snapshot and same_tensors are what both
-compare with."""
+sequence. The probe half runs in the child: step_through, branches, run_steps, and
+record_decoding under a learner's own generation loop. The judge half in the judge:
+judge_steps, changed_argument, changed_later, state_lengths and growth_fault, decoding_fault,
+weights_map. snapshot and same_tensors are what both compare with; recompute_each is the
+baseline without a state. The kit gives facts and fault names; the lesson says them in its
+own catalog."""
 
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ import torch
 
 from tutor.kit.call_recorder import CallRecorder, argument
 from tutor.kit.judge_tools import Verdict, close, max_error
+from tutor.kit.probe_tools import ProbeContext
 
 
 def snapshot(value: Any) -> Any:
@@ -63,7 +66,7 @@ def _token(x: torch.Tensor, t: int, axis: int) -> torch.Tensor:
 
 
 def step_through(
-    ctx,
+    ctx: ProbeContext,
     step: Callable,
     x: torch.Tensor,
     *,
@@ -114,7 +117,7 @@ def weights_map(rows: list, lead: tuple[int, ...]) -> torch.Tensor | None:
     return out
 
 
-def branches(ctx, step: Callable, state: Any, tokens) -> tuple[list[dict], list[Any]]:
+def branches(ctx: ProbeContext, step: Callable, state: Any, tokens) -> tuple[list[dict], list[Any]]:
     """step on each of tokens from the one state (as beam search tries several next tokens
     from one cache): (calls, kept). calls[j] is the call, its value a snapshot when it is an
     (out, state) pair; kept are those pairs as returned, for changed_later: a step that
@@ -202,7 +205,12 @@ def recompute_each(full: Callable, x: torch.Tensor, *, axis: int = 1) -> torch.T
 
 
 def run_steps(
-    ctx, step: Callable, sequences: list[torch.Tensor], *, axis: int = 1, dropout: bool = True
+    ctx: ProbeContext,
+    step: Callable,
+    sequences: list[torch.Tensor],
+    *,
+    axis: int = 1,
+    dropout: bool = True,
 ) -> list[dict]:
     """step on each sequence in turn, token by token, each with its own state (as a server
     serves two users from one layer: a layer that keeps a state of its own gives one sequence
