@@ -25,7 +25,18 @@ probe runs in the child beside the learner's code, its judge in the judge proces
   half: leakage over every position (probe_leak_map, judge_leak_map), module state
   (module_state, state_unchanged), the training story (probe_training_story,
   judge_training_story), large inputs (LARGE_INPUT, judge_large_inputs), the learner's own
-  code (lend, no_foreign; no_kernel reports both).
+  code (lend, no_foreign; no_kernel reports both); incremental decoding, a step function
+  run token by token against the full pass (step_through, branches, run_steps,
+  judge_steps, changed_later, changed_argument; state_lengths, growth_fault; weights_map,
+  recompute_each; snapshot, same_tensors, pair_state), and a learner's own decoding loop recorded and judged
+  (record_decoding, decoding_fault).
+- Attributes in the source, for a diagnosis: state stored on an object in a step function
+  (attribute_store), a function reading an attribute (reads_attribute).
+- Calls recorded: a layer's methods routed through the probe's own (intercept), each call a
+  row of integers (CallRecorder, argument), the class-level call `type(obj).m(obj)` too.
+- Cost experiments: int_settings, doubling, timed, timed_rows, attention_flops, and cells that
+  fit the app's 52-column text (human, ms_text, time_bar, TIME_BAR, longest_time,
+  blank_lengths, slower_lengths) and the table itself (timing_table, measured_of).
 - Visuals: the vocabulary in tutor.model.view_items (heading, note, table, bar, heatmap, row, waiting,
   keys, after_answer, with_question, weights), which the UI draws without knowing the lesson.
 
@@ -37,6 +48,40 @@ from pathlib import Path
 
 from tutor.kit import fixed_dropout
 from tutor.kit.borrowed import lend
+from tutor.kit.call_recorder import CallRecorder, argument, intercept
+from tutor.kit.cost_table import (
+    TIME_BAR,
+    attention_flops,
+    blank_lengths,
+    doubling,
+    human,
+    int_settings,
+    longest_time,
+    measured_of,
+    ms_text,
+    slower_lengths,
+    time_bar,
+    timed,
+    timed_rows,
+    timing_table,
+)
+from tutor.kit.incremental import (
+    branches,
+    changed_argument,
+    changed_later,
+    decoding_fault,
+    growth_fault,
+    judge_steps,
+    pair_state,
+    recompute_each,
+    record_decoding,
+    run_steps,
+    same_tensors,
+    snapshot,
+    state_lengths,
+    step_through,
+    weights_map,
+)
 from tutor.kit.judge_tools import (
     ATOL,
     KERNEL_FRAGMENTS,
@@ -103,6 +148,7 @@ from tutor.kit.probe_tools import (
     token_changes,
 )
 from tutor.kit.regions import Region, causal_future, hidden_cells, judge_attention_weights
+from tutor.kit.source_attributes import attribute_store, reads_attribute
 from tutor.kit.spec import JudgeContext, StepSpec
 from tutor.kit.training import judge_training_story, probe_training_story
 from tutor.model import view_items as visuals
@@ -130,6 +176,7 @@ def declared_settings(checks_file: str, step_id: str) -> dict:
 
 __all__ = [
     "ATOL",
+    "CallRecorder",
     "JudgeContext",
     "KERNEL_FRAGMENTS",
     "LARGE_INPUT",
@@ -140,31 +187,46 @@ __all__ = [
     "Region",
     "StepSpec",
     "Stop",
+    "TIME_BAR",
     "Verdict",
     "after_answer",
+    "argument",
+    "attention_flops",
+    "attribute_store",
     "bar",
+    "blank_lengths",
+    "branches",
     "build_layer",
     "causal_future",
+    "changed_argument",
     "changed_input",
+    "changed_later",
     "clone_args",
     "close",
     "declared_settings",
+    "decoding_fault",
     "describe",
     "differ_explanation",
     "discarded_call",
+    "doubling",
     "failure_params",
     "first_nonfinite",
     "fixed_dropout",
     "front_dims",
     "future_region",
     "graph_kernels",
+    "growth_fault",
     "heading",
     "heatmap",
     "hidden_cells",
+    "human",
+    "int_settings",
+    "intercept",
     "judge_attention_weights",
     "judge_large_inputs",
     "judge_leak_map",
     "judge_other_sizes",
+    "judge_steps",
     "judge_training_story",
     "judged",
     "kept_state",
@@ -179,17 +241,24 @@ __all__ = [
     "likely_for_value",
     "literal_explanation",
     "load_weights",
+    "longest_time",
     "matching_mistake",
     "max_error",
+    "measured_of",
     "module_state",
+    "ms_text",
     "msg",
     "nest_likely",
     "no_foreign",
     "no_kernel",
     "note",
     "of_the_inputs",
+    "pair_state",
     "probe_leak_map",
     "probe_training_story",
+    "reads_attribute",
+    "recompute_each",
+    "record_decoding",
     "require_close",
     "require_near",
     "require_pair",
@@ -199,19 +268,30 @@ __all__ = [
     "row",
     "row_place",
     "rows_sum_to_one",
+    "run_steps",
+    "same_tensors",
     "shape_str",
     "size_explanation",
     "size_literals",
+    "slower_lengths",
+    "snapshot",
     "squeeze_explanation",
     "squeezes",
     "state_dict_copy",
     "state_explanation",
+    "state_lengths",
     "state_unchanged",
+    "step_through",
     "table",
+    "time_bar",
+    "timed",
+    "timed_rows",
+    "timing_table",
     "token_changes",
     "train_step",
     "visuals",
     "waiting",
     "weights",
+    "weights_map",
     "with_question",
 ]
