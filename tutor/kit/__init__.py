@@ -25,7 +25,12 @@ probe runs in the child beside the learner's code, its judge in the judge proces
   half: leakage over every position (probe_leak_map, judge_leak_map), module state
   (module_state, state_unchanged), the training story (probe_training_story,
   judge_training_story), large inputs (LARGE_INPUT, judge_large_inputs), the learner's own
-  code (lend, no_foreign; no_kernel reports both).
+  code (lend, no_foreign; no_kernel reports both); a function called again, right and its
+  first result unchanged (probe_calls_again or call_kept and again_of, judge_called_again;
+  snapshot, same_value, trimmed); blame for a composed function's helpers (reference_helpers,
+  stand_in, probe_helpers_replaced, probe_helper_calls, with_args, helper_blame, blame_helpers,
+  judge_helpers_replaced); a boolean mask on a named hidden region (judge_bool_mask,
+  mask_difference, mask_row_text).
 - Visuals: the vocabulary in tutor.model.view_items (heading, note, table, bar, heatmap, row, waiting,
   keys, after_answer, with_question, weights), which the UI draws without knowing the lesson.
 
@@ -37,6 +42,25 @@ from pathlib import Path
 
 from tutor.kit import fixed_dropout
 from tutor.kit.borrowed import lend
+from tutor.kit.call_again import (
+    again_of,
+    call_kept,
+    judge_called_again,
+    probe_calls_again,
+    same_value,
+    snapshot,
+    trimmed,
+)
+from tutor.kit.helper_blame import (
+    blame_helpers,
+    helper_blame,
+    judge_helpers_replaced,
+    probe_helper_calls,
+    probe_helpers_replaced,
+    reference_helpers,
+    stand_in,
+    with_args,
+)
 from tutor.kit.judge_tools import (
     ATOL,
     KERNEL_FRAGMENTS,
@@ -93,6 +117,7 @@ from tutor.kit.magnitude import (
     require_close,
     require_near,
 )
+from tutor.kit.mask_checks import judge_bool_mask, mask_difference, mask_row_text
 from tutor.kit.own_code import no_foreign
 from tutor.kit.probe_tools import (
     ProbeContext,
@@ -142,8 +167,11 @@ __all__ = [
     "Stop",
     "Verdict",
     "after_answer",
+    "again_of",
     "bar",
+    "blame_helpers",
     "build_layer",
+    "call_kept",
     "causal_future",
     "changed_input",
     "clone_args",
@@ -160,8 +188,12 @@ __all__ = [
     "graph_kernels",
     "heading",
     "heatmap",
+    "helper_blame",
     "hidden_cells",
     "judge_attention_weights",
+    "judge_bool_mask",
+    "judge_called_again",
+    "judge_helpers_replaced",
     "judge_large_inputs",
     "judge_leak_map",
     "judge_other_sizes",
@@ -179,6 +211,8 @@ __all__ = [
     "likely_for_value",
     "literal_explanation",
     "load_weights",
+    "mask_difference",
+    "mask_row_text",
     "matching_mistake",
     "max_error",
     "module_state",
@@ -188,8 +222,12 @@ __all__ = [
     "no_kernel",
     "note",
     "of_the_inputs",
+    "probe_calls_again",
+    "probe_helper_calls",
+    "probe_helpers_replaced",
     "probe_leak_map",
     "probe_training_story",
+    "reference_helpers",
     "require_close",
     "require_near",
     "require_pair",
@@ -199,19 +237,24 @@ __all__ = [
     "row",
     "row_place",
     "rows_sum_to_one",
+    "same_value",
     "shape_str",
     "size_explanation",
     "size_literals",
+    "snapshot",
     "squeeze_explanation",
     "squeezes",
+    "stand_in",
     "state_dict_copy",
     "state_explanation",
     "state_unchanged",
     "table",
     "token_changes",
     "train_step",
+    "trimmed",
     "visuals",
     "waiting",
     "weights",
+    "with_args",
     "with_question",
 ]
