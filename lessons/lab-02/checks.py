@@ -7,11 +7,8 @@ calls. `attention` is also run with the tutor's own helpers in place of the
 learner's, so that a fault in a helper is blamed on the helper's step.
 """
 
-import contextlib
 import functools
-import inspect
 import math
-import types
 
 import torch
 import torch.nn.functional as F
@@ -22,9 +19,11 @@ from tutor.kit import (
     Region,
     StepSpec,
     after_answer,
+    again_of,
     bar,
+    blame_helpers,
+    call_kept,
     changed_input,
-    clone_args,
     close,
     describe,
     differ_explanation,
@@ -33,22 +32,27 @@ from tutor.kit import (
     front_dims,
     heading,
     heatmap,
+    helper_blame,
     judge_attention_weights,
+    judge_bool_mask,
+    judge_called_again,
+    judge_helpers_replaced,
     judge_large_inputs,
     judge_other_sizes,
     judge_training_story,
     judged,
     large_scores_factor,
     large_scores_likely,
-    lend,
-    likely_for_value,
     literal_explanation,
+    mask_difference,
     matching_mistake,
     msg,
-    nest_likely,
     no_kernel,
     note,
     of_the_inputs,
+    probe_calls_again,
+    probe_helper_calls,
+    probe_helpers_replaced,
     probe_training_story,
     require_close,
     require_pair,
@@ -60,7 +64,9 @@ from tutor.kit import (
     squeeze_explanation,
     state_explanation,
     table,
+    trimmed,
     waiting,
+    with_args,
     with_question,
 )
 
@@ -68,7 +74,6 @@ from tutor.kit import (
 QKV_SHAPES = [(1, 2, 6, 8), (2, 3, 5, 16), (4, 9, 32), (1, 1, 1, 4), (1, 2, 40, 64)]
 # The seed's 6, small ones, every T that attention meets, and lengths past any fixed cap.
 MASK_SIZES = [6, 1, 2, 7, 13, 5, 9, 32, 40, 48, 100]
-HELPERS = ("scaled_scores", "causal_mask", "attention_weights")  # in the lesson's step order
 
 
 def make_inputs(seed=0):
@@ -143,67 +148,20 @@ def qkv_label(case) -> list[str]:
 # ---------------------------------------------------------------- calls kept apart
 
 
-def snapshot(value):
-    """A copy of a returned tensor (or pair of tensors), taken at once: a function that hands
-    out one buffer and refills it on its next call must be judged on what each call gave."""
-    if type(value) is torch.Tensor:
-        return clone_args(value)
-    if type(value) is tuple and all(type(x) is torch.Tensor for x in value):
-        return tuple(clone_args(x) for x in value)
-    return value
-
-
-def bare(call, args=False) -> dict:
-    """A call without what this lesson never reads: the last softmax output (lab-02 judges the
-    weights returned), and, for calls made only to diagnose, the arguments. Less to encode."""
-    call.pop("softmax", None)
-    if not args:
-        call.pop("args", None)
-    return call
-
-
-def call_kept(ctx, fn, *args, primary=False):
-    """ctx.call with the value snapshot; and the object itself, to look at again later."""
-    call = bare(ctx.call(fn, *args, primary=primary), args=True)
-    if "value" not in call:
-        return call, None
-    value = call["value"]
-    call["value"] = snapshot(value)
-    return call, value
-
-
-def again_of(first_returned, call) -> dict:
-    """The second call at the seed's shape, and the first call's result as it is after it."""
-    return {"call": call, "first_now": first_returned}
-
-
-def judge_again(v, fn, defs, again, first, judge_case, case, blame=None):
-    """The second call, judged like any other; then the first call's result must be as it
-    came: one tensor handed out twice and refilled has changed it."""
-    sub = judged(v.source, judge_case, again["call"], case)
-    if not sub.passed():
-        likely = (
-            (blame() if blame else None)
-            or state_explanation(v.source, defs)
-            or msg("likely.kept_state")
-        )
-        reason, likely = nest_likely(sub.failed_message(), likely)
-        v.require("call-again", False, "check.called_again", fn=fn, reason=reason, likely=likely)
-    v.require(
-        "call-again",
-        same_value(again["first_now"], first),
-        "check.result_reused",
-        fn=fn,
-        likely=lambda: state_explanation(v.source, defs) or msg("likely.result_reused"),
+def called_again(v, fn, outputs, first, judge_case, case, blame=None):
+    """The kit's call-again check, with the lesson's own words for a result refilled."""
+    judge_called_again(
+        v,
+        fn,
+        outputs["again"],
+        first,
+        judge_case,
+        case,
+        defs=(fn,),
+        blame=blame,
+        reused_key="check.result_reused",
+        reused_likely=msg("likely.result_reused"),
     )
-
-
-def same_value(a, b) -> bool:
-    if isinstance(a, tuple) and isinstance(b, tuple):
-        return len(a) == len(b) and all(same_value(x, y) for x, y in zip(a, b, strict=False))
-    if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
-        return a.shape == b.shape and a.dtype == b.dtype and bool(torch.equal(a, b))
-    return True  # not tensors: nothing a later call could have refilled
 
 
 def lab_explain(defs, i):
@@ -252,14 +210,9 @@ def other_sizes(v, calls, cases, labels, judge_case, defs, blame=None):
 
 
 def probe_scores(ctx, inputs):
-    fn = ctx.get("scaled_scores")
-    calls, first = [], None
-    for i, c in enumerate(inputs["cases"]):
-        call, value = call_kept(ctx, fn, c["q"], c["k"], primary=i == 0)
-        calls.append(call)
-        first = value if i == 0 else first
-    a = inputs["again"]
-    return {"calls": calls, "again": again_of(first, call_kept(ctx, fn, a["q"], a["k"])[0])}
+    cases, a = inputs["cases"], inputs["again"]
+    args = [(c["q"], c["k"]) for c in cases]
+    return probe_calls_again(ctx, ctx.get("scaled_scores"), args, (a["q"], a["k"]))
 
 
 def diagnose_scores(s, q, k):
@@ -314,14 +267,8 @@ def judge_scores(v, outputs, inputs, jctx):
     defs = ("scaled_scores",)
     judge_scores_case(v, calls[0], cases[0])
     other_sizes(v, calls, cases, [qkv_label(c) for c in cases], judge_scores_case, defs)
-    judge_again(
-        v,
-        "scaled_scores",
-        defs,
-        outputs["again"],
-        calls[0].get("value"),
-        judge_scores_case,
-        inputs["again"],
+    called_again(
+        v, "scaled_scores", outputs, calls[0].get("value"), judge_scores_case, inputs["again"]
     )
     no_kernel(v, "scaled_scores", jctx.source, {"scaled_scores"}, jctx.kernels)
 
@@ -330,13 +277,8 @@ def judge_scores(v, outputs, inputs, jctx):
 
 
 def probe_mask(ctx, inputs):
-    fn = ctx.get("causal_mask")
-    calls, first = [], None
-    for i, T in enumerate(MASK_SIZES):
-        call, value = call_kept(ctx, fn, T, primary=i == 0)
-        calls.append(call)
-        first = value if i == 0 else first
-    return {"calls": calls, "again": again_of(first, call_kept(ctx, fn, MASK_SIZES[0])[0])}
+    sizes = [(T,) for T in MASK_SIZES]
+    return probe_calls_again(ctx, ctx.get("causal_mask"), sizes, sizes[0])
 
 
 def diagnose_mask(m, T):
@@ -353,62 +295,20 @@ def diagnose_mask(m, T):
     return msg("likely.unknown")
 
 
-def mask_row_text(row, col: int) -> str:
-    """A mask row as T/F, at most 16 entries around column col (a row of 100 would not fit)."""
-    flags = ["T" if b else "F" for b in row.tolist()]
-    if len(flags) <= 16:
-        return " ".join(flags)
-    start = max(0, min(col - 8, len(flags) - 16))
-    return (
-        ("… " if start else "")
-        + " ".join(flags[start : start + 16])
-        + (" …" if start + 16 < len(flags) else "")
-    )
-
-
 def judge_mask_case(v, call, T):
     require_ran(v, call, "causal_mask")
     m = call["value"]
-    v.require(
-        "tensor",
-        isinstance(m, torch.Tensor),
-        "check.not_tensor",
+    judge_bool_mask(
+        v,
+        m,
+        future(T),
         what=f"causal_mask({T})",
-        got=describe(m),
-        likely=likely_for_value(m),
+        likely=lambda: diagnose_mask(m, T),
+        shape_likely=msg("likely.mask_shape"),
+        key="check.mask_values",
+        dtype_key="check.mask_dtype",
+        said={"T": T},
     )
-    v.require(
-        "shape",
-        tuple(m.shape) == (T, T),
-        "check.shape",
-        what=f"causal_mask({T})",
-        expected=shape_str((T, T)),
-        got=shape_str(m.shape),
-        likely=msg("likely.mask_shape"),
-    )
-    v.require(
-        "bool",
-        m.dtype == torch.bool,
-        "check.mask_dtype",
-        T=T,
-        got=str(m.dtype).removeprefix("torch."),
-    )
-    expected = future(T)
-    if not torch.equal(m, expected):
-        wrong = m != expected
-        row = int(wrong.any(-1).nonzero()[0])
-        col = int(wrong[row].nonzero()[0])
-        v.require(
-            "values",
-            False,
-            "check.mask_values",
-            T=T,
-            row=row,
-            got=mask_row_text(m[row], col),
-            expected=mask_row_text(expected[row], col),
-            likely=lambda: diagnose_mask(m, T),
-        )
-    v.expect("values", True)
 
 
 def mask_explain(calls):
@@ -443,15 +343,7 @@ def judge_mask(v, outputs, inputs, jctx):
         judge_mask_case,
         explain=mask_explain(calls),
     )
-    judge_again(
-        v,
-        "causal_mask",
-        ("causal_mask",),
-        outputs["again"],
-        calls[0].get("value"),
-        judge_mask_case,
-        MASK_SIZES[0],
-    )
+    called_again(v, "causal_mask", outputs, calls[0].get("value"), judge_mask_case, MASK_SIZES[0])
 
 
 # ---------------------------------------------------------------- weights
@@ -476,7 +368,7 @@ def probe_weights(ctx, inputs):
     return {
         "calls": calls,
         "again": again_of(first, again),
-        "large": bare(ctx.call(fn, large, future(large.shape[-1]))),
+        "large": trimmed(ctx.call(fn, large, future(large.shape[-1]))),
     }
 
 
@@ -596,15 +488,8 @@ def judge_weights(v, outputs, inputs, jctx):
     judge_weights_case(v, calls[0], cases[0])
     other_sizes(v, calls, cases, [qkv_label(c) for c in cases], judge_weights_case, defs)
     judge_large_scores(v, outputs["large"], inputs["large"])
-    judge_again(
-        v,
-        "attention_weights",
-        defs,
-        outputs["again"],
-        calls[0]["causal"].get("value"),
-        judge_weights_case,
-        inputs["again"],
-    )
+    first = calls[0]["causal"].get("value")
+    called_again(v, "attention_weights", outputs, first, judge_weights_case, inputs["again"])
     no_kernel(v, "attention_weights", jctx.source, {"attention_weights"}, jctx.kernels)
 
 
@@ -643,21 +528,6 @@ def judge_large_scores(v, call, scores):
 # ---------------------------------------------------------------- output
 
 
-def _stand_in(learner_fn, reference, params):
-    """The reference helper, called as the learner's attention calls the learner's own
-    (keyword names included, which may differ from the starter's)."""
-
-    def helper(*args, **kwargs):
-        if kwargs:
-            try:
-                args = tuple(inspect.signature(learner_fn).bind(*args, **kwargs).arguments.values())
-            except Exception:  # no signature to read: the starter's names
-                args = args + tuple(kwargs[p] for p in params[len(args) :] if p in kwargs)
-        return reference(*args[: len(params)])
-
-    return lend(helper)  # the learner's attention runs it
-
-
 STAND_INS = {
     "scaled_scores": (_scores, ("q", "k")),
     "causal_mask": (_future, ("seq_len",)),
@@ -665,53 +535,19 @@ STAND_INS = {
 }
 
 
-@contextlib.contextmanager
-def reference_helpers(ctx, fn):
-    """The learner's helpers replaced, in the globals attention reads them from, by correct ones."""
-    names = fn.__globals__ if type(fn) is types.FunctionType else vars(ctx.module)
-    saved = {n: names[n] for n in HELPERS if n in names}
-    try:
-        for n, learner_fn in saved.items():
-            names[n] = _stand_in(learner_fn, *STAND_INS[n])
-        yield bool(saved)
-    finally:
-        names.update(saved)
-
-
 def probe_output(ctx, inputs):
     fn = ctx.get("attention")
-    cases = inputs["cases"]
-    calls, first = [], None
-    for i, c in enumerate(cases):
-        call, value = call_kept(ctx, fn, c["q"], c["k"], c["v"], primary=i == 0)
-        calls.append(call)
-        first = value if i == 0 else first
-    a = inputs["again"]
-    again = again_of(first, call_kept(ctx, fn, a["q"], a["k"], a["v"])[0])
-    everything = cases + [a]
+    cases, a = inputs["cases"], inputs["again"]
+    args = [(c["q"], c["k"], c["v"]) for c in cases + [a]]
+    out = probe_calls_again(ctx, fn, args[:-1], args[-1])
     # Attention on its own: with correct helpers in place of the learner's.
-    with reference_helpers(ctx, fn) as replaced:
-        alone = [
-            bare(ctx.call(fn, c["q"], c["k"], c["v"])) if replaced else None for c in everything
-        ]
+    out["alone"] = probe_helpers_replaced(ctx, fn, args, STAND_INS)
     # The learner's helpers on the inputs attention gives them, to name the first wrong one.
-    helpers = {n: getattr(ctx.module, n, None) for n in HELPERS}
-    parts = []
-    for c in everything:
-        q, k = c["q"], c["k"]
-        T = q.shape[-2]
-        given = {
-            "scaled_scores": (q, k),
-            "causal_mask": (T,),
-            "attention_weights": (ref_scores(q, k), future(T)),
-        }
-        parts.append(
-            {n: bare(ctx.call(f, *given[n])) if callable(f) else None for n, f in helpers.items()}
-        )
+    out["parts"] = probe_helper_calls(ctx, [helper_args(q, k) for q, k, _ in args])
     # The training story on the seed's case: k and v as a trained layer's outputs would be
     # (updated in place by a step), then `q.mul_(2)`.
     c = cases[0]
-    story = probe_training_story(
+    out["story"] = probe_training_story(
         ctx,
         fn,
         [c["q"], c["k"], c["v"]],
@@ -721,14 +557,17 @@ def probe_output(ctx, inputs):
         grads=False,  # a function in NumPy is right here: only values are judged
     )
     # v a thousand times larger (the scores as they were: large scores are their own check).
-    large_x = ctx.call(fn, c["q"], c["k"], c["v"] * LARGE_INPUT)
+    out["large_x"] = ctx.call(fn, c["q"], c["k"], c["v"] * LARGE_INPUT)
+    return out
+
+
+def helper_args(q, k) -> dict:
+    """What attention gives each helper, in the lesson's step order."""
+    T = q.shape[-2]
     return {
-        "calls": calls,
-        "again": again,
-        "alone": alone,
-        "parts": parts,
-        "story": story,
-        "large_x": large_x,
+        "scaled_scores": (q, k),
+        "causal_mask": (T,),
+        "attention_weights": (ref_scores(q, k), future(T)),
     }
 
 
@@ -778,49 +617,26 @@ def diagnose_scores_from_weights(w, q, k):
     return msg("likely.unknown")
 
 
-def with_args(call, *args) -> dict:
-    """A diagnostic call (sent without its arguments) with the pristine ones: judged on its
-    values alone. A helper that changes its input in place fails its own step for that."""
-    return {**call, "args": args} if "value" in call else call
+def replaced_verdict(source, alone, case):
+    """attention's verdict with correct helpers in place of the learner's; None without any."""
+    if alone is None:
+        return None
+    qkv = with_args(alone, case["q"], case["k"], case["v"])
+    return judged(source, judge_output_case, qkv, case)
 
 
-def helper_blame(source, alone, parts, case):
-    """When attention is right with correct helpers in place of the learner's, the first of
-    the learner's helpers, in step order, that is wrong on the inputs attention gives it: the
-    step to fix first. None when attention itself is at fault, or no helper is."""
+def part_judges(source, case) -> dict:
+    """Each helper's own step's judge, on the inputs attention gives it, in step order."""
     q, k = case["q"], case["k"]
     T = q.shape[-2]
-    if (
-        alone is None
-        or not judged(source, judge_output_case, with_args(alone, q, k, case["v"]), case).passed()
-    ):
-        return None
     scores, mask = ref_scores(q, k), future(T)
-    checks = {
+    return {
         "scaled_scores": lambda c: judged(source, judge_scores_case, with_args(c, q, k), case),
         "causal_mask": lambda c: judged(source, judge_mask_case, c, T),
         "attention_weights": lambda c: judged(
             source, judge_weights_one, with_args(c, scores, mask), scores, mask, "causal"
         ),
     }
-    for name in HELPERS:
-        c = parts.get(name)
-        if c is not None and not checks[name](c).passed():
-            return msg("likely.helper_first", fn=name)
-    return None
-
-
-def blame_helpers(v, start: int, blame) -> None:
-    """The likely mistake of each failure since start, replaced by the helper to fix first."""
-    failed = [
-        c
-        for c in v.checks[start:]
-        if c.status != "pass" and c.message and "likely" in c.message.params
-    ]
-    likely = blame() if failed else None
-    if likely:
-        for c in failed:
-            c.message.params["likely"] = likely
 
 
 def judge_output(v, outputs, inputs, jctx):
@@ -841,28 +657,24 @@ def judge_output(v, outputs, inputs, jctx):
         v.visuals["view"] = printout_view(calls[0], cases[0])
     everything = cases + [inputs["again"]]
     alone, parts = outputs["alone"], outputs["parts"]
-    blame = functools.lru_cache(maxsize=None)(
-        lambda i: helper_blame(v.source, alone[i], parts[i], everything[i])
+    cached = functools.lru_cache(maxsize=None)
+    replaced = cached(lambda i: replaced_verdict(v.source, alone[i], everything[i]))
+    blame = cached(
+        lambda i: helper_blame(
+            replaced(i), parts[i], part_judges(v.source, everything[i]), key="likely.helper_first"
+        )
     )
     try:
         judge_output_case(v, calls[0], cases[0])
     finally:
         blame_helpers(v, 0, lambda: blame(0))
-    if alone[0] is not None:
-        c = cases[0]
-        sub = judged(v.source, judge_output_case, with_args(alone[0], c["q"], c["k"], c["v"]), c)
-        reason, likely = (
-            nest_likely(sub.failed_message(), msg("likely.compensates"))
-            if not sub.passed()
-            else ({}, "")
-        )
-        v.expect(
-            "reference-helpers",
-            sub.passed(),
-            "check.reference_helpers",
-            reason=reason,
-            likely=likely,
-        )
+    judge_helpers_replaced(
+        v,
+        replaced(0),
+        check_id="reference-helpers",
+        key="check.reference_helpers",
+        likely=msg("likely.compensates"),
+    )
     other_sizes(
         v,
         calls,
@@ -872,16 +684,9 @@ def judge_output(v, outputs, inputs, jctx):
         ("attention",),
         blame=blame,
     )
-    judge_again(
-        v,
-        "attention",
-        ("attention",),
-        outputs["again"],
-        calls[0].get("value"),
-        judge_output_case,
-        inputs["again"],
-        blame=lambda: blame(len(cases)),
-    )
+    first = calls[0].get("value")
+    last = lambda: blame(len(cases))  # noqa: E731
+    called_again(v, "attention", outputs, first, judge_output_case, inputs["again"], last)
     no_kernel(v, "attention", jctx.source, {"attention"}, jctx.kernels)
     c, s = cases[0], LARGE_INPUT
     judge_large_inputs(
@@ -1031,30 +836,30 @@ def probe_exercises(ctx, inputs):
         return out
     for hd in HEAD_DIMS:
         q, k = (torch.randn(1, 2, ENTROPY_T, hd, generator=g) for _ in range(2))
-        scaled = bare(ctx.call(scores_fn, q, k))
-        unscaled = bare(ctx.call(changed["exercise_scores"], q, k))
+        scaled = trimmed(ctx.call(scores_fn, q, k))
+        unscaled = trimmed(ctx.call(changed["exercise_scores"], q, k))
         out["entropy"].append(
             {
                 "hd": hd,
                 "scaled": scaled.get("value"),
                 "unscaled": unscaled,
                 "raw": _no_scale(q, k),
-                "with": bare(then(ctx, weights_fn, scaled, mask)).get("value"),
-                "without": bare(then(ctx, weights_fn, unscaled, mask)),
+                "with": trimmed(then(ctx, weights_fn, scaled, mask)).get("value"),
+                "without": trimmed(then(ctx, weights_fn, unscaled, mask)),
             }
         )
     c = inputs["cases"][0]
     T = c["q"].shape[-2]
-    out["mask"] = bare(ctx.call(changed["exercise_mask"], T))
+    out["mask"] = trimmed(ctx.call(changed["exercise_mask"], T))
     scores = ref_scores(c["q"], c["k"])
     out["diagonal"] = (
-        bare(ctx.call(weights_fn, scores, out["mask"]["value"]))
+        trimmed(ctx.call(weights_fn, scores, out["mask"]["value"]))
         if "value" in out["mask"]
         else out["mask"]
     )
-    out["q"] = bare(ctx.call(changed["exercise_q"], c["q"]))
-    out["before"] = bare(ctx.call(attention_fn, c["q"], c["k"], c["v"]))
-    out["after"] = bare(then(ctx, attention_fn, out["q"], c["k"], c["v"]))
+    out["q"] = trimmed(ctx.call(changed["exercise_q"], c["q"]))
+    out["before"] = trimmed(ctx.call(attention_fn, c["q"], c["k"], c["v"]))
+    out["after"] = trimmed(then(ctx, attention_fn, out["q"], c["k"], c["v"]))
     return out
 
 
@@ -1141,10 +946,7 @@ def mask_said(m, T: int) -> tuple[bool, list]:
         return True, []
     if torch.equal(m, _future(T)):
         return False, [note(msg("visual.ex2_unchanged"))]
-    r = int((m != zero).any(-1).nonzero()[0])
-    col = int((m[r] != zero[r]).nonzero()[0])
-    got, expected = mask_row_text(m[r], col), mask_row_text(zero[r], col)
-    return False, [note(msg("visual.ex2_not_diagonal0", T=T, row=r, got=got, expected=expected))]
+    return False, [note(msg("visual.ex2_not_diagonal0", T=T, **mask_difference(m, zero)))]
 
 
 def diagonal_view(outputs, inputs) -> list:
