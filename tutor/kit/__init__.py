@@ -31,6 +31,8 @@ probe runs in the child beside the learner's code, its judge in the judge proces
   stand_in, probe_helpers_replaced, probe_helper_calls, with_args, helper_blame, blame_helpers,
   judge_helpers_replaced); a boolean mask on a named hidden region (judge_bool_mask,
   mask_difference, mask_row_text).
+- Mistakes in masked softmax weights: masked_softmax, masked_softmax_mistakes (the usual wrong
+  versions, for matching_mistake), masked_softmax_likely (the one weights match).
 - Visuals: the vocabulary in tutor.model.view_items (heading, note, table, bar, heatmap, row, waiting,
   keys, after_answer, with_question, weights), which the UI draws without knowing the lesson.
 
@@ -128,6 +130,11 @@ from tutor.kit.probe_tools import (
     token_changes,
 )
 from tutor.kit.regions import Region, causal_future, hidden_cells, judge_attention_weights
+from tutor.kit.softmax_mistakes import (
+    masked_softmax,
+    masked_softmax_likely,
+    masked_softmax_mistakes,
+)
 from tutor.kit.spec import JudgeContext, StepSpec
 from tutor.kit.training import judge_training_story, probe_training_story
 from tutor.model import view_items as visuals
@@ -213,6 +220,9 @@ __all__ = [
     "load_weights",
     "mask_difference",
     "mask_row_text",
+    "masked_softmax",
+    "masked_softmax_likely",
+    "masked_softmax_mistakes",
     "matching_mistake",
     "max_error",
     "module_state",
