@@ -27,7 +27,6 @@ from tutor.kit import (
     close,
     describe,
     differ_explanation,
-    discarded_call,
     first_nonfinite,
     front_dims,
     heading,
@@ -45,7 +44,7 @@ from tutor.kit import (
     large_scores_likely,
     literal_explanation,
     mask_difference,
-    matching_mistake,
+    masked_softmax_likely,
     msg,
     no_kernel,
     note,
@@ -380,54 +379,9 @@ def large_scores(case):
 
 
 def diagnose_weights(w, scores, mask, source="", defs=("attention_weights",)):
-    w, scores = w.double(), scores.double()  # in double: a float64 result is compared, not a crash
-    hidden_diagonal = mask | torch.eye(mask.shape[-1], dtype=torch.bool)
-    if w.shape == scores.shape:
-        hidden = w.masked_select(mask.expand_as(w))
-        # Right but for tiny weights on the future: exp of a large negative number, not of -inf.
-        if (
-            hidden.numel()
-            and 0 < float(hidden.abs().max()) < 1e-6
-            and close(w, ref_weights_double(scores, mask))
-        ):
-            return msg("likely.fill_large_negative")
-    likely = matching_mistake(
-        w,
-        [
-            (
-                lambda: torch.softmax(scores, -1).masked_fill(mask, 0.0),
-                msg("likely.mask_after_softmax"),
-            ),
-            (lambda: torch.softmax(scores.masked_fill(mask, 0.0), -1), msg("likely.fill_zero")),
-            (lambda: torch.softmax(scores, -1), msg("likely.no_mask")),
-            (
-                lambda: torch.softmax(scores.masked_fill(mask, float("-inf")), -2),
-                msg("likely.softmax_dim"),
-            ),
-            (
-                lambda: torch.softmax(scores.masked_fill(~mask, float("-inf")), -1),
-                msg("likely.mask_inverted_fill"),
-            ),
-            (
-                lambda: torch.softmax(scores.masked_fill(~mask, -1e9), -1),
-                msg("likely.mask_inverted_fill"),
-            ),
-            (
-                lambda: torch.softmax(scores.masked_fill(hidden_diagonal, float("-inf")), -1),
-                msg("likely.mask_diagonal"),
-            ),
-        ],
-    )
-    if likely["key"] == "likely.no_mask":
-        # The values of no mask at all, and a masked_fill on a line of its own: it is not in place.
-        found = discarded_call(source, frozenset(defs), "masked_fill")
-        if found:
-            return msg("likely.masked_fill_discarded_at", line=found.line, code=found.code)
-    return likely
-
-
-def ref_weights_double(scores, mask):
-    return _weights(scores.double(), mask)
+    """The kit's masked-softmax mistakes, with the lesson's words for a masked_fill thrown away."""
+    key = "likely.masked_fill_discarded_at"
+    return masked_softmax_likely(w, scores, mask, source=source, defs=defs, discarded_key=key)
 
 
 def judge_weights_masked(v, w, scores, mask, what, defs=("attention_weights",)):
