@@ -33,6 +33,9 @@ probe runs in the child beside the learner's code, its judge in the judge proces
   mask_difference, mask_row_text).
 - Mistakes in masked softmax weights: masked_softmax, masked_softmax_mistakes (the usual wrong
   versions, for matching_mistake), masked_softmax_likely (the one weights match).
+- Experiments: the learner's exercise function or the tutor's (exercise_functions), calls
+  chained (call_after); for their views, mean_row_entropy, nonfinite_rows, raised_note and
+  first_raised_note (a call that raised, at its line), head_maps and head_panel (per head).
 - Visuals: the vocabulary in tutor.model.view_items (heading, note, table, bar, heatmap, row, waiting,
   keys, after_answer, with_question, weights), which the UI draws without knowing the lesson.
 
@@ -52,6 +55,16 @@ from tutor.kit.call_again import (
     same_value,
     snapshot,
     trimmed,
+)
+from tutor.kit.experiments import (
+    call_after,
+    exercise_functions,
+    first_raised_note,
+    head_maps,
+    head_panel,
+    mean_row_entropy,
+    nonfinite_rows,
+    raised_note,
 )
 from tutor.kit.helper_blame import (
     blame_helpers,
@@ -178,6 +191,7 @@ __all__ = [
     "bar",
     "blame_helpers",
     "build_layer",
+    "call_after",
     "call_kept",
     "causal_future",
     "changed_input",
@@ -187,12 +201,16 @@ __all__ = [
     "describe",
     "differ_explanation",
     "discarded_call",
+    "exercise_functions",
     "failure_params",
     "first_nonfinite",
+    "first_raised_note",
     "fixed_dropout",
     "front_dims",
     "future_region",
     "graph_kernels",
+    "head_maps",
+    "head_panel",
     "heading",
     "heatmap",
     "helper_blame",
@@ -225,11 +243,13 @@ __all__ = [
     "masked_softmax_mistakes",
     "matching_mistake",
     "max_error",
+    "mean_row_entropy",
     "module_state",
     "msg",
     "nest_likely",
     "no_foreign",
     "no_kernel",
+    "nonfinite_rows",
     "note",
     "of_the_inputs",
     "probe_calls_again",
@@ -237,6 +257,7 @@ __all__ = [
     "probe_helpers_replaced",
     "probe_leak_map",
     "probe_training_story",
+    "raised_note",
     "reference_helpers",
     "require_close",
     "require_near",
