@@ -22,13 +22,18 @@ from tutor.kit import (
     again_of,
     bar,
     blame_helpers,
+    call_after,
     call_kept,
     changed_input,
     close,
     describe,
     differ_explanation,
+    exercise_functions,
     first_nonfinite,
+    first_raised_note,
     front_dims,
+    head_maps,
+    head_panel,
     heading,
     heatmap,
     helper_blame,
@@ -45,14 +50,17 @@ from tutor.kit import (
     literal_explanation,
     mask_difference,
     masked_softmax_likely,
+    mean_row_entropy,
     msg,
     no_kernel,
+    nonfinite_rows,
     note,
     of_the_inputs,
     probe_calls_again,
     probe_helper_calls,
     probe_helpers_replaced,
     probe_training_story,
+    raised_note,
     require_close,
     require_pair,
     require_ran,
@@ -600,14 +608,7 @@ def judge_output(v, outputs, inputs, jctx):
         w = weights_of(calls[0])
         w = w if w is not None and w.shape == ref.shape else None
         # Drawn before judging: a failing step is where the heatmap helps most.
-        v.visuals["heatmaps"] = [
-            {
-                "label": {"key": "visual.head", "params": {"h": h}},
-                "learner": round_matrix(w[0, h]) if w is not None else None,
-                "reference": round_matrix(ref[0, h]),
-            }
-            for h in range(ref.shape[1])
-        ]
+        v.visuals["heatmaps"] = head_panel(w, ref, lambda h: msg("visual.head", h=h))
         v.visuals["view"] = printout_view(calls[0], cases[0])
     everything = cases + [inputs["again"]]
     alone, parts = outputs["alone"], outputs["parts"]
@@ -732,14 +733,7 @@ def judge_heatmap(v, outputs, inputs, jctx):
     # The seed's plot: head 0 and head 1 side by side, the learner's own weights (the
     # reference's where the learner's cannot be drawn; the check below says why).
     shown = w if ok else ref
-    v.visuals["view"] = [
-        row(
-            *(
-                heatmap(round_matrix(shown[0, h]), msg("visual.head_title", h=h))
-                for h in range(min(2, ref.shape[1]))
-            )
-        )
-    ]
+    v.visuals["view"] = [head_maps(shown, lambda h: msg("visual.head_title", h=h))]
     v.expect(
         "returns",
         ok,
@@ -772,18 +766,12 @@ def _head0_times4(q):
 OWN = {"exercise_scores": _no_scale, "exercise_mask": _diagonal_zero, "exercise_q": _head0_times4}
 
 
-def then(ctx, fn, call, *rest):
-    """fn on the value of an earlier call and rest; the earlier call itself if it failed."""
-    return ctx.call(fn, call["value"], *rest) if "value" in call else call
-
-
 def probe_exercises(ctx, inputs):
     scores_fn, weights_fn = ctx.get("scaled_scores"), ctx.get("attention_weights")
     mask_fn, attention_fn = ctx.get("causal_mask"), ctx.get("attention")
-    mine = {name: ctx.optional(name) for name in EXERCISES}
     # A missing exercise is the tutor's change, called as the learner's would be.
-    changed = {name: mine[name] or OWN[name] for name in EXERCISES}
-    out: dict = {"missing": [name for name in EXERCISES if mine[name] is None], "entropy": []}
+    changed, missing = exercise_functions(ctx, OWN)
+    out: dict = {"missing": missing, "entropy": []}
     g = torch.Generator().manual_seed(11)
     mask = ctx.call(mask_fn, ENTROPY_T, primary=True)["value"]
     if not ctx.views:  # the rest only feeds the view, which `check` and `grade` never draw
@@ -798,8 +786,8 @@ def probe_exercises(ctx, inputs):
                 "scaled": scaled.get("value"),
                 "unscaled": unscaled,
                 "raw": _no_scale(q, k),
-                "with": trimmed(then(ctx, weights_fn, scaled, mask)).get("value"),
-                "without": trimmed(then(ctx, weights_fn, unscaled, mask)),
+                "with": trimmed(call_after(ctx, weights_fn, scaled, mask)).get("value"),
+                "without": trimmed(call_after(ctx, weights_fn, unscaled, mask)),
             }
         )
     c = inputs["cases"][0]
@@ -813,43 +801,16 @@ def probe_exercises(ctx, inputs):
     )
     out["q"] = trimmed(ctx.call(changed["exercise_q"], c["q"]))
     out["before"] = trimmed(ctx.call(attention_fn, c["q"], c["k"], c["v"]))
-    out["after"] = trimmed(then(ctx, attention_fn, out["q"], c["k"], c["v"]))
+    out["after"] = trimmed(call_after(ctx, attention_fn, out["q"], c["k"], c["v"]))
     return out
-
-
-def mean_entropy(w):
-    """Mean over rows of −Σ w·log w, skipping rows that are not finite."""
-    if not isinstance(w, torch.Tensor):
-        return None
-    w = w.double()
-    ent = -(w * torch.log(w.clamp_min(1e-300))).sum(-1)
-    ent = ent[torch.isfinite(ent)]
-    return round(float(ent.mean()), 4) if ent.numel() else None
 
 
 def made_for_you(fn: str):
     return note(msg("visual.ex_made_for_you", fn=fn))
 
 
-def raised(call, fn: str):
-    """What a call raised, said at its line in the learner's file; None if it ran."""
-    failure = call.get("error")
-    if failure is None:
-        return None
-    frames = failure.get("frames") or []
-    said = {
-        "fn": frames[-1].get("function", fn) if frames else fn,
-        "kind": failure.get("kind", "Exception"),
-        "detail": str(failure.get("detail", ""))[:200],
-    }
-    if frames:
-        return note(msg("visual.ex_raised_line", line=frames[-1].get("line"), **said))
-    return note(msg("visual.ex_raised", **said))
-
-
-def first_raised(*calls):
-    """The note for the first of (call, function name) that raised; None if all ran."""
-    return next((said for call, fn in calls if (said := raised(call, fn)) is not None), None)
+# The lesson's own words for an exercise function that raised.
+RAISED = {"key": "visual.ex_raised", "line_key": "visual.ex_raised_line"}
 
 
 def same(a, b) -> bool:
@@ -861,19 +822,21 @@ def entropy_view(outputs) -> list:
     """Exercise 1: the scale keeps the softmax from saturating as head_dim grows."""
     found = outputs["entropy"]
     ent = [
-        (e["hd"], mean_entropy(e["with"]), mean_entropy(e["without"].get("value"))) for e in found
+        (e["hd"], mean_row_entropy(e["with"]), mean_row_entropy(e["without"].get("value")))
+        for e in found
     ]
     top = max([x for _, a, b in ent for x in (a, b) if x is not None] or [1.0])
     fmt = lambda x: None if x is None else f"{x:.2f}"  # noqa: E731
     rows = [[str(hd), fmt(a), bar(a, top, "green"), fmt(b), bar(b, top, "red")] for hd, a, b in ent]
     columns = ["head_dim", msg("visual.ex1_with"), "", msg("visual.ex1_without"), ""]
     said = [made_for_you("exercise_scores")] if "exercise_scores" in outputs["missing"] else []
-    failed = first_raised(
-        *(
+    failed = first_raised_note(
+        [
             (e[part], fn)
             for e in found
             for part, fn in (("unscaled", "exercise_scores"), ("without", "attention_weights"))
-        )
+        ],
+        **RAISED,
     )
     unscaled = [e["unscaled"].get("value") for e in found]
     right = failed is None and all(same(u, e["raw"]) for u, e in zip(unscaled, found, strict=True))
@@ -910,10 +873,10 @@ def diagonal_view(outputs, inputs) -> list:
     shown = [note(msg("visual.ex2_task"))]
     m = outputs["mask"].get("value")
     # What exercise_mask did comes first: attention_weights fails on a mask of no use.
-    failed = raised(outputs["mask"], "exercise_mask")
+    failed = raised_note(outputs["mask"], "exercise_mask", **RAISED)
     if failed is None and not (isinstance(m, torch.Tensor) and tuple(m.shape) == (T, T)):
         failed = note(msg("visual.ex2_shape", T=T, got=describe(m)))
-    failed = failed or raised(outputs["diagonal"], "attention_weights")
+    failed = failed or raised_note(outputs["diagonal"], "attention_weights", **RAISED)
     if failed is not None:
         return [with_question(2, *shown, *said, failed)]
     right, notes = mask_said(m.bool(), T)
@@ -921,7 +884,7 @@ def diagonal_view(outputs, inputs) -> list:
     w = outputs["diagonal"].get("value")
     nan_rows: list[int] = []
     if isinstance(w, torch.Tensor) and w.dim() == 4 and tuple(w.shape[-2:]) == (T, T):
-        nan_rows = [i for i, r in enumerate(w[0, 0]) if not torch.isfinite(r).all()]
+        nan_rows = nonfinite_rows(w[0, 0])
         shown.append(heatmap(round_matrix(w[0, 0]), msg("visual.ex2_heatmap")))
         if nan_rows:
             one = len(nan_rows) == 1
@@ -946,13 +909,12 @@ def heads_view(outputs, inputs) -> list:
     shown = [note(msg("visual.ex3_task"))]
     new = outputs["q"].get("value")
     # What exercise_q did comes first: attention fails on a q of no use.
-    failed = raised(outputs["q"], "exercise_q")
+    failed = raised_note(outputs["q"], "exercise_q", **RAISED)
     if failed is None and not (isinstance(new, torch.Tensor) and new.shape == q.shape):
         got = describe(new)
         failed = note(msg("visual.ex3_bad_return", expected=shape_str(q.shape), got=got))
-    failed = failed or first_raised(
-        (outputs["before"], "attention"), (outputs["after"], "attention")
-    )
+    both = [(outputs["before"], "attention"), (outputs["after"], "attention")]
+    failed = failed or first_raised_note(both, **RAISED)
     if failed is not None:
         return [with_question(3, *shown, *said, failed)]
     before, after = weights_of(outputs["before"]), weights_of(outputs["after"])
@@ -962,9 +924,7 @@ def heads_view(outputs, inputs) -> list:
     heads = range(min(2, before.shape[1], after.shape[1]))
     if not changed:  # nothing to compare: each head once
         said.append(note(msg("visual.ex3_unchanged")))
-        maps = [
-            row(*(heatmap(round_matrix(before[0, h]), msg("visual.ex3_head", h=h)) for h in heads))
-        ]
+        maps = [head_maps(before, lambda h: msg("visual.ex3_head", h=h), len(heads))]
     else:
         maps = [
             row(
