@@ -18,6 +18,7 @@ from tutor.kit import (
     mean_row_entropy,
     msg,
     nonfinite_rows,
+    pair_weights,
     raised_note,
 )
 from tutor.kit.probe_tools import ProbeContext
@@ -82,3 +83,10 @@ def test_one_map_and_one_panel_entry_per_head():
     assert (
         len(panel) == 3 and panel[0]["learner"] is None and panel[2]["label"]["params"] == {"h": 2}
     )
+
+
+def test_the_weights_of_a_pair_only():
+    w = torch.ones(1, 2, 3, 3)
+    assert pair_weights({"value": (torch.ones(3), w)}) is w
+    assert pair_weights({"value": (torch.ones(3), w)}, (1, 2, 4, 4)) is None
+    assert pair_weights({"value": w}) is None and pair_weights({"error": {}}) is None

@@ -10,7 +10,8 @@ probe runs in the child beside the learner's code, its judge in the judge proces
 - Verdicts: v.expect / v.require (a check id, a condition, a message key and its parameters);
   msg() for nested messages; Stop ends a judge early.
 - Settings: declared_settings(__file__, step) gives lesson.toml's defaults for ctx.params.
-- Generic helpers: sizes (judge_other_sizes, size_explanation, literal_explanation, ...),
+- Generic helpers: sizes (judge_other_sizes, size_explanation, literal_explanation,
+  shape_explanation and rank_explanation for inputs of another rank, ...),
   values (close, max_error, first_nonfinite, describe, shape_str, require_tensor, require_pair),
   inputs unchanged (clone_args, changed_input), kernel traps (no_kernel, graph_kernels),
   mistake matching (matching_mistake, likely_for_value, nest_likely), dropout that is the
@@ -35,7 +36,8 @@ probe runs in the child beside the learner's code, its judge in the judge proces
   versions, for matching_mistake), masked_softmax_likely (the one weights match).
 - Experiments: the learner's exercise function or the tutor's (exercise_functions), calls
   chained (call_after); for their views, mean_row_entropy, nonfinite_rows, raised_note and
-  first_raised_note (a call that raised, at its line), head_maps and head_panel (per head).
+  first_raised_note (a call that raised, at its line), head_maps and head_panel (per head),
+  pair_weights (the weights of an (out, weights) pair).
 - Visuals: the vocabulary in tutor.model.view_items (heading, note, table, bar, heatmap, row, waiting,
   keys, after_answer, with_question, weights), which the UI draws without knowing the lesson.
 
@@ -64,6 +66,7 @@ from tutor.kit.experiments import (
     head_panel,
     mean_row_entropy,
     nonfinite_rows,
+    pair_weights,
     raised_note,
 )
 from tutor.kit.helper_blame import (
@@ -143,6 +146,7 @@ from tutor.kit.probe_tools import (
     token_changes,
 )
 from tutor.kit.regions import Region, causal_future, hidden_cells, judge_attention_weights
+from tutor.kit.shapes_explained import rank_explanation, shape_explanation
 from tutor.kit.softmax_mistakes import (
     masked_softmax,
     masked_softmax_likely,
@@ -252,12 +256,14 @@ __all__ = [
     "nonfinite_rows",
     "note",
     "of_the_inputs",
+    "pair_weights",
     "probe_calls_again",
     "probe_helper_calls",
     "probe_helpers_replaced",
     "probe_leak_map",
     "probe_training_story",
     "raised_note",
+    "rank_explanation",
     "reference_helpers",
     "require_close",
     "require_near",
@@ -269,6 +275,7 @@ __all__ = [
     "row_place",
     "rows_sum_to_one",
     "same_value",
+    "shape_explanation",
     "shape_str",
     "size_explanation",
     "size_literals",

@@ -92,3 +92,12 @@ def head_panel(
         )
         for h in range(reference.shape[1])
     ]
+
+
+def pair_weights(call: dict, shape: Sequence[int] | None = None) -> torch.Tensor | None:
+    """The weights of the (out, weights) pair a call returned, to draw them: None when it did
+    not return such a pair or (shape given) they have another shape."""
+    value = call.get("value")
+    if not (isinstance(value, tuple) and len(value) == 2 and isinstance(value[1], torch.Tensor)):
+        return None
+    return value[1] if shape is None or tuple(value[1].shape) == tuple(shape) else None
