@@ -31,7 +31,6 @@ from tutor.kit import (
     exercise_functions,
     first_nonfinite,
     first_raised_note,
-    front_dims,
     head_maps,
     head_panel,
     heading,
@@ -56,6 +55,7 @@ from tutor.kit import (
     nonfinite_rows,
     note,
     of_the_inputs,
+    pair_weights,
     probe_calls_again,
     probe_helper_calls,
     probe_helpers_replaced,
@@ -67,8 +67,8 @@ from tutor.kit import (
     require_tensor,
     round_matrix,
     row,
+    shape_explanation,
     shape_str,
-    squeeze_explanation,
     state_explanation,
     table,
     trimmed,
@@ -172,33 +172,13 @@ def called_again(v, fn, outputs, first, judge_case, case, blame=None):
 
 
 def lab_explain(defs, i):
-    """The likely mistake when a step is right at the seed's q, k, v but not at QKV_SHAPES[i]:
-    a number of the lab's written in, dimensions counted from the front (the 3-D case), a bare
-    squeeze() at a size of 1, state kept between calls, else what differs there."""
-    seed, shape = QKV_SHAPES[0], QKV_SHAPES[i]
+    """The likely mistake when a step is right at the seed's q, k, v but not at QKV_SHAPES[i]
+    (the kit's shape_explanation, with the lesson's words for another rank)."""
 
     def explain(_i, sub, source):
-        names = ("T", "d_k") if len(shape) != len(seed) else ("B", "H", "T", "d_k")
-        here, lab = shape[-len(names) :], seed[-len(names) :]
-        literal = literal_explanation(source, defs, names, lab, here)
-        if literal:
-            return literal
-        if len(shape) != len(seed):
-            found = front_dims(source, frozenset(defs))
-            if found:
-                return msg(
-                    "likely.rank_dims",
-                    line=found.line,
-                    code=found.code,
-                    rank=len(shape),
-                    lab_rank=len(seed),
-                )
-            return msg("likely.rank", rank=len(shape), lab_rank=len(seed))
-        return (
-            squeeze_explanation(source, defs, names, lab, here)
-            or state_explanation(source, defs)
-            or differ_explanation(names, lab, here)
-        )
+        shape, seed = QKV_SHAPES[i], QKV_SHAPES[0]
+        ranks = {"at_key": "likely.rank_dims", "key": "likely.rank"}
+        return shape_explanation(source, defs, ("B", "H", "T", "d_k"), seed, shape, **ranks)
 
     return explain
 
@@ -605,7 +585,7 @@ def judge_output(v, outputs, inputs, jctx):
     calls, cases = outputs["calls"], inputs["cases"]
     if jctx.views:
         ref = ref_weights(ref_scores(cases[0]["q"], cases[0]["k"]), future(cases[0]["q"].shape[-2]))
-        w = weights_of(calls[0])
+        w = pair_weights(calls[0])
         w = w if w is not None and w.shape == ref.shape else None
         # Drawn before judging: a failing step is where the heatmap helps most.
         v.visuals["heatmaps"] = head_panel(w, ref, lambda h: msg("visual.head", h=h))
@@ -667,7 +647,7 @@ def printout_view(call, case) -> list:
     """The notebook's printouts, from the learner's attention on its inputs: the weights' shape,
     their row sums and the largest absolute difference from PyTorch's kernel."""
     value = call.get("value")
-    w = weights_of(call)
+    w = pair_weights(call)
     if w is None:
         return []
     rows = [["weights:", shape_str(w.shape)]]
@@ -696,13 +676,6 @@ def printout_view(call, case) -> list:
     ]
 
 
-def weights_of(call):
-    value = call.get("value")
-    if isinstance(value, tuple) and len(value) == 2 and isinstance(value[1], torch.Tensor):
-        return value[1]
-    return None
-
-
 STEPS = {
     "scores": StepSpec(probe_scores, judge_scores, ("scaled_scores",), own_formula="scaled_scores"),
     "mask": StepSpec(probe_mask, judge_mask, ("causal_mask",)),
@@ -728,7 +701,7 @@ def probe_heatmap(ctx, inputs):
 def judge_heatmap(v, outputs, inputs, jctx):
     c = inputs["cases"][0]
     ref = ref_weights(ref_scores(c["q"], c["k"]), future(c["q"].shape[-2]))
-    w = weights_of(outputs["call"])
+    w = pair_weights(outputs["call"])
     ok = w is not None and w.shape == ref.shape
     # The seed's plot: head 0 and head 1 side by side, the learner's own weights (the
     # reference's where the learner's cannot be drawn; the check below says why).
@@ -917,7 +890,7 @@ def heads_view(outputs, inputs) -> list:
     failed = failed or first_raised_note(both, **RAISED)
     if failed is not None:
         return [with_question(3, *shown, *said, failed)]
-    before, after = weights_of(outputs["before"]), weights_of(outputs["after"])
+    before, after = pair_weights(outputs["before"]), pair_weights(outputs["after"])
     if not all(isinstance(w, torch.Tensor) and w.dim() == 4 for w in (before, after)):
         return [with_question(3, *shown, *said, waiting(msg("visual.ex_waiting")))]
     changed = [h for h in range(q.shape[1]) if not torch.equal(new[:, h], q[:, h])]
