@@ -7,7 +7,16 @@ import contextlib
 
 import torch
 
-from tutor.kit import Stop, Verdict, judge_bool_mask, mask_difference, mask_row_text, msg
+from tutor.kit import (
+    Stop,
+    Verdict,
+    judge_bool_mask,
+    judge_mask_honoured,
+    mask_difference,
+    mask_row_text,
+    msg,
+    other_mask,
+)
 from tutor.kit.regions import future_region
 
 T = 5
@@ -72,3 +81,30 @@ def test_a_long_row_is_said_around_its_first_wrong_column():
     assert text.startswith("… ") and text.endswith(" …") and len(text.split()) == 18
     assert mask_row_text(row[:4], 0) == "F F F F"
     assert mask_difference(row, row) is None
+
+
+def honoured(w, mask, then=None) -> Verdict:
+    v = Verdict()
+    with contextlib.suppress(Stop):
+        judge_mask_honoured(v, w, mask, then=then)
+    return v
+
+
+def test_weights_that_use_the_mask_given_pass_after_the_calls_own_checks():
+    mask = other_mask(T, torch.Generator().manual_seed(2))
+    assert mask.any() and not mask.diagonal().any()
+    w = torch.softmax(torch.randn(2, T, T).masked_fill(mask, float("-inf")), -1)
+    order = []
+    v = honoured(w, mask, then=lambda: order.append("values"))
+    assert order == ["values"] and statuses(v) == {"uses-given-mask": "pass"}
+
+
+def test_weights_of_another_mask_fail_before_the_calls_own_checks():
+    mask = other_mask(T, torch.Generator().manual_seed(2))
+    causal = torch.softmax(torch.randn(2, T, T).masked_fill(future_region(T), float("-inf")), -1)
+    order = []
+    v = honoured(causal, mask, then=lambda: order.append("values"))
+    message = failure(v)
+    assert order == [] and message.key == "check.given_mask_ignored"
+    assert bool(mask[message.params["row"], message.params["col"]])
+    assert message.params["likely"] == msg("likely.mask_not_used")

@@ -31,7 +31,8 @@ probe runs in the child beside the learner's code, its judge in the judge proces
   snapshot, same_value, trimmed); blame for a composed function's helpers (reference_helpers,
   stand_in, probe_helpers_replaced, probe_helper_calls, with_args, helper_blame, blame_helpers,
   judge_helpers_replaced); a boolean mask on a named hidden region (judge_bool_mask,
-  mask_difference, mask_row_text).
+  mask_difference, mask_row_text); a mask given is the mask used (other_mask,
+  judge_mask_honoured).
 - Mistakes in masked softmax weights: masked_softmax, masked_softmax_mistakes (the usual wrong
   versions, for matching_mistake), masked_softmax_likely (the one weights match).
 - Experiments: the learner's exercise function or the tutor's (exercise_functions), calls
@@ -135,7 +136,13 @@ from tutor.kit.magnitude import (
     require_close,
     require_near,
 )
-from tutor.kit.mask_checks import judge_bool_mask, mask_difference, mask_row_text
+from tutor.kit.mask_checks import (
+    judge_bool_mask,
+    judge_mask_honoured,
+    mask_difference,
+    mask_row_text,
+    other_mask,
+)
 from tutor.kit.own_code import no_foreign
 from tutor.kit.probe_tools import (
     ProbeContext,
@@ -225,6 +232,7 @@ __all__ = [
     "judge_helpers_replaced",
     "judge_large_inputs",
     "judge_leak_map",
+    "judge_mask_honoured",
     "judge_other_sizes",
     "judge_training_story",
     "judged",
@@ -256,6 +264,7 @@ __all__ = [
     "nonfinite_rows",
     "note",
     "of_the_inputs",
+    "other_mask",
     "pair_weights",
     "probe_calls_again",
     "probe_helper_calls",

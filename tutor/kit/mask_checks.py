@@ -4,11 +4,12 @@ first wrong row said as text a learner can compare with what the mask prints."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import torch
 
-from tutor.kit.judge_tools import Verdict, describe, likely_for_value, shape_str
+from tutor.kit.judge_tools import Verdict, describe, likely_for_value, msg, shape_str
 
 ROW_TEXT_WIDTH = 16  # entries of a mask row said in a message: a row of 100 would not fit
 
@@ -88,4 +89,45 @@ def judge_bool_mask(
     if found is not None:
         named = {} if region is None else {"region": region}
         v.require(check_id, False, key, **said, **named, **found, likely=likely)
+    v.expect(check_id, True)
+
+
+def other_mask(T: int, g: torch.Generator, p: float = 0.4) -> torch.Tensor:
+    """A (T, T) bool mask that is not the causal one (each key hidden with probability p, the
+    diagonal never): given to a function that takes a mask, it shows whether the function
+    uses the mask it is given (judge_mask_honoured)."""
+    mask = torch.rand(T, T, generator=g) < p
+    mask.fill_diagonal_(False)
+    return mask
+
+
+def judge_mask_honoured(
+    v: Verdict,
+    w: torch.Tensor,
+    mask: torch.Tensor,
+    *,
+    then: Callable[[], None] | None = None,
+    likely: Any = None,
+    check_id: str = "uses-given-mask",
+    key: str = "check.given_mask_ignored",
+) -> None:
+    """Weights w (…, T_q, T_k) from a function given mask (True where hidden) must be 0 on
+    every hidden cell: else check_id fails at once (key {row} {col} {got} {likely}; likely
+    defaults to likely.mask_not_used), before the generic checks of the call, which would only
+    say that a weight is wrong. then: those checks; the pass is recorded after them, so that a
+    failure of theirs stops the judge first."""
+    leaked = (w != 0) & mask
+    if bool(leaked.any()):
+        where = tuple(int(i) for i in leaked.nonzero()[0])
+        v.require(
+            check_id,
+            False,
+            key,
+            row=where[-2],
+            col=where[-1],
+            got=float(w[where]),
+            likely=likely or msg("likely.mask_not_used"),
+        )
+    if then is not None:
+        then()
     v.expect(check_id, True)
