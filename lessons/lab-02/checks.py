@@ -41,6 +41,7 @@ from tutor.kit import (
     judge_called_again,
     judge_helpers_replaced,
     judge_large_inputs,
+    judge_mask_honoured,
     judge_other_sizes,
     judge_training_story,
     judged,
@@ -55,6 +56,7 @@ from tutor.kit import (
     nonfinite_rows,
     note,
     of_the_inputs,
+    other_mask,
     pair_weights,
     probe_calls_again,
     probe_helper_calls,
@@ -92,16 +94,12 @@ def make_inputs(seed=0):
             # Exactly the notebook's q, k, v: torch.manual_seed(7), then three randn calls.
             g = torch.Generator().manual_seed(7 + 1_000_003 * seed)
         q, k, v = (torch.randn(shape, generator=g) for _ in range(3))
-        T = shape[-2]
         # A mask that is not the causal one, to see that attention_weights uses the mask it is given.
-        other = torch.rand(T, T, generator=g) < 0.4
-        other.fill_diagonal_(False)
-        cases.append({"q": q, "k": k, "v": v, "other_mask": other})
+        cases.append({"q": q, "k": k, "v": v, "other_mask": other_mask(shape[-2], g)})
     # New values at the seed's shape, for the second call of each function (after the other sizes).
     g = torch.Generator().manual_seed(8 + 1_000_003 * seed)
     q, k, v = (torch.randn(QKV_SHAPES[0], generator=g) for _ in range(3))
-    other = torch.rand(QKV_SHAPES[0][-2], QKV_SHAPES[0][-2], generator=g) < 0.4
-    other.fill_diagonal_(False)
+    other = other_mask(QKV_SHAPES[0][-2], g)
     # Last: the direction of the training story's gradient, at the seed's shape.
     story_g = torch.randn(QKV_SHAPES[0], generator=g)
     return {
@@ -380,40 +378,22 @@ def judge_weights_masked(v, w, scores, mask, what, defs=("attention_weights",)):
 
 def judge_weights_one(v, call, scores, mask, name):
     require_ran(v, call, "attention_weights")
-    w = require_tensor(
-        v,
-        "shape",
-        "attention_weights(scores, mask)",
-        call["value"],
-        scores.shape,
-        msg("likely.weights_shape"),
-    )
-    if name == "other" and torch.count_nonzero(w.masked_select(mask.expand_as(w))):
-        where = tuple(int(i) for i in ((w != 0) & mask).nonzero()[0])
-        # A result kept from the call before (a memo keyed on the shape) ignores the mask too.
-        v.require(
-            "uses-given-mask",
-            False,
-            "check.mask_ignored",
-            row=where[-2],
-            col=where[-1],
-            got=float(w[where]),
-            likely=lambda: (
-                state_explanation(v.source, ("attention_weights",)) or msg("likely.own_mask")
-            ),
-        )
-    judge_weights_masked(v, w, scores, mask, "attention_weights(scores, mask)")
-    expected = ref_weights(scores, mask)
-    require_close(
-        v,
-        "values",
-        "attention_weights(scores, mask)",
-        w,
-        expected,
-        likely=lambda: diagnose_weights(w, scores, mask, v.source),
-    )
+    what = "attention_weights(scores, mask)"
+    w = require_tensor(v, "shape", what, call["value"], scores.shape, msg("likely.weights_shape"))
+
+    def values():
+        judge_weights_masked(v, w, scores, mask, what)
+        likely = lambda: diagnose_weights(w, scores, mask, v.source)  # noqa: E731
+        require_close(v, "values", what, w, ref_weights(scores, mask), likely=likely)
+
     if name == "other":
-        v.expect("uses-given-mask", True)
+        # A result kept from the call before (a memo keyed on the shape) ignores the mask too.
+        def own():
+            return state_explanation(v.source, ("attention_weights",)) or msg("likely.own_mask")
+
+        judge_mask_honoured(v, w, mask, then=values, likely=own, key="check.mask_ignored")
+    else:
+        values()
     changed_input(v, "attention_weights", ["scores", "mask"], call["args"], (scores, mask))
 
 
