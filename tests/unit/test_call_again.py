@@ -151,3 +151,15 @@ def test_snapshot_same_value_and_trimmed():
     assert same_value(None, torch.ones(2))  # nothing a later call could refill
     assert trimmed({"value": 1, "args": (), "softmax": None}) == {"value": 1}
     assert trimmed({"value": 1, "args": (), "softmax": None}, args=True) == {"value": 1, "args": ()}
+
+
+def test_a_source_of_its_own_for_the_case_judge_and_no_defs_say_kept_state():
+    ctx = context()
+    out = probe_calls_again(ctx, ctx.get("memo_doubled"), [(SIZES[0],)], (AGAIN,))
+    v = Verdict(SOURCE)
+    with contextlib.suppress(Stop):
+        judge_called_again(
+            v, "f", {"call": out["again"]["call"]}, None, judge_doubled, AGAIN, source=""
+        )
+    params = only(v).message.params
+    assert msg("likely.kept_state") in (params["likely"], params["reason"]["params"].get("likely"))

@@ -90,14 +90,16 @@ def judge_called_again(
     blame: Callable[[], dict | None] | None = None,
     reused_key: str = "check.first_result_changed",
     reused_likely: dict | None = None,
+    source: str | None = None,
 ) -> None:
     """The second call judged like the first (judge_case(sub, again["call"], *case)), as the
     check call-again: check.called_again {fn} {reason} {likely}. Its likely: blame() where
     given (a lesson's own culprit, a helper say), else the line of defs that keeps state,
     else likely.kept_state. Then, where the probe sent "first_now", the first call's result
     (first: its snapshot) must be as it came: reused_key {fn} {likely}, the likely the line
-    that keeps state, else reused_likely or likely.first_result_refilled."""
-    sub = judged(v.source, judge_case, again["call"], *case)
+    that keeps state, else reused_likely or likely.first_result_refilled. source: what the
+    case judge reads for its diagnoses (v.source unless given)."""
+    sub = judged(v.source if source is None else source, judge_case, again["call"], *case)
     if not sub.passed():
         culprit = (
             (blame() if blame else None)
