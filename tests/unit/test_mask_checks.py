@@ -14,6 +14,7 @@ from tutor.kit import (
     judge_mask_honoured,
     mask_difference,
     mask_row_text,
+    mask_size_explanation,
     msg,
     other_mask,
 )
@@ -108,3 +109,35 @@ def test_weights_of_another_mask_fail_before_the_calls_own_checks():
     assert order == [] and message.key == "check.given_mask_ignored"
     assert bool(mask[message.params["row"], message.params["col"]])
     assert message.params["likely"] == msg("likely.mask_not_used")
+
+
+CAPPED = """
+import torch
+
+BIG = torch.triu(torch.ones(64, 64, dtype=torch.bool), diagonal=1)
+
+
+def mask(T):
+    return BIG[:T, :T]
+"""
+WRITTEN_IN = """
+import torch
+
+
+def mask(T):
+    return torch.triu(torch.ones(6, 6, dtype=torch.bool), diagonal=1)
+"""
+
+
+def test_why_a_mask_builder_fails_at_another_length():
+    cut = torch.zeros(64, 64, dtype=torch.bool)
+    found = mask_size_explanation(CAPPED, ("mask",), cut, 100, 6)
+    assert found == msg("likely.mask_fixed_size", size=64, T=100)
+    own = mask_size_explanation(CAPPED, ("mask",), cut, 100, 6, capped_key="likely.mine")
+    assert own["key"] == "likely.mine"
+    six = torch.zeros(6, 6, dtype=torch.bool)
+    assert mask_size_explanation(WRITTEN_IN, ("mask",), six, 9, 6)["key"] == "likely.literal"
+    right_size = torch.zeros(9, 9, dtype=torch.bool)
+    assert (
+        mask_size_explanation(CAPPED, ("mask",), right_size, 9, 6)["key"] == "likely.sizes_differ"
+    )

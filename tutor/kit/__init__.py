@@ -31,7 +31,7 @@ probe runs in the child beside the learner's code, its judge in the judge proces
   snapshot, same_value, trimmed); blame for a composed function's helpers (reference_helpers,
   stand_in, probe_helpers_replaced, probe_helper_calls, with_args, helper_blame, blame_helpers,
   judge_helpers_replaced); a boolean mask on a named hidden region (judge_bool_mask,
-  mask_difference, mask_row_text); a mask given is the mask used (other_mask,
+  mask_difference, mask_row_text, mask_size_explanation); a mask given is the mask used (other_mask,
   judge_mask_honoured).
 - Mistakes in masked softmax weights: masked_softmax, masked_softmax_mistakes (the usual wrong
   versions, for matching_mistake), masked_softmax_likely (the one weights match).
@@ -141,6 +141,7 @@ from tutor.kit.mask_checks import (
     judge_mask_honoured,
     mask_difference,
     mask_row_text,
+    mask_size_explanation,
     other_mask,
 )
 from tutor.kit.own_code import no_foreign
@@ -250,6 +251,7 @@ __all__ = [
     "load_weights",
     "mask_difference",
     "mask_row_text",
+    "mask_size_explanation",
     "masked_softmax",
     "masked_softmax_likely",
     "masked_softmax_mistakes",

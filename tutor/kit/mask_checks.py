@@ -4,12 +4,21 @@ first wrong row said as text a learner can compare with what the mask prints."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
 
-from tutor.kit.judge_tools import Verdict, describe, likely_for_value, msg, shape_str
+from tutor.kit.judge_tools import (
+    Verdict,
+    describe,
+    differ_explanation,
+    likely_for_value,
+    literal_explanation,
+    msg,
+    shape_str,
+    state_explanation,
+)
 
 ROW_TEXT_WIDTH = 16  # entries of a mask row said in a message: a row of 100 would not fit
 
@@ -131,3 +140,24 @@ def judge_mask_honoured(
     if then is not None:
         then()
     v.expect(check_id, True)
+
+
+def mask_size_explanation(
+    source: str,
+    defs: Sequence[str],
+    m: Any,
+    T: int,
+    lab_T: int,
+    *,
+    capped_key: str = "likely.mask_fixed_size",
+) -> dict:
+    """Why a function that builds a (T, T) mask, right at the lab's lab_T, is wrong at T (m:
+    what it returned there): lab_T written in, state kept from an earlier call, a mask of fixed
+    size cut down (a square smaller than T: capped_key {size} {T}), else what differs."""
+    names, lab, here = ("T",), (lab_T,), (T,)
+    found = literal_explanation(source, defs, names, lab, here) or state_explanation(source, defs)
+    if found:
+        return found
+    if isinstance(m, torch.Tensor) and m.dim() == 2 and m.shape[0] == m.shape[1] < T:
+        return msg(capped_key, size=int(m.shape[0]), T=T)
+    return differ_explanation(names, lab, here)
