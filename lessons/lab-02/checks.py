@@ -27,7 +27,6 @@ from tutor.kit import (
     changed_input,
     close,
     describe,
-    differ_explanation,
     exercise_functions,
     first_nonfinite,
     first_raised_note,
@@ -47,8 +46,8 @@ from tutor.kit import (
     judged,
     large_scores_factor,
     large_scores_likely,
-    literal_explanation,
     mask_difference,
+    mask_size_explanation,
     masked_softmax_likely,
     mean_row_entropy,
     msg,
@@ -297,22 +296,12 @@ def judge_mask_case(v, call, T):
 
 
 def mask_explain(calls):
-    """Why causal_mask fails at a T past the seed's: a 6 written in, state kept from the first
-    call, a mask of fixed size cut down (the same size comes back for every longer T)."""
-    defs = ("causal_mask",)
+    """Why causal_mask fails at a T past the seed's (the kit's, with the lesson's words)."""
 
     def explain(i, sub, source):
-        T = MASK_SIZES[i]
-        literal = literal_explanation(source, defs, ("T",), (MASK_SIZES[0],), (T,))
-        if literal:
-            return literal
-        state = state_explanation(source, defs)
-        if state:
-            return state
-        m = calls[i].get("value")
-        if isinstance(m, torch.Tensor) and m.dim() == 2 and m.shape[0] == m.shape[1] < T:
-            return msg("likely.mask_capped", size=int(m.shape[0]), T=T)
-        return differ_explanation(("T",), (MASK_SIZES[0],), (T,))
+        m, T = calls[i].get("value"), MASK_SIZES[i]
+        key = "likely.mask_capped"
+        return mask_size_explanation(source, ("causal_mask",), m, T, MASK_SIZES[0], capped_key=key)
 
     return explain
 
