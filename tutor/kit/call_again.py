@@ -15,7 +15,7 @@ from typing import Any
 import torch
 
 from tutor.kit.judge_tools import Verdict, judged, msg, nest_likely, state_explanation
-from tutor.kit.probe_tools import clone_args
+from tutor.kit.probe_tools import ProbeContext, clone_args
 
 
 def snapshot(value: Any) -> Any:
@@ -38,7 +38,9 @@ def trimmed(call: dict, *, args: bool = False) -> dict:
     return call
 
 
-def call_kept(ctx: Any, fn: Callable, *args: Any, primary: bool = False) -> tuple[dict, Any]:
+def call_kept(
+    ctx: ProbeContext, fn: Callable, *args: Any, primary: bool = False
+) -> tuple[dict, Any]:
     """ctx.call with the value snapshot, its arguments kept (the inputs-unchanged check reads
     them); and the returned object itself, to be sent again after a later call (again_of)."""
     call = trimmed(ctx.call(fn, *args, primary=primary), args=True)
@@ -56,7 +58,7 @@ def again_of(first_returned: Any, call: dict) -> dict:
 
 
 def probe_calls_again(
-    ctx: Any, fn: Callable, arg_lists: Sequence[tuple], again_args: tuple
+    ctx: ProbeContext, fn: Callable, arg_lists: Sequence[tuple], again_args: tuple
 ) -> dict:
     """fn on each of arg_lists (the first is the lab's own, the primary call), then once more on
     again_args (the lab's sizes, new values): {"calls": [...], "again": again_of(...)}. The

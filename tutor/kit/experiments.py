@@ -11,10 +11,11 @@ from typing import Any
 import torch
 
 from tutor.kit.judge_tools import msg, round_matrix
+from tutor.kit.probe_tools import ProbeContext
 from tutor.model.view_items import heatmap, note, row, weights
 
 
-def exercise_functions(ctx: Any, own: Mapping[str, Callable]) -> tuple[dict, list[str]]:
+def exercise_functions(ctx: ProbeContext, own: Mapping[str, Callable]) -> tuple[dict, list[str]]:
     """The learner's function for each exercise name, or the tutor's own change (own[name])
     where the file has none, called as the learner's would be; and the names the tutor made
     (a view says so, and how to get the starter's)."""
@@ -22,7 +23,7 @@ def exercise_functions(ctx: Any, own: Mapping[str, Callable]) -> tuple[dict, lis
     return {n: mine[n] or own[n] for n in own}, [n for n in own if mine[n] is None]
 
 
-def call_after(ctx: Any, fn: Callable, call: dict, *rest: Any) -> dict:
+def call_after(ctx: ProbeContext, fn: Callable, call: dict, *rest: Any) -> dict:
     """fn on the value of an earlier call and rest; the earlier call itself if it failed (its
     error is what a view then says)."""
     return ctx.call(fn, call["value"], *rest) if "value" in call else call

@@ -20,6 +20,7 @@ from typing import Any
 from tutor.kit.borrowed import lend
 from tutor.kit.call_again import trimmed
 from tutor.kit.judge_tools import Verdict, msg, nest_likely
+from tutor.kit.probe_tools import ProbeContext
 
 # A helper's reference: the function, and its parameters' names as the starter writes them.
 StandIns = Mapping[str, tuple[Callable, tuple[str, ...]]]
@@ -42,7 +43,7 @@ def stand_in(learner_fn: Any, reference: Callable, params: Sequence[str]) -> Cal
 
 
 @contextlib.contextmanager
-def reference_helpers(ctx: Any, fn: Callable, stand_ins: StandIns) -> Iterator[bool]:
+def reference_helpers(ctx: ProbeContext, fn: Callable, stand_ins: StandIns) -> Iterator[bool]:
     """The learner's helpers named in stand_ins replaced by the references, in the globals fn
     reads them from (its module's for anything but a plain function), and put back after.
     Yields whether any was there to replace."""
@@ -57,7 +58,7 @@ def reference_helpers(ctx: Any, fn: Callable, stand_ins: StandIns) -> Iterator[b
 
 
 def probe_helpers_replaced(
-    ctx: Any, fn: Callable, arg_lists: Sequence[tuple], stand_ins: StandIns
+    ctx: ProbeContext, fn: Callable, arg_lists: Sequence[tuple], stand_ins: StandIns
 ) -> list[dict | None]:
     """fn on each of arg_lists with the reference helpers in place of the learner's; all None
     when fn's globals hold none of them. Make these calls after the step's own."""
@@ -65,7 +66,7 @@ def probe_helpers_replaced(
         return [trimmed(ctx.call(fn, *args)) if replaced else None for args in arg_lists]
 
 
-def probe_helper_calls(ctx: Any, given: Sequence[Mapping[str, tuple]]) -> list[dict]:
+def probe_helper_calls(ctx: ProbeContext, given: Sequence[Mapping[str, tuple]]) -> list[dict]:
     """Each of the learner's helpers (the module's names in each mapping) on the arguments the
     composed function would give it, once per mapping: {name: call, or None where the file
     defines no such function}."""
