@@ -554,8 +554,7 @@ def judge_output(v, outputs, inputs, jctx):
     calls, cases = outputs["calls"], inputs["cases"]
     if jctx.views:
         ref = ref_weights(ref_scores(cases[0]["q"], cases[0]["k"]), future(cases[0]["q"].shape[-2]))
-        w = pair_weights(calls[0])
-        w = w if w is not None and w.shape == ref.shape else None
+        w = pair_weights(calls[0], ref.shape)
         # Drawn before judging: a failing step is where the heatmap helps most.
         v.visuals["heatmaps"] = head_panel(w, ref, lambda h: msg("visual.head", h=h))
         v.visuals["view"] = printout_view(calls[0], cases[0])
@@ -670,8 +669,8 @@ def probe_heatmap(ctx, inputs):
 def judge_heatmap(v, outputs, inputs, jctx):
     c = inputs["cases"][0]
     ref = ref_weights(ref_scores(c["q"], c["k"]), future(c["q"].shape[-2]))
-    w = pair_weights(outputs["call"])
-    ok = w is not None and w.shape == ref.shape
+    w = pair_weights(outputs["call"], ref.shape)
+    ok = w is not None
     # The seed's plot: head 0 and head 1 side by side, the learner's own weights (the
     # reference's where the learner's cannot be drawn; the check below says why).
     shown = w if ok else ref
