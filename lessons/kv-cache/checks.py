@@ -61,10 +61,10 @@ from tutor.kit import (
     shape_str,
     size_explanation,
     slower_lengths,
-    snapshot,
     state_dict_copy,
     state_explanation,
     state_lengths,
+    state_snapshot,
     step_through,
     timed,
     timed_rows,
@@ -786,11 +786,11 @@ def probe_discipline(ctx, inputs):
     if layer is None:
         return failed
     steps, held = step_through(ctx, layer.forward_cached, case["x"], primary=True)
-    out = {"steps": steps, "held": [snapshot(h) for h in held]}
+    out = {"steps": steps, "held": [state_snapshot(h) for h in held]}
     if len(held) > BRANCH_FROM - 1 and isinstance(held[BRANCH_FROM - 1], tuple):
-        start = snapshot(held[BRANCH_FROM - 1])[1]
+        start = state_snapshot(held[BRANCH_FROM - 1])[1]
         out["branch"], kept = branches(ctx, layer.forward_cached, start, again["branch"])
-        out["branch_held"] = [snapshot(h) for h in kept]
+        out["branch_held"] = [state_snapshot(h) for h in kept]
     # A new sequence, from an empty cache, on the same layer.
     out["fresh"] = run_steps(ctx, layer.forward_cached, [again["x"]], dropout=False)
     out["state"] = ctx.call(lambda: state_dict_copy(layer)).get("value")

@@ -25,8 +25,8 @@ from tutor.kit import (
     record_decoding,
     run_steps,
     same_tensors,
-    snapshot,
     state_lengths,
+    state_snapshot,
     step_through,
     weights_map,
 )
@@ -123,13 +123,13 @@ def test_step_through_hands_each_call_the_state_before_and_keeps_the_originals()
     assert len(calls) == len(held) == 6
     assert torch.equal(calls[-1]["value"][0], X.cumsum(1)[:, -1:])
     assert torch.equal(calls[1]["args"][1][0], X[:, :1])  # the state it was given
-    now = [snapshot(h)[1] for h in held]
+    now = [state_snapshot(h)[1] for h in held]
     assert changed_later(now, [c["value"][1] for c in calls]) is None
 
 
 def test_a_state_changed_in_place_by_a_later_call_is_found():
     calls, held = step_through(context(), Buffer(), X)
-    now = [snapshot(h)[1] for h in held]
+    now = [state_snapshot(h)[1] for h in held]
     assert changed_later(now, [c["value"][1] for c in calls]) == (0, 0)
 
 
@@ -140,10 +140,12 @@ def test_branches_from_one_state_and_a_branch_that_writes_into_it():
     assert [
         torch.equal(c["value"][0], start[0] + t) for c, t in zip(calls, tokens, strict=True)
     ] == [True] * 2
-    assert changed_later([snapshot(k)[1] for k in kept], [c["value"][1] for c in calls]) is None
+    assert (
+        changed_later([state_snapshot(k)[1] for k in kept], [c["value"][1] for c in calls]) is None
+    )
     calls, kept = branches(context(), Buffer(), (X[:, :1].clone(),), tokens)
     states = [pair_state(c["value"]) for c in calls]
-    assert changed_later([snapshot(k)[1] for k in kept], states) == (0, 0)
+    assert changed_later([state_snapshot(k)[1] for k in kept], states) == (0, 0)
 
 
 @pytest.mark.parametrize(
@@ -160,9 +162,9 @@ def test_same_tensors(a, b, same):
     assert same_tensors(a, b) is same
 
 
-def test_snapshot_is_a_copy_taken_at_once():
+def test_state_snapshot_is_a_copy_taken_at_once():
     t = torch.ones(2)
-    copy = snapshot((t, [t]))
+    copy = state_snapshot((t, [t]))
     t.add_(1)
     assert isinstance(copy[1], tuple) and torch.equal(copy[1][0], torch.ones(2))
     assert pair_state((1, 2)) == 2 and pair_state((1, 2, 3)) is None

@@ -10,7 +10,8 @@ probe runs in the child beside the learner's code, its judge in the judge proces
 - Verdicts: v.expect / v.require (a check id, a condition, a message key and its parameters);
   msg() for nested messages; Stop ends a judge early.
 - Settings: declared_settings(__file__, step) gives lesson.toml's defaults for ctx.params.
-- Generic helpers: sizes (judge_other_sizes, size_explanation, literal_explanation, ...),
+- Generic helpers: sizes (judge_other_sizes, size_explanation, literal_explanation,
+  shape_explanation and rank_explanation for inputs of another rank, ...),
   values (close, max_error, first_nonfinite, describe, shape_str, require_tensor, require_pair),
   inputs unchanged (clone_args, changed_input), kernel traps (no_kernel, graph_kernels),
   mistake matching (matching_mistake, likely_for_value, nest_likely), dropout that is the
@@ -25,11 +26,17 @@ probe runs in the child beside the learner's code, its judge in the judge proces
   half: leakage over every position (probe_leak_map, judge_leak_map), module state
   (module_state, state_unchanged), the training story (probe_training_story,
   judge_training_story), large inputs (LARGE_INPUT, judge_large_inputs), the learner's own
-  code (lend, no_foreign; no_kernel reports both); incremental decoding, a step function
-  run token by token against the full pass (step_through, branches, run_steps,
-  judge_steps, changed_later, changed_argument; state_lengths, growth_fault; weights_map,
-  recompute_each; snapshot, same_tensors, pair_state), and a learner's own decoding loop recorded and judged
-  (record_decoding, decoding_fault).
+  code (lend, no_foreign; no_kernel reports both); a function called again, right and its
+  first result unchanged (probe_calls_again or call_kept and again_of, judge_called_again;
+  snapshot, same_value, trimmed); blame for a composed function's helpers (reference_helpers,
+  stand_in, probe_helpers_replaced, probe_helper_calls, with_args, helper_blame, blame_helpers,
+  judge_helpers_replaced); a boolean mask on a named hidden region (judge_bool_mask,
+  mask_difference, mask_row_text, mask_size_explanation); a mask given is the mask used
+  (other_mask, judge_mask_honoured); incremental decoding, a step function run token by token
+  against the full pass (step_through, branches, run_steps, judge_steps, changed_later,
+  changed_argument; state_lengths, growth_fault; weights_map, recompute_each; state_snapshot,
+  same_tensors, pair_state), and a learner's own decoding loop recorded and judged (record_decoding,
+  decoding_fault).
 - Attributes in the source, for a diagnosis: state stored on an object in a step function
   (attribute_store), a function reading an attribute (reads_attribute).
 - Calls recorded: a layer's methods routed through the probe's own (intercept), each call a
@@ -37,6 +44,12 @@ probe runs in the child beside the learner's code, its judge in the judge proces
 - Cost experiments: int_settings, doubling, timed, timed_rows, attention_flops, and cells that
   fit the app's 52-column text (human, ms_text, time_bar, TIME_BAR, longest_time,
   blank_lengths, slower_lengths) and the table itself (timing_table, measured_of).
+- Mistakes in masked softmax weights: masked_softmax, masked_softmax_mistakes (the usual wrong
+  versions, for matching_mistake), masked_softmax_likely (the one weights match).
+- Experiments: the learner's exercise function or the tutor's (exercise_functions), calls
+  chained (call_after); for their views, mean_row_entropy, nonfinite_rows, raised_note and
+  first_raised_note (a call that raised, at its line), head_maps and head_panel (per head),
+  pair_weights (the weights of an (out, weights) pair).
 - Visuals: the vocabulary in tutor.model.view_items (heading, note, table, bar, heatmap, row, waiting,
   keys, after_answer, with_question, weights), which the UI draws without knowing the lesson.
 
@@ -48,6 +61,15 @@ from pathlib import Path
 
 from tutor.kit import fixed_dropout
 from tutor.kit.borrowed import lend
+from tutor.kit.call_again import (
+    again_of,
+    call_kept,
+    judge_called_again,
+    probe_calls_again,
+    same_value,
+    snapshot,
+    trimmed,
+)
 from tutor.kit.call_recorder import CallRecorder, argument, intercept
 from tutor.kit.cost_table import (
     TIME_BAR,
@@ -65,6 +87,27 @@ from tutor.kit.cost_table import (
     timed_rows,
     timing_table,
 )
+from tutor.kit.experiments import (
+    call_after,
+    exercise_functions,
+    first_raised_note,
+    head_maps,
+    head_panel,
+    mean_row_entropy,
+    nonfinite_rows,
+    pair_weights,
+    raised_note,
+)
+from tutor.kit.helper_blame import (
+    blame_helpers,
+    helper_blame,
+    judge_helpers_replaced,
+    probe_helper_calls,
+    probe_helpers_replaced,
+    reference_helpers,
+    stand_in,
+    with_args,
+)
 from tutor.kit.incremental import (
     branches,
     changed_argument,
@@ -77,8 +120,8 @@ from tutor.kit.incremental import (
     record_decoding,
     run_steps,
     same_tensors,
-    snapshot,
     state_lengths,
+    state_snapshot,
     step_through,
     weights_map,
 )
@@ -138,6 +181,14 @@ from tutor.kit.magnitude import (
     require_close,
     require_near,
 )
+from tutor.kit.mask_checks import (
+    judge_bool_mask,
+    judge_mask_honoured,
+    mask_difference,
+    mask_row_text,
+    mask_size_explanation,
+    other_mask,
+)
 from tutor.kit.own_code import no_foreign
 from tutor.kit.probe_tools import (
     ProbeContext,
@@ -148,6 +199,12 @@ from tutor.kit.probe_tools import (
     token_changes,
 )
 from tutor.kit.regions import Region, causal_future, hidden_cells, judge_attention_weights
+from tutor.kit.shapes_explained import rank_explanation, shape_explanation
+from tutor.kit.softmax_mistakes import (
+    masked_softmax,
+    masked_softmax_likely,
+    masked_softmax_mistakes,
+)
 from tutor.kit.source_attributes import attribute_store, reads_attribute
 from tutor.kit.spec import JudgeContext, StepSpec
 from tutor.kit.training import judge_training_story, probe_training_story
@@ -196,7 +253,12 @@ __all__ = [
     "bar",
     "blank_lengths",
     "branches",
+    "again_of",
+    "bar",
+    "blame_helpers",
     "build_layer",
+    "call_after",
+    "call_kept",
     "causal_future",
     "changed_argument",
     "changed_input",
@@ -209,22 +271,31 @@ __all__ = [
     "differ_explanation",
     "discarded_call",
     "doubling",
+    "exercise_functions",
     "failure_params",
     "first_nonfinite",
+    "first_raised_note",
     "fixed_dropout",
     "front_dims",
     "future_region",
     "graph_kernels",
     "growth_fault",
+    "head_maps",
+    "head_panel",
     "heading",
     "heatmap",
+    "helper_blame",
     "hidden_cells",
     "human",
     "int_settings",
     "intercept",
     "judge_attention_weights",
+    "judge_bool_mask",
+    "judge_called_again",
+    "judge_helpers_replaced",
     "judge_large_inputs",
     "judge_leak_map",
+    "judge_mask_honoured",
     "judge_other_sizes",
     "judge_steps",
     "judge_training_story",
@@ -245,12 +316,22 @@ __all__ = [
     "matching_mistake",
     "max_error",
     "measured_of",
+    "mask_difference",
+    "mask_row_text",
+    "mask_size_explanation",
+    "masked_softmax",
+    "masked_softmax_likely",
+    "masked_softmax_mistakes",
+    "matching_mistake",
+    "max_error",
+    "mean_row_entropy",
     "module_state",
     "ms_text",
     "msg",
     "nest_likely",
     "no_foreign",
     "no_kernel",
+    "nonfinite_rows",
     "note",
     "of_the_inputs",
     "pair_state",
@@ -259,6 +340,16 @@ __all__ = [
     "reads_attribute",
     "recompute_each",
     "record_decoding",
+    "other_mask",
+    "pair_weights",
+    "probe_calls_again",
+    "probe_helper_calls",
+    "probe_helpers_replaced",
+    "probe_leak_map",
+    "probe_training_story",
+    "raised_note",
+    "rank_explanation",
+    "reference_helpers",
     "require_close",
     "require_near",
     "require_pair",
@@ -274,12 +365,19 @@ __all__ = [
     "size_explanation",
     "size_literals",
     "slower_lengths",
+    "same_value",
+    "shape_explanation",
+    "shape_str",
+    "size_explanation",
+    "size_literals",
     "snapshot",
     "squeeze_explanation",
     "squeezes",
+    "stand_in",
     "state_dict_copy",
     "state_explanation",
     "state_lengths",
+    "state_snapshot",
     "state_unchanged",
     "step_through",
     "table",
@@ -289,9 +387,11 @@ __all__ = [
     "timing_table",
     "token_changes",
     "train_step",
+    "trimmed",
     "visuals",
     "waiting",
     "weights",
     "weights_map",
+    "with_args",
     "with_question",
 ]

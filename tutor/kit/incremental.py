@@ -4,7 +4,7 @@ state the one before handed back, and every output judged against the full pass 
 sequence. The probe half runs in the child: step_through, branches, run_steps, and
 record_decoding under a learner's own generation loop. The judge half in the judge:
 judge_steps, changed_argument, changed_later, state_lengths and growth_fault, decoding_fault,
-weights_map. snapshot and same_tensors are what both compare with; recompute_each is the
+weights_map. state_snapshot and same_tensors are what both compare with; recompute_each is the
 baseline without a state. The kit gives facts and fault names; the lesson says them in its
 own catalog."""
 
@@ -20,14 +20,15 @@ from tutor.kit.judge_tools import Verdict, close, max_error
 from tutor.kit.probe_tools import ProbeContext
 
 
-def snapshot(value: Any) -> Any:
+def state_snapshot(value: Any) -> Any:
     """A copy taken at once of what a step returned (tensors detached and cloned, tuples and
-    lists as tuples): a later call may change the originals in place, which is the fault a
-    judge looks for by comparing the two."""
+    lists as tuples, nested ones too): a later call may change the originals in place, which is
+    the fault a judge looks for by comparing the two. Unlike call_again.snapshot, for a
+    function's result, it goes into nested states and takes a list for the same state."""
     if isinstance(value, torch.Tensor):
         return value.detach().clone()
     if isinstance(value, (tuple, list)):
-        return tuple(snapshot(x) for x in value)
+        return tuple(state_snapshot(x) for x in value)
     return value
 
 
@@ -90,7 +91,7 @@ def step_through(
             entry = _bare(call)
         else:
             value = call["value"]
-            entry = {"value": snapshot(value), "args": call["args"]}
+            entry = {"value": state_snapshot(value), "args": call["args"]}
             held.append(value)
         if softmax:
             entry["softmax"] = soft if isinstance(soft, torch.Tensor) else None
@@ -129,7 +130,7 @@ def branches(ctx: ProbeContext, step: Callable, state: Any, tokens) -> tuple[lis
         value = call.get("value")
         if _is_pair(value):
             kept.append(value)
-            call["value"] = snapshot(value)
+            call["value"] = state_snapshot(value)
         calls.append(call)
     return calls, kept
 
@@ -226,7 +227,7 @@ def run_steps(
             if "error" in call or not _is_pair(value):
                 calls.append({"seq": n, "t": t, **call})
                 return calls
-            value = snapshot(value)
+            value = state_snapshot(value)
             states[n] = value[1]
             fired = [d for d in call.get("dropouts", []) if d["training"] and d["p"] > 0]
             calls.append({"seq": n, "t": t, "value": value[0], "fired": len(fired)})
