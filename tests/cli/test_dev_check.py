@@ -313,8 +313,8 @@ def test_an_experiment_step_that_fails_on_the_reference_is_named(tmp_path):
 def test_a_table_wider_than_the_text_at_80_columns_is_named(tmp_path):
     folder = copy_lesson(tmp_path, "lab-02")
     wide = 'table([f"column {i}" for i in range(12)], [[f"value {i}" for i in range(12)]]),'
-    view = '    v.visuals["view"] = [\n'
-    edit(folder / "checks.py", view, f"{view}        {wide}\n")
+    view = '    v.visuals["view"] = [head_maps('
+    edit(folder / "checks.py", view, f'    v.visuals["view"] = [{wide} head_maps(')
     out = run("dev", "check", str(folder), "--lang", "zh")
     assert out.returncode == 1
     (line,) = failed(out)
