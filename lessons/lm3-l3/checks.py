@@ -9,16 +9,17 @@ import math
 
 import torch
 import torch.nn.functional as F
-from torch.overrides import TorchFunctionMode
 
 from tutor.kit import (
+    DTYPE_BYTES,
+    DTYPES,
     LARGE_INPUT,
     StepSpec,
     after_answer,
-    bar,
     build_layer,
     causal_future,
     changed_input,
+    chosen_settings,
     close,
     declared_settings,
     describe,
@@ -40,12 +41,15 @@ from tutor.kit import (
     large_scores_likely,
     last_dim_of,
     leak_map,
-    lend,
     likely_for_value,
     literal_explanation,
     load_weights,
     matching_mistake,
     max_error,
+    measure_score_memory,
+    memory_growth,
+    memory_rows,
+    memory_table,
     module_state,
     msg,
     nest_likely,
@@ -61,14 +65,15 @@ from tutor.kit import (
     require_ran,
     require_tensor,
     round_matrix,
+    seq_lens,
     shape_str,
     size_explanation,
     state_dict_copy,
     state_unchanged,
-    table,
     token_changes,
+    trace_view,
+    traced_forward,
     train_step,
-    waiting,
     weights,
 )
 
@@ -719,65 +724,18 @@ PARAM_NAMES = {
 
 # ---------------------------------------------------------------- shape trace
 
-TRACE_LIMIT = 48  # ops kept of one forward: within the codec's 64 items
 # (d_in, d_out, n_heads, context_length, B, T): every dimension a different number, so that a
 # shape says which dimension went where (the notebook's B = H = 2 would hide a swap).
 TRACE_SIZE = (6, 12, 3, 16, 2, 5)
-TRACE_SKIP = {
-    "size",
-    "dim",
-    "numel",
-    "stride",
-    "is_contiguous",
-    "__len__",
-    "__bool__",
-    "item",
-    "tolist",
+TRACE_KEYS = {  # the trace view's texts, by the kit's TRACE_WORDS
+    "none": "ui.trace_none",
+    "step": "ui.trace_step",
+    "op": "ui.trace_op",
+    "shape": "ui.trace_shape",
+    "parts": "ui.trace_parts",
+    "same": "ui.trace_same",
+    "other_route": "ui.trace_other_route",
 }
-OP_NAMES = {
-    "__matmul__": "@",
-    "__rmatmul__": "@",
-    "matmul": "@",
-    "__truediv__": "/",
-    "__mul__": "*",
-    "__rmul__": "*",
-    "__add__": "+",
-    "__radd__": "+",
-    "__sub__": "-",
-    "__getitem__": "[…]",
-}
-
-
-class ShapeTrace(TorchFunctionMode):
-    """Every torch function and tensor method a forward calls, with the shape it made (a mode,
-    as the kernel trap: nothing is patched)."""
-
-    def __init__(self):
-        super().__init__()
-        self.ops: list = []
-
-    def __torch_function__(self, func, types, args=(), kwargs=None):
-        out = func(*args, **(kwargs or {}))
-        name = getattr(func, "__name__", "?")
-        if name == "__get__":  # a property: x.T, x.mT
-            name = getattr(getattr(func, "__self__", None), "__name__", name)
-        first = out[0] if isinstance(out, (tuple, list)) and out else out
-        if (
-            name not in TRACE_SKIP
-            and isinstance(first, torch.Tensor)
-            and len(self.ops) < TRACE_LIMIT
-        ):
-            self.ops.append([OP_NAMES.get(name, name), list(first.shape)])
-        return out
-
-
-lend(ShapeTrace.__torch_function__)  # the probe's own mode: it runs beside learner code
-
-
-def traced_forward(module, x):
-    with ShapeTrace() as trace:
-        module(x)
-    return trace.ops
 
 
 def lab_trace(size) -> list[tuple[str, tuple]]:
@@ -805,62 +763,10 @@ def lab_trace(size) -> list[tuple[str, tuple]]:
     ]
 
 
-def trace_parting(ops: list, size) -> tuple[int, str, tuple] | None:
-    """(index, expected op, its shape) at the first op whose shape the lab's forward never makes:
-    the op the lab makes after the learner's last shape that it also makes. None: no parting."""
-    lab = lab_trace(size)
-    shapes = {shape for _, shape in lab}
-    for i, (_, shape) in enumerate(ops):
-        if tuple(shape) not in shapes:
-            before = tuple(ops[i - 1][1]) if i else None
-            at = next((k for k, (_, s) in enumerate(lab) if s == before), -1)
-            name, made = lab[at + 1] if at + 1 < len(lab) else lab[-1]
-            return i, name, made
-    return None
-
-
-def trace_view(ops, size, wrong: bool) -> list:
-    """The learner's trace; for a layer that fails, cut at the first shape the lab's never makes.
-    A right layer may take another route (a loop over heads, einsum): no parting is marked then."""
-    if not isinstance(ops, list) or not ops:
-        return [waiting(msg("ui.trace_none"))]
-    parting = trace_parting(ops, size)
-    if parting and not wrong:
-        parting, other_route = None, True
-    else:
-        other_route = False
-    rows = []
-    for i, (name, shape) in enumerate(ops):
-        mark = "✗" if parting and i == parting[0] else ""
-        rows.append([str(i + 1), name, shape_str(shape), mark])
-        if parting and i == parting[0]:
-            break  # what follows a wrong shape is its consequence
+def lab_trace_view(ops, size, wrong: bool) -> list:
     d_in, d_out, H, _, B, T = size
-    view = [
-        heading(msg("ui.trace_title", B=B, T=T, H=H, hd=d_out // H, d_in=d_in)),
-        table(
-            [msg("ui.trace_step"), msg("ui.trace_op"), msg("ui.trace_shape"), ""],
-            rows,
-            ["right", "left", "left", "left"],
-        ),
-    ]
-    if parting:
-        i, expected, made = parting
-        view.append(
-            note(
-                msg(
-                    "ui.trace_parts",
-                    op=ops[i][0],
-                    shape=shape_str(ops[i][1]),
-                    before=shape_str(ops[i - 1][1]) if i else "x",
-                    expected=expected,
-                    expected_shape=shape_str(made),
-                )
-            )
-        )
-    else:
-        view.append(note(msg("ui.trace_other_route" if other_route else "ui.trace_same")))
-    return view
+    title = msg("ui.trace_title", B=B, T=T, H=H, hd=d_out // H, d_in=d_in)
+    return trace_view(ops, lab_trace(size), wrong=wrong, title=title, words=TRACE_KEYS)
 
 
 # Our own weights, so the judge knows them without trusting the learner's process; a parameter
@@ -1628,7 +1534,7 @@ def judge_multi(v, outputs, inputs, jctx):
         judge_multi_checks(v, outputs, inputs, jctx, judge_case)
     finally:  # after the verdict: a route other than the lab's is only pointed at when the layer is wrong
         if "trace" in first:  # only probed for the views
-            v.visuals["view"] = trace_view(
+            v.visuals["view"] = lab_trace_view(
                 first["trace"].get("value"), TRACE_SIZE, wrong=not v.passed()
             )
 
@@ -1831,8 +1737,6 @@ STEPS = {
 
 # ---------------------------------------------------------------- experiments (no verdict, just data)
 
-DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
-BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
 # The app sends the memory step's current settings; a run without them gets lesson.toml's defaults.
 MEMORY_DEFAULTS = declared_settings(__file__, "memory")
 MEASURE_LIMIT = 1 << 24  # score elements per run; larger settings show only the formula
@@ -1840,124 +1744,45 @@ MEASURE_LIMIT = 1 << 24  # score elements per run; larger settings show only the
 # run: ~0.5 s at the default settings, nearly all of it T = 1024 (MEASURE_LIMIT bounds the
 # larger settings before this does).
 MEASURE_BUDGET = 2.0
-D_OUT = 768  # the width q, k and v are counted at (GPT-2 small's), whatever the heads
 
 
 def memory_settings(params) -> dict:
-    s = dict(MEMORY_DEFAULTS)
-    s.update({k: v for k, v in (params or {}).items() if k in MEMORY_DEFAULTS})
-    if s["dtype"] not in DTYPES:
-        s["dtype"] = MEMORY_DEFAULTS["dtype"]
-    return s
-
-
-def seq_lens(t_min: int, t_max: int) -> list[int]:
-    out, n = [], t_min
-    while n <= t_max:
-        out.append(n)
-        n *= 2
-    return out
-
-
-def memory_rows(
-    lens, heads: int = 12, batch: int = 1, bytes_per: int = 4, d_out: int = D_OUT
-) -> list[dict]:
-    """One dict per T, as the lab's loop prints it: scores = batch·heads·T², MB = scores·bytes/1e6
-    (decimal megabytes). q, k and v are (batch, T, d_out) each: linear in T, and independent of
-    the number of heads, which only splits d_out."""
-    rows = []
-    for t in lens:
-        scores = batch * heads * t * t
-        qkv = 3 * batch * t * d_out * bytes_per
-        rows.append(
-            {
-                "T": t,
-                "scores": scores,
-                "bytes": scores * bytes_per,
-                "mb": scores * bytes_per / 1e6,
-                "qkv_mb": qkv / 1e6,
-                "ratio": scores * bytes_per / qkv,
-            }
-        )
-    return rows
-
-
-class SquareTensors(TorchFunctionMode):
-    """Records the largest (…, T, T) tensor any torch function produces: the score tensor the
-    learner's code really builds. A function mode, so nothing is patched (torch.jit.script
-    still compiles)."""
-
-    def __init__(self, T):
-        super().__init__()
-        self.T = T
-        self.bytes = 0
-
-    def __torch_function__(self, func, types, args=(), kwargs=None):
-        out = func(*args, **(kwargs or {}))
-        if isinstance(out, torch.Tensor) and out.dim() >= 2 and out.shape[-2:] == (self.T, self.T):
-            self.bytes = max(self.bytes, out.numel() * out.element_size())
-        return out
-
-
-lend(SquareTensors.__torch_function__)  # the probe's own mode: it runs beside learner code
+    return chosen_settings(MEMORY_DEFAULTS, params, {"dtype": DTYPES})
 
 
 def probe_memory(ctx, inputs):
-    import time
-
     s = memory_settings(ctx.params)
     # The formula's columns do not need the learner's class: a missing or unfinished one only
     # leaves the measured column empty (so no primary call, and a missing class is no failure).
     try:
         cls = ctx.get("CausalMultiHeadAttention")
     except Exception:  # the harness's NameMissing, ForeignCode: nothing of the learner's
-        cls = None
-    dtype = DTYPES[s["dtype"]]
+        return {"settings": s, "measured": []}
     heads, batch = int(s["heads"]), int(s["batch"])
-    measured = {}
-    deadline = time.monotonic() + MEASURE_BUDGET
-    g = torch.Generator().manual_seed(3)
-    for T in seq_lens(*map(int, s["range"])) if cls is not None else ():
-        if batch * heads * T * T > MEASURE_LIMIT or time.monotonic() > deadline:
-            break
-        width = 4 * heads  # the head width does not change the size of the scores
-        made = ctx.call(
-            lambda width=width, heads=heads, T=T: cls(width, width, heads, T).to(dtype).eval()
-        )
-        if "error" in made:
-            break
-        x = torch.randn(batch, T, width, generator=g).to(dtype)
-        with SquareTensors(T) as seen:
-            run = ctx.call(made["value"], x)
-        if "error" in run:
-            break
-        measured[T] = seen.bytes or None
+    width = 4 * heads  # the head width does not change the size of the scores
+    measured = measure_score_memory(
+        ctx,
+        lambda T: cls(width, width, heads, T),
+        seq_lens(*map(int, s["range"])),
+        width=width,
+        batch=batch,
+        dtype=DTYPES[s["dtype"]],
+        count=lambda T: batch * heads * T * T,
+        limit=MEASURE_LIMIT,
+        budget=MEASURE_BUDGET,
+    )
     return {"settings": s, "measured": [[t, b] for t, b in measured.items()]}
 
 
 def memory_view(settings: dict, measured: dict) -> list:
     """The memory step's table: the formula's columns for these settings, and what the learner's
     own layer built at each T."""
-    t_min, t_max = settings["range"]
     rows = memory_rows(
-        seq_lens(t_min, t_max),
+        seq_lens(*settings["range"]),
         heads=settings["heads"],
         batch=settings["batch"],
-        bytes_per=BYTES[settings["dtype"]],
+        bytes_per=DTYPE_BYTES[settings["dtype"]],
     )
-    top = max(r["mb"] for r in rows)
-    cells = [
-        [
-            str(r["T"]),
-            f"{r['scores']:,}",
-            f"{r['mb']:.1f}",
-            f"{r['qkv_mb']:.1f}",
-            f"{r['ratio']:.1f}×",
-            "—" if measured.get(r["T"]) is None else f"{measured[r['T']] / 1e6:.1f}",
-            bar(r["mb"], top, "cyan", 6),
-        ]
-        for r in rows
-    ]
     columns = [
         msg("visual.memory_T"),
         msg("visual.memory_scores"),
@@ -1965,22 +1790,12 @@ def memory_view(settings: dict, measured: dict) -> list:
         msg("visual.memory_qkv"),
         msg("visual.memory_ratio"),
         msg("visual.memory_measured"),
-        "",
     ]
-    first, last = rows[0], rows[-1]
     return [
         heading(msg("visual.memory_title")),
         keys(),
-        table(columns, cells, align=["right"] * 6 + ["left"]),
-        note(
-            msg(
-                "visual.memory_growth",
-                t1=first["T"],
-                t2=last["T"],
-                scores=f"{last['mb'] / first['mb']:.0f}",
-                qkv=f"{last['qkv_mb'] / first['qkv_mb']:.0f}",
-            )
-        ),
+        memory_table(rows, measured, [*columns, ""]),
+        note(msg("visual.memory_growth", **memory_growth(rows))),
         note(
             msg(
                 "visual.memory_measured_note",

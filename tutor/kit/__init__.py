@@ -26,6 +26,10 @@ probe runs in the child beside the learner's code, its judge in the judge proces
   (module_state, state_unchanged), the training story (probe_training_story,
   judge_training_story), large inputs (LARGE_INPUT, judge_large_inputs), the learner's own
   code (lend, no_foreign; no_kernel reports both).
+- A layer's forward traced op by op, against the lab's route (traced_forward, ShapeTrace,
+  trace_parting, trace_view); the memory of its (…, T, T) scores, by formula and as measured
+  (seq_lens, memory_rows, measure_score_memory, SquareTensors, memory_table, memory_growth,
+  chosen_settings).
 - Visuals: the vocabulary in tutor.model.view_items (heading, note, table, bar, heatmap, row, waiting,
   keys, after_answer, with_question, weights), which the UI draws without knowing the lesson.
 
@@ -103,6 +107,24 @@ from tutor.kit.probe_tools import (
     token_changes,
 )
 from tutor.kit.regions import Region, causal_future, hidden_cells, judge_attention_weights
+from tutor.kit.score_memory import (
+    DTYPE_BYTES,
+    DTYPES,
+    SquareTensors,
+    chosen_settings,
+    measure_score_memory,
+    memory_growth,
+    memory_rows,
+    memory_table,
+    seq_lens,
+)
+from tutor.kit.shape_trace import (
+    TRACE_WORDS,
+    ShapeTrace,
+    trace_parting,
+    trace_view,
+    traced_forward,
+)
 from tutor.kit.spec import JudgeContext, StepSpec
 from tutor.kit.training import judge_training_story, probe_training_story
 from tutor.model import view_items as visuals
@@ -130,6 +152,8 @@ def declared_settings(checks_file: str, step_id: str) -> dict:
 
 __all__ = [
     "ATOL",
+    "DTYPES",
+    "DTYPE_BYTES",
     "JudgeContext",
     "KERNEL_FRAGMENTS",
     "LARGE_INPUT",
@@ -138,14 +162,18 @@ __all__ = [
     "ProbeContext",
     "RTOL",
     "Region",
+    "ShapeTrace",
+    "SquareTensors",
     "StepSpec",
     "Stop",
+    "TRACE_WORDS",
     "Verdict",
     "after_answer",
     "bar",
     "build_layer",
     "causal_future",
     "changed_input",
+    "chosen_settings",
     "clone_args",
     "close",
     "declared_settings",
@@ -181,6 +209,10 @@ __all__ = [
     "load_weights",
     "matching_mistake",
     "max_error",
+    "measure_score_memory",
+    "memory_growth",
+    "memory_rows",
+    "memory_table",
     "module_state",
     "msg",
     "nest_likely",
@@ -199,6 +231,7 @@ __all__ = [
     "row",
     "row_place",
     "rows_sum_to_one",
+    "seq_lens",
     "shape_str",
     "size_explanation",
     "size_literals",
@@ -209,6 +242,9 @@ __all__ = [
     "state_unchanged",
     "table",
     "token_changes",
+    "trace_parting",
+    "trace_view",
+    "traced_forward",
     "train_step",
     "visuals",
     "waiting",
