@@ -5,7 +5,6 @@ call), then at other sizes, so code that only works for B=2, T=6, d=8 fails.
 """
 
 import functools
-import math
 
 import torch
 import torch.nn.functional as F
@@ -17,19 +16,26 @@ from tutor.kit import (
     StepSpec,
     after_answer,
     build_layer,
+    call_again,
     causal_future,
     changed_input,
     chosen_settings,
     close,
+    constructor_facts,
     declared_settings,
     describe,
-    failure_params,
     first_nonfinite,
     fixed_dropout,
     future_region,
     heading,
     judge_attention_weights,
+    judge_called_again,
+    judge_dropout_modes,
+    judge_gradients,
     judge_large_inputs,
+    judge_layer_constructor,
+    judge_layer_state,
+    judge_layout,
     judge_leak_map,
     judge_other_sizes,
     judge_training_story,
@@ -42,23 +48,27 @@ from tutor.kit import (
     last_dim_of,
     leak_map,
     likely_for_value,
+    linear_layout,
     literal_explanation,
     load_weights,
     matching_mistake,
-    max_error,
     measure_score_memory,
     memory_growth,
     memory_rows,
     memory_table,
     module_state,
     msg,
-    nest_likely,
     no_foreign,
     no_kernel,
     note,
     of_the_inputs,
+    probe_dropout_modes,
     probe_leak_map,
+    probe_seeded_layer,
     probe_training_story,
+    reference_grads,
+    require_again_ran,
+    require_backward_ran,
     require_close,
     require_near,
     require_pair,
@@ -69,12 +79,11 @@ from tutor.kit import (
     shape_str,
     size_explanation,
     state_dict_copy,
-    state_unchanged,
     token_changes,
     trace_view,
     traced_forward,
-    train_step,
     weights,
+    weights_from_state,
 )
 
 # (B, T, d_in, d_k): the notebook's first, then sizes it never tries.
@@ -484,15 +493,6 @@ def weights_in(call, shape):
     return value[1] if pair and tuple(value[1].shape) == tuple(shape) else None
 
 
-def judge_called_again(v, fn, call, case, size, judge_case):
-    """A second call at the notebook's size, with new values, judged like the first."""
-    sub = judged("", judge_case, call, case, size)
-    if not sub.passed():
-        reason, likely = nest_likely(sub.failed_message(), msg("likely.kept_state"))
-        v.require("call-again", False, "check.called_again", fn=fn, reason=reason, likely=likely)
-    v.expect("call-again", True)
-
-
 def judge_single(v, outputs, inputs, jctx):
     calls = outputs["calls"]
     seed = inputs["single"][0]
@@ -520,9 +520,9 @@ def judge_single(v, outputs, inputs, jctx):
         v,
         "causal_attention",
         outputs["again"],
+        judge_single_case,
         inputs["single_again"],
         SINGLE_SIZES[0],
-        judge_single_case,
     )
     judge_large_scores(v, outputs["large"], inputs["single_large"])
     judge_large_inputs(
@@ -721,6 +721,31 @@ PARAM_NAMES = {
     "out_proj.bias": "out_b",
 }
 
+# The lesson's words for the kit's layer properties (tutor.kit.layer_checks), by role.
+LAYER_KEYS = {
+    "constructor_signature": "check.constructor_signature",
+    "constructor_attr": "check.constructor_attr",
+    "mask_buffer": "check.mask_buffer",
+    "dropout_raised": "check.dropout_raised",
+    "dropout_train": "check.dropout_train",
+    "dropout_eval": "check.dropout_eval",
+    "dropout_in_eval": "likely.dropout_in_eval",
+    "dropout_unknown": "likely.dropout_unknown",
+    "dropout_missing": "likely.dropout_missing",
+    "dropout_p": "likely.dropout_p",
+    "dropout_twice": "likely.dropout_twice",
+    "dropout_place": "likely.dropout_place",
+    "backward_raised": "check.backward_raised",
+    "inplace_backward": "likely.inplace_backward",
+    "grad_blocked": "likely.grad_blocked",
+    "not_trainable": "check.not_trainable",
+    "no_grad": "check.no_grad",
+    "grad_values": "check.grad_values",
+    "grad_wrong": "likely.grad_wrong",
+    "no_input_grad": "check.no_input_grad",
+    "input_grad_blocked": "likely.input_grad_blocked",
+}
+
 
 # ---------------------------------------------------------------- shape trace
 
@@ -774,44 +799,13 @@ def lab_trace_view(ops, size, wrong: bool) -> list:
 load_ours = functools.partial(load_weights, names=PARAM_NAMES, skip_none=True)
 
 
-def layout_of(module, d_in, d_out) -> dict:
-    layout = {}
-    for attr in ("W_q", "W_k", "W_v", "out_proj"):
-        layer = getattr(module, attr, None)
-        layout[attr] = tuple(layer.weight.shape) if isinstance(layer, torch.nn.Linear) else None
-    layout["ok"] = (
-        all(layout.values())
-        and layout["W_q"] == (d_out, d_in)
-        and layout["W_k"] == (d_out, d_in)
-        and layout["W_v"] == (d_out, d_in)
-        and layout["out_proj"] == (d_out, d_out)
-    )
-    return layout
-
-
-def constructor_facts(cls, module) -> dict:
-    """What the given constructor promises: its signature, attributes and the mask buffer."""
-    import inspect
-
-    try:
-        params = list(inspect.signature(cls.__init__).parameters.values())[1:]
-        # *args / **kwargs forward to the given constructor: what they accept is judged by building.
-        signature = [
-            ["*", None]
-            if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
-            else [p.name, None if p.default is inspect.Parameter.empty else p.default]
-            for p in params
-        ]
-    except (TypeError, ValueError):
-        signature = None
-    dropout = getattr(module, "dropout", None)
-    buffers = dict(module.named_buffers())
+def layout_of(d_in, d_out) -> dict:
+    """The Linear layers' weight shapes as the lab's constructor makes them."""
     return {
-        "signature": signature,
-        "attrs": {a: getattr(module, a, None) for a in ("d_out", "n_heads", "head_dim")},
-        "dropout": dropout.p if isinstance(dropout, torch.nn.Dropout) else None,
-        "buffers": sorted(buffers),
-        "mask": buffers.get("mask"),
+        "W_q": (d_out, d_in),
+        "W_k": (d_out, d_in),
+        "W_v": (d_out, d_in),
+        "out_proj": (d_out, d_out),
     }
 
 
@@ -829,14 +823,16 @@ def probe_multi(ctx, inputs):
         module = made["value"]
         out = {
             "made": {"value": None},
-            "layout": layout_of(module, d_in, d_out),
+            "layout": linear_layout(module, layout_of(d_in, d_out)),
             "params": sum(p.numel() for p in module.parameters()),
         }
         cases.append(out)
         if not out["layout"]["ok"]:
             continue
         if i == 0:
-            out["constructor"] = constructor_facts(cls, module)
+            out["constructor"] = constructor_facts(
+                cls, module, ("d_out", "n_heads", "head_dim"), "mask"
+            )
         load_ours(module, case["w"])
         # Every call with fixed_dropout in place of torch's: no randomness reaches a verdict.
         before = ctx.call(lambda m=module: module_state(m)).get("value") if i == 0 else None
@@ -892,23 +888,11 @@ def probe_multi(ctx, inputs):
 
 
 def probe_dropout(ctx, cls, size, case):
-    """A new layer with dropout: in eval mode on a short input, then on the whole one (so also
-    a layer that first sees a short input), then in train mode."""
-    made = ctx.call(lambda: build_layer(cls, KEYWORDS, size, dropout=DROPOUT_P))
-    if "error" in made:
-        return {"made": made}
-    module = made["value"]
-    load_ours(module, case["w"])
-    ctx.call(module.eval)
-    short = ctx.call(module, case["x_prefix"], dropout=True)
-    evaluated = ctx.call(module, case["x"], dropout=True)
-    ctx.call(module.train)
-    return {
-        "made": {"value": None},
-        "short": short,
-        "eval": evaluated,
-        "train": ctx.call(module, case["x"], dropout=True),
-    }
+    """A new layer with dropout: in eval mode on a short input, then on the whole one, then in train mode."""
+    build = lambda: build_layer(cls, KEYWORDS, size, dropout=DROPOUT_P)  # noqa: E731
+    return probe_dropout_modes(
+        ctx, build, lambda m: load_ours(m, case["w"]), case["x"], case["x_prefix"]
+    )
 
 
 def probe_story(ctx, cls, size, case, g):
@@ -924,45 +908,15 @@ def probe_story(ctx, cls, size, case, g):
 
 
 def story_reference(inputs, state, p, H):
-    w = weights_from_state(state)
+    w = weights_from_state(state, PARAM_NAMES)
     return reference_multi.__wrapped__(inputs[0], w, H, p)[0]
 
 
 def probe_notebook(ctx, cls, size, case, g):
     """Self-check 3 as the notebook runs it: torch.manual_seed(1), built by keyword, its own
     weights, train mode, gradients on; then one backward, as training would."""
-    # The CPU generator alone: what torch.manual_seed seeds here, without its queued CUDA
-    # seeding, which formats the whole stack (~6 ms a run, 7% of a child's time in `grade`).
-    torch.default_generator.manual_seed(NOTEBOOK_SEED)
-    made = ctx.call(lambda: build_layer(cls, KEYWORDS, size), grad=True)
-    if "error" in made:
-        return {"made": made}
-    module = made["value"]
-    # x's gradient too: in a model, what the layers before this one learn from.
-    step = ctx.call(
-        lambda: train_step(module, module, g, case["x"], kernels=True), grad=True, dropout=True
-    )
-    last = ctx.call(module, case["x_last"], grad=True, dropout=True)
-    return {
-        "made": {"value": None},
-        "step": step,
-        "last": last,
-        "state": ctx.call(lambda: state_dict_copy(module)).get("value"),
-        "params": sum(p.numel() for p in module.parameters()),
-    }
-
-
-def weights_from_state(state) -> dict | None:
-    """The layer's weights as the judge's reference takes them, from a state_dict sent back."""
-    try:
-        w = {key: state[name] for name, key in PARAM_NAMES.items() if name in state}
-    except TypeError:
-        return None
-    if set(w) != set(PARAM_NAMES.values()) or not all(
-        isinstance(t, torch.Tensor) for t in w.values()
-    ):
-        return None
-    return {k: t.float() for k, t in w.items()}
+    build = lambda: build_layer(cls, KEYWORDS, size)  # noqa: E731
+    return probe_seeded_layer(ctx, build, NOTEBOOK_SEED, g, case["x"], case["x_last"])
 
 
 @of_the_inputs
@@ -994,20 +948,9 @@ def of_these_weights(x, w, H, g):
     if hit is None:
         if len(_BY_VALUE) >= 16:
             _BY_VALUE.clear()
-        hit = _BY_VALUE[key] = (
-            reference_multi.__wrapped__(x, w, H)[0],
-            *reference_grads(x, w, H, g),
-        )
+        forward = lambda x, w: reference_multi.__wrapped__(x, w, H)[0]  # noqa: E731
+        hit = _BY_VALUE[key] = (forward(x, w), *reference_grads(forward, x, w, g, PARAM_NAMES))
     return hit
-
-
-def reference_grads(x, w, H, g) -> tuple[dict, torch.Tensor]:
-    leaves = {k: t.detach().clone().requires_grad_(True) for k, t in w.items()}
-    x = x.detach().clone().requires_grad_(True)
-    with torch.enable_grad():
-        y, _ = reference_multi.__wrapped__(x, leaves, H)
-        (y * g).sum().backward()
-    return {name: leaves[key].grad for name, key in PARAM_NAMES.items()}, x.grad
 
 
 def diagnose_multi(y, x, w, H, source=""):
@@ -1129,46 +1072,31 @@ def masked_fill_discarded(source: str) -> bool:
     )
 
 
-def call_again(v, got, expected, what, likely=None):
-    """The same layer (or function), called once more after a right first call, must still be right."""
-    likely = likely or msg("likely.call_again")
-    got = require_tensor(v, "call-again", what, got, tuple(expected.shape), likely)
-    require_close(v, "call-again", what, got, expected, likely=likely)
-
-
-def require_again_ran(v, call, t):
-    if "error" in call:
-        v.require(
-            "call-again",
-            False,
-            "check.call_again_raised",
-            t=t,
-            **failure_params(call["error"]),
-            likely=msg("likely.call_again"),
-        )
-
-
 def judge_again(v, case, inp, size):
     """The layer of the notebook's size used again: on a shorter input, after new weights are
     loaded, and a new layer on a short input first. Judged after the other sizes: code with the
     notebook's numbers written in fails there, with the message that fits."""
     H = size[2]
     t = inp["x_prefix"].shape[1]
-    require_again_ran(v, case["prefix"], t)
+    again = functools.partial(
+        require_again_ran, key="check.call_again_raised", likely=msg("likely.call_again")
+    )
+    again(v, case["prefix"], t=t)
     call_again(
         v,
         case["prefix"]["value"],
         reference_multi(inp["x_prefix"], inp["w"], H)[0],
         msg("value.again_prefix", t=t),
+        msg("likely.call_again"),
     )
     w2 = case["new_weights_w"]
-    require_again_ran(v, case["new_weights"], inp["x"].shape[1])
+    again(v, case["new_weights"], t=inp["x"].shape[1])
     call_again(
         v,
         case["new_weights"]["value"],
         reference_multi(inp["x"], w2, H)[0],
         msg("value.again_new_weights"),
-        likely=msg("likely.cached_weights"),
+        msg("likely.cached_weights"),
     )
     dropout = case.get("dropout") or {}
     # Eval mode: no dropout, so the reference without it. A call that raised is judge_dropout's to say.
@@ -1183,153 +1111,52 @@ def judge_again(v, case, inp, size):
                 dropout["eval"]["value"],
                 reference_multi(inp["x"], inp["w"], H)[0],
                 msg("value.again_longer", t=t),
+                msg("likely.call_again"),
             )
 
 
 def judge_state(v, case, inp, size):
     """forward must leave the layer's weights and buffers as they were."""
-    T_ctx = size[3]
-    state = case.get("state") or {}
     expected = {name: inp["w"][key] for name, key in PARAM_NAMES.items()}
-    expected["mask"] = torch.triu(torch.ones(T_ctx, T_ctx), diagonal=1).bool()
-    for name, want in expected.items():
-        got = state.get(name)
-        same = (
-            isinstance(got, torch.Tensor)
-            and got.shape == want.shape
-            and bool(torch.equal(got.to(want.dtype), want))
-        )
-        if not same:
-            detail = (
-                shape_str(got.shape)
-                if isinstance(got, torch.Tensor) and got.shape != want.shape
-                else (f"{max_error(got, want)[0]:.3g}" if isinstance(got, torch.Tensor) else "—")
-            )
-            v.expect(
-                "state-unchanged",
-                False,
-                "check.state_changed",
-                name=name,
-                got=detail,
-                likely=msg("likely.mask_sliced_in_place")
-                if name == "mask"
-                else msg("likely.weights_changed"),
-            )
-            return
-    state_unchanged(v, *(case.get("module_state") or (None, None)))
+    expected["mask"] = torch.triu(torch.ones(size[3], size[3]), diagonal=1).bool()
+    judge_layer_state(
+        v,
+        case.get("state"),
+        expected,
+        case.get("module_state"),
+        key="check.state_changed",
+        likely=lambda name: msg(
+            "likely.mask_sliced_in_place" if name == "mask" else "likely.weights_changed"
+        ),
+    )
 
 
 def judge_constructor(v, facts, size):
     d_in, d_out, H, cl = size[:4]
-    sig = facts.get("signature")
-    forwards = sig is not None and ["*", None] in sig
-    v.require(
-        "constructor",
-        sig == SIGNATURE or forwards,
-        "check.constructor_signature",
-        got=", ".join(n if d is None else f"{n}={d!r}" for n, d in (sig or [])) or "?",
+    judge_layer_constructor(
+        v,
+        facts,
+        signature=SIGNATURE,
+        attrs={"d_out": d_out, "n_heads": H, "head_dim": d_out // H},
+        dropout=0.0,
+        buffer=torch.triu(torch.ones(cl, cl), diagonal=1).bool(),
+        buffer_params={"n": cl},
+        keys=LAYER_KEYS,
     )
-    want = {"d_out": d_out, "n_heads": H, "head_dim": d_out // H}
-    for attr, value in want.items():
-        got = facts["attrs"].get(attr)
-        v.require(
-            "constructor",
-            got == value and type(got) is int,
-            "check.constructor_attr",
-            attr=attr,
-            expected=str(value),
-            got=describe(got) if type(got) is not int else str(got),
-        )
-    v.require(
-        "constructor",
-        facts.get("dropout") == 0.0,
-        "check.constructor_attr",
-        attr="dropout",
-        expected="nn.Dropout(0.0)",
-        got=str(facts.get("dropout")),
-    )
-    mask = facts.get("mask")
-    expected = torch.triu(torch.ones(cl, cl), diagonal=1).bool()
-    ok = (
-        isinstance(mask, torch.Tensor)
-        and mask.dtype == torch.bool
-        and mask.shape == expected.shape
-        and bool(torch.equal(mask, expected))
-    )
-    v.require(
-        "constructor",
-        ok,
-        "check.mask_buffer",
-        n=cl,
-        got=describe(mask)
-        if mask is None or not isinstance(mask, torch.Tensor)
-        else msg(
-            "value.tensor",
-            dtype=str(mask.dtype).removeprefix("torch."),
-            shape=shape_str(mask.shape),
-        ),
-    )
-    v.expect("constructor", True)
 
 
 def judge_dropout(v, case, inp, size):
     """With dropout in train mode: dropout on the attention weights, once, with the layer's p;
     in eval mode: none. fixed_dropout stands in for torch's, so the reference gives the same."""
-    H = size[2]
-    # The build, then the calls (there are none when the build raised).
-    for call in (
-        case.get("made") or {},
-        *(case[k] for k in ("short", "eval", "train") if k in case),
-    ):
-        if "error" in call:
-            v.require(
-                "dropout",
-                False,
-                "check.dropout_raised",
-                p=DROPOUT_P,
-                **failure_params(call["error"]),
-            )
-    for mode in ("train", "eval"):
-        call = case[mode]
-        p = DROPOUT_P if mode == "train" else 0.0
-        expected = reference_multi(inp["x"], inp["w"], H, p)[0]
-        y = require_tensor(
-            v, "dropout", f"forward(x) ({mode})", call["value"], tuple(expected.shape)
-        )
-        require_near(
-            v,
-            "dropout",
-            f"check.dropout_{mode}",
-            y,
-            expected,
-            p=DROPOUT_P,
-            likely=lambda call=call, mode=mode: diagnose_dropout(
-                call.get("dropouts") or [], mode, inp["x"].shape, H
-            ),
-        )
-    v.expect("dropout", True)
-
-
-def diagnose_dropout(calls, mode, x_shape, H):
-    """From what each dropout call was given (the child's record), what went wrong with it."""
-    if mode == "eval":
-        return (
-            msg("likely.dropout_in_eval")
-            if any(c["training"] for c in calls)
-            else msg("likely.dropout_unknown")
-        )
-    if not calls:
-        return msg("likely.dropout_missing")
-    other_p = [c["p"] for c in calls if abs(c["p"] - DROPOUT_P) > 1e-9]
-    if other_p:
-        return msg("likely.dropout_p", got=other_p[0], p=DROPOUT_P)
-    B, T, _ = x_shape
-    if calls[0]["weights"] and sum(math.prod(c["shape"]) for c in calls) > B * H * T * T:
-        return msg("likely.dropout_twice")
-    if any(not c["weights"] for c in calls):
-        shape = next(c["shape"] for c in calls if not c["weights"])
-        return msg("likely.dropout_place", shape=shape_str(shape))
-    return msg("likely.dropout_unknown")
+    B, T, _ = inp["x"].shape
+    judge_dropout_modes(
+        v,
+        case,
+        lambda p: reference_multi(inp["x"], inp["w"], size[2], p)[0],
+        p=DROPOUT_P,
+        weights_numel=B * size[2] * T * T,
+        keys=LAYER_KEYS,
+    )
 
 
 def judge_notebook(v, nb, inp, size, g):
@@ -1339,16 +1166,8 @@ def judge_notebook(v, nb, inp, size, g):
     made = nb.get("made") or {}
     require_ran(v, made, "CausalMultiHeadAttention(d_in=…, d_out=…, n_heads=…, context_length=…)")
     step = nb["step"]
-    if "error" in step:
-        e = step["error"]
-        v.require(
-            "trainable",
-            False,
-            "check.backward_raised",
-            **failure_params(e),
-            likely=likely_for_backward(e),
-        )
-    w = weights_from_state(nb.get("state"))
+    require_backward_ran(v, step, keys=LAYER_KEYS)
+    w = weights_from_state(nb.get("state"), PARAM_NAMES)
     v.require(
         "notebook",
         w is not None,
@@ -1383,60 +1202,14 @@ def judge_notebook(v, nb, inp, size, g):
             likely=msg("likely.leak"),
         )
     v.expect("notebook", True)
-    v.require(
-        "trainable",
-        value.get("connected"),
-        "check.not_trainable",
-        likely=msg("likely.grad_blocked"),
-    )
-    grad_close = functools.partial(
-        require_near, v, "trainable", "check.grad_values", atol=1e-4, rtol=1e-3, where=False
-    )
-    for name, ref in want.items():
-        got = value["grads"].get(name)
-        if got is None:
-            v.require(
-                "trainable", False, "check.no_grad", name=name, likely=msg("likely.grad_blocked")
-            )
-        grad_close(got, ref, name=name, likely=msg("likely.grad_wrong"))
-    got = value.get("input_grad")
-    v.require(
-        "trainable", got is not None, "check.no_input_grad", likely=msg("likely.input_grad_blocked")
-    )
-    grad_close(got, want_x, name="x", likely=msg("likely.grad_wrong"))
-    v.expect("trainable", True)
-
-
-def likely_for_backward(e) -> dict:
-    detail = e.get("detail", "")
-    if "inplace" in detail or "in-place" in detail:
-        return msg("likely.inplace_backward")
-    if "does not require grad" in detail or "numpy" in detail.lower():
-        return msg("likely.grad_blocked")
-    return msg("likely.unknown")
+    judge_gradients(v, value, want, want_x, keys=LAYER_KEYS)
 
 
 def judge_multi_case(v, case, inp, size, source=""):
     d_in, d_out, H, cl, B, T = size
     args = f"d_in={d_in}, d_out={d_out}, n_heads={H}, context_length={cl}"
     require_ran(v, case["made"], f"CausalMultiHeadAttention({args})")
-    expected_layout = {
-        "W_q": (d_out, d_in),
-        "W_k": (d_out, d_in),
-        "W_v": (d_out, d_in),
-        "out_proj": (d_out, d_out),
-    }
-    for attr, shape in expected_layout.items():
-        got = case["layout"][attr]
-        v.require(
-            "constructor",
-            got is not None and tuple(got) == shape,
-            "check.constructor",
-            args=args,
-            attr=attr,
-            expected=shape_str(shape),
-            got=shape_str(got) if got else "None",
-        )
+    judge_layout(v, case["layout"], layout_of(d_in, d_out), key="check.constructor", args=args)
     require_ran(v, case["base"], "forward")
     expected_params = 3 * d_in * d_out + d_out * d_out + d_out
     v.require(
@@ -1478,7 +1251,11 @@ def judge_multi_case(v, case, inp, size, source=""):
                 right
             ):  # a right first call and a wrong second one is no leak: forward changed the layer
                 call_again(
-                    v, y2, reference_multi(inp["x_last"], inp["w"], H)[0], msg("value.again_last")
+                    v,
+                    y2,
+                    reference_multi(inp["x_last"], inp["w"], H)[0],
+                    msg("value.again_last"),
+                    msg("likely.call_again"),
                 )
             amount = leak(y, y2, T - 1)
             v.require(

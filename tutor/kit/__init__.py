@@ -30,6 +30,12 @@ probe runs in the child beside the learner's code, its judge in the judge proces
   trace_parting, trace_view); the memory of its (…, T, T) scores, by formula and as measured
   (seq_lens, memory_rows, measure_score_memory, SquareTensors, memory_table, memory_growth,
   chosen_settings).
+- An attention layer's properties (layer_checks), each with the lesson's message keys by role:
+  its constructor (constructor_facts, judge_layer_constructor; linear_layout, judge_layout), its
+  state around forward (judge_layer_state), called again (judge_called_again, call_again,
+  require_again_ran), dropout in train and eval mode (probe_dropout_modes, judge_dropout_modes,
+  diagnose_dropout), one backward pass on its own weights (probe_seeded_layer, reference_grads,
+  weights_from_state, require_backward_ran, likely_for_backward, judge_gradients).
 - Visuals: the vocabulary in tutor.model.view_items (heading, note, table, bar, heatmap, row, waiting,
   keys, after_answer, with_question, weights), which the UI draws without knowing the lesson.
 
@@ -88,6 +94,25 @@ from tutor.kit.judge_tools import (
     squeezes,
     state_explanation,
     state_unchanged,
+)
+from tutor.kit.layer_checks import (
+    call_again,
+    constructor_facts,
+    diagnose_dropout,
+    judge_called_again,
+    judge_dropout_modes,
+    judge_gradients,
+    judge_layer_constructor,
+    judge_layer_state,
+    judge_layout,
+    likely_for_backward,
+    linear_layout,
+    probe_dropout_modes,
+    probe_seeded_layer,
+    reference_grads,
+    require_again_ran,
+    require_backward_ran,
+    weights_from_state,
 )
 from tutor.kit.layers import build_layer, load_weights, state_dict_copy, train_step
 from tutor.kit.magnitude import (
@@ -171,13 +196,16 @@ __all__ = [
     "after_answer",
     "bar",
     "build_layer",
+    "call_again",
     "causal_future",
     "changed_input",
     "chosen_settings",
     "clone_args",
     "close",
+    "constructor_facts",
     "declared_settings",
     "describe",
+    "diagnose_dropout",
     "differ_explanation",
     "discarded_call",
     "failure_params",
@@ -190,7 +218,13 @@ __all__ = [
     "heatmap",
     "hidden_cells",
     "judge_attention_weights",
+    "judge_called_again",
+    "judge_dropout_modes",
+    "judge_gradients",
     "judge_large_inputs",
+    "judge_layer_constructor",
+    "judge_layer_state",
+    "judge_layout",
     "judge_leak_map",
     "judge_other_sizes",
     "judge_training_story",
@@ -204,7 +238,9 @@ __all__ = [
     "last_dim_of",
     "leak_map",
     "lend",
+    "likely_for_backward",
     "likely_for_value",
+    "linear_layout",
     "literal_explanation",
     "load_weights",
     "matching_mistake",
@@ -220,8 +256,13 @@ __all__ = [
     "no_kernel",
     "note",
     "of_the_inputs",
+    "probe_dropout_modes",
     "probe_leak_map",
+    "probe_seeded_layer",
     "probe_training_story",
+    "reference_grads",
+    "require_again_ran",
+    "require_backward_ran",
     "require_close",
     "require_near",
     "require_pair",
@@ -249,5 +290,6 @@ __all__ = [
     "visuals",
     "waiting",
     "weights",
+    "weights_from_state",
     "with_question",
 ]
