@@ -37,6 +37,7 @@ from tutor.kit import (
     judge_layer_state,
     judge_layout,
     judge_leak_map,
+    judge_named_shapes,
     judge_other_sizes,
     judge_training_story,
     judged,
@@ -77,6 +78,7 @@ from tutor.kit import (
     round_matrix,
     seq_lens,
     shape_str,
+    shapes_of,
     size_explanation,
     state_dict_copy,
     token_changes,
@@ -1413,10 +1415,19 @@ def true_shapes(B, T, H, hd):
     scores = per_head @ per_head.transpose(2, 3)
     context = scores @ per_head
     merged = context.transpose(1, 2).contiguous().view(B, T, H * hd)
-    shapes = [x, split, per_head, scores, torch.softmax(scores, -1), context, merged]
-    return {k: tuple(t.shape) for k, t in zip(SHAPE_KEYS, shapes, strict=False)}
+    return shapes_of(
+        SHAPE_KEYS, [x, split, per_head, scores, torch.softmax(scores, -1), context, merged]
+    )
 
 
+SHAPE_KEYS_TEXT = {  # the kit's NAMED_SHAPES_WORDS, in our catalog
+    "not_dict": "check.shapes_not_dict",
+    "missing": "check.shapes_missing",
+    "type": "check.shapes_type",
+    "float": "check.shapes_float",
+    "float_likely": "likely.shapes_float",
+    "value": "check.shapes_value",
+}
 SHAPE_MISTAKES = {
     "q_per_head": "likely.per_head_transpose",
     "scores": "likely.scores_shape",
@@ -1428,54 +1439,13 @@ SHAPE_MISTAKES = {
 
 def judge_shapes_case(v, call, _case, size):
     require_ran(v, call, "expected_shapes")
-    got = call["value"]
-    v.require("returns-dict", isinstance(got, dict), "check.shapes_not_dict", got=describe(got))
-    missing = [k for k in SHAPE_KEYS if k not in got]
-    v.require("all-keys", not missing, "check.shapes_missing", keys=", ".join(missing))
-    truth = true_shapes(*size)
-    for key in SHAPE_KEYS:
-        value = got[key]
-        if isinstance(value, list) and all(isinstance(i, int) for i in value):
-            v.require(
-                "tuples",
-                False,
-                "check.shapes_type",
-                key=key,
-                expected=shape_str(truth[key]),
-                got=str(value),
-                type="list",
-            )
-        if isinstance(value, tuple) and any(isinstance(i, float) for i in value):
-            v.require(
-                "tuples",
-                False,
-                "check.shapes_float",
-                key=key,
-                expected=shape_str(truth[key]),
-                got=str(value),
-                likely=msg("likely.shapes_float"),
-            )
-        is_shape = isinstance(value, tuple) and all(
-            isinstance(i, int) and not isinstance(i, bool) for i in value
-        )
-        v.require(
-            "tuples",
-            is_shape,
-            "check.shapes_type",
-            key=key,
-            expected=shape_str(truth[key]),
-            got=describe(value) if not isinstance(value, tuple) else str(value),
-            type=describe(value),
-        )
-        v.require(
-            "values",
-            tuple(value) == truth[key],
-            "check.shapes_value",
-            key=key,
-            expected=shape_str(truth[key]),
-            got=shape_str(value),
-            likely=shape_mistake(key, tuple(value), size),
-        )
+    judge_named_shapes(
+        v,
+        call["value"],
+        true_shapes(*size),
+        keys=SHAPE_KEYS_TEXT,
+        likely=lambda key, got: shape_mistake(key, got, size),
+    )
 
 
 def shape_mistake(key: str, got: tuple, size) -> dict:

@@ -30,6 +30,8 @@ probe runs in the child beside the learner's code, its judge in the judge proces
   trace_parting, trace_view); the memory of its (…, T, T) scores, by formula and as measured
   (seq_lens, memory_rows, measure_score_memory, SquareTensors, memory_table, memory_growth,
   chosen_settings).
+- Shapes asked for by name ({stage: shape}), judged against shapes measured on real tensors
+  (judge_named_shapes, shapes_of, NAMED_SHAPES_WORDS).
 - An attention layer's properties (layer_checks), each with the lesson's message keys by role:
   its constructor (constructor_facts, judge_layer_constructor; linear_layout, judge_layout), its
   state around forward (judge_layer_state), called again (judge_called_again, call_again,
@@ -122,6 +124,7 @@ from tutor.kit.magnitude import (
     require_close,
     require_near,
 )
+from tutor.kit.named_shapes import NAMED_SHAPES_WORDS, judge_named_shapes, shapes_of
 from tutor.kit.own_code import no_foreign
 from tutor.kit.probe_tools import (
     ProbeContext,
@@ -184,6 +187,7 @@ __all__ = [
     "LARGE_INPUT",
     "LARGE_SCORES",
     "LEAK_LIMIT",
+    "NAMED_SHAPES_WORDS",
     "ProbeContext",
     "RTOL",
     "Region",
@@ -226,6 +230,7 @@ __all__ = [
     "judge_layer_state",
     "judge_layout",
     "judge_leak_map",
+    "judge_named_shapes",
     "judge_other_sizes",
     "judge_training_story",
     "judged",
@@ -274,6 +279,7 @@ __all__ = [
     "rows_sum_to_one",
     "seq_lens",
     "shape_str",
+    "shapes_of",
     "size_explanation",
     "size_literals",
     "squeeze_explanation",
