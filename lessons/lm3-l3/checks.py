@@ -47,7 +47,7 @@ from tutor.kit import (
     large_scores_factor,
     large_scores_likely,
     last_dim_of,
-    leak_map,
+    leak_map_panel,
     likely_for_value,
     linear_layout,
     literal_explanation,
@@ -58,20 +58,26 @@ from tutor.kit import (
     memory_rows,
     memory_table,
     module_state,
+    moved_before,
     msg,
     no_foreign,
     no_kernel,
     note,
     of_the_inputs,
+    out_of_pair,
+    pair_output,
+    pair_weights,
     probe_dropout_modes,
     probe_leak_map,
     probe_seeded_layer,
     probe_training_story,
     reference_grads,
+    reference_leak_outputs,
     require_again_ran,
     require_backward_ran,
     require_close,
     require_near,
+    require_no_leak,
     require_pair,
     require_ran,
     require_tensor,
@@ -81,7 +87,6 @@ from tutor.kit import (
     shapes_of,
     size_explanation,
     state_dict_copy,
-    token_changes,
     trace_view,
     traced_forward,
     weights,
@@ -238,20 +243,6 @@ def large_scores_layer(case, H) -> dict:
 # ---------------------------------------------------------------- leakage maps
 
 
-def leak_map_entry(base, moved, ref_base, ref_moved) -> dict:
-    """The learner's map beside the reference's, both on the reference's scale: a leak shows at
-    the very cell that leaks, as large as it is."""
-    ref = leak_map(ref_base, ref_moved)
-    top = float(ref.max()) or 1.0
-    mine = leak_map(base, moved)
-    return weights(
-        msg("visual.leak_map"),
-        round_matrix(mine / top) if mine is not None else None,
-        round_matrix(ref / top),
-        words=leak_map_words(),
-    )
-
-
 def leak_map_words() -> dict:
     """Not weights: how far each output moved, so the panel's words for weights would mislead."""
     return {
@@ -273,8 +264,12 @@ def single_leak_entry(outputs_map, base_call, case, delta) -> list:
     if moved is None:
         return []
     return [
-        leak_map_entry(
-            first_output(base_call), moved, *single_leak_reference(case["x"], *case["W"], delta)
+        leak_map_panel(
+            msg("visual.leak_map"),
+            pair_output(base_call),
+            moved,
+            *single_leak_reference(case["x"], *case["W"], delta),
+            leak_map_words(),
         )
     ]
 
@@ -283,10 +278,9 @@ def single_leak_entry(outputs_map, base_call, case, delta) -> list:
 def single_leak_reference(x, Wq, Wk, Wv, delta):
     """The reference's outputs for x and for each of token_changes(x, delta): the same for every
     save, so computed once (uncached below: the changed copies are new tensors each time)."""
-    plain = reference_single.__wrapped__
-    return reference_single(x, Wq, Wk, Wv)[0], [
-        plain(changed, Wq, Wk, Wv)[0] for changed in token_changes(x, delta)
-    ]
+    return reference_leak_outputs(
+        lambda x: reference_single.__wrapped__(x, Wq, Wk, Wv)[0], x, delta
+    )
 
 
 # ---------------------------------------------------------------- single head
@@ -488,20 +482,13 @@ def other_sizes(v, calls, cases, sizes, names, judge_case):
     )
 
 
-def weights_in(call, shape):
-    """The weights of an (out, weights) pair, when they have the shape to be drawn."""
-    value = call.get("value")
-    pair = isinstance(value, tuple) and len(value) == 2 and isinstance(value[1], torch.Tensor)
-    return value[1] if pair and tuple(value[1].shape) == tuple(shape) else None
-
-
 def judge_single(v, outputs, inputs, jctx):
     calls = outputs["calls"]
     seed = inputs["single"][0]
     B, T = SINGLE_SIZES[0][:2]
     # Drawn before judging: a failing step is where the heatmap helps most.
     if jctx.views:
-        w = weights_in(calls[0], (B, T, T))
+        w = pair_weights(calls[0], (B, T, T))
         ref_w = reference_single(seed["x"], *seed["W"])[1]
         v.visuals["heatmaps"] = [
             {
@@ -600,29 +587,6 @@ def unmasked(x, Wq, Wk, Wv):
     return w @ v
 
 
-def leak(a, b, pos):
-    """Largest change in the outputs before position pos."""
-    if pos == 0:
-        return 0.0
-    return float((a[:, :pos].double() - b[:, :pos].double()).abs().max())
-
-
-def out_of_pair(value):
-    """In the child: the `out` of an (out, weights) pair, or what came when it is not one."""
-    # A tuple subclass is a pair too (a namedtuple), whatever its own methods do.
-    if isinstance(value, tuple) and tuple.__len__(value) == 2:
-        return tuple.__getitem__(value, 0)
-    return value
-
-
-def first_output(call):
-    """The `out` of a (out, weights) pair, or None when the call did not give one."""
-    value = call.get("value")
-    if isinstance(value, tuple) and len(value) == 2 and isinstance(value[0], torch.Tensor):
-        return value[0]
-    return None
-
-
 def judge_leakage_case(v, calls, case, size):
     B, T, d, dk = size
     outs = {}
@@ -630,7 +594,7 @@ def judge_leakage_case(v, calls, case, size):
         call = calls[name]
         require_ran(v, call, "causal_attention")
         value = call.get("value")
-        out = first_output(call)
+        out = pair_output(call)
         if out is None and isinstance(value, tuple) and value:
             likely = likely_for_value(value[0])
             likely = msg("likely.returns_pair") if likely["key"] == "likely.unknown" else likely
@@ -660,9 +624,8 @@ def judge_leakage_case(v, calls, case, size):
         )
         outs[name] = out
     for name, pos in (("last", T - 1), ("mid", T // 2)):
-        amount = leak(outs["base"], outs[name], pos)
-        v.require(
-            "no-leak", amount < 1e-6, "check.leak", pos=pos, got=amount, likely=msg("likely.leak")
+        require_no_leak(
+            v, outs["base"], outs[name], pos, key="check.leak", likely=msg("likely.leak")
         )
     if calls["map"] is not None:
         require_ran(v, calls["map"], "causal_attention")
@@ -687,10 +650,10 @@ def judge_leakage(v, outputs, inputs, jctx):
         )
     judge_leakage_case(v, calls[0], seed, SINGLE_SIZES[0])
     if jctx.views:
-        yours = leak(
-            first_output(calls[0]["base"]), first_output(calls[0]["last"]), SINGLE_SIZES[0][1] - 1
+        yours = moved_before(
+            pair_output(calls[0]["base"]), pair_output(calls[0]["last"]), SINGLE_SIZES[0][1] - 1
         )
-        broken = leak(
+        broken = moved_before(
             unmasked(seed["x"], *seed["W"]),
             unmasked(seed["x_last"], *seed["W"]),
             SINGLE_SIZES[0][1] - 1,
@@ -1194,14 +1157,14 @@ def judge_notebook(v, nb, inp, size, g):
         and isinstance(last["value"], torch.Tensor)
         and last["value"].shape == y.shape
     ):
-        amount = leak(y, last["value"], y.shape[1] - 1)
-        v.require(
-            "notebook",
-            amount < 1e-6,
-            "check.leak",
-            pos=y.shape[1] - 1,
-            got=amount,
+        require_no_leak(
+            v,
+            y,
+            last["value"],
+            y.shape[1] - 1,
+            key="check.leak",
             likely=msg("likely.leak"),
+            check_id="notebook",
         )
     v.expect("notebook", True)
     judge_gradients(v, value, want, want_x, keys=LAYER_KEYS)
@@ -1259,10 +1222,7 @@ def judge_multi_case(v, case, inp, size, source=""):
                     msg("value.again_last"),
                     msg("likely.call_again"),
                 )
-            amount = leak(y, y2, T - 1)
-            v.require(
-                "no-leak", amount < 1e-6, "check.leak", pos=T - 1, got=amount, likely=diagnose
-            )
+            require_no_leak(v, y, y2, T - 1, key="check.leak", likely=diagnose)
     if "map" in case:
         require_ran(v, case["map"], "forward")
         judge_leak_map(v, y, case["map"].get("value"), [(msg("region.future"), future_region(T))])
@@ -1275,16 +1235,14 @@ def multi_leak_entry(first, seed, size, inputs) -> dict:
     reference = multi_leak_reference(
         seed["x"], inputs["multi_again"]["w"], size[2], inputs["leak_delta"]["multi"]
     )
-    return leak_map_entry(first.get("new_weights", {}).get("value"), moved, *reference)
+    base = first.get("new_weights", {}).get("value")
+    return leak_map_panel(msg("visual.leak_map"), base, moved, *reference, leak_map_words())
 
 
 @of_the_inputs
 def multi_leak_reference(x, w, H, delta):
     """As single_leak_reference, for the layer with weights w."""
-    plain = reference_multi.__wrapped__
-    return reference_multi(x, w, H)[0], [
-        plain(changed, w, H)[0] for changed in token_changes(x, delta)
-    ]
+    return reference_leak_outputs(lambda x: reference_multi.__wrapped__(x, w, H)[0], x, delta)
 
 
 def judge_multi(v, outputs, inputs, jctx):

@@ -30,6 +30,9 @@ probe runs in the child beside the learner's code, its judge in the judge proces
   trace_parting, trace_view); the memory of its (…, T, T) scores, by formula and as measured
   (seq_lens, memory_rows, measure_score_memory, SquareTensors, memory_table, memory_growth,
   chosen_settings).
+- The notebooks' leakage test (moved_before, require_no_leak, LEAK_TOLERANCE) and the panel
+  of a full leakage map (leak_map_panel, reference_leak_outputs); an (out, weights) pair's parts
+  (out_of_pair in the child, pair_output and pair_weights in the judge).
 - Shapes asked for by name ({stage: shape}), judged against shapes measured on real tensors
   (judge_named_shapes, shapes_of, NAMED_SHAPES_WORDS).
 - An attention layer's properties (layer_checks), each with the lesson's message keys by role:
@@ -117,6 +120,13 @@ from tutor.kit.layer_checks import (
     weights_from_state,
 )
 from tutor.kit.layers import build_layer, load_weights, state_dict_copy, train_step
+from tutor.kit.leak_views import (
+    LEAK_TOLERANCE,
+    leak_map_panel,
+    moved_before,
+    reference_leak_outputs,
+    require_no_leak,
+)
 from tutor.kit.magnitude import (
     LARGE_INPUT,
     judge_large_inputs,
@@ -126,6 +136,7 @@ from tutor.kit.magnitude import (
 )
 from tutor.kit.named_shapes import NAMED_SHAPES_WORDS, judge_named_shapes, shapes_of
 from tutor.kit.own_code import no_foreign
+from tutor.kit.pairs import out_of_pair, pair_output, pair_weights
 from tutor.kit.probe_tools import (
     ProbeContext,
     clone_args,
@@ -187,6 +198,7 @@ __all__ = [
     "LARGE_INPUT",
     "LARGE_SCORES",
     "LEAK_LIMIT",
+    "LEAK_TOLERANCE",
     "NAMED_SHAPES_WORDS",
     "ProbeContext",
     "RTOL",
@@ -242,6 +254,7 @@ __all__ = [
     "large_scores_likely",
     "last_dim_of",
     "leak_map",
+    "leak_map_panel",
     "lend",
     "likely_for_backward",
     "likely_for_value",
@@ -255,21 +268,27 @@ __all__ = [
     "memory_rows",
     "memory_table",
     "module_state",
+    "moved_before",
     "msg",
     "nest_likely",
     "no_foreign",
     "no_kernel",
     "note",
     "of_the_inputs",
+    "out_of_pair",
+    "pair_output",
+    "pair_weights",
     "probe_dropout_modes",
     "probe_leak_map",
     "probe_seeded_layer",
     "probe_training_story",
     "reference_grads",
+    "reference_leak_outputs",
     "require_again_ran",
     "require_backward_ran",
     "require_close",
     "require_near",
+    "require_no_leak",
     "require_pair",
     "require_ran",
     "require_tensor",

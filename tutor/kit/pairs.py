@@ -1,0 +1,35 @@
+"""A function that returns (out, weights), as attention functions do: its parts, taken out where
+they are needed: in the child (a leakage map or a story picks the output) and in the judge
+(a check judges the output, a heatmap draws the weights)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+
+
+def out_of_pair(value: object) -> object:
+    """In the child: the `out` of an (out, weights) pair, or what came when it is not one (the
+    judge then says what came). A tuple subclass is a pair too (a namedtuple), whatever its own
+    methods do: tuple's are called, not the learner's."""
+    if isinstance(value, tuple) and tuple.__len__(value) == 2:
+        return tuple.__getitem__(value, 0)
+    return value
+
+
+def pair_output(call: dict) -> torch.Tensor | None:
+    """In the judge: the `out` tensor of a call's (out, weights) pair, or None when the call did
+    not give one."""
+    value = call.get("value")
+    if isinstance(value, tuple) and len(value) == 2 and isinstance(value[0], torch.Tensor):
+        return value[0]
+    return None
+
+
+def pair_weights(call: dict, shape: Sequence[int]) -> torch.Tensor | None:
+    """In the judge: the weights of a call's (out, weights) pair when they have the shape to be
+    drawn, else None (the heatmap then says it has none)."""
+    value = call.get("value")
+    pair = isinstance(value, tuple) and len(value) == 2 and isinstance(value[1], torch.Tensor)
+    return value[1] if pair and tuple(value[1].shape) == tuple(shape) else None  # type: ignore[index]
