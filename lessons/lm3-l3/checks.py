@@ -24,7 +24,6 @@ from tutor.kit import (
     constructor_facts,
     declared_settings,
     describe,
-    first_nonfinite,
     fixed_dropout,
     future_region,
     heading,
@@ -33,6 +32,7 @@ from tutor.kit import (
     judge_dropout_modes,
     judge_gradients,
     judge_large_inputs,
+    judge_large_output,
     judge_layer_constructor,
     judge_layer_state,
     judge_layout,
@@ -76,6 +76,7 @@ from tutor.kit import (
     require_again_ran,
     require_backward_ran,
     require_close,
+    require_finite,
     require_near,
     require_no_leak,
     require_pair,
@@ -83,7 +84,6 @@ from tutor.kit import (
     require_tensor,
     round_matrix,
     seq_lens,
-    shape_str,
     shapes_of,
     size_explanation,
     state_dict_copy,
@@ -608,14 +608,10 @@ def judge_leakage_case(v, calls, case, size):
             got=describe(value),
             likely=likely,
         )
-        bad = first_nonfinite(out)
-        v.require(
-            "finite",
-            bad is None,
-            "check.not_finite",
-            what="out",
-            count=bad[1] if bad else 0,
-            where=shape_str(bad[0]) if bad else "",
+        require_finite(
+            v,
+            "out",
+            out,
             likely=lambda value=value: (
                 diagnose_weights(value[1], case["x"], *case["W"])
                 if isinstance(value[1], torch.Tensor) and value[1].shape == (B, T, T)
@@ -1196,16 +1192,7 @@ def judge_multi_case(v, case, inp, size, source=""):
         diagnose = lambda: msg("likely.dropout_p", got=written_in[0], p=0.0)  # noqa: E731
     else:
         diagnose = lambda: diagnose_multi(y, x, inp["w"], H, source)  # noqa: E731
-    bad = first_nonfinite(y)
-    v.require(
-        "finite",
-        bad is None,
-        "check.not_finite",
-        what="forward(x)",
-        count=bad[1] if bad else 0,
-        where=shape_str(bad[0]) if bad else "",
-        likely=diagnose,
-    )
+    require_finite(v, "forward(x)", y, likely=diagnose)
     ref, _ = reference_multi(x, inp["w"], H)
     right = close(y, ref)
     if "last" in case:
@@ -1313,7 +1300,15 @@ def judge_multi_checks(v, outputs, inputs, jctx, judge_case):
     judge_again(v, first, seed, size)
     judge_notebook(v, first["notebook"], seed, size, inputs["multi_again"]["g"])
     judge_dropout(v, first["dropout"], seed, size)
-    judge_large_multi(v, first["large"], inputs["multi_large"], size[2])
+    large = inputs["multi_large"]
+    judge_large_output(
+        v,
+        first["large"],
+        reference_multi(large["x"], large["w"], size[2])[0],
+        fn="forward",
+        what="forward(x)",
+        key="check.large_scores_multi",
+    )
     judge_large_inputs(
         v,
         first.get("large_x"),
@@ -1332,29 +1327,6 @@ def judge_multi_checks(v, outputs, inputs, jctx, judge_case):
         names=["x"],
         p=DROPOUT_P,
     )
-
-
-def judge_large_multi(v, call, case, H):
-    require_ran(v, call, "forward")
-    expected = reference_multi(case["x"], case["w"], H)[0]
-    y = require_tensor(v, "large-scores", "forward(x)", call["value"], tuple(expected.shape))
-    large_scores_check(
-        v, judged(v.source, judge_output_values, y, expected), "check.large_scores_multi"
-    )
-
-
-def judge_output_values(v, y, expected):
-    bad = first_nonfinite(y)
-    v.require(
-        "finite",
-        bad is None,
-        "check.not_finite",
-        what="forward(x)",
-        count=bad[1] if bad else 0,
-        where=shape_str(bad[0]) if bad else "",
-        likely=msg("likely.unknown"),
-    )
-    require_close(v, "values", "forward(x)", y, expected, likely=msg("likely.unknown"))
 
 
 # ---------------------------------------------------------------- shapes

@@ -30,6 +30,8 @@ probe runs in the child beside the learner's code, its judge in the judge proces
   trace_parting, trace_view); the memory of its (…, T, T) scores, by formula and as measured
   (seq_lens, memory_rows, measure_score_memory, SquareTensors, memory_table, memory_growth,
   chosen_settings).
+- An output finite, then close (require_finite, require_finite_close), and so on the call whose
+  scores are large (judge_large_output).
 - The notebooks' leakage test (moved_before, require_no_leak, LEAK_TOLERANCE) and the panel
   of a full leakage map (leak_map_panel, reference_leak_outputs); an (out, weights) pair's parts
   (out_of_pair in the child, pair_output and pair_weights in the judge).
@@ -52,6 +54,7 @@ from pathlib import Path
 
 from tutor.kit import fixed_dropout
 from tutor.kit.borrowed import lend
+from tutor.kit.finite import judge_large_output, require_finite, require_finite_close
 from tutor.kit.judge_tools import (
     ATOL,
     KERNEL_FRAGMENTS,
@@ -238,6 +241,7 @@ __all__ = [
     "judge_dropout_modes",
     "judge_gradients",
     "judge_large_inputs",
+    "judge_large_output",
     "judge_layer_constructor",
     "judge_layer_state",
     "judge_layout",
@@ -287,6 +291,8 @@ __all__ = [
     "require_again_ran",
     "require_backward_ran",
     "require_close",
+    "require_finite",
+    "require_finite_close",
     "require_near",
     "require_no_leak",
     "require_pair",
