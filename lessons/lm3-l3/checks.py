@@ -38,7 +38,7 @@ from tutor.kit import (
     judge_layout,
     judge_leak_map,
     judge_named_shapes,
-    judge_other_sizes,
+    judge_sized_cases,
     judge_training_story,
     judged,
     keys,
@@ -82,15 +82,14 @@ from tutor.kit import (
     require_pair,
     require_ran,
     require_tensor,
-    round_matrix,
     seq_lens,
     shapes_of,
     size_explanation,
     state_dict_copy,
     trace_view,
     traced_forward,
-    weights,
     weights_from_state,
+    weights_panels,
 )
 
 # (B, T, d_in, d_k): the notebook's first, then sizes it never tries.
@@ -98,6 +97,7 @@ from tutor.kit import (
 # the notebook's lengths, odd, and (multi-head) the whole context length, past any branch on T.
 SINGLE_SIZES = [(2, 6, 8, 4), (3, 11, 16, 5), (1, 1, 7, 3), (2, 37, 12, 16), (1, 97, 8, 8)]
 SINGLE_FIRST = 4  # drawn first, in make_inputs' first loop
+SINGLE_NAMES = ("B", "T", "d_in", "d_k")
 # (d_in, d_out, n_heads, context_length, B, T)
 MULTI_SIZES = [
     (8, 8, 2, 16, 2, 6),
@@ -106,6 +106,7 @@ MULTI_SIZES = [
     (8, 8, 1, 16, 2, 1),
     (8, 16, 4, 64, 1, 64),
 ]
+MULTI_NAMES = ("d_in", "d_out", "n_heads", "context_length", "B", "T")
 MULTI_FIRST = 4
 # The leakage map changes every token in turn, one call each: it is probed up to this T (the
 # lab's 6 and the sizes past it), the longer sizes are judged by their last and middle tokens.
@@ -434,20 +435,15 @@ def judge_single_case(v, call, case, size):
     require_close(v, "matches-pytorch", "out", out, ref_out, likely=out_likely)
 
 
-def sizes_label(names, size) -> list[str]:
-    """A size as a list, which the catalogs join as each language writes a list."""
-    return [f"{n}={s}" for n, s in zip(names, size, strict=False)]
-
-
 def explain_single(seed, size, source):
     """Why causal_attention fails at a size past the notebook's (B, T, d_in, d_k)."""
-    return size_explanation(source, ("causal_attention",), ("B", "T", "d_in", "d_k"), seed, size)
+    return size_explanation(source, ("causal_attention",), SINGLE_NAMES, seed, size)
 
 
 def explain_multi(seed, size, source):
     """Why the layer fails at (d_in, d_out, n_heads, context_length, B, T): a number written in,
     then d_in read where d_out or head_dim is needed (equal at the notebook's sizes), then the rest."""
-    names = ("d_in", "d_out", "n_heads", "context_length", "B", "T", "head_dim")
+    names = (*MULTI_NAMES, "head_dim")
     seed, size = tuple(seed) + (seed[1] // seed[2],), tuple(size) + (size[1] // size[2],)
     defs = ("CausalMultiHeadAttention",)
     literal = literal_explanation(source, defs, names, seed, size)
@@ -462,26 +458,6 @@ def explain_multi(seed, size, source):
     return size_explanation(source, defs, names, seed, size)
 
 
-EXPLAIN = {
-    ("B", "T", "d_in", "d_k"): explain_single,
-    ("d_in", "d_out", "n_heads", "context_length", "B", "T"): explain_multi,
-}
-
-
-def other_sizes(v, calls, cases, sizes, names, judge_case):
-    """The shared judge_other_sizes, for case judges that also take the case's sizes; a failure
-    names what differs at that size (EXPLAIN, chosen by the sizes' names)."""
-    explain = EXPLAIN.get(tuple(names))
-    judge_other_sizes(
-        v,
-        calls,
-        list(zip(cases, sizes, strict=False)),
-        [sizes_label(names, size) for size in sizes],
-        lambda sub, call, case_and_size: judge_case(sub, call, *case_and_size),
-        explain=explain and (lambda i, sub, source: explain(sizes[0], sizes[i], source)),
-    )
-
-
 def judge_single(v, outputs, inputs, jctx):
     calls = outputs["calls"]
     seed = inputs["single"][0]
@@ -490,19 +466,14 @@ def judge_single(v, outputs, inputs, jctx):
     if jctx.views:
         w = pair_weights(calls[0], (B, T, T))
         ref_w = reference_single(seed["x"], *seed["W"])[1]
-        v.visuals["heatmaps"] = [
-            {
-                "label": {"key": "visual.batch", "params": {"n": b}},
-                "learner": round_matrix(w[b]) if w is not None else None,
-                "reference": round_matrix(ref_w[b]),
-            }
-            for b in range(B)
-        ] + single_leak_entry(
+        v.visuals["heatmaps"] = weights_panels(
+            w, ref_w, lambda b: msg("visual.batch", n=b)
+        ) + single_leak_entry(
             outputs.get("leak_map"), calls[0], seed, inputs["leak_delta"]["single"]
         )
     judge_single_case(v, calls[0], seed, SINGLE_SIZES[0])
-    other_sizes(
-        v, calls, inputs["single"], SINGLE_SIZES, ("B", "T", "d_in", "d_k"), judge_single_case
+    judge_sized_cases(
+        v, calls, inputs["single"], SINGLE_SIZES, SINGLE_NAMES, judge_single_case, explain_single
     )
     no_kernel(v, "causal_attention", jctx.source, {"causal_attention"}, jctx.kernels)
     judge_called_again(
@@ -656,8 +627,8 @@ def judge_leakage(v, outputs, inputs, jctx):
         )
         # The notebook's own demonstration that the test catches an unmasked layer, shown beside the learner's figure.
         v.visuals["leak"] = {"yours": yours, "unmasked": broken}
-    other_sizes(
-        v, calls, inputs["single"], SINGLE_SIZES, ("B", "T", "d_in", "d_k"), judge_leakage_case
+    judge_sized_cases(
+        v, calls, inputs["single"], SINGLE_SIZES, SINGLE_NAMES, judge_leakage_case, explain_single
     )
     no_foreign(v, "causal_attention", jctx.kernels)
 
@@ -1243,15 +1214,12 @@ def judge_multi(v, outputs, inputs, jctx):
         have = isinstance(soft, torch.Tensor) and soft.shape == ref_w.shape
         # Drawn before judging: a failing step is where the heatmap helps most.
         # The weights are the last softmax the forward pass ran: without one, they cannot be had.
-        v.visuals["heatmaps"] = [
-            weights(
-                msg("visual.batch_head", b=0, h=h),
-                round_matrix(soft[0, h]) if have else None,
-                round_matrix(ref_w[0, h]),
-                why=None if have else msg("visual.weights_not_captured"),
-            )
-            for h in range(ref_w.shape[1])
-        ]
+        v.visuals["heatmaps"] = weights_panels(
+            soft[0] if have else None,
+            ref_w[0],
+            lambda h: msg("visual.batch_head", b=0, h=h),
+            why=msg("visual.weights_not_captured"),
+        )
         if "leak_map" in first:
             v.visuals["heatmaps"].append(multi_leak_entry(first, seed, size, inputs))
     try:
@@ -1278,13 +1246,8 @@ def judge_multi_checks(v, outputs, inputs, jctx, judge_case):
         one=counts.get(1),
         four=counts.get(4),
     )
-    other_sizes(
-        v,
-        cases,
-        inputs["multi"],
-        MULTI_SIZES,
-        ("d_in", "d_out", "n_heads", "context_length", "B", "T"),
-        judge_case,
+    judge_sized_cases(
+        v, cases, inputs["multi"], MULTI_SIZES, MULTI_NAMES, judge_case, explain_multi
     )
     trained = ((first.get("notebook") or {}).get("step") or {}).get("value")
     in_graph = trained.get("kernels") or [] if isinstance(trained, dict) else []
@@ -1392,7 +1355,7 @@ def shape_mistake(key: str, got: tuple, size) -> dict:
 def judge_shapes(v, outputs, inputs, jctx):
     calls = outputs["calls"]
     judge_shapes_case(v, calls[0], None, SHAPE_SIZES[0])
-    other_sizes(
+    judge_sized_cases(
         v, calls, [None] * len(calls), SHAPE_SIZES, ("B", "T", "H", "hd"), judge_shapes_case
     )
 

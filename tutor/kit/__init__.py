@@ -30,6 +30,8 @@ probe runs in the child beside the learner's code, its judge in the judge proces
   trace_parting, trace_view); the memory of its (…, T, T) scores, by formula and as measured
   (seq_lens, memory_rows, measure_score_memory, SquareTensors, memory_table, memory_growth,
   chosen_settings).
+- A stack of maps as the weights panel's entries (weights_panels); other sizes judged for
+  cases that carry their size (judge_sized_cases, sizes_label).
 - An output finite, then close (require_finite, require_finite_close), and so on the call whose
   scores are large (judge_large_output).
 - The notebooks' leakage test (moved_before, require_no_leak, LEAK_TOLERANCE) and the panel
@@ -140,6 +142,7 @@ from tutor.kit.magnitude import (
 from tutor.kit.named_shapes import NAMED_SHAPES_WORDS, judge_named_shapes, shapes_of
 from tutor.kit.own_code import no_foreign
 from tutor.kit.pairs import out_of_pair, pair_output, pair_weights
+from tutor.kit.panels import judge_sized_cases, sizes_label, weights_panels
 from tutor.kit.probe_tools import (
     ProbeContext,
     clone_args,
@@ -248,6 +251,7 @@ __all__ = [
     "judge_leak_map",
     "judge_named_shapes",
     "judge_other_sizes",
+    "judge_sized_cases",
     "judge_training_story",
     "judged",
     "kept_state",
@@ -307,6 +311,7 @@ __all__ = [
     "shapes_of",
     "size_explanation",
     "size_literals",
+    "sizes_label",
     "squeeze_explanation",
     "squeezes",
     "state_dict_copy",
@@ -322,5 +327,6 @@ __all__ = [
     "waiting",
     "weights",
     "weights_from_state",
+    "weights_panels",
     "with_question",
 ]
