@@ -30,7 +30,6 @@ from tutor.kit import (
     judge_attention_weights,
     judge_called_again,
     judge_dropout_modes,
-    judge_gradients,
     judge_large_inputs,
     judge_large_output,
     judge_layer_constructor,
@@ -38,6 +37,7 @@ from tutor.kit import (
     judge_layout,
     judge_leak_map,
     judge_named_shapes,
+    judge_seeded_layer,
     judge_sized_cases,
     judge_training_story,
     judged,
@@ -68,16 +68,15 @@ from tutor.kit import (
     pair_output,
     pair_weights,
     probe_dropout_modes,
+    probe_layer_story,
     probe_leak_map,
     probe_seeded_layer,
     probe_training_story,
     reference_grads,
     reference_leak_outputs,
     require_again_ran,
-    require_backward_ran,
     require_close,
     require_finite,
-    require_near,
     require_no_leak,
     require_pair,
     require_ran,
@@ -676,6 +675,11 @@ LAYER_KEYS = {
     "grad_wrong": "likely.grad_wrong",
     "no_input_grad": "check.no_input_grad",
     "input_grad_blocked": "likely.input_grad_blocked",
+    "state_keys": "check.state_keys",
+    "notebook_values": "check.notebook_values",
+    "notebook_mode": "likely.notebook_mode",
+    "leak": "check.leak",
+    "leak_likely": "likely.leak",
 }
 
 
@@ -829,14 +833,8 @@ def probe_dropout(ctx, cls, size, case):
 
 def probe_story(ctx, cls, size, case, g):
     """A new layer with dropout through the kit's training story (no_grad, train, a step, again)."""
-    if ctx.kernels:  # the own-formula check fails it; a compiled kernel would only cost time
-        return None
-    made = ctx.call(lambda: build_layer(cls, KEYWORDS, size, dropout=DROPOUT_P))
-    if "error" in made:
-        return None  # judge_dropout says it
-    module = made["value"]
-    load_ours(module, case["w"])
-    return probe_training_story(ctx, module, [case["x"]], g, module=module)
+    build = lambda: build_layer(cls, KEYWORDS, size, dropout=DROPOUT_P)  # noqa: E731
+    return probe_layer_story(ctx, build, lambda m: load_ours(m, case["w"]), case["x"], g)
 
 
 def story_reference(inputs, state, p, H):
@@ -1094,47 +1092,14 @@ def judge_dropout(v, case, inp, size):
 def judge_notebook(v, nb, inp, size, g):
     """Self-check 3 as written: the reference is rebuilt from the layer's own weights after the
     call; then the gradients of one backward pass must be the reference's."""
-    H = size[2]
-    made = nb.get("made") or {}
-    require_ran(v, made, "CausalMultiHeadAttention(d_in=…, d_out=…, n_heads=…, context_length=…)")
-    step = nb["step"]
-    require_backward_ran(v, step, keys=LAYER_KEYS)
-    w = weights_from_state(nb.get("state"), PARAM_NAMES)
-    v.require(
-        "notebook",
-        w is not None,
-        "check.state_keys",
-        got=", ".join(sorted(nb.get("state") or {})) or "—",
-    )
-    expected, want, want_x = of_these_weights(inp["x"], w, H, g)
-    value = step["value"]
-    y = require_tensor(
+    judge_seeded_layer(
         v,
-        "notebook",
-        "forward(x)",
-        value.get("y") if isinstance(value, dict) else None,
-        tuple(expected.shape),
+        nb,
+        lambda w: of_these_weights(inp["x"], w, size[2], g),
+        names=PARAM_NAMES,
+        built="CausalMultiHeadAttention(d_in=…, d_out=…, n_heads=…, context_length=…)",
+        keys=LAYER_KEYS,
     )
-    require_near(
-        v, "notebook", "check.notebook_values", y, expected, likely=msg("likely.notebook_mode")
-    )
-    last = nb["last"]
-    if (
-        "value" in last
-        and isinstance(last["value"], torch.Tensor)
-        and last["value"].shape == y.shape
-    ):
-        require_no_leak(
-            v,
-            y,
-            last["value"],
-            y.shape[1] - 1,
-            key="check.leak",
-            likely=msg("likely.leak"),
-            check_id="notebook",
-        )
-    v.expect("notebook", True)
-    judge_gradients(v, value, want, want_x, keys=LAYER_KEYS)
 
 
 def judge_multi_case(v, case, inp, size, source=""):

@@ -19,11 +19,13 @@ from tutor.kit import (
     judge_layer_constructor,
     judge_layer_state,
     judge_layout,
+    judge_seeded_layer,
     likely_for_backward,
     linear_layout,
     module_state,
     msg,
     probe_dropout_modes,
+    probe_layer_story,
     probe_seeded_layer,
     reference_grads,
     require_again_ran,
@@ -261,3 +263,38 @@ def test_a_backward_that_raised_is_named(detail, key):
         keys=KEYS,
     )
     assert failed(v) == "lesson.backward_raised"
+
+
+SEEDED_KEYS = {
+    **KEYS,
+    "state_keys": "lesson.state_keys",
+    "notebook_values": "lesson.notebook_values",
+    "notebook_mode": "lesson.notebook_mode",
+    "leak": "lesson.leak",
+    "leak_likely": "lesson.leak_likely",
+}
+
+
+def test_the_seeded_layer_is_judged_on_its_own_weights_and_a_wrong_output_fails():
+    x, g = torch.randn(2, 5, 3), torch.randn(2, 5, 4)
+    later = x.clone()
+    later[:, -1] += 3
+    nb = probe_seeded_layer(Ctx(), lambda: Layer(3, 4, 8), 1, g, x, later)
+
+    def expected(w):
+        return (reference(x, w), *reference_grads(reference, x, w, g, NAMES))
+
+    how = dict(names=NAMES, built="Layer(…)", keys=SEEDED_KEYS)
+    v = run(judge_seeded_layer, nb, expected, **how)
+    assert v.passed() and {"notebook", "trainable"} <= {c.id for c in v.checks}
+    nb["step"]["value"] = {**nb["step"]["value"], "y": nb["step"]["value"]["y"] + 1}
+    assert failed(run(judge_seeded_layer, nb, expected, **how)) == "lesson.notebook_values"
+    nb["state"] = {}
+    assert failed(run(judge_seeded_layer, nb, expected, **how)) == "lesson.state_keys"
+
+
+def test_no_story_once_a_kernel_was_seen():
+    class Seen(Ctx):
+        kernels = ["scaled_dot_product_attention"]
+
+    assert probe_layer_story(Seen(), lambda: Layer(3, 4, 8), lambda m: None, None, None) is None

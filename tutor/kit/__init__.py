@@ -44,7 +44,9 @@ probe runs in the child beside the learner's code, its judge in the judge proces
   state around forward (judge_layer_state), called again (judge_called_again, call_again,
   require_again_ran), dropout in train and eval mode (probe_dropout_modes, judge_dropout_modes,
   diagnose_dropout), one backward pass on its own weights (probe_seeded_layer, reference_grads,
-  weights_from_state, require_backward_ran, likely_for_backward, judge_gradients).
+  weights_from_state, require_backward_ran, likely_for_backward, judge_gradients; all of
+  it as a notebook's self-check: judge_seeded_layer), the training story of a new layer
+  (probe_layer_story).
 - Visuals: the vocabulary in tutor.model.view_items (heading, note, table, bar, heatmap, row, waiting,
   keys, after_answer, with_question, weights), which the UI draws without knowing the lesson.
 
@@ -115,9 +117,11 @@ from tutor.kit.layer_checks import (
     judge_layer_constructor,
     judge_layer_state,
     judge_layout,
+    judge_seeded_layer,
     likely_for_backward,
     linear_layout,
     probe_dropout_modes,
+    probe_layer_story,
     probe_seeded_layer,
     reference_grads,
     require_again_ran,
@@ -251,6 +255,7 @@ __all__ = [
     "judge_leak_map",
     "judge_named_shapes",
     "judge_other_sizes",
+    "judge_seeded_layer",
     "judge_sized_cases",
     "judge_training_story",
     "judged",
@@ -287,6 +292,7 @@ __all__ = [
     "pair_output",
     "pair_weights",
     "probe_dropout_modes",
+    "probe_layer_story",
     "probe_leak_map",
     "probe_seeded_layer",
     "probe_training_story",

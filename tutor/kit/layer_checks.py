@@ -26,12 +26,15 @@ from tutor.kit.judge_tools import (
     max_error,
     msg,
     nest_likely,
+    require_ran,
     require_tensor,
     shape_str,
     state_unchanged,
 )
 from tutor.kit.layers import state_dict_copy, train_step
+from tutor.kit.leak_views import require_no_leak
 from tutor.kit.magnitude import require_close, require_near
+from tutor.kit.training import probe_training_story
 
 Keys = Mapping[str, str]
 
@@ -461,3 +464,65 @@ def _grad_close(
         name=name,
         likely=msg(keys["grad_wrong"]),
     )
+
+
+def judge_seeded_layer(
+    v: Verdict,
+    nb: Mapping[str, Any],
+    reference: Callable[[dict], tuple],
+    *,
+    names: Mapping[str, str],
+    built: str,
+    keys: Keys,
+    check_id: str = "notebook",
+) -> None:
+    """probe_seeded_layer's layer judged as a notebook's self-check runs it: built (built names
+    the call), its backward ran, its state_dict holds the weights (names), its output is the
+    reference's for those very weights and a later token moved no earlier output (check_id);
+    then its gradients and x's (judge_gradients, check trainable). reference(weights) gives
+    (output, {name: grad}, x's grad). Roles in keys: "state_keys" {got}, "notebook_values",
+    "notebook_mode" (its likely), "leak" {pos} {got}, "leak_likely", and judge_gradients'."""
+    require_ran(v, nb.get("made") or {}, built)
+    step = nb["step"]
+    require_backward_ran(v, step, keys=keys)
+    state = nb.get("state")
+    w = weights_from_state(state, names)
+    v.require(
+        check_id, w is not None, keys["state_keys"], got=", ".join(sorted(state or {})) or "—"
+    )
+    assert w is not None
+    expected, want, want_x = reference(w)
+    value = step["value"]
+    y = require_tensor(
+        v,
+        check_id,
+        "forward(x)",
+        value.get("y") if isinstance(value, dict) else None,
+        tuple(expected.shape),
+    )
+    require_near(
+        v, check_id, keys["notebook_values"], y, expected, likely=msg(keys["notebook_mode"])
+    )
+    last = nb["last"].get("value")
+    if isinstance(last, torch.Tensor) and last.shape == y.shape:
+        pos = y.shape[1] - 1
+        likely = msg(keys["leak_likely"])
+        require_no_leak(v, y, last, pos, key=keys["leak"], likely=likely, check_id=check_id)
+    v.expect(check_id, True)
+    judge_gradients(v, value, want, want_x, keys=keys)
+
+
+def probe_layer_story(
+    ctx: Any, build: Callable[[], torch.nn.Module], load: Callable, x: torch.Tensor, g: torch.Tensor
+) -> dict | None:
+    """In a probe: a new layer (build(), with dropout) loaded with the tutor's weights, through
+    the kit's training story; None where a kernel was seen (own-formula fails the step, and a
+    compiled kernel would only cost time) or the build raised (the dropout check says it)."""
+    if ctx.kernels:
+        return None
+    made = ctx.call(build)
+    if "error" in made:
+        return None
+    module = made["value"]
+    load(module)
+    return probe_training_story(ctx, module, [x], g, module=module)
