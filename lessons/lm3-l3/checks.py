@@ -46,6 +46,7 @@ from tutor.kit import (
     large_scores_check,
     large_scores_factor,
     large_scores_likely,
+    large_scores_weights,
     last_dim_of,
     leak_map_panel,
     likely_for_value,
@@ -228,21 +229,10 @@ def large_scores_case(case) -> dict:
 
 def large_scores_layer(case, H) -> dict:
     """As large_scores_case, for the layer's W_q (the largest score of any head)."""
-    x, w = case["x"], case["w"]
-    B, T, _ = x.shape
-    q, k = ((x @ w[n].T).view(B, T, H, -1).transpose(1, 2) for n in ("W_q", "W_k"))
-    return {
-        "x": x,
-        "w": {
-            **w,
-            "W_q": w["W_q"] * large_scores_factor(q @ k.transpose(2, 3) / q.shape[-1] ** 0.5),
-        },
-    }
+    return {"x": case["x"], "w": large_scores_weights(case["x"], case["w"], H)}
 
 
 # ---------------------------------------------------------------- leakage maps
-
-
 def leak_map_words() -> dict:
     """Not weights: how far each output moved, so the panel's words for weights would mislead."""
     return {

@@ -15,7 +15,8 @@ probe runs in the child beside the learner's code, its judge in the judge proces
   inputs unchanged (clone_args, changed_input), kernel traps (no_kernel, graph_kernels),
   mistake matching (matching_mistake, likely_for_value, nest_likely), dropout that is the
   same for any correct code (fixed_dropout), scores past exp's range (LARGE_SCORES,
-  large_scores_factor, large_scores_check, large_scores_likely), values judged as one call
+  large_scores_factor, large_scores_check, large_scores_likely; a layer's: large_scores_weights,
+  on split_heads), values judged as one call
   (require_close; require_near for a message of the lesson's own).
 - A layer in a probe: built by keyword (build_layer), the tutor's weights loaded
   (load_weights), its state_dict copied (state_dict_copy), one training step (train_step);
@@ -59,6 +60,7 @@ from pathlib import Path
 from tutor.kit import fixed_dropout
 from tutor.kit.borrowed import lend
 from tutor.kit.finite import judge_large_output, require_finite, require_finite_close
+from tutor.kit.heads import large_scores_weights, split_heads
 from tutor.kit.judge_tools import (
     ATOL,
     KERNEL_FRAGMENTS,
@@ -265,6 +267,7 @@ __all__ = [
     "large_scores_check",
     "large_scores_factor",
     "large_scores_likely",
+    "large_scores_weights",
     "last_dim_of",
     "leak_map",
     "leak_map_panel",
@@ -318,6 +321,7 @@ __all__ = [
     "size_explanation",
     "size_literals",
     "sizes_label",
+    "split_heads",
     "squeeze_explanation",
     "squeezes",
     "state_dict_copy",
