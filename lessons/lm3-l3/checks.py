@@ -23,7 +23,6 @@ from tutor.kit import (
     close,
     constructor_facts,
     declared_settings,
-    describe,
     fixed_dropout,
     future_region,
     heading,
@@ -49,7 +48,6 @@ from tutor.kit import (
     large_scores_weights,
     last_dim_of,
     leak_map_panel,
-    likely_for_value,
     linear_layout,
     literal_explanation,
     load_weights,
@@ -80,6 +78,7 @@ from tutor.kit import (
     require_finite,
     require_no_leak,
     require_pair,
+    require_pair_output,
     require_ran,
     require_tensor,
     seq_lens,
@@ -554,20 +553,7 @@ def judge_leakage_case(v, calls, case, size):
         call = calls[name]
         require_ran(v, call, "causal_attention")
         value = call.get("value")
-        out = pair_output(call)
-        if out is None and isinstance(value, tuple) and value:
-            likely = likely_for_value(value[0])
-            likely = msg("likely.returns_pair") if likely["key"] == "likely.unknown" else likely
-        else:
-            likely = likely_for_value(value) if value is None else msg("likely.returns_pair")
-        v.require(
-            "returns",
-            out is not None and out.shape == (B, T, dk),
-            "check.returns_pair",
-            fn="causal_attention",
-            got=describe(value),
-            likely=likely,
-        )
+        out = require_pair_output(v, call, "causal_attention", (B, T, dk), "likely.returns_pair")
         require_finite(
             v,
             "out",

@@ -17,6 +17,7 @@ from tutor.kit import (
     pair_weights,
     reference_leak_outputs,
     require_no_leak,
+    require_pair_output,
 )
 
 
@@ -64,3 +65,21 @@ def test_a_pairs_parts():
     assert pair_output({"value": (out, w)}) is out and pair_output({"value": out}) is None
     assert pair_weights({"value": (out, w)}, (2, 2)) is w
     assert pair_weights({"value": (out, w)}, (2, 3)) is None
+
+
+def test_a_pairs_output_is_required_of_its_shape():
+    out, w = torch.zeros(2, 3), torch.ones(2, 2)
+
+    def run(call):
+        v = Verdict()
+        try:
+            return v, require_pair_output(v, call, "f", (2, 3), "likely.pair")
+        except Stop:
+            return v, None
+
+    v, got = run({"value": (out, w)})
+    assert v.passed() and got is out
+    v, _ = run({"value": out})
+    assert v.failed_message()["params"]["likely"] == msg("likely.pair")
+    v, _ = run({"value": (None, w)})
+    assert v.failed_message()["params"]["likely"]["key"] == "likely.forgot_return"

@@ -37,7 +37,8 @@ probe runs in the child beside the learner's code, its judge in the judge proces
   scores are large (judge_large_output).
 - The notebooks' leakage test (moved_before, require_no_leak, LEAK_TOLERANCE) and the panel
   of a full leakage map (leak_map_panel, reference_leak_outputs); an (out, weights) pair's parts
-  (out_of_pair in the child, pair_output and pair_weights in the judge).
+  (out_of_pair in the child, pair_output, pair_weights and require_pair_output in the
+  judge).
 - Shapes asked for by name ({stage: shape}), judged against shapes measured on real tensors
   (judge_named_shapes, shapes_of, NAMED_SHAPES_WORDS).
 - An attention layer's properties (layer_checks), each with the lesson's message keys by role:
@@ -147,7 +148,7 @@ from tutor.kit.magnitude import (
 )
 from tutor.kit.named_shapes import NAMED_SHAPES_WORDS, judge_named_shapes, shapes_of
 from tutor.kit.own_code import no_foreign
-from tutor.kit.pairs import out_of_pair, pair_output, pair_weights
+from tutor.kit.pairs import out_of_pair, pair_output, pair_weights, require_pair_output
 from tutor.kit.panels import judge_sized_cases, sizes_label, weights_panels
 from tutor.kit.probe_tools import (
     ProbeContext,
@@ -309,6 +310,7 @@ __all__ = [
     "require_near",
     "require_no_leak",
     "require_pair",
+    "require_pair_output",
     "require_ran",
     "require_tensor",
     "round_matrix",

@@ -8,6 +8,8 @@ from collections.abc import Sequence
 
 import torch
 
+from tutor.kit.judge_tools import Verdict, describe, likely_for_value, msg
+
 
 def out_of_pair(value: object) -> object:
     """In the child: the `out` of an (out, weights) pair, or what came when it is not one (the
@@ -33,3 +35,29 @@ def pair_weights(call: dict, shape: Sequence[int]) -> torch.Tensor | None:
     value = call.get("value")
     pair = isinstance(value, tuple) and len(value) == 2 and isinstance(value[1], torch.Tensor)
     return value[1] if pair and tuple(value[1].shape) == tuple(shape) else None  # type: ignore[index]
+
+
+def require_pair_output(
+    v: Verdict, call: dict, fn: str, shape: Sequence[int], usual: str
+) -> torch.Tensor:
+    """The `out` of a call's (out, weights) pair, of that shape, or the step stops (check
+    returns, check.returns_pair): for a step that judges only the output (leakage). The likely
+    mistake is what the first element or the value itself shows (None, NumPy, a list), else
+    usual, the lesson's key for the pair not returned as asked."""
+    value = call.get("value")
+    out = pair_output(call)
+    if out is None and isinstance(value, tuple) and value:
+        likely = likely_for_value(value[0])
+        likely = msg(usual) if likely["key"] == "likely.unknown" else likely
+    else:
+        likely = likely_for_value(value) if value is None else msg(usual)
+    v.require(
+        "returns",
+        out is not None and tuple(out.shape) == tuple(shape),
+        "check.returns_pair",
+        fn=fn,
+        got=describe(value),
+        likely=likely,
+    )
+    assert out is not None
+    return out
