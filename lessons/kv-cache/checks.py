@@ -7,24 +7,33 @@ causal pass of the same weights, which the tutor computes itself (with PyTorch's
 scaled_dot_product_attention), at the notebook's size first, then at sizes it never tries.
 """
 
-import ast
-import time
-
 import torch
 import torch.nn.functional as F
 
 from tutor.kit import (
     LARGE_INPUT,
     StepSpec,
+    attention_flops,
+    attribute_store,
+    blank_lengths,
+    branches,
     build_layer,
+    changed_argument,
+    changed_later,
     close,
+    decoding_fault,
     describe,
+    doubling,
     failure_params,
     first_nonfinite,
+    growth_fault,
     heading,
     heatmap,
+    human,
+    int_settings,
     judge_large_inputs,
     judge_other_sizes,
+    judge_steps,
     judged,
     large_input_weights,
     large_scores_check,
@@ -34,25 +43,37 @@ from tutor.kit import (
     load_weights,
     matching_mistake,
     max_error,
+    measured_of,
     msg,
     nest_likely,
     no_kernel,
     note,
     of_the_inputs,
+    pair_state,
+    reads_attribute,
+    recompute_each,
+    record_decoding,
     require_near,
     require_tensor,
     round_matrix,
     row,
+    run_steps,
     shape_str,
     size_explanation,
+    slower_lengths,
     state_dict_copy,
     state_explanation,
-    table,
+    state_lengths,
+    state_snapshot,
+    step_through,
+    timed,
+    timed_rows,
+    timing_table,
     train_step,
     waiting,
     weights,
+    weights_map,
 )
-from tutor.kit import bar as bar_cell
 
 LAYER = "CausalMultiHeadAttention"
 STEP_FN = "forward_cached"
@@ -254,7 +275,7 @@ def diagnose_raised(e: dict, source: str = "") -> dict:
     if "is invalid for input of size" in detail:
         return (
             msg("likely.mask_full")
-            if reads_mask(source)
+            if reads_attribute(source, STEP_FN, "mask")
             else msg("likely.view_size", line=line, code=code)
         )
     if (
@@ -342,6 +363,21 @@ def diagnose_step_out(y, case, size, t, source="") -> dict:
     return found if found["key"] != "likely.unknown" else state_on_layer(source) or found
 
 
+def require_step_ran(v, call, t):
+    """A call of forward_cached (the token at position t) that raised ends the step."""
+    if "error" in call:
+        e = call["error"]
+        v.require(
+            "runs",
+            False,
+            "check.step_raised",
+            t=t,
+            **failure_params(e),
+            code=e["frames"][-1]["code"].strip() if e["frames"] else "",
+            likely=diagnose_raised(e, v.source),
+        )
+
+
 def require_pair_of(v, what, value, usual) -> tuple:
     """A pair (first, second), or the step stops with what came."""
     if isinstance(value, tuple) and len(value) == 2:
@@ -356,17 +392,7 @@ def judge_cached_call(v, call, case, size, t):
     """One call of forward_cached: the new token at position t, with a cache of t tokens."""
     d_in, d_out, H, cl, B, T = size
     hd = d_out // H
-    if "error" in call:
-        e = call["error"]
-        v.require(
-            "runs",
-            False,
-            "check.step_raised",
-            t=t,
-            **failure_params(e),
-            code=e["frames"][-1]["code"].strip() if e["frames"] else "",
-            likely=diagnose_raised(e, v.source),
-        )
+    require_step_ran(v, call, t)
     out, cache = require_pair_of(v, "forward_cached", call["value"], "likely.returns_cache")
     v.require(
         "returns",
@@ -517,78 +543,6 @@ def judge_large_scores(v, call, case):
 # ---------------------------------------------------------------- step 2: generate
 
 
-class Recorder:
-    """Put on the layer, in place of its forward_cached and forward: what generate asks of
-    them, call by call (a tensor, so that a long sequence is not cut at the codec's 64 items)."""
-
-    def __init__(self, layer, x):
-        self.x = x.clone()
-        self.rows = []  # per call: tokens given, cache length given (-1: None), passed back, right token
-        self.full = []  # tokens given to the full forward
-        self.last = None
-        step, full = layer.forward_cached, layer.forward
-        recorder = self
-
-        def forward_cached(x, cache=None, *args, **kwargs):
-            recorder.note(x, cache)
-            out = step(x, cache, *args, **kwargs)
-            recorder.last = out[1] if isinstance(out, tuple) and len(out) == 2 else None
-            return out
-
-        def forward(x, *args, **kwargs):
-            if isinstance(x, torch.Tensor) and x.dim() == 3:
-                recorder.full.append(int(x.shape[1]))
-            return full(x, *args, **kwargs)
-
-        # On a subclass of the layer's own, not on the instance: generate may call the method
-        # through the class (type(layer).forward_cached(layer, ...)), which an instance
-        # attribute never sees. Lent: the learner's generate runs them.
-        cls = type(layer)
-        lend(forward_cached)
-        lend(forward)
-        layer.__class__ = type(
-            cls.__name__,
-            (cls,),
-            {
-                "forward_cached": lend(lambda _self, *a, **k: forward_cached(*a, **k)),
-                "forward": lend(lambda _self, *a, **k: forward(*a, **k)),
-                "__module__": cls.__module__,
-                "__qualname__": cls.__qualname__,
-            },
-        )
-
-    def note(self, x, cache):
-        n = len(self.rows)
-        tokens = int(x.shape[1]) if isinstance(x, torch.Tensor) and x.dim() == 3 else -1
-        if cache is None:
-            past, back = -1, int(self.last is None)
-        else:
-            k = cache[0] if isinstance(cache, (tuple, list)) and cache else None
-            past = int(k.shape[-2]) if isinstance(k, torch.Tensor) and k.dim() == 4 else -2
-            back = int(self.last is not None and same_cache(cache, self.last))
-        right = int(tokens == 1 and n < self.x.shape[1] and torch.equal(x, self.x[:, n : n + 1]))
-        self.rows.append([tokens, past, back, right])
-
-    def log(self) -> dict:
-        rows = (
-            torch.tensor(self.rows, dtype=torch.int64)
-            if self.rows
-            else torch.zeros(0, 4, dtype=torch.int64)
-        )
-        return {"rows": rows, "full": torch.tensor(self.full, dtype=torch.int64)}
-
-
-def same_cache(a, b) -> bool:
-    if a is b:
-        return True
-    try:
-        return all(
-            x is y or (x.shape == y.shape and torch.equal(x, y)) for x, y in zip(a, b, strict=False)
-        ) and len(a) == len(b)
-    except Exception:
-        return False
-
-
 def reference_step(layer):
     """A correct forward_cached for the learner's layer (our weights are in it): to see whether
     generate is right when the step it calls is."""
@@ -629,7 +583,7 @@ def probe_generate(ctx, inputs):
             got["alone"] = bare(ctx.call(lambda x, own=own: gen(own, x), case["x"]))
         # The learner's run: the primary call only while generate may still be `todo`.
         todo = own is None or (got["alone"].get("error") or {}).get("kind") == "NotImplementedError"
-        rec = Recorder(layer, case["x"])
+        rec = record_decoding(layer, case["x"], step=STEP_FN, names=("x", "cache"))
         got["call"] = bare(
             ctx.call(lambda x, layer=layer: gen(layer, x), case["x"], primary=i == 0 and todo)
         )
@@ -642,25 +596,17 @@ def probe_generate(ctx, inputs):
     return {"cases": out}
 
 
-def diagnose_protocol(rows, full, T, raised=False) -> dict | None:
-    """What generate asked of forward_cached, against one call per token with the cache passed on."""
-    if any(n > 1 for n in full):
-        return msg("likely.recompute_forward")
-    if len(rows) and int(rows[:, 0].max()) > 1:
-        return msg("likely.recompute")
-    if len(rows) != T and not raised:  # a call that raised ends the loop early
-        return msg("likely.call_count", n=len(rows), T=T)
-    if len(rows) and int(rows[0, 1]) != -1:
-        return msg("likely.first_not_empty")
-    if len(rows) > 1 and bool((rows[1:, 1] == -1).any()):
-        return msg("likely.cache_not_passed")
-    if len(rows) and not bool(rows[:, 2].all()):
-        return msg("likely.cache_not_passed_back")
-    if len(rows) and bool((rows[:, 0] == -1).any()):
-        return msg("likely.token_shape")
-    if len(rows) and not bool(rows[:, 3].all()):
-        return msg("likely.token_order")
-    return None
+# What generate asked of forward_cached (decoding_fault), said in the lesson's words.
+PROTOCOL = {
+    "recompute_full": "likely.recompute_forward",
+    "recompute": "likely.recompute",
+    "call_count": "likely.call_count",
+    "first_not_empty": "likely.first_not_empty",
+    "state_not_passed": "likely.cache_not_passed",
+    "state_not_passed_back": "likely.cache_not_passed_back",
+    "token_shape": "likely.token_shape",
+    "token_order": "likely.token_order",
+}
 
 
 def diagnose_outputs(y, case, size) -> dict:
@@ -710,9 +656,8 @@ def judge_generate_case(v, got, case, size, alone=True):
         return seen[0]
 
     log = got.get("log")
-    protocol = (
-        diagnose_protocol(log["rows"], log["full"].tolist(), T, "error" in call) if log else None
-    )
+    fault = decoding_fault(log, T, step=STEP_FN, raised="error" in call) if log else None
+    protocol = msg(PROTOCOL[fault[0]], **fault[1]) if fault else None
     if "error" in call:
         e = call["error"]
         v.require(
@@ -821,61 +766,16 @@ def judge_generate(v, outputs, inputs, jctx):
     no_kernel(v, "generate", jctx.source, {"generate", LAYER}, jctx.kernels)
 
 
-def reads_mask(source: str) -> bool:
-    """forward_cached reads `self.mask`: the full pass's T × T mask, on a single query."""
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
-        return False
-    return any(
-        isinstance(node, ast.FunctionDef)
-        and node.name == STEP_FN
-        and any(isinstance(sub, ast.Attribute) and sub.attr == "mask" for sub in ast.walk(node))
-        for node in ast.walk(tree)
-    )
-
-
 def state_on_layer(source: str) -> dict | None:
     """`self.<name> = ...` (or `layer.<name> = ...`) in forward_cached or generate: state on the layer."""
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
-        return None
-    lines = source.splitlines()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.FunctionDef) and node.name in (STEP_FN, "generate"):
-            for sub in ast.walk(node):
-                targets = (
-                    sub.targets
-                    if isinstance(sub, ast.Assign)
-                    else [sub.target]
-                    if isinstance(sub, (ast.AugAssign, ast.AnnAssign))
-                    else []
-                )
-                for t in targets:
-                    if (
-                        isinstance(t, ast.Attribute)
-                        and isinstance(t.value, ast.Name)
-                        and t.value.id in ("self", "layer")
-                    ):
-                        return msg(
-                            "likely.state_on_layer",
-                            line=sub.lineno,
-                            code=lines[sub.lineno - 1].strip(),
-                        )
-    return None
+    found = attribute_store(source, frozenset({STEP_FN, "generate"}), frozenset({"self", "layer"}))
+    return msg("likely.state_on_layer", line=found.line, code=found.code) if found else None
 
 
 # ---------------------------------------------------------------- step 3: the cache's discipline
 
 
-def snapshot(value):
-    """A copy taken at once, of a returned (out, (k, v)): a later call may change the originals."""
-    if isinstance(value, torch.Tensor):
-        return value.detach().clone()
-    if isinstance(value, (tuple, list)):
-        return tuple(snapshot(x) for x in value)
-    return value
+BRANCH_FROM = 3  # two tokens tried from the cache of the first 3 (as beam search does)
 
 
 def probe_discipline(ctx, inputs):
@@ -885,48 +785,23 @@ def probe_discipline(ctx, inputs):
     layer, failed = made_layer(ctx, cls, size, case["w"], primary=True)
     if layer is None:
         return failed
-    steps, held, cache = [], [], None
-    for t in range(T):
-        call = ctx.call(layer.forward_cached, case["x"][:, t : t + 1], cache, primary=t == 0)
-        if "error" in call:
-            steps.append(bare(call))
-            break
-        value = call["value"]
-        steps.append({"value": snapshot(value), "args": call["args"]})
-        held.append(value)
-        cache = value[1] if isinstance(value, tuple) and len(value) == 2 else None
-    branch_from = 3
-    out = {"steps": steps, "held": [snapshot(h) for h in held]}
-    if len(held) > branch_from - 1 and isinstance(held[branch_from - 1], tuple):
-        start = snapshot(held[branch_from - 1])[1]
-        out["branch"], kept = [], []
-        for tok in again["branch"]:
-            call = bare(ctx.call(layer.forward_cached, tok, start))
-            value = call.get("value")
-            if isinstance(value, tuple) and len(value) == 2:
-                kept.append(value)
-                call["value"] = snapshot(value)
-            out["branch"].append(call)
-        out["branch_held"] = [snapshot(h) for h in kept]
-    fresh, cache = [], None  # a new sequence, from an empty cache, on the same layer
-    for t in range(T):
-        call = bare(ctx.call(layer.forward_cached, again["x"][:, t : t + 1], cache))
-        fresh.append(call)
-        if "error" in call or not (isinstance(call["value"], tuple) and len(call["value"]) == 2):
-            break
-        call["value"] = snapshot(call["value"])
-        cache = call["value"][1]
-        call["value"] = call["value"][0]
-    out["fresh"] = fresh
+    steps, held = step_through(ctx, layer.forward_cached, case["x"], primary=True)
+    out = {"steps": steps, "held": [state_snapshot(h) for h in held]}
+    if len(held) > BRANCH_FROM - 1 and isinstance(held[BRANCH_FROM - 1], tuple):
+        start = state_snapshot(held[BRANCH_FROM - 1])[1]
+        out["branch"], kept = branches(ctx, layer.forward_cached, start, again["branch"])
+        out["branch_held"] = [state_snapshot(h) for h in kept]
+    # A new sequence, from an empty cache, on the same layer.
+    out["fresh"] = run_steps(ctx, layer.forward_cached, [again["x"]], dropout=False)
     out["state"] = ctx.call(lambda: state_dict_copy(layer)).get("value")
     # Two sequences generated in turn on the one layer, each with its own cache (as a server
     # serves two users): a layer that keeps a cache of its own, or a memo keyed on the call's
     # shape, gives one sequence the other's past.
-    out["interleaved"] = run_steps(ctx, layer, [case["x"], again["x"]])
+    out["interleaved"] = run_steps(ctx, layer.forward_cached, [case["x"], again["x"]])
     # Built with dropout, in eval mode (as generation runs): dropout must not fire.
     dropped, _ = made_layer(ctx, cls, size, case["w"], dropout=EVAL_DROPOUT)
     if dropped is not None:
-        out["eval_dropout"] = run_steps(ctx, dropped, [case["x"]])
+        out["eval_dropout"] = run_steps(ctx, dropped.forward_cached, [case["x"]])
     # Trainable: one step from a cache of 5 tokens, gradients on.
     trained, _ = made_layer(ctx, cls, size, case["w"])
     if trained is not None:
@@ -953,41 +828,6 @@ def train_cached(layer, x, cache, g):
 EVAL_DROPOUT = 0.3  # a layer built with it runs in eval mode: no dropout may fire
 
 
-def run_steps(ctx, layer, sequences) -> list:
-    """forward_cached on each sequence in turn, token by token, each with its own cache:
-    per call {"seq", "t", "value": out} or the error; stops at the first that goes wrong."""
-    caches, calls = [None] * len(sequences), []
-    for t in range(sequences[0].shape[1]):
-        for n, x in enumerate(sequences):
-            call = bare(ctx.call(layer.forward_cached, x[:, t : t + 1], caches[n], dropout=True))
-            value = call.get("value")
-            if "error" in call or not (isinstance(value, tuple) and len(value) == 2):
-                calls.append({"seq": n, "t": t, **call})
-                return calls
-            value = snapshot(value)
-            caches[n] = value[1]
-            fired = [d for d in call.get("dropouts", []) if d["training"] and d["p"] > 0]
-            calls.append({"seq": n, "t": t, "value": value[0], "fired": len(fired)})
-    return calls
-
-
-def judge_steps(v, calls, sequences, w, H, check_id, key, likely) -> None:
-    """Each call of run_steps against the full causal pass of its own sequence."""
-    refs = [reference_full(x, w, H)[0] for x in sequences]
-    for call in calls:
-        n, t = call["seq"], call["t"]
-        want = refs[n][:, t : t + 1]
-        got = call.get("value")
-        if "error" in call or not isinstance(got, torch.Tensor) or not close(got, want):
-            err = (
-                max_error(got, want)[0]
-                if isinstance(got, torch.Tensor) and got.shape == want.shape
-                else float("nan")
-            )
-            v.require(check_id, False, key, t=t, n=n + 1, err=err, likely=likely(call))
-    v.expect(check_id, True)
-
-
 def reference_grads(case, t, g, H) -> dict:
     leaves = {k: p.detach().clone().requires_grad_(True) for k, p in case["w"].items()}
     with torch.enable_grad():
@@ -998,14 +838,18 @@ def reference_grads(case, t, g, H) -> dict:
     return {name: leaves[key].grad for name, key in PARAM_NAMES.items()}
 
 
-def diagnose_growth(lengths) -> dict:
-    if lengths and all(n == lengths[0] for n in lengths):
-        return msg("likely.no_concat")
-    if len(lengths) > 1 and all(b - a == 2 for a, b in zip(lengths, lengths[1:], strict=False)):
-        return msg("likely.cat_twice")
-    if lengths and lengths[0] == 0:
-        return msg("likely.returned_old_cache")
-    return msg("likely.cache_shape")
+# How the cache failed to grow by one a token (growth_fault), in the lesson's words.
+GROWTH = {
+    "not_appended": "likely.no_concat",
+    "twice": "likely.cat_twice",
+    "given_back": "likely.returned_old_cache",
+    "other": "likely.cache_shape",
+}
+
+
+def out_of(value):
+    """The output of a step's (out, cache), or what came."""
+    return value[0] if isinstance(value, tuple) and len(value) == 2 else value
 
 
 def judge_discipline(v, outputs, inputs, jctx):
@@ -1017,21 +861,9 @@ def judge_discipline(v, outputs, inputs, jctx):
     steps = outputs["steps"]
     lengths = []
     for t, step in enumerate(steps):
-        if "error" in step:
-            e = step["error"]
-            v.require(
-                "runs",
-                False,
-                "check.step_raised",
-                t=t,
-                **failure_params(e),
-                code=e["frames"][-1]["code"].strip() if e["frames"] else "",
-                likely=diagnose_raised(e, v.source),
-            )
-        value = step["value"]
-        cache = value[1] if isinstance(value, tuple) and len(value) == 2 else None
-        k = cache[0] if isinstance(cache, tuple) and len(cache) == 2 else None
-        if not isinstance(k, torch.Tensor) or k.dim() != 4:
+        require_step_ran(v, step, t)
+        cache, lens = pair_state(step["value"]), state_lengths(step["value"], axis=2, rank=4)
+        if lens is None or len(lens) != 2 or lens[0] == -1:
             v.require(
                 "returns",
                 False,
@@ -1040,9 +872,8 @@ def judge_discipline(v, outputs, inputs, jctx):
                 got=msg("value.cache_of", got=describe(cache)),
                 likely=msg("likely.cache_pair"),
             )
-        lengths.append(int(k.shape[2]))
-        vv = cache[1]
-        v_len = int(vv.shape[2]) if isinstance(vv, torch.Tensor) and vv.dim() == 4 else -1
+        k, v_len = cache[0], lens[1]
+        lengths.append(lens[0])
         if lengths[-1] != t + 1 or v_len != t + 1:
             before = steps[t - 1]["value"][1][0] if t else None
             old = (
@@ -1064,71 +895,51 @@ def judge_discipline(v, outputs, inputs, jctx):
                 if layout
                 else msg("likely.returned_old_cache")
                 if old
-                else diagnose_growth(lengths),
+                else msg(GROWTH[growth_fault(lengths) or "other"]),
             )
     v.expect("returns", True)
     v.expect("shape", True)
     # The caller's tensors: what it passed stays as it was, and what it was given stays so too.
-    for t, step in enumerate(steps[1:], 1):
-        x_after, cache_after = step["args"]
-        given = steps[t - 1]["value"][1]
-        for name, a, p in zip(
-            ("x", "k", "v"),
-            (x_after, *cache_after),
-            (case["x"][:, t : t + 1], *given),
-            strict=False,
-        ):
-            same = (
-                isinstance(a, torch.Tensor)
-                and a.shape == p.shape
-                and bool(torch.equal(a.to(p.dtype), p))
-            )
-            if not same:
-                err = (
-                    msg("value.changed_by", err=max_error(a, p)[0])
-                    if isinstance(a, torch.Tensor) and a.shape == p.shape
-                    else msg("value.resized", shape=shape_str(a.shape))
-                    if isinstance(a, torch.Tensor)
-                    else describe(a)
-                )
-                v.require(
-                    "inputs-unchanged",
-                    False,
-                    "check.cache_mutated",
-                    name=name,
-                    t=t,
-                    err=err,
-                    likely=msg("likely.mutated_cache") if name != "x" else msg("likely.mutated_x"),
-                )
-    for t, (now, then) in enumerate(
-        zip(outputs["held"], (s["value"] for s in steps), strict=False)
-    ):
-        for i, name in enumerate(("k", "v")):
-            a, b = now[1][i], then[1][i]
-            if not (a.shape == b.shape and torch.equal(a, b)):
-                v.require(
-                    "inputs-unchanged",
-                    False,
-                    "check.cache_reused",
-                    name=name,
-                    t=t,
-                    later=len(steps) - 1,
-                    likely=state_on_layer(jctx.source) or msg("likely.cache_buffer"),
-                )
-    branches = [c["value"] for c in outputs.get("branch", []) if isinstance(c.get("value"), tuple)]
-    for n, (now, then) in enumerate(zip(outputs.get("branch_held", []), branches, strict=False), 1):
-        same = all(
-            isinstance(a, torch.Tensor)
-            and isinstance(b, torch.Tensor)
-            and a.shape == b.shape
-            and bool(torch.equal(a, b))
-            for a, b in zip(now[1], then[1], strict=False)
+    changed = changed_argument(steps, case["x"])
+    if changed:
+        t, i, a, p = changed
+        err = (
+            msg("value.changed_by", err=max_error(a, p)[0])
+            if isinstance(a, torch.Tensor) and a.shape == p.shape
+            else msg("value.resized", shape=shape_str(a.shape))
+            if isinstance(a, torch.Tensor)
+            else describe(a)
         )
         v.require(
             "inputs-unchanged",
-            same,
+            False,
+            "check.cache_mutated",
+            name=("x", "k", "v")[i],
+            t=t,
+            err=err,
+            likely=msg("likely.mutated_cache") if i else msg("likely.mutated_x"),
+        )
+    changed = changed_later([h[1] for h in outputs["held"]], (s["value"][1] for s in steps))
+    if changed:
+        v.require(
+            "inputs-unchanged",
+            False,
+            "check.cache_reused",
+            name="kv"[changed[1]],
+            t=changed[0],
+            later=len(steps) - 1,
+            likely=state_on_layer(jctx.source) or msg("likely.cache_buffer"),
+        )
+    tried = [pair_state(c.get("value")) for c in outputs.get("branch", [])]
+    changed = changed_later(
+        [h[1] for h in outputs.get("branch_held", [])], [s for s in tried if s is not None]
+    )
+    if changed:
+        v.require(
+            "inputs-unchanged",
+            False,
             "check.branch_reused",
-            n=n,
+            n=changed[0] + 1,
             likely=state_on_layer(jctx.source) or msg("likely.cache_buffer"),
         )
     v.expect("inputs-unchanged", True)
@@ -1141,62 +952,27 @@ def judge_discipline(v, outputs, inputs, jctx):
                 "matches-pytorch", False, "check.loop_values", t=t, likely=msg("likely.step_wrong")
             )
     v.expect("matches-pytorch", True)
+
     # Called again: two tokens from one cache (as beam search does), then a new sequence.
-    start = 3
-    for j, call in enumerate(outputs.get("branch", [])):
-        seq = torch.cat([case["x"][:, :start], again["branch"][j]], dim=1)
-        ref = reference_full.__wrapped__(seq, case["w"], H)[0][:, -1:]
-        got = call.get("value")
-        got = got[0] if isinstance(got, tuple) and len(got) == 2 else got
-        if "error" in call or not close(got, ref):
-            err = (
-                max_error(got, ref)[0]
-                if isinstance(got, torch.Tensor) and got.shape == ref.shape
-                else float("nan")
-            )
-            v.require(
-                "call-again",
-                False,
-                "check.branch",
-                t=start,
-                n=j + 1,
-                err=err,
-                likely=state_on_layer(jctx.source) or msg("likely.kept_state_cache"),
-            )
-    ref2 = reference_full(again["x"], case["w"], H)[0]
-    for t, call in enumerate(outputs["fresh"]):
-        got = call.get("value")
-        if "error" in call or not close(got, ref2[:, t : t + 1]):
-            err = (
-                max_error(got, ref2[:, t : t + 1])[0]
-                if isinstance(got, torch.Tensor) and got.shape == (B, 1, d_out)
-                else float("nan")
-            )
-            v.require(
-                "call-again",
-                False,
-                "check.new_sequence_step",
-                t=t,
-                err=err,
-                likely=state_on_layer(jctx.source) or msg("likely.kept_state_cache"),
-            )
-    sequences = [case["x"], again["x"]]
-    judge_steps(
-        v,
-        outputs.get("interleaved", []),
-        sequences,
-        case["w"],
-        H,
-        "call-again",
-        "check.interleaved",
-        lambda _call: state_on_layer(jctx.source) or msg("likely.kept_state_cache"),
-    )
+    def kept(_call):
+        return state_on_layer(jctx.source) or msg("likely.kept_state_cache")
+
+    tried = [
+        {**call, "seq": j, "t": BRANCH_FROM, "value": out_of(call.get("value"))}
+        for j, call in enumerate(outputs.get("branch", []))
+    ]
+    prefix = case["x"][:, :BRANCH_FROM]
+    branched = [torch.cat([prefix, tok], dim=1) for tok in again["branch"][: len(tried)]]
+    refs = [reference_full.__wrapped__(seq, case["w"], H)[0] for seq in branched]
+    judge_steps(v, tried, refs, "call-again", "check.branch", kept)
+    refs = [reference_full(x, case["w"], H)[0] for x in (case["x"], again["x"])]
+    fresh = outputs["fresh"]
+    judge_steps(v, fresh, refs[1:], "call-again", "check.new_sequence_step", kept, numbered=False)
+    judge_steps(v, outputs.get("interleaved", []), refs, "call-again", "check.interleaved", kept)
     judge_steps(
         v,
         outputs.get("eval_dropout", []),
-        sequences[:1],
-        case["w"],
-        H,
+        refs[:1],
         "dropout",
         "check.eval_dropout",
         lambda call: (
@@ -1299,35 +1075,11 @@ COST_LIMIT = 4e9  # FLOPs of recomputing one length (× the batch); longer ones 
 
 
 def cost_settings(params) -> dict:
-    s = dict(COST_DEFAULTS)
-    for key, value in (params or {}).items():
-        if (
-            key in s
-            and isinstance(value, int)
-            and not isinstance(value, bool)
-            and 0 < value <= 4096
-        ):
-            s[key] = value
-    return s
+    return int_settings(COST_DEFAULTS, params)
 
 
 def lengths_up_to(t_max: int) -> list[int]:
-    out, t = [], COST_T_MIN
-    while t <= t_max and len(out) < 8:
-        out.append(t)
-        t *= 2
-    return out
-
-
-def timed(fn):
-    start = time.perf_counter()
-    fn()
-    return (time.perf_counter() - start) * 1000.0
-
-
-def recompute(layer, x):
-    """Generation without a cache: the whole prefix through the full pass, for every new token."""
-    return torch.cat([layer(x[:, : t + 1])[:, -1:] for t in range(x.shape[1])], dim=1)
+    return doubling(COST_T_MIN, t_max)
 
 
 def probe_cost(ctx, inputs):
@@ -1336,72 +1088,46 @@ def probe_cost(ctx, inputs):
     H, B = s["heads"], s["batch"]
     d = H * COST_HEAD_DIM
     g = torch.Generator().manual_seed(5)
-    measured = []
-    deadline = time.monotonic() + COST_BUDGET
-    for i, T in enumerate(lengths_up_to(s["t_max"])):
-        if time.monotonic() > deadline or B * flops_recompute(T, d) > COST_LIMIT:
-            break
-        made = ctx.call(lambda T=T: cls(d, d, H, T).eval(), primary=i == 0)
+
+    def measure(i, T):
+        made = ctx.call(lambda: cls(d, d, H, T).eval(), primary=i == 0)
         if "error" in made:
-            break
-        layer = made["value"]
-        x = torch.randn(B, T, d, generator=g)
-        cached = ctx.call(lambda layer=layer, x=x: timed(lambda: gen(layer, x)))
-        full = ctx.call(lambda layer=layer, x=x: timed(lambda: recompute(layer, x)))
-        measured.append([T, cached.get("value"), full.get("value")])
+            return None
+        layer, x = made["value"], torch.randn(B, T, d, generator=g)
+        cached = ctx.call(lambda: timed(lambda: gen(layer, x)))
+        full = ctx.call(lambda: timed(lambda: recompute_each(layer, x)))
+        return [cached.get("value"), full.get("value")]
+
+    measured = timed_rows(
+        lengths_up_to(s["t_max"]),
+        measure,
+        budget=COST_BUDGET,
+        too_big=lambda T: B * flops_recompute(T, d) > COST_LIMIT,
+    )
     return {"settings": s, "measured": measured}
 
 
 def flops_cached(T, d):
-    """Multiply-adds ×2 for T tokens with the cache: 4 projections of one token (8·d² FLOPs),
-    then one row of scores and one weighted sum over the t keys so far (4·t·d)."""
-    return sum(8 * d * d + 4 * t * d for t in range(1, T + 1))
+    """T tokens with the cache: each step projects one token and attends over the t so far."""
+    return sum(attention_flops(1, t, d) for t in range(1, T + 1))
 
 
 def flops_recompute(T, d):
-    """Without the cache, step t runs the full pass over t tokens: 8·d²·t + 4·t²·d."""
-    return sum(8 * d * d * t + 4 * t * t * d for t in range(1, T + 1))
-
-
-def human(n: float) -> str:
-    for unit, size in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
-        if n >= size:
-            return f"{n / size:.1f} {unit}"
-    return f"{n:.0f}"
-
-
-TIME_BAR = 3  # cells: two bars and their figures fit beside the other columns at 80×24
-
-
-def ms_text(ms):
-    """A measured time beside its bar, about three digits: 0.42, 3.14, 27.5, 812 ("": none)."""
-    if ms is None:
-        return ""
-    return f"{ms:.0f}" if ms >= 100 else f"{ms:.1f}" if ms >= 10 else f"{ms:.2f}"
+    """Without the cache, step t runs the full pass over t tokens."""
+    return sum(attention_flops(t, t, d) for t in range(1, T + 1))
 
 
 def cost_remarks(measured, s, B, d):
     """What the table cannot say itself: why a row has no times, and that times are noisy
     where the cache measured slower than recomputing (the FLOPs say which costs more)."""
     out = []
-    blank = [T for T in lengths_up_to(s["t_max"]) if measured.get(T, (None, None))[1] is None]
+    blank = blank_lengths(lengths_up_to(s["t_max"]), measured)
     if blank:
-        T = blank[0]
-        rows = blank
-        out.append(
-            note(
-                msg("visual.cost_blank_too_big", T=rows, s=COST_BUDGET)
-                if B * flops_recompute(T, d) > COST_LIMIT
-                else msg("visual.cost_blank_out_of_time", T=rows, s=COST_BUDGET)
-            )
-        )
-    inverted = [
-        T
-        for T, (c, f) in sorted(measured.items())
-        if isinstance(c, (int, float)) and isinstance(f, (int, float)) and c > f
-    ]
-    if inverted:
-        out.append(note(msg("visual.cost_noisy", T=inverted)))
+        too_big = B * flops_recompute(blank[0], d) > COST_LIMIT
+        key = "visual.cost_blank_too_big" if too_big else "visual.cost_blank_out_of_time"
+        out.append(note(msg(key, T=blank, s=COST_BUDGET)))
+    if slower_lengths(measured):
+        out.append(note(msg("visual.cost_noisy", T=slower_lengths(measured))))
     return out
 
 
@@ -1409,26 +1135,12 @@ def judge_cost(v, outputs, inputs, jctx):
     s = outputs["settings"]
     H, B = s["heads"], s["batch"]
     d = H * COST_HEAD_DIM
-    measured = {int(t): (c, f) for t, c, f in outputs["measured"]}
-    top = max(
-        [x for c, f in measured.values() for x in (c, f) if isinstance(x, (int, float))] or [1.0]
-    )
-    rows = []
-    for T in lengths_up_to(s["t_max"]):
+    measured = measured_of(outputs["measured"])
+
+    def formulas(T):
         mb = 2 * B * T * d * 4 / 1e6  # k and v, float32
-        c, f = measured.get(T, (None, None))
-        c = round(c, 2) if isinstance(c, (int, float)) else None
-        f = round(f, 2) if isinstance(f, (int, float)) else None
-        rows.append(
-            [
-                str(T),
-                f"{mb:.3f}",
-                human(flops_cached(T, d)),
-                human(flops_recompute(T, d)),
-                bar_cell(c, top, "green", TIME_BAR, label=ms_text(c)),
-                bar_cell(f, top, "red", TIME_BAR, label=ms_text(f)),
-            ]
-        )
+        return [str(T), f"{mb:.3f}", human(flops_cached(T, d)), human(flops_recompute(T, d))]
+
     cols = [
         msg("visual.cost_T"),
         msg("visual.cost_mb"),
@@ -1442,7 +1154,7 @@ def judge_cost(v, outputs, inputs, jctx):
         note(
             msg("visual.cost_settings", heads=H, batch=B, t_max=s["t_max"], d=d, hd=COST_HEAD_DIM)
         ),
-        table(cols, rows, ["right"] * 4 + ["left"] * 2),  # bars from one edge, figures after
+        timing_table(cols, lengths_up_to(s["t_max"]), measured, formulas),
     ]
     if not measured:
         view.append(waiting(msg("visual.cost_waiting")))
@@ -1456,21 +1168,12 @@ def judge_cost(v, outputs, inputs, jctx):
 
 def probe_rows(ctx, inputs):
     cls = ctx.get(LAYER)
-    size = ROWS_SIZE
     case = inputs["rows"]
-    layer, failed = made_layer(ctx, cls, size, case["w"], primary=True)
+    layer, failed = made_layer(ctx, cls, ROWS_SIZE, case["w"], primary=True)
     if layer is None:
         return failed
-    rows, cache = [], None
-    for t in range(size[5]):
-        call = ctx.call(layer.forward_cached, case["x"][:, t : t + 1], cache, primary=t == 0)
-        soft = call.get("softmax")
-        rows.append(soft if isinstance(soft, torch.Tensor) else None)
-        value = call.get("value")
-        if "error" in call or not (isinstance(value, tuple) and len(value) == 2):
-            break
-        cache = value[1]
-    return {"rows": rows}
+    calls, _ = step_through(ctx, layer.forward_cached, case["x"], primary=True, softmax=True)
+    return {"rows": [c["softmax"] for c in calls]}
 
 
 def judge_rows(v, outputs, inputs, jctx):
@@ -1478,14 +1181,8 @@ def judge_rows(v, outputs, inputs, jctx):
     H, T = ROWS_SIZE[2], ROWS_SIZE[5]
     ref = reference_full(case["x"], case["w"], H)[1][0]
     rows = outputs.get("rows") or []
-    learner = None
-    if len(rows) == T and all(
-        isinstance(r, torch.Tensor) and tuple(r.shape) == (1, H, 1, t + 1)
-        for t, r in enumerate(rows)
-    ):
-        learner = torch.zeros(H, T, T)
-        for t, r in enumerate(rows):
-            learner[:, t, : t + 1] = r[0, :, 0]
+    learner = weights_map(rows, (1, H)) if len(rows) == T else None
+    learner = learner[0] if learner is not None else None
     maps = [
         weights(
             msg("visual.rows_head", h=h),

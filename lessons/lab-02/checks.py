@@ -7,11 +7,8 @@ calls. `attention` is also run with the tutor's own helpers in place of the
 learner's, so that a fault in a helper is blamed on the helper's step.
 """
 
-import contextlib
 import functools
-import inspect
 import math
-import types
 
 import torch
 import torch.nn.functional as F
@@ -22,45 +19,62 @@ from tutor.kit import (
     Region,
     StepSpec,
     after_answer,
+    again_of,
     bar,
+    blame_helpers,
+    call_after,
+    call_kept,
     changed_input,
-    clone_args,
     close,
     describe,
-    differ_explanation,
-    discarded_call,
+    exercise_functions,
     first_nonfinite,
-    front_dims,
+    first_raised_note,
+    head_maps,
+    head_panel,
     heading,
     heatmap,
+    helper_blame,
     judge_attention_weights,
+    judge_bool_mask,
+    judge_called_again,
+    judge_helpers_replaced,
     judge_large_inputs,
+    judge_mask_honoured,
     judge_other_sizes,
     judge_training_story,
     judged,
     large_scores_factor,
     large_scores_likely,
-    lend,
-    likely_for_value,
-    literal_explanation,
-    matching_mistake,
+    mask_difference,
+    mask_size_explanation,
+    masked_softmax_likely,
+    mean_row_entropy,
     msg,
-    nest_likely,
     no_kernel,
+    nonfinite_rows,
     note,
     of_the_inputs,
+    other_mask,
+    pair_weights,
+    probe_calls_again,
+    probe_helper_calls,
+    probe_helpers_replaced,
     probe_training_story,
+    raised_note,
     require_close,
     require_pair,
     require_ran,
     require_tensor,
     round_matrix,
     row,
+    shape_explanation,
     shape_str,
-    squeeze_explanation,
     state_explanation,
     table,
+    trimmed,
     waiting,
+    with_args,
     with_question,
 )
 
@@ -68,7 +82,6 @@ from tutor.kit import (
 QKV_SHAPES = [(1, 2, 6, 8), (2, 3, 5, 16), (4, 9, 32), (1, 1, 1, 4), (1, 2, 40, 64)]
 # The seed's 6, small ones, every T that attention meets, and lengths past any fixed cap.
 MASK_SIZES = [6, 1, 2, 7, 13, 5, 9, 32, 40, 48, 100]
-HELPERS = ("scaled_scores", "causal_mask", "attention_weights")  # in the lesson's step order
 
 
 def make_inputs(seed=0):
@@ -80,16 +93,12 @@ def make_inputs(seed=0):
             # Exactly the notebook's q, k, v: torch.manual_seed(7), then three randn calls.
             g = torch.Generator().manual_seed(7 + 1_000_003 * seed)
         q, k, v = (torch.randn(shape, generator=g) for _ in range(3))
-        T = shape[-2]
         # A mask that is not the causal one, to see that attention_weights uses the mask it is given.
-        other = torch.rand(T, T, generator=g) < 0.4
-        other.fill_diagonal_(False)
-        cases.append({"q": q, "k": k, "v": v, "other_mask": other})
+        cases.append({"q": q, "k": k, "v": v, "other_mask": other_mask(shape[-2], g)})
     # New values at the seed's shape, for the second call of each function (after the other sizes).
     g = torch.Generator().manual_seed(8 + 1_000_003 * seed)
     q, k, v = (torch.randn(QKV_SHAPES[0], generator=g) for _ in range(3))
-    other = torch.rand(QKV_SHAPES[0][-2], QKV_SHAPES[0][-2], generator=g) < 0.4
-    other.fill_diagonal_(False)
+    other = other_mask(QKV_SHAPES[0][-2], g)
     # Last: the direction of the training story's gradient, at the seed's shape.
     story_g = torch.randn(QKV_SHAPES[0], generator=g)
     return {
@@ -143,97 +152,30 @@ def qkv_label(case) -> list[str]:
 # ---------------------------------------------------------------- calls kept apart
 
 
-def snapshot(value):
-    """A copy of a returned tensor (or pair of tensors), taken at once: a function that hands
-    out one buffer and refills it on its next call must be judged on what each call gave."""
-    if type(value) is torch.Tensor:
-        return clone_args(value)
-    if type(value) is tuple and all(type(x) is torch.Tensor for x in value):
-        return tuple(clone_args(x) for x in value)
-    return value
-
-
-def bare(call, args=False) -> dict:
-    """A call without what this lesson never reads: the last softmax output (lab-02 judges the
-    weights returned), and, for calls made only to diagnose, the arguments. Less to encode."""
-    call.pop("softmax", None)
-    if not args:
-        call.pop("args", None)
-    return call
-
-
-def call_kept(ctx, fn, *args, primary=False):
-    """ctx.call with the value snapshot; and the object itself, to look at again later."""
-    call = bare(ctx.call(fn, *args, primary=primary), args=True)
-    if "value" not in call:
-        return call, None
-    value = call["value"]
-    call["value"] = snapshot(value)
-    return call, value
-
-
-def again_of(first_returned, call) -> dict:
-    """The second call at the seed's shape, and the first call's result as it is after it."""
-    return {"call": call, "first_now": first_returned}
-
-
-def judge_again(v, fn, defs, again, first, judge_case, case, blame=None):
-    """The second call, judged like any other; then the first call's result must be as it
-    came: one tensor handed out twice and refilled has changed it."""
-    sub = judged(v.source, judge_case, again["call"], case)
-    if not sub.passed():
-        likely = (
-            (blame() if blame else None)
-            or state_explanation(v.source, defs)
-            or msg("likely.kept_state")
-        )
-        reason, likely = nest_likely(sub.failed_message(), likely)
-        v.require("call-again", False, "check.called_again", fn=fn, reason=reason, likely=likely)
-    v.require(
-        "call-again",
-        same_value(again["first_now"], first),
-        "check.result_reused",
-        fn=fn,
-        likely=lambda: state_explanation(v.source, defs) or msg("likely.result_reused"),
+def called_again(v, fn, outputs, first, judge_case, case, blame=None):
+    """The kit's call-again check, with the lesson's own words for a result refilled."""
+    judge_called_again(
+        v,
+        fn,
+        outputs["again"],
+        first,
+        judge_case,
+        case,
+        defs=(fn,),
+        blame=blame,
+        reused_key="check.result_reused",
+        reused_likely=msg("likely.result_reused"),
     )
 
 
-def same_value(a, b) -> bool:
-    if isinstance(a, tuple) and isinstance(b, tuple):
-        return len(a) == len(b) and all(same_value(x, y) for x, y in zip(a, b, strict=False))
-    if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
-        return a.shape == b.shape and a.dtype == b.dtype and bool(torch.equal(a, b))
-    return True  # not tensors: nothing a later call could have refilled
-
-
 def lab_explain(defs, i):
-    """The likely mistake when a step is right at the seed's q, k, v but not at QKV_SHAPES[i]:
-    a number of the lab's written in, dimensions counted from the front (the 3-D case), a bare
-    squeeze() at a size of 1, state kept between calls, else what differs there."""
-    seed, shape = QKV_SHAPES[0], QKV_SHAPES[i]
+    """The likely mistake when a step is right at the seed's q, k, v but not at QKV_SHAPES[i]
+    (the kit's shape_explanation, with the lesson's words for another rank)."""
 
     def explain(_i, sub, source):
-        names = ("T", "d_k") if len(shape) != len(seed) else ("B", "H", "T", "d_k")
-        here, lab = shape[-len(names) :], seed[-len(names) :]
-        literal = literal_explanation(source, defs, names, lab, here)
-        if literal:
-            return literal
-        if len(shape) != len(seed):
-            found = front_dims(source, frozenset(defs))
-            if found:
-                return msg(
-                    "likely.rank_dims",
-                    line=found.line,
-                    code=found.code,
-                    rank=len(shape),
-                    lab_rank=len(seed),
-                )
-            return msg("likely.rank", rank=len(shape), lab_rank=len(seed))
-        return (
-            squeeze_explanation(source, defs, names, lab, here)
-            or state_explanation(source, defs)
-            or differ_explanation(names, lab, here)
-        )
+        shape, seed = QKV_SHAPES[i], QKV_SHAPES[0]
+        ranks = {"at_key": "likely.rank_dims", "key": "likely.rank"}
+        return shape_explanation(source, defs, ("B", "H", "T", "d_k"), seed, shape, **ranks)
 
     return explain
 
@@ -252,14 +194,9 @@ def other_sizes(v, calls, cases, labels, judge_case, defs, blame=None):
 
 
 def probe_scores(ctx, inputs):
-    fn = ctx.get("scaled_scores")
-    calls, first = [], None
-    for i, c in enumerate(inputs["cases"]):
-        call, value = call_kept(ctx, fn, c["q"], c["k"], primary=i == 0)
-        calls.append(call)
-        first = value if i == 0 else first
-    a = inputs["again"]
-    return {"calls": calls, "again": again_of(first, call_kept(ctx, fn, a["q"], a["k"])[0])}
+    cases, a = inputs["cases"], inputs["again"]
+    args = [(c["q"], c["k"]) for c in cases]
+    return probe_calls_again(ctx, ctx.get("scaled_scores"), args, (a["q"], a["k"]))
 
 
 def diagnose_scores(s, q, k):
@@ -314,14 +251,8 @@ def judge_scores(v, outputs, inputs, jctx):
     defs = ("scaled_scores",)
     judge_scores_case(v, calls[0], cases[0])
     other_sizes(v, calls, cases, [qkv_label(c) for c in cases], judge_scores_case, defs)
-    judge_again(
-        v,
-        "scaled_scores",
-        defs,
-        outputs["again"],
-        calls[0].get("value"),
-        judge_scores_case,
-        inputs["again"],
+    called_again(
+        v, "scaled_scores", outputs, calls[0].get("value"), judge_scores_case, inputs["again"]
     )
     no_kernel(v, "scaled_scores", jctx.source, {"scaled_scores"}, jctx.kernels)
 
@@ -330,13 +261,8 @@ def judge_scores(v, outputs, inputs, jctx):
 
 
 def probe_mask(ctx, inputs):
-    fn = ctx.get("causal_mask")
-    calls, first = [], None
-    for i, T in enumerate(MASK_SIZES):
-        call, value = call_kept(ctx, fn, T, primary=i == 0)
-        calls.append(call)
-        first = value if i == 0 else first
-    return {"calls": calls, "again": again_of(first, call_kept(ctx, fn, MASK_SIZES[0])[0])}
+    sizes = [(T,) for T in MASK_SIZES]
+    return probe_calls_again(ctx, ctx.get("causal_mask"), sizes, sizes[0])
 
 
 def diagnose_mask(m, T):
@@ -353,81 +279,29 @@ def diagnose_mask(m, T):
     return msg("likely.unknown")
 
 
-def mask_row_text(row, col: int) -> str:
-    """A mask row as T/F, at most 16 entries around column col (a row of 100 would not fit)."""
-    flags = ["T" if b else "F" for b in row.tolist()]
-    if len(flags) <= 16:
-        return " ".join(flags)
-    start = max(0, min(col - 8, len(flags) - 16))
-    return (
-        ("… " if start else "")
-        + " ".join(flags[start : start + 16])
-        + (" …" if start + 16 < len(flags) else "")
-    )
-
-
 def judge_mask_case(v, call, T):
     require_ran(v, call, "causal_mask")
     m = call["value"]
-    v.require(
-        "tensor",
-        isinstance(m, torch.Tensor),
-        "check.not_tensor",
+    judge_bool_mask(
+        v,
+        m,
+        future(T),
         what=f"causal_mask({T})",
-        got=describe(m),
-        likely=likely_for_value(m),
+        likely=lambda: diagnose_mask(m, T),
+        shape_likely=msg("likely.mask_shape"),
+        key="check.mask_values",
+        dtype_key="check.mask_dtype",
+        said={"T": T},
     )
-    v.require(
-        "shape",
-        tuple(m.shape) == (T, T),
-        "check.shape",
-        what=f"causal_mask({T})",
-        expected=shape_str((T, T)),
-        got=shape_str(m.shape),
-        likely=msg("likely.mask_shape"),
-    )
-    v.require(
-        "bool",
-        m.dtype == torch.bool,
-        "check.mask_dtype",
-        T=T,
-        got=str(m.dtype).removeprefix("torch."),
-    )
-    expected = future(T)
-    if not torch.equal(m, expected):
-        wrong = m != expected
-        row = int(wrong.any(-1).nonzero()[0])
-        col = int(wrong[row].nonzero()[0])
-        v.require(
-            "values",
-            False,
-            "check.mask_values",
-            T=T,
-            row=row,
-            got=mask_row_text(m[row], col),
-            expected=mask_row_text(expected[row], col),
-            likely=lambda: diagnose_mask(m, T),
-        )
-    v.expect("values", True)
 
 
 def mask_explain(calls):
-    """Why causal_mask fails at a T past the seed's: a 6 written in, state kept from the first
-    call, a mask of fixed size cut down (the same size comes back for every longer T)."""
-    defs = ("causal_mask",)
+    """Why causal_mask fails at a T past the seed's (the kit's, with the lesson's words)."""
 
     def explain(i, sub, source):
-        T = MASK_SIZES[i]
-        literal = literal_explanation(source, defs, ("T",), (MASK_SIZES[0],), (T,))
-        if literal:
-            return literal
-        state = state_explanation(source, defs)
-        if state:
-            return state
-        m = calls[i].get("value")
-        if isinstance(m, torch.Tensor) and m.dim() == 2 and m.shape[0] == m.shape[1] < T:
-            return msg("likely.mask_capped", size=int(m.shape[0]), T=T)
-        return differ_explanation(("T",), (MASK_SIZES[0],), (T,))
+        m, T = calls[i].get("value"), MASK_SIZES[i]
+        key = "likely.mask_capped"
+        return mask_size_explanation(source, ("causal_mask",), m, T, MASK_SIZES[0], capped_key=key)
 
     return explain
 
@@ -443,15 +317,7 @@ def judge_mask(v, outputs, inputs, jctx):
         judge_mask_case,
         explain=mask_explain(calls),
     )
-    judge_again(
-        v,
-        "causal_mask",
-        ("causal_mask",),
-        outputs["again"],
-        calls[0].get("value"),
-        judge_mask_case,
-        MASK_SIZES[0],
-    )
+    called_again(v, "causal_mask", outputs, calls[0].get("value"), judge_mask_case, MASK_SIZES[0])
 
 
 # ---------------------------------------------------------------- weights
@@ -476,7 +342,7 @@ def probe_weights(ctx, inputs):
     return {
         "calls": calls,
         "again": again_of(first, again),
-        "large": bare(ctx.call(fn, large, future(large.shape[-1]))),
+        "large": trimmed(ctx.call(fn, large, future(large.shape[-1]))),
     }
 
 
@@ -488,54 +354,9 @@ def large_scores(case):
 
 
 def diagnose_weights(w, scores, mask, source="", defs=("attention_weights",)):
-    w, scores = w.double(), scores.double()  # in double: a float64 result is compared, not a crash
-    hidden_diagonal = mask | torch.eye(mask.shape[-1], dtype=torch.bool)
-    if w.shape == scores.shape:
-        hidden = w.masked_select(mask.expand_as(w))
-        # Right but for tiny weights on the future: exp of a large negative number, not of -inf.
-        if (
-            hidden.numel()
-            and 0 < float(hidden.abs().max()) < 1e-6
-            and close(w, ref_weights_double(scores, mask))
-        ):
-            return msg("likely.fill_large_negative")
-    likely = matching_mistake(
-        w,
-        [
-            (
-                lambda: torch.softmax(scores, -1).masked_fill(mask, 0.0),
-                msg("likely.mask_after_softmax"),
-            ),
-            (lambda: torch.softmax(scores.masked_fill(mask, 0.0), -1), msg("likely.fill_zero")),
-            (lambda: torch.softmax(scores, -1), msg("likely.no_mask")),
-            (
-                lambda: torch.softmax(scores.masked_fill(mask, float("-inf")), -2),
-                msg("likely.softmax_dim"),
-            ),
-            (
-                lambda: torch.softmax(scores.masked_fill(~mask, float("-inf")), -1),
-                msg("likely.mask_inverted_fill"),
-            ),
-            (
-                lambda: torch.softmax(scores.masked_fill(~mask, -1e9), -1),
-                msg("likely.mask_inverted_fill"),
-            ),
-            (
-                lambda: torch.softmax(scores.masked_fill(hidden_diagonal, float("-inf")), -1),
-                msg("likely.mask_diagonal"),
-            ),
-        ],
-    )
-    if likely["key"] == "likely.no_mask":
-        # The values of no mask at all, and a masked_fill on a line of its own: it is not in place.
-        found = discarded_call(source, frozenset(defs), "masked_fill")
-        if found:
-            return msg("likely.masked_fill_discarded_at", line=found.line, code=found.code)
-    return likely
-
-
-def ref_weights_double(scores, mask):
-    return _weights(scores.double(), mask)
+    """The kit's masked-softmax mistakes, with the lesson's words for a masked_fill thrown away."""
+    key = "likely.masked_fill_discarded_at"
+    return masked_softmax_likely(w, scores, mask, source=source, defs=defs, discarded_key=key)
 
 
 def judge_weights_masked(v, w, scores, mask, what, defs=("attention_weights",)):
@@ -546,40 +367,22 @@ def judge_weights_masked(v, w, scores, mask, what, defs=("attention_weights",)):
 
 def judge_weights_one(v, call, scores, mask, name):
     require_ran(v, call, "attention_weights")
-    w = require_tensor(
-        v,
-        "shape",
-        "attention_weights(scores, mask)",
-        call["value"],
-        scores.shape,
-        msg("likely.weights_shape"),
-    )
-    if name == "other" and torch.count_nonzero(w.masked_select(mask.expand_as(w))):
-        where = tuple(int(i) for i in ((w != 0) & mask).nonzero()[0])
-        # A result kept from the call before (a memo keyed on the shape) ignores the mask too.
-        v.require(
-            "uses-given-mask",
-            False,
-            "check.mask_ignored",
-            row=where[-2],
-            col=where[-1],
-            got=float(w[where]),
-            likely=lambda: (
-                state_explanation(v.source, ("attention_weights",)) or msg("likely.own_mask")
-            ),
-        )
-    judge_weights_masked(v, w, scores, mask, "attention_weights(scores, mask)")
-    expected = ref_weights(scores, mask)
-    require_close(
-        v,
-        "values",
-        "attention_weights(scores, mask)",
-        w,
-        expected,
-        likely=lambda: diagnose_weights(w, scores, mask, v.source),
-    )
+    what = "attention_weights(scores, mask)"
+    w = require_tensor(v, "shape", what, call["value"], scores.shape, msg("likely.weights_shape"))
+
+    def values():
+        judge_weights_masked(v, w, scores, mask, what)
+        likely = lambda: diagnose_weights(w, scores, mask, v.source)  # noqa: E731
+        require_close(v, "values", what, w, ref_weights(scores, mask), likely=likely)
+
     if name == "other":
-        v.expect("uses-given-mask", True)
+        # A result kept from the call before (a memo keyed on the shape) ignores the mask too.
+        def own():
+            return state_explanation(v.source, ("attention_weights",)) or msg("likely.own_mask")
+
+        judge_mask_honoured(v, w, mask, then=values, likely=own, key="check.mask_ignored")
+    else:
+        values()
     changed_input(v, "attention_weights", ["scores", "mask"], call["args"], (scores, mask))
 
 
@@ -596,15 +399,8 @@ def judge_weights(v, outputs, inputs, jctx):
     judge_weights_case(v, calls[0], cases[0])
     other_sizes(v, calls, cases, [qkv_label(c) for c in cases], judge_weights_case, defs)
     judge_large_scores(v, outputs["large"], inputs["large"])
-    judge_again(
-        v,
-        "attention_weights",
-        defs,
-        outputs["again"],
-        calls[0]["causal"].get("value"),
-        judge_weights_case,
-        inputs["again"],
-    )
+    first = calls[0]["causal"].get("value")
+    called_again(v, "attention_weights", outputs, first, judge_weights_case, inputs["again"])
     no_kernel(v, "attention_weights", jctx.source, {"attention_weights"}, jctx.kernels)
 
 
@@ -643,21 +439,6 @@ def judge_large_scores(v, call, scores):
 # ---------------------------------------------------------------- output
 
 
-def _stand_in(learner_fn, reference, params):
-    """The reference helper, called as the learner's attention calls the learner's own
-    (keyword names included, which may differ from the starter's)."""
-
-    def helper(*args, **kwargs):
-        if kwargs:
-            try:
-                args = tuple(inspect.signature(learner_fn).bind(*args, **kwargs).arguments.values())
-            except Exception:  # no signature to read: the starter's names
-                args = args + tuple(kwargs[p] for p in params[len(args) :] if p in kwargs)
-        return reference(*args[: len(params)])
-
-    return lend(helper)  # the learner's attention runs it
-
-
 STAND_INS = {
     "scaled_scores": (_scores, ("q", "k")),
     "causal_mask": (_future, ("seq_len",)),
@@ -665,53 +446,19 @@ STAND_INS = {
 }
 
 
-@contextlib.contextmanager
-def reference_helpers(ctx, fn):
-    """The learner's helpers replaced, in the globals attention reads them from, by correct ones."""
-    names = fn.__globals__ if type(fn) is types.FunctionType else vars(ctx.module)
-    saved = {n: names[n] for n in HELPERS if n in names}
-    try:
-        for n, learner_fn in saved.items():
-            names[n] = _stand_in(learner_fn, *STAND_INS[n])
-        yield bool(saved)
-    finally:
-        names.update(saved)
-
-
 def probe_output(ctx, inputs):
     fn = ctx.get("attention")
-    cases = inputs["cases"]
-    calls, first = [], None
-    for i, c in enumerate(cases):
-        call, value = call_kept(ctx, fn, c["q"], c["k"], c["v"], primary=i == 0)
-        calls.append(call)
-        first = value if i == 0 else first
-    a = inputs["again"]
-    again = again_of(first, call_kept(ctx, fn, a["q"], a["k"], a["v"])[0])
-    everything = cases + [a]
+    cases, a = inputs["cases"], inputs["again"]
+    args = [(c["q"], c["k"], c["v"]) for c in cases + [a]]
+    out = probe_calls_again(ctx, fn, args[:-1], args[-1])
     # Attention on its own: with correct helpers in place of the learner's.
-    with reference_helpers(ctx, fn) as replaced:
-        alone = [
-            bare(ctx.call(fn, c["q"], c["k"], c["v"])) if replaced else None for c in everything
-        ]
+    out["alone"] = probe_helpers_replaced(ctx, fn, args, STAND_INS)
     # The learner's helpers on the inputs attention gives them, to name the first wrong one.
-    helpers = {n: getattr(ctx.module, n, None) for n in HELPERS}
-    parts = []
-    for c in everything:
-        q, k = c["q"], c["k"]
-        T = q.shape[-2]
-        given = {
-            "scaled_scores": (q, k),
-            "causal_mask": (T,),
-            "attention_weights": (ref_scores(q, k), future(T)),
-        }
-        parts.append(
-            {n: bare(ctx.call(f, *given[n])) if callable(f) else None for n, f in helpers.items()}
-        )
+    out["parts"] = probe_helper_calls(ctx, [helper_args(q, k) for q, k, _ in args])
     # The training story on the seed's case: k and v as a trained layer's outputs would be
     # (updated in place by a step), then `q.mul_(2)`.
     c = cases[0]
-    story = probe_training_story(
+    out["story"] = probe_training_story(
         ctx,
         fn,
         [c["q"], c["k"], c["v"]],
@@ -721,14 +468,17 @@ def probe_output(ctx, inputs):
         grads=False,  # a function in NumPy is right here: only values are judged
     )
     # v a thousand times larger (the scores as they were: large scores are their own check).
-    large_x = ctx.call(fn, c["q"], c["k"], c["v"] * LARGE_INPUT)
+    out["large_x"] = ctx.call(fn, c["q"], c["k"], c["v"] * LARGE_INPUT)
+    return out
+
+
+def helper_args(q, k) -> dict:
+    """What attention gives each helper, in the lesson's step order."""
+    T = q.shape[-2]
     return {
-        "calls": calls,
-        "again": again,
-        "alone": alone,
-        "parts": parts,
-        "story": story,
-        "large_x": large_x,
+        "scaled_scores": (q, k),
+        "causal_mask": (T,),
+        "attention_weights": (ref_scores(q, k), future(T)),
     }
 
 
@@ -778,91 +528,56 @@ def diagnose_scores_from_weights(w, q, k):
     return msg("likely.unknown")
 
 
-def with_args(call, *args) -> dict:
-    """A diagnostic call (sent without its arguments) with the pristine ones: judged on its
-    values alone. A helper that changes its input in place fails its own step for that."""
-    return {**call, "args": args} if "value" in call else call
+def replaced_verdict(source, alone, case):
+    """attention's verdict with correct helpers in place of the learner's; None without any."""
+    if alone is None:
+        return None
+    qkv = with_args(alone, case["q"], case["k"], case["v"])
+    return judged(source, judge_output_case, qkv, case)
 
 
-def helper_blame(source, alone, parts, case):
-    """When attention is right with correct helpers in place of the learner's, the first of
-    the learner's helpers, in step order, that is wrong on the inputs attention gives it: the
-    step to fix first. None when attention itself is at fault, or no helper is."""
+def part_judges(source, case) -> dict:
+    """Each helper's own step's judge, on the inputs attention gives it, in step order."""
     q, k = case["q"], case["k"]
     T = q.shape[-2]
-    if (
-        alone is None
-        or not judged(source, judge_output_case, with_args(alone, q, k, case["v"]), case).passed()
-    ):
-        return None
     scores, mask = ref_scores(q, k), future(T)
-    checks = {
+    return {
         "scaled_scores": lambda c: judged(source, judge_scores_case, with_args(c, q, k), case),
         "causal_mask": lambda c: judged(source, judge_mask_case, c, T),
         "attention_weights": lambda c: judged(
             source, judge_weights_one, with_args(c, scores, mask), scores, mask, "causal"
         ),
     }
-    for name in HELPERS:
-        c = parts.get(name)
-        if c is not None and not checks[name](c).passed():
-            return msg("likely.helper_first", fn=name)
-    return None
-
-
-def blame_helpers(v, start: int, blame) -> None:
-    """The likely mistake of each failure since start, replaced by the helper to fix first."""
-    failed = [
-        c
-        for c in v.checks[start:]
-        if c.status != "pass" and c.message and "likely" in c.message.params
-    ]
-    likely = blame() if failed else None
-    if likely:
-        for c in failed:
-            c.message.params["likely"] = likely
 
 
 def judge_output(v, outputs, inputs, jctx):
     calls, cases = outputs["calls"], inputs["cases"]
     if jctx.views:
         ref = ref_weights(ref_scores(cases[0]["q"], cases[0]["k"]), future(cases[0]["q"].shape[-2]))
-        w = weights_of(calls[0])
-        w = w if w is not None and w.shape == ref.shape else None
+        w = pair_weights(calls[0], ref.shape)
         # Drawn before judging: a failing step is where the heatmap helps most.
-        v.visuals["heatmaps"] = [
-            {
-                "label": {"key": "visual.head", "params": {"h": h}},
-                "learner": round_matrix(w[0, h]) if w is not None else None,
-                "reference": round_matrix(ref[0, h]),
-            }
-            for h in range(ref.shape[1])
-        ]
+        v.visuals["heatmaps"] = head_panel(w, ref, lambda h: msg("visual.head", h=h))
         v.visuals["view"] = printout_view(calls[0], cases[0])
     everything = cases + [inputs["again"]]
     alone, parts = outputs["alone"], outputs["parts"]
-    blame = functools.lru_cache(maxsize=None)(
-        lambda i: helper_blame(v.source, alone[i], parts[i], everything[i])
+    cached = functools.lru_cache(maxsize=None)
+    replaced = cached(lambda i: replaced_verdict(v.source, alone[i], everything[i]))
+    blame = cached(
+        lambda i: helper_blame(
+            replaced(i), parts[i], part_judges(v.source, everything[i]), key="likely.helper_first"
+        )
     )
     try:
         judge_output_case(v, calls[0], cases[0])
     finally:
         blame_helpers(v, 0, lambda: blame(0))
-    if alone[0] is not None:
-        c = cases[0]
-        sub = judged(v.source, judge_output_case, with_args(alone[0], c["q"], c["k"], c["v"]), c)
-        reason, likely = (
-            nest_likely(sub.failed_message(), msg("likely.compensates"))
-            if not sub.passed()
-            else ({}, "")
-        )
-        v.expect(
-            "reference-helpers",
-            sub.passed(),
-            "check.reference_helpers",
-            reason=reason,
-            likely=likely,
-        )
+    judge_helpers_replaced(
+        v,
+        replaced(0),
+        check_id="reference-helpers",
+        key="check.reference_helpers",
+        likely=msg("likely.compensates"),
+    )
     other_sizes(
         v,
         calls,
@@ -872,16 +587,9 @@ def judge_output(v, outputs, inputs, jctx):
         ("attention",),
         blame=blame,
     )
-    judge_again(
-        v,
-        "attention",
-        ("attention",),
-        outputs["again"],
-        calls[0].get("value"),
-        judge_output_case,
-        inputs["again"],
-        blame=lambda: blame(len(cases)),
-    )
+    first = calls[0].get("value")
+    last = lambda: blame(len(cases))  # noqa: E731
+    called_again(v, "attention", outputs, first, judge_output_case, inputs["again"], last)
     no_kernel(v, "attention", jctx.source, {"attention"}, jctx.kernels)
     c, s = cases[0], LARGE_INPUT
     judge_large_inputs(
@@ -907,7 +615,7 @@ def printout_view(call, case) -> list:
     """The notebook's printouts, from the learner's attention on its inputs: the weights' shape,
     their row sums and the largest absolute difference from PyTorch's kernel."""
     value = call.get("value")
-    w = weights_of(call)
+    w = pair_weights(call)
     if w is None:
         return []
     rows = [["weights:", shape_str(w.shape)]]
@@ -936,13 +644,6 @@ def printout_view(call, case) -> list:
     ]
 
 
-def weights_of(call):
-    value = call.get("value")
-    if isinstance(value, tuple) and len(value) == 2 and isinstance(value[1], torch.Tensor):
-        return value[1]
-    return None
-
-
 STEPS = {
     "scores": StepSpec(probe_scores, judge_scores, ("scaled_scores",), own_formula="scaled_scores"),
     "mask": StepSpec(probe_mask, judge_mask, ("causal_mask",)),
@@ -968,19 +669,12 @@ def probe_heatmap(ctx, inputs):
 def judge_heatmap(v, outputs, inputs, jctx):
     c = inputs["cases"][0]
     ref = ref_weights(ref_scores(c["q"], c["k"]), future(c["q"].shape[-2]))
-    w = weights_of(outputs["call"])
-    ok = w is not None and w.shape == ref.shape
+    w = pair_weights(outputs["call"], ref.shape)
+    ok = w is not None
     # The seed's plot: head 0 and head 1 side by side, the learner's own weights (the
     # reference's where the learner's cannot be drawn; the check below says why).
     shown = w if ok else ref
-    v.visuals["view"] = [
-        row(
-            *(
-                heatmap(round_matrix(shown[0, h]), msg("visual.head_title", h=h))
-                for h in range(min(2, ref.shape[1]))
-            )
-        )
-    ]
+    v.visuals["view"] = [head_maps(shown, lambda h: msg("visual.head_title", h=h))]
     v.expect(
         "returns",
         ok,
@@ -1013,84 +707,51 @@ def _head0_times4(q):
 OWN = {"exercise_scores": _no_scale, "exercise_mask": _diagonal_zero, "exercise_q": _head0_times4}
 
 
-def then(ctx, fn, call, *rest):
-    """fn on the value of an earlier call and rest; the earlier call itself if it failed."""
-    return ctx.call(fn, call["value"], *rest) if "value" in call else call
-
-
 def probe_exercises(ctx, inputs):
     scores_fn, weights_fn = ctx.get("scaled_scores"), ctx.get("attention_weights")
     mask_fn, attention_fn = ctx.get("causal_mask"), ctx.get("attention")
-    mine = {name: ctx.optional(name) for name in EXERCISES}
     # A missing exercise is the tutor's change, called as the learner's would be.
-    changed = {name: mine[name] or OWN[name] for name in EXERCISES}
-    out: dict = {"missing": [name for name in EXERCISES if mine[name] is None], "entropy": []}
+    changed, missing = exercise_functions(ctx, OWN)
+    out: dict = {"missing": missing, "entropy": []}
     g = torch.Generator().manual_seed(11)
     mask = ctx.call(mask_fn, ENTROPY_T, primary=True)["value"]
     if not ctx.views:  # the rest only feeds the view, which `check` and `grade` never draw
         return out
     for hd in HEAD_DIMS:
         q, k = (torch.randn(1, 2, ENTROPY_T, hd, generator=g) for _ in range(2))
-        scaled = bare(ctx.call(scores_fn, q, k))
-        unscaled = bare(ctx.call(changed["exercise_scores"], q, k))
+        scaled = trimmed(ctx.call(scores_fn, q, k))
+        unscaled = trimmed(ctx.call(changed["exercise_scores"], q, k))
         out["entropy"].append(
             {
                 "hd": hd,
                 "scaled": scaled.get("value"),
                 "unscaled": unscaled,
                 "raw": _no_scale(q, k),
-                "with": bare(then(ctx, weights_fn, scaled, mask)).get("value"),
-                "without": bare(then(ctx, weights_fn, unscaled, mask)),
+                "with": trimmed(call_after(ctx, weights_fn, scaled, mask)).get("value"),
+                "without": trimmed(call_after(ctx, weights_fn, unscaled, mask)),
             }
         )
     c = inputs["cases"][0]
     T = c["q"].shape[-2]
-    out["mask"] = bare(ctx.call(changed["exercise_mask"], T))
+    out["mask"] = trimmed(ctx.call(changed["exercise_mask"], T))
     scores = ref_scores(c["q"], c["k"])
     out["diagonal"] = (
-        bare(ctx.call(weights_fn, scores, out["mask"]["value"]))
+        trimmed(ctx.call(weights_fn, scores, out["mask"]["value"]))
         if "value" in out["mask"]
         else out["mask"]
     )
-    out["q"] = bare(ctx.call(changed["exercise_q"], c["q"]))
-    out["before"] = bare(ctx.call(attention_fn, c["q"], c["k"], c["v"]))
-    out["after"] = bare(then(ctx, attention_fn, out["q"], c["k"], c["v"]))
+    out["q"] = trimmed(ctx.call(changed["exercise_q"], c["q"]))
+    out["before"] = trimmed(ctx.call(attention_fn, c["q"], c["k"], c["v"]))
+    out["after"] = trimmed(call_after(ctx, attention_fn, out["q"], c["k"], c["v"]))
     return out
-
-
-def mean_entropy(w):
-    """Mean over rows of −Σ w·log w, skipping rows that are not finite."""
-    if not isinstance(w, torch.Tensor):
-        return None
-    w = w.double()
-    ent = -(w * torch.log(w.clamp_min(1e-300))).sum(-1)
-    ent = ent[torch.isfinite(ent)]
-    return round(float(ent.mean()), 4) if ent.numel() else None
 
 
 def made_for_you(fn: str):
     return note(msg("visual.ex_made_for_you", fn=fn))
 
 
-def raised(call, fn: str):
-    """What a call raised, said at its line in the learner's file; None if it ran."""
-    failure = call.get("error")
-    if failure is None:
-        return None
-    frames = failure.get("frames") or []
-    said = {
-        "fn": frames[-1].get("function", fn) if frames else fn,
-        "kind": failure.get("kind", "Exception"),
-        "detail": str(failure.get("detail", ""))[:200],
-    }
-    if frames:
-        return note(msg("visual.ex_raised_line", line=frames[-1].get("line"), **said))
-    return note(msg("visual.ex_raised", **said))
-
-
-def first_raised(*calls):
-    """The note for the first of (call, function name) that raised; None if all ran."""
-    return next((said for call, fn in calls if (said := raised(call, fn)) is not None), None)
+# The lesson's own words for an exercise function that raised.
+RAISED = {"key": "visual.ex_raised", "line_key": "visual.ex_raised_line"}
 
 
 def same(a, b) -> bool:
@@ -1102,19 +763,21 @@ def entropy_view(outputs) -> list:
     """Exercise 1: the scale keeps the softmax from saturating as head_dim grows."""
     found = outputs["entropy"]
     ent = [
-        (e["hd"], mean_entropy(e["with"]), mean_entropy(e["without"].get("value"))) for e in found
+        (e["hd"], mean_row_entropy(e["with"]), mean_row_entropy(e["without"].get("value")))
+        for e in found
     ]
     top = max([x for _, a, b in ent for x in (a, b) if x is not None] or [1.0])
     fmt = lambda x: None if x is None else f"{x:.2f}"  # noqa: E731
     rows = [[str(hd), fmt(a), bar(a, top, "green"), fmt(b), bar(b, top, "red")] for hd, a, b in ent]
     columns = ["head_dim", msg("visual.ex1_with"), "", msg("visual.ex1_without"), ""]
     said = [made_for_you("exercise_scores")] if "exercise_scores" in outputs["missing"] else []
-    failed = first_raised(
-        *(
+    failed = first_raised_note(
+        [
             (e[part], fn)
             for e in found
             for part, fn in (("unscaled", "exercise_scores"), ("without", "attention_weights"))
-        )
+        ],
+        **RAISED,
     )
     unscaled = [e["unscaled"].get("value") for e in found]
     right = failed is None and all(same(u, e["raw"]) for u, e in zip(unscaled, found, strict=True))
@@ -1141,10 +804,7 @@ def mask_said(m, T: int) -> tuple[bool, list]:
         return True, []
     if torch.equal(m, _future(T)):
         return False, [note(msg("visual.ex2_unchanged"))]
-    r = int((m != zero).any(-1).nonzero()[0])
-    col = int((m[r] != zero[r]).nonzero()[0])
-    got, expected = mask_row_text(m[r], col), mask_row_text(zero[r], col)
-    return False, [note(msg("visual.ex2_not_diagonal0", T=T, row=r, got=got, expected=expected))]
+    return False, [note(msg("visual.ex2_not_diagonal0", T=T, **mask_difference(m, zero)))]
 
 
 def diagonal_view(outputs, inputs) -> list:
@@ -1154,10 +814,10 @@ def diagonal_view(outputs, inputs) -> list:
     shown = [note(msg("visual.ex2_task"))]
     m = outputs["mask"].get("value")
     # What exercise_mask did comes first: attention_weights fails on a mask of no use.
-    failed = raised(outputs["mask"], "exercise_mask")
+    failed = raised_note(outputs["mask"], "exercise_mask", **RAISED)
     if failed is None and not (isinstance(m, torch.Tensor) and tuple(m.shape) == (T, T)):
         failed = note(msg("visual.ex2_shape", T=T, got=describe(m)))
-    failed = failed or raised(outputs["diagonal"], "attention_weights")
+    failed = failed or raised_note(outputs["diagonal"], "attention_weights", **RAISED)
     if failed is not None:
         return [with_question(2, *shown, *said, failed)]
     right, notes = mask_said(m.bool(), T)
@@ -1165,7 +825,7 @@ def diagonal_view(outputs, inputs) -> list:
     w = outputs["diagonal"].get("value")
     nan_rows: list[int] = []
     if isinstance(w, torch.Tensor) and w.dim() == 4 and tuple(w.shape[-2:]) == (T, T):
-        nan_rows = [i for i, r in enumerate(w[0, 0]) if not torch.isfinite(r).all()]
+        nan_rows = nonfinite_rows(w[0, 0])
         shown.append(heatmap(round_matrix(w[0, 0]), msg("visual.ex2_heatmap")))
         if nan_rows:
             one = len(nan_rows) == 1
@@ -1190,25 +850,22 @@ def heads_view(outputs, inputs) -> list:
     shown = [note(msg("visual.ex3_task"))]
     new = outputs["q"].get("value")
     # What exercise_q did comes first: attention fails on a q of no use.
-    failed = raised(outputs["q"], "exercise_q")
+    failed = raised_note(outputs["q"], "exercise_q", **RAISED)
     if failed is None and not (isinstance(new, torch.Tensor) and new.shape == q.shape):
         got = describe(new)
         failed = note(msg("visual.ex3_bad_return", expected=shape_str(q.shape), got=got))
-    failed = failed or first_raised(
-        (outputs["before"], "attention"), (outputs["after"], "attention")
-    )
+    both = [(outputs["before"], "attention"), (outputs["after"], "attention")]
+    failed = failed or first_raised_note(both, **RAISED)
     if failed is not None:
         return [with_question(3, *shown, *said, failed)]
-    before, after = weights_of(outputs["before"]), weights_of(outputs["after"])
+    before, after = pair_weights(outputs["before"]), pair_weights(outputs["after"])
     if not all(isinstance(w, torch.Tensor) and w.dim() == 4 for w in (before, after)):
         return [with_question(3, *shown, *said, waiting(msg("visual.ex_waiting")))]
     changed = [h for h in range(q.shape[1]) if not torch.equal(new[:, h], q[:, h])]
     heads = range(min(2, before.shape[1], after.shape[1]))
     if not changed:  # nothing to compare: each head once
         said.append(note(msg("visual.ex3_unchanged")))
-        maps = [
-            row(*(heatmap(round_matrix(before[0, h]), msg("visual.ex3_head", h=h)) for h in heads))
-        ]
+        maps = [head_maps(before, lambda h: msg("visual.ex3_head", h=h), len(heads))]
     else:
         maps = [
             row(

@@ -467,10 +467,12 @@ def judge_single(v, outputs, inputs, jctx):
     judge_called_again(
         v,
         "causal_attention",
-        outputs["again"],
+        {"call": outputs["again"]},
+        None,
         judge_single_case,
         inputs["single_again"],
         SINGLE_SIZES[0],
+        source="",
     )
     judge_large_scores(v, outputs["large"], inputs["single_large"])
     judge_large_inputs(
@@ -790,7 +792,7 @@ def probe_multi(ctx, inputs):
             ctx, module, case["x"], inputs["leak_delta"]["multi"], dropout=True
         )
     counts = {}
-    if "CausalMultiHeadAttention" in vars(ctx.module):
+    if ctx.defines("CausalMultiHeadAttention"):
         for heads in (1, 4):
             made = ctx.call(
                 lambda heads=heads: sum(p.numel() for p in cls(8, 8, heads, 16).parameters())

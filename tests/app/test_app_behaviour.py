@@ -1203,3 +1203,70 @@ async def test_lab_02s_questions_appear_once_and_their_why_waits_for_the_answer(
         assert why not in text
         await write_in_the_box(pilot, "1", "it collapses")
         assert why in " ".join(doc_text(app).split())
+
+
+# ------------------------------------------------------------ a save runs only what it changed
+
+LM3_READS = {
+    "single-head": ("causal_attention",),
+    "leakage": ("causal_attention",),
+    "multi-head": ("CausalMultiHeadAttention",),
+    "shapes": ("expected_shapes",),
+}
+
+
+class RecordingWorker:
+    """Takes the app's runs without running them: the test hands back the verdicts."""
+
+    proc = None
+
+    def __init__(self):
+        self.runs: list[list[str]] = []
+
+    def submit(self, lesson, path, text, steps, params=None) -> int:
+        self.runs.append(list(steps))
+        return len(self.runs)
+
+    def close(self) -> None:
+        pass
+
+
+async def test_a_save_runs_again_only_the_steps_whose_code_changed(make_app):
+    import dataclasses
+
+    from tutor.app.checking import WorkerEvent
+    from tutor.engine.protocol import StepVerdict
+
+    app, results = make_app("lm3-l3")
+    source = app.path.read_text(encoding="utf-8")
+    passes = {
+        r.id: dataclasses.replace(r, reads=LM3_READS[r.id]) for r in results if r.id in LM3_READS
+    }
+    shapes_changed = source.replace(
+        "def expected_shapes(B, T, H, hd):", "def expected_shapes(B, T, H, hd):\n    pass", 1
+    )
+    assert shapes_changed != source
+    async with app.run_test(size=SIZE) as pilot:
+        worker = RecordingWorker()
+        app.worker, app.worker_state = worker, "ready"
+
+        def deliver(*step_results):
+            for r in step_results:
+                app.on_worker_event(WorkerEvent(StepVerdict(len(worker.runs), r)))
+
+        app.run_checks(source, source.encode())
+        assert sorted(worker.runs[-1]) == sorted(LM3_READS)
+        deliver(*passes.values())
+        app.run_checks(shapes_changed, shapes_changed.encode())
+        assert worker.runs[-1] == ["shapes"]  # the other three: their passes, shown again
+        assert app.running == {"shapes"}
+        assert all(app.results[s].status == "pass" for s in LM3_READS)
+        failed = dataclasses.replace(passes["shapes"], status="fail")
+        deliver(failed)
+        app.run_checks(source, source.encode())  # back as it was: shapes failed since, so it runs
+        assert worker.runs[-1] == ["shapes"]
+        deliver(passes["shapes"])
+        app.run_checks(source, source.encode())  # the same again: nothing runs, all is shown
+        assert worker.runs[-1] == [] and not app.running
+        await settle(pilot)
+        assert all(app.results[s].status == "pass" for s in LM3_READS)

@@ -282,6 +282,33 @@ def test_syntax_error_has_a_caret(live, tmp_path):
         assert "^" in r.failure.caret and f"{r.failure.frames[0].line:>4} |" in r.failure.caret
 
 
+INTERRUPTING_TIMER = at_import(
+    """
+import signal as _signal
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt  # <-
+_signal.signal(_signal.SIGALRM, _interrupt)
+_signal.setitimer(_signal.ITIMER_REAL, 0.005, 0.005)
+"""
+)
+
+
+def test_a_timer_whose_handler_raises_is_the_learners_in_every_step(live):
+    # The handler fires in the harness's code too (between the probe and the frame): each
+    # step must still say the learner's code raised, never "the tutor could not judge" nor
+    # "ended early", and the worker must take the next file (in `grade`, another student's).
+    for _ in range(3):
+        run = live.run("lm3-l3", INTERRUPTING_TIMER)
+        for r in run.results.values():
+            key = first_message(r).key if r.status != "pass" else None
+            assert key in (None, "failure.exception", "check.raised") or r.status == "fail", (
+                summary(run.results)
+            )
+            assert key not in ("failure.exit", "failure.harness", "failure.harness_cli")
+    run = live.run("lm3-l3", with_code(""))
+    assert all(r.status == "pass" for r in run.results.values()), summary(run.results)
+
+
 def test_worker_still_works_after_the_cases(live):
     run = live.run("lm3-l3", with_code(""))
     assert all(r.status == "pass" for r in run.results.values()), summary(run.results)

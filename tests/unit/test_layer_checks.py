@@ -13,7 +13,6 @@ from tutor.kit import (
     call_again,
     constructor_facts,
     diagnose_dropout,
-    judge_called_again,
     judge_dropout_modes,
     judge_gradients,
     judge_layer_constructor,
@@ -166,16 +165,6 @@ def test_state_fails_on_a_weight_forward_changed():
     v = run(judge_layer_state, state_dict_copy(layer), expected, None, **how)
     assert v.failed_message()["key"] == "lesson.state"
     assert v.failed_message()["params"]["name"] == "W_k.weight"
-
-
-def test_called_again_fails_on_a_call_that_kept_its_first_answer():
-    def judge_case(v, call, want):
-        v.require("values", torch.equal(call["value"], want), "check.values")
-
-    want = torch.ones(2)
-    assert run(judge_called_again, "f", {"value": torch.ones(2)}, judge_case, want).passed()
-    v = run(judge_called_again, "f", {"value": torch.zeros(2)}, judge_case, want)
-    assert failed(v) == "check.called_again"
 
 
 def test_call_again_says_a_raised_call_and_a_wrong_value():

@@ -46,6 +46,7 @@ def test_a_report_says_its_kind_in_its_type_tag():
         "type": "outputs",
         "tree": {"calls": [1, 2]},
         "kernels": ["aten::softmax"],
+        "reads": None,
     }
     assert set(REPORTS[1].to_json()["error"]) == {
         "kind",

@@ -172,3 +172,48 @@ def test_spares_warmed_on_another_lesson_or_an_unknown_one_still_judge_right():
     for first in ("lab-02", "no-such-lesson"):
         results = _first_run(first)
         assert results and set(results.values()) == {"pass"}, (first, results)
+
+
+def zygote_state(batch: bool = False) -> dict:
+    return {
+        "batch": batch,
+        "warm": warm_runs(),
+        "queue": [],
+        "warmed": set(),
+        "modules": CHECKS,
+        "inputs": INPUTS,
+    }
+
+
+def test_the_apps_zygote_warms_a_lesson_step_by_step_then_its_spares_skip_theirs():
+    from tutor.engine import zygote
+
+    state = zygote_state()
+    lab = next(lesson for lesson in LESSONS if lesson.id == "lab-02")
+    steps = [step.id for step in lab.checked_steps]
+    assert [run[0] for run in zygote.spare_warm_up(state, "lab-02")] == ["lab-02"]
+    zygote._queue_warm_up(state, "lab-02")
+    zygote._queue_warm_up(state, "lab-02")  # a second spare of the same lesson: queued once
+    assert [(run[0], step) for run, step in state["queue"]] == [("lab-02", s) for s in steps]
+    rng = torch.get_rng_state()
+    while len(state["queue"]) > 1:
+        zygote._warm_one(state)
+        assert "lab-02" not in state["warmed"]  # a spare forked half-way warms up by itself
+        assert zygote.spare_warm_up(state, "lab-02")
+    zygote._warm_one(state)
+    assert state["warmed"] == {"lab-02"} and not state["queue"]
+    assert zygote.spare_warm_up(state, "lab-02") == []
+    assert [run[0] for run in zygote.spare_warm_up(state, "lm3-l3")] == ["lm3-l3"]
+    assert torch.equal(torch.get_rng_state(), rng)
+    assert "learner" not in sys.modules
+
+
+def test_grades_zygote_warms_up_at_its_setup_not_in_idle_time():
+    from tutor.engine import zygote
+
+    state = zygote_state(batch=True)
+    zygote._queue_warm_up(state, "lab-02")
+    assert state["queue"] == [] and zygote.spare_warm_up(state, "lab-02") == []
+    state = zygote_state()
+    zygote._queue_warm_up(state, None)  # no lesson known yet: spares warm up on every lesson
+    assert state["queue"] == [] and zygote.spare_warm_up(state, None) == state["warm"]

@@ -23,6 +23,7 @@ from tutor.model.view_items import Item
 from tutor.text.i18n import t
 from tutor.text.safe_text import one_line, visible
 from tutor.workspace.store import AnswerSheet, Section, State, Store
+from tutor.workspace.unchanged import PassedSteps
 
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 SPINNER_AFTER = 0.15  # s: a run that ends sooner shows no spinner at all, just the new marks
@@ -123,6 +124,10 @@ class LessonApp(App[None]):
             None  # the file content the current verdicts are for
         )
         self.saved_status: dict[str, str] = dict(saved.get("status", {}))
+        # Steps whose last run passed, and on what code: a save that leaves it as it was shows
+        # that pass again instead of running the step (workspace/unchanged.py).
+        self.passed = PassedSteps(path.parent)
+        self.submitted: tuple[str, dict[str, str]] = ("", {})  # the last run's text, settings
         self.saver = ThreadPoolExecutor(max_workers=1, thread_name_prefix="save")  # see remember
         if store.notice is not None:
             self.notice = t(store.notice.key, lang, **store.notice.params)

@@ -5,6 +5,7 @@ one frame, the file watched (and said gone when it is).
 from __future__ import annotations
 
 import errno
+import json
 import os
 import time
 
@@ -85,7 +86,11 @@ class CheckingApp(AnswersApp):
             self.running_digest = digest(saved if saved is not None else text)
         if self.worker is None or self.worker_state == "gone":
             return
+        settings = self.settings_texts()
+        if self.notebook is None:  # a notebook's verdicts carry places that move with its cells
+            checked = [s for s in checked if s not in self.passed.unchanged(text, settings)]
         try:
+            # Even with nothing to run: the run in flight is for a content the file no longer has.
             self.worker.submit(
                 self.lesson.id, str(self.path), text, checked + extra, params=self.params()
             )
@@ -93,11 +98,19 @@ class CheckingApp(AnswersApp):
             self.worker_state = "gone"
             self.render_fileinfo()
             return
+        self.submitted = (text, settings)
         self.running = set(checked + extra)
         self.run_started = time.monotonic()
+        if not self.running:  # every step as it was: its verdicts, drawn again at once
+            self.after_results()
+            return
         self.render_steps()
         self.render_results()
         self.render_fileinfo()
+
+    def settings_texts(self) -> dict[str, str]:
+        """Each step's settings as JSON text: a pass is shown again only under the same."""
+        return {sid: json.dumps(values, sort_keys=True) for sid, values in self.params().items()}
 
     def rerun_step(self) -> None:
         """The current step again with its new settings, and whatever else is still running (a
@@ -118,6 +131,7 @@ class CheckingApp(AnswersApp):
             self.worker_state = "gone"
             self.render_fileinfo()
             return
+        self.submitted = (self.source[0], self.settings_texts())
         if not self.running:
             self.run_started = time.monotonic()
         self.running |= set(steps)
@@ -138,6 +152,9 @@ class CheckingApp(AnswersApp):
                 self.notify(describe_off(event.off, self.lang), severity="warning", timeout=10)
         elif isinstance(event, StepVerdict):
             self.store_result(event.result)
+            text, settings = self.submitted
+            if self.notebook is None and text:
+                self.passed.note(event.result, text, settings.get(event.result.id, "null"))
             if not self.running & self.checked_ids:
                 self.flush()  # the last verdict of the save: draw now
             elif self.flush_timer is None:
@@ -157,6 +174,7 @@ class CheckingApp(AnswersApp):
         self.render_steps()
 
     def store_result(self, result: StepResult) -> None:
+        self.passed.forget(result.id)  # noted again by the caller if it is a run's pass
         if self.notebook is not None:
             result = placed([result], LearnerText(None, None, self.notebook), self.lesson)[0]
         if result.id == self.step.id:

@@ -39,6 +39,7 @@ import signal
 import sys
 import time
 import traceback
+import types
 
 import torch
 
@@ -124,6 +125,7 @@ def serve_one(
         signal.set_wakeup_fd(
             -1
         )  # the worker's (closed above): a learner's handler must not write there
+        _keep_handlers()
         sys.setrecursionlimit(RECURSION_LIMIT)
         torch.set_num_threads(1)
         # Inputs are made before any learner code runs, so nothing it patches can reach them.
@@ -247,7 +249,13 @@ def _run_steps(
                 b"",
             )
         except BaseException as exc:  # the harness itself failed: report, do not hang
-            message, blob = _harness_failure(exc), b""
+            _disarm_learner_signals()
+            ours = _out_of_threads(exc) or probe_tools.is_out_of_memory(exc)  # said there
+            if not ours and _learner_at_fault(exc, job["filename"]):  # a handler fired in our code
+                failure = describe_exception(exc, job["filename"], job["source"])
+                message, blob = protocol.Raised(protocol.LearnerFailure.from_dict(failure)), b""
+            else:
+                message, blob = _harness_failure(exc), b""
         _flush(streams)  # the step's prints reach the pipe before its marker
         if i < len(tokens) - 1:
             _mark(marks_fd, tokens[i])
@@ -339,6 +347,64 @@ def _mark(marks_fd: int, token: bytes) -> None:
         pass  # the learner's code closed it: the worker gives all output to the step it has
 
 
+READS_LIMIT = 64  # names of the file a probe read, at most; more: unknown (the app runs it)
+
+
+def _record_reads(module: types.ModuleType) -> set[str]:
+    """The learner's module made to note each name read from it as an attribute (the probe's
+    ctx.get, ctx.module.X): the app runs a step again only when what it read, or what that
+    names, changed (tutor/workspace/unchanged.py). The file's own code reads its globals
+    without this; the set is out of its namespace."""
+    reads: set[str] = set()
+
+    class ReadModule(types.ModuleType):
+        def __getattribute__(self, name: str):
+            reads.add(name)
+            return types.ModuleType.__getattribute__(self, name)
+
+    module.__class__ = ReadModule
+    return reads
+
+
+def _names_read(reads: set[str]) -> list[str] | None:
+    """The names the probe read of the file (sorted), or None when any name may have been read
+    (its __dict__, vars()) or they are too many. Names the file does not define count too:
+    defining one later may change the verdict."""
+    if "__dict__" in reads:
+        return None
+    names = sorted(n for n in reads if not n.startswith("__"))
+    return names if len(names) <= READS_LIMIT else None
+
+
+_TIMERS = (signal.ITIMER_REAL, signal.ITIMER_VIRTUAL, signal.ITIMER_PROF)
+_handlers: dict = {}  # the harness's own signal handlers, taken before any learner code
+
+
+def _keep_handlers() -> None:
+    for sig in signal.valid_signals():
+        with contextlib.suppress(OSError, ValueError):
+            handler = signal.getsignal(sig)
+            if handler is not None:  # None: not set from Python, nor settable from it
+                _handlers[sig] = handler
+
+
+def _disarm_learner_signals() -> None:
+    """The learner's timers stopped and its signal handlers undone before the harness's own
+    code runs: a handler that raises (say a KeyboardInterrupt every 5 ms) must land in the
+    learner's run, never in the frame we send. One may still fire in here: it raises, and we
+    go again (the timers are stopped first, so it ends)."""
+    for _ in range(1000):
+        try:
+            for timer in _TIMERS:
+                signal.setitimer(timer, 0)
+            for sig, handler in _handlers.items():
+                if signal.getsignal(sig) is not handler:
+                    signal.signal(sig, handler)
+            return
+        except BaseException:  # the learner's handler, raising: try again
+            continue
+
+
 def _learner_at_fault(exc: BaseException, filename: str) -> bool:
     if isinstance(
         exc, (SystemExit, KeyboardInterrupt, RecursionError)
@@ -362,23 +428,26 @@ def _run(
     """The step's message, and the blob its tensors are in."""
     spec = checks_module.STEPS[step]
     try:
-        module = load_learner(job["source"], job["filename"], code)
+        try:
+            module = load_learner(job["source"], job["filename"], code)
+            reads = _record_reads(module)
+            ctx = probe_tools.ProbeContext(module, job["filename"], job["source"], _code_ids(code))
+            ctx.params = (job.get("params") or {}).get(step) or {}  # an experiment's settings
+            ctx.views = job.get("views", True)
+            ctx.stop_at_kernel = spec.own_formula is not None
+            ctx.reads = reads
+            # Each of the step's names, whether the probe gets it or not.
+            for name in spec.functions:
+                try:
+                    ctx.get(name)
+                except probe_tools.NameMissing:
+                    pass  # the probe says so, if it needs the name
+            outputs = spec.probe(ctx, inputs)
+        finally:
+            _disarm_learner_signals()
+        encoded, blob = codec.encode(outputs)
     except LearnerImportError as exc:
         return protocol.ImportFailed(protocol.LearnerFailure.from_dict(exc.failure)), b""
-    ctx = probe_tools.ProbeContext(module, job["filename"], job["source"], _code_ids(code))
-    ctx.params = (job.get("params") or {}).get(
-        step
-    ) or {}  # an experiment's settings, chosen in the app
-    ctx.views = job.get("views", True)
-    ctx.stop_at_kernel = spec.own_formula is not None
-    try:
-        for name in spec.functions:  # each of the step's names, whether or not its probe gets it
-            try:
-                ctx.get(name)
-            except probe_tools.NameMissing:
-                pass  # the probe says so, if it needs the name
-        outputs = spec.probe(ctx, inputs)
-        encoded, blob = codec.encode(outputs)
     except probe_tools.NameMissing as exc:
         return protocol.Missing(exc.name), b""
     except probe_tools.ForeignCode as exc:
@@ -398,4 +467,4 @@ def _run(
                 describe_exception(exc, job["filename"], job["source"])
             )
         ), b""
-    return protocol.Outputs(encoded, sorted(ctx.kernels)), blob
+    return protocol.Outputs(encoded, sorted(ctx.kernels), _names_read(reads)), blob

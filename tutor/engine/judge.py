@@ -174,7 +174,13 @@ class Judge:
             )
             return StepResult(step, "error", verdict.checks, visuals=verdict.visuals)
         status = "pass" if verdict.passed() and verdict.checks else "fail"
-        return StepResult(step, status, verdict.checks, visuals=verdict.visuals)
+        return StepResult(
+            step, status, verdict.checks, visuals=verdict.visuals, reads=_reads(report)
+        )
+
+
+def _reads(report: protocol.Outputs) -> tuple[str, ...] | None:
+    return None if report.reads is None else tuple(report.reads)
 
 
 def judge_kernel_called(verdict: Verdict, spec: StepSpec, source: str, kernels: list[str]) -> None:

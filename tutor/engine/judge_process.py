@@ -36,7 +36,7 @@ def judge_main(sock: socket.socket, modules: dict, own_keys: dict) -> None:
         # not judge this step, never its own death (that would cost the steps queued behind).
         try:
             result = judge.verdict(req.lesson, req.step, payload, req.source, req.views, req.wait)
-            reply = protocol.JudgeReply(req.job, result).to_json()
+            reply = protocol.JudgeReply.of(req.job, result).to_json()
             data = json.dumps(reply).encode()
         except Exception as exc:
             reply = protocol.JudgeReply(req.job, unjudged(req.step, exc)).to_json()

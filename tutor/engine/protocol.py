@@ -216,16 +216,20 @@ class HarnessError(Tagged):
 
 @dataclass(frozen=True)
 class Outputs(Tagged):
-    """The probe ran: its outputs (codec.encode's tree; tensors in the blob) and the library
-    kernels the child saw being called."""
+    """The probe ran: its outputs (codec.encode's tree; tensors in the blob), the library
+    kernels the child saw being called, and the file's names the probe read (None: unknown)."""
 
     tree: Any
     kernels: list[str] = field(default_factory=list)
+    reads: list[str] | None = None
     type: ClassVar[str] = "outputs"
-    clip_text: ClassVar[int | None] = 200  # a kernel's name; the tree is codec's to read
+    clip_text: ClassVar[int | None] = 200  # a kernel's or a name's; the tree is codec's to read
 
     def clipped(self) -> Outputs:
-        return replace(self, kernels=self.kernels[:64])
+        # A name cut to clip_text is not the name: unknown, as too many are.
+        known = self.reads is not None and len(self.reads) <= 64
+        reads = self.reads if known and all(len(n) < 200 for n in self.reads or ()) else None
+        return replace(self, kernels=self.kernels[:64], reads=reads)
 
 
 Report = ImportFailed | Missing | Foreign | KernelCalled | Raised | HarnessError | Outputs
@@ -339,7 +343,15 @@ class JudgeRequest(Tagged):
 class JudgeReply(Tagged):
     job: int
     result: StepResult
+    reads: list[str] | None = None  # result.reads: StepResult.to_dict leaves them out
     type: ClassVar[str] = "verdict"
+
+    @staticmethod
+    def of(job: int, result: StepResult) -> JudgeReply:
+        return JudgeReply(job, result, None if result.reads is None else list(result.reads))
+
+    def clipped(self) -> JudgeReply:
+        return _with_reads(self, self.result, self.reads)
 
 
 # ------------------------------------------------------------------ worker → UI events
@@ -364,7 +376,22 @@ class StepVerdict(Tagged):
 
     gen: int
     result: StepResult
+    reads: list[str] | None = None  # result.reads, as in JudgeReply
     type: ClassVar[str] = "step"
+
+    @staticmethod
+    def of(gen: int, result: StepResult) -> StepVerdict:
+        return StepVerdict(gen, result, None if result.reads is None else list(result.reads))
+
+    def clipped(self) -> StepVerdict:
+        return _with_reads(self, self.result, self.reads)
+
+
+def _with_reads(message: Any, result: StepResult, reads: list[str] | None) -> Any:
+    """The message with reads back on its result (a pass's only; at most 64 names)."""
+    if reads is not None and len(reads) <= 64 and result.status == "pass":
+        result.reads = tuple(reads)
+    return message
 
 
 @dataclass(frozen=True)

@@ -169,8 +169,10 @@ class SparePool(OutputReader):
                 self.spares.append(self.fork_spare())
             return
         # Forking takes ~10 ms of this process and a core: not while a run waits on us, nor
-        # while the app draws the run that just ended.
+        # while the app draws the run that just ended. One per turn of the loop, which then
+        # does not wait: a run asked for meanwhile (the first, at start-up) is read before the
+        # next fork, and finds its spare not yet warming up.
         if time.monotonic() < self.quiet_until:
             return
-        while len(self.spares) < SPARES and not self.jobs and not self.judging:
+        if len(self.spares) < SPARES and not self.jobs and not self.judging:
             self.spares.append(self.fork_spare())

@@ -120,7 +120,7 @@ class SupervisorBase:
     ) -> None:
         result.output, result.output_dropped = output
         result.ms = round((time.monotonic() - started) * 1000, 1)
-        self.emit(protocol.StepVerdict(gen, result))
+        self.emit(protocol.StepVerdict.of(gen, result))
         left = self.pending_steps.get(gen)
         if left is not None:
             left.discard(step)

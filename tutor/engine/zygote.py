@@ -27,6 +27,7 @@ import errno
 import gc
 import os
 import pickle
+import select
 import signal
 import socket
 import struct
@@ -34,8 +35,12 @@ import sys
 import time
 
 from tutor.engine import clone_parent
+from tutor.engine.checks_loader import runs_for
 
 MESSAGE = 1 << 20  # bytes at most in one message (a setup is a few KB)
+# The app's zygote warms up on a lesson once no spare was asked for this long: after the
+# first verdicts, never in their way.
+IDLE = 0.3
 
 
 class SpareRefused(OSError):
@@ -124,11 +129,18 @@ def serve(sock: socket.socket, worker: int, protections) -> None:
     for sig in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, signal.SIG_DFL)
     signal.set_wakeup_fd(-1)
+    # While the worker reads the lessons: every spare inherits the traps, not set ~40 ms each.
+    from tutor.kit import probe_tools
+
+    probe_tools.install_traps()
     data = sock.recv(MESSAGE)
     if not data:
         return
     state = _prepare(pickle.loads(data), protections)
     while True:
+        if state["queue"] and not select.select([sock], [], [], IDLE)[0]:
+            _warm_one(state)
+            continue
         try:
             message, fds, _, _ = socket.recv_fds(sock, MESSAGE, 3)
         except OSError:
@@ -170,6 +182,8 @@ def _prepare(config: dict, protections) -> dict:
         "protections": protections,
         "warm": compiled_runs(config["warm"]),
         "batch": config["batch"],
+        "queue": [],  # the app's: (warm-up run, step) still to do here (_warm_one)
+        "warmed": set(),  # lessons whose spares are forked warm, with no warm-up of their own
     }
     if config["batch"]:
         # `grade`: every spare is forked warm from here (see spares.SparePool.warm_for_batch).
@@ -181,9 +195,44 @@ def _prepare(config: dict, protections) -> dict:
     return state
 
 
+def _queue_warm_up(state: dict, lesson: str | None) -> None:
+    """In the app, the lesson a spare is asked for is warmed up here too, a step at a time
+    while no spare is asked for: later spares are then forked warm and skip their own warm-up,
+    which cost each of them ~55 ms of CPU, a save's largest share."""
+    if state["batch"] or lesson is None or lesson in state["warmed"]:
+        return
+    if any(queued[0][0] == lesson for queued in state["queue"]):
+        return
+    for run in state["warm"]:
+        if run[0] == lesson:
+            state["queue"] += [(run, step) for step in run[4]]
+
+
+def _warm_one(state: dict) -> None:
+    """One step of the queued warm-up; after a lesson's last, its spares are forked warm."""
+    from tutor.engine import child
+    from tutor.kit import probe_tools
+
+    (lesson, name, source, code, _), step = state["queue"].pop(0)
+    probe_tools.install_traps()
+    child.warm_up([(lesson, name, source, code, [step])], state["modules"], state["inputs"])
+    if not any(queued[0][0] == lesson for queued in state["queue"]):
+        state["warmed"].add(lesson)
+        gc.freeze()  # what the warm-up left: out of the children's collections, as the rest
+
+
+def spare_warm_up(state: dict, lesson: str | None) -> list:
+    """What a spare warms up on by itself: nothing where it is forked warm (`grade`, or a
+    lesson warmed up here); else its lesson's runs, or every lesson's before the first run."""
+    if state["batch"] or lesson in state["warmed"]:
+        return []
+    return runs_for(state["warm"], lesson)
+
+
 def _fork_spare(state: dict, request: dict, fds: list[int], worker: int, sock) -> int:
     if len(fds) != 3:
         raise OSError("a spare needs 3 fds")
+    _queue_warm_up(state, request["lesson"])
     if clone_parent.ready():  # the worker's child at once: no in-between process
         pid = clone_parent.fork()
         if pid == 0:
@@ -232,9 +281,7 @@ def _spare(
     if os.getppid() != worker:
         os._exit(0)
     die_with_parent(state["protections"], worker)
-    warm = [] if state["batch"] else [w for w in state["warm"] if w[0] == request["lesson"]]
-    if not warm and not state["batch"]:
-        warm = list(state["warm"])
+    warm = spare_warm_up(state, request["lesson"])
     # The warm-up's code held by this list alone (serve_one empties it): the frames above the
     # learner's lead to `state`, and what the warm-up ran must be gone, starter or not.
     state["warm"] = []

@@ -10,7 +10,8 @@ probe runs in the child beside the learner's code, its judge in the judge proces
 - Verdicts: v.expect / v.require (a check id, a condition, a message key and its parameters);
   msg() for nested messages; Stop ends a judge early.
 - Settings: declared_settings(__file__, step) gives lesson.toml's defaults for ctx.params.
-- Generic helpers: sizes (judge_other_sizes, size_explanation, literal_explanation, ...),
+- Generic helpers: sizes (judge_other_sizes, size_explanation, literal_explanation,
+  shape_explanation and rank_explanation for inputs of another rank, ...),
   values (close, max_error, first_nonfinite, describe, shape_str, require_tensor, require_pair),
   inputs unchanged (clone_args, changed_input), kernel traps (no_kernel, graph_kernels),
   mistake matching (matching_mistake, likely_for_value, nest_likely), dropout that is the
@@ -26,7 +27,30 @@ probe runs in the child beside the learner's code, its judge in the judge proces
   half: leakage over every position (probe_leak_map, judge_leak_map), module state
   (module_state, state_unchanged), the training story (probe_training_story,
   judge_training_story), large inputs (LARGE_INPUT, judge_large_inputs), the learner's own
-  code (lend, no_foreign; no_kernel reports both).
+  code (lend, no_foreign; no_kernel reports both); a function called again, right and its
+  first result unchanged (probe_calls_again or call_kept and again_of, judge_called_again;
+  snapshot, same_value, trimmed); blame for a composed function's helpers (reference_helpers,
+  stand_in, probe_helpers_replaced, probe_helper_calls, with_args, helper_blame, blame_helpers,
+  judge_helpers_replaced); a boolean mask on a named hidden region (judge_bool_mask,
+  mask_difference, mask_row_text, mask_size_explanation); a mask given is the mask used
+  (other_mask, judge_mask_honoured); incremental decoding, a step function run token by token
+  against the full pass (step_through, branches, run_steps, judge_steps, changed_later,
+  changed_argument; state_lengths, growth_fault; weights_map, recompute_each; state_snapshot,
+  same_tensors, pair_state), and a learner's own decoding loop recorded and judged (record_decoding,
+  decoding_fault).
+- Attributes in the source, for a diagnosis: state stored on an object in a step function
+  (attribute_store), a function reading an attribute (reads_attribute).
+- Calls recorded: a layer's methods routed through the probe's own (intercept), each call a
+  row of integers (CallRecorder, argument), the class-level call `type(obj).m(obj)` too.
+- Cost experiments: int_settings, doubling, timed, timed_rows, attention_flops, and cells that
+  fit the app's 52-column text (human, ms_text, time_bar, TIME_BAR, longest_time,
+  blank_lengths, slower_lengths) and the table itself (timing_table, measured_of).
+- Mistakes in masked softmax weights: masked_softmax, masked_softmax_mistakes (the usual wrong
+  versions, for matching_mistake), masked_softmax_likely (the one weights match).
+- Experiments: the learner's exercise function or the tutor's (exercise_functions), calls
+  chained (call_after); for their views, mean_row_entropy, nonfinite_rows, raised_note and
+  first_raised_note (a call that raised, at its line), head_maps and head_panel (per head),
+  pair_weights (the weights of an (out, weights) pair).
 - A layer's forward traced op by op, against the lab's route (traced_forward, ShapeTrace,
   trace_parting, trace_view); the memory of its (…, T, T) scores, by formula and as measured
   (seq_lens, memory_rows, measure_score_memory, SquareTensors, memory_table, memory_growth,
@@ -37,14 +61,14 @@ probe runs in the child beside the learner's code, its judge in the judge proces
   scores are large (judge_large_output).
 - The notebooks' leakage test (moved_before, require_no_leak, LEAK_TOLERANCE) and the panel
   of a full leakage map (leak_map_panel, reference_leak_outputs); an (out, weights) pair's parts
-  (out_of_pair in the child, pair_output, pair_weights and require_pair_output in the
-  judge).
+  (out_of_pair in the child, pair_output and require_pair_output in the judge; pair_weights
+  above).
 - Shapes asked for by name ({stage: shape}), judged against shapes measured on real tensors
   (judge_named_shapes, shapes_of, NAMED_SHAPES_WORDS).
 - An attention layer's properties (layer_checks), each with the lesson's message keys by role:
   its constructor (constructor_facts, judge_layer_constructor; linear_layout, judge_layout), its
-  state around forward (judge_layer_state), called again (judge_called_again, call_again,
-  require_again_ran), dropout in train and eval mode (probe_dropout_modes, judge_dropout_modes,
+  state around forward (judge_layer_state), called again (call_again, require_again_ran),
+  dropout in train and eval mode (probe_dropout_modes, judge_dropout_modes,
   diagnose_dropout), one backward pass on its own weights (probe_seeded_layer, reference_grads,
   weights_from_state, require_backward_ran, likely_for_backward, judge_gradients; all of
   it as a notebook's self-check: judge_seeded_layer), the training story of a new layer
@@ -60,8 +84,79 @@ from pathlib import Path
 
 from tutor.kit import fixed_dropout
 from tutor.kit.borrowed import lend
-from tutor.kit.finite import judge_large_output, require_finite, require_finite_close
-from tutor.kit.heads import large_scores_weights, split_heads
+from tutor.kit.call_again import (
+    again_of,
+    call_kept,
+    judge_called_again,
+    probe_calls_again,
+    same_value,
+    snapshot,
+    trimmed,
+)
+from tutor.kit.call_recorder import CallRecorder, argument, intercept
+from tutor.kit.cost_table import (
+    TIME_BAR,
+    attention_flops,
+    blank_lengths,
+    doubling,
+    human,
+    int_settings,
+    longest_time,
+    measured_of,
+    ms_text,
+    slower_lengths,
+    time_bar,
+    timed,
+    timed_rows,
+    timing_table,
+)
+from tutor.kit.experiments import (
+    call_after,
+    exercise_functions,
+    first_raised_note,
+    head_maps,
+    head_panel,
+    mean_row_entropy,
+    nonfinite_rows,
+    pair_weights,
+    raised_note,
+)
+from tutor.kit.finite import (
+    judge_large_output,
+    require_finite,
+    require_finite_close,
+)
+from tutor.kit.heads import (
+    large_scores_weights,
+    split_heads,
+)
+from tutor.kit.helper_blame import (
+    blame_helpers,
+    helper_blame,
+    judge_helpers_replaced,
+    probe_helper_calls,
+    probe_helpers_replaced,
+    reference_helpers,
+    stand_in,
+    with_args,
+)
+from tutor.kit.incremental import (
+    branches,
+    changed_argument,
+    changed_later,
+    decoding_fault,
+    growth_fault,
+    judge_steps,
+    pair_state,
+    recompute_each,
+    record_decoding,
+    run_steps,
+    same_tensors,
+    state_lengths,
+    state_snapshot,
+    step_through,
+    weights_map,
+)
 from tutor.kit.judge_tools import (
     ATOL,
     KERNEL_FRAGMENTS,
@@ -114,7 +209,6 @@ from tutor.kit.layer_checks import (
     call_again,
     constructor_facts,
     diagnose_dropout,
-    judge_called_again,
     judge_dropout_modes,
     judge_gradients,
     judge_layer_constructor,
@@ -146,10 +240,30 @@ from tutor.kit.magnitude import (
     require_close,
     require_near,
 )
-from tutor.kit.named_shapes import NAMED_SHAPES_WORDS, judge_named_shapes, shapes_of
+from tutor.kit.mask_checks import (
+    judge_bool_mask,
+    judge_mask_honoured,
+    mask_difference,
+    mask_row_text,
+    mask_size_explanation,
+    other_mask,
+)
+from tutor.kit.named_shapes import (
+    NAMED_SHAPES_WORDS,
+    judge_named_shapes,
+    shapes_of,
+)
 from tutor.kit.own_code import no_foreign
-from tutor.kit.pairs import out_of_pair, pair_output, pair_weights, require_pair_output
-from tutor.kit.panels import judge_sized_cases, sizes_label, weights_panels
+from tutor.kit.pairs import (
+    out_of_pair,
+    pair_output,
+    require_pair_output,
+)
+from tutor.kit.panels import (
+    judge_sized_cases,
+    sizes_label,
+    weights_panels,
+)
 from tutor.kit.probe_tools import (
     ProbeContext,
     clone_args,
@@ -177,6 +291,13 @@ from tutor.kit.shape_trace import (
     trace_view,
     traced_forward,
 )
+from tutor.kit.shapes_explained import rank_explanation, shape_explanation
+from tutor.kit.softmax_mistakes import (
+    masked_softmax,
+    masked_softmax_likely,
+    masked_softmax_mistakes,
+)
+from tutor.kit.source_attributes import attribute_store, reads_attribute
 from tutor.kit.spec import JudgeContext, StepSpec
 from tutor.kit.training import judge_training_story, probe_training_story
 from tutor.model import view_items as visuals
@@ -204,6 +325,7 @@ def declared_settings(checks_file: str, step_id: str) -> dict:
 
 __all__ = [
     "ATOL",
+    "CallRecorder",
     "DTYPES",
     "DTYPE_BYTES",
     "JudgeContext",
@@ -220,46 +342,73 @@ __all__ = [
     "SquareTensors",
     "StepSpec",
     "Stop",
+    "TIME_BAR",
     "TRACE_WORDS",
     "Verdict",
     "after_answer",
+    "again_of",
+    "argument",
+    "attention_flops",
+    "attribute_store",
     "bar",
+    "blame_helpers",
+    "blank_lengths",
+    "branches",
     "build_layer",
+    "call_after",
     "call_again",
+    "call_kept",
     "causal_future",
+    "changed_argument",
     "changed_input",
+    "changed_later",
     "chosen_settings",
     "clone_args",
     "close",
     "constructor_facts",
     "declared_settings",
+    "decoding_fault",
     "describe",
     "diagnose_dropout",
     "differ_explanation",
     "discarded_call",
+    "doubling",
+    "exercise_functions",
     "failure_params",
     "first_nonfinite",
+    "first_raised_note",
     "fixed_dropout",
     "front_dims",
     "future_region",
     "graph_kernels",
+    "growth_fault",
+    "head_maps",
+    "head_panel",
     "heading",
     "heatmap",
+    "helper_blame",
     "hidden_cells",
+    "human",
+    "int_settings",
+    "intercept",
     "judge_attention_weights",
+    "judge_bool_mask",
     "judge_called_again",
     "judge_dropout_modes",
     "judge_gradients",
+    "judge_helpers_replaced",
     "judge_large_inputs",
     "judge_large_output",
     "judge_layer_constructor",
     "judge_layer_state",
     "judge_layout",
     "judge_leak_map",
+    "judge_mask_honoured",
     "judge_named_shapes",
     "judge_other_sizes",
     "judge_seeded_layer",
     "judge_sized_cases",
+    "judge_steps",
     "judge_training_story",
     "judged",
     "kept_state",
@@ -278,29 +427,51 @@ __all__ = [
     "linear_layout",
     "literal_explanation",
     "load_weights",
+    "longest_time",
+    "mask_difference",
+    "mask_row_text",
+    "mask_size_explanation",
+    "masked_softmax",
+    "masked_softmax_likely",
+    "masked_softmax_mistakes",
     "matching_mistake",
     "max_error",
+    "mean_row_entropy",
     "measure_score_memory",
+    "measured_of",
     "memory_growth",
     "memory_rows",
     "memory_table",
     "module_state",
     "moved_before",
+    "ms_text",
     "msg",
     "nest_likely",
     "no_foreign",
     "no_kernel",
+    "nonfinite_rows",
     "note",
     "of_the_inputs",
+    "other_mask",
     "out_of_pair",
     "pair_output",
+    "pair_state",
     "pair_weights",
+    "probe_calls_again",
     "probe_dropout_modes",
+    "probe_helper_calls",
+    "probe_helpers_replaced",
     "probe_layer_story",
     "probe_leak_map",
     "probe_seeded_layer",
     "probe_training_story",
+    "raised_note",
+    "rank_explanation",
+    "reads_attribute",
+    "recompute_each",
+    "record_decoding",
     "reference_grads",
+    "reference_helpers",
     "reference_leak_outputs",
     "require_again_ran",
     "require_backward_ran",
@@ -317,28 +488,45 @@ __all__ = [
     "row",
     "row_place",
     "rows_sum_to_one",
+    "run_steps",
+    "same_tensors",
+    "same_value",
     "seq_lens",
+    "shape_explanation",
     "shape_str",
     "shapes_of",
     "size_explanation",
     "size_literals",
     "sizes_label",
+    "slower_lengths",
+    "snapshot",
     "split_heads",
     "squeeze_explanation",
     "squeezes",
+    "stand_in",
     "state_dict_copy",
     "state_explanation",
+    "state_lengths",
+    "state_snapshot",
     "state_unchanged",
+    "step_through",
     "table",
+    "time_bar",
+    "timed",
+    "timed_rows",
+    "timing_table",
     "token_changes",
     "trace_parting",
     "trace_view",
     "traced_forward",
     "train_step",
+    "trimmed",
     "visuals",
     "waiting",
     "weights",
     "weights_from_state",
+    "weights_map",
     "weights_panels",
+    "with_args",
     "with_question",
 ]

@@ -1,6 +1,6 @@
 """Properties of an attention layer (an nn.Module the learner writes), for every lesson that
 judges one: its constructor (signature, attributes, Linear layout, mask buffer), its state
-before and after forward, the same layer called again (a shorter input, new weights), dropout in
+before and after forward, the same layer called again (a shorter input, new weights; a function: call_again.py), dropout in
 train and eval mode, and one backward pass. Each has a probe half (in the child, on the
 learner's module) and a judge half.
 
@@ -14,7 +14,7 @@ from __future__ import annotations
 import inspect
 import math
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, cast
+from typing import Any
 
 import torch
 
@@ -22,10 +22,8 @@ from tutor.kit.judge_tools import (
     Verdict,
     describe,
     failure_params,
-    judged,
     max_error,
     msg,
-    nest_likely,
     require_ran,
     require_tensor,
     shape_str,
@@ -208,16 +206,6 @@ def judge_layer_state(
 
 
 # ---------------------------------------------------------------- called again
-
-
-def judge_called_again(v: Verdict, fn: str, call: dict, judge_case: Callable, *args: Any) -> None:
-    """A second call with new values, judged as the first (judge_case(sub, call, *args)): code
-    that keeps what it computed the first time fails here, as check.called_again {fn} {reason}."""
-    sub = judged("", judge_case, call, *args)
-    if not sub.passed():
-        reason, likely = nest_likely(cast(dict, sub.failed_message()), msg("likely.kept_state"))
-        v.require("call-again", False, "check.called_again", fn=fn, reason=reason, likely=likely)
-    v.expect("call-again", True)
 
 
 def call_again(v: Verdict, got: object, expected: torch.Tensor, what: Any, likely: dict) -> None:

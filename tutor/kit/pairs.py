@@ -1,6 +1,6 @@
-"""A function that returns (out, weights), as attention functions do: its parts, taken out where
-they are needed: in the child (a leakage map or a story picks the output) and in the judge
-(a check judges the output, a heatmap draws the weights)."""
+"""A function that returns (out, weights), as attention functions do: its output, taken out
+where it is needed: in the child (a leakage map or a story picks it) and in the judge (a check
+judges it). The weights, for a heatmap: experiments.pair_weights."""
 
 from __future__ import annotations
 
@@ -27,14 +27,6 @@ def pair_output(call: dict) -> torch.Tensor | None:
     if isinstance(value, tuple) and len(value) == 2 and isinstance(value[0], torch.Tensor):
         return value[0]
     return None
-
-
-def pair_weights(call: dict, shape: Sequence[int]) -> torch.Tensor | None:
-    """In the judge: the weights of a call's (out, weights) pair when they have the shape to be
-    drawn, else None (the heatmap then says it has none)."""
-    value = call.get("value")
-    pair = isinstance(value, tuple) and len(value) == 2 and isinstance(value[1], torch.Tensor)
-    return value[1] if pair and tuple(value[1].shape) == tuple(shape) else None  # type: ignore[index]
 
 
 def require_pair_output(

@@ -278,7 +278,10 @@ def scripted_kernels(module, root) -> set[str]:
     found: set[str] = set()
     seen: set[int] = set()
     stack = [root]
-    names = vars(module)
+    # Not vars(): the child notes each name a probe reads of the learner's module, and a read
+    # of its __dict__ makes every name read (tutor/workspace/unchanged.py). This walk follows
+    # the names code names, as the app's fingerprint of a step does.
+    names = object.__getattribute__(module, "__dict__")
     while stack and len(seen) < 500:
         obj = stack.pop()
         if id(obj) in seen:
@@ -432,6 +435,7 @@ class ProbeContext:
         # calls whose outputs only feed them. A verdict must never depend on those.
         self.views = True
         self.stop_at_kernel = False  # StepSpec.own_formula is set (by the child)
+        self.reads: set[str] = set()  # names of the file the step read (the child's record)
 
     def get(self, name: str):
         """The learner's function or class, checked on the very object the probe then uses (a
@@ -449,6 +453,12 @@ class ProbeContext:
                 raise ForeignCode(name, origin)
         self.kernels |= scripted_kernels(self.module, value)
         return value
+
+    def defines(self, name: str) -> bool:
+        """Whether the file itself defines name (its namespace, not a module __getattr__). Noted
+        as a name the step read, as get() notes one (the app's fingerprint of the step)."""
+        self.reads.add(name)
+        return name in object.__getattribute__(self.module, "__dict__")
 
     def optional(self, name: str):
         """As get, but None when the file has no such function: for code a step can do without

@@ -90,6 +90,9 @@ class StepResult:
     output_dropped: int = 0  # bytes printed before that tail, not kept
     visuals: JSONDict = field(default_factory=dict)  # e.g. {"heatmaps": [...]}, see checks
     ms: float = 0.0
+    # The file's top-level names the probe read (None: unknown): the app's, to run the step
+    # again only when their code changed. Not in to_dict's public keys (`check --json`).
+    reads: tuple[str, ...] | None = None
 
     def to_dict(self) -> JSONDict:
         # Not dataclasses.asdict: it deep-copies the visuals (matrices of floats), ~0.6 ms a

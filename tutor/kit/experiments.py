@@ -1,0 +1,104 @@
+"""Experiment steps: the learner's own change to try (an exercise function) or the tutor's where
+the file has none, calls chained on what an earlier call gave, and what their views say about
+attention weights (a row's entropy, rows that are not finite, one heatmap per head) or about a
+call that raised. No verdict rests on these: an experiment shows, it does not judge."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import torch
+
+from tutor.kit.judge_tools import msg, round_matrix
+from tutor.kit.probe_tools import ProbeContext
+from tutor.model.view_items import heatmap, note, row, weights
+
+
+def exercise_functions(ctx: ProbeContext, own: Mapping[str, Callable]) -> tuple[dict, list[str]]:
+    """The learner's function for each exercise name, or the tutor's own change (own[name])
+    where the file has none, called as the learner's would be; and the names the tutor made
+    (a view says so, and how to get the starter's)."""
+    mine = {name: ctx.optional(name) for name in own}
+    return {n: mine[n] or own[n] for n in own}, [n for n in own if mine[n] is None]
+
+
+def call_after(ctx: ProbeContext, fn: Callable, call: dict, *rest: Any) -> dict:
+    """fn on the value of an earlier call and rest; the earlier call itself if it failed (its
+    error is what a view then says)."""
+    return ctx.call(fn, call["value"], *rest) if "value" in call else call
+
+
+def mean_row_entropy(w: Any) -> float | None:
+    """Mean over rows of −Σ w·ln w (0 when one key takes all the weight), to 4 places,
+    skipping rows that are not finite; None for what is not a tensor or has no finite row."""
+    if not isinstance(w, torch.Tensor):
+        return None
+    w = w.double()
+    ent = -(w * torch.log(w.clamp_min(1e-300))).sum(-1)
+    ent = ent[torch.isfinite(ent)]
+    return round(float(ent.mean()), 4) if ent.numel() else None
+
+
+def nonfinite_rows(matrix: torch.Tensor) -> list[int]:
+    """The rows of a (T_q, T_k) matrix with a NaN or an infinity (a query that sees no key)."""
+    return [i for i, r in enumerate(matrix) if not torch.isfinite(r).all()]
+
+
+def raised_note(
+    call: dict,
+    fn: str,
+    *,
+    key: str = "visual.fn_raised",
+    line_key: str = "visual.fn_raised_line",
+) -> dict | None:
+    """What a call raised, as a note at its line in the learner's file (line_key {fn} {kind}
+    {detail} {line}; key without a line); None if it ran. fn: the name to say where the
+    traceback has none."""
+    failure = call.get("error")
+    if failure is None:
+        return None
+    frames = failure.get("frames") or []
+    said = {
+        "fn": frames[-1].get("function", fn) if frames else fn,
+        "kind": failure.get("kind", "Exception"),
+        "detail": str(failure.get("detail", ""))[:200],
+    }
+    if frames:
+        return note(msg(line_key, line=frames[-1].get("line"), **said))
+    return note(msg(key, **said))
+
+
+def first_raised_note(calls: Sequence[tuple[dict, str]], **keys: str) -> dict | None:
+    """raised_note for the first of (call, function name) that raised; None if all ran."""
+    return next((said for call, fn in calls if (said := raised_note(call, fn, **keys))), None)
+
+
+def head_maps(w: torch.Tensor, title: Callable[[int], dict], heads: int = 2) -> dict:
+    """The first heads of batch element 0 of (B, H, T, T) weights as heatmaps side by side,
+    each titled title(h)."""
+    return row(*(heatmap(round_matrix(w[0, h]), title(h)) for h in range(min(heads, w.shape[1]))))
+
+
+def head_panel(
+    learner: torch.Tensor | None, reference: torch.Tensor, label: Callable[[int], dict]
+) -> list[dict]:
+    """The weights panel's entries for each head of batch element 0 of (B, H, T, T) weights:
+    the learner's (None where they cannot be drawn) beside the reference's, labelled label(h)."""
+    return [
+        weights(
+            label(h),
+            round_matrix(learner[0, h]) if learner is not None else None,
+            round_matrix(reference[0, h]),
+        )
+        for h in range(reference.shape[1])
+    ]
+
+
+def pair_weights(call: dict, shape: Sequence[int] | None = None) -> torch.Tensor | None:
+    """The weights of the (out, weights) pair a call returned, to draw them: None when it did
+    not return such a pair or (shape given) they have another shape."""
+    value = call.get("value")
+    if not (isinstance(value, tuple) and len(value) == 2 and isinstance(value[1], torch.Tensor)):
+        return None
+    return value[1] if shape is None or tuple(value[1].shape) == tuple(shape) else None

@@ -1,0 +1,206 @@
+"""Which checked steps a save cannot have changed: the app shows their last passing verdicts
+again instead of running them (issue 31: a save that touches one function runs its steps only).
+
+A step's verdict comes from the code its probe reaches: the step's functions (lesson.toml),
+what they name of the file's other functions and classes, and the file's top level (imports,
+assignments, anything that runs on import). When none of that changed, in text, since the run
+that passed, the step would pass again. Anything that could reach code or data by another road
+means run: a name such as `globals`, `getattr`, `open` or `sys` anywhere in the file, an import
+of anything but torch, NumPy and a few pure modules of Python's, a module of the learner's own
+beside the file, a name defined twice. A step whose passing run printed anything runs too (a
+warning names a line, and lines move).
+
+`tests/worker/test_unchanged_steps.py` proves, for every built-in lesson, that each step's probe
+reads no name of the file outside its functions and what they name.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+from tutor.model.results import StepResult
+
+# Imports whose behaviour a save cannot change: the libraries the lessons are about, and
+# modules of Python's with no state, no clock and no files.
+PURE_IMPORTS = frozenset(
+    {
+        "__future__",
+        "torch",
+        "numpy",
+        "math",
+        "typing",
+        "dataclasses",
+        "functools",
+        "itertools",
+        "collections",
+        "abc",
+        "enum",
+        "numbers",
+        "operator",
+    }
+)
+
+# Names through which code reaches other code, its own file or the world by another road than
+# the names the AST shows. One anywhere in the file: every step runs.
+DYNAMIC = frozenset(
+    {
+        "globals",
+        "locals",
+        "vars",
+        "eval",
+        "exec",
+        "compile",
+        "__import__",
+        "getattr",
+        "setattr",
+        "delattr",
+        "__dict__",
+        "__globals__",
+        "__builtins__",
+        "__file__",
+        "__code__",
+        "__closure__",
+        "open",
+        "input",
+        "breakpoint",
+        "sys",
+        "os",
+        "inspect",
+        "importlib",
+        "builtins",
+        "gc",
+        "random",
+        "time",
+        "_getframe",
+        "currentframe",
+        "f_back",
+        "f_globals",
+        "f_locals",
+        "tb_frame",
+    }
+)
+
+Defs = dict[str, ast.AST]
+
+
+def _analysed(source: str, folder: Path | None) -> tuple[list[str], set[str], Defs] | None:
+    """(the top level's statements other than definitions, as text; the names they use; each
+    top-level function or class by name), or None where the file may reach code the AST does
+    not show."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return None
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and node.id in DYNAMIC:
+            return None
+        if isinstance(node, ast.Attribute) and node.attr in DYNAMIC:
+            return None
+        if isinstance(node, ast.alias) and node.name.split(".")[0] in DYNAMIC:
+            return None
+        if isinstance(node, (ast.Import, ast.ImportFrom)) and not _pure_import(node, folder):
+            return None
+    prelude: list[str] = []
+    named: set[str] = set()  # `causal_attention = mine`, `Layer.forward = f`: every step's
+    defs: Defs = {}
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            if node.name in defs:
+                return None  # defined twice: which one a probe gets is the order's
+            defs[node.name] = node
+        else:
+            prelude.append(ast.get_source_segment(source, node) or ast.dump(node))
+            named |= {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+    return prelude, named, defs
+
+
+def _pure_import(node: ast.Import | ast.ImportFrom, folder: Path | None) -> bool:
+    if isinstance(node, ast.ImportFrom):
+        if node.level or node.module is None:
+            return False  # relative: the learner's own package
+        tops = {node.module.split(".")[0]}
+    else:
+        tops = {alias.name.split(".")[0] for alias in node.names}
+    if not tops <= PURE_IMPORTS:
+        return False
+    # A torch.py (or numpy/ folder) beside the file would be imported in its place.
+    return folder is None or not any(
+        (folder / f"{top}.py").exists() or (folder / top).is_dir() for top in tops
+    )
+
+
+def _reached(defs: Defs, names: Iterable[str]) -> set[str]:
+    """The step's names and every top-level definition they name, to the end."""
+    todo = [name for name in names if name in defs]
+    seen: set[str] = set()
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        for node in ast.walk(defs[name]):
+            if isinstance(node, ast.Name) and node.id in defs and node.id not in seen:
+                todo.append(node.id)
+    return seen
+
+
+def fingerprints(
+    source: str, steps: Mapping[str, Iterable[str]], folder: Path | None = None
+) -> dict[str, str]:
+    """A digest per step (step id -> the names it declares) of all the code its verdict comes
+    from; empty when the file may reach code by another road (then every step runs)."""
+    analysed = _analysed(source, folder)
+    if analysed is None:
+        return {}
+    prelude, named, defs = analysed
+    out = {}
+    for step, names in steps.items():
+        h = hashlib.sha256()
+        for text in prelude:
+            h.update(b"\0p" + text.encode("utf-8", "surrogatepass"))
+        for name in sorted(_reached(defs, [*names, *named])):
+            node = defs[name]
+            parts = [*getattr(node, "decorator_list", []), node]  # a def's text leaves them out
+            h.update(b"\0d" + name.encode())
+            for part in parts:
+                text = ast.get_source_segment(source, part) or ast.dump(part)
+                h.update(b"\0" + text.encode("utf-8", "surrogatepass"))
+        out[step] = h.hexdigest()
+    return out
+
+
+class PassedSteps:
+    """The app's record of the steps whose last run passed: for each, what its probe read, its
+    settings and the fingerprint of that code. A save whose fingerprint for a step is the same
+    shows that pass again; anything else (a failure, output, names unknown) runs it."""
+
+    def __init__(self, folder: Path | None = None):
+        self.folder = folder
+        self._passed: dict[str, tuple[tuple[str, ...], str, str]] = {}
+
+    def note(self, result: StepResult, source: str, settings: str) -> None:
+        """A step's verdict from a run of `source` with these settings (a JSON text)."""
+        self._passed.pop(result.id, None)
+        if result.status != "pass" or result.reads is None:
+            return
+        if result.output or result.output_dropped:
+            return  # a warning, a print: it may name a line, and lines move
+        digest = fingerprints(source, {result.id: result.reads}, self.folder).get(result.id)
+        if digest is not None:
+            self._passed[result.id] = (result.reads, settings, digest)
+
+    def forget(self, step: str) -> None:
+        self._passed.pop(step, None)
+
+    def unchanged(self, source: str, settings: Mapping[str, str]) -> set[str]:
+        """The steps that would pass again on `source` (settings: step id -> its JSON text)."""
+        roots = {
+            step: reads
+            for step, (reads, said, _) in self._passed.items()
+            if settings.get(step, "null") == said
+        }
+        now = fingerprints(source, roots, self.folder) if roots else {}
+        return {step for step, digest in now.items() if digest == self._passed[step][2]}
