@@ -5,32 +5,39 @@ call), then at other sizes, so code that only works for B=2, T=6, d=8 fails.
 """
 
 import functools
-import math
 
 import torch
 import torch.nn.functional as F
-from torch.overrides import TorchFunctionMode
 
 from tutor.kit import (
+    DTYPE_BYTES,
+    DTYPES,
     LARGE_INPUT,
     StepSpec,
     after_answer,
-    bar,
     build_layer,
+    call_again,
     causal_future,
     changed_input,
+    chosen_settings,
     close,
+    constructor_facts,
     declared_settings,
-    describe,
-    failure_params,
-    first_nonfinite,
     fixed_dropout,
     future_region,
     heading,
     judge_attention_weights,
+    judge_called_again,
+    judge_dropout_modes,
     judge_large_inputs,
+    judge_large_output,
+    judge_layer_constructor,
+    judge_layer_state,
+    judge_layout,
     judge_leak_map,
-    judge_other_sizes,
+    judge_named_shapes,
+    judge_seeded_layer,
+    judge_sized_cases,
     judge_training_story,
     judged,
     keys,
@@ -38,38 +45,50 @@ from tutor.kit import (
     large_scores_check,
     large_scores_factor,
     large_scores_likely,
+    large_scores_weights,
     last_dim_of,
-    leak_map,
-    lend,
-    likely_for_value,
+    leak_map_panel,
+    linear_layout,
     literal_explanation,
     load_weights,
     matching_mistake,
-    max_error,
+    measure_score_memory,
+    memory_growth,
+    memory_rows,
+    memory_table,
     module_state,
+    moved_before,
     msg,
-    nest_likely,
     no_foreign,
     no_kernel,
     note,
     of_the_inputs,
+    out_of_pair,
+    pair_output,
+    pair_weights,
+    probe_dropout_modes,
+    probe_layer_story,
     probe_leak_map,
+    probe_seeded_layer,
     probe_training_story,
+    reference_grads,
+    reference_leak_outputs,
+    require_again_ran,
     require_close,
-    require_near,
+    require_finite,
+    require_no_leak,
     require_pair,
+    require_pair_output,
     require_ran,
     require_tensor,
-    round_matrix,
-    shape_str,
+    seq_lens,
+    shapes_of,
     size_explanation,
     state_dict_copy,
-    state_unchanged,
-    table,
-    token_changes,
-    train_step,
-    waiting,
-    weights,
+    trace_view,
+    traced_forward,
+    weights_from_state,
+    weights_panels,
 )
 
 # (B, T, d_in, d_k): the notebook's first, then sizes it never tries.
@@ -77,6 +96,7 @@ from tutor.kit import (
 # the notebook's lengths, odd, and (multi-head) the whole context length, past any branch on T.
 SINGLE_SIZES = [(2, 6, 8, 4), (3, 11, 16, 5), (1, 1, 7, 3), (2, 37, 12, 16), (1, 97, 8, 8)]
 SINGLE_FIRST = 4  # drawn first, in make_inputs' first loop
+SINGLE_NAMES = ("B", "T", "d_in", "d_k")
 # (d_in, d_out, n_heads, context_length, B, T)
 MULTI_SIZES = [
     (8, 8, 2, 16, 2, 6),
@@ -85,6 +105,7 @@ MULTI_SIZES = [
     (8, 8, 1, 16, 2, 1),
     (8, 16, 4, 64, 1, 64),
 ]
+MULTI_NAMES = ("d_in", "d_out", "n_heads", "context_length", "B", "T")
 MULTI_FIRST = 4
 # The leakage map changes every token in turn, one call each: it is probed up to this T (the
 # lab's 6 and the sizes past it), the longer sizes are judged by their last and middle tokens.
@@ -207,35 +228,10 @@ def large_scores_case(case) -> dict:
 
 def large_scores_layer(case, H) -> dict:
     """As large_scores_case, for the layer's W_q (the largest score of any head)."""
-    x, w = case["x"], case["w"]
-    B, T, _ = x.shape
-    q, k = ((x @ w[n].T).view(B, T, H, -1).transpose(1, 2) for n in ("W_q", "W_k"))
-    return {
-        "x": x,
-        "w": {
-            **w,
-            "W_q": w["W_q"] * large_scores_factor(q @ k.transpose(2, 3) / q.shape[-1] ** 0.5),
-        },
-    }
+    return {"x": case["x"], "w": large_scores_weights(case["x"], case["w"], H)}
 
 
 # ---------------------------------------------------------------- leakage maps
-
-
-def leak_map_entry(base, moved, ref_base, ref_moved) -> dict:
-    """The learner's map beside the reference's, both on the reference's scale: a leak shows at
-    the very cell that leaks, as large as it is."""
-    ref = leak_map(ref_base, ref_moved)
-    top = float(ref.max()) or 1.0
-    mine = leak_map(base, moved)
-    return weights(
-        msg("visual.leak_map"),
-        round_matrix(mine / top) if mine is not None else None,
-        round_matrix(ref / top),
-        words=leak_map_words(),
-    )
-
-
 def leak_map_words() -> dict:
     """Not weights: how far each output moved, so the panel's words for weights would mislead."""
     return {
@@ -257,8 +253,12 @@ def single_leak_entry(outputs_map, base_call, case, delta) -> list:
     if moved is None:
         return []
     return [
-        leak_map_entry(
-            first_output(base_call), moved, *single_leak_reference(case["x"], *case["W"], delta)
+        leak_map_panel(
+            msg("visual.leak_map"),
+            pair_output(base_call),
+            moved,
+            *single_leak_reference(case["x"], *case["W"], delta),
+            leak_map_words(),
         )
     ]
 
@@ -267,10 +267,9 @@ def single_leak_entry(outputs_map, base_call, case, delta) -> list:
 def single_leak_reference(x, Wq, Wk, Wv, delta):
     """The reference's outputs for x and for each of token_changes(x, delta): the same for every
     save, so computed once (uncached below: the changed copies are new tensors each time)."""
-    plain = reference_single.__wrapped__
-    return reference_single(x, Wq, Wk, Wv)[0], [
-        plain(changed, Wq, Wk, Wv)[0] for changed in token_changes(x, delta)
-    ]
+    return reference_leak_outputs(
+        lambda x: reference_single.__wrapped__(x, Wq, Wk, Wv)[0], x, delta
+    )
 
 
 # ---------------------------------------------------------------- single head
@@ -424,20 +423,15 @@ def judge_single_case(v, call, case, size):
     require_close(v, "matches-pytorch", "out", out, ref_out, likely=out_likely)
 
 
-def sizes_label(names, size) -> list[str]:
-    """A size as a list, which the catalogs join as each language writes a list."""
-    return [f"{n}={s}" for n, s in zip(names, size, strict=False)]
-
-
 def explain_single(seed, size, source):
     """Why causal_attention fails at a size past the notebook's (B, T, d_in, d_k)."""
-    return size_explanation(source, ("causal_attention",), ("B", "T", "d_in", "d_k"), seed, size)
+    return size_explanation(source, ("causal_attention",), SINGLE_NAMES, seed, size)
 
 
 def explain_multi(seed, size, source):
     """Why the layer fails at (d_in, d_out, n_heads, context_length, B, T): a number written in,
     then d_in read where d_out or head_dim is needed (equal at the notebook's sizes), then the rest."""
-    names = ("d_in", "d_out", "n_heads", "context_length", "B", "T", "head_dim")
+    names = (*MULTI_NAMES, "head_dim")
     seed, size = tuple(seed) + (seed[1] // seed[2],), tuple(size) + (size[1] // size[2],)
     defs = ("CausalMultiHeadAttention",)
     literal = literal_explanation(source, defs, names, seed, size)
@@ -452,72 +446,33 @@ def explain_multi(seed, size, source):
     return size_explanation(source, defs, names, seed, size)
 
 
-EXPLAIN = {
-    ("B", "T", "d_in", "d_k"): explain_single,
-    ("d_in", "d_out", "n_heads", "context_length", "B", "T"): explain_multi,
-}
-
-
-def other_sizes(v, calls, cases, sizes, names, judge_case):
-    """The shared judge_other_sizes, for case judges that also take the case's sizes; a failure
-    names what differs at that size (EXPLAIN, chosen by the sizes' names)."""
-    explain = EXPLAIN.get(tuple(names))
-    judge_other_sizes(
-        v,
-        calls,
-        list(zip(cases, sizes, strict=False)),
-        [sizes_label(names, size) for size in sizes],
-        lambda sub, call, case_and_size: judge_case(sub, call, *case_and_size),
-        explain=explain and (lambda i, sub, source: explain(sizes[0], sizes[i], source)),
-    )
-
-
-def weights_in(call, shape):
-    """The weights of an (out, weights) pair, when they have the shape to be drawn."""
-    value = call.get("value")
-    pair = isinstance(value, tuple) and len(value) == 2 and isinstance(value[1], torch.Tensor)
-    return value[1] if pair and tuple(value[1].shape) == tuple(shape) else None
-
-
-def judge_called_again(v, fn, call, case, size, judge_case):
-    """A second call at the notebook's size, with new values, judged like the first."""
-    sub = judged("", judge_case, call, case, size)
-    if not sub.passed():
-        reason, likely = nest_likely(sub.failed_message(), msg("likely.kept_state"))
-        v.require("call-again", False, "check.called_again", fn=fn, reason=reason, likely=likely)
-    v.expect("call-again", True)
-
-
 def judge_single(v, outputs, inputs, jctx):
     calls = outputs["calls"]
     seed = inputs["single"][0]
     B, T = SINGLE_SIZES[0][:2]
     # Drawn before judging: a failing step is where the heatmap helps most.
     if jctx.views:
-        w = weights_in(calls[0], (B, T, T))
+        w = pair_weights(calls[0], (B, T, T))
         ref_w = reference_single(seed["x"], *seed["W"])[1]
-        v.visuals["heatmaps"] = [
-            {
-                "label": {"key": "visual.batch", "params": {"n": b}},
-                "learner": round_matrix(w[b]) if w is not None else None,
-                "reference": round_matrix(ref_w[b]),
-            }
-            for b in range(B)
-        ] + single_leak_entry(
+        v.visuals["heatmaps"] = weights_panels(
+            w, ref_w, lambda b: msg("visual.batch", n=b)
+        ) + single_leak_entry(
             outputs.get("leak_map"), calls[0], seed, inputs["leak_delta"]["single"]
         )
     judge_single_case(v, calls[0], seed, SINGLE_SIZES[0])
-    other_sizes(
-        v, calls, inputs["single"], SINGLE_SIZES, ("B", "T", "d_in", "d_k"), judge_single_case
+    judge_sized_cases(
+        v, calls, inputs["single"], SINGLE_SIZES, SINGLE_NAMES, judge_single_case, explain_single
     )
     no_kernel(v, "causal_attention", jctx.source, {"causal_attention"}, jctx.kernels)
     judge_called_again(
         v,
         "causal_attention",
-        outputs["again"],
+        {"call": outputs["again"]},
+        None,
+        judge_single_case,
         inputs["single_again"],
         SINGLE_SIZES[0],
-        judge_single_case,
+        source="",
     )
     judge_large_scores(v, outputs["large"], inputs["single_large"])
     judge_large_inputs(
@@ -593,29 +548,6 @@ def unmasked(x, Wq, Wk, Wv):
     return w @ v
 
 
-def leak(a, b, pos):
-    """Largest change in the outputs before position pos."""
-    if pos == 0:
-        return 0.0
-    return float((a[:, :pos].double() - b[:, :pos].double()).abs().max())
-
-
-def out_of_pair(value):
-    """In the child: the `out` of an (out, weights) pair, or what came when it is not one."""
-    # A tuple subclass is a pair too (a namedtuple), whatever its own methods do.
-    if isinstance(value, tuple) and tuple.__len__(value) == 2:
-        return tuple.__getitem__(value, 0)
-    return value
-
-
-def first_output(call):
-    """The `out` of a (out, weights) pair, or None when the call did not give one."""
-    value = call.get("value")
-    if isinstance(value, tuple) and len(value) == 2 and isinstance(value[0], torch.Tensor):
-        return value[0]
-    return None
-
-
 def judge_leakage_case(v, calls, case, size):
     B, T, d, dk = size
     outs = {}
@@ -623,28 +555,11 @@ def judge_leakage_case(v, calls, case, size):
         call = calls[name]
         require_ran(v, call, "causal_attention")
         value = call.get("value")
-        out = first_output(call)
-        if out is None and isinstance(value, tuple) and value:
-            likely = likely_for_value(value[0])
-            likely = msg("likely.returns_pair") if likely["key"] == "likely.unknown" else likely
-        else:
-            likely = likely_for_value(value) if value is None else msg("likely.returns_pair")
-        v.require(
-            "returns",
-            out is not None and out.shape == (B, T, dk),
-            "check.returns_pair",
-            fn="causal_attention",
-            got=describe(value),
-            likely=likely,
-        )
-        bad = first_nonfinite(out)
-        v.require(
-            "finite",
-            bad is None,
-            "check.not_finite",
-            what="out",
-            count=bad[1] if bad else 0,
-            where=shape_str(bad[0]) if bad else "",
+        out = require_pair_output(v, call, "causal_attention", (B, T, dk), "likely.returns_pair")
+        require_finite(
+            v,
+            "out",
+            out,
             likely=lambda value=value: (
                 diagnose_weights(value[1], case["x"], *case["W"])
                 if isinstance(value[1], torch.Tensor) and value[1].shape == (B, T, T)
@@ -653,9 +568,8 @@ def judge_leakage_case(v, calls, case, size):
         )
         outs[name] = out
     for name, pos in (("last", T - 1), ("mid", T // 2)):
-        amount = leak(outs["base"], outs[name], pos)
-        v.require(
-            "no-leak", amount < 1e-6, "check.leak", pos=pos, got=amount, likely=msg("likely.leak")
+        require_no_leak(
+            v, outs["base"], outs[name], pos, key="check.leak", likely=msg("likely.leak")
         )
     if calls["map"] is not None:
         require_ran(v, calls["map"], "causal_attention")
@@ -680,18 +594,18 @@ def judge_leakage(v, outputs, inputs, jctx):
         )
     judge_leakage_case(v, calls[0], seed, SINGLE_SIZES[0])
     if jctx.views:
-        yours = leak(
-            first_output(calls[0]["base"]), first_output(calls[0]["last"]), SINGLE_SIZES[0][1] - 1
+        yours = moved_before(
+            pair_output(calls[0]["base"]), pair_output(calls[0]["last"]), SINGLE_SIZES[0][1] - 1
         )
-        broken = leak(
+        broken = moved_before(
             unmasked(seed["x"], *seed["W"]),
             unmasked(seed["x_last"], *seed["W"]),
             SINGLE_SIZES[0][1] - 1,
         )
         # The notebook's own demonstration that the test catches an unmasked layer, shown beside the learner's figure.
         v.visuals["leak"] = {"yours": yours, "unmasked": broken}
-    other_sizes(
-        v, calls, inputs["single"], SINGLE_SIZES, ("B", "T", "d_in", "d_k"), judge_leakage_case
+    judge_sized_cases(
+        v, calls, inputs["single"], SINGLE_SIZES, SINGLE_NAMES, judge_leakage_case, explain_single
     )
     no_foreign(v, "causal_attention", jctx.kernels)
 
@@ -716,68 +630,51 @@ PARAM_NAMES = {
     "out_proj.bias": "out_b",
 }
 
+# The lesson's words for the kit's layer properties (tutor.kit.layer_checks), by role.
+LAYER_KEYS = {
+    "constructor_signature": "check.constructor_signature",
+    "constructor_attr": "check.constructor_attr",
+    "mask_buffer": "check.mask_buffer",
+    "dropout_raised": "check.dropout_raised",
+    "dropout_train": "check.dropout_train",
+    "dropout_eval": "check.dropout_eval",
+    "dropout_in_eval": "likely.dropout_in_eval",
+    "dropout_unknown": "likely.dropout_unknown",
+    "dropout_missing": "likely.dropout_missing",
+    "dropout_p": "likely.dropout_p",
+    "dropout_twice": "likely.dropout_twice",
+    "dropout_place": "likely.dropout_place",
+    "backward_raised": "check.backward_raised",
+    "inplace_backward": "likely.inplace_backward",
+    "grad_blocked": "likely.grad_blocked",
+    "not_trainable": "check.not_trainable",
+    "no_grad": "check.no_grad",
+    "grad_values": "check.grad_values",
+    "grad_wrong": "likely.grad_wrong",
+    "no_input_grad": "check.no_input_grad",
+    "input_grad_blocked": "likely.input_grad_blocked",
+    "state_keys": "check.state_keys",
+    "notebook_values": "check.notebook_values",
+    "notebook_mode": "likely.notebook_mode",
+    "leak": "check.leak",
+    "leak_likely": "likely.leak",
+}
+
 
 # ---------------------------------------------------------------- shape trace
 
-TRACE_LIMIT = 48  # ops kept of one forward: within the codec's 64 items
 # (d_in, d_out, n_heads, context_length, B, T): every dimension a different number, so that a
 # shape says which dimension went where (the notebook's B = H = 2 would hide a swap).
 TRACE_SIZE = (6, 12, 3, 16, 2, 5)
-TRACE_SKIP = {
-    "size",
-    "dim",
-    "numel",
-    "stride",
-    "is_contiguous",
-    "__len__",
-    "__bool__",
-    "item",
-    "tolist",
+TRACE_KEYS = {  # the trace view's texts, by the kit's TRACE_WORDS
+    "none": "ui.trace_none",
+    "step": "ui.trace_step",
+    "op": "ui.trace_op",
+    "shape": "ui.trace_shape",
+    "parts": "ui.trace_parts",
+    "same": "ui.trace_same",
+    "other_route": "ui.trace_other_route",
 }
-OP_NAMES = {
-    "__matmul__": "@",
-    "__rmatmul__": "@",
-    "matmul": "@",
-    "__truediv__": "/",
-    "__mul__": "*",
-    "__rmul__": "*",
-    "__add__": "+",
-    "__radd__": "+",
-    "__sub__": "-",
-    "__getitem__": "[…]",
-}
-
-
-class ShapeTrace(TorchFunctionMode):
-    """Every torch function and tensor method a forward calls, with the shape it made (a mode,
-    as the kernel trap: nothing is patched)."""
-
-    def __init__(self):
-        super().__init__()
-        self.ops: list = []
-
-    def __torch_function__(self, func, types, args=(), kwargs=None):
-        out = func(*args, **(kwargs or {}))
-        name = getattr(func, "__name__", "?")
-        if name == "__get__":  # a property: x.T, x.mT
-            name = getattr(getattr(func, "__self__", None), "__name__", name)
-        first = out[0] if isinstance(out, (tuple, list)) and out else out
-        if (
-            name not in TRACE_SKIP
-            and isinstance(first, torch.Tensor)
-            and len(self.ops) < TRACE_LIMIT
-        ):
-            self.ops.append([OP_NAMES.get(name, name), list(first.shape)])
-        return out
-
-
-lend(ShapeTrace.__torch_function__)  # the probe's own mode: it runs beside learner code
-
-
-def traced_forward(module, x):
-    with ShapeTrace() as trace:
-        module(x)
-    return trace.ops
 
 
 def lab_trace(size) -> list[tuple[str, tuple]]:
@@ -805,62 +702,10 @@ def lab_trace(size) -> list[tuple[str, tuple]]:
     ]
 
 
-def trace_parting(ops: list, size) -> tuple[int, str, tuple] | None:
-    """(index, expected op, its shape) at the first op whose shape the lab's forward never makes:
-    the op the lab makes after the learner's last shape that it also makes. None: no parting."""
-    lab = lab_trace(size)
-    shapes = {shape for _, shape in lab}
-    for i, (_, shape) in enumerate(ops):
-        if tuple(shape) not in shapes:
-            before = tuple(ops[i - 1][1]) if i else None
-            at = next((k for k, (_, s) in enumerate(lab) if s == before), -1)
-            name, made = lab[at + 1] if at + 1 < len(lab) else lab[-1]
-            return i, name, made
-    return None
-
-
-def trace_view(ops, size, wrong: bool) -> list:
-    """The learner's trace; for a layer that fails, cut at the first shape the lab's never makes.
-    A right layer may take another route (a loop over heads, einsum): no parting is marked then."""
-    if not isinstance(ops, list) or not ops:
-        return [waiting(msg("ui.trace_none"))]
-    parting = trace_parting(ops, size)
-    if parting and not wrong:
-        parting, other_route = None, True
-    else:
-        other_route = False
-    rows = []
-    for i, (name, shape) in enumerate(ops):
-        mark = "✗" if parting and i == parting[0] else ""
-        rows.append([str(i + 1), name, shape_str(shape), mark])
-        if parting and i == parting[0]:
-            break  # what follows a wrong shape is its consequence
+def lab_trace_view(ops, size, wrong: bool) -> list:
     d_in, d_out, H, _, B, T = size
-    view = [
-        heading(msg("ui.trace_title", B=B, T=T, H=H, hd=d_out // H, d_in=d_in)),
-        table(
-            [msg("ui.trace_step"), msg("ui.trace_op"), msg("ui.trace_shape"), ""],
-            rows,
-            ["right", "left", "left", "left"],
-        ),
-    ]
-    if parting:
-        i, expected, made = parting
-        view.append(
-            note(
-                msg(
-                    "ui.trace_parts",
-                    op=ops[i][0],
-                    shape=shape_str(ops[i][1]),
-                    before=shape_str(ops[i - 1][1]) if i else "x",
-                    expected=expected,
-                    expected_shape=shape_str(made),
-                )
-            )
-        )
-    else:
-        view.append(note(msg("ui.trace_other_route" if other_route else "ui.trace_same")))
-    return view
+    title = msg("ui.trace_title", B=B, T=T, H=H, hd=d_out // H, d_in=d_in)
+    return trace_view(ops, lab_trace(size), wrong=wrong, title=title, words=TRACE_KEYS)
 
 
 # Our own weights, so the judge knows them without trusting the learner's process; a parameter
@@ -868,44 +713,13 @@ def trace_view(ops, size, wrong: bool) -> list:
 load_ours = functools.partial(load_weights, names=PARAM_NAMES, skip_none=True)
 
 
-def layout_of(module, d_in, d_out) -> dict:
-    layout = {}
-    for attr in ("W_q", "W_k", "W_v", "out_proj"):
-        layer = getattr(module, attr, None)
-        layout[attr] = tuple(layer.weight.shape) if isinstance(layer, torch.nn.Linear) else None
-    layout["ok"] = (
-        all(layout.values())
-        and layout["W_q"] == (d_out, d_in)
-        and layout["W_k"] == (d_out, d_in)
-        and layout["W_v"] == (d_out, d_in)
-        and layout["out_proj"] == (d_out, d_out)
-    )
-    return layout
-
-
-def constructor_facts(cls, module) -> dict:
-    """What the given constructor promises: its signature, attributes and the mask buffer."""
-    import inspect
-
-    try:
-        params = list(inspect.signature(cls.__init__).parameters.values())[1:]
-        # *args / **kwargs forward to the given constructor: what they accept is judged by building.
-        signature = [
-            ["*", None]
-            if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
-            else [p.name, None if p.default is inspect.Parameter.empty else p.default]
-            for p in params
-        ]
-    except (TypeError, ValueError):
-        signature = None
-    dropout = getattr(module, "dropout", None)
-    buffers = dict(module.named_buffers())
+def layout_of(d_in, d_out) -> dict:
+    """The Linear layers' weight shapes as the lab's constructor makes them."""
     return {
-        "signature": signature,
-        "attrs": {a: getattr(module, a, None) for a in ("d_out", "n_heads", "head_dim")},
-        "dropout": dropout.p if isinstance(dropout, torch.nn.Dropout) else None,
-        "buffers": sorted(buffers),
-        "mask": buffers.get("mask"),
+        "W_q": (d_out, d_in),
+        "W_k": (d_out, d_in),
+        "W_v": (d_out, d_in),
+        "out_proj": (d_out, d_out),
     }
 
 
@@ -923,14 +737,16 @@ def probe_multi(ctx, inputs):
         module = made["value"]
         out = {
             "made": {"value": None},
-            "layout": layout_of(module, d_in, d_out),
+            "layout": linear_layout(module, layout_of(d_in, d_out)),
             "params": sum(p.numel() for p in module.parameters()),
         }
         cases.append(out)
         if not out["layout"]["ok"]:
             continue
         if i == 0:
-            out["constructor"] = constructor_facts(cls, module)
+            out["constructor"] = constructor_facts(
+                cls, module, ("d_out", "n_heads", "head_dim"), "mask"
+            )
         load_ours(module, case["w"])
         # Every call with fixed_dropout in place of torch's: no randomness reaches a verdict.
         before = ctx.call(lambda m=module: module_state(m)).get("value") if i == 0 else None
@@ -986,77 +802,29 @@ def probe_multi(ctx, inputs):
 
 
 def probe_dropout(ctx, cls, size, case):
-    """A new layer with dropout: in eval mode on a short input, then on the whole one (so also
-    a layer that first sees a short input), then in train mode."""
-    made = ctx.call(lambda: build_layer(cls, KEYWORDS, size, dropout=DROPOUT_P))
-    if "error" in made:
-        return {"made": made}
-    module = made["value"]
-    load_ours(module, case["w"])
-    ctx.call(module.eval)
-    short = ctx.call(module, case["x_prefix"], dropout=True)
-    evaluated = ctx.call(module, case["x"], dropout=True)
-    ctx.call(module.train)
-    return {
-        "made": {"value": None},
-        "short": short,
-        "eval": evaluated,
-        "train": ctx.call(module, case["x"], dropout=True),
-    }
+    """A new layer with dropout: in eval mode on a short input, then on the whole one, then in train mode."""
+    build = lambda: build_layer(cls, KEYWORDS, size, dropout=DROPOUT_P)  # noqa: E731
+    return probe_dropout_modes(
+        ctx, build, lambda m: load_ours(m, case["w"]), case["x"], case["x_prefix"]
+    )
 
 
 def probe_story(ctx, cls, size, case, g):
     """A new layer with dropout through the kit's training story (no_grad, train, a step, again)."""
-    if ctx.kernels:  # the own-formula check fails it; a compiled kernel would only cost time
-        return None
-    made = ctx.call(lambda: build_layer(cls, KEYWORDS, size, dropout=DROPOUT_P))
-    if "error" in made:
-        return None  # judge_dropout says it
-    module = made["value"]
-    load_ours(module, case["w"])
-    return probe_training_story(ctx, module, [case["x"]], g, module=module)
+    build = lambda: build_layer(cls, KEYWORDS, size, dropout=DROPOUT_P)  # noqa: E731
+    return probe_layer_story(ctx, build, lambda m: load_ours(m, case["w"]), case["x"], g)
 
 
 def story_reference(inputs, state, p, H):
-    w = weights_from_state(state)
+    w = weights_from_state(state, PARAM_NAMES)
     return reference_multi.__wrapped__(inputs[0], w, H, p)[0]
 
 
 def probe_notebook(ctx, cls, size, case, g):
     """Self-check 3 as the notebook runs it: torch.manual_seed(1), built by keyword, its own
     weights, train mode, gradients on; then one backward, as training would."""
-    # The CPU generator alone: what torch.manual_seed seeds here, without its queued CUDA
-    # seeding, which formats the whole stack (~6 ms a run, 7% of a child's time in `grade`).
-    torch.default_generator.manual_seed(NOTEBOOK_SEED)
-    made = ctx.call(lambda: build_layer(cls, KEYWORDS, size), grad=True)
-    if "error" in made:
-        return {"made": made}
-    module = made["value"]
-    # x's gradient too: in a model, what the layers before this one learn from.
-    step = ctx.call(
-        lambda: train_step(module, module, g, case["x"], kernels=True), grad=True, dropout=True
-    )
-    last = ctx.call(module, case["x_last"], grad=True, dropout=True)
-    return {
-        "made": {"value": None},
-        "step": step,
-        "last": last,
-        "state": ctx.call(lambda: state_dict_copy(module)).get("value"),
-        "params": sum(p.numel() for p in module.parameters()),
-    }
-
-
-def weights_from_state(state) -> dict | None:
-    """The layer's weights as the judge's reference takes them, from a state_dict sent back."""
-    try:
-        w = {key: state[name] for name, key in PARAM_NAMES.items() if name in state}
-    except TypeError:
-        return None
-    if set(w) != set(PARAM_NAMES.values()) or not all(
-        isinstance(t, torch.Tensor) for t in w.values()
-    ):
-        return None
-    return {k: t.float() for k, t in w.items()}
+    build = lambda: build_layer(cls, KEYWORDS, size)  # noqa: E731
+    return probe_seeded_layer(ctx, build, NOTEBOOK_SEED, g, case["x"], case["x_last"])
 
 
 @of_the_inputs
@@ -1088,20 +856,9 @@ def of_these_weights(x, w, H, g):
     if hit is None:
         if len(_BY_VALUE) >= 16:
             _BY_VALUE.clear()
-        hit = _BY_VALUE[key] = (
-            reference_multi.__wrapped__(x, w, H)[0],
-            *reference_grads(x, w, H, g),
-        )
+        forward = lambda x, w: reference_multi.__wrapped__(x, w, H)[0]  # noqa: E731
+        hit = _BY_VALUE[key] = (forward(x, w), *reference_grads(forward, x, w, g, PARAM_NAMES))
     return hit
-
-
-def reference_grads(x, w, H, g) -> tuple[dict, torch.Tensor]:
-    leaves = {k: t.detach().clone().requires_grad_(True) for k, t in w.items()}
-    x = x.detach().clone().requires_grad_(True)
-    with torch.enable_grad():
-        y, _ = reference_multi.__wrapped__(x, leaves, H)
-        (y * g).sum().backward()
-    return {name: leaves[key].grad for name, key in PARAM_NAMES.items()}, x.grad
 
 
 def diagnose_multi(y, x, w, H, source=""):
@@ -1223,46 +980,31 @@ def masked_fill_discarded(source: str) -> bool:
     )
 
 
-def call_again(v, got, expected, what, likely=None):
-    """The same layer (or function), called once more after a right first call, must still be right."""
-    likely = likely or msg("likely.call_again")
-    got = require_tensor(v, "call-again", what, got, tuple(expected.shape), likely)
-    require_close(v, "call-again", what, got, expected, likely=likely)
-
-
-def require_again_ran(v, call, t):
-    if "error" in call:
-        v.require(
-            "call-again",
-            False,
-            "check.call_again_raised",
-            t=t,
-            **failure_params(call["error"]),
-            likely=msg("likely.call_again"),
-        )
-
-
 def judge_again(v, case, inp, size):
     """The layer of the notebook's size used again: on a shorter input, after new weights are
     loaded, and a new layer on a short input first. Judged after the other sizes: code with the
     notebook's numbers written in fails there, with the message that fits."""
     H = size[2]
     t = inp["x_prefix"].shape[1]
-    require_again_ran(v, case["prefix"], t)
+    again = functools.partial(
+        require_again_ran, key="check.call_again_raised", likely=msg("likely.call_again")
+    )
+    again(v, case["prefix"], t=t)
     call_again(
         v,
         case["prefix"]["value"],
         reference_multi(inp["x_prefix"], inp["w"], H)[0],
         msg("value.again_prefix", t=t),
+        msg("likely.call_again"),
     )
     w2 = case["new_weights_w"]
-    require_again_ran(v, case["new_weights"], inp["x"].shape[1])
+    again(v, case["new_weights"], t=inp["x"].shape[1])
     call_again(
         v,
         case["new_weights"]["value"],
         reference_multi(inp["x"], w2, H)[0],
         msg("value.again_new_weights"),
-        likely=msg("likely.cached_weights"),
+        msg("likely.cached_weights"),
     )
     dropout = case.get("dropout") or {}
     # Eval mode: no dropout, so the reference without it. A call that raised is judge_dropout's to say.
@@ -1277,260 +1019,72 @@ def judge_again(v, case, inp, size):
                 dropout["eval"]["value"],
                 reference_multi(inp["x"], inp["w"], H)[0],
                 msg("value.again_longer", t=t),
+                msg("likely.call_again"),
             )
 
 
 def judge_state(v, case, inp, size):
     """forward must leave the layer's weights and buffers as they were."""
-    T_ctx = size[3]
-    state = case.get("state") or {}
     expected = {name: inp["w"][key] for name, key in PARAM_NAMES.items()}
-    expected["mask"] = torch.triu(torch.ones(T_ctx, T_ctx), diagonal=1).bool()
-    for name, want in expected.items():
-        got = state.get(name)
-        same = (
-            isinstance(got, torch.Tensor)
-            and got.shape == want.shape
-            and bool(torch.equal(got.to(want.dtype), want))
-        )
-        if not same:
-            detail = (
-                shape_str(got.shape)
-                if isinstance(got, torch.Tensor) and got.shape != want.shape
-                else (f"{max_error(got, want)[0]:.3g}" if isinstance(got, torch.Tensor) else "—")
-            )
-            v.expect(
-                "state-unchanged",
-                False,
-                "check.state_changed",
-                name=name,
-                got=detail,
-                likely=msg("likely.mask_sliced_in_place")
-                if name == "mask"
-                else msg("likely.weights_changed"),
-            )
-            return
-    state_unchanged(v, *(case.get("module_state") or (None, None)))
+    expected["mask"] = torch.triu(torch.ones(size[3], size[3]), diagonal=1).bool()
+    judge_layer_state(
+        v,
+        case.get("state"),
+        expected,
+        case.get("module_state"),
+        key="check.state_changed",
+        likely=lambda name: msg(
+            "likely.mask_sliced_in_place" if name == "mask" else "likely.weights_changed"
+        ),
+    )
 
 
 def judge_constructor(v, facts, size):
     d_in, d_out, H, cl = size[:4]
-    sig = facts.get("signature")
-    forwards = sig is not None and ["*", None] in sig
-    v.require(
-        "constructor",
-        sig == SIGNATURE or forwards,
-        "check.constructor_signature",
-        got=", ".join(n if d is None else f"{n}={d!r}" for n, d in (sig or [])) or "?",
+    judge_layer_constructor(
+        v,
+        facts,
+        signature=SIGNATURE,
+        attrs={"d_out": d_out, "n_heads": H, "head_dim": d_out // H},
+        dropout=0.0,
+        buffer=torch.triu(torch.ones(cl, cl), diagonal=1).bool(),
+        buffer_params={"n": cl},
+        keys=LAYER_KEYS,
     )
-    want = {"d_out": d_out, "n_heads": H, "head_dim": d_out // H}
-    for attr, value in want.items():
-        got = facts["attrs"].get(attr)
-        v.require(
-            "constructor",
-            got == value and type(got) is int,
-            "check.constructor_attr",
-            attr=attr,
-            expected=str(value),
-            got=describe(got) if type(got) is not int else str(got),
-        )
-    v.require(
-        "constructor",
-        facts.get("dropout") == 0.0,
-        "check.constructor_attr",
-        attr="dropout",
-        expected="nn.Dropout(0.0)",
-        got=str(facts.get("dropout")),
-    )
-    mask = facts.get("mask")
-    expected = torch.triu(torch.ones(cl, cl), diagonal=1).bool()
-    ok = (
-        isinstance(mask, torch.Tensor)
-        and mask.dtype == torch.bool
-        and mask.shape == expected.shape
-        and bool(torch.equal(mask, expected))
-    )
-    v.require(
-        "constructor",
-        ok,
-        "check.mask_buffer",
-        n=cl,
-        got=describe(mask)
-        if mask is None or not isinstance(mask, torch.Tensor)
-        else msg(
-            "value.tensor",
-            dtype=str(mask.dtype).removeprefix("torch."),
-            shape=shape_str(mask.shape),
-        ),
-    )
-    v.expect("constructor", True)
 
 
 def judge_dropout(v, case, inp, size):
     """With dropout in train mode: dropout on the attention weights, once, with the layer's p;
     in eval mode: none. fixed_dropout stands in for torch's, so the reference gives the same."""
-    H = size[2]
-    # The build, then the calls (there are none when the build raised).
-    for call in (
-        case.get("made") or {},
-        *(case[k] for k in ("short", "eval", "train") if k in case),
-    ):
-        if "error" in call:
-            v.require(
-                "dropout",
-                False,
-                "check.dropout_raised",
-                p=DROPOUT_P,
-                **failure_params(call["error"]),
-            )
-    for mode in ("train", "eval"):
-        call = case[mode]
-        p = DROPOUT_P if mode == "train" else 0.0
-        expected = reference_multi(inp["x"], inp["w"], H, p)[0]
-        y = require_tensor(
-            v, "dropout", f"forward(x) ({mode})", call["value"], tuple(expected.shape)
-        )
-        require_near(
-            v,
-            "dropout",
-            f"check.dropout_{mode}",
-            y,
-            expected,
-            p=DROPOUT_P,
-            likely=lambda call=call, mode=mode: diagnose_dropout(
-                call.get("dropouts") or [], mode, inp["x"].shape, H
-            ),
-        )
-    v.expect("dropout", True)
-
-
-def diagnose_dropout(calls, mode, x_shape, H):
-    """From what each dropout call was given (the child's record), what went wrong with it."""
-    if mode == "eval":
-        return (
-            msg("likely.dropout_in_eval")
-            if any(c["training"] for c in calls)
-            else msg("likely.dropout_unknown")
-        )
-    if not calls:
-        return msg("likely.dropout_missing")
-    other_p = [c["p"] for c in calls if abs(c["p"] - DROPOUT_P) > 1e-9]
-    if other_p:
-        return msg("likely.dropout_p", got=other_p[0], p=DROPOUT_P)
-    B, T, _ = x_shape
-    if calls[0]["weights"] and sum(math.prod(c["shape"]) for c in calls) > B * H * T * T:
-        return msg("likely.dropout_twice")
-    if any(not c["weights"] for c in calls):
-        shape = next(c["shape"] for c in calls if not c["weights"])
-        return msg("likely.dropout_place", shape=shape_str(shape))
-    return msg("likely.dropout_unknown")
+    B, T, _ = inp["x"].shape
+    judge_dropout_modes(
+        v,
+        case,
+        lambda p: reference_multi(inp["x"], inp["w"], size[2], p)[0],
+        p=DROPOUT_P,
+        weights_numel=B * size[2] * T * T,
+        keys=LAYER_KEYS,
+    )
 
 
 def judge_notebook(v, nb, inp, size, g):
     """Self-check 3 as written: the reference is rebuilt from the layer's own weights after the
     call; then the gradients of one backward pass must be the reference's."""
-    H = size[2]
-    made = nb.get("made") or {}
-    require_ran(v, made, "CausalMultiHeadAttention(d_in=…, d_out=…, n_heads=…, context_length=…)")
-    step = nb["step"]
-    if "error" in step:
-        e = step["error"]
-        v.require(
-            "trainable",
-            False,
-            "check.backward_raised",
-            **failure_params(e),
-            likely=likely_for_backward(e),
-        )
-    w = weights_from_state(nb.get("state"))
-    v.require(
-        "notebook",
-        w is not None,
-        "check.state_keys",
-        got=", ".join(sorted(nb.get("state") or {})) or "—",
-    )
-    expected, want, want_x = of_these_weights(inp["x"], w, H, g)
-    value = step["value"]
-    y = require_tensor(
+    judge_seeded_layer(
         v,
-        "notebook",
-        "forward(x)",
-        value.get("y") if isinstance(value, dict) else None,
-        tuple(expected.shape),
+        nb,
+        lambda w: of_these_weights(inp["x"], w, size[2], g),
+        names=PARAM_NAMES,
+        built="CausalMultiHeadAttention(d_in=…, d_out=…, n_heads=…, context_length=…)",
+        keys=LAYER_KEYS,
     )
-    require_near(
-        v, "notebook", "check.notebook_values", y, expected, likely=msg("likely.notebook_mode")
-    )
-    last = nb["last"]
-    if (
-        "value" in last
-        and isinstance(last["value"], torch.Tensor)
-        and last["value"].shape == y.shape
-    ):
-        amount = leak(y, last["value"], y.shape[1] - 1)
-        v.require(
-            "notebook",
-            amount < 1e-6,
-            "check.leak",
-            pos=y.shape[1] - 1,
-            got=amount,
-            likely=msg("likely.leak"),
-        )
-    v.expect("notebook", True)
-    v.require(
-        "trainable",
-        value.get("connected"),
-        "check.not_trainable",
-        likely=msg("likely.grad_blocked"),
-    )
-    grad_close = functools.partial(
-        require_near, v, "trainable", "check.grad_values", atol=1e-4, rtol=1e-3, where=False
-    )
-    for name, ref in want.items():
-        got = value["grads"].get(name)
-        if got is None:
-            v.require(
-                "trainable", False, "check.no_grad", name=name, likely=msg("likely.grad_blocked")
-            )
-        grad_close(got, ref, name=name, likely=msg("likely.grad_wrong"))
-    got = value.get("input_grad")
-    v.require(
-        "trainable", got is not None, "check.no_input_grad", likely=msg("likely.input_grad_blocked")
-    )
-    grad_close(got, want_x, name="x", likely=msg("likely.grad_wrong"))
-    v.expect("trainable", True)
-
-
-def likely_for_backward(e) -> dict:
-    detail = e.get("detail", "")
-    if "inplace" in detail or "in-place" in detail:
-        return msg("likely.inplace_backward")
-    if "does not require grad" in detail or "numpy" in detail.lower():
-        return msg("likely.grad_blocked")
-    return msg("likely.unknown")
 
 
 def judge_multi_case(v, case, inp, size, source=""):
     d_in, d_out, H, cl, B, T = size
     args = f"d_in={d_in}, d_out={d_out}, n_heads={H}, context_length={cl}"
     require_ran(v, case["made"], f"CausalMultiHeadAttention({args})")
-    expected_layout = {
-        "W_q": (d_out, d_in),
-        "W_k": (d_out, d_in),
-        "W_v": (d_out, d_in),
-        "out_proj": (d_out, d_out),
-    }
-    for attr, shape in expected_layout.items():
-        got = case["layout"][attr]
-        v.require(
-            "constructor",
-            got is not None and tuple(got) == shape,
-            "check.constructor",
-            args=args,
-            attr=attr,
-            expected=shape_str(shape),
-            got=shape_str(got) if got else "None",
-        )
+    judge_layout(v, case["layout"], layout_of(d_in, d_out), key="check.constructor", args=args)
     require_ran(v, case["base"], "forward")
     expected_params = 3 * d_in * d_out + d_out * d_out + d_out
     v.require(
@@ -1552,16 +1106,7 @@ def judge_multi_case(v, case, inp, size, source=""):
         diagnose = lambda: msg("likely.dropout_p", got=written_in[0], p=0.0)  # noqa: E731
     else:
         diagnose = lambda: diagnose_multi(y, x, inp["w"], H, source)  # noqa: E731
-    bad = first_nonfinite(y)
-    v.require(
-        "finite",
-        bad is None,
-        "check.not_finite",
-        what="forward(x)",
-        count=bad[1] if bad else 0,
-        where=shape_str(bad[0]) if bad else "",
-        likely=diagnose,
-    )
+    require_finite(v, "forward(x)", y, likely=diagnose)
     ref, _ = reference_multi(x, inp["w"], H)
     right = close(y, ref)
     if "last" in case:
@@ -1572,12 +1117,13 @@ def judge_multi_case(v, case, inp, size, source=""):
                 right
             ):  # a right first call and a wrong second one is no leak: forward changed the layer
                 call_again(
-                    v, y2, reference_multi(inp["x_last"], inp["w"], H)[0], msg("value.again_last")
+                    v,
+                    y2,
+                    reference_multi(inp["x_last"], inp["w"], H)[0],
+                    msg("value.again_last"),
+                    msg("likely.call_again"),
                 )
-            amount = leak(y, y2, T - 1)
-            v.require(
-                "no-leak", amount < 1e-6, "check.leak", pos=T - 1, got=amount, likely=diagnose
-            )
+            require_no_leak(v, y, y2, T - 1, key="check.leak", likely=diagnose)
     if "map" in case:
         require_ran(v, case["map"], "forward")
         judge_leak_map(v, y, case["map"].get("value"), [(msg("region.future"), future_region(T))])
@@ -1590,16 +1136,14 @@ def multi_leak_entry(first, seed, size, inputs) -> dict:
     reference = multi_leak_reference(
         seed["x"], inputs["multi_again"]["w"], size[2], inputs["leak_delta"]["multi"]
     )
-    return leak_map_entry(first.get("new_weights", {}).get("value"), moved, *reference)
+    base = first.get("new_weights", {}).get("value")
+    return leak_map_panel(msg("visual.leak_map"), base, moved, *reference, leak_map_words())
 
 
 @of_the_inputs
 def multi_leak_reference(x, w, H, delta):
     """As single_leak_reference, for the layer with weights w."""
-    plain = reference_multi.__wrapped__
-    return reference_multi(x, w, H)[0], [
-        plain(changed, w, H)[0] for changed in token_changes(x, delta)
-    ]
+    return reference_leak_outputs(lambda x: reference_multi.__wrapped__(x, w, H)[0], x, delta)
 
 
 def judge_multi(v, outputs, inputs, jctx):
@@ -1613,22 +1157,19 @@ def judge_multi(v, outputs, inputs, jctx):
         have = isinstance(soft, torch.Tensor) and soft.shape == ref_w.shape
         # Drawn before judging: a failing step is where the heatmap helps most.
         # The weights are the last softmax the forward pass ran: without one, they cannot be had.
-        v.visuals["heatmaps"] = [
-            weights(
-                msg("visual.batch_head", b=0, h=h),
-                round_matrix(soft[0, h]) if have else None,
-                round_matrix(ref_w[0, h]),
-                why=None if have else msg("visual.weights_not_captured"),
-            )
-            for h in range(ref_w.shape[1])
-        ]
+        v.visuals["heatmaps"] = weights_panels(
+            soft[0] if have else None,
+            ref_w[0],
+            lambda h: msg("visual.batch_head", b=0, h=h),
+            why=msg("visual.weights_not_captured"),
+        )
         if "leak_map" in first:
             v.visuals["heatmaps"].append(multi_leak_entry(first, seed, size, inputs))
     try:
         judge_multi_checks(v, outputs, inputs, jctx, judge_case)
     finally:  # after the verdict: a route other than the lab's is only pointed at when the layer is wrong
         if "trace" in first:  # only probed for the views
-            v.visuals["view"] = trace_view(
+            v.visuals["view"] = lab_trace_view(
                 first["trace"].get("value"), TRACE_SIZE, wrong=not v.passed()
             )
 
@@ -1648,13 +1189,8 @@ def judge_multi_checks(v, outputs, inputs, jctx, judge_case):
         one=counts.get(1),
         four=counts.get(4),
     )
-    other_sizes(
-        v,
-        cases,
-        inputs["multi"],
-        MULTI_SIZES,
-        ("d_in", "d_out", "n_heads", "context_length", "B", "T"),
-        judge_case,
+    judge_sized_cases(
+        v, cases, inputs["multi"], MULTI_SIZES, MULTI_NAMES, judge_case, explain_multi
     )
     trained = ((first.get("notebook") or {}).get("step") or {}).get("value")
     in_graph = trained.get("kernels") or [] if isinstance(trained, dict) else []
@@ -1670,7 +1206,15 @@ def judge_multi_checks(v, outputs, inputs, jctx, judge_case):
     judge_again(v, first, seed, size)
     judge_notebook(v, first["notebook"], seed, size, inputs["multi_again"]["g"])
     judge_dropout(v, first["dropout"], seed, size)
-    judge_large_multi(v, first["large"], inputs["multi_large"], size[2])
+    large = inputs["multi_large"]
+    judge_large_output(
+        v,
+        first["large"],
+        reference_multi(large["x"], large["w"], size[2])[0],
+        fn="forward",
+        what="forward(x)",
+        key="check.large_scores_multi",
+    )
     judge_large_inputs(
         v,
         first.get("large_x"),
@@ -1691,29 +1235,6 @@ def judge_multi_checks(v, outputs, inputs, jctx, judge_case):
     )
 
 
-def judge_large_multi(v, call, case, H):
-    require_ran(v, call, "forward")
-    expected = reference_multi(case["x"], case["w"], H)[0]
-    y = require_tensor(v, "large-scores", "forward(x)", call["value"], tuple(expected.shape))
-    large_scores_check(
-        v, judged(v.source, judge_output_values, y, expected), "check.large_scores_multi"
-    )
-
-
-def judge_output_values(v, y, expected):
-    bad = first_nonfinite(y)
-    v.require(
-        "finite",
-        bad is None,
-        "check.not_finite",
-        what="forward(x)",
-        count=bad[1] if bad else 0,
-        where=shape_str(bad[0]) if bad else "",
-        likely=msg("likely.unknown"),
-    )
-    require_close(v, "values", "forward(x)", y, expected, likely=msg("likely.unknown"))
-
-
 # ---------------------------------------------------------------- shapes
 
 
@@ -1730,10 +1251,19 @@ def true_shapes(B, T, H, hd):
     scores = per_head @ per_head.transpose(2, 3)
     context = scores @ per_head
     merged = context.transpose(1, 2).contiguous().view(B, T, H * hd)
-    shapes = [x, split, per_head, scores, torch.softmax(scores, -1), context, merged]
-    return {k: tuple(t.shape) for k, t in zip(SHAPE_KEYS, shapes, strict=False)}
+    return shapes_of(
+        SHAPE_KEYS, [x, split, per_head, scores, torch.softmax(scores, -1), context, merged]
+    )
 
 
+SHAPE_KEYS_TEXT = {  # the kit's NAMED_SHAPES_WORDS, in our catalog
+    "not_dict": "check.shapes_not_dict",
+    "missing": "check.shapes_missing",
+    "type": "check.shapes_type",
+    "float": "check.shapes_float",
+    "float_likely": "likely.shapes_float",
+    "value": "check.shapes_value",
+}
 SHAPE_MISTAKES = {
     "q_per_head": "likely.per_head_transpose",
     "scores": "likely.scores_shape",
@@ -1745,54 +1275,13 @@ SHAPE_MISTAKES = {
 
 def judge_shapes_case(v, call, _case, size):
     require_ran(v, call, "expected_shapes")
-    got = call["value"]
-    v.require("returns-dict", isinstance(got, dict), "check.shapes_not_dict", got=describe(got))
-    missing = [k for k in SHAPE_KEYS if k not in got]
-    v.require("all-keys", not missing, "check.shapes_missing", keys=", ".join(missing))
-    truth = true_shapes(*size)
-    for key in SHAPE_KEYS:
-        value = got[key]
-        if isinstance(value, list) and all(isinstance(i, int) for i in value):
-            v.require(
-                "tuples",
-                False,
-                "check.shapes_type",
-                key=key,
-                expected=shape_str(truth[key]),
-                got=str(value),
-                type="list",
-            )
-        if isinstance(value, tuple) and any(isinstance(i, float) for i in value):
-            v.require(
-                "tuples",
-                False,
-                "check.shapes_float",
-                key=key,
-                expected=shape_str(truth[key]),
-                got=str(value),
-                likely=msg("likely.shapes_float"),
-            )
-        is_shape = isinstance(value, tuple) and all(
-            isinstance(i, int) and not isinstance(i, bool) for i in value
-        )
-        v.require(
-            "tuples",
-            is_shape,
-            "check.shapes_type",
-            key=key,
-            expected=shape_str(truth[key]),
-            got=describe(value) if not isinstance(value, tuple) else str(value),
-            type=describe(value),
-        )
-        v.require(
-            "values",
-            tuple(value) == truth[key],
-            "check.shapes_value",
-            key=key,
-            expected=shape_str(truth[key]),
-            got=shape_str(value),
-            likely=shape_mistake(key, tuple(value), size),
-        )
+    judge_named_shapes(
+        v,
+        call["value"],
+        true_shapes(*size),
+        keys=SHAPE_KEYS_TEXT,
+        likely=lambda key, got: shape_mistake(key, got, size),
+    )
 
 
 def shape_mistake(key: str, got: tuple, size) -> dict:
@@ -1809,7 +1298,7 @@ def shape_mistake(key: str, got: tuple, size) -> dict:
 def judge_shapes(v, outputs, inputs, jctx):
     calls = outputs["calls"]
     judge_shapes_case(v, calls[0], None, SHAPE_SIZES[0])
-    other_sizes(
+    judge_sized_cases(
         v, calls, [None] * len(calls), SHAPE_SIZES, ("B", "T", "H", "hd"), judge_shapes_case
     )
 
@@ -1831,8 +1320,6 @@ STEPS = {
 
 # ---------------------------------------------------------------- experiments (no verdict, just data)
 
-DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
-BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
 # The app sends the memory step's current settings; a run without them gets lesson.toml's defaults.
 MEMORY_DEFAULTS = declared_settings(__file__, "memory")
 MEASURE_LIMIT = 1 << 24  # score elements per run; larger settings show only the formula
@@ -1840,124 +1327,45 @@ MEASURE_LIMIT = 1 << 24  # score elements per run; larger settings show only the
 # run: ~0.5 s at the default settings, nearly all of it T = 1024 (MEASURE_LIMIT bounds the
 # larger settings before this does).
 MEASURE_BUDGET = 2.0
-D_OUT = 768  # the width q, k and v are counted at (GPT-2 small's), whatever the heads
 
 
 def memory_settings(params) -> dict:
-    s = dict(MEMORY_DEFAULTS)
-    s.update({k: v for k, v in (params or {}).items() if k in MEMORY_DEFAULTS})
-    if s["dtype"] not in DTYPES:
-        s["dtype"] = MEMORY_DEFAULTS["dtype"]
-    return s
-
-
-def seq_lens(t_min: int, t_max: int) -> list[int]:
-    out, n = [], t_min
-    while n <= t_max:
-        out.append(n)
-        n *= 2
-    return out
-
-
-def memory_rows(
-    lens, heads: int = 12, batch: int = 1, bytes_per: int = 4, d_out: int = D_OUT
-) -> list[dict]:
-    """One dict per T, as the lab's loop prints it: scores = batch·heads·T², MB = scores·bytes/1e6
-    (decimal megabytes). q, k and v are (batch, T, d_out) each: linear in T, and independent of
-    the number of heads, which only splits d_out."""
-    rows = []
-    for t in lens:
-        scores = batch * heads * t * t
-        qkv = 3 * batch * t * d_out * bytes_per
-        rows.append(
-            {
-                "T": t,
-                "scores": scores,
-                "bytes": scores * bytes_per,
-                "mb": scores * bytes_per / 1e6,
-                "qkv_mb": qkv / 1e6,
-                "ratio": scores * bytes_per / qkv,
-            }
-        )
-    return rows
-
-
-class SquareTensors(TorchFunctionMode):
-    """Records the largest (…, T, T) tensor any torch function produces: the score tensor the
-    learner's code really builds. A function mode, so nothing is patched (torch.jit.script
-    still compiles)."""
-
-    def __init__(self, T):
-        super().__init__()
-        self.T = T
-        self.bytes = 0
-
-    def __torch_function__(self, func, types, args=(), kwargs=None):
-        out = func(*args, **(kwargs or {}))
-        if isinstance(out, torch.Tensor) and out.dim() >= 2 and out.shape[-2:] == (self.T, self.T):
-            self.bytes = max(self.bytes, out.numel() * out.element_size())
-        return out
-
-
-lend(SquareTensors.__torch_function__)  # the probe's own mode: it runs beside learner code
+    return chosen_settings(MEMORY_DEFAULTS, params, {"dtype": DTYPES})
 
 
 def probe_memory(ctx, inputs):
-    import time
-
     s = memory_settings(ctx.params)
     # The formula's columns do not need the learner's class: a missing or unfinished one only
     # leaves the measured column empty (so no primary call, and a missing class is no failure).
     try:
         cls = ctx.get("CausalMultiHeadAttention")
     except Exception:  # the harness's NameMissing, ForeignCode: nothing of the learner's
-        cls = None
-    dtype = DTYPES[s["dtype"]]
+        return {"settings": s, "measured": []}
     heads, batch = int(s["heads"]), int(s["batch"])
-    measured = {}
-    deadline = time.monotonic() + MEASURE_BUDGET
-    g = torch.Generator().manual_seed(3)
-    for T in seq_lens(*map(int, s["range"])) if cls is not None else ():
-        if batch * heads * T * T > MEASURE_LIMIT or time.monotonic() > deadline:
-            break
-        width = 4 * heads  # the head width does not change the size of the scores
-        made = ctx.call(
-            lambda width=width, heads=heads, T=T: cls(width, width, heads, T).to(dtype).eval()
-        )
-        if "error" in made:
-            break
-        x = torch.randn(batch, T, width, generator=g).to(dtype)
-        with SquareTensors(T) as seen:
-            run = ctx.call(made["value"], x)
-        if "error" in run:
-            break
-        measured[T] = seen.bytes or None
+    width = 4 * heads  # the head width does not change the size of the scores
+    measured = measure_score_memory(
+        ctx,
+        lambda T: cls(width, width, heads, T),
+        seq_lens(*map(int, s["range"])),
+        width=width,
+        batch=batch,
+        dtype=DTYPES[s["dtype"]],
+        count=lambda T: batch * heads * T * T,
+        limit=MEASURE_LIMIT,
+        budget=MEASURE_BUDGET,
+    )
     return {"settings": s, "measured": [[t, b] for t, b in measured.items()]}
 
 
 def memory_view(settings: dict, measured: dict) -> list:
     """The memory step's table: the formula's columns for these settings, and what the learner's
     own layer built at each T."""
-    t_min, t_max = settings["range"]
     rows = memory_rows(
-        seq_lens(t_min, t_max),
+        seq_lens(*settings["range"]),
         heads=settings["heads"],
         batch=settings["batch"],
-        bytes_per=BYTES[settings["dtype"]],
+        bytes_per=DTYPE_BYTES[settings["dtype"]],
     )
-    top = max(r["mb"] for r in rows)
-    cells = [
-        [
-            str(r["T"]),
-            f"{r['scores']:,}",
-            f"{r['mb']:.1f}",
-            f"{r['qkv_mb']:.1f}",
-            f"{r['ratio']:.1f}×",
-            "—" if measured.get(r["T"]) is None else f"{measured[r['T']] / 1e6:.1f}",
-            bar(r["mb"], top, "cyan", 6),
-        ]
-        for r in rows
-    ]
     columns = [
         msg("visual.memory_T"),
         msg("visual.memory_scores"),
@@ -1965,22 +1373,12 @@ def memory_view(settings: dict, measured: dict) -> list:
         msg("visual.memory_qkv"),
         msg("visual.memory_ratio"),
         msg("visual.memory_measured"),
-        "",
     ]
-    first, last = rows[0], rows[-1]
     return [
         heading(msg("visual.memory_title")),
         keys(),
-        table(columns, cells, align=["right"] * 6 + ["left"]),
-        note(
-            msg(
-                "visual.memory_growth",
-                t1=first["T"],
-                t2=last["T"],
-                scores=f"{last['mb'] / first['mb']:.0f}",
-                qkv=f"{last['qkv_mb'] / first['qkv_mb']:.0f}",
-            )
-        ),
+        memory_table(rows, measured, [*columns, ""]),
+        note(msg("visual.memory_growth", **memory_growth(rows))),
         note(
             msg(
                 "visual.memory_measured_note",

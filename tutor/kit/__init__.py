@@ -16,7 +16,8 @@ probe runs in the child beside the learner's code, its judge in the judge proces
   inputs unchanged (clone_args, changed_input), kernel traps (no_kernel, graph_kernels),
   mistake matching (matching_mistake, likely_for_value, nest_likely), dropout that is the
   same for any correct code (fixed_dropout), scores past exp's range (LARGE_SCORES,
-  large_scores_factor, large_scores_check, large_scores_likely), values judged as one call
+  large_scores_factor, large_scores_check, large_scores_likely; a layer's: large_scores_weights,
+  on split_heads), values judged as one call
   (require_close; require_near for a message of the lesson's own).
 - A layer in a probe: built by keyword (build_layer), the tutor's weights loaded
   (load_weights), its state_dict copied (state_dict_copy), one training step (train_step);
@@ -50,6 +51,28 @@ probe runs in the child beside the learner's code, its judge in the judge proces
   chained (call_after); for their views, mean_row_entropy, nonfinite_rows, raised_note and
   first_raised_note (a call that raised, at its line), head_maps and head_panel (per head),
   pair_weights (the weights of an (out, weights) pair).
+- A layer's forward traced op by op, against the lab's route (traced_forward, ShapeTrace,
+  trace_parting, trace_view); the memory of its (…, T, T) scores, by formula and as measured
+  (seq_lens, memory_rows, measure_score_memory, SquareTensors, memory_table, memory_growth,
+  chosen_settings).
+- A stack of maps as the weights panel's entries (weights_panels); other sizes judged for
+  cases that carry their size (judge_sized_cases, sizes_label).
+- An output finite, then close (require_finite, require_finite_close), and so on the call whose
+  scores are large (judge_large_output).
+- The notebooks' leakage test (moved_before, require_no_leak, LEAK_TOLERANCE) and the panel
+  of a full leakage map (leak_map_panel, reference_leak_outputs); an (out, weights) pair's parts
+  (out_of_pair in the child, pair_output and require_pair_output in the judge; pair_weights
+  above).
+- Shapes asked for by name ({stage: shape}), judged against shapes measured on real tensors
+  (judge_named_shapes, shapes_of, NAMED_SHAPES_WORDS).
+- An attention layer's properties (layer_checks), each with the lesson's message keys by role:
+  its constructor (constructor_facts, judge_layer_constructor; linear_layout, judge_layout), its
+  state around forward (judge_layer_state), called again (call_again, require_again_ran),
+  dropout in train and eval mode (probe_dropout_modes, judge_dropout_modes,
+  diagnose_dropout), one backward pass on its own weights (probe_seeded_layer, reference_grads,
+  weights_from_state, require_backward_ran, likely_for_backward, judge_gradients; all of
+  it as a notebook's self-check: judge_seeded_layer), the training story of a new layer
+  (probe_layer_story).
 - Visuals: the vocabulary in tutor.model.view_items (heading, note, table, bar, heatmap, row, waiting,
   keys, after_answer, with_question, weights), which the UI draws without knowing the lesson.
 
@@ -97,6 +120,15 @@ from tutor.kit.experiments import (
     nonfinite_rows,
     pair_weights,
     raised_note,
+)
+from tutor.kit.finite import (
+    judge_large_output,
+    require_finite,
+    require_finite_close,
+)
+from tutor.kit.heads import (
+    large_scores_weights,
+    split_heads,
 )
 from tutor.kit.helper_blame import (
     blame_helpers,
@@ -173,7 +205,34 @@ from tutor.kit.judge_tools import (
     state_explanation,
     state_unchanged,
 )
+from tutor.kit.layer_checks import (
+    call_again,
+    constructor_facts,
+    diagnose_dropout,
+    judge_dropout_modes,
+    judge_gradients,
+    judge_layer_constructor,
+    judge_layer_state,
+    judge_layout,
+    judge_seeded_layer,
+    likely_for_backward,
+    linear_layout,
+    probe_dropout_modes,
+    probe_layer_story,
+    probe_seeded_layer,
+    reference_grads,
+    require_again_ran,
+    require_backward_ran,
+    weights_from_state,
+)
 from tutor.kit.layers import build_layer, load_weights, state_dict_copy, train_step
+from tutor.kit.leak_views import (
+    LEAK_TOLERANCE,
+    leak_map_panel,
+    moved_before,
+    reference_leak_outputs,
+    require_no_leak,
+)
 from tutor.kit.magnitude import (
     LARGE_INPUT,
     judge_large_inputs,
@@ -189,7 +248,22 @@ from tutor.kit.mask_checks import (
     mask_size_explanation,
     other_mask,
 )
+from tutor.kit.named_shapes import (
+    NAMED_SHAPES_WORDS,
+    judge_named_shapes,
+    shapes_of,
+)
 from tutor.kit.own_code import no_foreign
+from tutor.kit.pairs import (
+    out_of_pair,
+    pair_output,
+    require_pair_output,
+)
+from tutor.kit.panels import (
+    judge_sized_cases,
+    sizes_label,
+    weights_panels,
+)
 from tutor.kit.probe_tools import (
     ProbeContext,
     clone_args,
@@ -199,6 +273,24 @@ from tutor.kit.probe_tools import (
     token_changes,
 )
 from tutor.kit.regions import Region, causal_future, hidden_cells, judge_attention_weights
+from tutor.kit.score_memory import (
+    DTYPE_BYTES,
+    DTYPES,
+    SquareTensors,
+    chosen_settings,
+    measure_score_memory,
+    memory_growth,
+    memory_rows,
+    memory_table,
+    seq_lens,
+)
+from tutor.kit.shape_trace import (
+    TRACE_WORDS,
+    ShapeTrace,
+    trace_parting,
+    trace_view,
+    traced_forward,
+)
 from tutor.kit.shapes_explained import rank_explanation, shape_explanation
 from tutor.kit.softmax_mistakes import (
     masked_softmax,
@@ -234,40 +326,50 @@ def declared_settings(checks_file: str, step_id: str) -> dict:
 __all__ = [
     "ATOL",
     "CallRecorder",
+    "DTYPES",
+    "DTYPE_BYTES",
     "JudgeContext",
     "KERNEL_FRAGMENTS",
     "LARGE_INPUT",
     "LARGE_SCORES",
     "LEAK_LIMIT",
+    "LEAK_TOLERANCE",
+    "NAMED_SHAPES_WORDS",
     "ProbeContext",
     "RTOL",
     "Region",
+    "ShapeTrace",
+    "SquareTensors",
     "StepSpec",
     "Stop",
     "TIME_BAR",
+    "TRACE_WORDS",
     "Verdict",
     "after_answer",
+    "again_of",
     "argument",
     "attention_flops",
     "attribute_store",
     "bar",
+    "blame_helpers",
     "blank_lengths",
     "branches",
-    "again_of",
-    "bar",
-    "blame_helpers",
     "build_layer",
     "call_after",
+    "call_again",
     "call_kept",
     "causal_future",
     "changed_argument",
     "changed_input",
     "changed_later",
+    "chosen_settings",
     "clone_args",
     "close",
+    "constructor_facts",
     "declared_settings",
     "decoding_fault",
     "describe",
+    "diagnose_dropout",
     "differ_explanation",
     "discarded_call",
     "doubling",
@@ -292,11 +394,20 @@ __all__ = [
     "judge_attention_weights",
     "judge_bool_mask",
     "judge_called_again",
+    "judge_dropout_modes",
+    "judge_gradients",
     "judge_helpers_replaced",
     "judge_large_inputs",
+    "judge_large_output",
+    "judge_layer_constructor",
+    "judge_layer_state",
+    "judge_layout",
     "judge_leak_map",
     "judge_mask_honoured",
+    "judge_named_shapes",
     "judge_other_sizes",
+    "judge_seeded_layer",
+    "judge_sized_cases",
     "judge_steps",
     "judge_training_story",
     "judged",
@@ -306,16 +417,17 @@ __all__ = [
     "large_scores_check",
     "large_scores_factor",
     "large_scores_likely",
+    "large_scores_weights",
     "last_dim_of",
     "leak_map",
+    "leak_map_panel",
     "lend",
+    "likely_for_backward",
     "likely_for_value",
+    "linear_layout",
     "literal_explanation",
     "load_weights",
     "longest_time",
-    "matching_mistake",
-    "max_error",
-    "measured_of",
     "mask_difference",
     "mask_row_text",
     "mask_size_explanation",
@@ -325,7 +437,13 @@ __all__ = [
     "matching_mistake",
     "max_error",
     "mean_row_entropy",
+    "measure_score_memory",
+    "measured_of",
+    "memory_growth",
+    "memory_rows",
+    "memory_table",
     "module_state",
+    "moved_before",
     "ms_text",
     "msg",
     "nest_likely",
@@ -334,25 +452,36 @@ __all__ = [
     "nonfinite_rows",
     "note",
     "of_the_inputs",
-    "pair_state",
-    "probe_leak_map",
-    "probe_training_story",
-    "reads_attribute",
-    "recompute_each",
-    "record_decoding",
     "other_mask",
+    "out_of_pair",
+    "pair_output",
+    "pair_state",
     "pair_weights",
     "probe_calls_again",
+    "probe_dropout_modes",
     "probe_helper_calls",
     "probe_helpers_replaced",
+    "probe_layer_story",
     "probe_leak_map",
+    "probe_seeded_layer",
     "probe_training_story",
     "raised_note",
     "rank_explanation",
+    "reads_attribute",
+    "recompute_each",
+    "record_decoding",
+    "reference_grads",
     "reference_helpers",
+    "reference_leak_outputs",
+    "require_again_ran",
+    "require_backward_ran",
     "require_close",
+    "require_finite",
+    "require_finite_close",
     "require_near",
+    "require_no_leak",
     "require_pair",
+    "require_pair_output",
     "require_ran",
     "require_tensor",
     "round_matrix",
@@ -361,16 +490,17 @@ __all__ = [
     "rows_sum_to_one",
     "run_steps",
     "same_tensors",
-    "shape_str",
-    "size_explanation",
-    "size_literals",
-    "slower_lengths",
     "same_value",
+    "seq_lens",
     "shape_explanation",
     "shape_str",
+    "shapes_of",
     "size_explanation",
     "size_literals",
+    "sizes_label",
+    "slower_lengths",
     "snapshot",
+    "split_heads",
     "squeeze_explanation",
     "squeezes",
     "stand_in",
@@ -386,12 +516,17 @@ __all__ = [
     "timed_rows",
     "timing_table",
     "token_changes",
+    "trace_parting",
+    "trace_view",
+    "traced_forward",
     "train_step",
     "trimmed",
     "visuals",
     "waiting",
     "weights",
+    "weights_from_state",
     "weights_map",
+    "weights_panels",
     "with_args",
     "with_question",
 ]

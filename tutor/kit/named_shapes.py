@@ -1,0 +1,81 @@
+"""A step that asks for shapes, not values: a function returning {stage name: shape} for sizes
+it is given (what each tensor of a forward is, written down before the code). Judged against
+shapes the lesson measures on real tensors, so the answer key is never typed by hand."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+
+from tutor.kit.judge_tools import Verdict, describe, msg, shape_str
+
+# The roles of the step's texts (a lesson passes its key for each): not_dict {got}, missing
+# {keys}, type {key} {expected} {got} {type}, float {key} {expected} {got} {likely}, float_likely,
+# value {key} {expected} {got} {likely}.
+NAMED_SHAPES_WORDS = ("not_dict", "missing", "type", "float", "float_likely", "value")
+
+
+def judge_named_shapes(
+    v: Verdict,
+    got: object,
+    truth: Mapping[str, tuple],
+    *,
+    keys: Mapping[str, str],
+    likely: Callable[[str, tuple], dict],
+) -> None:
+    """got must be a dict with every name of truth, each a tuple of ints equal to truth's, in
+    truth's order; the first wrong entry fails, as its own check: returns-dict, all-keys,
+    tuples (a list, floats from a division, anything else), values (likely(name, got) says the
+    mistake behind a wrong shape)."""
+    v.require("returns-dict", isinstance(got, dict), keys["not_dict"], got=describe(got))
+    assert isinstance(got, dict)
+    missing = [k for k in truth if k not in got]
+    v.require("all-keys", not missing, keys["missing"], keys=", ".join(missing))
+    for key, want in truth.items():
+        value = got[key]
+        expected = shape_str(want)
+        if isinstance(value, list) and all(isinstance(i, int) for i in value):
+            v.require(
+                "tuples",
+                False,
+                keys["type"],
+                key=key,
+                expected=expected,
+                got=str(value),
+                type="list",
+            )
+        if isinstance(value, tuple) and any(isinstance(i, float) for i in value):
+            v.require(
+                "tuples",
+                False,
+                keys["float"],
+                key=key,
+                expected=expected,
+                got=str(value),
+                likely=msg(keys["float_likely"]),
+            )
+        is_shape = isinstance(value, tuple) and all(
+            isinstance(i, int) and not isinstance(i, bool) for i in value
+        )
+        v.require(
+            "tuples",
+            is_shape,
+            keys["type"],
+            key=key,
+            expected=expected,
+            got=describe(value) if not isinstance(value, tuple) else str(value),
+            type=describe(value),
+        )
+        v.require(
+            "values",
+            tuple(value) == want,
+            keys["value"],
+            key=key,
+            expected=expected,
+            got=shape_str(value),
+            likely=likely(key, tuple(value)),
+        )
+
+
+def shapes_of(names: Sequence[str], tensors: Sequence) -> dict[str, tuple]:
+    """{name: shape} of tensors measured in order: the answer key of judge_named_shapes."""
+    return {k: tuple(t.shape) for k, t in zip(names, tensors, strict=False)}
