@@ -601,9 +601,13 @@ def print_table(res: dict) -> None:
         if key in pl:
             line(
                 f"CPU ms per save, {key} phase: app"
-                + ("; floor" if "floor_cpus" in pl[key] else ""),
+                + ("; floor" if "floor_cpu_ms_per_save" in pl[key] else ""),
                 fmt(pl[key]["app_cpu_ms_per_save"])
-                + (f"; {fmt(pl[key]['floor_cpu_ms_per_save'])}" if "floor_cpus" in pl[key] else ""),
+                + (
+                    f"; {fmt(pl[key]['floor_cpu_ms_per_save'])}"
+                    if "floor_cpu_ms_per_save" in pl[key]  # not in a phase of no saves
+                    else ""
+                ),
                 "≤80" if key == "trace" else "",
                 mark(t.get("cpu_per_save")) if key == "trace" else "",
             )
