@@ -98,8 +98,19 @@ def test_the_top_level_and_decorators_belong_to_every_step(change):
         "def f(x):\n    return open(__file__).read()\n",
         "def f(x):\n    return x\ndef f(x):\n    return -x\n",
         "def f(x:\n",
+        "def f(x):\n    return x\ndef __getattr__(name):\n    return f\n",
     ],
-    ids=["globals", "own-module", "relative", "os", "getattr", "own-file", "twice", "syntax"],
+    ids=[
+        "globals",
+        "own-module",
+        "relative",
+        "os",
+        "getattr",
+        "own-file",
+        "twice",
+        "syntax",
+        "module-getattr",
+    ],
 )
 def test_a_file_that_may_reach_code_another_way_runs_every_step(source):
     assert unchanged.fingerprints(source, {"s": ["f"]}) == {}

@@ -83,6 +83,9 @@ DYNAMIC = frozenset(
     }
 )
 
+# A module's own attribute lookup (PEP 562): a name a probe reads may come from it.
+MODULE_HOOKS = frozenset({"__getattr__", "__dir__"})
+
 Defs = dict[str, ast.AST]
 
 
@@ -108,8 +111,8 @@ def _analysed(source: str, folder: Path | None) -> tuple[list[str], set[str], De
     defs: Defs = {}
     for node in tree.body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            if node.name in defs:
-                return None  # defined twice: which one a probe gets is the order's
+            if node.name in defs or node.name in MODULE_HOOKS:
+                return None  # defined twice (the order decides), or the module's own lookup
             defs[node.name] = node
         else:
             prelude.append(ast.get_source_segment(source, node) or ast.dump(node))
