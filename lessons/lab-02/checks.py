@@ -30,11 +30,11 @@ from tutor.kit import (
     exercise_functions,
     first_nonfinite,
     first_raised_note,
+    first_wrong_helper,
     head_maps,
     head_panel,
     heading,
     heatmap,
-    helper_blame,
     judge_attention_weights,
     judge_bool_mask,
     judge_called_again,
@@ -563,7 +563,7 @@ def judge_output(v, outputs, inputs, jctx):
     cached = functools.lru_cache(maxsize=None)
     replaced = cached(lambda i: replaced_verdict(v.source, alone[i], everything[i]))
     blame = cached(
-        lambda i: helper_blame(
+        lambda i: first_wrong_helper(
             replaced(i), parts[i], part_judges(v.source, everything[i]), key="likely.helper_first"
         )
     )

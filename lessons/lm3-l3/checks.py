@@ -16,7 +16,6 @@ from tutor.kit import (
     StepSpec,
     after_answer,
     build_layer,
-    call_again,
     causal_future,
     changed_input,
     chosen_settings,
@@ -74,6 +73,7 @@ from tutor.kit import (
     reference_grads,
     reference_leak_outputs,
     require_again_ran,
+    require_again_right,
     require_close,
     require_finite,
     require_no_leak,
@@ -990,7 +990,7 @@ def judge_again(v, case, inp, size):
         require_again_ran, key="check.call_again_raised", likely=msg("likely.call_again")
     )
     again(v, case["prefix"], t=t)
-    call_again(
+    require_again_right(
         v,
         case["prefix"]["value"],
         reference_multi(inp["x_prefix"], inp["w"], H)[0],
@@ -999,7 +999,7 @@ def judge_again(v, case, inp, size):
     )
     w2 = case["new_weights_w"]
     again(v, case["new_weights"], t=inp["x"].shape[1])
-    call_again(
+    require_again_right(
         v,
         case["new_weights"]["value"],
         reference_multi(inp["x"], w2, H)[0],
@@ -1014,7 +1014,7 @@ def judge_again(v, case, inp, size):
         if isinstance(short, torch.Tensor) and close(
             short, reference_multi(inp["x_prefix"], inp["w"], H)[0]
         ):
-            call_again(
+            require_again_right(
                 v,
                 dropout["eval"]["value"],
                 reference_multi(inp["x"], inp["w"], H)[0],
@@ -1116,7 +1116,7 @@ def judge_multi_case(v, case, inp, size, source=""):
             if (
                 right
             ):  # a right first call and a wrong second one is no leak: forward changed the layer
-                call_again(
+                require_again_right(
                     v,
                     y2,
                     reference_multi(inp["x_last"], inp["w"], H)[0],

@@ -13,7 +13,7 @@ from tutor.kit import (
     Stop,
     Verdict,
     blame_helpers,
-    helper_blame,
+    first_wrong_helper,
     judge_helpers_replaced,
     judged,
     msg,
@@ -69,11 +69,13 @@ JUDGES = {"double": lambda c: judged(SOURCE, judge_double, c, X)}
 def test_a_right_function_over_a_wrong_helper_blames_the_helper():
     replaced, parts = probe("compose")
     assert replaced is not None and replaced.passed()  # the keyword call reached the stand-in
-    assert helper_blame(replaced, parts, JUDGES) == msg("likely.helper_first_fix", fn="double")
+    assert first_wrong_helper(replaced, parts, JUDGES) == msg(
+        "likely.helper_first_fix", fn="double"
+    )
     v = Verdict(SOURCE)
     with contextlib.suppress(Stop):
         judge_compose(v, context().call(context().get("compose"), X), X)
-    blame_helpers(v, 0, lambda: helper_blame(replaced, parts, JUDGES))
+    blame_helpers(v, 0, lambda: first_wrong_helper(replaced, parts, JUDGES))
     assert v.checks[0].message.params["likely"]["key"] == "likely.helper_first_fix"
     v = Verdict(SOURCE)
     judge_helpers_replaced(v, replaced)
@@ -83,7 +85,7 @@ def test_a_right_function_over_a_wrong_helper_blames_the_helper():
 def test_a_function_that_makes_up_for_its_helper_fails_with_correct_helpers():
     replaced, parts = probe("compensate")
     assert replaced is not None and not replaced.passed()
-    assert helper_blame(replaced, parts, JUDGES) is None  # the function itself is at fault
+    assert first_wrong_helper(replaced, parts, JUDGES) is None  # the function itself is at fault
     v = Verdict(SOURCE)
     judge_helpers_replaced(v, replaced)
     (check,) = v.checks

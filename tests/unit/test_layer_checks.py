@@ -10,7 +10,6 @@ import torch
 from tutor.kit import (
     Stop,
     Verdict,
-    call_again,
     constructor_facts,
     diagnose_dropout,
     judge_dropout_modes,
@@ -28,6 +27,7 @@ from tutor.kit import (
     probe_seeded_layer,
     reference_grads,
     require_again_ran,
+    require_again_right,
     require_backward_ran,
     state_dict_copy,
     weights_from_state,
@@ -177,9 +177,9 @@ def test_call_again_says_a_raised_call_and_a_wrong_value():
         t=3,
     )
     assert failed(v) == "lesson.raised" and v.failed_message()["params"]["t"] == 3
-    assert run(call_again, torch.ones(2, 3), torch.ones(2, 3), "y", likely).passed()
+    assert run(require_again_right, torch.ones(2, 3), torch.ones(2, 3), "y", likely).passed()
     assert (
-        failed(run(call_again, torch.ones(2, 3) * 2, torch.ones(2, 3), "y", likely))
+        failed(run(require_again_right, torch.ones(2, 3) * 2, torch.ones(2, 3), "y", likely))
         == "check.values"
     )
 

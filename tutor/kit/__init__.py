@@ -30,7 +30,7 @@ probe runs in the child beside the learner's code, its judge in the judge proces
   code (lend, no_foreign; no_kernel reports both); a function called again, right and its
   first result unchanged (probe_calls_again or call_kept and again_of, judge_called_again;
   snapshot, same_value, trimmed); blame for a composed function's helpers (reference_helpers,
-  stand_in, probe_helpers_replaced, probe_helper_calls, with_args, helper_blame, blame_helpers,
+  stand_in, probe_helpers_replaced, probe_helper_calls, with_args, first_wrong_helper, blame_helpers,
   judge_helpers_replaced); a boolean mask on a named hidden region (judge_bool_mask,
   mask_difference, mask_row_text, mask_size_explanation); a mask given is the mask used
   (other_mask, judge_mask_honoured); incremental decoding, a step function run token by token
@@ -67,7 +67,7 @@ probe runs in the child beside the learner's code, its judge in the judge proces
   (judge_named_shapes, shapes_of, NAMED_SHAPES_WORDS).
 - An attention layer's properties (layer_checks), each with the lesson's message keys by role:
   its constructor (constructor_facts, judge_layer_constructor; linear_layout, judge_layout), its
-  state around forward (judge_layer_state), called again (call_again, require_again_ran),
+  state around forward (judge_layer_state), called again (require_again_right, require_again_ran),
   dropout in train and eval mode (probe_dropout_modes, judge_dropout_modes,
   diagnose_dropout), one backward pass on its own weights (probe_seeded_layer, reference_grads,
   weights_from_state, require_backward_ran, likely_for_backward, judge_gradients; all of
@@ -132,7 +132,7 @@ from tutor.kit.heads import (
 )
 from tutor.kit.helper_blame import (
     blame_helpers,
-    helper_blame,
+    first_wrong_helper,
     judge_helpers_replaced,
     probe_helper_calls,
     probe_helpers_replaced,
@@ -206,7 +206,6 @@ from tutor.kit.judge_tools import (
     state_unchanged,
 )
 from tutor.kit.layer_checks import (
-    call_again,
     constructor_facts,
     diagnose_dropout,
     judge_dropout_modes,
@@ -222,6 +221,7 @@ from tutor.kit.layer_checks import (
     probe_seeded_layer,
     reference_grads,
     require_again_ran,
+    require_again_right,
     require_backward_ran,
     weights_from_state,
 )
@@ -356,7 +356,7 @@ __all__ = [
     "branches",
     "build_layer",
     "call_after",
-    "call_again",
+    "require_again_right",
     "call_kept",
     "causal_future",
     "changed_argument",
@@ -386,7 +386,7 @@ __all__ = [
     "head_panel",
     "heading",
     "heatmap",
-    "helper_blame",
+    "first_wrong_helper",
     "hidden_cells",
     "human",
     "int_settings",

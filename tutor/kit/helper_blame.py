@@ -4,7 +4,7 @@ that is right only because it makes up for a wrong helper is caught.
 
 Probe half: the function called with the reference's helpers in place of the learner's
 (probe_helpers_replaced), and each of the learner's helpers on the inputs the function gives
-them (probe_helper_calls). Judge half: the first wrong helper (helper_blame) put as the likely
+them (probe_helper_calls). Judge half: the first wrong helper (first_wrong_helper) put as the likely
 mistake of the step's failures (blame_helpers), and the check that the function is right with
 correct helpers (judge_helpers_replaced).
 """
@@ -87,7 +87,7 @@ def with_args(call: dict, *args: Any) -> dict:
     return {**call, "args": args} if "value" in call else call
 
 
-def helper_blame(
+def first_wrong_helper(
     replaced: Verdict | None,
     parts: Mapping[str, dict | None],
     judges: Mapping[str, Callable[[dict], Verdict]],

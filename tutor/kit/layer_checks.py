@@ -208,7 +208,9 @@ def judge_layer_state(
 # ---------------------------------------------------------------- called again
 
 
-def call_again(v: Verdict, got: object, expected: torch.Tensor, what: Any, likely: dict) -> None:
+def require_again_right(
+    v: Verdict, got: object, expected: torch.Tensor, what: Any, likely: dict
+) -> None:
     """The same layer (or function), called once more after a right first call, must still be
     right: a tensor of the expected shape, then close to it (check call-again)."""
     got = require_tensor(v, "call-again", what, got, tuple(expected.shape), likely)
