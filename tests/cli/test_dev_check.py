@@ -107,6 +107,7 @@ def test_dev_check_passes_for_the_lesson(every_lesson, lesson):
         "catalogs",
         "starter",
         "reference",
+        "saves",
         "warm-up",
         "experiments",
     ):
@@ -308,6 +309,16 @@ def test_an_experiment_step_that_fails_on_the_reference_is_named(tmp_path):
         "✗ experiments: the reference does not run every experiment step "
         "(heatmap: error, judge (failure.judge))"
     ], out.stdout
+
+
+def test_a_probe_that_reads_the_whole_namespace_is_said_to_run_on_every_save(tmp_path):
+    folder = copy_lesson(tmp_path, "lab-02")
+    probe = "def probe_scores(ctx, inputs):\n"
+    edit(folder / "checks.py", probe, f"{probe}    vars(ctx.module)\n")
+    out = run("dev", "check", str(folder))
+    assert out.returncode == 0, out.stdout  # a warning: the step still works, only slower
+    (line,) = [line for line in lines_of(out) if line.startswith("! saves: ")]
+    assert "scores" in line and "whole namespace" in line and "ctx.defines" in line, line
 
 
 def test_a_table_wider_than_the_text_at_80_columns_is_named(tmp_path):

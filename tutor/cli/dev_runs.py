@@ -59,6 +59,17 @@ def run_checks(lesson: Lesson, mistakes: list[Mistake], timeout: float) -> list[
             {"n": len(order), "steps": bad},
         )
     )
+    # A pass that names what its probe read lets the app skip the step on a save that leaves
+    # that code as it was (workspace/unchanged.py); one that read the whole namespace cannot.
+    always = [r.id for r in ref if r.status == "pass" and r.reads is None]
+    lines.append(
+        Line(
+            True,
+            "dev.reruns_ok" if not always else "dev.reruns_always",
+            {"n": len(order), "steps": always},
+            warn=bool(always),
+        )
+    )
     if warm_results is not None:
         # Failed, not raised: a step that raises warms nothing, and one that passes is a
         # solution in every child's memory.
