@@ -7,10 +7,10 @@ from dataclasses import dataclass
 
 import torch
 
+from tutor.kit.finite import require_finite
 from tutor.kit.judge_tools import (
     Verdict,
     close,  # noqa: F401
-    first_nonfinite,
     max_error,
     msg,
     row_place,
@@ -67,16 +67,7 @@ def judge_attention_weights(
     each row summing to 1 (rows_sum_to_one), and exactly 0 in every hidden region, each region
     judged by its own check. tiny_likely, where given, is the diagnosis when every hidden weight
     is below 1e-6: a large negative fill in place of -inf. likely: a message or a callable."""
-    bad = first_nonfinite(w)
-    v.require(
-        "finite",
-        bad is None,
-        "check.not_finite",
-        what=what,
-        count=bad[1] if bad else 0,
-        where=shape_str(bad[0]) if bad else "",
-        likely=likely,
-    )
+    require_finite(v, what, w, likely=likely)
     ok = rows_sum_to_one(w)
     if not ok.all():
         where = tuple(int(i) for i in (~ok).nonzero()[0])
