@@ -17,6 +17,7 @@ reads no name of the file outside its functions and what they name.
 from __future__ import annotations
 
 import ast
+import functools
 import hashlib
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -92,11 +93,28 @@ Defs = dict[str, ast.AST]
 def _analysed(source: str, folder: Path | None) -> tuple[list[str], set[str], Defs] | None:
     """(the top level's statements other than definitions, as text; the names they use; each
     top-level function or class by name), or None where the file may reach code the AST does
-    not show."""
+    not show. The folder is looked at each time: a torch.py put beside the file changes no text."""
+    parsed = _parsed(source)
+    if parsed is None:
+        return None
+    prelude, named, defs, imported = parsed
+    # A torch.py (or numpy/ folder) beside the file would be imported in its place.
+    if folder is not None and any(
+        (folder / f"{top}.py").exists() or (folder / top).is_dir() for top in imported
+    ):
+        return None
+    return prelude, named, defs
+
+
+@functools.lru_cache(maxsize=4)
+def _parsed(source: str) -> tuple[list[str], set[str], Defs, frozenset[str]] | None:
+    """_analysed's work on the text alone, once per text: a save's results each note the same
+    source, and the next save's fingerprints parse it again otherwise. Callers only read it."""
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError):
         return None
+    imported: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Name) and node.id in DYNAMIC:
             return None
@@ -104,8 +122,11 @@ def _analysed(source: str, folder: Path | None) -> tuple[list[str], set[str], De
             return None
         if isinstance(node, ast.alias) and node.name.split(".")[0] in DYNAMIC:
             return None
-        if isinstance(node, (ast.Import, ast.ImportFrom)) and not _pure_import(node, folder):
-            return None
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            tops = _import_tops(node)
+            if tops is None or not tops <= PURE_IMPORTS:
+                return None
+            imported |= tops
     prelude: list[str] = []
     named: set[str] = set()  # `causal_attention = mine`, `Layer.forward = f`: every step's
     defs: Defs = {}
@@ -117,22 +138,16 @@ def _analysed(source: str, folder: Path | None) -> tuple[list[str], set[str], De
         else:
             prelude.append(ast.get_source_segment(source, node) or ast.dump(node))
             named |= {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
-    return prelude, named, defs
+    return prelude, named, defs, frozenset(imported)
 
 
-def _pure_import(node: ast.Import | ast.ImportFrom, folder: Path | None) -> bool:
+def _import_tops(node: ast.Import | ast.ImportFrom) -> set[str] | None:
+    """The top-level packages an import names; None for a relative one (the learner's own)."""
     if isinstance(node, ast.ImportFrom):
         if node.level or node.module is None:
-            return False  # relative: the learner's own package
-        tops = {node.module.split(".")[0]}
-    else:
-        tops = {alias.name.split(".")[0] for alias in node.names}
-    if not tops <= PURE_IMPORTS:
-        return False
-    # A torch.py (or numpy/ folder) beside the file would be imported in its place.
-    return folder is None or not any(
-        (folder / f"{top}.py").exists() or (folder / top).is_dir() for top in tops
-    )
+            return None
+        return {node.module.split(".")[0]}
+    return {alias.name.split(".")[0] for alias in node.names}
 
 
 def _reached(defs: Defs, names: Iterable[str]) -> set[str]:
