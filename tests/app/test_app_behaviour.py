@@ -1257,12 +1257,17 @@ async def test_a_save_runs_again_only_the_steps_whose_code_changed(make_app):
         app.run_checks(source, source.encode())
         assert sorted(worker.runs[-1]) == sorted(LM3_READS)
         deliver(*passes.values())
+        await settle(pilot)
+        assert "checked steps of this lesson pass" in screen_text(app)
         app.run_checks(shapes_changed, shapes_changed.encode())
         assert worker.runs[-1] == ["shapes"]  # the other three: their passes, shown again
         assert app.running == {"shapes"}
         assert all(app.results[s].status == "pass" for s in LM3_READS)
         failed = dataclasses.replace(passes["shapes"], status="fail")
         deliver(failed)
+        await settle(pilot)
+        # The current step's verdict is the same; the line under it, all steps pass, is not.
+        assert "checked steps of this lesson pass" not in screen_text(app)
         app.run_checks(source, source.encode())  # back as it was: shapes failed since, so it runs
         assert worker.runs[-1] == ["shapes"]
         deliver(passes["shapes"])

@@ -205,7 +205,9 @@ class PanelsApp(LessonApp):
         hints_shown = self.hints_shown.get(step.id, 0)
         shown = shown_of(self.results.get(step.id))
         lines = self.message_lines()
-        signature = (step.id, lang, shown, running, hints_shown, self.full_messages, lines)
+        # What comes after a pass says whether every step passes: another step's verdict moves it.
+        after = self.after_pass(step)
+        signature = (step.id, lang, shown, running, hints_shown, self.full_messages, lines, after)
         if self.shown.get("#results") == signature:
             return  # the same verdicts as on screen (a save that changed nothing they say)
         self.shown["#results"] = signature
@@ -226,7 +228,7 @@ class PanelsApp(LessonApp):
                 running=running,
                 hints=hints,
                 full=self.full_messages,
-                after_pass=self.after_pass(step),
+                after_pass=after,
                 message_lines=lines,
             )
         else:
