@@ -41,7 +41,10 @@ def test_a_thread_bomb_is_said_to_be_the_learners():
         lw.close()
     keys = {step: problem_keys(r) for step, r in run.results.items()}
     assert not any("failure.harness" in k for k in keys.values()), keys
-    held = [s for s, k in keys.items() if k & {"failure.too_many_processes_held"}]
+    # Which step meets the held slots first is a race: it may fail inside the learner's own
+    # frames (too_many_processes) or before its harness could start (…_held); both are theirs.
+    said = {"failure.too_many_processes_held", "failure.too_many_processes"}
+    held = [s for s, k in keys.items() if k & said]
     assert held, keys
     for step in held:
         assert run.results[step].status == "error"

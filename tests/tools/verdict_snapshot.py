@@ -10,6 +10,8 @@ check's status and message (keys and parameters), the step's failure and its out
 and the steps that measure time (experiments), are left out.
 
     --lesson ID   only this lesson (repeatable)
+    --outcomes    only each step's and each check's status: the same before and after a change
+                  that rewords or re-keys messages but must not move a verdict
 """
 
 from __future__ import annotations
@@ -33,7 +35,13 @@ def stripped(value):
     return value
 
 
-def snapshot(lesson, all_steps: bool) -> list[dict]:
+def outcomes(step: dict) -> dict:
+    """A step's verdict without its words: its status and each check's (id, status)."""
+    checks = sorted((c["id"], c["status"]) for c in step.get("checks", []))
+    return {"id": step["id"], "status": step["status"], "checks": checks}
+
+
+def snapshot(lesson, all_steps: bool, only_outcomes: bool = False) -> list[dict]:
     mistakes, _ = read_mistakes(lesson.folder / "mistakes.toml")
     reference = lesson.reference_path.read_text(encoding="utf-8")
     judged = [s.id for s in lesson.steps if s.checked]
@@ -51,6 +59,8 @@ def snapshot(lesson, all_steps: bool) -> list[dict]:
         got = check_sources(lesson.id, chosen, timeout=30, lesson_dir=lesson.folder, views=views)
         for name, results in zip(names[:1] if views else names[1:], got, strict=True):
             steps = sorted((stripped(r.to_dict()) for r in results), key=lambda s: s["id"])
+            if only_outcomes:
+                steps = [outcomes(s) for s in steps]
             lines.append({"lesson": lesson.id, "run": name, "steps": steps})
     return lines
 
@@ -59,11 +69,12 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--lesson", action="append", default=None)
     parser.add_argument("--all-steps", action="store_true")
+    parser.add_argument("--outcomes", action="store_true")
     args = parser.parse_args(argv)
     for lesson in all_lessons():
         if args.lesson and lesson.id not in args.lesson:
             continue
-        for line in snapshot(lesson, args.all_steps):
+        for line in snapshot(lesson, args.all_steps, args.outcomes):
             print(json.dumps(line, ensure_ascii=False, sort_keys=True))
         print(f"{lesson.id}: done", file=sys.stderr)
     return 0
