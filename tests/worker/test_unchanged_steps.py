@@ -176,3 +176,28 @@ def test_names_cut_or_too_many_on_the_wire_are_unknown():
     assert through(["f", "g"]) == ["f", "g"]
     assert through(["f" * 300]) is None  # cut to 200 characters: another name
     assert through([f"f{i}" for i in range(65)]) is None
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        *(lesson.reference_path.read_text(encoding="utf-8") for lesson in all_lessons()),
+        'x = \'é\'; y = 2\r\n@dec(\r\n  1)\r\ndef f():\r\n    return \'ü\' + """a\rb"""\r\n',
+        "s = '\f'\n\nclass A:  # 注释\n    z = '\\u2028'\n\n\ndef g(): return A\n",
+        "def h():\n    return 1",  # no newline at the end
+    ],
+)
+def test_a_definitions_text_is_the_one_ast_gives(source):
+    """The fingerprint's text of each top-level node is ast.get_source_segment's, taken
+    without splitting the source again for each node: line breaks as ast counts them,
+    offsets in UTF-8 bytes."""
+    import ast
+
+    segment = unchanged._Segments(source)
+    tree = ast.parse(source)
+    nodes = [*tree.body]
+    for node in tree.body:
+        nodes += getattr(node, "decorator_list", [])
+    assert nodes
+    for node in nodes:
+        assert segment(node) == ast.get_source_segment(source, node)

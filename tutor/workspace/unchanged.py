@@ -19,7 +19,9 @@ from __future__ import annotations
 import ast
 import functools
 import hashlib
+import re
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 from tutor.model.results import StepResult
@@ -87,7 +89,17 @@ DYNAMIC = frozenset(
 # A module's own attribute lookup (PEP 562): a name a probe reads may come from it.
 MODULE_HOOKS = frozenset({"__getattr__", "__dir__"})
 
-Defs = dict[str, ast.AST]
+
+@dataclass(frozen=True)
+class Definition:
+    """A top-level function or class: its text (decorators included: a def's own text leaves
+    them out) and the top-level definitions it names."""
+
+    text: str
+    names: frozenset[str]
+
+
+Defs = dict[str, Definition]
 
 
 def _analysed(source: str, folder: Path | None) -> tuple[list[str], set[str], Defs] | None:
@@ -127,18 +139,50 @@ def _parsed(source: str) -> tuple[list[str], set[str], Defs, frozenset[str]] | N
             if tops is None or not tops <= PURE_IMPORTS:
                 return None
             imported |= tops
+    segment = _Segments(source)
     prelude: list[str] = []
     named: set[str] = set()  # `causal_attention = mine`, `Layer.forward = f`: every step's
-    defs: Defs = {}
+    nodes: dict[str, ast.AST] = {}
     for node in tree.body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            if node.name in defs or node.name in MODULE_HOOKS:
+            if node.name in nodes or node.name in MODULE_HOOKS:
                 return None  # defined twice (the order decides), or the module's own lookup
-            defs[node.name] = node
+            nodes[node.name] = node
         else:
-            prelude.append(ast.get_source_segment(source, node) or ast.dump(node))
+            prelude.append(segment(node))
             named |= {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+    defs = {
+        name: Definition(
+            "\0".join(segment(part) for part in [*node.decorator_list, node]),
+            frozenset(n.id for n in ast.walk(node) if isinstance(n, ast.Name) and n.id in nodes),
+        )
+        for name, node in nodes.items()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+    }
     return prelude, named, defs, frozenset(imported)
+
+
+class _Segments:
+    """A node's source text, as ast.get_source_segment gives it, without splitting the whole
+    source again for each node (that made fingerprinting the slowest part of a save's UI work)."""
+
+    _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")  # ast's line breaks only
+
+    def __init__(self, source: str):
+        self.lines = self._LINE.findall(source)
+
+    def __call__(self, node: ast.AST) -> str:
+        first, last = getattr(node, "lineno", None), getattr(node, "end_lineno", None)
+        start, end = getattr(node, "col_offset", None), getattr(node, "end_col_offset", None)
+        if first is None or last is None or start is None or end is None:
+            return ast.dump(node)
+        lines = self.lines[first - 1 : last]
+        if not lines:
+            return ast.dump(node)
+        if len(lines) == 1:  # the offsets count UTF-8 bytes
+            return lines[0].encode()[start:end].decode()
+        head, tail = lines[0].encode()[start:].decode(), lines[-1].encode()[:end].decode()
+        return head + "".join(lines[1:-1]) + tail
 
 
 def _import_tops(node: ast.Import | ast.ImportFrom) -> set[str] | None:
@@ -159,9 +203,7 @@ def _reached(defs: Defs, names: Iterable[str]) -> set[str]:
         if name in seen:
             continue
         seen.add(name)
-        for node in ast.walk(defs[name]):
-            if isinstance(node, ast.Name) and node.id in defs and node.id not in seen:
-                todo.append(node.id)
+        todo += [n for n in defs[name].names if n not in seen]
     return seen
 
 
@@ -180,12 +222,9 @@ def fingerprints(
         for text in prelude:
             h.update(b"\0p" + text.encode("utf-8", "surrogatepass"))
         for name in sorted(_reached(defs, [*names, *named])):
-            node = defs[name]
-            parts = [*getattr(node, "decorator_list", []), node]  # a def's text leaves them out
-            h.update(b"\0d" + name.encode())
-            for part in parts:
-                text = ast.get_source_segment(source, part) or ast.dump(part)
-                h.update(b"\0" + text.encode("utf-8", "surrogatepass"))
+            h.update(
+                b"\0d" + name.encode() + b"\0" + defs[name].text.encode("utf-8", "surrogatepass")
+            )
         out[step] = h.hexdigest()
     return out
 
