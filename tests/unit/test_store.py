@@ -83,6 +83,24 @@ def test_failing_update_writes_nothing(tmp_path: Path):
     assert store.load()["lang"] is None
 
 
+def test_an_update_that_changes_nothing_leaves_the_file_alone(tmp_path: Path):
+    """The app remembers after every verdict; most change nothing, and each write fsyncs
+    twice (slow on NFS): the file is then neither replaced nor touched."""
+    store = Store(tmp_path / "attn-lab")
+    store.update(_set_step("lm3-l3", "mask", "fail"))
+    state_file = tmp_path / "attn-lab" / ".attn-tutor" / "state.json"
+    before = state_file.stat()
+    returned = store.update(_set_step("lm3-l3", "mask", "fail"))
+    after = state_file.stat()
+    assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns)
+    assert returned["lessons"]["lm3-l3"]["status"] == {"mask": "fail"}
+    store.update(_set_step("lm3-l3", "mask", "pass"))
+    assert (
+        state_file.stat().st_ino != before.st_ino
+    )  # a change is written (a new file renamed over)
+    assert store.load()["lessons"]["lm3-l3"]["status"] == {"mask": "pass"}
+
+
 @pytest.mark.parametrize("content", [b"{not json", b"\xff\xfe", b"[1, 2]", b'{"lessons": 3}', b""])
 def test_corrupt_file_is_moved_aside(tmp_path: Path, content: bytes):
     store = Store(tmp_path)

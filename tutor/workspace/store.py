@@ -195,10 +195,13 @@ class Store:
         """
         with self._locked():
             state = self._read()
+            before = copy.deepcopy(state)
             fn(state)
-            data = json.dumps(state, ensure_ascii=False, indent=2).encode("utf-8") + b"\n"
-            self._clean_temps()
-            atomic_write(self.path, data, 0o644)
+            # Most verdicts change nothing here: no write then, and no two fsyncs (slow on NFS).
+            if state != before or not self.path.exists():
+                data = json.dumps(state, ensure_ascii=False, indent=2).encode("utf-8") + b"\n"
+                self._clean_temps()
+                atomic_write(self.path, data, 0o644)
             return copy.deepcopy(state)
 
     # -- answers to a lesson's questions ------------------------------------
