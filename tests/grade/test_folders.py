@@ -61,6 +61,11 @@ def causal_attention(x, Wq, Wk, Wv):
 """
 )
 assert MAIN != REFERENCE and "from helpers import scale" in MAIN
+# Counts its imports in a module beside it: a step that finds the last step's count fails.
+FRESH = (
+    "import tally\n\ntally.imports.append(1)\n"
+    "assert tally.imports == [1], 'tally.py kept the last step'\n\n" + REFERENCE
+)
 # MAIN whose causal_attention takes its child down: the steps after the crash run in children
 # of their own, which must import helpers.py beside it too.
 CRASH = (
@@ -153,6 +158,7 @@ def mixed(tmp_path_factory):
     _write(cls / "张三", {"作业.py": MAIN, "helpers.py": HELPERS})
     _write(cls / "peek", {"lm3_l3.py": PEEK, "notes.txt": "mine\n"})
     _write(cls / "crash", {"main.py": CRASH, "helpers.py": HELPERS})
+    _write(cls / "fresh", {"lm3_l3.py": FRESH, "tally.py": "imports = []\n"})
     (cls / "bob_lm3_l3.py").write_text(REFERENCE, encoding="utf-8")
     out = cls.parent / "out"
     _grade(cls, "--out", out, "--timeout", TIMEOUT, "--jobs", "2")
@@ -170,7 +176,7 @@ def mixed(tmp_path_factory):
 
 def test_every_student_in_the_mixed_class_is_found_and_graded(mixed):
     cls, out, records = mixed
-    assert sorted(records) == sorted(["ann", "s07", "s08", "张三", "peek", "bob", "crash"])
+    assert sorted(records) == sorted(["ann", "s07", "s08", "张三", "peek", "bob", "crash", "fresh"])
     for sid, r in records.items():
         if sid == "crash" or (sid == "peek" and not LANDLOCK):
             continue
@@ -182,6 +188,13 @@ def test_a_student_file_imports_a_helper_beside_it(mixed):
     for sid, name in (("s08", "my_attention.py"), ("张三", "作业.py")):
         assert records[sid]["file"].endswith(name)
         assert all(s["status"] == "pass" for s in records[sid]["steps"]), records[sid]["steps"]
+
+
+def test_each_step_imports_the_students_other_files_afresh(mixed):
+    """Steps share one child in `grade`: a module of the student's folder that a step
+    imported is forgotten before the next, which starts from the file's own import."""
+    steps = mixed[2]["fresh"]["steps"]
+    assert len(steps) > 1 and all(s["status"] == "pass" for s in steps), steps
 
 
 def test_after_a_crash_the_next_children_import_the_helper_too(mixed):
