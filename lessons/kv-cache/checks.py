@@ -31,7 +31,9 @@ from tutor.kit import (
     heatmap,
     human,
     int_settings,
+    judge_gradients,
     judge_large_inputs,
+    judge_layer_state,
     judge_other_sizes,
     judge_steps,
     judged,
@@ -39,6 +41,7 @@ from tutor.kit import (
     large_scores_check,
     large_scores_factor,
     lend,
+    likely_for_backward,
     likely_for_value,
     load_weights,
     matching_mistake,
@@ -53,6 +56,7 @@ from tutor.kit import (
     reads_attribute,
     recompute_each,
     record_decoding,
+    reference_grads,
     require_near,
     require_tensor,
     round_matrix,
@@ -828,16 +832,6 @@ def train_cached(layer, x, cache, g):
 EVAL_DROPOUT = 0.3  # a layer built with it runs in eval mode: no dropout may fire
 
 
-def reference_grads(case, t, g, H) -> dict:
-    leaves = {k: p.detach().clone().requires_grad_(True) for k, p in case["w"].items()}
-    with torch.enable_grad():
-        x_new = case["x"][:, t : t + 1]
-        k = torch.cat([case["k"][:, :, :t], split(x_new, leaves, "W_k", H)], dim=2)
-        v = torch.cat([case["v"][:, :, :t], split(x_new, leaves, "W_v", H)], dim=2)
-        (attend(x_new, leaves, H, k, v) * g).sum().backward()
-    return {name: leaves[key].grad for name, key in PARAM_NAMES.items()}
-
-
 # How the cache failed to grow by one a token (growth_fault), in the lesson's words.
 GROWTH = {
     "not_appended": "likely.no_concat",
@@ -979,31 +973,24 @@ def judge_discipline(v, outputs, inputs, jctx):
             msg("likely.story_dropout_eval") if call.get("fired") else msg("likely.unknown")
         ),
     )
-    judge_layer_state(v, outputs.get("state"), case, cl)
+    judge_state(v, outputs.get("state"), case, cl)
     no_kernel(v, STEP_FN, jctx.source, {LAYER}, jctx.kernels)
     judge_trainable(v, outputs.get("train"), case, again, size)
 
 
-def judge_layer_state(v, state, case, cl):
+def judge_state(v, state, case, cl):
+    """forward_cached leaves the layer's weights and mask as they were, and adds no buffer."""
     expected = {name: case["w"][key] for name, key in PARAM_NAMES.items()}
     expected["mask"] = torch.triu(torch.ones(cl, cl), diagonal=1).bool()
-    state = state or {}
-    for name, want in expected.items():
-        got = state.get(name)
-        same = (
-            isinstance(got, torch.Tensor)
-            and got.shape == want.shape
-            and bool(torch.equal(got.to(want.dtype), want))
-        )
-        v.require(
-            "state-unchanged",
-            same,
-            "check.layer_changed",
-            name=name,
-            got=shape_str(got.shape) if isinstance(got, torch.Tensor) else describe(got),
-            likely=msg("likely.layer_changed"),
-        )
-    extra = sorted(set(state) - set(expected))
+    judge_layer_state(
+        v,
+        state,
+        expected,
+        None,
+        key="check.layer_changed",
+        likely=lambda _: msg("likely.layer_changed"),
+    )
+    extra = sorted(set(state or {}) - set(expected))
     v.require(
         "state-unchanged",
         not extra,
@@ -1014,42 +1001,36 @@ def judge_layer_state(v, state, case, cl):
     v.expect("state-unchanged", True)
 
 
+# The lesson's words for the kit's gradient checks (tutor.kit.layer_checks), by role.
+TRAIN_KEYS = {
+    "not_trainable": "check.not_trainable",
+    "no_grad": "check.no_grad",
+    "grad_values": "check.grad_values",
+    "grad_blocked": "likely.grad_blocked",
+    "grad_wrong": "likely.grad_wrong",
+    "inplace_backward": "likely.inplace_backward",
+}
+
+
 def judge_trainable(v, train, case, again, size):
     if train is None:
         return
     if "error" in train:
-        detail = train["error"].get("detail", "")
-        v.require(
-            "trainable",
-            False,
-            "check.backward_raised",
-            **failure_params(train["error"]),
-            likely=msg("likely.inplace_backward")
-            if "inplace" in detail or "in-place" in detail
-            else state_on_layer(v.source) or msg("likely.unknown"),
-        )
-    value = train["value"]
-    v.require(
-        "trainable",
-        value.get("connected"),
-        "check.not_trainable",
-        likely=msg("likely.grad_blocked"),
-    )
-    want = reference_grads(case, size[5] - 1, again["g"], size[2])
-    for name, ref in want.items():
-        got = value["grads"].get(name)
-        ok = isinstance(got, torch.Tensor) and close(got, ref, atol=1e-4, rtol=1e-3)
-        v.require(
-            "trainable",
-            ok,
-            "check.grad_values",
-            name=name,
-            err=max_error(got, ref)[0]
-            if isinstance(got, torch.Tensor) and got.shape == ref.shape
-            else float("nan"),
-            likely=msg("likely.grad_blocked") if got is None else msg("likely.grad_wrong"),
-        )
-    v.expect("trainable", True)
+        e = train["error"]
+        likely = likely_for_backward(e, TRAIN_KEYS)
+        if likely["key"] == "likely.unknown":
+            likely = state_on_layer(v.source) or likely
+        v.require("trainable", False, "check.backward_raised", **failure_params(e), likely=likely)
+    H, t = size[2], size[5] - 1
+    past_k, past_v = case["k"][:, :, :t], case["v"][:, :, :t]
+
+    def forward(x, w):
+        k = torch.cat([past_k, split(x, w, "W_k", H)], dim=2)
+        v = torch.cat([past_v, split(x, w, "W_v", H)], dim=2)
+        return attend(x, w, H, k, v)
+
+    want, _ = reference_grads(forward, case["x"][:, t : t + 1], case["w"], again["g"], PARAM_NAMES)
+    judge_gradients(v, train["value"], want, None, keys=TRAIN_KEYS)
 
 
 # A save's checked steps run in this order in one child; the app keeps the lesson's order.
