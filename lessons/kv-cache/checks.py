@@ -25,7 +25,6 @@ from tutor.kit import (
     describe,
     doubling,
     failure_params,
-    first_nonfinite,
     growth_fault,
     heading,
     heatmap,
@@ -57,6 +56,7 @@ from tutor.kit import (
     recompute_each,
     record_decoding,
     reference_grads,
+    require_finite,
     require_near,
     require_tensor,
     round_matrix,
@@ -392,20 +392,21 @@ def require_pair_of(v, what, value, usual) -> tuple:
     v.require("returns", False, "check.returns_cache", fn=what, got=describe(value), likely=likely)
 
 
+def require_cache_pair(v, cache, ok: bool):
+    """The cache forward_cached returned is a pair (k, v), or the step stops with what came."""
+    got = msg("value.cache_of", got=describe(cache))
+    v.require(
+        "returns", ok, "check.returns_cache", fn=STEP_FN, got=got, likely=msg("likely.cache_pair")
+    )
+
+
 def judge_cached_call(v, call, case, size, t):
     """One call of forward_cached: the new token at position t, with a cache of t tokens."""
     d_in, d_out, H, cl, B, T = size
     hd = d_out // H
     require_step_ran(v, call, t)
     out, cache = require_pair_of(v, "forward_cached", call["value"], "likely.returns_cache")
-    v.require(
-        "returns",
-        isinstance(cache, tuple) and len(cache) == 2,
-        "check.returns_cache",
-        fn="forward_cached",
-        got=msg("value.cache_of", got=describe(cache)),
-        likely=msg("likely.cache_pair"),
-    )
+    require_cache_pair(v, cache, isinstance(cache, tuple) and len(cache) == 2)
     v.expect("returns", True)
     full_shape = (B, t + 1, d_out)
     out = require_tensor(
@@ -432,16 +433,7 @@ def judge_cached_call(v, call, case, size, t):
             got=shape_str(got.shape) if isinstance(got, torch.Tensor) else describe(got),
             likely=lambda: diagnose_cache_shape(got_k, got_v, size, t, v.source),
         )
-    bad = first_nonfinite(out)
-    v.require(
-        "finite",
-        bad is None,
-        "check.not_finite",
-        what=msg("value.step_out", t=t),
-        count=bad[1] if bad else 0,
-        where=shape_str(bad[0]) if bad else "",
-        likely=msg("likely.unknown"),
-    )
+    require_finite(v, msg("value.step_out", t=t), out, likely=msg("likely.unknown"))
     ref_out = reference_full(case["x"], case["w"], H)[0][:, t : t + 1]
     require_near(
         v,
@@ -675,15 +667,8 @@ def judge_generate_case(v, got, case, size, alone=True):
     out, cache = require_pair_of(v, "generate", call["value"], "likely.generate_pair")
     shape_likely = msg("likely.outputs_shape") if isinstance(out, torch.Tensor) else None
     out = require_tensor(v, "shape", msg("value.generate_out"), out, (B, T, d_out), shape_likely)
-    bad = first_nonfinite(out)
-    v.require(
-        "finite",
-        bad is None,
-        "check.not_finite",
-        what=msg("value.generate_out"),
-        count=bad[1] if bad else 0,
-        where=shape_str(bad[0]) if bad else "",
-        likely=lambda: blame() or msg("likely.unknown"),
+    require_finite(
+        v, msg("value.generate_out"), out, likely=lambda: blame() or msg("likely.unknown")
     )
     if protocol is not None:
         v.require("implemented", False, "check.protocol", likely=protocol)
@@ -857,15 +842,8 @@ def judge_discipline(v, outputs, inputs, jctx):
     for t, step in enumerate(steps):
         require_step_ran(v, step, t)
         cache, lens = pair_state(step["value"]), state_lengths(step["value"], axis=2, rank=4)
-        if lens is None or len(lens) != 2 or lens[0] == -1:
-            v.require(
-                "returns",
-                False,
-                "check.returns_cache",
-                fn="forward_cached",
-                got=msg("value.cache_of", got=describe(cache)),
-                likely=msg("likely.cache_pair"),
-            )
+        if lens is None or len(lens) != 2 or lens[0] == -1:  # a failure only: a pass comes later
+            require_cache_pair(v, cache, False)
         k, v_len = cache[0], lens[1]
         lengths.append(lens[0])
         if lengths[-1] != t + 1 or v_len != t + 1:
