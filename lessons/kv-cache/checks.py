@@ -15,7 +15,6 @@ from tutor.kit import (
     StepSpec,
     attention_flops,
     attribute_store,
-    blank_lengths,
     branches,
     build_layer,
     changed_argument,
@@ -64,7 +63,6 @@ from tutor.kit import (
     run_steps,
     shape_str,
     size_explanation,
-    slower_lengths,
     state_dict_copy,
     state_explanation,
     state_lengths,
@@ -72,6 +70,7 @@ from tutor.kit import (
     step_through,
     timed,
     timed_rows,
+    timing_remarks,
     timing_table,
     train_step,
     waiting,
@@ -1061,7 +1060,7 @@ def probe_cost(ctx, inputs):
         lengths_up_to(s["t_max"]),
         measure,
         budget=COST_BUDGET,
-        too_big=lambda T: B * flops_recompute(T, d) > COST_LIMIT,
+        too_big=too_big(s),
     )
     return {"settings": s, "measured": measured}
 
@@ -1076,25 +1075,17 @@ def flops_recompute(T, d):
     return sum(attention_flops(t, t, d) for t in range(1, T + 1))
 
 
-def cost_remarks(measured, s, B, d):
-    """What the table cannot say itself: why a row has no times, and that times are noisy
-    where the cache measured slower than recomputing (the FLOPs say which costs more)."""
-    out = []
-    blank = blank_lengths(lengths_up_to(s["t_max"]), measured)
-    if blank:
-        too_big = B * flops_recompute(blank[0], d) > COST_LIMIT
-        key = "visual.cost_blank_too_big" if too_big else "visual.cost_blank_out_of_time"
-        out.append(note(msg(key, T=blank, s=COST_BUDGET)))
-    if slower_lengths(measured):
-        out.append(note(msg("visual.cost_noisy", T=slower_lengths(measured))))
-    return out
+def too_big(s):
+    """At settings s, whether recomputing length T would pass COST_LIMIT: shown by formula alone."""
+    d = s["heads"] * COST_HEAD_DIM
+    return lambda T: s["batch"] * flops_recompute(T, d) > COST_LIMIT
 
 
 def judge_cost(v, outputs, inputs, jctx):
     s = outputs["settings"]
     H, B = s["heads"], s["batch"]
     d = H * COST_HEAD_DIM
-    measured = measured_of(outputs["measured"])
+    measured, lengths = measured_of(outputs["measured"]), lengths_up_to(s["t_max"])
 
     def formulas(T):
         mb = 2 * B * T * d * 4 / 1e6  # k and v, float32
@@ -1113,12 +1104,11 @@ def judge_cost(v, outputs, inputs, jctx):
         note(
             msg("visual.cost_settings", heads=H, batch=B, t_max=s["t_max"], d=d, hd=COST_HEAD_DIM)
         ),
-        timing_table(cols, lengths_up_to(s["t_max"]), measured, formulas),
+        timing_table(cols, lengths, measured, formulas),
     ]
     if not measured:
         view.append(waiting(msg("visual.cost_waiting")))
-    else:
-        view += cost_remarks(measured, s, B, d)
+    view += timing_remarks(lengths, measured, name="T", too_big=too_big(s), budget=COST_BUDGET)
     view.append(note(msg("visual.cost_note")))
     v.visuals["view"] = view
     v.visuals["cost"] = {"settings": s, "measured": outputs["measured"]}

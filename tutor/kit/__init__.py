@@ -44,7 +44,8 @@ probe runs in the child beside the learner's code, its judge in the judge proces
   row of integers (CallRecorder, argument), the class-level call `type(obj).m(obj)` too.
 - Cost experiments: int_settings, doubling, timed, timed_rows, attention_flops, and cells that
   fit the app's 52-column text (human, ms_text, time_bar, TIME_BAR, longest_time,
-  blank_lengths, slower_lengths) and the table itself (timing_table, measured_of).
+  blank_lengths, slower_lengths), the table itself (timing_table, measured_of) and the notes
+  under it (timing_remarks).
 - Mistakes in masked softmax weights: masked_softmax, masked_softmax_mistakes (the usual wrong
   versions, for matching_mistake), masked_softmax_likely (the one weights match).
 - Experiments: the learner's exercise function or the tutor's (exercise_functions), calls
@@ -108,6 +109,7 @@ from tutor.kit.cost_table import (
     time_bar,
     timed,
     timed_rows,
+    timing_remarks,
     timing_table,
 )
 from tutor.kit.experiments import (
@@ -514,6 +516,7 @@ __all__ = [
     "time_bar",
     "timed",
     "timed_rows",
+    "timing_remarks",
     "timing_table",
     "token_changes",
     "trace_parting",
