@@ -224,45 +224,30 @@ def probe_cached(ctx, inputs):
     out = []
     for i, (size, case) in enumerate(zip(SIZES, inputs["cases"], strict=False)):
         layer, failed = made_layer(ctx, cls, size, case["w"], primary=i == 0)
-        if layer is None:
-            out.append(failed)
-            continue
-        calls = []
-        for j, t in enumerate(pasts_of(size[5], i == 0)):
-            cache = None if t == 0 else (case["k"][:, :, :t], case["v"][:, :, :t])
-            calls.append(
-                bare(
-                    ctx.call(
-                        layer.forward_cached,
-                        case["x"][:, t : t + 1],
-                        cache,
-                        primary=i == 0 and j == 0,
-                    )
-                )
-            )
-        out.append({"calls": calls})
+        pasts = enumerate(pasts_of(size[5], i == 0))
+        calls = [step_call(ctx, layer, case, t, primary=i == j == 0) for j, t in pasts]
+        out.append(failed or {"calls": calls})
     large, t = inputs["large"], SIZES[0][5] - 1
     layer, failed = made_layer(ctx, cls, SIZES[0], large["w"])
-    call = failed or bare(
-        ctx.call(
-            layer.forward_cached,
-            large["x"][:, t : t + 1],
-            (large["k"][:, :, :t], large["v"][:, :, :t]),
-        )
-    )
+    call = failed or step_call(ctx, layer, large, t)
     # The token a thousand times larger, W_q and W_k as much smaller: the scores as they were
     # (large scores are their own check), the values a thousand times larger.
-    case, t = inputs["cases"][0], SIZES[0][5] - 1
+    case = inputs["cases"][0]
     layer, failed = made_layer(ctx, cls, SIZES[0], large_input_weights(case["w"], ("W_q", "W_k")))
-    s = LARGE_INPUT
-    large_x = failed or bare(
-        ctx.call(
-            layer.forward_cached,
-            case["x"][:, t : t + 1] * s,
-            (case["k"][:, :, :t], case["v"][:, :, :t] * s),
-        )
-    )
+    large_x = failed or step_call(ctx, layer, case, t, LARGE_INPUT)
     return {"cases": out, "large": call, "large_x": large_x}
+
+
+def step_call(ctx, layer, case, t, scale=None, primary=False):
+    """forward_cached on the token at position t with the cache of the t before it (None at 0),
+    the token and the values times scale where given; or nothing where the layer was not made."""
+    if layer is None:
+        return None
+    x, past_k, past_v = case["x"][:, t : t + 1], case["k"][:, :, :t], case["v"][:, :, :t]
+    if scale is not None:
+        x, past_v = x * scale, past_v * scale
+    cache = None if t == 0 else (past_k, past_v)
+    return bare(ctx.call(layer.forward_cached, x, cache, primary=primary))
 
 
 CAT_AXIS = "must match except in dimension"
