@@ -26,7 +26,6 @@ from tutor.kit import (
     failure_params,
     growth_fault,
     heading,
-    heatmap,
     human,
     int_settings,
     judge_gradients,
@@ -58,8 +57,6 @@ from tutor.kit import (
     require_finite,
     require_near,
     require_tensor,
-    round_matrix,
-    row,
     run_steps,
     shape_str,
     size_explanation,
@@ -68,14 +65,13 @@ from tutor.kit import (
     state_lengths,
     state_snapshot,
     step_through,
+    stepped_weights_view,
     timed,
     timed_rows,
     timing_remarks,
     timing_table,
     train_step,
     waiting,
-    weights,
-    weights_map,
 )
 
 LAYER = "CausalMultiHeadAttention"
@@ -1111,37 +1107,13 @@ def probe_rows(ctx, inputs):
 
 
 def judge_rows(v, outputs, inputs, jctx):
-    case = inputs["rows"]
-    H, T = ROWS_SIZE[2], ROWS_SIZE[5]
+    case, H, T = inputs["rows"], ROWS_SIZE[2], ROWS_SIZE[5]
     ref = reference_full(case["x"], case["w"], H)[1][0]
-    rows = outputs.get("rows") or []
-    learner = weights_map(rows, (1, H)) if len(rows) == T else None
-    learner = learner[0] if learner is not None else None
-    maps = [
-        weights(
-            msg("visual.rows_head", h=h),
-            round_matrix(learner[h]) if learner is not None else None,
-            round_matrix(ref[h]),
-        )
-        for h in range(H)
-    ]
+    label = lambda h: msg("visual.rows_head", h=h)  # noqa: E731
+    maps, shown = stepped_weights_view(outputs.get("rows") or [], ref, label)
     v.visuals["heatmaps"] = maps
     view = [heading(msg("visual.rows_title")), note(msg("visual.rows_note", T=T))]
-    if learner is None:
-        view.append(waiting(msg("visual.rows_waiting")))
-    else:
-        view.append(
-            row(*(heatmap(m["learner"], msg("visual.rows_head", h=h)) for h, m in enumerate(maps)))
-        )
-        same = close(learner, ref)
-        view.append(
-            note(
-                msg("visual.rows_same")
-                if same
-                else msg("visual.rows_differ", err=max_error(learner, ref)[0])
-            )
-        )
-    v.visuals["view"] = view
+    v.visuals["view"] = view + (shown or [waiting(msg("visual.rows_waiting"))])
     v.expect("runs", True)
 
 

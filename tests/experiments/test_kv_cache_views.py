@@ -119,7 +119,7 @@ def test_rows_are_the_full_pass_weights_row_by_row():
             assert all(abs(x - y) < 1e-3 for x, y in zip(a, b, strict=False))
             assert all(x == 0 for x in a[i + 1 :])  # lower triangle: one new row per token
     keys = [i["text"]["key"] for i in got.visuals["view"] if i["kind"] == "note"]
-    assert "kv-cache.visual.rows_same" in keys
+    assert "visual.stepped_same" in keys  # the kit's (incremental.stepped_weights_view)
 
 
 def test_rows_wait_for_the_step():

@@ -28,6 +28,7 @@ from tutor.kit import (
     state_lengths,
     state_snapshot,
     step_through,
+    stepped_weights_view,
     weights_map,
 )
 from tutor.kit.probe_tools import ProbeContext
@@ -301,3 +302,29 @@ def test_state_lengths():
 )
 def test_growth_fault(lengths, fault):
     assert growth_fault(lengths) == fault
+
+
+def test_stepped_weights_view_shows_the_rows_beside_the_full_pass():
+    T = 3
+    full = torch.softmax(
+        torch.randn(2, T, T).masked_fill(torch.ones(T, T).triu(1).bool(), -1e9), -1
+    )
+    rows = [full[None, :, t : t + 1, : t + 1] for t in range(T)]  # (1, H, 1, t + 1) each
+
+    def label(h):
+        return f"head {h}"
+
+    maps, shown = stepped_weights_view(rows, full, label)
+    assert [m["label"] for m in maps] == ["head 0", "head 1"]
+    assert all(m["learner"] is not None for m in maps)
+    assert [i["kind"] for i in shown] == ["row", "note"]
+    assert shown[1]["text"]["key"] == "visual.stepped_same"
+    # A row off by 0.5: said with its error.
+    wrong = [*rows[:2], rows[2] + torch.tensor([0.0, 0.0, 0.5])]
+    maps, shown = stepped_weights_view(wrong, full, label)
+    said = shown[1]["text"]
+    assert said["key"] == "visual.stepped_differ" and said["params"]["err"] == pytest.approx(0.5)
+    # A row missing (or of the wrong shape): the references alone, nothing to show.
+    maps, shown = stepped_weights_view(rows[:2], full, label)
+    assert shown == [] and all(m["learner"] is None for m in maps)
+    assert maps[0]["reference"] == [[round(x, 4) for x in r] for r in full[0].tolist()]

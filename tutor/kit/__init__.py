@@ -157,6 +157,7 @@ from tutor.kit.incremental import (
     state_lengths,
     state_snapshot,
     step_through,
+    stepped_weights_view,
     weights_map,
 )
 from tutor.kit.judge_tools import (
@@ -512,6 +513,7 @@ __all__ = [
     "state_snapshot",
     "state_unchanged",
     "step_through",
+    "stepped_weights_view",
     "table",
     "time_bar",
     "timed",

@@ -4,7 +4,7 @@ state the one before handed back, and every output judged against the full pass 
 sequence. The probe half runs in the child: step_through, branches, run_steps, and
 record_decoding under a learner's own generation loop. The judge half in the judge:
 judge_steps, changed_argument, changed_later, state_lengths and growth_fault, decoding_fault,
-weights_map. state_snapshot and same_tensors are what both compare with; recompute_each is the
+weights_map and stepped_weights_view. state_snapshot and same_tensors are what both compare with; recompute_each is the
 baseline without a state. The kit gives facts and fault names; the lesson says them in its
 own catalog."""
 
@@ -16,8 +16,9 @@ from typing import Any
 import torch
 
 from tutor.kit.call_recorder import CallRecorder, argument
-from tutor.kit.judge_tools import Verdict, close, max_error
+from tutor.kit.judge_tools import Verdict, close, max_error, msg, round_matrix
 from tutor.kit.probe_tools import ProbeContext
+from tutor.model.view_items import Item, heatmap, note, row, weights
 
 
 def state_snapshot(value: Any) -> Any:
@@ -116,6 +117,34 @@ def weights_map(rows: list, lead: tuple[int, ...]) -> torch.Tensor | None:
     for t, r in enumerate(rows):
         out[..., t, : t + 1] = r[..., 0, :]
     return out
+
+
+def stepped_weights_view(
+    rows: list, reference: torch.Tensor, label: Callable[[int], Any]
+) -> tuple[list[dict], list[Item]]:
+    """A step function's softmax rows (step_through's softmax=True on one sequence) beside the
+    full pass's weights reference (H, T, T): each head's pair of maps, for v.visuals["heatmaps"]
+    (label(h) names head h), and the view items that show them: the stepped maps side by side,
+    then whether they equal the reference (visual.stepped_same, visual.stepped_differ {err}).
+    No items while the rows are not all there: the lesson's waiting line says what they need."""
+    H, T = reference.shape[0], reference.shape[-1]
+    stacked = weights_map(rows, (1, H)) if len(rows) == T else None
+    learner = None if stacked is None else stacked[0]
+    maps = [
+        weights(
+            label(h),
+            None if learner is None else round_matrix(learner[h]),
+            round_matrix(reference[h]),
+        )
+        for h in range(H)
+    ]
+    if learner is None:
+        return maps, []
+    if close(learner, reference):
+        said = msg("visual.stepped_same")
+    else:
+        said = msg("visual.stepped_differ", err=max_error(learner, reference)[0])
+    return maps, [row(*(heatmap(m["learner"], label(h)) for h, m in enumerate(maps))), note(said)]
 
 
 def branches(ctx: ProbeContext, step: Callable, state: Any, tokens) -> tuple[list[dict], list[Any]]:
