@@ -71,6 +71,7 @@ from tutor.kit import (
     timing_remarks,
     timing_table,
     train_step,
+    trimmed,
     waiting,
 )
 
@@ -170,21 +171,14 @@ def made_layer(ctx, cls, size, w, primary=False, **extra):
     """The learner's layer with our weights, in eval mode (as generation runs), or the failed call."""
     made = ctx.call(lambda: build_layer(cls, NAMES[:4], size, **extra), primary=primary)
     if "error" in made:
-        return None, {"made": bare(made)}
+        return None, {"made": trimmed(made)}
     layer = made["value"]
     loaded = ctx.call(lambda: (load_weights(layer, w, PARAM_NAMES), layer.eval()))
     if "error" in loaded:
-        return None, {"made": bare(loaded)}
+        return None, {"made": trimmed(loaded)}
     if not callable(ctx.call(lambda: getattr(layer, STEP_FN, None)).get("value")):
         return None, {"made": {"no_method": True}}
     return layer, {}
-
-
-def bare(call: dict) -> dict:
-    """A call without what is never judged: its arguments and the last softmax output."""
-    call.pop("softmax", None)
-    call.pop("args", None)
-    return call
 
 
 @of_the_inputs
@@ -243,7 +237,7 @@ def step_call(ctx, layer, case, t, scale=None, primary=False):
     if scale is not None:
         x, past_v = x * scale, past_v * scale
     cache = None if t == 0 else (past_k, past_v)
-    return bare(ctx.call(layer.forward_cached, x, cache, primary=primary))
+    return trimmed(ctx.call(layer.forward_cached, x, cache, primary=primary))
 
 
 CAT_AXIS = "must match except in dimension"
@@ -556,16 +550,16 @@ def probe_generate(ctx, inputs):
         alive.append(own)
         if own is not None:
             own.forward_cached = reference_step(own)
-            got["alone"] = bare(ctx.call(lambda x, own=own: gen(own, x), case["x"]))
+            got["alone"] = trimmed(ctx.call(lambda x, own=own: gen(own, x), case["x"]))
         # The learner's run: the primary call only while generate may still be `todo`.
         todo = own is None or (got["alone"].get("error") or {}).get("kind") == "NotImplementedError"
         rec = record_decoding(layer, case["x"], step=STEP_FN, names=("x", "cache"))
-        got["call"] = bare(
+        got["call"] = trimmed(
             ctx.call(lambda x, layer=layer: gen(layer, x), case["x"], primary=i == 0 and todo)
         )
         got["log"] = rec.log()
         if i == 0:  # a new sequence on the same layer: nothing may be kept from the first
-            got["again"] = bare(
+            got["again"] = trimmed(
                 ctx.call(lambda x, layer=layer: gen(layer, x), inputs["again"]["x"])
             )
         out.append(got)
@@ -776,7 +770,7 @@ def probe_discipline(ctx, inputs):
     if trained is not None:
         t = T - 1
         cache = (case["k"][:, :, :t].clone(), case["v"][:, :, :t].clone())
-        out["train"] = bare(
+        out["train"] = trimmed(
             ctx.call(
                 lambda: train_cached(trained, case["x"][:, t : t + 1], cache, again["g"]), grad=True
             )
