@@ -17,8 +17,6 @@ from tutor.kit import (
     attribute_store,
     branches,
     build_layer,
-    changed_argument,
-    changed_later,
     close,
     decoding_fault,
     describe,
@@ -42,7 +40,6 @@ from tutor.kit import (
     likely_for_value,
     load_weights,
     matching_mistake,
-    max_error,
     measured_of,
     msg,
     nest_likely,
@@ -54,8 +51,10 @@ from tutor.kit import (
     recompute_each,
     record_decoding,
     reference_grads,
+    require_arguments_kept,
     require_finite,
     require_near,
+    require_states_kept,
     require_tensor,
     run_steps,
     shape_str,
@@ -846,48 +845,35 @@ def judge_discipline(v, outputs, inputs, jctx):
     v.expect("returns", True)
     v.expect("shape", True)
     # The caller's tensors: what it passed stays as it was, and what it was given stays so too.
-    changed = changed_argument(steps, case["x"])
-    if changed:
-        t, i, a, p = changed
-        err = (
-            msg("value.changed_by", err=max_error(a, p)[0])
-            if isinstance(a, torch.Tensor) and a.shape == p.shape
-            else msg("value.resized", shape=shape_str(a.shape))
-            if isinstance(a, torch.Tensor)
-            else describe(a)
-        )
-        v.require(
-            "inputs-unchanged",
-            False,
-            "check.cache_mutated",
-            name=("x", "k", "v")[i],
-            t=t,
-            err=err,
-            likely=msg("likely.mutated_cache") if i else msg("likely.mutated_x"),
-        )
-    changed = changed_later([h[1] for h in outputs["held"]], (s["value"][1] for s in steps))
-    if changed:
-        v.require(
-            "inputs-unchanged",
-            False,
-            "check.cache_reused",
-            name="kv"[changed[1]],
-            t=changed[0],
-            later=len(steps) - 1,
-            likely=state_on_layer(jctx.source) or msg("likely.cache_buffer"),
-        )
-    tried = [pair_state(c.get("value")) for c in outputs.get("branch", [])]
-    changed = changed_later(
-        [h[1] for h in outputs.get("branch_held", [])], [s for s in tried if s is not None]
+    require_arguments_kept(
+        v,
+        steps,
+        case["x"],
+        key="check.cache_mutated",
+        names=("x", "k", "v"),
+        likely=lambda i: msg("likely.mutated_cache") if i else msg("likely.mutated_x"),
     )
-    if changed:
-        v.require(
-            "inputs-unchanged",
-            False,
-            "check.branch_reused",
-            n=changed[0] + 1,
-            likely=state_on_layer(jctx.source) or msg("likely.cache_buffer"),
-        )
+
+    def reused():  # on a failure only: it reads the source
+        return state_on_layer(jctx.source) or msg("likely.cache_buffer")
+
+    require_states_kept(
+        v,
+        [h[1] for h in outputs["held"]],
+        (s["value"][1] for s in steps),
+        key="check.cache_reused",
+        params=lambda t, i: {"name": "kv"[i], "t": t, "later": len(steps) - 1},
+        likely=reused,
+    )
+    tried = [pair_state(c.get("value")) for c in outputs.get("branch", [])]
+    require_states_kept(
+        v,
+        [h[1] for h in outputs.get("branch_held", [])],
+        [s for s in tried if s is not None],
+        key="check.branch_reused",
+        params=lambda t, i: {"n": t + 1},
+        likely=reused,
+    )
     v.expect("inputs-unchanged", True)
     # The outputs of the loop itself: wrong ones are the step's own fault, said in its step.
     ref = reference_full(case["x"], case["w"], H)[0]

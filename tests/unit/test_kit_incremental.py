@@ -5,6 +5,7 @@ pass is cumsum: the property knows nothing of attention."""
 
 from __future__ import annotations
 
+import contextlib
 import math
 import types
 
@@ -20,9 +21,12 @@ from tutor.kit import (
     decoding_fault,
     growth_fault,
     judge_steps,
+    msg,
     pair_state,
     recompute_each,
     record_decoding,
+    require_arguments_kept,
+    require_states_kept,
     run_steps,
     same_tensors,
     state_lengths,
@@ -328,3 +332,63 @@ def test_stepped_weights_view_shows_the_rows_beside_the_full_pass():
     maps, shown = stepped_weights_view(rows[:2], full, label)
     assert shown == [] and all(m["learner"] is None for m in maps)
     assert maps[0]["reference"] == [[round(x, 4) for x in r] for r in full[0].tolist()]
+
+
+def said(judge) -> list:
+    """The checks a judge recorded, as (id, status, key, params), stopped or not."""
+    v = Verdict()
+    with contextlib.suppress(Stop):
+        judge(v)
+    return [
+        (c.id, c.status, c.message and c.message.key, c.message and c.message.params)
+        for c in v.checks
+    ]
+
+
+def test_require_arguments_kept_says_which_argument_changed_and_how():
+    def writes_state(x_t, state=None):
+        if state is not None:
+            state[0].zero_()
+        return right(x_t, None if state is None else (torch.zeros_like(x_t),))
+
+    def grows_state(x_t, state=None):
+        if state is not None:
+            state[0].resize_(1)
+        return right(x_t, state)
+
+    def judge(step):
+        calls = step_through(context(), step, X)[0]
+        likely = lambda i: msg(f"likely.{i}")  # noqa: E731
+        return said(
+            lambda v: require_arguments_kept(
+                v, calls, X, key="check.kept", names=("x", "s"), likely=likely
+            )
+        )
+
+    assert judge(right) == []  # a pass records nothing
+    [(check, status, key, params)] = judge(writes_state)
+    assert (check, status, key) == ("inputs-unchanged", "fail", "check.kept")
+    assert params["name"] == "s" and params["t"] == 1 and params["likely"] == msg("likely.1")
+    assert params["err"]["key"] == "value.changed_by" and params["err"]["params"]["err"] > 0
+    [(*_, params)] = judge(grows_state)
+    assert params["err"] == msg("value.resized", shape="(1,)")
+
+
+def test_require_states_kept_names_the_state_a_later_call_changed():
+    calls, held = step_through(context(), Buffer(), X)
+    now = [state_snapshot(h)[1] for h in held]
+    then = [c["value"][1] for c in calls]
+
+    def judge(v, now=now):
+        require_states_kept(
+            v, now, then, key="check.reused", params=lambda t, i: {"t": t, "i": i}, likely=msg("x")
+        )
+
+    [(check, status, key, params)] = said(judge)
+    assert (check, status, key, params) == (
+        "inputs-unchanged",
+        "fail",
+        "check.reused",
+        {"t": 0, "i": 0, "likely": msg("x")},
+    )
+    assert said(lambda v: judge(v, now=then)) == []

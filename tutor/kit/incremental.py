@@ -3,20 +3,29 @@
 state the one before handed back, and every output judged against the full pass of the same
 sequence. The probe half runs in the child: step_through, branches, run_steps, and
 record_decoding under a learner's own generation loop. The judge half in the judge:
-judge_steps, changed_argument, changed_later, state_lengths and growth_fault, decoding_fault,
+judge_steps, changed_argument and changed_later (said by require_arguments_kept and
+require_states_kept), state_lengths and growth_fault, decoding_fault,
 weights_map and stepped_weights_view. state_snapshot and same_tensors are what both compare with; recompute_each is the
 baseline without a state. The kit gives facts and fault names; the lesson says them in its
 own catalog."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import torch
 
 from tutor.kit.call_recorder import CallRecorder, argument
-from tutor.kit.judge_tools import Verdict, close, max_error, msg, round_matrix
+from tutor.kit.judge_tools import (
+    Verdict,
+    close,
+    describe,
+    max_error,
+    msg,
+    round_matrix,
+    shape_str,
+)
 from tutor.kit.probe_tools import ProbeContext
 from tutor.model.view_items import Item, heatmap, note, row, weights
 
@@ -225,6 +234,52 @@ def changed_argument(
             ):
                 return t, i, a, p
     return None
+
+
+def require_arguments_kept(
+    v: Verdict,
+    calls: list[dict],
+    x: torch.Tensor,
+    *,
+    key: str,
+    names: Sequence[str],
+    likely: Callable[[int], dict],
+    axis: int = 1,
+    check_id: str = "inputs-unchanged",
+) -> None:
+    """No step changed an argument in place (changed_argument over step_through's calls), or
+    the step stops with key {name} {t} {err} {likely}: name is names[i] (x's token, then the
+    state's tensors), err how it changed (value.changed_by {err}, value.resized {shape}, or
+    what it became), likely(i) the mistake. A pass records nothing (the check goes on)."""
+    changed = changed_argument(calls, x, axis=axis)
+    if changed is None:
+        return
+    t, i, after, passed = changed
+    if isinstance(after, torch.Tensor) and after.shape == passed.shape:
+        err = msg("value.changed_by", err=max_error(after, passed)[0])
+    elif isinstance(after, torch.Tensor):
+        err = msg("value.resized", shape=shape_str(after.shape))
+    else:
+        err = describe(after)
+    v.require(check_id, False, key, name=names[i], t=t, err=err, likely=likely(i))
+
+
+def require_states_kept(
+    v: Verdict,
+    now: list[Any],
+    then: Iterable[Any],
+    *,
+    key: str,
+    params: Callable[[int, int], dict],
+    likely: object,
+    check_id: str = "inputs-unchanged",
+) -> None:
+    """No state handed out was changed by a later call (changed_later(now, then)), or the step
+    stops with key {params(call, index)…} {likely}: call the state's, index its tensor's. A
+    pass records nothing."""
+    changed = changed_later(now, then)
+    if changed is not None:
+        v.require(check_id, False, key, **params(*changed), likely=likely)
 
 
 def recompute_each(full: Callable, x: torch.Tensor, *, axis: int = 1) -> torch.Tensor:
