@@ -303,39 +303,31 @@ def diagnose_step_out(y, case, size, t, source="") -> dict:
     hd = d_out // H
     w, x_new = case["w"], case["x"][:, t : t + 1]
     k, v = case["k"][:, :, : t + 1], case["v"][:, :, : t + 1]
-    candidates = []
-    if t > 0:
-        candidates += [
-            (lambda: attend(x_new, w, H, k[:, :, t:], v[:, :, t:]), msg("likely.past_ignored")),
-            (lambda: attend(x_new, w, H, k[:, :, :1], v[:, :, :1]), msg("likely.mask_first_row")),
-            (lambda: attend(x_new, w, H, k[:, :, :t], v[:, :, :t]), msg("likely.mask_self")),
-        ]
-        # The new token first in one cache only: the output shows it (both first would not).
-        first = [t, *range(t)]
-        candidates += [
-            (lambda: attend(x_new, w, H, k, v[:, :, first]), msg("likely.prepended_one")),
-            (lambda: attend(x_new, w, H, k[:, :, first], v), msg("likely.prepended_one")),
-        ]
-    candidates += [
-        (lambda: attend(x_new, w, H, k, v, dim=-2), msg("likely.softmax_queries")),
-        (lambda: attend(x_new, w, H, k, v, proj_out=False), msg("likely.no_out_proj")),
-        (lambda: attend(x_new, w, H, k, v, scale=1.0), msg("likely.scale_none")),
+    first = [t, *range(t)]  # the new token first, in one cache only: the output shows it
+    width, past = msg("likely.scale_width", hd=hd), t > 0
+    # (where it can be told apart, the mistake, how attend is called wrong)
+    table = [
+        (past, msg("likely.past_ignored"), {"keys": k[:, :, t:], "values": v[:, :, t:]}),
+        (past, msg("likely.mask_first_row"), {"keys": k[:, :, :1], "values": v[:, :, :1]}),
+        (past, msg("likely.mask_self"), {"keys": k[:, :, :t], "values": v[:, :, :t]}),
+        (past, msg("likely.prepended_one"), {"values": v[:, :, first]}),
+        (past, msg("likely.prepended_one"), {"keys": k[:, :, first]}),
+        (True, msg("likely.softmax_queries"), {"dim": -2}),
+        (True, msg("likely.no_out_proj"), {"proj_out": False}),
+        (True, msg("likely.scale_none"), {"scale": 1.0}),
+        (H > 1, width, {"scale": d_out**0.5}),
+        (d_in not in (hd, d_out), width, {"scale": d_in**0.5}),
+        (
+            past and t + 1 != hd,
+            msg("likely.scale_length", n=t + 1, hd=hd),
+            {"scale": (t + 1) ** 0.5},
+        ),
     ]
-    if H > 1:
-        candidates.append(
-            (lambda: attend(x_new, w, H, k, v, scale=d_out**0.5), msg("likely.scale_width", hd=hd))
-        )
-    if d_in != hd and d_in != d_out:
-        candidates.append(
-            (lambda: attend(x_new, w, H, k, v, scale=d_in**0.5), msg("likely.scale_width", hd=hd))
-        )
-    if t + 1 != hd and t > 0:
-        candidates.append(
-            (
-                lambda: attend(x_new, w, H, k, v, scale=(t + 1) ** 0.5),
-                msg("likely.scale_length", n=t + 1, hd=hd),
-            )
-        )
+
+    def wrong(keys=k, values=v, **how):
+        return attend(x_new, w, H, keys, values, **how)
+
+    candidates = [(lambda how=how: wrong(**how), likely) for ok, likely, how in table if ok]
     found = matching_mistake(y, candidates)
     return found if found["key"] != "likely.unknown" else state_on_layer(source) or found
 
@@ -579,26 +571,11 @@ PROTOCOL = {
 
 
 def diagnose_outputs(y, case, size) -> dict:
-    d_in, d_out, H, cl, B, T = size
-    ref = reference_full(case["x"], case["w"], H)[0]
+    x, w, H = case["x"], case["w"], size[2]
     candidates = [
-        (lambda: ref.flip(1), msg("likely.outputs_reversed")),
-        (
-            lambda: torch.cat(
-                [
-                    attend(
-                        case["x"][:, t : t + 1],
-                        case["w"],
-                        H,
-                        case["k"][:, :, t : t + 1],
-                        case["v"][:, :, t : t + 1],
-                    )
-                    for t in range(T)
-                ],
-                1,
-            ),
-            msg("likely.cache_not_passed"),
-        ),
+        (lambda: reference_full(x, w, H)[0].flip(1), msg("likely.outputs_reversed")),
+        # Each token alone (no cache passed on): its weights are [1], its output its own value.
+        (lambda: x @ w["W_v"].T @ w["out_w"].T + w["out_b"], msg("likely.cache_not_passed")),
     ]
     return matching_mistake(y, candidates)
 
