@@ -7,6 +7,8 @@ causal pass of the same weights, which the tutor computes itself (with PyTorch's
 scaled_dot_product_attention), at the notebook's size first, then at sizes it never tries.
 """
 
+import functools
+
 import torch
 import torch.nn.functional as F
 
@@ -586,20 +588,14 @@ def judge_generate_case(v, got, case, size, alone=True):
     if "made" in got:
         require_built(v, got["made"], size)
     call = got["call"]
-    seen = []
 
+    @functools.cache
     def blame():
         """generate right with the tutor's forward_cached: the fault is forward_cached's."""
-        if not seen:
-            ok = (
-                alone
-                and "alone" in got
-                and judged(
-                    "", lambda s: judge_generate_case(s, {"call": got["alone"]}, case, size, False)
-                ).passed()
-            )
-            seen.append(msg("likely.step_first") if ok else None)
-        return seen[0]
+        if not (alone and "alone" in got):
+            return None
+        sub = judged("", judge_generate_case, {"call": got["alone"]}, case, size, False)
+        return msg("likely.step_first") if sub.passed() else None
 
     log = got.get("log")
     fault = decoding_fault(log, T, step=STEP_FN, raised="error" in call) if log else None
@@ -634,25 +630,17 @@ def judge_generate_case(v, got, case, size, alone=True):
     )
     v.expect("matches-pytorch", True)
     want = (B, H, T, hd)
-    ok = (
-        isinstance(cache, tuple)
-        and len(cache) == 2
-        and all(isinstance(c, torch.Tensor) and tuple(c.shape) == want for c in cache)
-    )
-    tensors = (
-        isinstance(cache, tuple)
-        and len(cache) == 2
-        and all(isinstance(c, torch.Tensor) for c in cache)
-    )
+    pair = isinstance(cache, tuple) and len(cache) == 2
+    shapes = [tuple(c.shape) for c in cache] if pair and all(map(torch.is_tensor, cache)) else []
     v.require(
         "values",
-        ok,
+        shapes == [want, want],
         "check.generate_cache",
         expected=shape_str(want),
-        got=" / ".join(shape_str(c.shape) for c in cache) if tensors else describe(cache),
-        likely=msg("likely.cache_layout")
-        if tensors and tuple(cache[0].shape) == (B, T, H, hd)
-        else msg("likely.generate_cache"),
+        got=" / ".join(map(shape_str, shapes)) if shapes else describe(cache),
+        likely=msg(
+            "likely.cache_layout" if shapes[:1] == [(B, T, H, hd)] else "likely.generate_cache"
+        ),
     )
     for name, got_c, ref_c in (("k", cache[0], case["k"]), ("v", cache[1], case["v"])):
         require_near(
@@ -687,7 +675,7 @@ def judge_generate(v, outputs, inputs, jctx):
             split(case["x"], case["w"], "W_k", H),
             split(case["x"], case["w"], "W_v", H),
         )
-        sub = judged("", lambda s: judge_generate_case(s, {"call": again}, case, SIZES[0], False))
+        sub = judged("", judge_generate_case, {"call": again}, case, SIZES[0], False)
         if not sub.passed():
             kept = state_on_layer(jctx.source) or state_explanation(
                 jctx.source, ("generate", LAYER)
