@@ -59,6 +59,7 @@ from tutor.kit import (
     require_states_kept,
     require_tensor,
     run_steps,
+    same_tensors,
     shape_str,
     size_explanation,
     state_dict_copy,
@@ -412,20 +413,14 @@ def judge_cached_call(v, call, case, size, t):
         likely=lambda: diagnose_step_out(out, case, size, t, v.source),
     )
     v.expect("matches-pytorch", True)
-    for name, got, ref in (
-        ("k", got_k, case["k"][:, :, : t + 1]),
-        ("v", got_v, case["v"][:, :, : t + 1]),
-    ):
-        require_near(
-            v,
-            "values",
-            "check.cache_values",
-            got,
-            ref,
-            name=name,
-            t=t,
-            likely=lambda: diagnose_cache_values(got_k, got_v, case, t),
-        )
+    require_cache_values(v, cache, case, t, lambda: diagnose_cache_values(got_k, got_v, case, t))
+
+
+def require_cache_values(v, cache, case, t, likely):
+    """The cache (k, v) after the token at position t holds the full pass's keys and values."""
+    for name, got, ref in zip("kv", cache, (case["k"], case["v"]), strict=True):
+        ref = ref[:, :, : t + 1]
+        require_near(v, "values", "check.cache_values", got, ref, name=name, t=t, likely=likely)
     v.expect("values", True)
 
 
@@ -642,18 +637,7 @@ def judge_generate_case(v, got, case, size, alone=True):
             "likely.cache_layout" if shapes[:1] == [(B, T, H, hd)] else "likely.generate_cache"
         ),
     )
-    for name, got_c, ref_c in (("k", cache[0], case["k"]), ("v", cache[1], case["v"])):
-        require_near(
-            v,
-            "values",
-            "check.cache_values",
-            got_c,
-            ref_c,
-            name=name,
-            t=T - 1,
-            likely=lambda: blame() or msg("likely.generate_cache"),
-        )
-    v.expect("values", True)
+    require_cache_values(v, cache, case, T - 1, lambda: blame() or msg("likely.generate_cache"))
 
 
 def judge_generate(v, outputs, inputs, jctx):
@@ -764,6 +748,20 @@ GROWTH = {
 }
 
 
+def growth_likely(steps, t, lengths, size) -> dict:
+    """Why the cache after the token at position t does not hold t + 1 tokens (lengths: k's
+    after each step so far)."""
+    B, H, hd = size[4], size[2], size[1] // size[2]
+    k = steps[t]["value"][1][0]
+    if lengths[-1] == t + 1:
+        return msg("likely.value_not_appended")
+    if tuple(k.shape) == (B, t + 1, H, hd):
+        return msg("likely.cache_layout")
+    if t and same_tensors((steps[t - 1]["value"][1][0],), (k,)):
+        return msg("likely.returned_old_cache")
+    return msg(GROWTH[growth_fault(lengths) or "other"])
+
+
 def out_of(value):
     """The output of a step's (out, cache), or what came."""
     return value[0] if isinstance(value, tuple) and len(value) == 2 else value
@@ -771,41 +769,27 @@ def out_of(value):
 
 def judge_discipline(v, outputs, inputs, jctx):
     size, case, again = SIZES[0], inputs["cases"][0], inputs["again"]
-    d_in, d_out, H, cl, B, T = size
-    hd = d_out // H
+    H, cl = size[2], size[3]
     if "made" in outputs:
         require_built(v, outputs["made"], size)
     steps = outputs["steps"]
-    lengths = []
+    lengths = []  # of k after each step
     for t, step in enumerate(steps):
         require_step_ran(v, step, t)
-        cache, lens = pair_state(step["value"]), state_lengths(step["value"], axis=2, rank=4)
+        lens = state_lengths(step["value"], axis=2, rank=4)
         if lens is None or len(lens) != 2 or lens[0] == -1:  # a failure only: a pass comes later
-            require_cache_pair(v, cache, False)
-        k, v_len = cache[0], lens[1]
+            require_cache_pair(v, pair_state(step["value"]), False)
         lengths.append(lens[0])
-        if lengths[-1] != t + 1 or v_len != t + 1:
-            before = steps[t - 1]["value"][1][0] if t else None
-            old = (
-                isinstance(before, torch.Tensor)
-                and before.shape == k.shape
-                and bool(torch.equal(before, k))
-            )
-            layout = tuple(k.shape) == (B, t + 1, H, hd)
+        if lens != [t + 1, t + 1]:
+            likely = growth_likely(steps, t, lengths, size)
             v.require(
                 "shape",
                 False,
                 "check.cache_growth",
                 n=t + 1,
                 lengths=lengths,
-                v_len=v_len,
-                likely=msg("likely.value_not_appended")
-                if lengths[-1] == t + 1
-                else msg("likely.cache_layout")
-                if layout
-                else msg("likely.returned_old_cache")
-                if old
-                else msg(GROWTH[growth_fault(lengths) or "other"]),
+                v_len=lens[1],
+                likely=likely,
             )
     v.expect("returns", True)
     v.expect("shape", True)
