@@ -31,7 +31,7 @@ from tutor.kit import (
     judge_gradients,
     judge_large_inputs,
     judge_layer_state,
-    judge_other_sizes,
+    judge_sized_cases,
     judge_steps,
     judged,
     large_input_weights,
@@ -447,29 +447,16 @@ def require_built(v, made, size):
         )
 
 
-def labels_of(sizes) -> list[list[str]]:
-    """Each size as a list, which the catalogs join as each language writes a list."""
-    return [[f"{n}={s}" for n, s in zip(NAMES, size, strict=False)] for size in sizes]
-
-
 def explain_size(defs):
-    def explain(i, sub, source):
-        return size_explanation(source, defs, NAMES, SIZES[0], SIZES[i])
-
-    return explain
+    """What differs at a size past the notebook's, read in defs (kit.size_explanation)."""
+    return lambda lab, size, source: size_explanation(source, defs, NAMES, lab, size)
 
 
 def judge_cached(v, outputs, inputs, jctx):
     cases = outputs["cases"]
     judge_cached_case(v, cases[0], inputs["cases"][0], SIZES[0])
-    judge_other_sizes(
-        v,
-        cases,
-        list(zip(inputs["cases"], SIZES, strict=False)),
-        labels_of(SIZES),
-        lambda sub, out, cs: judge_cached_case(sub, out, *cs),
-        explain=explain_size((LAYER,)),
-    )
+    explain = explain_size((LAYER,))
+    judge_sized_cases(v, cases, inputs["cases"], SIZES, NAMES, judge_cached_case, explain)
     no_kernel(v, STEP_FN, jctx.source, {LAYER}, jctx.kernels)
     judge_large_scores(v, outputs["large"], inputs["large"])
     case, t, s = inputs["cases"][0], SIZES[0][5] - 1, LARGE_INPUT
@@ -643,14 +630,8 @@ def judge_generate_case(v, got, case, size, alone=True):
 def judge_generate(v, outputs, inputs, jctx):
     cases = outputs["cases"]
     judge_generate_case(v, cases[0], inputs["cases"][0], SIZES[0])
-    judge_other_sizes(
-        v,
-        cases,
-        list(zip(inputs["cases"], SIZES, strict=False)),
-        labels_of(SIZES),
-        lambda sub, got, cs: judge_generate_case(sub, got, *cs),
-        explain=explain_size(("generate", LAYER)),
-    )
+    explain = explain_size(("generate", LAYER))
+    judge_sized_cases(v, cases, inputs["cases"], SIZES, NAMES, judge_generate_case, explain)
     again = cases[0].get("again")
     if again is not None:
         case = dict(inputs["cases"][0], x=inputs["again"]["x"])
