@@ -36,7 +36,7 @@ from tutor.kit import (
     judged,
     large_input_weights,
     large_scores_check,
-    large_scores_factor,
+    large_scores_weights,
     lend,
     likely_for_backward,
     likely_for_value,
@@ -62,6 +62,7 @@ from tutor.kit import (
     same_tensors,
     shape_str,
     size_explanation,
+    split_heads,
     state_dict_copy,
     state_explanation,
     state_lengths,
@@ -121,8 +122,7 @@ def make_inputs(seed=0):
             "out_w": torch.randn(d_out, d_out, generator=g) / d_out**0.5,
             "out_b": torch.randn(d_out, generator=g) * 0.1,
         }
-        k, v = split(x, w, "W_k", H), split(x, w, "W_v", H)
-        cases.append({"x": x, "w": w, "k": k, "v": v})
+        cases.append(case_of(x, w, H))
     # At the notebook's size: a second sequence, two tokens to branch on from one cache,
     # and the direction of the gradient.
     d_in, d_out, H, ctx, B, T = SIZES[0]
@@ -147,23 +147,14 @@ def make_inputs(seed=0):
         "cases": cases,
         "again": again,
         "rows": rows,
-        "large": large_scores_case(cases[0], SIZES[0][2]),
+        # W_q stretched until a head's largest score is the kit's LARGE_SCORES.
+        "large": {**cases[0], "w": large_scores_weights(cases[0]["x"], cases[0]["w"], SIZES[0][2])},
     }
 
 
-def large_scores_case(case, H) -> dict:
-    """The lesson's case with W_q stretched until a head's largest score is the kit's
-    LARGE_SCORES; keys and values are the same."""
-    x, w, k = case["x"], case["w"], case["k"]
-    scores = split(x, w, "W_q", H) @ k.transpose(2, 3) / k.shape[-1] ** 0.5
-    return {**case, "w": {**w, "W_q": w["W_q"] * large_scores_factor(scores)}}
-
-
-def split(x, w, name, H):
-    """x projected by w[name] and split into heads: (B, H, T, head_dim)."""
-    B, T, _ = x.shape
-    d_out = w[name].shape[0]
-    return (x @ w[name].T).view(B, T, H, d_out // H).transpose(1, 2)
+def case_of(x, w, H) -> dict:
+    """A sequence x with weights w, and the keys and values of its full pass: (B, H, T, head_dim)."""
+    return {"x": x, "w": w, "k": split_heads(x, w["W_k"], H), "v": split_heads(x, w["W_v"], H)}
 
 
 # ---------------------------------------------------------------- the tutor's own layer
@@ -187,7 +178,7 @@ def made_layer(ctx, cls, size, w, primary=False, **extra):
 def reference_full(x, w, H):
     """(out, weights) of the full causal pass: PyTorch's kernel for the output, the weights by hand."""
     B, T, _ = x.shape
-    q, k, v = (split(x, w, n, H) for n in ("W_q", "W_k", "W_v"))
+    q, k, v = (split_heads(x, w[n], H) for n in ("W_q", "W_k", "W_v"))
     ctx = F.scaled_dot_product_attention(q, k, v, is_causal=True)
     out = ctx.transpose(1, 2).reshape(B, T, -1) @ w["out_w"].T + w["out_b"]
     hd = q.shape[-1]
@@ -200,7 +191,7 @@ def reference_full(x, w, H):
 
 def attend(x_new, w, H, k, v, scale=None, dim=-1, proj_out=True):
     """One new token's output against keys k and values v: the formula, with a mistake if asked."""
-    q = split(x_new, w, "W_q", H)
+    q = split_heads(x_new, w["W_q"], H)
     hd = q.shape[-1]
     s = q @ k.transpose(2, 3) / (hd**0.5 if scale is None else scale)
     c = torch.softmax(s, dim=dim) @ v
@@ -498,7 +489,7 @@ def reference_step(layer):
             k: getattr(getattr(layer, n.split(".")[0]), n.split(".")[1]).detach()
             for n, k in PARAM_NAMES.items()
         }
-        k, v = split(x, w, "W_k", H), split(x, w, "W_v", H)
+        k, v = split_heads(x, w["W_k"], H), split_heads(x, w["W_v"], H)
         if cache is not None:
             k, v = torch.cat([cache[0], k], dim=2), torch.cat([cache[1], v], dim=2)
         return attend(x, w, H, k, v), (k, v)
@@ -634,12 +625,7 @@ def judge_generate(v, outputs, inputs, jctx):
     judge_sized_cases(v, cases, inputs["cases"], SIZES, NAMES, judge_generate_case, explain)
     again = cases[0].get("again")
     if again is not None:
-        case = dict(inputs["cases"][0], x=inputs["again"]["x"])
-        H = SIZES[0][2]
-        case["k"], case["v"] = (
-            split(case["x"], case["w"], "W_k", H),
-            split(case["x"], case["w"], "W_v", H),
-        )
+        case = case_of(inputs["again"]["x"], inputs["cases"][0]["w"], SIZES[0][2])
         sub = judged("", judge_generate_case, {"call": again}, case, SIZES[0], False)
         if not sub.passed():
             kept = state_on_layer(jctx.source) or state_explanation(
@@ -893,8 +879,8 @@ def judge_trainable(v, train, case, again, size):
     past_k, past_v = case["k"][:, :, :t], case["v"][:, :, :t]
 
     def forward(x, w):
-        k = torch.cat([past_k, split(x, w, "W_k", H)], dim=2)
-        v = torch.cat([past_v, split(x, w, "W_v", H)], dim=2)
+        k = torch.cat([past_k, split_heads(x, w["W_k"], H)], dim=2)
+        v = torch.cat([past_v, split_heads(x, w["W_v"], H)], dim=2)
         return attend(x, w, H, k, v)
 
     want, _ = reference_grads(forward, case["x"][:, t : t + 1], case["w"], again["g"], PARAM_NAMES)
