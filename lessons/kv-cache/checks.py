@@ -16,6 +16,7 @@ from tutor.kit import (
     LARGE_INPUT,
     StepSpec,
     attention_flops,
+    attention_weights,
     attribute_store,
     branches,
     build_layer,
@@ -115,14 +116,7 @@ def make_inputs(seed=0):
     cases = []
     for d_in, d_out, H, _ctx, B, T in SIZES:
         x = torch.randn(B, T, d_in, generator=g)
-        w = {
-            "W_q": torch.randn(d_out, d_in, generator=g) / d_in**0.5,
-            "W_k": torch.randn(d_out, d_in, generator=g) / d_in**0.5,
-            "W_v": torch.randn(d_out, d_in, generator=g) / d_in**0.5,
-            "out_w": torch.randn(d_out, d_out, generator=g) / d_out**0.5,
-            "out_b": torch.randn(d_out, generator=g) * 0.1,
-        }
-        cases.append(case_of(x, w, H))
+        cases.append(case_of(x, attention_weights(g, d_in, d_out), H))
     # At the notebook's size: a second sequence, two tokens to branch on from one cache,
     # and the direction of the gradient.
     d_in, d_out, H, ctx, B, T = SIZES[0]
@@ -135,13 +129,7 @@ def make_inputs(seed=0):
     d_in, d_out, H, ctx, B, T = ROWS_SIZE
     rows = {
         "x": torch.randn(B, T, d_in, generator=g),
-        "w": {
-            "W_q": torch.randn(d_out, d_in, generator=g) / d_in**0.5 * 2,
-            "W_k": torch.randn(d_out, d_in, generator=g) / d_in**0.5 * 2,
-            "W_v": torch.randn(d_out, d_in, generator=g) / d_in**0.5,
-            "out_w": torch.randn(d_out, d_out, generator=g) / d_out**0.5,
-            "out_b": torch.zeros(d_out),
-        },
+        "w": attention_weights(g, d_in, d_out, sharpen=2, bias=0),
     }
     return {
         "cases": cases,

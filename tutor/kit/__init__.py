@@ -42,6 +42,7 @@ probe runs in the child beside the learner's code, its judge in the judge proces
   (attribute_store), a function reading an attribute (reads_attribute).
 - Calls recorded: a layer's methods routed through the probe's own (intercept), each call a
   row of integers (CallRecorder, argument), the class-level call `type(obj).m(obj)` too.
+- Weights of a multi-head attention layer, drawn for a judge (drawn_weights: attention_weights).
 - Cost experiments: int_settings, doubling, timed, timed_rows, attention_flops, and cells that
   fit the app's 52-column text (human, ms_text, time_bar, TIME_BAR, longest_time,
   blank_lengths, slower_lengths), the table itself (timing_table, measured_of) and the notes
@@ -112,6 +113,7 @@ from tutor.kit.cost_table import (
     timing_remarks,
     timing_table,
 )
+from tutor.kit.drawn_weights import attention_weights
 from tutor.kit.experiments import (
     call_after,
     exercise_functions,
@@ -354,6 +356,7 @@ __all__ = [
     "again_of",
     "argument",
     "attention_flops",
+    "attention_weights",
     "attribute_store",
     "bar",
     "blame_helpers",
