@@ -24,6 +24,7 @@ from tutor.kit import (
     decoding_fault,
     describe,
     doubling,
+    failure_code,
     failure_params,
     growth_fault,
     heading,
@@ -55,6 +56,7 @@ from tutor.kit import (
     record_decoding,
     reference_grads,
     require_arguments_kept,
+    require_call_ran,
     require_finite,
     require_near,
     require_states_kept,
@@ -227,7 +229,7 @@ CAT_AXIS = "must match except in dimension"
 def diagnose_raised(e: dict, source: str = "") -> dict:
     """A call with a cache raised where the one with an empty cache ran: what the error says."""
     detail = e.get("detail", "")
-    code = e["frames"][-1]["code"].strip() if e.get("frames") else ""
+    code = failure_code(e)
     line = e["frames"][-1]["line"] if e.get("frames") else "?"
     if CAT_AXIS in detail:
         return msg("likely.cat_axis", line=line, code=code)
@@ -316,17 +318,10 @@ def diagnose_step_out(y, case, size, t, source="") -> dict:
 
 def require_step_ran(v, call, t):
     """A call of forward_cached (the token at position t) that raised ends the step."""
-    if "error" in call:
-        e = call["error"]
-        v.require(
-            "runs",
-            False,
-            "check.step_raised",
-            t=t,
-            **failure_params(e),
-            code=e["frames"][-1]["code"].strip() if e["frames"] else "",
-            likely=diagnose_raised(e, v.source),
-        )
+    raised = call.get("error")
+    require_call_ran(
+        v, call, "check.step_raised", t=t, likely=lambda: diagnose_raised(raised, v.source)
+    )
 
 
 def require_pair_of(v, what, value, usual) -> tuple:
@@ -561,16 +556,10 @@ def judge_generate_case(v, got, case, size, alone=True):
     log = got.get("log")
     fault = decoding_fault(log, T, step=STEP_FN, raised="error" in call) if log else None
     protocol = msg(PROTOCOL[fault[0]], **fault[1]) if fault else None
-    if "error" in call:
-        e = call["error"]
-        v.require(
-            "runs",
-            False,
-            "check.generate_raised",
-            **failure_params(e),
-            code=e["frames"][-1]["code"].strip() if e["frames"] else "",
-            likely=lambda: protocol or blame() or msg("likely.unknown"),
-        )
+    unknown = msg("likely.unknown")
+    require_call_ran(
+        v, call, "check.generate_raised", likely=lambda: protocol or blame() or unknown
+    )
     out, cache = require_pair_of(v, "generate", call["value"], "likely.generate_pair")
     shape_likely = msg("likely.outputs_shape") if isinstance(out, torch.Tensor) else None
     out = require_tensor(v, "shape", msg("value.generate_out"), out, (B, T, d_out), shape_likely)
