@@ -350,29 +350,21 @@ def judge_cached_call(v, call, case, size, t):
     out, cache = require_pair_of(v, "forward_cached", call["value"], "likely.returns_cache")
     require_cache_pair(v, cache, isinstance(cache, tuple) and len(cache) == 2)
     v.expect("returns", True)
-    full_shape = (B, t + 1, d_out)
-    out = require_tensor(
-        v,
-        "shape",
-        msg("value.step_out", t=t),
-        out,
-        (B, 1, d_out),
-        msg("likely.mask_full")
-        if isinstance(out, torch.Tensor) and tuple(out.shape) == full_shape
-        else msg("likely.step_shape"),
-    )
+    # The output of every query (a T × T mask slice broadcasts the one new query to t + 1 rows).
+    every = torch.is_tensor(out) and out.shape == (B, t + 1, d_out)
+    shape_likely = msg("likely.mask_full" if every else "likely.step_shape")
+    out = require_tensor(v, "shape", msg("value.step_out", t=t), out, (B, 1, d_out), shape_likely)
     got_k, got_v = cache
     want = (B, H, t + 1, hd)
-    for name, got in (("k", got_k), ("v", got_v)):
-        ok = isinstance(got, torch.Tensor) and tuple(got.shape) == want
+    for name, got in zip("kv", cache, strict=True):
         v.require(
             "shape",
-            ok,
+            torch.is_tensor(got) and got.shape == want,
             "check.cache_shape",
             name=name,
             t=t,
             expected=shape_str(want),
-            got=shape_str(got.shape) if isinstance(got, torch.Tensor) else describe(got),
+            got=shape_str(got.shape) if torch.is_tensor(got) else describe(got),
             likely=lambda: diagnose_cache_shape(got_k, got_v, size, t, v.source),
         )
     require_finite(v, msg("value.step_out", t=t), out, likely=msg("likely.unknown"))
