@@ -8,6 +8,7 @@ scaled_dot_product_attention), at the notebook's size first, then at sizes it ne
 """
 
 import functools
+import math
 
 import torch
 import torch.nn.functional as F
@@ -250,23 +251,22 @@ def diagnose_raised(e: dict, source: str = "") -> dict:
 
 
 def diagnose_cache_shape(got_k, got_v, size, t, source="") -> dict:
+    """What the shapes of the cache after the token at position t say went wrong."""
     B, H, hd = size[4], size[2], size[1] // size[2]
     want = (B, H, t + 1, hd)
-    ks = tuple(got_k.shape) if isinstance(got_k, torch.Tensor) else None
-    vs = tuple(got_v.shape) if isinstance(got_v, torch.Tensor) else None
-    if ks == want and vs != want:
-        return msg("likely.value_not_appended")
-    if t > 0 and ks == (B, H, 1, hd):
-        return msg("likely.no_concat")
-    if t > 0 and ks == (B, H, t, hd):
-        return msg("likely.returned_old_cache")
-    if ks == (B, t + 1, H, hd):
-        return msg("likely.cache_layout")
-    if ks is not None and len(ks) == 4 and ks[2] == 2 * t + 1 or ks == (B, H, t + 2, hd):
-        return msg("likely.cat_twice")
-    if ks is not None and got_k.numel() == B * H * (t + 1) * hd:
-        return msg("likely.cat_axis_shape")
-    return state_on_layer(source) or msg("likely.cache_shape")
+    ks = tuple(got_k.shape) if torch.is_tensor(got_k) else ()
+    vs = tuple(got_v.shape) if torch.is_tensor(got_v) else ()
+    # (what the shapes show, the mistake): the first that holds
+    shapes = [
+        (ks == want and vs != want, "likely.value_not_appended"),
+        (t > 0 and ks == (B, H, 1, hd), "likely.no_concat"),
+        (t > 0 and ks == (B, H, t, hd), "likely.returned_old_cache"),
+        (ks == (B, t + 1, H, hd), "likely.cache_layout"),
+        (len(ks) == 4 and ks[2] == 2 * t + 1 or ks == (B, H, t + 2, hd), "likely.cat_twice"),
+        (torch.is_tensor(got_k) and got_k.numel() == math.prod(want), "likely.cat_axis_shape"),
+    ]
+    found = next((msg(key) for holds, key in shapes if holds), None)
+    return found or state_on_layer(source) or msg("likely.cache_shape")
 
 
 def diagnose_cache_values(got_k, got_v, case, t) -> dict:
