@@ -95,9 +95,8 @@ SIZES = [
 ]
 NAMES = ("d_in", "d_out", "n_heads", "context_length", "B", "T")
 ROWS_SIZE = (8, 8, 2, 16, 1, 8)  # the rows experiment
-ALONE_T = (
-    17  # generate is also run with the tutor's forward_cached up to this length (for the blame)
-)
+# generate is also run with the tutor's forward_cached up to this length (for the blame)
+ALONE_T = 17
 PARAM_NAMES = {
     "W_q.weight": "W_q",
     "W_k.weight": "W_k",
