@@ -7,6 +7,9 @@ causal pass of the same weights, which the tutor computes itself (with PyTorch's
 scaled_dot_product_attention), at the notebook's size first, then at sizes it never tries.
 """
 
+import functools
+import math
+
 import torch
 import torch.nn.functional as F
 
@@ -14,35 +17,34 @@ from tutor.kit import (
     LARGE_INPUT,
     StepSpec,
     attention_flops,
+    attention_weights,
     attribute_store,
-    blank_lengths,
     branches,
     build_layer,
-    changed_argument,
-    changed_later,
     close,
     decoding_fault,
     describe,
     doubling,
+    failure_code,
     failure_params,
-    first_nonfinite,
     growth_fault,
     heading,
-    heatmap,
     human,
     int_settings,
+    judge_gradients,
     judge_large_inputs,
-    judge_other_sizes,
+    judge_layer_state,
+    judge_sized_cases,
     judge_steps,
     judged,
     large_input_weights,
     large_scores_check,
-    large_scores_factor,
+    large_scores_weights,
     lend,
+    likely_for_backward,
     likely_for_value,
     load_weights,
     matching_mistake,
-    max_error,
     measured_of,
     msg,
     nest_likely,
@@ -53,26 +55,31 @@ from tutor.kit import (
     reads_attribute,
     recompute_each,
     record_decoding,
+    reference_grads,
+    require_arguments_kept,
+    require_call_ran,
+    require_finite,
     require_near,
+    require_states_kept,
     require_tensor,
-    round_matrix,
-    row,
     run_steps,
+    same_tensors,
     shape_str,
     size_explanation,
-    slower_lengths,
+    split_heads,
     state_dict_copy,
     state_explanation,
     state_lengths,
     state_snapshot,
     step_through,
+    stepped_weights_view,
     timed,
     timed_rows,
+    timing_remarks,
     timing_table,
     train_step,
+    trimmed,
     waiting,
-    weights,
-    weights_map,
 )
 
 LAYER = "CausalMultiHeadAttention"
@@ -88,9 +95,8 @@ SIZES = [
 ]
 NAMES = ("d_in", "d_out", "n_heads", "context_length", "B", "T")
 ROWS_SIZE = (8, 8, 2, 16, 1, 8)  # the rows experiment
-ALONE_T = (
-    17  # generate is also run with the tutor's forward_cached up to this length (for the blame)
-)
+# generate is also run with the tutor's forward_cached up to this length (for the blame)
+ALONE_T = 17
 PARAM_NAMES = {
     "W_q.weight": "W_q",
     "W_k.weight": "W_k",
@@ -112,15 +118,7 @@ def make_inputs(seed=0):
     cases = []
     for d_in, d_out, H, _ctx, B, T in SIZES:
         x = torch.randn(B, T, d_in, generator=g)
-        w = {
-            "W_q": torch.randn(d_out, d_in, generator=g) / d_in**0.5,
-            "W_k": torch.randn(d_out, d_in, generator=g) / d_in**0.5,
-            "W_v": torch.randn(d_out, d_in, generator=g) / d_in**0.5,
-            "out_w": torch.randn(d_out, d_out, generator=g) / d_out**0.5,
-            "out_b": torch.randn(d_out, generator=g) * 0.1,
-        }
-        k, v = split(x, w, "W_k", H), split(x, w, "W_v", H)
-        cases.append({"x": x, "w": w, "k": k, "v": v})
+        cases.append(case_of(x, attention_weights(g, d_in, d_out), H))
     # At the notebook's size: a second sequence, two tokens to branch on from one cache,
     # and the direction of the gradient.
     d_in, d_out, H, ctx, B, T = SIZES[0]
@@ -133,35 +131,20 @@ def make_inputs(seed=0):
     d_in, d_out, H, ctx, B, T = ROWS_SIZE
     rows = {
         "x": torch.randn(B, T, d_in, generator=g),
-        "w": {
-            "W_q": torch.randn(d_out, d_in, generator=g) / d_in**0.5 * 2,
-            "W_k": torch.randn(d_out, d_in, generator=g) / d_in**0.5 * 2,
-            "W_v": torch.randn(d_out, d_in, generator=g) / d_in**0.5,
-            "out_w": torch.randn(d_out, d_out, generator=g) / d_out**0.5,
-            "out_b": torch.zeros(d_out),
-        },
+        "w": attention_weights(g, d_in, d_out, sharpen=2, bias=0),
     }
     return {
         "cases": cases,
         "again": again,
         "rows": rows,
-        "large": large_scores_case(cases[0], SIZES[0][2]),
+        # W_q stretched until a head's largest score is the kit's LARGE_SCORES.
+        "large": {**cases[0], "w": large_scores_weights(cases[0]["x"], cases[0]["w"], SIZES[0][2])},
     }
 
 
-def large_scores_case(case, H) -> dict:
-    """The lesson's case with W_q stretched until a head's largest score is the kit's
-    LARGE_SCORES; keys and values are the same."""
-    x, w, k = case["x"], case["w"], case["k"]
-    scores = split(x, w, "W_q", H) @ k.transpose(2, 3) / k.shape[-1] ** 0.5
-    return {**case, "w": {**w, "W_q": w["W_q"] * large_scores_factor(scores)}}
-
-
-def split(x, w, name, H):
-    """x projected by w[name] and split into heads: (B, H, T, head_dim)."""
-    B, T, _ = x.shape
-    d_out = w[name].shape[0]
-    return (x @ w[name].T).view(B, T, H, d_out // H).transpose(1, 2)
+def case_of(x, w, H) -> dict:
+    """A sequence x with weights w, and the keys and values of its full pass: (B, H, T, head_dim)."""
+    return {"x": x, "w": w, "k": split_heads(x, w["W_k"], H), "v": split_heads(x, w["W_v"], H)}
 
 
 # ---------------------------------------------------------------- the tutor's own layer
@@ -171,28 +154,21 @@ def made_layer(ctx, cls, size, w, primary=False, **extra):
     """The learner's layer with our weights, in eval mode (as generation runs), or the failed call."""
     made = ctx.call(lambda: build_layer(cls, NAMES[:4], size, **extra), primary=primary)
     if "error" in made:
-        return None, {"made": bare(made)}
+        return None, {"made": trimmed(made)}
     layer = made["value"]
     loaded = ctx.call(lambda: (load_weights(layer, w, PARAM_NAMES), layer.eval()))
     if "error" in loaded:
-        return None, {"made": bare(loaded)}
+        return None, {"made": trimmed(loaded)}
     if not callable(ctx.call(lambda: getattr(layer, STEP_FN, None)).get("value")):
         return None, {"made": {"no_method": True}}
     return layer, {}
-
-
-def bare(call: dict) -> dict:
-    """A call without what is never judged: its arguments and the last softmax output."""
-    call.pop("softmax", None)
-    call.pop("args", None)
-    return call
 
 
 @of_the_inputs
 def reference_full(x, w, H):
     """(out, weights) of the full causal pass: PyTorch's kernel for the output, the weights by hand."""
     B, T, _ = x.shape
-    q, k, v = (split(x, w, n, H) for n in ("W_q", "W_k", "W_v"))
+    q, k, v = (split_heads(x, w[n], H) for n in ("W_q", "W_k", "W_v"))
     ctx = F.scaled_dot_product_attention(q, k, v, is_causal=True)
     out = ctx.transpose(1, 2).reshape(B, T, -1) @ w["out_w"].T + w["out_b"]
     hd = q.shape[-1]
@@ -205,7 +181,7 @@ def reference_full(x, w, H):
 
 def attend(x_new, w, H, k, v, scale=None, dim=-1, proj_out=True):
     """One new token's output against keys k and values v: the formula, with a mistake if asked."""
-    q = split(x_new, w, "W_q", H)
+    q = split_heads(x_new, w["W_q"], H)
     hd = q.shape[-1]
     s = q @ k.transpose(2, 3) / (hd**0.5 if scale is None else scale)
     c = torch.softmax(s, dim=dim) @ v
@@ -221,45 +197,30 @@ def probe_cached(ctx, inputs):
     out = []
     for i, (size, case) in enumerate(zip(SIZES, inputs["cases"], strict=False)):
         layer, failed = made_layer(ctx, cls, size, case["w"], primary=i == 0)
-        if layer is None:
-            out.append(failed)
-            continue
-        calls = []
-        for j, t in enumerate(pasts_of(size[5], i == 0)):
-            cache = None if t == 0 else (case["k"][:, :, :t], case["v"][:, :, :t])
-            calls.append(
-                bare(
-                    ctx.call(
-                        layer.forward_cached,
-                        case["x"][:, t : t + 1],
-                        cache,
-                        primary=i == 0 and j == 0,
-                    )
-                )
-            )
-        out.append({"calls": calls})
+        pasts = enumerate(pasts_of(size[5], i == 0))
+        calls = [step_call(ctx, layer, case, t, primary=i == j == 0) for j, t in pasts]
+        out.append(failed or {"calls": calls})
     large, t = inputs["large"], SIZES[0][5] - 1
     layer, failed = made_layer(ctx, cls, SIZES[0], large["w"])
-    call = failed or bare(
-        ctx.call(
-            layer.forward_cached,
-            large["x"][:, t : t + 1],
-            (large["k"][:, :, :t], large["v"][:, :, :t]),
-        )
-    )
+    call = failed or step_call(ctx, layer, large, t)
     # The token a thousand times larger, W_q and W_k as much smaller: the scores as they were
     # (large scores are their own check), the values a thousand times larger.
-    case, t = inputs["cases"][0], SIZES[0][5] - 1
+    case = inputs["cases"][0]
     layer, failed = made_layer(ctx, cls, SIZES[0], large_input_weights(case["w"], ("W_q", "W_k")))
-    s = LARGE_INPUT
-    large_x = failed or bare(
-        ctx.call(
-            layer.forward_cached,
-            case["x"][:, t : t + 1] * s,
-            (case["k"][:, :, :t], case["v"][:, :, :t] * s),
-        )
-    )
+    large_x = failed or step_call(ctx, layer, case, t, LARGE_INPUT)
     return {"cases": out, "large": call, "large_x": large_x}
+
+
+def step_call(ctx, layer, case, t, scale=None, primary=False):
+    """forward_cached on the token at position t with the cache of the t before it (None at 0),
+    the token and the values times scale where given; or nothing where the layer was not made."""
+    if layer is None:
+        return None
+    x, past_k, past_v = case["x"][:, t : t + 1], case["k"][:, :, :t], case["v"][:, :, :t]
+    if scale is not None:
+        x, past_v = x * scale, past_v * scale
+    cache = None if t == 0 else (past_k, past_v)
+    return trimmed(ctx.call(layer.forward_cached, x, cache, primary=primary))
 
 
 CAT_AXIS = "must match except in dimension"
@@ -268,7 +229,7 @@ CAT_AXIS = "must match except in dimension"
 def diagnose_raised(e: dict, source: str = "") -> dict:
     """A call with a cache raised where the one with an empty cache ran: what the error says."""
     detail = e.get("detail", "")
-    code = e["frames"][-1]["code"].strip() if e.get("frames") else ""
+    code = failure_code(e)
     line = e["frames"][-1]["line"] if e.get("frames") else "?"
     if CAT_AXIS in detail:
         return msg("likely.cat_axis", line=line, code=code)
@@ -289,23 +250,22 @@ def diagnose_raised(e: dict, source: str = "") -> dict:
 
 
 def diagnose_cache_shape(got_k, got_v, size, t, source="") -> dict:
+    """What the shapes of the cache after the token at position t say went wrong."""
     B, H, hd = size[4], size[2], size[1] // size[2]
     want = (B, H, t + 1, hd)
-    ks = tuple(got_k.shape) if isinstance(got_k, torch.Tensor) else None
-    vs = tuple(got_v.shape) if isinstance(got_v, torch.Tensor) else None
-    if ks == want and vs != want:
-        return msg("likely.value_not_appended")
-    if t > 0 and ks == (B, H, 1, hd):
-        return msg("likely.no_concat")
-    if t > 0 and ks == (B, H, t, hd):
-        return msg("likely.returned_old_cache")
-    if ks == (B, t + 1, H, hd):
-        return msg("likely.cache_layout")
-    if ks is not None and len(ks) == 4 and ks[2] == 2 * t + 1 or ks == (B, H, t + 2, hd):
-        return msg("likely.cat_twice")
-    if ks is not None and got_k.numel() == B * H * (t + 1) * hd:
-        return msg("likely.cat_axis_shape")
-    return state_on_layer(source) or msg("likely.cache_shape")
+    ks = tuple(got_k.shape) if torch.is_tensor(got_k) else ()
+    vs = tuple(got_v.shape) if torch.is_tensor(got_v) else ()
+    # (what the shapes show, the mistake): the first that holds
+    shapes = [
+        (ks == want and vs != want, "likely.value_not_appended"),
+        (t > 0 and ks == (B, H, 1, hd), "likely.no_concat"),
+        (t > 0 and ks == (B, H, t, hd), "likely.returned_old_cache"),
+        (ks == (B, t + 1, H, hd), "likely.cache_layout"),
+        (len(ks) == 4 and ks[2] == 2 * t + 1 or ks == (B, H, t + 2, hd), "likely.cat_twice"),
+        (torch.is_tensor(got_k) and got_k.numel() == math.prod(want), "likely.cat_axis_shape"),
+    ]
+    found = next((msg(key) for holds, key in shapes if holds), None)
+    return found or state_on_layer(source) or msg("likely.cache_shape")
 
 
 def diagnose_cache_values(got_k, got_v, case, t) -> dict:
@@ -326,56 +286,41 @@ def diagnose_step_out(y, case, size, t, source="") -> dict:
     hd = d_out // H
     w, x_new = case["w"], case["x"][:, t : t + 1]
     k, v = case["k"][:, :, : t + 1], case["v"][:, :, : t + 1]
-    candidates = []
-    if t > 0:
-        candidates += [
-            (lambda: attend(x_new, w, H, k[:, :, t:], v[:, :, t:]), msg("likely.past_ignored")),
-            (lambda: attend(x_new, w, H, k[:, :, :1], v[:, :, :1]), msg("likely.mask_first_row")),
-            (lambda: attend(x_new, w, H, k[:, :, :t], v[:, :, :t]), msg("likely.mask_self")),
-        ]
-        # The new token first in one cache only: the output shows it (both first would not).
-        first = [t, *range(t)]
-        candidates += [
-            (lambda: attend(x_new, w, H, k, v[:, :, first]), msg("likely.prepended_one")),
-            (lambda: attend(x_new, w, H, k[:, :, first], v), msg("likely.prepended_one")),
-        ]
-    candidates += [
-        (lambda: attend(x_new, w, H, k, v, dim=-2), msg("likely.softmax_queries")),
-        (lambda: attend(x_new, w, H, k, v, proj_out=False), msg("likely.no_out_proj")),
-        (lambda: attend(x_new, w, H, k, v, scale=1.0), msg("likely.scale_none")),
+    first = [t, *range(t)]  # the new token first, in one cache only: the output shows it
+    width, past = msg("likely.scale_width", hd=hd), t > 0
+    # (where it can be told apart, the mistake, how attend is called wrong)
+    table = [
+        (past, msg("likely.past_ignored"), {"keys": k[:, :, t:], "values": v[:, :, t:]}),
+        (past, msg("likely.mask_first_row"), {"keys": k[:, :, :1], "values": v[:, :, :1]}),
+        (past, msg("likely.mask_self"), {"keys": k[:, :, :t], "values": v[:, :, :t]}),
+        (past, msg("likely.prepended_one"), {"values": v[:, :, first]}),
+        (past, msg("likely.prepended_one"), {"keys": k[:, :, first]}),
+        (True, msg("likely.softmax_queries"), {"dim": -2}),
+        (True, msg("likely.no_out_proj"), {"proj_out": False}),
+        (True, msg("likely.scale_none"), {"scale": 1.0}),
+        (H > 1, width, {"scale": d_out**0.5}),
+        (d_in not in (hd, d_out), width, {"scale": d_in**0.5}),
+        (
+            past and t + 1 != hd,
+            msg("likely.scale_length", n=t + 1, hd=hd),
+            {"scale": (t + 1) ** 0.5},
+        ),
     ]
-    if H > 1:
-        candidates.append(
-            (lambda: attend(x_new, w, H, k, v, scale=d_out**0.5), msg("likely.scale_width", hd=hd))
-        )
-    if d_in != hd and d_in != d_out:
-        candidates.append(
-            (lambda: attend(x_new, w, H, k, v, scale=d_in**0.5), msg("likely.scale_width", hd=hd))
-        )
-    if t + 1 != hd and t > 0:
-        candidates.append(
-            (
-                lambda: attend(x_new, w, H, k, v, scale=(t + 1) ** 0.5),
-                msg("likely.scale_length", n=t + 1, hd=hd),
-            )
-        )
+
+    def wrong(keys=k, values=v, **how):
+        return attend(x_new, w, H, keys, values, **how)
+
+    candidates = [(lambda how=how: wrong(**how), likely) for ok, likely, how in table if ok]
     found = matching_mistake(y, candidates)
     return found if found["key"] != "likely.unknown" else state_on_layer(source) or found
 
 
 def require_step_ran(v, call, t):
     """A call of forward_cached (the token at position t) that raised ends the step."""
-    if "error" in call:
-        e = call["error"]
-        v.require(
-            "runs",
-            False,
-            "check.step_raised",
-            t=t,
-            **failure_params(e),
-            code=e["frames"][-1]["code"].strip() if e["frames"] else "",
-            likely=diagnose_raised(e, v.source),
-        )
+    raised = call.get("error")
+    require_call_ran(
+        v, call, "check.step_raised", t=t, likely=lambda: diagnose_raised(raised, v.source)
+    )
 
 
 def require_pair_of(v, what, value, usual) -> tuple:
@@ -388,56 +333,40 @@ def require_pair_of(v, what, value, usual) -> tuple:
     v.require("returns", False, "check.returns_cache", fn=what, got=describe(value), likely=likely)
 
 
+def require_cache_pair(v, cache, ok: bool):
+    """The cache forward_cached returned is a pair (k, v), or the step stops with what came."""
+    got = msg("value.cache_of", got=describe(cache))
+    v.require(
+        "returns", ok, "check.returns_cache", fn=STEP_FN, got=got, likely=msg("likely.cache_pair")
+    )
+
+
 def judge_cached_call(v, call, case, size, t):
     """One call of forward_cached: the new token at position t, with a cache of t tokens."""
     d_in, d_out, H, cl, B, T = size
     hd = d_out // H
     require_step_ran(v, call, t)
     out, cache = require_pair_of(v, "forward_cached", call["value"], "likely.returns_cache")
-    v.require(
-        "returns",
-        isinstance(cache, tuple) and len(cache) == 2,
-        "check.returns_cache",
-        fn="forward_cached",
-        got=msg("value.cache_of", got=describe(cache)),
-        likely=msg("likely.cache_pair"),
-    )
+    require_cache_pair(v, cache, isinstance(cache, tuple) and len(cache) == 2)
     v.expect("returns", True)
-    full_shape = (B, t + 1, d_out)
-    out = require_tensor(
-        v,
-        "shape",
-        msg("value.step_out", t=t),
-        out,
-        (B, 1, d_out),
-        msg("likely.mask_full")
-        if isinstance(out, torch.Tensor) and tuple(out.shape) == full_shape
-        else msg("likely.step_shape"),
-    )
+    # The output of every query (a T × T mask slice broadcasts the one new query to t + 1 rows).
+    every = torch.is_tensor(out) and out.shape == (B, t + 1, d_out)
+    shape_likely = msg("likely.mask_full" if every else "likely.step_shape")
+    out = require_tensor(v, "shape", msg("value.step_out", t=t), out, (B, 1, d_out), shape_likely)
     got_k, got_v = cache
     want = (B, H, t + 1, hd)
-    for name, got in (("k", got_k), ("v", got_v)):
-        ok = isinstance(got, torch.Tensor) and tuple(got.shape) == want
+    for name, got in zip("kv", cache, strict=True):
         v.require(
             "shape",
-            ok,
+            torch.is_tensor(got) and got.shape == want,
             "check.cache_shape",
             name=name,
             t=t,
             expected=shape_str(want),
-            got=shape_str(got.shape) if isinstance(got, torch.Tensor) else describe(got),
+            got=shape_str(got.shape) if torch.is_tensor(got) else describe(got),
             likely=lambda: diagnose_cache_shape(got_k, got_v, size, t, v.source),
         )
-    bad = first_nonfinite(out)
-    v.require(
-        "finite",
-        bad is None,
-        "check.not_finite",
-        what=msg("value.step_out", t=t),
-        count=bad[1] if bad else 0,
-        where=shape_str(bad[0]) if bad else "",
-        likely=msg("likely.unknown"),
-    )
+    require_finite(v, msg("value.step_out", t=t), out, likely=msg("likely.unknown"))
     ref_out = reference_full(case["x"], case["w"], H)[0][:, t : t + 1]
     require_near(
         v,
@@ -449,20 +378,14 @@ def judge_cached_call(v, call, case, size, t):
         likely=lambda: diagnose_step_out(out, case, size, t, v.source),
     )
     v.expect("matches-pytorch", True)
-    for name, got, ref in (
-        ("k", got_k, case["k"][:, :, : t + 1]),
-        ("v", got_v, case["v"][:, :, : t + 1]),
-    ):
-        require_near(
-            v,
-            "values",
-            "check.cache_values",
-            got,
-            ref,
-            name=name,
-            t=t,
-            likely=lambda: diagnose_cache_values(got_k, got_v, case, t),
-        )
+    require_cache_values(v, cache, case, t, lambda: diagnose_cache_values(got_k, got_v, case, t))
+
+
+def require_cache_values(v, cache, case, t, likely):
+    """The cache (k, v) after the token at position t holds the full pass's keys and values."""
+    for name, got, ref in zip("kv", cache, (case["k"], case["v"]), strict=True):
+        ref = ref[:, :, : t + 1]
+        require_near(v, "values", "check.cache_values", got, ref, name=name, t=t, likely=likely)
     v.expect("values", True)
 
 
@@ -489,29 +412,16 @@ def require_built(v, made, size):
         )
 
 
-def labels_of(sizes) -> list[list[str]]:
-    """Each size as a list, which the catalogs join as each language writes a list."""
-    return [[f"{n}={s}" for n, s in zip(NAMES, size, strict=False)] for size in sizes]
-
-
 def explain_size(defs):
-    def explain(i, sub, source):
-        return size_explanation(source, defs, NAMES, SIZES[0], SIZES[i])
-
-    return explain
+    """What differs at a size past the notebook's, read in defs (kit.size_explanation)."""
+    return lambda lab, size, source: size_explanation(source, defs, NAMES, lab, size)
 
 
 def judge_cached(v, outputs, inputs, jctx):
     cases = outputs["cases"]
     judge_cached_case(v, cases[0], inputs["cases"][0], SIZES[0])
-    judge_other_sizes(
-        v,
-        cases,
-        list(zip(inputs["cases"], SIZES, strict=False)),
-        labels_of(SIZES),
-        lambda sub, out, cs: judge_cached_case(sub, out, *cs),
-        explain=explain_size((LAYER,)),
-    )
+    explain = explain_size((LAYER,))
+    judge_sized_cases(v, cases, inputs["cases"], SIZES, NAMES, judge_cached_case, explain)
     no_kernel(v, STEP_FN, jctx.source, {LAYER}, jctx.kernels)
     judge_large_scores(v, outputs["large"], inputs["large"])
     case, t, s = inputs["cases"][0], SIZES[0][5] - 1, LARGE_INPUT
@@ -553,7 +463,7 @@ def reference_step(layer):
             k: getattr(getattr(layer, n.split(".")[0]), n.split(".")[1]).detach()
             for n, k in PARAM_NAMES.items()
         }
-        k, v = split(x, w, "W_k", H), split(x, w, "W_v", H)
+        k, v = split_heads(x, w["W_k"], H), split_heads(x, w["W_v"], H)
         if cache is not None:
             k, v = torch.cat([cache[0], k], dim=2), torch.cat([cache[1], v], dim=2)
         return attend(x, w, H, k, v), (k, v)
@@ -580,16 +490,16 @@ def probe_generate(ctx, inputs):
         alive.append(own)
         if own is not None:
             own.forward_cached = reference_step(own)
-            got["alone"] = bare(ctx.call(lambda x, own=own: gen(own, x), case["x"]))
+            got["alone"] = trimmed(ctx.call(lambda x, own=own: gen(own, x), case["x"]))
         # The learner's run: the primary call only while generate may still be `todo`.
         todo = own is None or (got["alone"].get("error") or {}).get("kind") == "NotImplementedError"
         rec = record_decoding(layer, case["x"], step=STEP_FN, names=("x", "cache"))
-        got["call"] = bare(
+        got["call"] = trimmed(
             ctx.call(lambda x, layer=layer: gen(layer, x), case["x"], primary=i == 0 and todo)
         )
         got["log"] = rec.log()
         if i == 0:  # a new sequence on the same layer: nothing may be kept from the first
-            got["again"] = bare(
+            got["again"] = trimmed(
                 ctx.call(lambda x, layer=layer: gen(layer, x), inputs["again"]["x"])
             )
         out.append(got)
@@ -610,26 +520,11 @@ PROTOCOL = {
 
 
 def diagnose_outputs(y, case, size) -> dict:
-    d_in, d_out, H, cl, B, T = size
-    ref = reference_full(case["x"], case["w"], H)[0]
+    x, w, H = case["x"], case["w"], size[2]
     candidates = [
-        (lambda: ref.flip(1), msg("likely.outputs_reversed")),
-        (
-            lambda: torch.cat(
-                [
-                    attend(
-                        case["x"][:, t : t + 1],
-                        case["w"],
-                        H,
-                        case["k"][:, :, t : t + 1],
-                        case["v"][:, :, t : t + 1],
-                    )
-                    for t in range(T)
-                ],
-                1,
-            ),
-            msg("likely.cache_not_passed"),
-        ),
+        (lambda: reference_full(x, w, H)[0].flip(1), msg("likely.outputs_reversed")),
+        # Each token alone (no cache passed on): its weights are [1], its output its own value.
+        (lambda: x @ w["W_v"].T @ w["out_w"].T + w["out_b"], msg("likely.cache_not_passed")),
     ]
     return matching_mistake(y, candidates)
 
@@ -640,46 +535,27 @@ def judge_generate_case(v, got, case, size, alone=True):
     if "made" in got:
         require_built(v, got["made"], size)
     call = got["call"]
-    seen = []
 
+    @functools.cache
     def blame():
         """generate right with the tutor's forward_cached: the fault is forward_cached's."""
-        if not seen:
-            ok = (
-                alone
-                and "alone" in got
-                and judged(
-                    "", lambda s: judge_generate_case(s, {"call": got["alone"]}, case, size, False)
-                ).passed()
-            )
-            seen.append(msg("likely.step_first") if ok else None)
-        return seen[0]
+        if not (alone and "alone" in got):
+            return None
+        sub = judged("", judge_generate_case, {"call": got["alone"]}, case, size, False)
+        return msg("likely.step_first") if sub.passed() else None
 
     log = got.get("log")
     fault = decoding_fault(log, T, step=STEP_FN, raised="error" in call) if log else None
     protocol = msg(PROTOCOL[fault[0]], **fault[1]) if fault else None
-    if "error" in call:
-        e = call["error"]
-        v.require(
-            "runs",
-            False,
-            "check.generate_raised",
-            **failure_params(e),
-            code=e["frames"][-1]["code"].strip() if e["frames"] else "",
-            likely=lambda: protocol or blame() or msg("likely.unknown"),
-        )
+    unknown = msg("likely.unknown")
+    require_call_ran(
+        v, call, "check.generate_raised", likely=lambda: protocol or blame() or unknown
+    )
     out, cache = require_pair_of(v, "generate", call["value"], "likely.generate_pair")
     shape_likely = msg("likely.outputs_shape") if isinstance(out, torch.Tensor) else None
     out = require_tensor(v, "shape", msg("value.generate_out"), out, (B, T, d_out), shape_likely)
-    bad = first_nonfinite(out)
-    v.require(
-        "finite",
-        bad is None,
-        "check.not_finite",
-        what=msg("value.generate_out"),
-        count=bad[1] if bad else 0,
-        where=shape_str(bad[0]) if bad else "",
-        likely=lambda: blame() or msg("likely.unknown"),
+    require_finite(
+        v, msg("value.generate_out"), out, likely=lambda: blame() or msg("likely.unknown")
     )
     if protocol is not None:
         v.require("implemented", False, "check.protocol", likely=protocol)
@@ -695,60 +571,30 @@ def judge_generate_case(v, got, case, size, alone=True):
     )
     v.expect("matches-pytorch", True)
     want = (B, H, T, hd)
-    ok = (
-        isinstance(cache, tuple)
-        and len(cache) == 2
-        and all(isinstance(c, torch.Tensor) and tuple(c.shape) == want for c in cache)
-    )
-    tensors = (
-        isinstance(cache, tuple)
-        and len(cache) == 2
-        and all(isinstance(c, torch.Tensor) for c in cache)
-    )
+    pair = isinstance(cache, tuple) and len(cache) == 2
+    shapes = [tuple(c.shape) for c in cache] if pair and all(map(torch.is_tensor, cache)) else []
     v.require(
         "values",
-        ok,
+        shapes == [want, want],
         "check.generate_cache",
         expected=shape_str(want),
-        got=" / ".join(shape_str(c.shape) for c in cache) if tensors else describe(cache),
-        likely=msg("likely.cache_layout")
-        if tensors and tuple(cache[0].shape) == (B, T, H, hd)
-        else msg("likely.generate_cache"),
+        got=" / ".join(map(shape_str, shapes)) if shapes else describe(cache),
+        likely=msg(
+            "likely.cache_layout" if shapes[:1] == [(B, T, H, hd)] else "likely.generate_cache"
+        ),
     )
-    for name, got_c, ref_c in (("k", cache[0], case["k"]), ("v", cache[1], case["v"])):
-        require_near(
-            v,
-            "values",
-            "check.cache_values",
-            got_c,
-            ref_c,
-            name=name,
-            t=T - 1,
-            likely=lambda: blame() or msg("likely.generate_cache"),
-        )
-    v.expect("values", True)
+    require_cache_values(v, cache, case, T - 1, lambda: blame() or msg("likely.generate_cache"))
 
 
 def judge_generate(v, outputs, inputs, jctx):
     cases = outputs["cases"]
     judge_generate_case(v, cases[0], inputs["cases"][0], SIZES[0])
-    judge_other_sizes(
-        v,
-        cases,
-        list(zip(inputs["cases"], SIZES, strict=False)),
-        labels_of(SIZES),
-        lambda sub, got, cs: judge_generate_case(sub, got, *cs),
-        explain=explain_size(("generate", LAYER)),
-    )
+    explain = explain_size(("generate", LAYER))
+    judge_sized_cases(v, cases, inputs["cases"], SIZES, NAMES, judge_generate_case, explain)
     again = cases[0].get("again")
     if again is not None:
-        case = dict(inputs["cases"][0], x=inputs["again"]["x"])
-        H = SIZES[0][2]
-        case["k"], case["v"] = (
-            split(case["x"], case["w"], "W_k", H),
-            split(case["x"], case["w"], "W_v", H),
-        )
-        sub = judged("", lambda s: judge_generate_case(s, {"call": again}, case, SIZES[0], False))
+        case = case_of(inputs["again"]["x"], inputs["cases"][0]["w"], SIZES[0][2])
+        sub = judged("", judge_generate_case, {"call": again}, case, SIZES[0], False)
         if not sub.passed():
             kept = state_on_layer(jctx.source) or state_explanation(
                 jctx.source, ("generate", LAYER)
@@ -807,7 +653,7 @@ def probe_discipline(ctx, inputs):
     if trained is not None:
         t = T - 1
         cache = (case["k"][:, :, :t].clone(), case["v"][:, :, :t].clone())
-        out["train"] = bare(
+        out["train"] = trimmed(
             ctx.call(
                 lambda: train_cached(trained, case["x"][:, t : t + 1], cache, again["g"]), grad=True
             )
@@ -828,16 +674,6 @@ def train_cached(layer, x, cache, g):
 EVAL_DROPOUT = 0.3  # a layer built with it runs in eval mode: no dropout may fire
 
 
-def reference_grads(case, t, g, H) -> dict:
-    leaves = {k: p.detach().clone().requires_grad_(True) for k, p in case["w"].items()}
-    with torch.enable_grad():
-        x_new = case["x"][:, t : t + 1]
-        k = torch.cat([case["k"][:, :, :t], split(x_new, leaves, "W_k", H)], dim=2)
-        v = torch.cat([case["v"][:, :, :t], split(x_new, leaves, "W_v", H)], dim=2)
-        (attend(x_new, leaves, H, k, v) * g).sum().backward()
-    return {name: leaves[key].grad for name, key in PARAM_NAMES.items()}
-
-
 # How the cache failed to grow by one a token (growth_fault), in the lesson's words.
 GROWTH = {
     "not_appended": "likely.no_concat",
@@ -847,6 +683,20 @@ GROWTH = {
 }
 
 
+def growth_likely(steps, t, lengths, size) -> dict:
+    """Why the cache after the token at position t does not hold t + 1 tokens (lengths: k's
+    after each step so far)."""
+    B, H, hd = size[4], size[2], size[1] // size[2]
+    k = steps[t]["value"][1][0]
+    if lengths[-1] == t + 1:
+        return msg("likely.value_not_appended")
+    if tuple(k.shape) == (B, t + 1, H, hd):
+        return msg("likely.cache_layout")
+    if t and same_tensors((steps[t - 1]["value"][1][0],), (k,)):
+        return msg("likely.returned_old_cache")
+    return msg(GROWTH[growth_fault(lengths) or "other"])
+
+
 def out_of(value):
     """The output of a step's (out, cache), or what came."""
     return value[0] if isinstance(value, tuple) and len(value) == 2 else value
@@ -854,94 +704,60 @@ def out_of(value):
 
 def judge_discipline(v, outputs, inputs, jctx):
     size, case, again = SIZES[0], inputs["cases"][0], inputs["again"]
-    d_in, d_out, H, cl, B, T = size
-    hd = d_out // H
+    H, cl = size[2], size[3]
     if "made" in outputs:
         require_built(v, outputs["made"], size)
     steps = outputs["steps"]
-    lengths = []
+    lengths = []  # of k after each step
     for t, step in enumerate(steps):
         require_step_ran(v, step, t)
-        cache, lens = pair_state(step["value"]), state_lengths(step["value"], axis=2, rank=4)
-        if lens is None or len(lens) != 2 or lens[0] == -1:
-            v.require(
-                "returns",
-                False,
-                "check.returns_cache",
-                fn="forward_cached",
-                got=msg("value.cache_of", got=describe(cache)),
-                likely=msg("likely.cache_pair"),
-            )
-        k, v_len = cache[0], lens[1]
+        lens = state_lengths(step["value"], axis=2, rank=4)
+        if lens is None or len(lens) != 2 or lens[0] == -1:  # a failure only: a pass comes later
+            require_cache_pair(v, pair_state(step["value"]), False)
         lengths.append(lens[0])
-        if lengths[-1] != t + 1 or v_len != t + 1:
-            before = steps[t - 1]["value"][1][0] if t else None
-            old = (
-                isinstance(before, torch.Tensor)
-                and before.shape == k.shape
-                and bool(torch.equal(before, k))
-            )
-            layout = tuple(k.shape) == (B, t + 1, H, hd)
+        if lens != [t + 1, t + 1]:
+            likely = growth_likely(steps, t, lengths, size)
             v.require(
                 "shape",
                 False,
                 "check.cache_growth",
                 n=t + 1,
                 lengths=lengths,
-                v_len=v_len,
-                likely=msg("likely.value_not_appended")
-                if lengths[-1] == t + 1
-                else msg("likely.cache_layout")
-                if layout
-                else msg("likely.returned_old_cache")
-                if old
-                else msg(GROWTH[growth_fault(lengths) or "other"]),
+                v_len=lens[1],
+                likely=likely,
             )
     v.expect("returns", True)
     v.expect("shape", True)
     # The caller's tensors: what it passed stays as it was, and what it was given stays so too.
-    changed = changed_argument(steps, case["x"])
-    if changed:
-        t, i, a, p = changed
-        err = (
-            msg("value.changed_by", err=max_error(a, p)[0])
-            if isinstance(a, torch.Tensor) and a.shape == p.shape
-            else msg("value.resized", shape=shape_str(a.shape))
-            if isinstance(a, torch.Tensor)
-            else describe(a)
-        )
-        v.require(
-            "inputs-unchanged",
-            False,
-            "check.cache_mutated",
-            name=("x", "k", "v")[i],
-            t=t,
-            err=err,
-            likely=msg("likely.mutated_cache") if i else msg("likely.mutated_x"),
-        )
-    changed = changed_later([h[1] for h in outputs["held"]], (s["value"][1] for s in steps))
-    if changed:
-        v.require(
-            "inputs-unchanged",
-            False,
-            "check.cache_reused",
-            name="kv"[changed[1]],
-            t=changed[0],
-            later=len(steps) - 1,
-            likely=state_on_layer(jctx.source) or msg("likely.cache_buffer"),
-        )
-    tried = [pair_state(c.get("value")) for c in outputs.get("branch", [])]
-    changed = changed_later(
-        [h[1] for h in outputs.get("branch_held", [])], [s for s in tried if s is not None]
+    require_arguments_kept(
+        v,
+        steps,
+        case["x"],
+        key="check.cache_mutated",
+        names=("x", "k", "v"),
+        likely=lambda i: msg("likely.mutated_cache") if i else msg("likely.mutated_x"),
     )
-    if changed:
-        v.require(
-            "inputs-unchanged",
-            False,
-            "check.branch_reused",
-            n=changed[0] + 1,
-            likely=state_on_layer(jctx.source) or msg("likely.cache_buffer"),
-        )
+
+    def reused():  # on a failure only: it reads the source
+        return state_on_layer(jctx.source) or msg("likely.cache_buffer")
+
+    require_states_kept(
+        v,
+        [h[1] for h in outputs["held"]],
+        (s["value"][1] for s in steps),
+        key="check.cache_reused",
+        params=lambda t, i: {"name": "kv"[i], "t": t, "later": len(steps) - 1},
+        likely=reused,
+    )
+    tried = [pair_state(c.get("value")) for c in outputs.get("branch", [])]
+    require_states_kept(
+        v,
+        [h[1] for h in outputs.get("branch_held", [])],
+        [s for s in tried if s is not None],
+        key="check.branch_reused",
+        params=lambda t, i: {"n": t + 1},
+        likely=reused,
+    )
     v.expect("inputs-unchanged", True)
     # The outputs of the loop itself: wrong ones are the step's own fault, said in its step.
     ref = reference_full(case["x"], case["w"], H)[0]
@@ -979,31 +795,24 @@ def judge_discipline(v, outputs, inputs, jctx):
             msg("likely.story_dropout_eval") if call.get("fired") else msg("likely.unknown")
         ),
     )
-    judge_layer_state(v, outputs.get("state"), case, cl)
+    judge_state(v, outputs.get("state"), case, cl)
     no_kernel(v, STEP_FN, jctx.source, {LAYER}, jctx.kernels)
     judge_trainable(v, outputs.get("train"), case, again, size)
 
 
-def judge_layer_state(v, state, case, cl):
+def judge_state(v, state, case, cl):
+    """forward_cached leaves the layer's weights and mask as they were, and adds no buffer."""
     expected = {name: case["w"][key] for name, key in PARAM_NAMES.items()}
     expected["mask"] = torch.triu(torch.ones(cl, cl), diagonal=1).bool()
-    state = state or {}
-    for name, want in expected.items():
-        got = state.get(name)
-        same = (
-            isinstance(got, torch.Tensor)
-            and got.shape == want.shape
-            and bool(torch.equal(got.to(want.dtype), want))
-        )
-        v.require(
-            "state-unchanged",
-            same,
-            "check.layer_changed",
-            name=name,
-            got=shape_str(got.shape) if isinstance(got, torch.Tensor) else describe(got),
-            likely=msg("likely.layer_changed"),
-        )
-    extra = sorted(set(state) - set(expected))
+    judge_layer_state(
+        v,
+        state,
+        expected,
+        None,
+        key="check.layer_changed",
+        likely=lambda _: msg("likely.layer_changed"),
+    )
+    extra = sorted(set(state or {}) - set(expected))
     v.require(
         "state-unchanged",
         not extra,
@@ -1014,42 +823,36 @@ def judge_layer_state(v, state, case, cl):
     v.expect("state-unchanged", True)
 
 
+# The lesson's words for the kit's gradient checks (tutor.kit.layer_checks), by role.
+TRAIN_KEYS = {
+    "not_trainable": "check.not_trainable",
+    "no_grad": "check.no_grad",
+    "grad_values": "check.grad_values",
+    "grad_blocked": "likely.grad_blocked",
+    "grad_wrong": "likely.grad_wrong",
+    "inplace_backward": "likely.inplace_backward",
+}
+
+
 def judge_trainable(v, train, case, again, size):
     if train is None:
         return
     if "error" in train:
-        detail = train["error"].get("detail", "")
-        v.require(
-            "trainable",
-            False,
-            "check.backward_raised",
-            **failure_params(train["error"]),
-            likely=msg("likely.inplace_backward")
-            if "inplace" in detail or "in-place" in detail
-            else state_on_layer(v.source) or msg("likely.unknown"),
-        )
-    value = train["value"]
-    v.require(
-        "trainable",
-        value.get("connected"),
-        "check.not_trainable",
-        likely=msg("likely.grad_blocked"),
-    )
-    want = reference_grads(case, size[5] - 1, again["g"], size[2])
-    for name, ref in want.items():
-        got = value["grads"].get(name)
-        ok = isinstance(got, torch.Tensor) and close(got, ref, atol=1e-4, rtol=1e-3)
-        v.require(
-            "trainable",
-            ok,
-            "check.grad_values",
-            name=name,
-            err=max_error(got, ref)[0]
-            if isinstance(got, torch.Tensor) and got.shape == ref.shape
-            else float("nan"),
-            likely=msg("likely.grad_blocked") if got is None else msg("likely.grad_wrong"),
-        )
-    v.expect("trainable", True)
+        e = train["error"]
+        likely = likely_for_backward(e, TRAIN_KEYS)
+        if likely["key"] == "likely.unknown":
+            likely = state_on_layer(v.source) or likely
+        v.require("trainable", False, "check.backward_raised", **failure_params(e), likely=likely)
+    H, t = size[2], size[5] - 1
+    past_k, past_v = case["k"][:, :, :t], case["v"][:, :, :t]
+
+    def forward(x, w):
+        k = torch.cat([past_k, split_heads(x, w["W_k"], H)], dim=2)
+        v = torch.cat([past_v, split_heads(x, w["W_v"], H)], dim=2)
+        return attend(x, w, H, k, v)
+
+    want, _ = reference_grads(forward, case["x"][:, t : t + 1], case["w"], again["g"], PARAM_NAMES)
+    judge_gradients(v, train["value"], want, None, keys=TRAIN_KEYS)
 
 
 # A save's checked steps run in this order in one child; the app keeps the lesson's order.
@@ -1102,7 +905,7 @@ def probe_cost(ctx, inputs):
         lengths_up_to(s["t_max"]),
         measure,
         budget=COST_BUDGET,
-        too_big=lambda T: B * flops_recompute(T, d) > COST_LIMIT,
+        too_big=too_big(s),
     )
     return {"settings": s, "measured": measured}
 
@@ -1117,25 +920,17 @@ def flops_recompute(T, d):
     return sum(attention_flops(t, t, d) for t in range(1, T + 1))
 
 
-def cost_remarks(measured, s, B, d):
-    """What the table cannot say itself: why a row has no times, and that times are noisy
-    where the cache measured slower than recomputing (the FLOPs say which costs more)."""
-    out = []
-    blank = blank_lengths(lengths_up_to(s["t_max"]), measured)
-    if blank:
-        too_big = B * flops_recompute(blank[0], d) > COST_LIMIT
-        key = "visual.cost_blank_too_big" if too_big else "visual.cost_blank_out_of_time"
-        out.append(note(msg(key, T=blank, s=COST_BUDGET)))
-    if slower_lengths(measured):
-        out.append(note(msg("visual.cost_noisy", T=slower_lengths(measured))))
-    return out
+def too_big(s):
+    """At settings s, whether recomputing length T would pass COST_LIMIT: shown by formula alone."""
+    d = s["heads"] * COST_HEAD_DIM
+    return lambda T: s["batch"] * flops_recompute(T, d) > COST_LIMIT
 
 
 def judge_cost(v, outputs, inputs, jctx):
     s = outputs["settings"]
     H, B = s["heads"], s["batch"]
     d = H * COST_HEAD_DIM
-    measured = measured_of(outputs["measured"])
+    measured, lengths = measured_of(outputs["measured"]), lengths_up_to(s["t_max"])
 
     def formulas(T):
         mb = 2 * B * T * d * 4 / 1e6  # k and v, float32
@@ -1154,12 +949,11 @@ def judge_cost(v, outputs, inputs, jctx):
         note(
             msg("visual.cost_settings", heads=H, batch=B, t_max=s["t_max"], d=d, hd=COST_HEAD_DIM)
         ),
-        timing_table(cols, lengths_up_to(s["t_max"]), measured, formulas),
+        timing_table(cols, lengths, measured, formulas),
     ]
     if not measured:
         view.append(waiting(msg("visual.cost_waiting")))
-    else:
-        view += cost_remarks(measured, s, B, d)
+    view += timing_remarks(lengths, measured, name="T", too_big=too_big(s), budget=COST_BUDGET)
     view.append(note(msg("visual.cost_note")))
     v.visuals["view"] = view
     v.visuals["cost"] = {"settings": s, "measured": outputs["measured"]}
@@ -1177,37 +971,13 @@ def probe_rows(ctx, inputs):
 
 
 def judge_rows(v, outputs, inputs, jctx):
-    case = inputs["rows"]
-    H, T = ROWS_SIZE[2], ROWS_SIZE[5]
+    case, H, T = inputs["rows"], ROWS_SIZE[2], ROWS_SIZE[5]
     ref = reference_full(case["x"], case["w"], H)[1][0]
-    rows = outputs.get("rows") or []
-    learner = weights_map(rows, (1, H)) if len(rows) == T else None
-    learner = learner[0] if learner is not None else None
-    maps = [
-        weights(
-            msg("visual.rows_head", h=h),
-            round_matrix(learner[h]) if learner is not None else None,
-            round_matrix(ref[h]),
-        )
-        for h in range(H)
-    ]
+    label = lambda h: msg("visual.rows_head", h=h)  # noqa: E731
+    maps, shown = stepped_weights_view(outputs.get("rows") or [], ref, label)
     v.visuals["heatmaps"] = maps
     view = [heading(msg("visual.rows_title")), note(msg("visual.rows_note", T=T))]
-    if learner is None:
-        view.append(waiting(msg("visual.rows_waiting")))
-    else:
-        view.append(
-            row(*(heatmap(m["learner"], msg("visual.rows_head", h=h)) for h, m in enumerate(maps)))
-        )
-        same = close(learner, ref)
-        view.append(
-            note(
-                msg("visual.rows_same")
-                if same
-                else msg("visual.rows_differ", err=max_error(learner, ref)[0])
-            )
-        )
-    v.visuals["view"] = view
+    v.visuals["view"] = view + (shown or [waiting(msg("visual.rows_waiting"))])
     v.expect("runs", True)
 
 

@@ -56,13 +56,13 @@ def pin_measured_times(result: StepResult) -> None:
         text = item.get("text") if item.get("kind") == "note" else None
         return str(text.get("key")) if isinstance(text, dict) else ""
 
-    by_load = ("visual.cost_noisy", "visual.cost_blank_out_of_time")
+    by_load = ("visual.timing_noisy", "visual.timing_out_of_time")
     view[:] = [item for item in view if not note_key(item).endswith(by_load)]
     too_big = {
         T
         for item in view
-        if note_key(item).endswith("cost_blank_too_big")
-        for T in map(str, item["text"]["params"]["T"])
+        if note_key(item).endswith("timing_too_big")
+        for T in map(str, item["text"]["params"]["n"])
     }
     for item in view:
         if item.get("kind") != "table":

@@ -26,6 +26,7 @@ from tutor.kit import (
     time_bar,
     timed,
     timed_rows,
+    timing_remarks,
     timing_table,
 )
 from tutor.model.view_items import bar, table
@@ -153,3 +154,26 @@ def test_a_timing_table_of_four_formulas_fits(lang):
         lambda n: [str(n), f"{n * 0.016:.3f}", human(n * 3.1e6), human(n * n * 9.9e6)],
     )
     assert width(item, lang) <= COLUMN
+
+
+def test_timing_remarks_say_why_rows_are_blank_and_when_times_are_noise():
+    def said(measured, too_big=lambda n: False):
+        notes = timing_remarks([16, 32, 64], measured, name="T", too_big=too_big, budget=1.5)
+        assert all(item["kind"] == "note" for item in notes)
+        return [(i["text"]["key"], i["text"]["params"]) for i in notes]
+
+    assert said({}) == []  # nothing measured: the table waits, no note
+    right = {16: (1.0, 3.0), 32: (2.0, 9.0), 64: (3.0, 30.0)}
+    assert said(right) == []
+    # T = 16 inverted, T = 32 in order, T = 64 not reached: the budget ran out, or too big.
+    measured = {16: (3.0, 1.0), 32: (1.0, 4.0)}
+    assert said(measured) == [
+        ("visual.timing_out_of_time", {"name": "T", "n": [64], "s": 1.5}),
+        ("visual.timing_noisy", {"name": "T", "n": [16]}),
+    ]
+    assert said(measured, too_big=lambda n: n > 32)[0] == (
+        "visual.timing_too_big",
+        {"name": "T", "n": [64]},
+    )
+    # The slow way failed at a length: blank too, said as out of time unless too big.
+    assert said({16: (1.0, None), 32: (1.0, 2.0), 64: (1.0, 2.0)})[0][1]["n"] == [16]

@@ -5,6 +5,7 @@ pass is cumsum: the property knows nothing of attention."""
 
 from __future__ import annotations
 
+import contextlib
 import math
 import types
 
@@ -20,14 +21,18 @@ from tutor.kit import (
     decoding_fault,
     growth_fault,
     judge_steps,
+    msg,
     pair_state,
     recompute_each,
     record_decoding,
+    require_arguments_kept,
+    require_states_kept,
     run_steps,
     same_tensors,
     state_lengths,
     state_snapshot,
     step_through,
+    stepped_weights_view,
     weights_map,
 )
 from tutor.kit.probe_tools import ProbeContext
@@ -301,3 +306,89 @@ def test_state_lengths():
 )
 def test_growth_fault(lengths, fault):
     assert growth_fault(lengths) == fault
+
+
+def test_stepped_weights_view_shows_the_rows_beside_the_full_pass():
+    T = 3
+    full = torch.softmax(
+        torch.randn(2, T, T).masked_fill(torch.ones(T, T).triu(1).bool(), -1e9), -1
+    )
+    rows = [full[None, :, t : t + 1, : t + 1] for t in range(T)]  # (1, H, 1, t + 1) each
+
+    def label(h):
+        return f"head {h}"
+
+    maps, shown = stepped_weights_view(rows, full, label)
+    assert [m["label"] for m in maps] == ["head 0", "head 1"]
+    assert all(m["learner"] is not None for m in maps)
+    assert [i["kind"] for i in shown] == ["row", "note"]
+    assert shown[1]["text"]["key"] == "visual.stepped_same"
+    # A row off by 0.5: said with its error.
+    wrong = [*rows[:2], rows[2] + torch.tensor([0.0, 0.0, 0.5])]
+    maps, shown = stepped_weights_view(wrong, full, label)
+    said = shown[1]["text"]
+    assert said["key"] == "visual.stepped_differ" and said["params"]["err"] == pytest.approx(0.5)
+    # A row missing (or of the wrong shape): the references alone, nothing to show.
+    maps, shown = stepped_weights_view(rows[:2], full, label)
+    assert shown == [] and all(m["learner"] is None for m in maps)
+    assert maps[0]["reference"] == [[round(x, 4) for x in r] for r in full[0].tolist()]
+
+
+def said(judge) -> list:
+    """The checks a judge recorded, as (id, status, key, params), stopped or not."""
+    v = Verdict()
+    with contextlib.suppress(Stop):
+        judge(v)
+    return [
+        (c.id, c.status, c.message and c.message.key, c.message and c.message.params)
+        for c in v.checks
+    ]
+
+
+def test_require_arguments_kept_says_which_argument_changed_and_how():
+    def writes_state(x_t, state=None):
+        if state is not None:
+            state[0].zero_()
+        return right(x_t, None if state is None else (torch.zeros_like(x_t),))
+
+    def grows_state(x_t, state=None):
+        if state is not None:
+            state[0].resize_(1)
+        return right(x_t, state)
+
+    def judge(step):
+        calls = step_through(context(), step, X)[0]
+        likely = lambda i: msg(f"likely.{i}")  # noqa: E731
+        return said(
+            lambda v: require_arguments_kept(
+                v, calls, X, key="check.kept", names=("x", "s"), likely=likely
+            )
+        )
+
+    assert judge(right) == []  # a pass records nothing
+    [(check, status, key, params)] = judge(writes_state)
+    assert (check, status, key) == ("inputs-unchanged", "fail", "check.kept")
+    assert params["name"] == "s" and params["t"] == 1 and params["likely"] == msg("likely.1")
+    assert params["err"]["key"] == "value.changed_by" and params["err"]["params"]["err"] > 0
+    [(*_, params)] = judge(grows_state)
+    assert params["err"] == msg("value.resized", shape="(1,)")
+
+
+def test_require_states_kept_names_the_state_a_later_call_changed():
+    calls, held = step_through(context(), Buffer(), X)
+    now = [state_snapshot(h)[1] for h in held]
+    then = [c["value"][1] for c in calls]
+
+    def judge(v, now=now):
+        require_states_kept(
+            v, now, then, key="check.reused", params=lambda t, i: {"t": t, "i": i}, likely=msg("x")
+        )
+
+    [(check, status, key, params)] = said(judge)
+    assert (check, status, key, params) == (
+        "inputs-unchanged",
+        "fail",
+        "check.reused",
+        {"t": 0, "i": 0, "likely": msg("x")},
+    )
+    assert said(lambda v: judge(v, now=then)) == []

@@ -42,9 +42,11 @@ probe runs in the child beside the learner's code, its judge in the judge proces
   (attribute_store), a function reading an attribute (reads_attribute).
 - Calls recorded: a layer's methods routed through the probe's own (intercept), each call a
   row of integers (CallRecorder, argument), the class-level call `type(obj).m(obj)` too.
+- Weights of a multi-head attention layer, drawn for a judge (drawn_weights: attention_weights).
 - Cost experiments: int_settings, doubling, timed, timed_rows, attention_flops, and cells that
   fit the app's 52-column text (human, ms_text, time_bar, TIME_BAR, longest_time,
-  blank_lengths, slower_lengths) and the table itself (timing_table, measured_of).
+  blank_lengths, slower_lengths), the table itself (timing_table, measured_of) and the notes
+  under it (timing_remarks).
 - Mistakes in masked softmax weights: masked_softmax, masked_softmax_mistakes (the usual wrong
   versions, for matching_mistake), masked_softmax_likely (the one weights match).
 - Experiments: the learner's exercise function or the tutor's (exercise_functions), calls
@@ -108,8 +110,10 @@ from tutor.kit.cost_table import (
     time_bar,
     timed,
     timed_rows,
+    timing_remarks,
     timing_table,
 )
+from tutor.kit.drawn_weights import attention_weights
 from tutor.kit.experiments import (
     call_after,
     exercise_functions,
@@ -150,11 +154,14 @@ from tutor.kit.incremental import (
     pair_state,
     recompute_each,
     record_decoding,
+    require_arguments_kept,
+    require_states_kept,
     run_steps,
     same_tensors,
     state_lengths,
     state_snapshot,
     step_through,
+    stepped_weights_view,
     weights_map,
 )
 from tutor.kit.judge_tools import (
@@ -170,6 +177,7 @@ from tutor.kit.judge_tools import (
     describe,
     differ_explanation,
     discarded_call,
+    failure_code,
     failure_params,
     first_nonfinite,
     front_dims,
@@ -191,6 +199,7 @@ from tutor.kit.judge_tools import (
     nest_likely,
     no_kernel,
     of_the_inputs,
+    require_call_ran,
     require_pair,
     require_ran,
     require_tensor,
@@ -349,6 +358,7 @@ __all__ = [
     "again_of",
     "argument",
     "attention_flops",
+    "attention_weights",
     "attribute_store",
     "bar",
     "blame_helpers",
@@ -374,6 +384,7 @@ __all__ = [
     "discarded_call",
     "doubling",
     "exercise_functions",
+    "failure_code",
     "failure_params",
     "first_nonfinite",
     "first_raised_note",
@@ -480,6 +491,7 @@ __all__ = [
     "require_finite_close",
     "require_near",
     "require_no_leak",
+    "require_call_ran",
     "require_pair",
     "require_pair_output",
     "require_ran",
@@ -488,6 +500,8 @@ __all__ = [
     "row",
     "row_place",
     "rows_sum_to_one",
+    "require_arguments_kept",
+    "require_states_kept",
     "run_steps",
     "same_tensors",
     "same_value",
@@ -510,10 +524,12 @@ __all__ = [
     "state_snapshot",
     "state_unchanged",
     "step_through",
+    "stepped_weights_view",
     "table",
     "time_bar",
     "timed",
     "timed_rows",
+    "timing_remarks",
     "timing_table",
     "token_changes",
     "trace_parting",

@@ -1,8 +1,8 @@
 """A cost experiment, measured in the child and drawn by the judge: settings from the app
 (int_settings), lengths doubling (doubling), timed runs within a budget (timed, timed_rows),
 FLOP counts of attention (attention_flops), and the cells of a table narrow enough for the
-app's text column (52 cells at 80×24: human, ms_text, time_bar, TIME_BAR), and the table
-itself (timing_table)."""
+app's text column (52 cells at 80×24: human, ms_text, time_bar, TIME_BAR), the table
+itself (timing_table) and the notes under it (timing_remarks)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from tutor.model.view_items import Item, bar, table
+from tutor.kit.judge_tools import msg
+from tutor.model.view_items import Item, bar, note, table
 
 # Cells of a time's bar: two bars and their figures fit beside four other columns at 80×24.
 TIME_BAR = 3
@@ -144,3 +145,31 @@ def timing_table(
         for n in lengths
     ]
     return table(columns, rows, ["right"] * (len(columns) - 2) + ["left"] * 2)
+
+
+def timing_remarks(
+    lengths: Sequence[int],
+    measured: Measured,
+    *,
+    name: str,
+    too_big: Callable[[int], bool],
+    budget: float,
+) -> list[Item]:
+    """What a timing_table cannot say itself, as notes (engine texts visual.timing_*, {name}
+    the lengths' name in the table): why the lengths without a time for the slow way have none
+    (the first of them too_big to run at these settings, or the budget seconds ran out), and
+    that times are noise where the fast way measured slower (the formulas say which costs
+    more). None while nothing is measured: the table then waits for the code it times."""
+    if not measured:
+        return []
+    out = []
+    blank = blank_lengths(lengths, measured)
+    if blank:
+        if too_big(blank[0]):
+            out.append(note(msg("visual.timing_too_big", name=name, n=blank)))
+        else:
+            out.append(note(msg("visual.timing_out_of_time", name=name, n=blank, s=budget)))
+    slower = slower_lengths(measured)
+    if slower:
+        out.append(note(msg("visual.timing_noisy", name=name, n=slower)))
+    return out

@@ -3,21 +3,31 @@
 state the one before handed back, and every output judged against the full pass of the same
 sequence. The probe half runs in the child: step_through, branches, run_steps, and
 record_decoding under a learner's own generation loop. The judge half in the judge:
-judge_steps, changed_argument, changed_later, state_lengths and growth_fault, decoding_fault,
-weights_map. state_snapshot and same_tensors are what both compare with; recompute_each is the
+judge_steps, changed_argument and changed_later (said by require_arguments_kept and
+require_states_kept), state_lengths and growth_fault, decoding_fault,
+weights_map and stepped_weights_view. state_snapshot and same_tensors are what both compare with; recompute_each is the
 baseline without a state. The kit gives facts and fault names; the lesson says them in its
 own catalog."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import torch
 
 from tutor.kit.call_recorder import CallRecorder, argument
-from tutor.kit.judge_tools import Verdict, close, max_error
+from tutor.kit.judge_tools import (
+    Verdict,
+    close,
+    describe,
+    max_error,
+    msg,
+    round_matrix,
+    shape_str,
+)
 from tutor.kit.probe_tools import ProbeContext
+from tutor.model.view_items import Item, heatmap, note, row, weights
 
 
 def state_snapshot(value: Any) -> Any:
@@ -118,6 +128,34 @@ def weights_map(rows: list, lead: tuple[int, ...]) -> torch.Tensor | None:
     return out
 
 
+def stepped_weights_view(
+    rows: list, reference: torch.Tensor, label: Callable[[int], Any]
+) -> tuple[list[dict], list[Item]]:
+    """A step function's softmax rows (step_through's softmax=True on one sequence) beside the
+    full pass's weights reference (H, T, T): each head's pair of maps, for v.visuals["heatmaps"]
+    (label(h) names head h), and the view items that show them: the stepped maps side by side,
+    then whether they equal the reference (visual.stepped_same, visual.stepped_differ {err}).
+    No items while the rows are not all there: the lesson's waiting line says what they need."""
+    H, T = reference.shape[0], reference.shape[-1]
+    stacked = weights_map(rows, (1, H)) if len(rows) == T else None
+    learner = None if stacked is None else stacked[0]
+    maps = [
+        weights(
+            label(h),
+            None if learner is None else round_matrix(learner[h]),
+            round_matrix(reference[h]),
+        )
+        for h in range(H)
+    ]
+    if learner is None:
+        return maps, []
+    if close(learner, reference):
+        said = msg("visual.stepped_same")
+    else:
+        said = msg("visual.stepped_differ", err=max_error(learner, reference)[0])
+    return maps, [row(*(heatmap(m["learner"], label(h)) for h, m in enumerate(maps))), note(said)]
+
+
 def branches(ctx: ProbeContext, step: Callable, state: Any, tokens) -> tuple[list[dict], list[Any]]:
     """step on each of tokens from the one state (as beam search tries several next tokens
     from one cache): (calls, kept). calls[j] is the call, its value a snapshot when it is an
@@ -196,6 +234,52 @@ def changed_argument(
             ):
                 return t, i, a, p
     return None
+
+
+def require_arguments_kept(
+    v: Verdict,
+    calls: list[dict],
+    x: torch.Tensor,
+    *,
+    key: str,
+    names: Sequence[str],
+    likely: Callable[[int], dict],
+    axis: int = 1,
+    check_id: str = "inputs-unchanged",
+) -> None:
+    """No step changed an argument in place (changed_argument over step_through's calls), or
+    the step stops with key {name} {t} {err} {likely}: name is names[i] (x's token, then the
+    state's tensors), err how it changed (value.changed_by {err}, value.resized {shape}, or
+    what it became), likely(i) the mistake. A pass records nothing (the check goes on)."""
+    changed = changed_argument(calls, x, axis=axis)
+    if changed is None:
+        return
+    t, i, after, passed = changed
+    if isinstance(after, torch.Tensor) and after.shape == passed.shape:
+        err = msg("value.changed_by", err=max_error(after, passed)[0])
+    elif isinstance(after, torch.Tensor):
+        err = msg("value.resized", shape=shape_str(after.shape))
+    else:
+        err = describe(after)
+    v.require(check_id, False, key, name=names[i], t=t, err=err, likely=likely(i))
+
+
+def require_states_kept(
+    v: Verdict,
+    now: list[Any],
+    then: Iterable[Any],
+    *,
+    key: str,
+    params: Callable[[int, int], dict],
+    likely: object,
+    check_id: str = "inputs-unchanged",
+) -> None:
+    """No state handed out was changed by a later call (changed_later(now, then)), or the step
+    stops with key {params(call, index)…} {likely}: call the state's, index its tensor's. A
+    pass records nothing."""
+    changed = changed_later(now, then)
+    if changed is not None:
+        v.require(check_id, False, key, **params(*changed), likely=likely)
 
 
 def recompute_each(full: Callable, x: torch.Tensor, *, axis: int = 1) -> torch.Tensor:

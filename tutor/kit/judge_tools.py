@@ -485,3 +485,21 @@ from tutor.kit.regions import (  # noqa: E402, F401
     leak_map,
     state_unchanged,
 )
+
+
+def failure_code(e: dict) -> str:
+    """The code of the learner's innermost line in a call's error ("" when no frame is the
+    learner's): a message's `code` parameter, which the record keeps as where it failed."""
+    return e["frames"][-1]["code"].strip() if e.get("frames") else ""
+
+
+def require_call_ran(
+    v: Verdict, call: dict, key: str, *, likely: object, check_id: str = "runs", **params
+) -> None:
+    """A call that raised stops the step with key {params…} {kind} {detail} {line} {code}
+    {likely}: the error's fields and its line's code (failure_code); likely may be a callable,
+    evaluated then. Unlike require_ran, in the lesson's words and with its diagnosis."""
+    if "error" in call:
+        e = call["error"]
+        found = {**failure_params(e), "code": failure_code(e)}
+        v.require(check_id, False, key, **params, **found, likely=likely)
