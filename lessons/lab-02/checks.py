@@ -47,7 +47,7 @@ from tutor.kit import (
     large_scores_factor,
     large_scores_likely,
     mask_difference,
-    mask_size_explanation,
+    mask_sizes_explainer,
     masked_softmax_likely,
     mean_row_entropy,
     msg,
@@ -68,9 +68,8 @@ from tutor.kit import (
     require_tensor,
     round_matrix,
     row,
-    shape_explanation,
     shape_str,
-    state_explanation,
+    shapes_explainer,
     table,
     trimmed,
     waiting,
@@ -149,45 +148,10 @@ def qkv_label(case) -> list[str]:
     return ["q", "k", "v " + shape_str(case["q"].shape)]
 
 
-# ---------------------------------------------------------------- calls kept apart
-
-
-def called_again(v, fn, outputs, first, judge_case, case, blame=None):
-    """The kit's call-again check, with the lesson's own words for a result refilled."""
-    judge_called_again(
-        v,
-        fn,
-        outputs["again"],
-        first,
-        judge_case,
-        case,
-        defs=(fn,),
-        blame=blame,
-        reused_key="check.result_reused",
-        reused_likely=msg("likely.result_reused"),
-    )
-
-
-def lab_explain(defs, i):
-    """The likely mistake when a step is right at the seed's q, k, v but not at QKV_SHAPES[i]
-    (the kit's shape_explanation, with the lesson's words for another rank)."""
-
-    def explain(_i, sub, source):
-        shape, seed = QKV_SHAPES[i], QKV_SHAPES[0]
-        ranks = {"at_key": "likely.rank_dims", "key": "likely.rank"}
-        return shape_explanation(source, defs, ("B", "H", "T", "d_k"), seed, shape, **ranks)
-
-    return explain
-
-
-def other_sizes(v, calls, cases, labels, judge_case, defs, blame=None):
-    """judge_other_sizes, with the lesson's explanation of a failure at QKV_SHAPES[i]; for
-    attention, first the helper to fix (blame)."""
-
-    def why(i, sub, source):
-        return (blame(i) if blame else None) or lab_explain(defs, i)(i, sub, source)
-
-    judge_other_sizes(v, calls, cases, labels, judge_case, explain=why)
+def sizes_explainer(defs, first=None):
+    """Why a step right at the seed's q, k, v is wrong at QKV_SHAPES[i]; first: a culprit to
+    name before the shape (attention's wrong helper)."""
+    return shapes_explainer(defs, ("B", "H", "T", "d_k"), QKV_SHAPES, first=first)
 
 
 # ---------------------------------------------------------------- scores
@@ -250,9 +214,11 @@ def judge_scores(v, outputs, inputs, jctx):
     calls, cases = outputs["calls"], inputs["cases"]
     defs = ("scaled_scores",)
     judge_scores_case(v, calls[0], cases[0])
-    other_sizes(v, calls, cases, [qkv_label(c) for c in cases], judge_scores_case, defs)
-    called_again(
-        v, "scaled_scores", outputs, calls[0].get("value"), judge_scores_case, inputs["again"]
+    labels = [qkv_label(c) for c in cases]
+    judge_other_sizes(v, calls, cases, labels, judge_scores_case, explain=sizes_explainer(defs))
+    first = calls[0].get("value")
+    judge_called_again(
+        v, "scaled_scores", outputs["again"], first, judge_scores_case, inputs["again"], defs=defs
     )
     no_kernel(v, "scaled_scores", jctx.source, {"scaled_scores"}, jctx.kernels)
 
@@ -287,37 +253,22 @@ def judge_mask_case(v, call, T):
         m,
         future(T),
         what=f"causal_mask({T})",
+        region=msg("region.future"),
         likely=lambda: diagnose_mask(m, T),
         shape_likely=msg("likely.mask_shape"),
-        key="check.mask_values",
-        dtype_key="check.mask_dtype",
-        said={"T": T},
     )
-
-
-def mask_explain(calls):
-    """Why causal_mask fails at a T past the seed's (the kit's, with the lesson's words)."""
-
-    def explain(i, sub, source):
-        m, T = calls[i].get("value"), MASK_SIZES[i]
-        key = "likely.mask_capped"
-        return mask_size_explanation(source, ("causal_mask",), m, T, MASK_SIZES[0], capped_key=key)
-
-    return explain
 
 
 def judge_mask(v, outputs, inputs, jctx):
-    calls = outputs["calls"]
+    calls, defs = outputs["calls"], ("causal_mask",)
     judge_mask_case(v, calls[0], MASK_SIZES[0])
-    judge_other_sizes(
-        v,
-        calls,
-        MASK_SIZES,
-        [f"T={T}" for T in MASK_SIZES],
-        judge_mask_case,
-        explain=mask_explain(calls),
+    labels = [f"T={T}" for T in MASK_SIZES]
+    explain = mask_sizes_explainer(defs, calls, MASK_SIZES)
+    judge_other_sizes(v, calls, MASK_SIZES, labels, judge_mask_case, explain=explain)
+    first = calls[0].get("value")
+    judge_called_again(
+        v, "causal_mask", outputs["again"], first, judge_mask_case, MASK_SIZES[0], defs=defs
     )
-    called_again(v, "causal_mask", outputs, calls[0].get("value"), judge_mask_case, MASK_SIZES[0])
 
 
 # ---------------------------------------------------------------- weights
@@ -353,14 +304,8 @@ def large_scores(case):
     return s * large_scores_factor(s)
 
 
-def diagnose_weights(w, scores, mask, source="", defs=("attention_weights",)):
-    """The kit's masked-softmax mistakes, with the lesson's words for a masked_fill thrown away."""
-    key = "likely.masked_fill_discarded_at"
-    return masked_softmax_likely(w, scores, mask, source=source, defs=defs, discarded_key=key)
-
-
 def judge_weights_masked(v, w, scores, mask, what, defs=("attention_weights",)):
-    diagnose = lambda: diagnose_weights(w, scores, mask, v.source, defs)  # noqa: E731
+    diagnose = lambda: masked_softmax_likely(w, scores, mask, source=v.source, defs=defs)  # noqa: E731
     hidden = Region(msg("region.future"), mask, "future-is-zero", "check.future", named=False)
     judge_attention_weights(v, w, [hidden], what=what, likely=diagnose)
 
@@ -372,15 +317,13 @@ def judge_weights_one(v, call, scores, mask, name):
 
     def values():
         judge_weights_masked(v, w, scores, mask, what)
-        likely = lambda: diagnose_weights(w, scores, mask, v.source)  # noqa: E731
+        defs = ("attention_weights",)
+        likely = lambda: masked_softmax_likely(w, scores, mask, source=v.source, defs=defs)  # noqa: E731
         require_close(v, "values", what, w, ref_weights(scores, mask), likely=likely)
 
     if name == "other":
         # A result kept from the call before (a memo keyed on the shape) ignores the mask too.
-        def own():
-            return state_explanation(v.source, ("attention_weights",)) or msg("likely.own_mask")
-
-        judge_mask_honoured(v, w, mask, then=values, likely=own, key="check.mask_ignored")
+        judge_mask_honoured(v, w, mask, then=values, defs=("attention_weights",))
     else:
         values()
     changed_input(v, "attention_weights", ["scores", "mask"], call["args"], (scores, mask))
@@ -397,14 +340,17 @@ def judge_weights(v, outputs, inputs, jctx):
     calls, cases = outputs["calls"], inputs["cases"]
     defs = ("attention_weights",)
     judge_weights_case(v, calls[0], cases[0])
-    other_sizes(v, calls, cases, [qkv_label(c) for c in cases], judge_weights_case, defs)
+    labels = [qkv_label(c) for c in cases]
+    judge_other_sizes(v, calls, cases, labels, judge_weights_case, explain=sizes_explainer(defs))
     judge_large_scores(v, outputs["large"], inputs["large"])
-    first = calls[0]["causal"].get("value")
-    called_again(v, "attention_weights", outputs, first, judge_weights_case, inputs["again"])
+    first, again = calls[0]["causal"].get("value"), inputs["again"]
+    judge_called_again(
+        v, "attention_weights", outputs["again"], first, judge_weights_case, again, defs=defs
+    )
     no_kernel(v, "attention_weights", jctx.source, {"attention_weights"}, jctx.kernels)
 
 
-def judge_large_scores(v, call, scores):
+def judge_large_scores(v, call, scores, defs=("attention_weights",)):
     mask = future(scores.shape[-1])
     require_ran(v, call, "attention_weights")
     w = require_tensor(
@@ -432,7 +378,7 @@ def judge_large_scores(v, call, scores):
         f"attention_weights(scores reaching {LARGE_SCORES:g}, mask)",
         w,
         expected,
-        likely=lambda: diagnose_weights(w, scores, mask, v.source),
+        likely=lambda: masked_softmax_likely(w, scores, mask, source=v.source, defs=defs),
     )
 
 
@@ -510,7 +456,9 @@ def judge_output_case(v, call, case, defs=("attention",)):
     def out_likely():
         if close(w, ref_w):
             return msg("likely.out_not_weights_v")
-        found = diagnose_weights(w, scores, future(T), v.source, defs + ("attention_weights",))
+        found = masked_softmax_likely(
+            w, scores, future(T), source=v.source, defs=defs + ("attention_weights",)
+        )
         return diagnose_scores_from_weights(w, q, k) if found["key"] == "likely.unknown" else found
 
     # rtol=0: the notebook's own `error < 1e-5`.
@@ -563,33 +511,28 @@ def judge_output(v, outputs, inputs, jctx):
     cached = functools.lru_cache(maxsize=None)
     replaced = cached(lambda i: replaced_verdict(v.source, alone[i], everything[i]))
     blame = cached(
-        lambda i: first_wrong_helper(
-            replaced(i), parts[i], part_judges(v.source, everything[i]), key="likely.helper_first"
-        )
+        lambda i: first_wrong_helper(replaced(i), parts[i], part_judges(v.source, everything[i]))
     )
     try:
         judge_output_case(v, calls[0], cases[0])
     finally:
         blame_helpers(v, 0, lambda: blame(0))
-    judge_helpers_replaced(
-        v,
-        replaced(0),
-        check_id="reference-helpers",
-        key="check.reference_helpers",
-        likely=msg("likely.compensates"),
-    )
-    other_sizes(
-        v,
-        calls,
-        cases,
-        [qkv_label(c) for c in cases],
-        judge_output_case,
-        ("attention",),
-        blame=blame,
-    )
+    judge_helpers_replaced(v, replaced(0), check_id="reference-helpers")
+    labels, defs = [qkv_label(c) for c in cases], ("attention",)
+    explain = sizes_explainer(defs, first=blame)
+    judge_other_sizes(v, calls, cases, labels, judge_output_case, explain=explain)
     first = calls[0].get("value")
     last = lambda: blame(len(cases))  # noqa: E731
-    called_again(v, "attention", outputs, first, judge_output_case, inputs["again"], last)
+    judge_called_again(
+        v,
+        "attention",
+        outputs["again"],
+        first,
+        judge_output_case,
+        inputs["again"],
+        defs=defs,
+        blame=last,
+    )
     no_kernel(v, "attention", jctx.source, {"attention"}, jctx.kernels)
     c, s = cases[0], LARGE_INPUT
     judge_large_inputs(
@@ -750,10 +693,6 @@ def made_for_you(fn: str):
     return note(msg("visual.ex_made_for_you", fn=fn))
 
 
-# The lesson's own words for an exercise function that raised.
-RAISED = {"key": "visual.ex_raised", "line_key": "visual.ex_raised_line"}
-
-
 def same(a, b) -> bool:
     tensors = isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor)
     return tensors and a.shape == b.shape and close(a.double(), b.double())
@@ -776,8 +715,7 @@ def entropy_view(outputs) -> list:
             (e[part], fn)
             for e in found
             for part, fn in (("unscaled", "exercise_scores"), ("without", "attention_weights"))
-        ],
-        **RAISED,
+        ]
     )
     unscaled = [e["unscaled"].get("value") for e in found]
     right = failed is None and all(same(u, e["raw"]) for u, e in zip(unscaled, found, strict=True))
@@ -814,10 +752,10 @@ def diagonal_view(outputs, inputs) -> list:
     shown = [note(msg("visual.ex2_task"))]
     m = outputs["mask"].get("value")
     # What exercise_mask did comes first: attention_weights fails on a mask of no use.
-    failed = raised_note(outputs["mask"], "exercise_mask", **RAISED)
+    failed = raised_note(outputs["mask"], "exercise_mask")
     if failed is None and not (isinstance(m, torch.Tensor) and tuple(m.shape) == (T, T)):
         failed = note(msg("visual.ex2_shape", T=T, got=describe(m)))
-    failed = failed or raised_note(outputs["diagonal"], "attention_weights", **RAISED)
+    failed = failed or raised_note(outputs["diagonal"], "attention_weights")
     if failed is not None:
         return [with_question(2, *shown, *said, failed)]
     right, notes = mask_said(m.bool(), T)
@@ -850,12 +788,12 @@ def heads_view(outputs, inputs) -> list:
     shown = [note(msg("visual.ex3_task"))]
     new = outputs["q"].get("value")
     # What exercise_q did comes first: attention fails on a q of no use.
-    failed = raised_note(outputs["q"], "exercise_q", **RAISED)
+    failed = raised_note(outputs["q"], "exercise_q")
     if failed is None and not (isinstance(new, torch.Tensor) and new.shape == q.shape):
         got = describe(new)
         failed = note(msg("visual.ex3_bad_return", expected=shape_str(q.shape), got=got))
     both = [(outputs["before"], "attention"), (outputs["after"], "attention")]
-    failed = failed or first_raised_note(both, **RAISED)
+    failed = failed or first_raised_note(both)
     if failed is not None:
         return [with_question(3, *shown, *said, failed)]
     before, after = pair_weights(outputs["before"]), pair_weights(outputs["after"])

@@ -11,7 +11,8 @@ probe runs in the child beside the learner's code, its judge in the judge proces
   msg() for nested messages; Stop ends a judge early.
 - Settings: declared_settings(__file__, step) gives lesson.toml's defaults for ctx.params.
 - Generic helpers: sizes (judge_other_sizes, size_explanation, literal_explanation,
-  shape_explanation and rank_explanation for inputs of another rank, ...),
+  shape_explanation and rank_explanation for inputs of another rank, shapes_explainer
+  for judge_other_sizes, ...),
   values (close, max_error, first_nonfinite, describe, shape_str, require_tensor, require_pair),
   inputs unchanged (clone_args, changed_input), kernel traps (no_kernel, graph_kernels),
   mistake matching (matching_mistake, likely_for_value, nest_likely), dropout that is the
@@ -32,7 +33,7 @@ probe runs in the child beside the learner's code, its judge in the judge proces
   snapshot, same_value, trimmed); blame for a composed function's helpers (reference_helpers,
   stand_in, probe_helpers_replaced, probe_helper_calls, with_args, first_wrong_helper, blame_helpers,
   judge_helpers_replaced); a boolean mask on a named hidden region (judge_bool_mask,
-  mask_difference, mask_row_text, mask_size_explanation); a mask given is the mask used
+  mask_difference, mask_row_text, mask_size_explanation, mask_sizes_explainer); a mask given is the mask used
   (other_mask, judge_mask_honoured); incremental decoding, a step function run token by token
   against the full pass (step_through, branches, run_steps, judge_steps, changed_later,
   changed_argument; state_lengths, growth_fault; weights_map, recompute_each; state_snapshot,
@@ -246,6 +247,7 @@ from tutor.kit.mask_checks import (
     mask_difference,
     mask_row_text,
     mask_size_explanation,
+    mask_sizes_explainer,
     other_mask,
 )
 from tutor.kit.named_shapes import (
@@ -291,7 +293,7 @@ from tutor.kit.shape_trace import (
     trace_view,
     traced_forward,
 )
-from tutor.kit.shapes_explained import rank_explanation, shape_explanation
+from tutor.kit.shapes_explained import rank_explanation, shape_explanation, shapes_explainer
 from tutor.kit.softmax_mistakes import (
     masked_softmax,
     masked_softmax_likely,
@@ -431,6 +433,7 @@ __all__ = [
     "mask_difference",
     "mask_row_text",
     "mask_size_explanation",
+    "mask_sizes_explainer",
     "masked_softmax",
     "masked_softmax_likely",
     "masked_softmax_mistakes",
@@ -493,6 +496,7 @@ __all__ = [
     "same_value",
     "seq_lens",
     "shape_explanation",
+    "shapes_explainer",
     "shape_str",
     "shapes_of",
     "size_explanation",
