@@ -24,6 +24,7 @@ from tutor.kit import (
     blame_helpers,
     call_after,
     call_kept,
+    causal_mask_likely,
     changed_input,
     close,
     describe,
@@ -68,6 +69,8 @@ from tutor.kit import (
     require_tensor,
     round_matrix,
     row,
+    scale_from_weights_likely,
+    scaled_scores_likely,
     shape_str,
     shapes_explainer,
     table,
@@ -81,6 +84,7 @@ from tutor.kit import (
 QKV_SHAPES = [(1, 2, 6, 8), (2, 3, 5, 16), (4, 9, 32), (1, 1, 1, 4), (1, 2, 40, 64)]
 # The seed's 6, small ones, every T that attention meets, and lengths past any fixed cap.
 MASK_SIZES = [6, 1, 2, 7, 13, 5, 9, 32, 40, 48, 100]
+LAB_D_K = QKV_SHAPES[0][-1]
 
 
 def make_inputs(seed=0):
@@ -163,34 +167,6 @@ def probe_scores(ctx, inputs):
     return probe_calls_again(ctx, ctx.get("scaled_scores"), args, (a["q"], a["k"]))
 
 
-def diagnose_scores(s, q, k):
-    raw = q.double() @ k.double().transpose(
-        -2, -1
-    )  # in double: a float64 result is compared, not a crash
-    dk, T = q.shape[-1], q.shape[-2]
-    s = s.double()
-    for cand, likely in (
-        (raw, msg("likely.scale_none")),
-        (raw / dk, msg("likely.scale_d")),
-        (raw * math.sqrt(dk), msg("likely.scale_multiplied")),
-        (raw.transpose(-2, -1) / math.sqrt(dk), msg("likely.swapped_qk")),
-        (raw / math.sqrt(T), msg("likely.scale_seq_len")),
-        (raw / math.sqrt(8), msg("likely.hardcoded_dk")),
-        # The batch's or the heads' size (`q.size(1)`): any leading dimension that is neither d_k nor T.
-        *(
-            (
-                raw / math.sqrt(n),
-                msg("likely.scale_other_dim", n=n, dim=i, shape=shape_str(q.shape), d_k=dk),
-            )
-            for i, n in enumerate(q.shape[:-2])
-            if n not in (dk, T)
-        ),
-    ):
-        if cand.shape == s.shape and torch.allclose(cand, s, atol=1e-5, rtol=1e-4):
-            return likely
-    return msg("likely.unknown")
-
-
 def judge_scores_case(v, call, case):
     require_ran(v, call, "scaled_scores")
     q, k = case["q"], case["k"]
@@ -205,7 +181,12 @@ def judge_scores_case(v, call, case):
     )
     expected = ref_scores(q, k)
     require_close(
-        v, "values", "scaled_scores(q, k)", s, expected, likely=lambda: diagnose_scores(s, q, k)
+        v,
+        "values",
+        "scaled_scores(q, k)",
+        s,
+        expected,
+        likely=lambda: scaled_scores_likely(s, q, k, lab_d_k=LAB_D_K),
     )
     changed_input(v, "scaled_scores", ["q", "k"], call["args"], (q, k))
 
@@ -231,20 +212,6 @@ def probe_mask(ctx, inputs):
     return probe_calls_again(ctx, ctx.get("causal_mask"), sizes, sizes[0])
 
 
-def diagnose_mask(m, T):
-    if m.shape != (T, T):
-        return msg("likely.unknown")
-    for cand, likely in (
-        (torch.triu(torch.ones(T, T, dtype=torch.bool)), msg("likely.mask_diagonal_bool")),
-        (torch.tril(torch.ones(T, T, dtype=torch.bool), diagonal=-1), msg("likely.mask_inverted")),
-        (torch.tril(torch.ones(T, T, dtype=torch.bool)), msg("likely.mask_inverted")),
-        (torch.tril(torch.ones(T, T, dtype=torch.bool), diagonal=1), msg("likely.mask_inverted")),
-    ):
-        if torch.equal(m, cand):
-            return likely
-    return msg("likely.unknown")
-
-
 def judge_mask_case(v, call, T):
     require_ran(v, call, "causal_mask")
     m = call["value"]
@@ -254,7 +221,7 @@ def judge_mask_case(v, call, T):
         future(T),
         what=f"causal_mask({T})",
         region=msg("region.future"),
-        likely=lambda: diagnose_mask(m, T),
+        likely=lambda: causal_mask_likely(m, T),
         shape_likely=msg("likely.mask_shape"),
     )
 
@@ -450,7 +417,12 @@ def judge_output_case(v, call, case, defs=("attention",)):
     ref_w = ref_weights(scores, future(T))
     # The weights returned must be the ones used, not merely well-formed.
     require_close(
-        v, "values", "weights", w, ref_w, likely=lambda: diagnose_scores_from_weights(w, q, k)
+        v,
+        "values",
+        "weights",
+        w,
+        ref_w,
+        likely=lambda: scale_from_weights_likely(w, q, k, future(T)),
     )
 
     def out_likely():
@@ -459,21 +431,16 @@ def judge_output_case(v, call, case, defs=("attention",)):
         found = masked_softmax_likely(
             w, scores, future(T), source=v.source, defs=defs + ("attention_weights",)
         )
-        return diagnose_scores_from_weights(w, q, k) if found["key"] == "likely.unknown" else found
+        return (
+            scale_from_weights_likely(w, q, k, future(T))
+            if found["key"] == "likely.unknown"
+            else found
+        )
 
     # rtol=0: the notebook's own `error < 1e-5`.
     expected = ref_output(q, k, vv)
     require_close(v, "matches-pytorch", "output", out, expected, likely=out_likely, rtol=0)
     changed_input(v, "attention", ["q", "k", "v"], call["args"], (q, k, vv))
-
-
-def diagnose_scores_from_weights(w, q, k):
-    raw = q.double() @ k.double().transpose(-2, -1)
-    T, dk = q.shape[-2], q.shape[-1]
-    for cand, likely in ((raw, msg("likely.scale_none")), (raw / dk, msg("likely.scale_d"))):
-        if torch.allclose(_weights(cand, future(T)), w.double(), atol=1e-5):
-            return likely
-    return msg("likely.unknown")
 
 
 def replaced_verdict(source, alone, case):

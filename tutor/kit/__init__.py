@@ -46,6 +46,8 @@ probe runs in the child beside the learner's code, its judge in the judge proces
 - Cost experiments: int_settings, doubling, timed, timed_rows, attention_flops, and cells that
   fit the app's 52-column text (human, ms_text, time_bar, TIME_BAR, longest_time,
   blank_lengths, slower_lengths) and the table itself (timing_table, measured_of).
+- Mistakes in scaled scores (scaled_scores_mistakes, scaled_scores_likely; from the weights,
+  scale_from_weights_likely) and in a causal mask (causal_mask_mistakes, causal_mask_likely).
 - Mistakes in masked softmax weights: masked_softmax, masked_softmax_mistakes (the usual wrong
   versions, for matching_mistake), masked_softmax_likely (the one weights match).
 - Experiments: the learner's exercise function or the tutor's (exercise_functions), calls
@@ -242,6 +244,8 @@ from tutor.kit.magnitude import (
     require_near,
 )
 from tutor.kit.mask_checks import (
+    causal_mask_likely,
+    causal_mask_mistakes,
     judge_bool_mask,
     judge_mask_honoured,
     mask_difference,
@@ -285,6 +289,11 @@ from tutor.kit.score_memory import (
     memory_rows,
     memory_table,
     seq_lens,
+)
+from tutor.kit.score_mistakes import (
+    scale_from_weights_likely,
+    scaled_scores_likely,
+    scaled_scores_mistakes,
 )
 from tutor.kit.shape_trace import (
     TRACE_WORDS,
@@ -358,6 +367,8 @@ __all__ = [
     "branches",
     "build_layer",
     "call_after",
+    "causal_mask_likely",
+    "causal_mask_mistakes",
     "require_again_right",
     "call_kept",
     "causal_future",
@@ -494,6 +505,9 @@ __all__ = [
     "run_steps",
     "same_tensors",
     "same_value",
+    "scale_from_weights_likely",
+    "scaled_scores_likely",
+    "scaled_scores_mistakes",
     "seq_lens",
     "shape_explanation",
     "shapes_explainer",

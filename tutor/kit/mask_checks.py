@@ -177,3 +177,27 @@ def mask_sizes_explainer(
         return mask_size_explanation(source, defs, calls[i].get("value"), lengths[i], lengths[0])
 
     return explain
+
+
+def causal_mask_mistakes(T: int) -> list[tuple[torch.Tensor, dict]]:
+    """(wrong mask, likely) pairs for a (T, T) causal mask (True strictly above the diagonal):
+    the diagonal hidden too (`diagonal=0`), and the past marked in place of the future
+    (`tril`, below, on or one above the diagonal)."""
+    ones = torch.ones(T, T, dtype=torch.bool)
+    past = msg("likely.causal_mask_past")
+    return [
+        (torch.triu(ones), msg("likely.causal_mask_diagonal")),
+        (torch.tril(ones, diagonal=-1), past),
+        (torch.tril(ones), past),
+        (torch.tril(ones, diagonal=1), past),
+    ]
+
+
+def causal_mask_likely(m: torch.Tensor, T: int) -> dict:
+    """The first of causal_mask_mistakes that mask m equals, else likely.unknown (also when m
+    is not (T, T))."""
+    if tuple(m.shape) == (T, T):
+        for wrong, likely in causal_mask_mistakes(T):
+            if torch.equal(m, wrong):
+                return likely
+    return msg("likely.unknown")
