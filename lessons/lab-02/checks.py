@@ -15,7 +15,6 @@ import torch.nn.functional as F
 
 from tutor.kit import (
     LARGE_INPUT,
-    LARGE_SCORES,
     Region,
     StepSpec,
     after_answer,
@@ -29,7 +28,6 @@ from tutor.kit import (
     close,
     describe,
     exercise_functions,
-    first_nonfinite,
     first_raised_note,
     first_wrong_helper,
     head_maps,
@@ -41,12 +39,12 @@ from tutor.kit import (
     judge_called_again,
     judge_helpers_replaced,
     judge_large_inputs,
+    judge_large_scores_weights,
     judge_mask_honoured,
     judge_other_sizes,
     judge_training_story,
     judged,
     large_scores_factor,
-    large_scores_likely,
     mask_difference,
     mask_sizes_explainer,
     masked_softmax_likely,
@@ -309,44 +307,15 @@ def judge_weights(v, outputs, inputs, jctx):
     judge_weights_case(v, calls[0], cases[0])
     labels = [qkv_label(c) for c in cases]
     judge_other_sizes(v, calls, cases, labels, judge_weights_case, explain=sizes_explainer(defs))
-    judge_large_scores(v, outputs["large"], inputs["large"])
+    large = inputs["large"]
+    mask, expected = future(large.shape[-1]), ref_weights(large, future(large.shape[-1]))
+    fn = "attention_weights"
+    judge_large_scores_weights(v, outputs["large"], large, mask, expected, fn=fn, defs=defs)
     first, again = calls[0]["causal"].get("value"), inputs["again"]
     judge_called_again(
         v, "attention_weights", outputs["again"], first, judge_weights_case, again, defs=defs
     )
     no_kernel(v, "attention_weights", jctx.source, {"attention_weights"}, jctx.kernels)
-
-
-def judge_large_scores(v, call, scores, defs=("attention_weights",)):
-    mask = future(scores.shape[-1])
-    require_ran(v, call, "attention_weights")
-    w = require_tensor(
-        v,
-        "large-scores",
-        "attention_weights(scores, mask)",
-        call["value"],
-        scores.shape,
-        msg("likely.weights_shape"),
-    )
-    bad = first_nonfinite(w)
-    v.require(
-        "large-scores",
-        bad is None,
-        "check.large_scores",
-        top=f"{LARGE_SCORES:g}",
-        count=bad[1] if bad else 0,
-        where=shape_str(bad[0]) if bad else "",
-        likely=lambda: large_scores_likely(w, scores, mask),
-    )
-    expected = ref_weights(scores, mask)
-    require_close(
-        v,
-        "large-scores",
-        f"attention_weights(scores reaching {LARGE_SCORES:g}, mask)",
-        w,
-        expected,
-        likely=lambda: masked_softmax_likely(w, scores, mask, source=v.source, defs=defs),
-    )
 
 
 # ---------------------------------------------------------------- output

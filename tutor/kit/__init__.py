@@ -49,7 +49,8 @@ probe runs in the child beside the learner's code, its judge in the judge proces
 - Mistakes in scaled scores (scaled_scores_mistakes, scaled_scores_likely; from the weights,
   scale_from_weights_likely) and in a causal mask (causal_mask_mistakes, causal_mask_likely).
 - Mistakes in masked softmax weights: masked_softmax, masked_softmax_mistakes (the usual wrong
-  versions, for matching_mistake), masked_softmax_likely (the one weights match).
+  versions, for matching_mistake), masked_softmax_likely (the one weights match); weights right where the scores are large
+  (judge_large_scores_weights).
 - Experiments: the learner's exercise function or the tutor's (exercise_functions), calls
   chained (call_after); for their views, mean_row_entropy, nonfinite_rows, raised_note and
   first_raised_note (a call that raised, at its line), head_maps and head_panel (per head),
@@ -304,6 +305,7 @@ from tutor.kit.shape_trace import (
 )
 from tutor.kit.shapes_explained import rank_explanation, shape_explanation, shapes_explainer
 from tutor.kit.softmax_mistakes import (
+    judge_large_scores_weights,
     masked_softmax,
     masked_softmax_likely,
     masked_softmax_mistakes,
@@ -412,6 +414,7 @@ __all__ = [
     "judge_helpers_replaced",
     "judge_large_inputs",
     "judge_large_output",
+    "judge_large_scores_weights",
     "judge_layer_constructor",
     "judge_layer_state",
     "judge_layout",
