@@ -29,11 +29,11 @@ from tutor.kit import (
     describe,
     exercise_functions,
     first_raised_note,
-    first_wrong_helper,
     head_maps,
     head_panel,
     heading,
     heatmap,
+    helper_blame,
     judge_attention_weights,
     judge_bool_mask,
     judge_called_again,
@@ -412,14 +412,6 @@ def judge_output_case(v, call, case, defs=("attention",)):
     changed_input(v, "attention", ["q", "k", "v"], call["args"], (q, k, vv))
 
 
-def replaced_verdict(source, alone, case):
-    """attention's verdict with correct helpers in place of the learner's; None without any."""
-    if alone is None:
-        return None
-    qkv = with_args(alone, case["q"], case["k"], case["v"])
-    return judged(source, judge_output_case, qkv, case)
-
-
 def part_judges(source, case) -> dict:
     """Each helper's own step's judge, on the inputs attention gives it, in step order."""
     q, k = case["q"], case["k"]
@@ -442,12 +434,10 @@ def judge_output(v, outputs, inputs, jctx):
         # Drawn before judging: a failing step is where the heatmap helps most.
         v.visuals["heatmaps"] = head_panel(w, ref, lambda h: msg("visual.head", h=h))
         v.visuals["view"] = printout_view(calls[0], cases[0])
-    everything = cases + [inputs["again"]]
-    alone, parts = outputs["alone"], outputs["parts"]
-    cached = functools.lru_cache(maxsize=None)
-    replaced = cached(lambda i: replaced_verdict(v.source, alone[i], everything[i]))
-    blame = cached(
-        lambda i: first_wrong_helper(replaced(i), parts[i], part_judges(v.source, everything[i]))
+    everything, qkv = cases + [inputs["again"]], lambda c: (c["q"], c["k"], c["v"])
+    judges = functools.partial(part_judges, v.source)
+    replaced, blame = helper_blame(
+        v.source, outputs["alone"], outputs["parts"], everything, judge_output_case, qkv, judges
     )
     try:
         judge_output_case(v, calls[0], cases[0])

@@ -32,8 +32,9 @@ probe runs in the child beside the learner's code, its judge in the judge proces
   first result unchanged (probe_calls_again or call_kept and again_of, judge_called_again;
   snapshot, same_value, trimmed); blame for a composed function's helpers (reference_helpers,
   stand_in, probe_helpers_replaced, probe_helper_calls, with_args, first_wrong_helper, blame_helpers,
-  judge_helpers_replaced); a boolean mask on a named hidden region (judge_bool_mask,
-  mask_difference, mask_row_text, mask_size_explanation, mask_sizes_explainer); a mask given is the mask used
+  judge_helpers_replaced; helper_blame, both verdicts per case, computed once); a boolean
+  mask on a named hidden region (judge_bool_mask, mask_difference, mask_row_text,
+  mask_size_explanation, mask_sizes_explainer); a mask given is the mask used
   (other_mask, judge_mask_honoured); incremental decoding, a step function run token by token
   against the full pass (step_through, branches, run_steps, judge_steps, changed_later,
   changed_argument; state_lengths, growth_fault; weights_map, recompute_each; state_snapshot,
@@ -137,6 +138,7 @@ from tutor.kit.heads import (
 from tutor.kit.helper_blame import (
     blame_helpers,
     first_wrong_helper,
+    helper_blame,
     judge_helpers_replaced,
     probe_helper_calls,
     probe_helpers_replaced,
@@ -401,6 +403,7 @@ __all__ = [
     "head_panel",
     "heading",
     "heatmap",
+    "helper_blame",
     "first_wrong_helper",
     "hidden_cells",
     "human",
