@@ -19,7 +19,7 @@ from tutor.kit import (
     StepSpec,
     after_answer,
     again_of,
-    bar,
+    before_after_maps,
     blame_helpers,
     call_after,
     call_kept,
@@ -27,6 +27,7 @@ from tutor.kit import (
     changed_input,
     close,
     describe,
+    entropy_table,
     exercise_functions,
     first_raised_note,
     head_maps,
@@ -45,10 +46,10 @@ from tutor.kit import (
     judge_training_story,
     judged,
     large_scores_factor,
+    made_note,
     mask_difference,
     mask_sizes_explainer,
     masked_softmax_likely,
-    mean_row_entropy,
     msg,
     no_kernel,
     nonfinite_rows,
@@ -65,8 +66,10 @@ from tutor.kit import (
     require_pair,
     require_ran,
     require_tensor,
+    returned_note,
     round_matrix,
-    row,
+    rows_note,
+    same_tensor,
     scale_from_weights_likely,
     scaled_scores_likely,
     shape_str,
@@ -615,27 +618,12 @@ def probe_exercises(ctx, inputs):
     return out
 
 
-def made_for_you(fn: str):
-    return note(msg("visual.ex_made_for_you", fn=fn))
-
-
-def same(a, b) -> bool:
-    tensors = isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor)
-    return tensors and a.shape == b.shape and close(a.double(), b.double())
-
-
 def entropy_view(outputs) -> list:
     """Exercise 1: the scale keeps the softmax from saturating as head_dim grows."""
     found = outputs["entropy"]
-    ent = [
-        (e["hd"], mean_row_entropy(e["with"]), mean_row_entropy(e["without"].get("value")))
-        for e in found
-    ]
-    top = max([x for _, a, b in ent for x in (a, b) if x is not None] or [1.0])
-    fmt = lambda x: None if x is None else f"{x:.2f}"  # noqa: E731
-    rows = [[str(hd), fmt(a), bar(a, top, "green"), fmt(b), bar(b, top, "red")] for hd, a, b in ent]
+    rows = [(str(e["hd"]), e["with"], e["without"].get("value")) for e in found]
     columns = ["head_dim", msg("visual.ex1_with"), "", msg("visual.ex1_without"), ""]
-    said = [made_for_you("exercise_scores")] if "exercise_scores" in outputs["missing"] else []
+    said = made_note(outputs["missing"], "exercise_scores")
     failed = first_raised_note(
         [
             (e[part], fn)
@@ -644,16 +632,15 @@ def entropy_view(outputs) -> list:
         ]
     )
     unscaled = [e["unscaled"].get("value") for e in found]
-    right = failed is None and all(same(u, e["raw"]) for u, e in zip(unscaled, found, strict=True))
+    right = failed is None and all(
+        same_tensor(u, e["raw"]) for u, e in zip(unscaled, found, strict=True)
+    )
     if failed is not None:
         said.append(failed)
     elif not right:
-        unchanged = all(same(u, e["scaled"]) for u, e in zip(unscaled, found, strict=True))
+        unchanged = all(same_tensor(u, e["scaled"]) for u, e in zip(unscaled, found, strict=True))
         said.append(note(msg("visual.ex1_unchanged" if unchanged else "visual.ex1_not_raw")))
-    shown = [
-        note(msg("visual.ex1_task", T=ENTROPY_T)),
-        table(columns, rows, align=["left", "right", "left", "right", "left"]),
-    ]
+    shown = [note(msg("visual.ex1_task", T=ENTROPY_T)), entropy_table(rows, columns)]
     return [
         with_question(1, *shown, *said),
         # Why, under the learner's own answer, once the change is the notebook's.
@@ -674,13 +661,13 @@ def mask_said(m, T: int) -> tuple[bool, list]:
 def diagonal_view(outputs, inputs) -> list:
     """Exercise 2: with diagonal=0 the first query has nothing left to attend to."""
     T = inputs["cases"][0]["q"].shape[-2]
-    said = [made_for_you("exercise_mask")] if "exercise_mask" in outputs["missing"] else []
+    said = made_note(outputs["missing"], "exercise_mask")
     shown = [note(msg("visual.ex2_task"))]
     m = outputs["mask"].get("value")
     # What exercise_mask did comes first: attention_weights fails on a mask of no use.
-    failed = raised_note(outputs["mask"], "exercise_mask")
-    if failed is None and not (isinstance(m, torch.Tensor) and tuple(m.shape) == (T, T)):
-        failed = note(msg("visual.ex2_shape", T=T, got=describe(m)))
+    square = lambda m: isinstance(m, torch.Tensor) and tuple(m.shape) == (T, T)  # noqa: E731
+    bad = lambda m: msg("visual.ex2_shape", T=T, got=describe(m))  # noqa: E731
+    failed = returned_note(outputs["mask"], "exercise_mask", square, bad)
     failed = failed or raised_note(outputs["diagonal"], "attention_weights")
     if failed is not None:
         return [with_question(2, *shown, *said, failed)]
@@ -692,13 +679,7 @@ def diagonal_view(outputs, inputs) -> list:
         nan_rows = nonfinite_rows(w[0, 0])
         shown.append(heatmap(round_matrix(w[0, 0]), msg("visual.ex2_heatmap")))
         if nan_rows:
-            one = len(nan_rows) == 1
-            nan = (
-                msg("visual.ex2_nan", row=nan_rows[0])
-                if one
-                else msg("visual.ex2_nan_rows", rows=nan_rows)
-            )
-            said.append(note(nan))
+            said.append(rows_note(nan_rows, "visual.ex2_nan", "visual.ex2_nan_rows"))
         elif right:
             said.append(note(msg("visual.ex2_no_nan")))
     return [
@@ -710,14 +691,13 @@ def diagonal_view(outputs, inputs) -> list:
 def heads_view(outputs, inputs) -> list:
     """Exercise 3: one head's Q changed: its pattern moves, the other head's does not."""
     q = inputs["cases"][0]["q"]
-    said = [made_for_you("exercise_q")] if "exercise_q" in outputs["missing"] else []
+    said = made_note(outputs["missing"], "exercise_q")
     shown = [note(msg("visual.ex3_task"))]
     new = outputs["q"].get("value")
     # What exercise_q did comes first: attention fails on a q of no use.
-    failed = raised_note(outputs["q"], "exercise_q")
-    if failed is None and not (isinstance(new, torch.Tensor) and new.shape == q.shape):
-        got = describe(new)
-        failed = note(msg("visual.ex3_bad_return", expected=shape_str(q.shape), got=got))
+    like_q = lambda x: isinstance(x, torch.Tensor) and x.shape == q.shape  # noqa: E731
+    bad = lambda x: msg("visual.ex3_bad_return", expected=shape_str(q.shape), got=describe(x))  # noqa: E731
+    failed = returned_note(outputs["q"], "exercise_q", like_q, bad)
     both = [(outputs["before"], "attention"), (outputs["after"], "attention")]
     failed = failed or first_raised_note(both)
     if failed is not None:
@@ -726,18 +706,14 @@ def heads_view(outputs, inputs) -> list:
     if not all(isinstance(w, torch.Tensor) and w.dim() == 4 for w in (before, after)):
         return [with_question(3, *shown, *said, waiting(msg("visual.ex_waiting")))]
     changed = [h for h in range(q.shape[1]) if not torch.equal(new[:, h], q[:, h])]
-    heads = range(min(2, before.shape[1], after.shape[1]))
+    heads = min(2, before.shape[1], after.shape[1])
     if not changed:  # nothing to compare: each head once
         said.append(note(msg("visual.ex3_unchanged")))
-        maps = [head_maps(before, lambda h: msg("visual.ex3_head", h=h), len(heads))]
+        maps = [head_maps(before, lambda h: msg("visual.ex3_head", h=h), heads)]
     else:
-        maps = [
-            row(
-                heatmap(round_matrix(before[0, h]), msg("visual.ex3_before", h=h)),
-                heatmap(round_matrix(after[0, h]), msg("visual.ex3_after", h=h)),
-            )
-            for h in heads
-        ]
+        before_title = lambda h: msg("visual.ex3_before", h=h)  # noqa: E731
+        after_title = lambda h: msg("visual.ex3_after", h=h)  # noqa: E731
+        maps = before_after_maps(before, after, heads, before_title, after_title)
         if len(changed) > 1:
             said.append(note(msg("visual.ex3_heads", heads=changed)))
     if not (len(changed) == 1 and q.shape[1] == 2):  # the lab's two heads: one changed, one not

@@ -55,7 +55,10 @@ probe runs in the child beside the learner's code, its judge in the judge proces
 - Experiments: the learner's exercise function or the tutor's (exercise_functions), calls
   chained (call_after); for their views, mean_row_entropy, nonfinite_rows, raised_note and
   first_raised_note (a call that raised, at its line), head_maps and head_panel (per head),
-  pair_weights (the weights of an (out, weights) pair).
+  pair_weights (the weights of an (out, weights) pair), made_note (the tutor made the change),
+  same_tensor, returned_note (what an exercise's call did wrong), entropy_table (two sets of
+  weights by their rows' entropy), before_after_maps (each head before and after a change),
+  rows_note (rows named, one or many).
 - A layer's forward traced op by op, against the lab's route (traced_forward, ShapeTrace,
   trace_parting, trace_view); the memory of its (…, T, T) scores, by formula and as measured
   (seq_lens, memory_rows, measure_score_memory, SquareTensors, memory_table, memory_growth,
@@ -116,15 +119,21 @@ from tutor.kit.cost_table import (
     timing_table,
 )
 from tutor.kit.experiments import (
+    before_after_maps,
     call_after,
+    entropy_table,
     exercise_functions,
     first_raised_note,
     head_maps,
     head_panel,
+    made_note,
     mean_row_entropy,
     nonfinite_rows,
     pair_weights,
     raised_note,
+    returned_note,
+    rows_note,
+    same_tensor,
 )
 from tutor.kit.finite import (
     judge_large_output,
@@ -366,6 +375,7 @@ __all__ = [
     "attention_flops",
     "attribute_store",
     "bar",
+    "before_after_maps",
     "blame_helpers",
     "blank_lengths",
     "branches",
@@ -373,6 +383,8 @@ __all__ = [
     "call_after",
     "causal_mask_likely",
     "causal_mask_mistakes",
+    "entropy_table",
+    "made_note",
     "require_again_right",
     "call_kept",
     "causal_future",
@@ -504,11 +516,14 @@ __all__ = [
     "require_pair_output",
     "require_ran",
     "require_tensor",
+    "returned_note",
     "round_matrix",
     "row",
     "row_place",
+    "rows_note",
     "rows_sum_to_one",
     "run_steps",
+    "same_tensor",
     "same_tensors",
     "same_value",
     "scale_from_weights_likely",
