@@ -68,6 +68,7 @@ from tutor.kit import (
     require_tensor,
     returned_note,
     round_matrix,
+    row_sums_rows,
     rows_note,
     same_tensor,
     scale_from_weights_likely,
@@ -490,17 +491,7 @@ def printout_view(call, case) -> list:
     w = pair_weights(call)
     if w is None:
         return []
-    rows = [["weights:", shape_str(w.shape)]]
-    if w.dim() >= 2 and torch.isfinite(w).all():
-        sums = w.double().sum(-1).reshape(-1, w.shape[-2])  # a line per batch element and head
-        if torch.allclose(sums, torch.ones_like(sums), rtol=0, atol=5e-5):
-            rows.append(["row sums:", msg("visual.printout_sums_one", n=sums.numel())])
-        else:
-            for h, line in enumerate(sums[:4]):
-                said = " ".join(f"{x:.4f}" for x in line[:8].tolist()) + (
-                    " …" if len(line) > 8 else ""
-                )
-                rows.append([msg("visual.printout_sums_head", h=h), said])
+    rows = [["weights:", shape_str(w.shape)], *row_sums_rows(w)]
     out = value[0] if isinstance(value, tuple) else None
     expected = ref_output(case["q"], case["k"], case["v"])
     if isinstance(out, torch.Tensor) and out.shape == expected.shape:

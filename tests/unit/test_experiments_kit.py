@@ -24,6 +24,7 @@ from tutor.kit import (
     pair_weights,
     raised_note,
     returned_note,
+    row_sums_rows,
     rows_note,
     same_tensor,
 )
@@ -136,3 +137,13 @@ def test_before_and_after_maps_a_row_per_head_and_rows_named():
     assert maps[1]["items"][1]["title"] == msg("a", h=1)
     assert rows_note([3], "one", "many")["text"] == msg("one", row=3)
     assert rows_note([0, 3], "one", "many")["text"] == msg("many", rows=[0, 3])
+
+
+def test_row_sums_are_one_line_when_all_are_one_else_a_line_per_head():
+    w = torch.softmax(torch.randn(1, 2, 3, 3), -1)
+    assert row_sums_rows(w) == [["row sums:", msg("visual.row_sums_one", n=6)]]
+    half = torch.full((1, 5, 10, 10), 0.05)
+    said = row_sums_rows(half)
+    assert len(said) == 4 and said[1][0] == msg("visual.row_sums_head", h=1)
+    assert said[0][1] == " ".join(["0.5000"] * 8) + " …"
+    assert row_sums_rows(half.masked_fill(half > 0, float("nan"))) == []

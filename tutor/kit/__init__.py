@@ -58,7 +58,7 @@ probe runs in the child beside the learner's code, its judge in the judge proces
   pair_weights (the weights of an (out, weights) pair), made_note (the tutor made the change),
   same_tensor, returned_note (what an exercise's call did wrong), entropy_table (two sets of
   weights by their rows' entropy), before_after_maps (each head before and after a change),
-  rows_note (rows named, one or many).
+  rows_note (rows named, one or many), row_sums_rows (a printout of the rows' sums).
 - A layer's forward traced op by op, against the lab's route (traced_forward, ShapeTrace,
   trace_parting, trace_view); the memory of its (…, T, T) scores, by formula and as measured
   (seq_lens, memory_rows, measure_score_memory, SquareTensors, memory_table, memory_growth,
@@ -132,6 +132,7 @@ from tutor.kit.experiments import (
     pair_weights,
     raised_note,
     returned_note,
+    row_sums_rows,
     rows_note,
     same_tensor,
 )
@@ -520,6 +521,7 @@ __all__ = [
     "round_matrix",
     "row",
     "row_place",
+    "row_sums_rows",
     "rows_note",
     "rows_sum_to_one",
     "run_steps",

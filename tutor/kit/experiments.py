@@ -164,3 +164,23 @@ def rows_note(rows: Sequence[int], one: str, many: str) -> dict:
     """A note naming rows (of a matrix: those not finite, say): one {row} for a single row,
     else many {rows}."""
     return note(msg(one, row=rows[0]) if len(rows) == 1 else msg(many, rows=list(rows)))
+
+
+def row_sums_rows(w: torch.Tensor, *, lines: int = 4, width: int = 8) -> list[list]:
+    """A printout's rows for the row sums of weights w (…, T_q, T_k): one row when every sum
+    is 1 to within 5e-5 (visual.row_sums_one {n}), else a row for each of the first lines
+    matrices (a batch element's head, counted from 0: visual.row_sums_head {h}) with its first
+    width sums to 4 places; [] where w is not a finite tensor of at least two dimensions."""
+    if w.dim() < 2 or not bool(torch.isfinite(w).all()):
+        return []
+    sums = w.double().sum(-1).reshape(-1, w.shape[-2])
+    if torch.allclose(sums, torch.ones_like(sums), rtol=0, atol=5e-5):
+        return [["row sums:", msg("visual.row_sums_one", n=sums.numel())]]
+    return [
+        [
+            msg("visual.row_sums_head", h=h),
+            " ".join(f"{x:.4f}" for x in line[:width].tolist())
+            + (" …" if len(line) > width else ""),
+        ]
+        for h, line in enumerate(sums[:lines])
+    ]
