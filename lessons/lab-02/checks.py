@@ -18,11 +18,9 @@ from tutor.kit import (
     Region,
     StepSpec,
     after_answer,
-    again_of,
     before_after_maps,
     blame_helpers,
     call_after,
-    call_kept,
     causal_mask_likely,
     changed_input,
     close,
@@ -60,6 +58,7 @@ from tutor.kit import (
     probe_calls_again,
     probe_helper_calls,
     probe_helpers_replaced,
+    probe_named_calls_again,
     probe_training_story,
     raised_note,
     require_close,
@@ -245,25 +244,16 @@ def judge_mask(v, outputs, inputs, jctx):
 
 def probe_weights(ctx, inputs):
     fn = ctx.get("attention_weights")
-    calls, first = [], None
-    for i, c in enumerate(inputs["cases"] + [inputs["again"]]):
+
+    def masks(c):
         scores = ref_scores(c["q"], c["k"])
-        T = scores.shape[-1]
-        causal, value = call_kept(ctx, fn, scores, future(T), primary=i == 0)
-        calls.append(
-            {
-                "causal": causal,
-                "other": call_kept(ctx, fn, scores, c["other_mask"], primary=i == 0)[0],
-            }
-        )
-        first = value if i == 0 else first
-    *calls, again = calls
+        return {"causal": (scores, future(scores.shape[-1])), "other": (scores, c["other_mask"])}
+
+    cases = [masks(c) for c in inputs["cases"]]
+    out = probe_named_calls_again(ctx, fn, cases, masks(inputs["again"]))
     large = inputs["large"]
-    return {
-        "calls": calls,
-        "again": again_of(first, again),
-        "large": trimmed(ctx.call(fn, large, future(large.shape[-1]))),
-    }
+    out["large"] = trimmed(ctx.call(fn, large, future(large.shape[-1])))
+    return out
 
 
 def large_scores(case):

@@ -16,6 +16,7 @@ from tutor.kit import (
     judge_called_again,
     msg,
     probe_calls_again,
+    probe_named_calls_again,
     require_close,
     same_value,
     snapshot,
@@ -163,3 +164,29 @@ def test_a_source_of_its_own_for_the_case_judge_and_no_defs_say_kept_state():
         )
     params = only(v).message.params
     assert msg("likely.kept_state") in (params["likely"], params["reason"]["params"].get("likely"))
+
+
+def named_run(name: str) -> tuple[dict, Verdict]:
+    ctx = context()
+    named = [{"plain": (x,), "halved": (x / 2,)} for x in SIZES]
+    out = probe_named_calls_again(
+        ctx, ctx.get(name), named, {"plain": (AGAIN,), "halved": (AGAIN,)}
+    )
+    v = Verdict(SOURCE)
+
+    def judge_both(sub: Verdict, calls: dict, x: torch.Tensor) -> None:
+        judge_doubled(sub, calls["plain"], x)
+
+    first = out["calls"][0]["plain"].get("value")
+    with contextlib.suppress(Stop):
+        judge_called_again(v, name, out["again"], first, judge_both, AGAIN, defs=(name,))
+    return out, v
+
+
+def test_named_calls_keep_each_call_and_the_first_names_first_result():
+    out, v = named_run("doubled")
+    assert [sorted(c) for c in out["calls"]] == [["halved", "plain"]] * 2
+    assert torch.equal(out["calls"][1]["halved"]["value"], SIZES[1])
+    assert only(v).status == "pass"
+    _, v = named_run("buffered_doubled")
+    assert only(v).status == "fail" and only(v).message.key == "check.first_result_changed"

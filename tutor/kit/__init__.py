@@ -29,7 +29,8 @@ probe runs in the child beside the learner's code, its judge in the judge proces
   (module_state, state_unchanged), the training story (probe_training_story,
   judge_training_story), large inputs (LARGE_INPUT, judge_large_inputs), the learner's own
   code (lend, no_foreign; no_kernel reports both); a function called again, right and its
-  first result unchanged (probe_calls_again or call_kept and again_of, judge_called_again;
+  first result unchanged (probe_calls_again, probe_named_calls_again for several calls a
+  case, or call_kept and again_of, judge_called_again;
   snapshot, same_value, trimmed); blame for a composed function's helpers (reference_helpers,
   stand_in, probe_helpers_replaced, probe_helper_calls, with_args, first_wrong_helper, blame_helpers,
   judge_helpers_replaced; helper_blame, both verdicts per case, computed once); a boolean
@@ -97,6 +98,7 @@ from tutor.kit.call_again import (
     call_kept,
     judge_called_again,
     probe_calls_again,
+    probe_named_calls_again,
     same_value,
     snapshot,
     trimmed,
@@ -386,6 +388,7 @@ __all__ = [
     "causal_mask_mistakes",
     "entropy_table",
     "made_note",
+    "probe_named_calls_again",
     "require_again_right",
     "call_kept",
     "causal_future",

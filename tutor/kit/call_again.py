@@ -9,7 +9,7 @@ first call and read by the next, one output buffer handed out twice and refilled
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import torch
@@ -69,6 +69,26 @@ def probe_calls_again(
         calls.append(call)
         first = value if i == 0 else first
     return {"calls": calls, "again": again_of(first, call_kept(ctx, fn, *again_args)[0])}
+
+
+def probe_named_calls_again(
+    ctx: ProbeContext,
+    fn: Callable,
+    arg_sets: Sequence[Mapping[str, tuple]],
+    again_args: Mapping[str, tuple],
+) -> dict:
+    """probe_calls_again for a function called several ways on each case (a causal mask and
+    another, say): each of arg_sets is {name: args}, called in that order (the first case's
+    calls are primary), then again_args the same way: {"calls": [{name: call}], "again":
+    again_of(...)}, whose "call" is {name: call} and whose first returned object is the first
+    case's first name's."""
+    calls, first = [], None
+    for i, named in enumerate(arg_sets):
+        kept = {n: call_kept(ctx, fn, *args, primary=i == 0) for n, args in named.items()}
+        calls.append({n: call for n, (call, _) in kept.items()})
+        first = next(iter(kept.values()))[1] if i == 0 else first
+    again = {n: call_kept(ctx, fn, *args)[0] for n, args in again_args.items()}
+    return {"calls": calls, "again": again_of(first, again)}
 
 
 def same_value(a: Any, b: Any) -> bool:
