@@ -41,6 +41,7 @@ from tutor.kit import (
     judge_large_scores_weights,
     judge_mask_honoured,
     judge_other_sizes,
+    judge_sizes_and_again,
     judge_training_story,
     judged,
     large_scores_factor,
@@ -193,15 +194,10 @@ def judge_scores_case(v, call, case):
 
 
 def judge_scores(v, outputs, inputs, jctx):
-    calls, cases = outputs["calls"], inputs["cases"]
-    defs = ("scaled_scores",)
-    judge_scores_case(v, calls[0], cases[0])
-    labels = [qkv_label(c) for c in cases]
-    judge_other_sizes(v, calls, cases, labels, judge_scores_case, explain=sizes_explainer(defs))
-    first = calls[0].get("value")
-    judge_called_again(
-        v, "scaled_scores", outputs["again"], first, judge_scores_case, inputs["again"], defs=defs
-    )
+    cases, explain = inputs["cases"], sizes_explainer(("scaled_scores",))
+    labels, again = [qkv_label(c) for c in cases], inputs["again"]
+    fn, judge = "scaled_scores", judge_scores_case
+    judge_sizes_and_again(v, fn, outputs, cases, labels, judge, again, explain=explain)
     no_kernel(v, "scaled_scores", jctx.source, {"scaled_scores"}, jctx.kernels)
 
 
@@ -228,15 +224,10 @@ def judge_mask_case(v, call, T):
 
 
 def judge_mask(v, outputs, inputs, jctx):
-    calls, defs = outputs["calls"], ("causal_mask",)
-    judge_mask_case(v, calls[0], MASK_SIZES[0])
-    labels = [f"T={T}" for T in MASK_SIZES]
-    explain = mask_sizes_explainer(defs, calls, MASK_SIZES)
-    judge_other_sizes(v, calls, MASK_SIZES, labels, judge_mask_case, explain=explain)
-    first = calls[0].get("value")
-    judge_called_again(
-        v, "causal_mask", outputs["again"], first, judge_mask_case, MASK_SIZES[0], defs=defs
-    )
+    labels, sizes = [f"T={T}" for T in MASK_SIZES], MASK_SIZES
+    explain = mask_sizes_explainer(("causal_mask",), outputs["calls"], sizes)
+    fn, judge = "causal_mask", judge_mask_case
+    judge_sizes_and_again(v, fn, outputs, sizes, labels, judge, sizes[0], explain=explain)
 
 
 # ---------------------------------------------------------------- weights
@@ -296,18 +287,23 @@ def judge_weights_case(v, call, case):
 
 
 def judge_weights(v, outputs, inputs, jctx):
-    calls, cases = outputs["calls"], inputs["cases"]
-    defs = ("attention_weights",)
-    judge_weights_case(v, calls[0], cases[0])
-    labels = [qkv_label(c) for c in cases]
-    judge_other_sizes(v, calls, cases, labels, judge_weights_case, explain=sizes_explainer(defs))
-    large = inputs["large"]
-    mask, expected = future(large.shape[-1]), ref_weights(large, future(large.shape[-1]))
-    fn = "attention_weights"
-    judge_large_scores_weights(v, outputs["large"], large, mask, expected, fn=fn, defs=defs)
-    first, again = calls[0]["causal"].get("value"), inputs["again"]
-    judge_called_again(
-        v, "attention_weights", outputs["again"], first, judge_weights_case, again, defs=defs
+    cases, fn, defs = inputs["cases"], "attention_weights", ("attention_weights",)
+    labels, large = [qkv_label(c) for c in cases], inputs["large"]
+    mask = future(large.shape[-1])
+    large_ok = lambda: judge_large_scores_weights(  # noqa: E731
+        v, outputs["large"], large, mask, ref_weights(large, mask), fn=fn, defs=defs
+    )
+    judge_sizes_and_again(
+        v,
+        fn,
+        outputs,
+        cases,
+        labels,
+        judge_weights_case,
+        inputs["again"],
+        explain=sizes_explainer(defs),
+        first_name="causal",
+        then=large_ok,
     )
     no_kernel(v, "attention_weights", jctx.source, {"attention_weights"}, jctx.kernels)
 

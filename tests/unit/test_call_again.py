@@ -14,6 +14,7 @@ from tutor.kit import (
     Verdict,
     call_kept,
     judge_called_again,
+    judge_sizes_and_again,
     msg,
     probe_calls_again,
     probe_named_calls_again,
@@ -190,3 +191,23 @@ def test_named_calls_keep_each_call_and_the_first_names_first_result():
     assert only(v).status == "pass"
     _, v = named_run("buffered_doubled")
     assert only(v).status == "fail" and only(v).message.key == "check.first_result_changed"
+
+
+def sizes_and_again(name: str, then=None) -> dict[str, str]:
+    ctx = context()
+    out = probe_calls_again(ctx, ctx.get(name), [(x,) for x in SIZES], (AGAIN,))
+    v = Verdict(SOURCE)
+    with contextlib.suppress(Stop):
+        judge_sizes_and_again(v, name, out, SIZES, ["a", "b"], judge_doubled, AGAIN, then=then)
+    return {c.id: c.status for c in v.checks}
+
+
+def test_sizes_and_again_judges_the_lab_case_the_sizes_then_and_again():
+    order = []
+    assert sizes_and_again("doubled", then=lambda: order.append("then")) == {
+        "values": "pass",
+        "other-sizes": "pass",
+        "call-again": "pass",
+    }
+    assert order == ["then"]
+    assert sizes_and_again("memo_doubled")["call-again"] == "fail"

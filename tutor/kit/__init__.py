@@ -30,7 +30,8 @@ probe runs in the child beside the learner's code, its judge in the judge proces
   judge_training_story), large inputs (LARGE_INPUT, judge_large_inputs), the learner's own
   code (lend, no_foreign; no_kernel reports both); a function called again, right and its
   first result unchanged (probe_calls_again, probe_named_calls_again for several calls a
-  case, or call_kept and again_of, judge_called_again;
+  case, or call_kept and again_of, judge_called_again; judge_sizes_and_again, the lab's case,
+  the other sizes and the call again in one;
   snapshot, same_value, trimmed); blame for a composed function's helpers (reference_helpers,
   stand_in, probe_helpers_replaced, probe_helper_calls, with_args, first_wrong_helper, blame_helpers,
   judge_helpers_replaced; helper_blame, both verdicts per case, computed once); a boolean
@@ -97,6 +98,7 @@ from tutor.kit.call_again import (
     again_of,
     call_kept,
     judge_called_again,
+    judge_sizes_and_again,
     probe_calls_again,
     probe_named_calls_again,
     same_value,
@@ -387,6 +389,7 @@ __all__ = [
     "causal_mask_likely",
     "causal_mask_mistakes",
     "entropy_table",
+    "judge_sizes_and_again",
     "made_note",
     "probe_named_calls_again",
     "require_again_right",

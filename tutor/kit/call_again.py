@@ -14,7 +14,14 @@ from typing import Any
 
 import torch
 
-from tutor.kit.judge_tools import Verdict, judged, msg, nest_likely, state_explanation
+from tutor.kit.judge_tools import (
+    Verdict,
+    judge_other_sizes,
+    judged,
+    msg,
+    nest_likely,
+    state_explanation,
+)
 from tutor.kit.probe_tools import ProbeContext, clone_args
 
 
@@ -144,3 +151,31 @@ def judge_called_again(
             or msg("likely.first_result_refilled")
         ),
     )
+
+
+def judge_sizes_and_again(
+    v: Verdict,
+    fn: str,
+    outputs: dict,
+    cases: Sequence[Any],
+    labels: Sequence[Any],
+    judge_case: Callable,
+    again_case: Any,
+    *,
+    explain: Callable | None = None,
+    first_name: str | None = None,
+    then: Callable[[], None] | None = None,
+) -> None:
+    """The judge of a function probed by probe_calls_again or probe_named_calls_again
+    (outputs: {"calls", "again"}, a call per case of cases), in the usual order: judge_case on
+    the lab's case (the first), the other sizes as one check (judge_other_sizes, with labels
+    and explain), then() where given (a check of its own, large scores say), then the call
+    again on again_case (judge_called_again, defs=(fn,)); its first result is the first call's
+    value, or with named calls its first_name's."""
+    calls = outputs["calls"]
+    judge_case(v, calls[0], cases[0])
+    judge_other_sizes(v, calls, list(cases), list(labels), judge_case, explain=explain)
+    if then is not None:
+        then()
+    first = (calls[0] if first_name is None else calls[0][first_name]).get("value")
+    judge_called_again(v, fn, outputs["again"], first, judge_case, again_case, defs=(fn,))
