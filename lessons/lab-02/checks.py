@@ -32,7 +32,7 @@ from tutor.kit import (
     head_panel,
     heading,
     heatmap,
-    helper_blame,
+    helper_verdicts,
     judge_attention_weights,
     judge_bool_mask,
     judge_called_again,
@@ -92,11 +92,9 @@ LAB_D_K = QKV_SHAPES[0][-1]
 def make_inputs(seed=0):
     """seed: 0 for the notebook's own tensors; another draws them afresh (`attn-tutor grade --seed`)."""
     cases = []
+    # First exactly the notebook's q, k, v: torch.manual_seed(7), then three randn calls.
     g = torch.Generator().manual_seed(7 + 1_000_003 * seed)
-    for i, shape in enumerate(QKV_SHAPES):
-        if i == 0:
-            # Exactly the notebook's q, k, v: torch.manual_seed(7), then three randn calls.
-            g = torch.Generator().manual_seed(7 + 1_000_003 * seed)
+    for shape in QKV_SHAPES:
         q, k, v = (torch.randn(shape, generator=g) for _ in range(3))
         # A mask that is not the causal one, to see that attention_weights uses the mask it is given.
         cases.append({"q": q, "k": k, "v": v, "other_mask": other_mask(shape[-2], g)})
@@ -426,7 +424,7 @@ def judge_output(v, outputs, inputs, jctx):
         v.visuals["view"] = printout_view(calls[0], cases[0])
     everything, qkv = cases + [inputs["again"]], lambda c: (c["q"], c["k"], c["v"])
     judges = functools.partial(part_judges, v.source)
-    replaced, blame = helper_blame(
+    replaced, blame = helper_verdicts(
         v.source, outputs["alone"], outputs["parts"], everything, judge_output_case, qkv, judges
     )
     try:

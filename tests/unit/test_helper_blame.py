@@ -14,7 +14,7 @@ from tutor.kit import (
     Verdict,
     blame_helpers,
     first_wrong_helper,
-    helper_blame,
+    helper_verdicts,
     judge_helpers_replaced,
     judged,
     msg,
@@ -119,7 +119,7 @@ def test_helper_blame_gives_each_cases_verdict_and_culprit_once():
         asked.append(x)
         return JUDGES
 
-    replaced, blame = helper_blame(
+    replaced, blame = helper_verdicts(
         SOURCE, alone + [None], parts + [{}], [X, X, X], judge_compose, lambda x: (x,), judges_of
     )
     assert blame(0) == msg("likely.helper_first_fix", fn="double") and replaced(0).passed()

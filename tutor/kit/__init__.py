@@ -34,7 +34,7 @@ probe runs in the child beside the learner's code, its judge in the judge proces
   the other sizes and the call again in one;
   snapshot, same_value, trimmed); blame for a composed function's helpers (reference_helpers,
   stand_in, probe_helpers_replaced, probe_helper_calls, with_args, first_wrong_helper, blame_helpers,
-  judge_helpers_replaced; helper_blame, both verdicts per case, computed once); a boolean
+  judge_helpers_replaced; helper_verdicts, both verdicts per case, computed once); a boolean
   mask on a named hidden region (judge_bool_mask, mask_difference, mask_row_text,
   mask_size_explanation, mask_sizes_explainer); a mask given is the mask used
   (other_mask, judge_mask_honoured); incremental decoding, a step function run token by token
@@ -152,7 +152,7 @@ from tutor.kit.heads import (
 from tutor.kit.helper_blame import (
     blame_helpers,
     first_wrong_helper,
-    helper_blame,
+    helper_verdicts,
     judge_helpers_replaced,
     probe_helper_calls,
     probe_helpers_replaced,
@@ -389,6 +389,7 @@ __all__ = [
     "causal_mask_likely",
     "causal_mask_mistakes",
     "entropy_table",
+    "helper_verdicts",
     "judge_sizes_and_again",
     "made_note",
     "probe_named_calls_again",
@@ -422,7 +423,6 @@ __all__ = [
     "head_panel",
     "heading",
     "heatmap",
-    "helper_blame",
     "first_wrong_helper",
     "hidden_cells",
     "human",

@@ -146,7 +146,7 @@ def judge_helpers_replaced(
     v.expect(check_id, ok, key, reason=reason, likely=said)
 
 
-def helper_blame(
+def helper_verdicts(
     source: str,
     alone: Sequence[dict | None],
     parts: Sequence[Mapping[str, dict | None]],
