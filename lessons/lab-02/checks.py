@@ -15,41 +15,40 @@ import torch.nn.functional as F
 
 from tutor.kit import (
     LARGE_INPUT,
-    LARGE_SCORES,
     Region,
     StepSpec,
     after_answer,
-    again_of,
-    bar,
+    before_after_maps,
     blame_helpers,
     call_after,
-    call_kept,
+    causal_mask_likely,
     changed_input,
     close,
     describe,
+    entropy_table,
     exercise_functions,
-    first_nonfinite,
     first_raised_note,
-    first_wrong_helper,
     head_maps,
     head_panel,
     heading,
     heatmap,
+    helper_verdicts,
     judge_attention_weights,
     judge_bool_mask,
     judge_called_again,
     judge_helpers_replaced,
     judge_large_inputs,
+    judge_large_scores_weights,
     judge_mask_honoured,
     judge_other_sizes,
+    judge_sizes_and_again,
     judge_training_story,
     judged,
     large_scores_factor,
-    large_scores_likely,
+    made_note,
     mask_difference,
-    mask_size_explanation,
+    mask_sizes_explainer,
     masked_softmax_likely,
-    mean_row_entropy,
     msg,
     no_kernel,
     nonfinite_rows,
@@ -60,17 +59,22 @@ from tutor.kit import (
     probe_calls_again,
     probe_helper_calls,
     probe_helpers_replaced,
+    probe_named_calls_again,
     probe_training_story,
     raised_note,
     require_close,
     require_pair,
     require_ran,
     require_tensor,
+    returned_note,
     round_matrix,
-    row,
-    shape_explanation,
+    row_sums_rows,
+    rows_note,
+    same_tensor,
+    scale_from_weights_likely,
+    scaled_scores_likely,
     shape_str,
-    state_explanation,
+    shapes_explainer,
     table,
     trimmed,
     waiting,
@@ -82,16 +86,15 @@ from tutor.kit import (
 QKV_SHAPES = [(1, 2, 6, 8), (2, 3, 5, 16), (4, 9, 32), (1, 1, 1, 4), (1, 2, 40, 64)]
 # The seed's 6, small ones, every T that attention meets, and lengths past any fixed cap.
 MASK_SIZES = [6, 1, 2, 7, 13, 5, 9, 32, 40, 48, 100]
+LAB_D_K = QKV_SHAPES[0][-1]
 
 
 def make_inputs(seed=0):
     """seed: 0 for the notebook's own tensors; another draws them afresh (`attn-tutor grade --seed`)."""
     cases = []
+    # First exactly the notebook's q, k, v: torch.manual_seed(7), then three randn calls.
     g = torch.Generator().manual_seed(7 + 1_000_003 * seed)
-    for i, shape in enumerate(QKV_SHAPES):
-        if i == 0:
-            # Exactly the notebook's q, k, v: torch.manual_seed(7), then three randn calls.
-            g = torch.Generator().manual_seed(7 + 1_000_003 * seed)
+    for shape in QKV_SHAPES:
         q, k, v = (torch.randn(shape, generator=g) for _ in range(3))
         # A mask that is not the causal one, to see that attention_weights uses the mask it is given.
         cases.append({"q": q, "k": k, "v": v, "other_mask": other_mask(shape[-2], g)})
@@ -149,45 +152,10 @@ def qkv_label(case) -> list[str]:
     return ["q", "k", "v " + shape_str(case["q"].shape)]
 
 
-# ---------------------------------------------------------------- calls kept apart
-
-
-def called_again(v, fn, outputs, first, judge_case, case, blame=None):
-    """The kit's call-again check, with the lesson's own words for a result refilled."""
-    judge_called_again(
-        v,
-        fn,
-        outputs["again"],
-        first,
-        judge_case,
-        case,
-        defs=(fn,),
-        blame=blame,
-        reused_key="check.result_reused",
-        reused_likely=msg("likely.result_reused"),
-    )
-
-
-def lab_explain(defs, i):
-    """The likely mistake when a step is right at the seed's q, k, v but not at QKV_SHAPES[i]
-    (the kit's shape_explanation, with the lesson's words for another rank)."""
-
-    def explain(_i, sub, source):
-        shape, seed = QKV_SHAPES[i], QKV_SHAPES[0]
-        ranks = {"at_key": "likely.rank_dims", "key": "likely.rank"}
-        return shape_explanation(source, defs, ("B", "H", "T", "d_k"), seed, shape, **ranks)
-
-    return explain
-
-
-def other_sizes(v, calls, cases, labels, judge_case, defs, blame=None):
-    """judge_other_sizes, with the lesson's explanation of a failure at QKV_SHAPES[i]; for
-    attention, first the helper to fix (blame)."""
-
-    def why(i, sub, source):
-        return (blame(i) if blame else None) or lab_explain(defs, i)(i, sub, source)
-
-    judge_other_sizes(v, calls, cases, labels, judge_case, explain=why)
+def sizes_explainer(defs, first=None):
+    """Why a step right at the seed's q, k, v is wrong at QKV_SHAPES[i]; first: a culprit to
+    name before the shape (attention's wrong helper)."""
+    return shapes_explainer(defs, ("B", "H", "T", "d_k"), QKV_SHAPES, first=first)
 
 
 # ---------------------------------------------------------------- scores
@@ -197,34 +165,6 @@ def probe_scores(ctx, inputs):
     cases, a = inputs["cases"], inputs["again"]
     args = [(c["q"], c["k"]) for c in cases]
     return probe_calls_again(ctx, ctx.get("scaled_scores"), args, (a["q"], a["k"]))
-
-
-def diagnose_scores(s, q, k):
-    raw = q.double() @ k.double().transpose(
-        -2, -1
-    )  # in double: a float64 result is compared, not a crash
-    dk, T = q.shape[-1], q.shape[-2]
-    s = s.double()
-    for cand, likely in (
-        (raw, msg("likely.scale_none")),
-        (raw / dk, msg("likely.scale_d")),
-        (raw * math.sqrt(dk), msg("likely.scale_multiplied")),
-        (raw.transpose(-2, -1) / math.sqrt(dk), msg("likely.swapped_qk")),
-        (raw / math.sqrt(T), msg("likely.scale_seq_len")),
-        (raw / math.sqrt(8), msg("likely.hardcoded_dk")),
-        # The batch's or the heads' size (`q.size(1)`): any leading dimension that is neither d_k nor T.
-        *(
-            (
-                raw / math.sqrt(n),
-                msg("likely.scale_other_dim", n=n, dim=i, shape=shape_str(q.shape), d_k=dk),
-            )
-            for i, n in enumerate(q.shape[:-2])
-            if n not in (dk, T)
-        ),
-    ):
-        if cand.shape == s.shape and torch.allclose(cand, s, atol=1e-5, rtol=1e-4):
-            return likely
-    return msg("likely.unknown")
 
 
 def judge_scores_case(v, call, case):
@@ -241,19 +181,21 @@ def judge_scores_case(v, call, case):
     )
     expected = ref_scores(q, k)
     require_close(
-        v, "values", "scaled_scores(q, k)", s, expected, likely=lambda: diagnose_scores(s, q, k)
+        v,
+        "values",
+        "scaled_scores(q, k)",
+        s,
+        expected,
+        likely=lambda: scaled_scores_likely(s, q, k, lab_d_k=LAB_D_K),
     )
     changed_input(v, "scaled_scores", ["q", "k"], call["args"], (q, k))
 
 
 def judge_scores(v, outputs, inputs, jctx):
-    calls, cases = outputs["calls"], inputs["cases"]
-    defs = ("scaled_scores",)
-    judge_scores_case(v, calls[0], cases[0])
-    other_sizes(v, calls, cases, [qkv_label(c) for c in cases], judge_scores_case, defs)
-    called_again(
-        v, "scaled_scores", outputs, calls[0].get("value"), judge_scores_case, inputs["again"]
-    )
+    cases, explain = inputs["cases"], sizes_explainer(("scaled_scores",))
+    labels, again = [qkv_label(c) for c in cases], inputs["again"]
+    fn, judge = "scaled_scores", judge_scores_case
+    judge_sizes_and_again(v, fn, outputs, cases, labels, judge, again, explain=explain)
     no_kernel(v, "scaled_scores", jctx.source, {"scaled_scores"}, jctx.kernels)
 
 
@@ -265,20 +207,6 @@ def probe_mask(ctx, inputs):
     return probe_calls_again(ctx, ctx.get("causal_mask"), sizes, sizes[0])
 
 
-def diagnose_mask(m, T):
-    if m.shape != (T, T):
-        return msg("likely.unknown")
-    for cand, likely in (
-        (torch.triu(torch.ones(T, T, dtype=torch.bool)), msg("likely.mask_diagonal_bool")),
-        (torch.tril(torch.ones(T, T, dtype=torch.bool), diagonal=-1), msg("likely.mask_inverted")),
-        (torch.tril(torch.ones(T, T, dtype=torch.bool)), msg("likely.mask_inverted")),
-        (torch.tril(torch.ones(T, T, dtype=torch.bool), diagonal=1), msg("likely.mask_inverted")),
-    ):
-        if torch.equal(m, cand):
-            return likely
-    return msg("likely.unknown")
-
-
 def judge_mask_case(v, call, T):
     require_ran(v, call, "causal_mask")
     m = call["value"]
@@ -287,37 +215,17 @@ def judge_mask_case(v, call, T):
         m,
         future(T),
         what=f"causal_mask({T})",
-        likely=lambda: diagnose_mask(m, T),
+        region=msg("region.future"),
+        likely=lambda: causal_mask_likely(m, T),
         shape_likely=msg("likely.mask_shape"),
-        key="check.mask_values",
-        dtype_key="check.mask_dtype",
-        said={"T": T},
     )
-
-
-def mask_explain(calls):
-    """Why causal_mask fails at a T past the seed's (the kit's, with the lesson's words)."""
-
-    def explain(i, sub, source):
-        m, T = calls[i].get("value"), MASK_SIZES[i]
-        key = "likely.mask_capped"
-        return mask_size_explanation(source, ("causal_mask",), m, T, MASK_SIZES[0], capped_key=key)
-
-    return explain
 
 
 def judge_mask(v, outputs, inputs, jctx):
-    calls = outputs["calls"]
-    judge_mask_case(v, calls[0], MASK_SIZES[0])
-    judge_other_sizes(
-        v,
-        calls,
-        MASK_SIZES,
-        [f"T={T}" for T in MASK_SIZES],
-        judge_mask_case,
-        explain=mask_explain(calls),
-    )
-    called_again(v, "causal_mask", outputs, calls[0].get("value"), judge_mask_case, MASK_SIZES[0])
+    labels, sizes = [f"T={T}" for T in MASK_SIZES], MASK_SIZES
+    explain = mask_sizes_explainer(("causal_mask",), outputs["calls"], sizes)
+    fn, judge = "causal_mask", judge_mask_case
+    judge_sizes_and_again(v, fn, outputs, sizes, labels, judge, sizes[0], explain=explain)
 
 
 # ---------------------------------------------------------------- weights
@@ -325,25 +233,16 @@ def judge_mask(v, outputs, inputs, jctx):
 
 def probe_weights(ctx, inputs):
     fn = ctx.get("attention_weights")
-    calls, first = [], None
-    for i, c in enumerate(inputs["cases"] + [inputs["again"]]):
+
+    def masks(c):
         scores = ref_scores(c["q"], c["k"])
-        T = scores.shape[-1]
-        causal, value = call_kept(ctx, fn, scores, future(T), primary=i == 0)
-        calls.append(
-            {
-                "causal": causal,
-                "other": call_kept(ctx, fn, scores, c["other_mask"], primary=i == 0)[0],
-            }
-        )
-        first = value if i == 0 else first
-    *calls, again = calls
+        return {"causal": (scores, future(scores.shape[-1])), "other": (scores, c["other_mask"])}
+
+    cases = [masks(c) for c in inputs["cases"]]
+    out = probe_named_calls_again(ctx, fn, cases, masks(inputs["again"]))
     large = inputs["large"]
-    return {
-        "calls": calls,
-        "again": again_of(first, again),
-        "large": trimmed(ctx.call(fn, large, future(large.shape[-1]))),
-    }
+    out["large"] = trimmed(ctx.call(fn, large, future(large.shape[-1])))
+    return out
 
 
 def large_scores(case):
@@ -353,14 +252,8 @@ def large_scores(case):
     return s * large_scores_factor(s)
 
 
-def diagnose_weights(w, scores, mask, source="", defs=("attention_weights",)):
-    """The kit's masked-softmax mistakes, with the lesson's words for a masked_fill thrown away."""
-    key = "likely.masked_fill_discarded_at"
-    return masked_softmax_likely(w, scores, mask, source=source, defs=defs, discarded_key=key)
-
-
 def judge_weights_masked(v, w, scores, mask, what, defs=("attention_weights",)):
-    diagnose = lambda: diagnose_weights(w, scores, mask, v.source, defs)  # noqa: E731
+    diagnose = lambda: masked_softmax_likely(w, scores, mask, source=v.source, defs=defs)  # noqa: E731
     hidden = Region(msg("region.future"), mask, "future-is-zero", "check.future", named=False)
     judge_attention_weights(v, w, [hidden], what=what, likely=diagnose)
 
@@ -372,15 +265,13 @@ def judge_weights_one(v, call, scores, mask, name):
 
     def values():
         judge_weights_masked(v, w, scores, mask, what)
-        likely = lambda: diagnose_weights(w, scores, mask, v.source)  # noqa: E731
+        defs = ("attention_weights",)
+        likely = lambda: masked_softmax_likely(w, scores, mask, source=v.source, defs=defs)  # noqa: E731
         require_close(v, "values", what, w, ref_weights(scores, mask), likely=likely)
 
     if name == "other":
         # A result kept from the call before (a memo keyed on the shape) ignores the mask too.
-        def own():
-            return state_explanation(v.source, ("attention_weights",)) or msg("likely.own_mask")
-
-        judge_mask_honoured(v, w, mask, then=values, likely=own, key="check.mask_ignored")
+        judge_mask_honoured(v, w, mask, then=values, defs=("attention_weights",))
     else:
         values()
     changed_input(v, "attention_weights", ["scores", "mask"], call["args"], (scores, mask))
@@ -394,46 +285,25 @@ def judge_weights_case(v, call, case):
 
 
 def judge_weights(v, outputs, inputs, jctx):
-    calls, cases = outputs["calls"], inputs["cases"]
-    defs = ("attention_weights",)
-    judge_weights_case(v, calls[0], cases[0])
-    other_sizes(v, calls, cases, [qkv_label(c) for c in cases], judge_weights_case, defs)
-    judge_large_scores(v, outputs["large"], inputs["large"])
-    first = calls[0]["causal"].get("value")
-    called_again(v, "attention_weights", outputs, first, judge_weights_case, inputs["again"])
+    cases, fn, defs = inputs["cases"], "attention_weights", ("attention_weights",)
+    labels, large = [qkv_label(c) for c in cases], inputs["large"]
+    mask = future(large.shape[-1])
+    large_ok = lambda: judge_large_scores_weights(  # noqa: E731
+        v, outputs["large"], large, mask, ref_weights(large, mask), fn=fn, defs=defs
+    )
+    judge_sizes_and_again(
+        v,
+        fn,
+        outputs,
+        cases,
+        labels,
+        judge_weights_case,
+        inputs["again"],
+        explain=sizes_explainer(defs),
+        first_name="causal",
+        then=large_ok,
+    )
     no_kernel(v, "attention_weights", jctx.source, {"attention_weights"}, jctx.kernels)
-
-
-def judge_large_scores(v, call, scores):
-    mask = future(scores.shape[-1])
-    require_ran(v, call, "attention_weights")
-    w = require_tensor(
-        v,
-        "large-scores",
-        "attention_weights(scores, mask)",
-        call["value"],
-        scores.shape,
-        msg("likely.weights_shape"),
-    )
-    bad = first_nonfinite(w)
-    v.require(
-        "large-scores",
-        bad is None,
-        "check.large_scores",
-        top=f"{LARGE_SCORES:g}",
-        count=bad[1] if bad else 0,
-        where=shape_str(bad[0]) if bad else "",
-        likely=lambda: large_scores_likely(w, scores, mask),
-    )
-    expected = ref_weights(scores, mask)
-    require_close(
-        v,
-        "large-scores",
-        f"attention_weights(scores reaching {LARGE_SCORES:g}, mask)",
-        w,
-        expected,
-        likely=lambda: diagnose_weights(w, scores, mask, v.source),
-    )
 
 
 # ---------------------------------------------------------------- output
@@ -504,36 +374,30 @@ def judge_output_case(v, call, case, defs=("attention",)):
     ref_w = ref_weights(scores, future(T))
     # The weights returned must be the ones used, not merely well-formed.
     require_close(
-        v, "values", "weights", w, ref_w, likely=lambda: diagnose_scores_from_weights(w, q, k)
+        v,
+        "values",
+        "weights",
+        w,
+        ref_w,
+        likely=lambda: scale_from_weights_likely(w, q, k, future(T)),
     )
 
     def out_likely():
         if close(w, ref_w):
             return msg("likely.out_not_weights_v")
-        found = diagnose_weights(w, scores, future(T), v.source, defs + ("attention_weights",))
-        return diagnose_scores_from_weights(w, q, k) if found["key"] == "likely.unknown" else found
+        found = masked_softmax_likely(
+            w, scores, future(T), source=v.source, defs=defs + ("attention_weights",)
+        )
+        return (
+            scale_from_weights_likely(w, q, k, future(T))
+            if found["key"] == "likely.unknown"
+            else found
+        )
 
     # rtol=0: the notebook's own `error < 1e-5`.
     expected = ref_output(q, k, vv)
     require_close(v, "matches-pytorch", "output", out, expected, likely=out_likely, rtol=0)
     changed_input(v, "attention", ["q", "k", "v"], call["args"], (q, k, vv))
-
-
-def diagnose_scores_from_weights(w, q, k):
-    raw = q.double() @ k.double().transpose(-2, -1)
-    T, dk = q.shape[-2], q.shape[-1]
-    for cand, likely in ((raw, msg("likely.scale_none")), (raw / dk, msg("likely.scale_d"))):
-        if torch.allclose(_weights(cand, future(T)), w.double(), atol=1e-5):
-            return likely
-    return msg("likely.unknown")
-
-
-def replaced_verdict(source, alone, case):
-    """attention's verdict with correct helpers in place of the learner's; None without any."""
-    if alone is None:
-        return None
-    qkv = with_args(alone, case["q"], case["k"], case["v"])
-    return judged(source, judge_output_case, qkv, case)
 
 
 def part_judges(source, case) -> dict:
@@ -558,38 +422,31 @@ def judge_output(v, outputs, inputs, jctx):
         # Drawn before judging: a failing step is where the heatmap helps most.
         v.visuals["heatmaps"] = head_panel(w, ref, lambda h: msg("visual.head", h=h))
         v.visuals["view"] = printout_view(calls[0], cases[0])
-    everything = cases + [inputs["again"]]
-    alone, parts = outputs["alone"], outputs["parts"]
-    cached = functools.lru_cache(maxsize=None)
-    replaced = cached(lambda i: replaced_verdict(v.source, alone[i], everything[i]))
-    blame = cached(
-        lambda i: first_wrong_helper(
-            replaced(i), parts[i], part_judges(v.source, everything[i]), key="likely.helper_first"
-        )
+    everything, qkv = cases + [inputs["again"]], lambda c: (c["q"], c["k"], c["v"])
+    judges = functools.partial(part_judges, v.source)
+    replaced, blame = helper_verdicts(
+        v.source, outputs["alone"], outputs["parts"], everything, judge_output_case, qkv, judges
     )
     try:
         judge_output_case(v, calls[0], cases[0])
     finally:
         blame_helpers(v, 0, lambda: blame(0))
-    judge_helpers_replaced(
-        v,
-        replaced(0),
-        check_id="reference-helpers",
-        key="check.reference_helpers",
-        likely=msg("likely.compensates"),
-    )
-    other_sizes(
-        v,
-        calls,
-        cases,
-        [qkv_label(c) for c in cases],
-        judge_output_case,
-        ("attention",),
-        blame=blame,
-    )
+    judge_helpers_replaced(v, replaced(0), check_id="reference-helpers")
+    labels, defs = [qkv_label(c) for c in cases], ("attention",)
+    explain = sizes_explainer(defs, first=blame)
+    judge_other_sizes(v, calls, cases, labels, judge_output_case, explain=explain)
     first = calls[0].get("value")
     last = lambda: blame(len(cases))  # noqa: E731
-    called_again(v, "attention", outputs, first, judge_output_case, inputs["again"], last)
+    judge_called_again(
+        v,
+        "attention",
+        outputs["again"],
+        first,
+        judge_output_case,
+        inputs["again"],
+        defs=defs,
+        blame=last,
+    )
     no_kernel(v, "attention", jctx.source, {"attention"}, jctx.kernels)
     c, s = cases[0], LARGE_INPUT
     judge_large_inputs(
@@ -618,17 +475,7 @@ def printout_view(call, case) -> list:
     w = pair_weights(call)
     if w is None:
         return []
-    rows = [["weights:", shape_str(w.shape)]]
-    if w.dim() >= 2 and torch.isfinite(w).all():
-        sums = w.double().sum(-1).reshape(-1, w.shape[-2])  # a line per batch element and head
-        if torch.allclose(sums, torch.ones_like(sums), rtol=0, atol=5e-5):
-            rows.append(["row sums:", msg("visual.printout_sums_one", n=sums.numel())])
-        else:
-            for h, line in enumerate(sums[:4]):
-                said = " ".join(f"{x:.4f}" for x in line[:8].tolist()) + (
-                    " …" if len(line) > 8 else ""
-                )
-                rows.append([msg("visual.printout_sums_head", h=h), said])
+    rows = [["weights:", shape_str(w.shape)], *row_sums_rows(w)]
     out = value[0] if isinstance(value, tuple) else None
     expected = ref_output(case["q"], case["k"], case["v"])
     if isinstance(out, torch.Tensor) and out.shape == expected.shape:
@@ -746,50 +593,29 @@ def probe_exercises(ctx, inputs):
     return out
 
 
-def made_for_you(fn: str):
-    return note(msg("visual.ex_made_for_you", fn=fn))
-
-
-# The lesson's own words for an exercise function that raised.
-RAISED = {"key": "visual.ex_raised", "line_key": "visual.ex_raised_line"}
-
-
-def same(a, b) -> bool:
-    tensors = isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor)
-    return tensors and a.shape == b.shape and close(a.double(), b.double())
-
-
 def entropy_view(outputs) -> list:
     """Exercise 1: the scale keeps the softmax from saturating as head_dim grows."""
     found = outputs["entropy"]
-    ent = [
-        (e["hd"], mean_row_entropy(e["with"]), mean_row_entropy(e["without"].get("value")))
-        for e in found
-    ]
-    top = max([x for _, a, b in ent for x in (a, b) if x is not None] or [1.0])
-    fmt = lambda x: None if x is None else f"{x:.2f}"  # noqa: E731
-    rows = [[str(hd), fmt(a), bar(a, top, "green"), fmt(b), bar(b, top, "red")] for hd, a, b in ent]
+    rows = [(str(e["hd"]), e["with"], e["without"].get("value")) for e in found]
     columns = ["head_dim", msg("visual.ex1_with"), "", msg("visual.ex1_without"), ""]
-    said = [made_for_you("exercise_scores")] if "exercise_scores" in outputs["missing"] else []
+    said = made_note(outputs["missing"], "exercise_scores")
     failed = first_raised_note(
         [
             (e[part], fn)
             for e in found
             for part, fn in (("unscaled", "exercise_scores"), ("without", "attention_weights"))
-        ],
-        **RAISED,
+        ]
     )
     unscaled = [e["unscaled"].get("value") for e in found]
-    right = failed is None and all(same(u, e["raw"]) for u, e in zip(unscaled, found, strict=True))
+    right = failed is None and all(
+        same_tensor(u, e["raw"]) for u, e in zip(unscaled, found, strict=True)
+    )
     if failed is not None:
         said.append(failed)
     elif not right:
-        unchanged = all(same(u, e["scaled"]) for u, e in zip(unscaled, found, strict=True))
+        unchanged = all(same_tensor(u, e["scaled"]) for u, e in zip(unscaled, found, strict=True))
         said.append(note(msg("visual.ex1_unchanged" if unchanged else "visual.ex1_not_raw")))
-    shown = [
-        note(msg("visual.ex1_task", T=ENTROPY_T)),
-        table(columns, rows, align=["left", "right", "left", "right", "left"]),
-    ]
+    shown = [note(msg("visual.ex1_task", T=ENTROPY_T)), entropy_table(rows, columns)]
     return [
         with_question(1, *shown, *said),
         # Why, under the learner's own answer, once the change is the notebook's.
@@ -810,14 +636,14 @@ def mask_said(m, T: int) -> tuple[bool, list]:
 def diagonal_view(outputs, inputs) -> list:
     """Exercise 2: with diagonal=0 the first query has nothing left to attend to."""
     T = inputs["cases"][0]["q"].shape[-2]
-    said = [made_for_you("exercise_mask")] if "exercise_mask" in outputs["missing"] else []
+    said = made_note(outputs["missing"], "exercise_mask")
     shown = [note(msg("visual.ex2_task"))]
     m = outputs["mask"].get("value")
     # What exercise_mask did comes first: attention_weights fails on a mask of no use.
-    failed = raised_note(outputs["mask"], "exercise_mask", **RAISED)
-    if failed is None and not (isinstance(m, torch.Tensor) and tuple(m.shape) == (T, T)):
-        failed = note(msg("visual.ex2_shape", T=T, got=describe(m)))
-    failed = failed or raised_note(outputs["diagonal"], "attention_weights", **RAISED)
+    square = lambda m: isinstance(m, torch.Tensor) and tuple(m.shape) == (T, T)  # noqa: E731
+    bad = lambda m: msg("visual.ex2_shape", T=T, got=describe(m))  # noqa: E731
+    failed = returned_note(outputs["mask"], "exercise_mask", square, bad)
+    failed = failed or raised_note(outputs["diagonal"], "attention_weights")
     if failed is not None:
         return [with_question(2, *shown, *said, failed)]
     right, notes = mask_said(m.bool(), T)
@@ -828,13 +654,7 @@ def diagonal_view(outputs, inputs) -> list:
         nan_rows = nonfinite_rows(w[0, 0])
         shown.append(heatmap(round_matrix(w[0, 0]), msg("visual.ex2_heatmap")))
         if nan_rows:
-            one = len(nan_rows) == 1
-            nan = (
-                msg("visual.ex2_nan", row=nan_rows[0])
-                if one
-                else msg("visual.ex2_nan_rows", rows=nan_rows)
-            )
-            said.append(note(nan))
+            said.append(rows_note(nan_rows, "visual.ex2_nan", "visual.ex2_nan_rows"))
         elif right:
             said.append(note(msg("visual.ex2_no_nan")))
     return [
@@ -846,34 +666,29 @@ def diagonal_view(outputs, inputs) -> list:
 def heads_view(outputs, inputs) -> list:
     """Exercise 3: one head's Q changed: its pattern moves, the other head's does not."""
     q = inputs["cases"][0]["q"]
-    said = [made_for_you("exercise_q")] if "exercise_q" in outputs["missing"] else []
+    said = made_note(outputs["missing"], "exercise_q")
     shown = [note(msg("visual.ex3_task"))]
     new = outputs["q"].get("value")
     # What exercise_q did comes first: attention fails on a q of no use.
-    failed = raised_note(outputs["q"], "exercise_q", **RAISED)
-    if failed is None and not (isinstance(new, torch.Tensor) and new.shape == q.shape):
-        got = describe(new)
-        failed = note(msg("visual.ex3_bad_return", expected=shape_str(q.shape), got=got))
+    like_q = lambda x: isinstance(x, torch.Tensor) and x.shape == q.shape  # noqa: E731
+    bad = lambda x: msg("visual.ex3_bad_return", expected=shape_str(q.shape), got=describe(x))  # noqa: E731
+    failed = returned_note(outputs["q"], "exercise_q", like_q, bad)
     both = [(outputs["before"], "attention"), (outputs["after"], "attention")]
-    failed = failed or first_raised_note(both, **RAISED)
+    failed = failed or first_raised_note(both)
     if failed is not None:
         return [with_question(3, *shown, *said, failed)]
     before, after = pair_weights(outputs["before"]), pair_weights(outputs["after"])
     if not all(isinstance(w, torch.Tensor) and w.dim() == 4 for w in (before, after)):
         return [with_question(3, *shown, *said, waiting(msg("visual.ex_waiting")))]
     changed = [h for h in range(q.shape[1]) if not torch.equal(new[:, h], q[:, h])]
-    heads = range(min(2, before.shape[1], after.shape[1]))
+    heads = min(2, before.shape[1], after.shape[1])
     if not changed:  # nothing to compare: each head once
         said.append(note(msg("visual.ex3_unchanged")))
-        maps = [head_maps(before, lambda h: msg("visual.ex3_head", h=h), len(heads))]
+        maps = [head_maps(before, lambda h: msg("visual.ex3_head", h=h), heads)]
     else:
-        maps = [
-            row(
-                heatmap(round_matrix(before[0, h]), msg("visual.ex3_before", h=h)),
-                heatmap(round_matrix(after[0, h]), msg("visual.ex3_after", h=h)),
-            )
-            for h in heads
-        ]
+        before_title = lambda h: msg("visual.ex3_before", h=h)  # noqa: E731
+        after_title = lambda h: msg("visual.ex3_after", h=h)  # noqa: E731
+        maps = before_after_maps(before, after, heads, before_title, after_title)
         if len(changed) > 1:
             said.append(note(msg("visual.ex3_heads", heads=changed)))
     if not (len(changed) == 1 and q.shape[1] == 2):  # the lab's two heads: one changed, one not

@@ -156,8 +156,8 @@ def test_a_missing_catalog_key_is_named_with_where_it_is_used(tmp_path):
     folder = copy_lesson(tmp_path, "lab-02")
     checks = folder / "checks.py"
     source = checks.read_text()
-    assert source.count('msg("likely.scale_none")') >= 1
-    checks.write_text(source.replace('msg("likely.scale_none")', 'msg("likely.no_such_key")', 1))
+    assert source.count('msg("likely.weights_shape")') >= 1
+    checks.write_text(source.replace('msg("likely.weights_shape")', 'msg("likely.no_such_key")', 1))
     out = run("dev", "check", str(folder))
     assert out.returncode == 1
     bad = failed(out)

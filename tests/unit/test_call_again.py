@@ -14,8 +14,10 @@ from tutor.kit import (
     Verdict,
     call_kept,
     judge_called_again,
+    judge_sizes_and_again,
     msg,
     probe_calls_again,
+    probe_named_calls_again,
     require_close,
     same_value,
     snapshot,
@@ -163,3 +165,49 @@ def test_a_source_of_its_own_for_the_case_judge_and_no_defs_say_kept_state():
         )
     params = only(v).message.params
     assert msg("likely.kept_state") in (params["likely"], params["reason"]["params"].get("likely"))
+
+
+def named_run(name: str) -> tuple[dict, Verdict]:
+    ctx = context()
+    named = [{"plain": (x,), "halved": (x / 2,)} for x in SIZES]
+    out = probe_named_calls_again(
+        ctx, ctx.get(name), named, {"plain": (AGAIN,), "halved": (AGAIN,)}
+    )
+    v = Verdict(SOURCE)
+
+    def judge_both(sub: Verdict, calls: dict, x: torch.Tensor) -> None:
+        judge_doubled(sub, calls["plain"], x)
+
+    first = out["calls"][0]["plain"].get("value")
+    with contextlib.suppress(Stop):
+        judge_called_again(v, name, out["again"], first, judge_both, AGAIN, defs=(name,))
+    return out, v
+
+
+def test_named_calls_keep_each_call_and_the_first_names_first_result():
+    out, v = named_run("doubled")
+    assert [sorted(c) for c in out["calls"]] == [["halved", "plain"]] * 2
+    assert torch.equal(out["calls"][1]["halved"]["value"], SIZES[1])
+    assert only(v).status == "pass"
+    _, v = named_run("buffered_doubled")
+    assert only(v).status == "fail" and only(v).message.key == "check.first_result_changed"
+
+
+def sizes_and_again(name: str, then=None) -> dict[str, str]:
+    ctx = context()
+    out = probe_calls_again(ctx, ctx.get(name), [(x,) for x in SIZES], (AGAIN,))
+    v = Verdict(SOURCE)
+    with contextlib.suppress(Stop):
+        judge_sizes_and_again(v, name, out, SIZES, ["a", "b"], judge_doubled, AGAIN, then=then)
+    return {c.id: c.status for c in v.checks}
+
+
+def test_sizes_and_again_judges_the_lab_case_the_sizes_then_and_again():
+    order = []
+    assert sizes_and_again("doubled", then=lambda: order.append("then")) == {
+        "values": "pass",
+        "other-sizes": "pass",
+        "call-again": "pass",
+    }
+    assert order == ["then"]
+    assert sizes_and_again("memo_doubled")["call-again"] == "fail"

@@ -10,16 +10,23 @@ import types
 import torch
 
 from tutor.kit import (
+    before_after_maps,
     call_after,
+    entropy_table,
     exercise_functions,
     first_raised_note,
     head_maps,
     head_panel,
+    made_note,
     mean_row_entropy,
     msg,
     nonfinite_rows,
     pair_weights,
     raised_note,
+    returned_note,
+    row_sums_rows,
+    rows_note,
+    same_tensor,
 )
 from tutor.kit.probe_tools import ProbeContext
 
@@ -90,3 +97,53 @@ def test_the_weights_of_a_pair_only():
     assert pair_weights({"value": (torch.ones(3), w)}) is w
     assert pair_weights({"value": (torch.ones(3), w)}, (1, 2, 4, 4)) is None
     assert pair_weights({"value": w}) is None and pair_weights({"error": {}}) is None
+
+
+def test_the_made_note_only_for_a_missing_exercise():
+    assert made_note(["ex"], "other") == []
+    (said,) = made_note(["ex"], "ex")
+    assert said["text"] == msg("visual.exercise_made", fn="ex")
+
+
+def test_same_tensor_needs_two_close_tensors_of_one_shape():
+    x = torch.arange(4.0)
+    assert same_tensor(x, x + 1e-7) and not same_tensor(x, x + 1)
+    assert not same_tensor(x, x[:3]) and not same_tensor(x, [0.0, 1.0, 2.0, 3.0])
+
+
+def test_a_returned_value_is_said_when_it_raised_or_is_of_no_use():
+    raised = {"error": {"kind": "ValueError", "detail": "no", "frames": []}}
+    said = returned_note(raised, "ex", lambda x: True, lambda x: msg("visual.bad"))
+    assert said["text"]["key"] == "visual.fn_raised"
+    bad = returned_note({"value": 3}, "ex", lambda x: x == 2, lambda x: msg("visual.bad", got=x))
+    assert bad["text"] == msg("visual.bad", got=3)
+    assert returned_note({"value": 2}, "ex", lambda x: x == 2, lambda x: msg("visual.bad")) is None
+
+
+def test_the_entropy_table_puts_both_entropies_on_one_scale():
+    even = torch.full((1, 1, 2, 2), 0.5)
+    peaked = torch.tensor([[[[1.0, 0.0], [1.0, 0.0]]]])
+    shown = entropy_table([("8", even, peaked), ("16", even, None)], ["d", "a", "", "b", ""])
+    first, second = shown["rows"]
+    assert first[1] == f"{math.log(2):.2f}" and first[3] == "0.00"
+    assert first[2]["top"] == first[4]["top"] == round(math.log(2), 4)
+    assert second[3] is None
+
+
+def test_before_and_after_maps_a_row_per_head_and_rows_named():
+    w = torch.softmax(torch.randn(1, 3, 4, 4), -1)
+    maps = before_after_maps(w, w * 0, 2, lambda h: msg("b", h=h), lambda h: msg("a", h=h))
+    assert len(maps) == 2 and len(maps[0]["items"]) == 2
+    assert maps[1]["items"][1]["title"] == msg("a", h=1)
+    assert rows_note([3], "one", "many")["text"] == msg("one", row=3)
+    assert rows_note([0, 3], "one", "many")["text"] == msg("many", rows=[0, 3])
+
+
+def test_row_sums_are_one_line_when_all_are_one_else_a_line_per_head():
+    w = torch.softmax(torch.randn(1, 2, 3, 3), -1)
+    assert row_sums_rows(w) == [["row sums:", msg("visual.row_sums_one", n=6)]]
+    half = torch.full((1, 5, 10, 10), 0.05)
+    said = row_sums_rows(half)
+    assert len(said) == 4 and said[1][0] == msg("visual.row_sums_head", h=1)
+    assert said[0][1] == " ".join(["0.5000"] * 8) + " …"
+    assert row_sums_rows(half.masked_fill(half > 0, float("nan"))) == []

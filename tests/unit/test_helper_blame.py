@@ -14,6 +14,7 @@ from tutor.kit import (
     Verdict,
     blame_helpers,
     first_wrong_helper,
+    helper_verdicts,
     judge_helpers_replaced,
     judged,
     msg,
@@ -104,3 +105,24 @@ def test_the_learners_helpers_are_back_after_the_calls():
     v = Verdict(SOURCE)
     judge_helpers_replaced(v, None)
     assert v.checks == []
+
+
+def test_helper_blame_gives_each_cases_verdict_and_culprit_once():
+    ctx = context()
+    alone, parts = [], []
+    for name in ("compose", "compensate"):
+        alone += probe_helpers_replaced(ctx, ctx.get(name), [(X,)], STAND_INS)
+        parts += probe_helper_calls(ctx, [{"double": (X,)}])
+    asked = []
+
+    def judges_of(x):
+        asked.append(x)
+        return JUDGES
+
+    replaced, blame = helper_verdicts(
+        SOURCE, alone + [None], parts + [{}], [X, X, X], judge_compose, lambda x: (x,), judges_of
+    )
+    assert blame(0) == msg("likely.helper_first_fix", fn="double") and replaced(0).passed()
+    assert blame(0) is blame(0) and len(asked) == 1  # computed once
+    assert blame(1) is None and not replaced(1).passed()  # the function itself is at fault
+    assert replaced(2) is None and blame(2) is None  # no helper to replace

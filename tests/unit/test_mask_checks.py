@@ -15,6 +15,7 @@ from tutor.kit import (
     mask_difference,
     mask_row_text,
     mask_size_explanation,
+    mask_sizes_explainer,
     msg,
     other_mask,
 )
@@ -141,3 +142,33 @@ def test_why_a_mask_builder_fails_at_another_length():
     assert (
         mask_size_explanation(CAPPED, ("mask",), right_size, 9, 6)["key"] == "likely.sizes_differ"
     )
+
+
+def test_the_sizes_explainer_reads_each_lengths_own_call():
+    calls = [{"value": torch.zeros(6, 6, dtype=torch.bool)}, {"value": torch.zeros(64, 64)}]
+    explain = mask_sizes_explainer(("mask",), calls, [6, 100])
+    assert explain(1, None, CAPPED) == msg("likely.mask_fixed_size", size=64, T=100)
+    assert explain(1, None, WRITTEN_IN)["key"] == "likely.literal"
+
+
+KEPT = """
+_last = {}
+
+
+def weights(scores, mask):
+    _last["w"] = scores
+    return scores
+"""
+
+
+def test_an_ignored_mask_names_the_line_that_keeps_state():
+    mask = other_mask(T, torch.Generator().manual_seed(2))
+    causal = torch.softmax(torch.randn(2, T, T).masked_fill(future_region(T), float("-inf")), -1)
+    v = Verdict(KEPT)
+    with contextlib.suppress(Stop):
+        judge_mask_honoured(v, causal, mask, defs=("weights",))
+    assert failure(v).params["likely"]["key"] == "likely.kept_state_at"
+    v = Verdict(KEPT)
+    with contextlib.suppress(Stop):
+        judge_mask_honoured(v, causal, mask, defs=("other",))
+    assert failure(v).params["likely"] == msg("likely.mask_not_used")

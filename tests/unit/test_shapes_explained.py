@@ -4,7 +4,7 @@ reasons (a number of the lab's, a squeeze, kept state, what differs)."""
 
 from __future__ import annotations
 
-from tutor.kit import rank_explanation, shape_explanation
+from tutor.kit import msg, rank_explanation, shape_explanation, shapes_explainer
 
 NAMES = ("B", "H", "T", "d_k")
 LAB = (1, 2, 6, 8)
@@ -51,3 +51,14 @@ def test_the_same_rank_a_squeeze_then_what_differs():
     assert (
         key(shape_explanation(FROM_END, ("f",), NAMES, LAB, (2, 3, 5, 16))) == "likely.sizes_differ"
     )
+
+
+def test_the_explainer_for_other_sizes_reads_the_cases_shape_after_a_culprit():
+    shapes = [LAB, (4, 9, 32), (2, 3, 5, 16)]
+    explain = shapes_explainer(("f",), NAMES, shapes)
+    assert key(explain(1, None, FRONT)) == "likely.rank_from_front"
+    assert key(explain(2, None, FROM_END)) == "likely.sizes_differ"
+    helper = msg("likely.helper_first_fix", fn="g")
+    blamed = shapes_explainer(("f",), NAMES, shapes, first=lambda i: helper if i == 2 else None)
+    assert blamed(2, None, FROM_END) == helper
+    assert key(blamed(1, None, FRONT)) == "likely.rank_from_front"

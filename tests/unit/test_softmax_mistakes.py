@@ -3,10 +3,21 @@ large negative fill is told from -inf, and no mask at all from a masked_fill thr
 
 from __future__ import annotations
 
+import contextlib
+
 import pytest
 import torch
 
-from tutor.kit import masked_softmax, masked_softmax_likely, masked_softmax_mistakes, msg
+from tutor.kit import (
+    Stop,
+    Verdict,
+    judge_large_scores_weights,
+    large_scores_factor,
+    masked_softmax,
+    masked_softmax_likely,
+    masked_softmax_mistakes,
+    msg,
+)
 from tutor.kit.regions import future_region
 
 T = 6
@@ -55,3 +66,36 @@ def test_no_mask_with_a_masked_fill_thrown_away_names_its_line():
         discarded_key="likely.mine",
     )
     assert own["key"] == "likely.mine"
+
+
+def large_verdict(w):
+    scores = torch.randn(1, 2, 6, 6, generator=torch.Generator().manual_seed(3))
+    scores = scores * large_scores_factor(scores)
+    mask = future_region(6)
+    v = Verdict()
+    with contextlib.suppress(Stop):
+        judge_large_scores_weights(
+            v, {"value": w(scores, mask)}, scores, mask, masked_softmax(scores, mask), fn="f"
+        )
+    return {c.id: c for c in v.checks}
+
+
+def test_weights_at_large_scores_pass_with_torch_softmax():
+    checks = large_verdict(masked_softmax)
+    assert checks["large-scores"].status == "pass"
+
+
+def test_exp_by_hand_overflows_at_large_scores():
+    def by_hand(scores, mask):
+        e = torch.exp(scores).masked_fill(mask, 0.0)
+        return e / e.sum(-1, keepdim=True)
+
+    failed = large_verdict(by_hand)["large-scores"]
+    assert failed.status == "fail" and failed.message.key == "check.large_scores_nonfinite"
+    assert failed.message.params["likely"] == msg("likely.softmax_overflow")
+
+
+def test_finite_but_wrong_weights_at_large_scores_fail_as_values():
+    failed = large_verdict(lambda s, m: torch.softmax(s, -1))["large-scores"]
+    assert failed.status == "fail" and failed.message.key == "check.values"
+    assert failed.message.params["likely"] == msg("likely.no_mask")

@@ -11,7 +11,8 @@ probe runs in the child beside the learner's code, its judge in the judge proces
   msg() for nested messages; Stop ends a judge early.
 - Settings: declared_settings(__file__, step) gives lesson.toml's defaults for ctx.params.
 - Generic helpers: sizes (judge_other_sizes, size_explanation, literal_explanation,
-  shape_explanation and rank_explanation for inputs of another rank, ...),
+  shape_explanation and rank_explanation for inputs of another rank, shapes_explainer
+  for judge_other_sizes, ...),
   values (close, max_error, first_nonfinite, describe, shape_str, require_tensor, require_pair),
   inputs unchanged (clone_args, changed_input), kernel traps (no_kernel, graph_kernels),
   mistake matching (matching_mistake, likely_for_value, nest_likely), dropout that is the
@@ -28,11 +29,14 @@ probe runs in the child beside the learner's code, its judge in the judge proces
   (module_state, state_unchanged), the training story (probe_training_story,
   judge_training_story), large inputs (LARGE_INPUT, judge_large_inputs), the learner's own
   code (lend, no_foreign; no_kernel reports both); a function called again, right and its
-  first result unchanged (probe_calls_again or call_kept and again_of, judge_called_again;
+  first result unchanged (probe_calls_again, probe_named_calls_again for several calls a
+  case, or call_kept and again_of, judge_called_again; judge_sizes_and_again, the lab's case,
+  the other sizes and the call again in one;
   snapshot, same_value, trimmed); blame for a composed function's helpers (reference_helpers,
   stand_in, probe_helpers_replaced, probe_helper_calls, with_args, first_wrong_helper, blame_helpers,
-  judge_helpers_replaced); a boolean mask on a named hidden region (judge_bool_mask,
-  mask_difference, mask_row_text, mask_size_explanation); a mask given is the mask used
+  judge_helpers_replaced; helper_verdicts, both verdicts per case, computed once); a boolean
+  mask on a named hidden region (judge_bool_mask, mask_difference, mask_row_text,
+  mask_size_explanation, mask_sizes_explainer); a mask given is the mask used
   (other_mask, judge_mask_honoured); incremental decoding, a step function run token by token
   against the full pass (step_through, branches, run_steps, judge_steps, changed_later,
   changed_argument; state_lengths, growth_fault; weights_map, recompute_each; state_snapshot,
@@ -47,12 +51,18 @@ probe runs in the child beside the learner's code, its judge in the judge proces
   fit the app's 52-column text (human, ms_text, time_bar, TIME_BAR, longest_time,
   blank_lengths, slower_lengths), the table itself (timing_table, measured_of) and the notes
   under it (timing_remarks).
+- Mistakes in scaled scores (scaled_scores_mistakes, scaled_scores_likely; from the weights,
+  scale_from_weights_likely) and in a causal mask (causal_mask_mistakes, causal_mask_likely).
 - Mistakes in masked softmax weights: masked_softmax, masked_softmax_mistakes (the usual wrong
-  versions, for matching_mistake), masked_softmax_likely (the one weights match).
+  versions, for matching_mistake), masked_softmax_likely (the one weights match); weights right where the scores are large
+  (judge_large_scores_weights).
 - Experiments: the learner's exercise function or the tutor's (exercise_functions), calls
   chained (call_after); for their views, mean_row_entropy, nonfinite_rows, raised_note and
   first_raised_note (a call that raised, at its line), head_maps and head_panel (per head),
-  pair_weights (the weights of an (out, weights) pair).
+  pair_weights (the weights of an (out, weights) pair), made_note (the tutor made the change),
+  same_tensor, returned_note (what an exercise's call did wrong), entropy_table (two sets of
+  weights by their rows' entropy), before_after_maps (each head before and after a change),
+  rows_note (rows named, one or many), row_sums_rows (a printout of the rows' sums).
 - A layer's forward traced op by op, against the lab's route (traced_forward, ShapeTrace,
   trace_parting, trace_view); the memory of its (…, T, T) scores, by formula and as measured
   (seq_lens, memory_rows, measure_score_memory, SquareTensors, memory_table, memory_growth,
@@ -90,7 +100,9 @@ from tutor.kit.call_again import (
     again_of,
     call_kept,
     judge_called_again,
+    judge_sizes_and_again,
     probe_calls_again,
+    probe_named_calls_again,
     same_value,
     snapshot,
     trimmed,
@@ -115,15 +127,22 @@ from tutor.kit.cost_table import (
 )
 from tutor.kit.drawn_weights import attention_weights
 from tutor.kit.experiments import (
+    before_after_maps,
     call_after,
+    entropy_table,
     exercise_functions,
     first_raised_note,
     head_maps,
     head_panel,
+    made_note,
     mean_row_entropy,
     nonfinite_rows,
     pair_weights,
     raised_note,
+    returned_note,
+    row_sums_rows,
+    rows_note,
+    same_tensor,
 )
 from tutor.kit.finite import (
     judge_large_output,
@@ -137,6 +156,7 @@ from tutor.kit.heads import (
 from tutor.kit.helper_blame import (
     blame_helpers,
     first_wrong_helper,
+    helper_verdicts,
     judge_helpers_replaced,
     probe_helper_calls,
     probe_helpers_replaced,
@@ -250,11 +270,14 @@ from tutor.kit.magnitude import (
     require_near,
 )
 from tutor.kit.mask_checks import (
+    causal_mask_likely,
+    causal_mask_mistakes,
     judge_bool_mask,
     judge_mask_honoured,
     mask_difference,
     mask_row_text,
     mask_size_explanation,
+    mask_sizes_explainer,
     other_mask,
 )
 from tutor.kit.named_shapes import (
@@ -293,6 +316,11 @@ from tutor.kit.score_memory import (
     memory_table,
     seq_lens,
 )
+from tutor.kit.score_mistakes import (
+    scale_from_weights_likely,
+    scaled_scores_likely,
+    scaled_scores_mistakes,
+)
 from tutor.kit.shape_trace import (
     TRACE_WORDS,
     ShapeTrace,
@@ -300,8 +328,9 @@ from tutor.kit.shape_trace import (
     trace_view,
     traced_forward,
 )
-from tutor.kit.shapes_explained import rank_explanation, shape_explanation
+from tutor.kit.shapes_explained import rank_explanation, shape_explanation, shapes_explainer
 from tutor.kit.softmax_mistakes import (
+    judge_large_scores_weights,
     masked_softmax,
     masked_softmax_likely,
     masked_softmax_mistakes,
@@ -361,11 +390,19 @@ __all__ = [
     "attention_weights",
     "attribute_store",
     "bar",
+    "before_after_maps",
     "blame_helpers",
     "blank_lengths",
     "branches",
     "build_layer",
     "call_after",
+    "causal_mask_likely",
+    "causal_mask_mistakes",
+    "entropy_table",
+    "helper_verdicts",
+    "judge_sizes_and_again",
+    "made_note",
+    "probe_named_calls_again",
     "require_again_right",
     "call_kept",
     "causal_future",
@@ -410,6 +447,7 @@ __all__ = [
     "judge_helpers_replaced",
     "judge_large_inputs",
     "judge_large_output",
+    "judge_large_scores_weights",
     "judge_layer_constructor",
     "judge_layer_state",
     "judge_layout",
@@ -442,6 +480,7 @@ __all__ = [
     "mask_difference",
     "mask_row_text",
     "mask_size_explanation",
+    "mask_sizes_explainer",
     "masked_softmax",
     "masked_softmax_likely",
     "masked_softmax_mistakes",
@@ -496,17 +535,25 @@ __all__ = [
     "require_pair_output",
     "require_ran",
     "require_tensor",
+    "returned_note",
     "round_matrix",
     "row",
     "row_place",
+    "row_sums_rows",
+    "rows_note",
     "rows_sum_to_one",
     "require_arguments_kept",
     "require_states_kept",
     "run_steps",
+    "same_tensor",
     "same_tensors",
     "same_value",
+    "scale_from_weights_likely",
+    "scaled_scores_likely",
+    "scaled_scores_mistakes",
     "seq_lens",
     "shape_explanation",
+    "shapes_explainer",
     "shape_str",
     "shapes_of",
     "size_explanation",

@@ -9,12 +9,19 @@ first call and read by the next, one output buffer handed out twice and refilled
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import torch
 
-from tutor.kit.judge_tools import Verdict, judged, msg, nest_likely, state_explanation
+from tutor.kit.judge_tools import (
+    Verdict,
+    judge_other_sizes,
+    judged,
+    msg,
+    nest_likely,
+    state_explanation,
+)
 from tutor.kit.probe_tools import ProbeContext, clone_args
 
 
@@ -71,6 +78,26 @@ def probe_calls_again(
     return {"calls": calls, "again": again_of(first, call_kept(ctx, fn, *again_args)[0])}
 
 
+def probe_named_calls_again(
+    ctx: ProbeContext,
+    fn: Callable,
+    arg_sets: Sequence[Mapping[str, tuple]],
+    again_args: Mapping[str, tuple],
+) -> dict:
+    """probe_calls_again for a function called several ways on each case (a causal mask and
+    another, say): each of arg_sets is {name: args}, called in that order (the first case's
+    calls are primary), then again_args the same way: {"calls": [{name: call}], "again":
+    again_of(...)}, whose "call" is {name: call} and whose first returned object is the first
+    case's first name's."""
+    calls, first = [], None
+    for i, named in enumerate(arg_sets):
+        kept = {n: call_kept(ctx, fn, *args, primary=i == 0) for n, args in named.items()}
+        calls.append({n: call for n, (call, _) in kept.items()})
+        first = next(iter(kept.values()))[1] if i == 0 else first
+    again = {n: call_kept(ctx, fn, *args)[0] for n, args in again_args.items()}
+    return {"calls": calls, "again": again_of(first, again)}
+
+
 def same_value(a: Any, b: Any) -> bool:
     """a and b the same tensors (or tuples of tensors): shape, dtype and every value. Anything
     else counts as the same: nothing a later call could have refilled."""
@@ -124,3 +151,31 @@ def judge_called_again(
             or msg("likely.first_result_refilled")
         ),
     )
+
+
+def judge_sizes_and_again(
+    v: Verdict,
+    fn: str,
+    outputs: dict,
+    cases: Sequence[Any],
+    labels: Sequence[Any],
+    judge_case: Callable,
+    again_case: Any,
+    *,
+    explain: Callable | None = None,
+    first_name: str | None = None,
+    then: Callable[[], None] | None = None,
+) -> None:
+    """The judge of a function probed by probe_calls_again or probe_named_calls_again
+    (outputs: {"calls", "again"}, a call per case of cases), in the usual order: judge_case on
+    the lab's case (the first), the other sizes as one check (judge_other_sizes, with labels
+    and explain), then() where given (a check of its own, large scores say), then the call
+    again on again_case (judge_called_again, defs=(fn,)); its first result is the first call's
+    value, or with named calls its first_name's."""
+    calls = outputs["calls"]
+    judge_case(v, calls[0], cases[0])
+    judge_other_sizes(v, calls, list(cases), list(labels), judge_case, explain=explain)
+    if then is not None:
+        then()
+    first = (calls[0] if first_name is None else calls[0][first_name]).get("value")
+    judge_called_again(v, fn, outputs["again"], first, judge_case, again_case, defs=(fn,))

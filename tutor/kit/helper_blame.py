@@ -12,6 +12,7 @@ correct helpers (judge_helpers_replaced).
 from __future__ import annotations
 
 import contextlib
+import functools
 import inspect
 import types
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -19,7 +20,7 @@ from typing import Any
 
 from tutor.kit.borrowed import lend
 from tutor.kit.call_again import trimmed
-from tutor.kit.judge_tools import Verdict, msg, nest_likely
+from tutor.kit.judge_tools import Verdict, judged, msg, nest_likely
 from tutor.kit.probe_tools import ProbeContext
 
 # A helper's reference: the function, and its parameters' names as the starter writes them.
@@ -143,3 +144,32 @@ def judge_helpers_replaced(
         else ({}, "")
     )
     v.expect(check_id, ok, key, reason=reason, likely=said)
+
+
+def helper_verdicts(
+    source: str,
+    alone: Sequence[dict | None],
+    parts: Sequence[Mapping[str, dict | None]],
+    cases: Sequence[Any],
+    judge_case: Callable,
+    args_of: Callable[[Any], tuple],
+    judges_of: Callable[[Any], Mapping[str, Callable[[dict], Verdict]]],
+) -> tuple[Callable[[int], Verdict | None], Callable[[int], dict | None]]:
+    """For a composed function judged on cases (in the order of the probe's arg lists):
+    replaced(i), its verdict on cases[i] with the reference helpers (judge_case(sub, call,
+    case) on alone[i], given args_of(case) as its arguments; None where it names no helper),
+    and blame(i), the helper to fix first there (first_wrong_helper on parts[i] with
+    judges_of(case)). Each is computed once, when first asked for: a passing step asks none."""
+
+    @functools.cache
+    def replaced(i: int) -> Verdict | None:
+        call = alone[i]
+        if call is None:
+            return None
+        return judged(source, judge_case, with_args(call, *args_of(cases[i])), cases[i])
+
+    @functools.cache
+    def blame(i: int) -> dict | None:
+        return first_wrong_helper(replaced(i), parts[i], judges_of(cases[i]))
+
+    return replaced, blame

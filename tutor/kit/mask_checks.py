@@ -117,14 +117,16 @@ def judge_mask_honoured(
     *,
     then: Callable[[], None] | None = None,
     likely: Any = None,
+    defs: Sequence[str] = (),
     check_id: str = "uses-given-mask",
     key: str = "check.given_mask_ignored",
 ) -> None:
     """Weights w (…, T_q, T_k) from a function given mask (True where hidden) must be 0 on
     every hidden cell: else check_id fails at once (key {row} {col} {got} {likely}; likely
-    defaults to likely.mask_not_used), before the generic checks of the call, which would only
-    say that a weight is wrong. then: those checks; the pass is recorded after them, so that a
-    failure of theirs stops the judge first."""
+    defaults to the line of defs that keeps state between calls, a result kept from a call
+    with another mask, else likely.mask_not_used), before the generic checks of the call,
+    which would only say that a weight is wrong. then: those checks; the pass is recorded
+    after them, so that a failure of theirs stops the judge first."""
     leaked = (w != 0) & mask
     if bool(leaked.any()):
         where = tuple(int(i) for i in leaked.nonzero()[0])
@@ -135,7 +137,8 @@ def judge_mask_honoured(
             row=where[-2],
             col=where[-1],
             got=float(w[where]),
-            likely=likely or msg("likely.mask_not_used"),
+            likely=likely
+            or (lambda: state_explanation(v.source, defs) or msg("likely.mask_not_used")),
         )
     if then is not None:
         then()
@@ -161,3 +164,40 @@ def mask_size_explanation(
     if isinstance(m, torch.Tensor) and m.dim() == 2 and m.shape[0] == m.shape[1] < T:
         return msg(capped_key, size=int(m.shape[0]), T=T)
     return differ_explanation(names, lab, here)
+
+
+def mask_sizes_explainer(
+    defs: Sequence[str], calls: Sequence[dict], lengths: Sequence[int]
+) -> Callable[[int, Any, str], dict]:
+    """explain for judge_other_sizes, for a function that builds a (T, T) mask and is called at
+    each of lengths (the first the lab's): mask_size_explanation at lengths[i], from what
+    calls[i] returned."""
+
+    def explain(i: int, _sub: Any, source: str) -> dict:
+        return mask_size_explanation(source, defs, calls[i].get("value"), lengths[i], lengths[0])
+
+    return explain
+
+
+def causal_mask_mistakes(T: int) -> list[tuple[torch.Tensor, dict]]:
+    """(wrong mask, likely) pairs for a (T, T) causal mask (True strictly above the diagonal):
+    the diagonal hidden too (`diagonal=0`), and the past marked in place of the future
+    (`tril`, below, on or one above the diagonal)."""
+    ones = torch.ones(T, T, dtype=torch.bool)
+    past = msg("likely.causal_mask_past")
+    return [
+        (torch.triu(ones), msg("likely.causal_mask_diagonal")),
+        (torch.tril(ones, diagonal=-1), past),
+        (torch.tril(ones), past),
+        (torch.tril(ones, diagonal=1), past),
+    ]
+
+
+def causal_mask_likely(m: torch.Tensor, T: int) -> dict:
+    """The first of causal_mask_mistakes that mask m equals, else likely.unknown (also when m
+    is not (T, T))."""
+    if tuple(m.shape) == (T, T):
+        for wrong, likely in causal_mask_mistakes(T):
+            if torch.equal(m, wrong):
+                return likely
+    return msg("likely.unknown")

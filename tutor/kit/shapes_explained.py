@@ -4,7 +4,8 @@ two are the matrix each leading index holds, as attention's q, k, v are."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from tutor.kit.judge_tools import (
     differ_explanation,
@@ -60,3 +61,21 @@ def shape_explanation(
         or state_explanation(source, defs)
         or differ_explanation(names, lab, here)
     )
+
+
+def shapes_explainer(
+    defs: Sequence[str],
+    names: Sequence[str],
+    shapes: Sequence[Sequence[int]],
+    *,
+    first: Callable[[int], dict | None] | None = None,
+) -> Callable[[int, Any, str], dict]:
+    """explain for judge_other_sizes, case i being inputs of shapes[i] (the first the lab's,
+    names its dimensions): first(i) where given and it names a culprit (a helper to fix, say),
+    else shape_explanation of defs at shapes[i]."""
+
+    def explain(i: int, _sub: Any, source: str) -> dict:
+        found = first(i) if first is not None else None
+        return found or shape_explanation(source, defs, names, shapes[0], shapes[i])
+
+    return explain

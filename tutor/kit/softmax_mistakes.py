@@ -8,7 +8,20 @@ from collections.abc import Callable, Sequence
 
 import torch
 
-from tutor.kit.judge_tools import close, discarded_call, matching_mistake, msg
+from tutor.kit.judge_tools import (
+    LARGE_SCORES,
+    Verdict,
+    close,
+    discarded_call,
+    first_nonfinite,
+    large_scores_likely,
+    matching_mistake,
+    msg,
+    require_ran,
+    require_tensor,
+    shape_str,
+)
+from tutor.kit.magnitude import require_close
 
 TINY_HIDDEN = 1e-6  # below it, a hidden weight is exp of a large negative fill, not of -inf
 
@@ -75,3 +88,45 @@ def masked_softmax_likely(
         if found:
             return msg(discarded_key, line=found.line, code=found.code)
     return likely
+
+
+def judge_large_scores_weights(
+    v: Verdict,
+    call: dict,
+    scores: torch.Tensor,
+    mask: torch.Tensor,
+    expected: torch.Tensor,
+    *,
+    fn: str,
+    defs: Sequence[str] = (),
+    check_id: str = "large-scores",
+) -> None:
+    """Weights from fn(scores, mask) where the scores reach LARGE_SCORES (large_scores_factor)
+    and mask is True where hidden: the call ran, a tensor of the scores' shape (check_id,
+    likely.weights_shape), with no NaN or infinity (check_id: check.large_scores_nonfinite
+    {fn} {top} {count} {where} {likely}, large_scores_likely's), then close to expected
+    (check.values; masked_softmax_likely over the source of defs)."""
+    require_ran(v, call, fn)
+    shape_likely = msg("likely.weights_shape")
+    w = require_tensor(
+        v, check_id, f"{fn}(scores, mask)", call["value"], scores.shape, shape_likely
+    )
+    bad = first_nonfinite(w)
+    v.require(
+        check_id,
+        bad is None,
+        "check.large_scores_nonfinite",
+        fn=fn,
+        top=f"{LARGE_SCORES:g}",
+        count=bad[1] if bad else 0,
+        where=shape_str(bad[0]) if bad else "",
+        likely=lambda: large_scores_likely(w, scores, mask),
+    )
+    require_close(
+        v,
+        check_id,
+        f"{fn}(scores reaching {LARGE_SCORES:g}, mask)",
+        w,
+        expected,
+        likely=lambda: masked_softmax_likely(w, scores, mask, source=v.source, defs=defs),
+    )
