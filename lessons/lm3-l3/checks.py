@@ -568,9 +568,7 @@ def judge_leakage_case(v, calls, case, size):
         )
         outs[name] = out
     for name, pos in (("last", T - 1), ("mid", T // 2)):
-        require_no_leak(
-            v, outs["base"], outs[name], pos, key="check.leak", likely=msg("likely.leak")
-        )
+        require_no_leak(v, outs["base"], outs[name], pos, likely=msg("likely.no_leak"))
     if calls["map"] is not None:
         require_ran(v, calls["map"], "causal_attention")
         moved = calls["map"].get("value")
@@ -629,37 +627,6 @@ PARAM_NAMES = {
     "out_proj.weight": "out_w",
     "out_proj.bias": "out_b",
 }
-
-# The lesson's words for the kit's layer properties (tutor.kit.layer_checks), by role.
-LAYER_KEYS = {
-    "constructor_signature": "check.constructor_signature",
-    "constructor_attr": "check.constructor_attr",
-    "mask_buffer": "check.mask_buffer",
-    "dropout_raised": "check.dropout_raised",
-    "dropout_train": "check.dropout_train",
-    "dropout_eval": "check.dropout_eval",
-    "dropout_in_eval": "likely.dropout_in_eval",
-    "dropout_unknown": "likely.dropout_unknown",
-    "dropout_missing": "likely.dropout_missing",
-    "dropout_p": "likely.dropout_p",
-    "dropout_twice": "likely.dropout_twice",
-    "dropout_place": "likely.dropout_place",
-    "backward_raised": "check.backward_raised",
-    "inplace_backward": "likely.inplace_backward",
-    "grad_blocked": "likely.grad_blocked",
-    "not_trainable": "check.not_trainable",
-    "no_grad": "check.no_grad",
-    "grad_values": "check.grad_values",
-    "grad_wrong": "likely.grad_wrong",
-    "no_input_grad": "check.no_input_grad",
-    "input_grad_blocked": "likely.input_grad_blocked",
-    "state_keys": "check.state_keys",
-    "notebook_values": "check.notebook_values",
-    "notebook_mode": "likely.notebook_mode",
-    "leak": "check.leak",
-    "leak_likely": "likely.leak",
-}
-
 
 # ---------------------------------------------------------------- shape trace
 
@@ -1048,8 +1015,6 @@ def judge_constructor(v, facts, size):
         attrs={"d_out": d_out, "n_heads": H, "head_dim": d_out // H},
         dropout=0.0,
         buffer=torch.triu(torch.ones(cl, cl), diagonal=1).bool(),
-        buffer_params={"n": cl},
-        keys=LAYER_KEYS,
     )
 
 
@@ -1063,7 +1028,6 @@ def judge_dropout(v, case, inp, size):
         lambda p: reference_multi(inp["x"], inp["w"], size[2], p)[0],
         p=DROPOUT_P,
         weights_numel=B * size[2] * T * T,
-        keys=LAYER_KEYS,
     )
 
 
@@ -1076,7 +1040,6 @@ def judge_notebook(v, nb, inp, size, g):
         lambda w: of_these_weights(inp["x"], w, size[2], g),
         names=PARAM_NAMES,
         built="CausalMultiHeadAttention(d_in=…, d_out=…, n_heads=…, context_length=…)",
-        keys=LAYER_KEYS,
     )
 
 
@@ -1103,7 +1066,7 @@ def judge_multi_case(v, case, inp, size, source=""):
     mutated = changed_input(v, "forward", ["x"], case["base"]["args"], (x,))
     written_in = [c["p"] for c in case["base"].get("dropouts", []) if c["training"] and c["p"]]
     if written_in:  # the layer was built with dropout 0
-        diagnose = lambda: msg("likely.dropout_p", got=written_in[0], p=0.0)  # noqa: E731
+        diagnose = lambda: msg("likely.story_dropout_p", got=written_in[0], p=0.0)  # noqa: E731
     else:
         diagnose = lambda: diagnose_multi(y, x, inp["w"], H, source)  # noqa: E731
     require_finite(v, "forward(x)", y, likely=diagnose)
@@ -1123,7 +1086,7 @@ def judge_multi_case(v, case, inp, size, source=""):
                     msg("value.again_last"),
                     msg("likely.call_again"),
                 )
-            require_no_leak(v, y, y2, T - 1, key="check.leak", likely=diagnose)
+            require_no_leak(v, y, y2, T - 1, likely=diagnose)
     if "map" in case:
         require_ran(v, case["map"], "forward")
         judge_leak_map(v, y, case["map"].get("value"), [(msg("region.future"), future_region(T))])

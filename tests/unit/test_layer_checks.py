@@ -287,3 +287,41 @@ def test_no_story_once_a_kernel_was_seen():
         kernels = ["scaled_dot_product_attention"]
 
     assert probe_layer_story(Seen(), lambda: Layer(3, 4, 8), lambda m: None, None, None) is None
+
+
+def test_without_keys_the_engine_words_each_role_and_a_lesson_overrides_one():
+    from tutor.kit.layer_checks import LAYER_WORDS, layer_words
+    from tutor.text.i18n import engine_catalog
+
+    for lang in ("en", "zh"):
+        assert set(LAYER_WORDS.values()) <= set(engine_catalog(lang))
+    assert layer_words({"dropout_p": "lesson.p"}) == {**LAYER_WORDS, "dropout_p": "lesson.p"}
+    place = {"p": 0.3, "training": True, "shape": [2, 5, 4], "weights": False}
+    assert diagnose_dropout([place], "train", 0.3, 50) == msg(
+        "likely.story_dropout_place", shape="(2, 5, 4)"
+    )
+    assert diagnose_dropout([], "train", 0.3, 50, {"dropout_missing": "lesson.m"}) == msg(
+        "lesson.m"
+    )
+    layer = Layer(3, 4, 8)
+    how = dict(
+        signature=[["d_in", None], ["d_out", None], ["context_length", None], ["dropout", 0.0]],
+        attrs={"d_out": 4},
+        dropout=0.0,
+        buffer=torch.triu(torch.ones(8, 8), diagonal=1).bool(),
+    )
+    how["signature"].append(["wide", False])
+    facts = constructor_facts(Layer, layer, ("d_out",), "mask")
+    assert run(judge_layer_constructor, facts, **how).passed()
+    layer.mask = layer.mask.float()
+    v = run(judge_layer_constructor, constructor_facts(Layer, layer, ("d_out",), "mask"), **how)
+    assert failed(v) == "check.layer_buffer"
+    params = v.failed_message()["params"]
+    assert params["name"] == "mask"
+    assert params["expected"] == msg("value.tensor", dtype="bool", shape="(8, 8)")
+    facts["signature"] = [["d_in", None]]
+    v = run(judge_layer_constructor, facts, **how)
+    assert failed(v) == "check.layer_signature"
+    assert v.failed_message()["params"]["expected"] == (
+        "d_in, d_out, context_length, dropout=0.0, wide=False"
+    )

@@ -65,7 +65,8 @@ probe runs in the child beside the learner's code, its judge in the judge proces
   above).
 - Shapes asked for by name ({stage: shape}), judged against shapes measured on real tensors
   (judge_named_shapes, shapes_of, NAMED_SHAPES_WORDS).
-- An attention layer's properties (layer_checks), each with the lesson's message keys by role:
+- An attention layer's properties (layer_checks), worded by the engine (LAYER_WORDS) unless a
+  lesson passes its own keys by role:
   its constructor (constructor_facts, judge_layer_constructor; linear_layout, judge_layout), its
   state around forward (judge_layer_state), called again (require_again_right, require_again_ran),
   dropout in train and eval mode (probe_dropout_modes, judge_dropout_modes,

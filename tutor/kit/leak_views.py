@@ -31,12 +31,13 @@ def require_no_leak(
     moved: torch.Tensor,
     pos: int,
     *,
-    key: str,
     likely: Any,
+    key: str = "check.no_leak",
     check_id: str = "no-leak",
 ) -> None:
     """The notebooks' leakage test: the token at pos changed (base → moved), no output before
-    it may move by LEAK_TOLERANCE or more. Failure: key {pos} {got} {likely}."""
+    it may move by LEAK_TOLERANCE or more. Failure: key {pos} {got} {likely} (the engine's
+    check.no_leak unless a lesson words it; likely.no_leak is the engine's usual likely)."""
     amount = moved_before(base, moved, pos)
     v.require(check_id, amount < LEAK_TOLERANCE, key, pos=pos, got=amount, likely=likely)
 
