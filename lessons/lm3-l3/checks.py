@@ -232,20 +232,6 @@ def large_scores_layer(case, H) -> dict:
 
 
 # ---------------------------------------------------------------- leakage maps
-def leak_map_words() -> dict:
-    """Not weights: how far each output moved, so the panel's words for weights would mislead."""
-    return {
-        "weights": msg("visual.leak_title"),
-        "legend_learner": msg("visual.leak_legend_learner"),
-        "legend_reference": msg("visual.leak_legend_reference"),
-        "legend_masked": msg("visual.leak_legend_masked"),
-        "legend_leak": msg("visual.leak_legend_leak"),
-        "axis_keys": msg("visual.leak_axis_keys"),
-        "axis_queries": msg("visual.leak_axis_queries"),
-        "weights_key_mode": msg("visual.leak_key_mode"),
-    }
-
-
 def single_leak_entry(outputs_map, base_call, case, delta) -> list:
     """The leakage map's panel entry, or none when the probe's calls did not all come back (a
     value so large that the report was cut before them)."""
@@ -258,7 +244,6 @@ def single_leak_entry(outputs_map, base_call, case, delta) -> list:
             pair_output(base_call),
             moved,
             *single_leak_reference(case["x"], *case["W"], delta),
-            leak_map_words(),
         )
     ]
 
@@ -633,15 +618,6 @@ PARAM_NAMES = {
 # (d_in, d_out, n_heads, context_length, B, T): every dimension a different number, so that a
 # shape says which dimension went where (the notebook's B = H = 2 would hide a swap).
 TRACE_SIZE = (6, 12, 3, 16, 2, 5)
-TRACE_KEYS = {  # the trace view's texts, by the kit's TRACE_WORDS
-    "none": "ui.trace_none",
-    "step": "ui.trace_step",
-    "op": "ui.trace_op",
-    "shape": "ui.trace_shape",
-    "parts": "ui.trace_parts",
-    "same": "ui.trace_same",
-    "other_route": "ui.trace_other_route",
-}
 
 
 def lab_trace(size) -> list[tuple[str, tuple]]:
@@ -672,7 +648,7 @@ def lab_trace(size) -> list[tuple[str, tuple]]:
 def lab_trace_view(ops, size, wrong: bool) -> list:
     d_in, d_out, H, _, B, T = size
     title = msg("ui.trace_title", B=B, T=T, H=H, hd=d_out // H, d_in=d_in)
-    return trace_view(ops, lab_trace(size), wrong=wrong, title=title, words=TRACE_KEYS)
+    return trace_view(ops, lab_trace(size), wrong=wrong, title=title)
 
 
 # Our own weights, so the judge knows them without trusting the learner's process; a parameter
@@ -1100,7 +1076,7 @@ def multi_leak_entry(first, seed, size, inputs) -> dict:
         seed["x"], inputs["multi_again"]["w"], size[2], inputs["leak_delta"]["multi"]
     )
     base = first.get("new_weights", {}).get("value")
-    return leak_map_panel(msg("visual.leak_map"), base, moved, *reference, leak_map_words())
+    return leak_map_panel(msg("visual.leak_map"), base, moved, *reference)
 
 
 @of_the_inputs
@@ -1219,14 +1195,6 @@ def true_shapes(B, T, H, hd):
     )
 
 
-SHAPE_KEYS_TEXT = {  # the kit's NAMED_SHAPES_WORDS, in our catalog
-    "not_dict": "check.shapes_not_dict",
-    "missing": "check.shapes_missing",
-    "type": "check.shapes_type",
-    "float": "check.shapes_float",
-    "float_likely": "likely.shapes_float",
-    "value": "check.shapes_value",
-}
 SHAPE_MISTAKES = {
     "q_per_head": "likely.per_head_transpose",
     "scores": "likely.scores_shape",
@@ -1242,7 +1210,6 @@ def judge_shapes_case(v, call, _case, size):
         v,
         call["value"],
         true_shapes(*size),
-        keys=SHAPE_KEYS_TEXT,
         likely=lambda key, got: shape_mistake(key, got, size),
     )
 

@@ -228,6 +228,7 @@ from tutor.kit.layer_checks import (
 )
 from tutor.kit.layers import build_layer, load_weights, state_dict_copy, train_step
 from tutor.kit.leak_views import (
+    LEAK_MAP_WORDS,
     LEAK_TOLERANCE,
     leak_map_panel,
     moved_before,
@@ -250,6 +251,7 @@ from tutor.kit.mask_checks import (
     other_mask,
 )
 from tutor.kit.named_shapes import (
+    NAMED_SHAPES_KEYS,
     NAMED_SHAPES_WORDS,
     judge_named_shapes,
     shapes_of,
@@ -286,6 +288,7 @@ from tutor.kit.score_memory import (
     seq_lens,
 )
 from tutor.kit.shape_trace import (
+    TRACE_KEYS,
     TRACE_WORDS,
     ShapeTrace,
     trace_parting,
@@ -334,7 +337,9 @@ __all__ = [
     "LARGE_INPUT",
     "LARGE_SCORES",
     "LEAK_LIMIT",
+    "LEAK_MAP_WORDS",
     "LEAK_TOLERANCE",
+    "NAMED_SHAPES_KEYS",
     "NAMED_SHAPES_WORDS",
     "ProbeContext",
     "RTOL",
@@ -344,6 +349,7 @@ __all__ = [
     "StepSpec",
     "Stop",
     "TIME_BAR",
+    "TRACE_KEYS",
     "TRACE_WORDS",
     "Verdict",
     "after_answer",
