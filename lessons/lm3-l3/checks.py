@@ -50,6 +50,8 @@ from tutor.kit import (
     linear_layout,
     literal_explanation,
     load_weights,
+    masked_softmax,
+    masked_softmax_mistakes,
     matching_mistake,
     measure_score_memory,
     memory_growth,
@@ -305,69 +307,39 @@ def reference_single(x, Wq, Wk, Wv):
 
 
 def diagnose_weights(w, x, Wq, Wk, Wv):
-    """Name the likely mistake behind wrong weights by rebuilding the usual wrong versions."""
-    q, k = x @ Wq, x @ Wk
+    """Name the likely mistake behind wrong weights by rebuilding the usual wrong versions: the
+    kit's masked-softmax mistakes on the scaled scores, then this step's mask, scale and order."""
     T, d_in, dk = x.shape[1], x.shape[2], Wq.shape[1]
-    future = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)
-    raw = q @ k.transpose(-2, -1)
-
-    def masked_softmax(scores, mask=future, dim=-1):
-        return torch.softmax(scores.masked_fill(mask, float("-inf")), dim=dim)
-
-    scaled = raw / dk**0.5
+    raw = (x @ Wq) @ (x @ Wk).transpose(-2, -1)
+    scaled, future, inf = raw / dk**0.5, future_region(T), float("-inf")
+    ones = torch.ones(T, T, dtype=torch.bool)
+    masks = [(future.T, "transposed"), (ones.tril(1), "transposed"), (ones.tril(), "transposed")]
+    scales = [
+        (d_in**0.5, msg("likely.scale_d_in", d_in=d_in, d_k=dk)),
+        (1.0, msg("likely.scale_none")),
+        (dk, msg("likely.scale_d")),
+        (T**0.5, msg("likely.scale_seq_len", T=T, d_k=dk)),
+    ]  # where √d_in or √T is √d_k, that mistake cannot show
     candidates = [
+        *masked_softmax_mistakes(scaled, future),
+        *((lambda m=m: masked_softmax(scaled, m), msg(f"likely.mask_{k}")) for m, k in masks),
+        (lambda: masked_softmax(scaled, ones.triu(2)), msg("likely.mask_offset")),
+        *((lambda s=s: masked_softmax(raw / s, future), m) for s, m in scales if s != dk**0.5),
+        (lambda: masked_softmax(raw, future) / dk**0.5, msg("likely.scale_after_softmax")),
+        (lambda: masked_softmax(scaled.transpose(-2, -1), future), msg("likely.swapped_qk")),
         (
-            lambda: masked_softmax(scaled, torch.ones(T, T, dtype=torch.bool).triu()),
-            msg("likely.mask_diagonal"),
-        ),
-        (
-            lambda: torch.softmax(scaled, -1).masked_fill(future, 0.0),
-            msg("likely.mask_after_softmax"),
-        ),
-        (lambda: torch.softmax(scaled.masked_fill(future, 0.0), -1), msg("likely.fill_zero")),
-        (lambda: torch.softmax(scaled, -1), msg("likely.no_mask")),
-        (lambda: masked_softmax(scaled, future.T), msg("likely.mask_transposed")),
-        (
-            lambda: masked_softmax(scaled, torch.ones(T, T, dtype=torch.bool).tril(1)),
-            msg("likely.mask_transposed"),
-        ),
-        (
-            lambda: masked_softmax(scaled, torch.ones(T, T, dtype=torch.bool).tril()),
-            msg("likely.mask_transposed"),
-        ),
-        (
-            lambda: masked_softmax(scaled, torch.ones(T, T, dtype=torch.bool).triu(2)),
-            msg("likely.mask_offset"),
-        ),
-        (lambda: masked_softmax(raw / d_in**0.5), msg("likely.scale_d_in", d_in=d_in, d_k=dk)),
-        (lambda: masked_softmax(raw), msg("likely.scale_none")),
-        (lambda: masked_softmax(raw / dk), msg("likely.scale_d")),
-        (lambda: masked_softmax(raw / T**0.5), msg("likely.scale_seq_len", T=T, d_k=dk)),
-        (lambda: masked_softmax(raw) / dk**0.5, msg("likely.scale_after_softmax")),
-        (lambda: masked_softmax(scaled, dim=-2), msg("likely.softmax_dim")),
-        (lambda: masked_softmax(scaled.transpose(-2, -1)), msg("likely.swapped_qk")),
-        (
-            lambda: torch.softmax(scaled, -1).masked_fill(future, float("-inf")),
+            lambda: torch.softmax(scaled, -1).masked_fill(future, inf),
             msg("likely.inf_after_softmax"),
         ),
         (
-            lambda: torch.softmax(scaled + future.float() * float("-inf"), -1),
+            lambda: torch.softmax(scaled + future.float() * inf, -1),
             msg("likely.additive_mask_nan"),
         ),
         (
-            lambda: masked_softmax(
-                scaled, torch.ones(T, T, dtype=torch.bool).triu(1), dim=-2
-            ).masked_fill(future, float("-inf")),
+            lambda: torch.softmax(scaled.masked_fill(future, inf), -2).masked_fill(future, inf),
             msg("likely.inf_after_softmax"),
         ),
     ]
-    # Where √d_in or √T is √d_k, that mistake cannot show.
-    cannot = {
-        key
-        for key, same in (("likely.scale_d_in", d_in == dk), ("likely.scale_seq_len", dk == T))
-        if same
-    }
-    candidates = [c for c in candidates if c[1]["key"] not in cannot]
     return matching_mistake(w, candidates)
 
 
