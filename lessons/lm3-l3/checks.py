@@ -60,6 +60,7 @@ from tutor.kit import (
     module_state,
     moved_before,
     msg,
+    multi_head_mistakes,
     no_foreign,
     no_kernel,
     note,
@@ -313,7 +314,7 @@ def diagnose_weights(w, x, Wq, Wk, Wv):
     raw = (x @ Wq) @ (x @ Wk).transpose(-2, -1)
     scaled, future, inf = raw / dk**0.5, future_region(T), float("-inf")
     ones = torch.ones(T, T, dtype=torch.bool)
-    masks = [(future.T, "transposed"), (ones.tril(1), "transposed"), (ones.tril(), "transposed")]
+    flipped = msg("likely.mask_transposed")
     scales = [
         (d_in**0.5, msg("likely.scale_d_in", d_in=d_in, d_k=dk)),
         (1.0, msg("likely.scale_none")),
@@ -322,7 +323,10 @@ def diagnose_weights(w, x, Wq, Wk, Wv):
     ]  # where √d_in or √T is √d_k, that mistake cannot show
     candidates = [
         *masked_softmax_mistakes(scaled, future),
-        *((lambda m=m: masked_softmax(scaled, m), msg(f"likely.mask_{k}")) for m, k in masks),
+        *(
+            (lambda m=m: masked_softmax(scaled, m), flipped)
+            for m in (future.T, ones.tril(1), ones.tril())
+        ),
         (lambda: masked_softmax(scaled, ones.triu(2)), msg("likely.mask_offset")),
         *((lambda s=s: masked_softmax(raw / s, future), m) for s, m in scales if s != dk**0.5),
         (lambda: masked_softmax(raw, future) / dk**0.5, msg("likely.scale_after_softmax")),
@@ -777,98 +781,9 @@ def of_these_weights(x, w, H, g):
 
 
 def diagnose_multi(y, x, w, H, source=""):
-    B, T, d_in = x.shape
-    d_out = w["W_q"].shape[0]
-    hd = d_out // H
-    proj = {n: x @ w[n].T for n in ("W_q", "W_k", "W_v")}
-    q, k, v = (proj[n].view(B, T, H, hd).transpose(1, 2) for n in ("W_q", "W_k", "W_v"))
-    future = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)
-
-    def attend(
-        scale=hd**0.5,
-        mask=future,
-        fill=float("-inf"),
-        merge="ok",
-        proj_out=True,
-        after=False,
-        dim=-1,
-        heads=(q, k, v),
-        scale_weights=False,
-    ):
-        qq, kk, vv = heads
-        s = qq @ kk.transpose(2, 3) / (1.0 if scale_weights else scale)
-        if after:
-            wts = torch.softmax(s, -1).masked_fill(mask, 0.0)
-        else:
-            wts = torch.softmax(s.masked_fill(mask, fill), dim)
-        if scale_weights:
-            wts = wts / scale
-        c = wts @ vv
-        c = c.transpose(1, 2).reshape(B, T, d_out) if merge == "ok" else c.reshape(B, T, d_out)
-        if proj_out == "no bias":
-            return c @ w["out_w"].T
-        return c @ w["out_w"].T + w["out_b"] if proj_out else c
-
-    no_transpose = tuple(proj[n].view(B, H, T, hd) for n in ("W_q", "W_k", "W_v"))
-    # view(B, T, H, hd) without transpose(1, 2): the "scores" then compare heads, (B, T, H, H)
-    untransposed = tuple(proj[n].view(B, T, H, hd) for n in ("W_q", "W_k", "W_v"))
-    head_mask = torch.triu(torch.ones(H, H, dtype=torch.bool), diagonal=1)
-    no_mask = (
-        msg("likely.masked_fill_discarded")
-        if masked_fill_discarded(source)
-        else msg("likely.no_mask")
-    )
-    # Where d_in = d_out (the notebook's size), √d_in and √d_out are one mistake.
-    wide = (
-        msg("likely.scale_width", width=d_out, hd=hd)
-        if d_in == d_out
-        else msg("likely.scale_d_out")
-    )
-    candidates = [
-        (lambda: attend(scale=d_out**0.5), wide),
-        (lambda: attend(scale=d_in**0.5), msg("likely.scale_d_in_multi", d_in=d_in, hd=hd)),
-        (lambda: attend(scale=1.0), msg("likely.scale_none")),
-        (lambda: attend(scale=T**0.5), msg("likely.scale_seq_len_multi", T=T, hd=hd)),
-        (lambda: attend(scale_weights=True), msg("likely.scale_after_softmax_multi")),
-        (lambda: attend(scale=H**0.5), msg("likely.scale_heads", H=H, hd=hd)),
-        (lambda: attend(mask=torch.zeros(T, T, dtype=torch.bool)), no_mask),
-        (lambda: attend(fill=0.0), msg("likely.fill_zero")),
-        (lambda: attend(after=True), msg("likely.mask_after_softmax")),
-        (lambda: attend(mask=future.T), msg("likely.mask_transposed")),
-        (lambda: attend(mask=~future), msg("likely.mask_inverted_fill")),
-        (
-            lambda: attend(mask=torch.ones(T, T, dtype=torch.bool).triu()),
-            msg("likely.mask_diagonal"),
-        ),
-        (lambda: attend(dim=-2), msg("likely.softmax_dim")),
-        (lambda: attend(heads=no_transpose, merge="bad"), msg("likely.heads_no_transpose")),
-        (lambda: attend(heads=no_transpose), msg("likely.heads_no_transpose")),
-        (
-            lambda: attend(heads=untransposed, mask=head_mask, merge="bad"),
-            msg("likely.per_head_transpose"),
-        ),
-        (lambda: attend(heads=untransposed, mask=head_mask), msg("likely.per_head_transpose")),
-        (lambda: attend(merge="bad"), msg("likely.merge_heads")),
-        (lambda: attend(proj_out=False), msg("likely.no_out_proj")),
-        (lambda: attend(proj_out="no bias"), msg("likely.no_out_bias")),
-    ]
-    skip = set()
-    if H == 1:  # one head: head_dim is d_out, so that scale is right, and no split to get wrong
-        skip |= {
-            "likely.scale_d_out",
-            "likely.scale_width",
-            "likely.heads_no_transpose",
-            "likely.merge_heads",
-            "likely.per_head_transpose",
-            "likely.scale_heads",
-        }
-    if d_in in (hd, d_out):
-        skip.add("likely.scale_d_in_multi")
-    if hd == T:
-        skip.add("likely.scale_seq_len_multi")
-    if H in (hd, T):
-        skip.add("likely.scale_heads")
-    return matching_mistake(y, [c for c in candidates if c[1]["key"] not in skip])
+    discarded = masked_fill_discarded(source)
+    no_mask = msg("likely.masked_fill_discarded") if discarded else None
+    return matching_mistake(y, multi_head_mistakes(x, w, H, no_mask=no_mask))
 
 
 def unless_discarded(likely: dict, source: str) -> dict:

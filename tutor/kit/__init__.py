@@ -129,6 +129,7 @@ from tutor.kit.finite import (
 )
 from tutor.kit.heads import (
     large_scores_weights,
+    multi_head_mistakes,
     split_heads,
 )
 from tutor.kit.helper_blame import (
@@ -425,6 +426,7 @@ __all__ = [
     "large_scores_factor",
     "large_scores_likely",
     "large_scores_weights",
+    "multi_head_mistakes",
     "last_dim_of",
     "leak_map",
     "leak_map_panel",
