@@ -10,7 +10,6 @@ import torch
 import torch.nn.functional as F
 
 from tutor.kit import (
-    DTYPE_BYTES,
     DTYPES,
     LARGE_INPUT,
     StepSpec,
@@ -24,7 +23,6 @@ from tutor.kit import (
     declared_settings,
     fixed_dropout,
     future_region,
-    heading,
     judge_attention_weights,
     judge_called_again,
     judge_dropout_modes,
@@ -39,7 +37,6 @@ from tutor.kit import (
     judge_sized_cases,
     judge_training_story,
     judged,
-    keys,
     large_input_weights,
     large_scores_check,
     large_scores_factor,
@@ -54,9 +51,7 @@ from tutor.kit import (
     masked_softmax_mistakes,
     matching_mistake,
     measure_score_memory,
-    memory_growth,
-    memory_rows,
-    memory_table,
+    memory_view,
     module_state,
     moved_before,
     msg,
@@ -1174,42 +1169,10 @@ def probe_memory(ctx, inputs):
     return {"settings": s, "measured": [[t, b] for t, b in measured.items()]}
 
 
-def memory_view(settings: dict, measured: dict) -> list:
-    """The memory step's table: the formula's columns for these settings, and what the learner's
-    own layer built at each T."""
-    rows = memory_rows(
-        seq_lens(*settings["range"]),
-        heads=settings["heads"],
-        batch=settings["batch"],
-        bytes_per=DTYPE_BYTES[settings["dtype"]],
-    )
-    columns = [
-        msg("visual.memory_T"),
-        msg("visual.memory_scores"),
-        msg("visual.memory_mb"),
-        msg("visual.memory_qkv"),
-        msg("visual.memory_ratio"),
-        msg("visual.memory_measured"),
-    ]
-    return [
-        heading(msg("visual.memory_title")),
-        keys(),
-        memory_table(rows, measured, [*columns, ""]),
-        note(msg("visual.memory_growth", **memory_growth(rows))),
-        note(
-            msg(
-                "visual.memory_measured_note",
-                heads=settings["heads"],
-                batch=settings["batch"],
-                dtype=settings["dtype"],
-            )
-        ),
-    ]
-
-
 def judge_memory(v, outputs, inputs, jctx):
     settings = memory_settings(outputs["settings"])
-    v.visuals["view"] = memory_view(settings, {t: b for t, b in outputs["measured"]})
+    measured = {t: b for t, b in outputs["measured"]}
+    v.visuals["view"] = memory_view(settings, measured, layer="CausalMultiHeadAttention")
     v.expect("runs", True)
 
 

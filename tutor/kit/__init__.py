@@ -54,7 +54,7 @@ probe runs in the child beside the learner's code, its judge in the judge proces
 - A layer's forward traced op by op, against the lab's route (traced_forward, ShapeTrace,
   trace_parting, trace_view); the memory of its (…, T, T) scores, by formula and as measured
   (seq_lens, memory_rows, measure_score_memory, SquareTensors, memory_table, memory_growth,
-  chosen_settings).
+  chosen_settings; the whole view: memory_view).
 - A stack of maps as the weights panel's entries (weights_panels); other sizes judged for
   cases that carry their size (judge_sized_cases, sizes_label).
 - An output finite, then close (require_finite, require_finite_close), and so on the call whose
@@ -286,6 +286,7 @@ from tutor.kit.score_memory import (
     memory_growth,
     memory_rows,
     memory_table,
+    memory_view,
     seq_lens,
 )
 from tutor.kit.shape_trace import (
@@ -451,6 +452,7 @@ __all__ = [
     "memory_growth",
     "memory_rows",
     "memory_table",
+    "memory_view",
     "module_state",
     "moved_before",
     "ms_text",
