@@ -28,6 +28,7 @@ from tutor.kit import (
     judge_dropout_modes,
     judge_large_inputs,
     judge_large_output,
+    judge_layer_again,
     judge_layer_constructor,
     judge_layer_state,
     judge_layout,
@@ -70,7 +71,6 @@ from tutor.kit import (
     probe_training_story,
     reference_grads,
     reference_leak_outputs,
-    require_again_ran,
     require_again_right,
     require_close,
     require_finite,
@@ -805,49 +805,6 @@ def masked_fill_discarded(source: str) -> bool:
     )
 
 
-def judge_again(v, case, inp, size):
-    """The layer of the notebook's size used again: on a shorter input, after new weights are
-    loaded, and a new layer on a short input first. Judged after the other sizes: code with the
-    notebook's numbers written in fails there, with the message that fits."""
-    H = size[2]
-    t = inp["x_prefix"].shape[1]
-    again = functools.partial(
-        require_again_ran, key="check.call_again_raised", likely=msg("likely.call_again")
-    )
-    again(v, case["prefix"], t=t)
-    require_again_right(
-        v,
-        case["prefix"]["value"],
-        reference_multi(inp["x_prefix"], inp["w"], H)[0],
-        msg("value.again_prefix", t=t),
-        msg("likely.call_again"),
-    )
-    w2 = case["new_weights_w"]
-    again(v, case["new_weights"], t=inp["x"].shape[1])
-    require_again_right(
-        v,
-        case["new_weights"]["value"],
-        reference_multi(inp["x"], w2, H)[0],
-        msg("value.again_new_weights"),
-        msg("likely.cached_weights"),
-    )
-    dropout = case.get("dropout") or {}
-    # Eval mode: no dropout, so the reference without it. A call that raised is judge_dropout's to say.
-    if "short" in dropout and "error" not in dropout["short"] and "error" not in dropout["eval"]:
-        short = dropout["short"]["value"]
-        # A wrong short call is dropout in eval mode, said by judge_dropout; a right one then a wrong longer one is state.
-        if isinstance(short, torch.Tensor) and close(
-            short, reference_multi(inp["x_prefix"], inp["w"], H)[0]
-        ):
-            require_again_right(
-                v,
-                dropout["eval"]["value"],
-                reference_multi(inp["x"], inp["w"], H)[0],
-                msg("value.again_longer", t=t),
-                msg("likely.call_again"),
-            )
-
-
 def judge_state(v, case, inp, size):
     """forward must leave the layer's weights and buffers as they were."""
     expected = {name: inp["w"][key] for name, key in PARAM_NAMES.items()}
@@ -942,7 +899,7 @@ def judge_multi_case(v, case, inp, size, source=""):
                     y2,
                     reference_multi(inp["x_last"], inp["w"], H)[0],
                     msg("value.again_last"),
-                    msg("likely.call_again"),
+                    msg("likely.layer_call_again"),
                 )
             require_no_leak(v, y, y2, T - 1, likely=diagnose)
     if "map" in case:
@@ -1023,8 +980,15 @@ def judge_multi_checks(v, outputs, inputs, jctx, judge_case):
         sorted(set(jctx.kernels) | set(in_graph)),
     )
     judge_state(v, first, seed, size)
-    first["new_weights_w"] = inputs["multi_again"]["w"]
-    judge_again(v, first, seed, size)
+    judge_layer_again(
+        v,
+        first,
+        lambda x, w: reference_multi(x, w, size[2])[0],
+        x=seed["x"],
+        x_prefix=seed["x_prefix"],
+        w=seed["w"],
+        new_w=inputs["multi_again"]["w"],
+    )
     judge_notebook(v, first["notebook"], seed, size, inputs["multi_again"]["g"])
     judge_dropout(v, first["dropout"], seed, size)
     large = inputs["multi_large"]

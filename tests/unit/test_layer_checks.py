@@ -325,3 +325,27 @@ def test_without_keys_the_engine_words_each_role_and_a_lesson_overrides_one():
     assert v.failed_message()["params"]["expected"] == (
         "d_in, d_out, context_length, dropout=0.0, wide=False"
     )
+
+
+def test_a_layer_used_again_fails_on_stale_weights_and_on_a_raise():
+    from tutor.kit import judge_layer_again
+
+    x = torch.randn(2, 5, 3)
+    w, new_w = ({n: torch.randn(4, 3) for n in ("W_q", "W_k", "W_v")} for _ in range(2))
+    short = x[:, :2]
+    right = {
+        "prefix": {"value": reference(short, w)},
+        "new_weights": {"value": reference(x, new_w)},
+        "dropout": {"short": {"value": reference(short, w)}, "eval": {"value": reference(x, w)}},
+    }
+    how = dict(x=x, x_prefix=short, w=w, new_w=new_w)
+    assert run(judge_layer_again, right, reference, **how).passed()
+    stale = {**right, "new_weights": {"value": reference(x, w)}}
+    v = run(judge_layer_again, stale, reference, **how)
+    assert v.failed_message()["params"]["likely"] == msg("likely.layer_cached_weights")
+    longer = {**right, "dropout": {**right["dropout"], "eval": {"value": reference(x, w) * 2}}}
+    assert failed(run(judge_layer_again, longer, reference, **how)) == "check.values"
+    error = {"kind": "RuntimeError", "detail": "size", "frames": [{"line": 3}]}
+    raised = {**right, "prefix": {"error": error}}
+    v = run(judge_layer_again, raised, reference, **how, keys={"again_raised": "lesson.raised"})
+    assert failed(v) == "lesson.raised" and v.failed_message()["params"]["t"] == 2

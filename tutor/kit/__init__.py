@@ -68,7 +68,8 @@ probe runs in the child beside the learner's code, its judge in the judge proces
 - An attention layer's properties (layer_checks), worded by the engine (LAYER_WORDS) unless a
   lesson passes its own keys by role:
   its constructor (constructor_facts, judge_layer_constructor; linear_layout, judge_layout), its
-  state around forward (judge_layer_state), called again (require_again_right, require_again_ran),
+  state around forward (judge_layer_state), called again (judge_layer_again; require_again_right,
+  require_again_ran),
   dropout in train and eval mode (probe_dropout_modes, judge_dropout_modes,
   diagnose_dropout), one backward pass on its own weights (probe_seeded_layer, reference_grads,
   weights_from_state, require_backward_ran, likely_for_backward, judge_gradients; all of
@@ -212,6 +213,7 @@ from tutor.kit.layer_checks import (
     diagnose_dropout,
     judge_dropout_modes,
     judge_gradients,
+    judge_layer_again,
     judge_layer_constructor,
     judge_layer_state,
     judge_layout,
@@ -408,6 +410,7 @@ __all__ = [
     "judge_helpers_replaced",
     "judge_large_inputs",
     "judge_large_output",
+    "judge_layer_again",
     "judge_layer_constructor",
     "judge_layer_state",
     "judge_layout",

@@ -20,6 +20,7 @@ import torch
 
 from tutor.kit.judge_tools import (
     Verdict,
+    close,
     describe,
     failure_params,
     max_error,
@@ -64,6 +65,9 @@ LAYER_WORDS: dict[str, str] = {
     "notebook_mode": "likely.layer_seeded_mode",
     "leak": "check.no_leak",
     "leak_likely": "likely.no_leak",
+    "again_raised": "check.layer_again_raised",
+    "call_again": "likely.layer_call_again",
+    "cached_weights": "likely.layer_cached_weights",
 }
 
 
@@ -260,6 +264,43 @@ def require_again_right(
     right: a tensor of the expected shape, then close to it (check call-again)."""
     got = require_tensor(v, "call-again", what, got, tuple(expected.shape), likely)
     require_close(v, "call-again", what, got, expected, likely=likely)
+
+
+def judge_layer_again(
+    v: Verdict,
+    case: Mapping[str, Any],
+    reference: Callable[[torch.Tensor, Any], torch.Tensor],
+    *,
+    x: torch.Tensor,
+    x_prefix: torch.Tensor,
+    w: Any,
+    new_w: Any,
+    keys: Keys | None = None,
+) -> None:
+    """One layer used again, as a model uses it: case["prefix"] its call on the shorter
+    x_prefix, case["new_weights"] its call on x after new_w were loaded, and case["dropout"]
+    (probe_dropout_modes') a new layer in eval mode on x_prefix, then on x. reference(x, w) is
+    the right output. A call that raised fails call-again with "again_raised" {t} and the
+    error's fields; a wrong one with its value.again_* label and "call_again" (after new
+    weights: "cached_weights"). A wrong short eval call is judge_dropout_modes' to say. Judged
+    after the other sizes: code with the lab's numbers written in fails there, as it should."""
+    keys = layer_words(keys)
+    likely, t = msg(keys["call_again"]), x_prefix.shape[1]
+    require_again_ran(v, case["prefix"], key=keys["again_raised"], likely=likely, t=t)
+    prefix_ref = reference(x_prefix, w)
+    what = msg("value.again_prefix", t=t)
+    require_again_right(v, case["prefix"]["value"], prefix_ref, what, likely)
+    new = case["new_weights"]
+    require_again_ran(v, new, key=keys["again_raised"], likely=likely, t=x.shape[1])
+    what, cached = msg("value.again_new_weights"), msg(keys["cached_weights"])
+    require_again_right(v, new["value"], reference(x, new_w), what, cached)
+    dropout = case.get("dropout") or {}
+    if "short" in dropout and "error" not in dropout["short"] and "error" not in dropout["eval"]:
+        short = dropout["short"]["value"]
+        # Right on the short input, then wrong on the longer one: state kept from the first call.
+        if isinstance(short, torch.Tensor) and close(short, prefix_ref):
+            what = msg("value.again_longer", t=t)
+            require_again_right(v, dropout["eval"]["value"], reference(x, w), what, likely)
 
 
 def require_again_ran(v: Verdict, call: dict, *, key: str, likely: dict, **params: Any) -> None:
