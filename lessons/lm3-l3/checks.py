@@ -21,6 +21,7 @@ from tutor.kit import (
     close,
     constructor_facts,
     declared_settings,
+    discarded_call,
     fixed_dropout,
     future_region,
     judge_attention_weights,
@@ -359,7 +360,9 @@ def judge_single_case(v, call, case, size):
     if changed:
         diagnose = lambda: msg("likely.mutated_input", arg=changed)  # noqa: E731
     else:
-        diagnose = lambda: unless_discarded(diagnose_weights(w, x, Wq, Wk, Wv), v.source)  # noqa: E731
+        diagnose = lambda: unless_discarded(  # noqa: E731
+            diagnose_weights(w, x, Wq, Wk, Wv), v.source, "causal_attention"
+        )
     # exp(-100) is tiny but not 0: a large negative fill instead of -inf.
     tiny = None if changed else msg("likely.fill_large_negative")
     judge_attention_weights(
@@ -776,32 +779,19 @@ def of_these_weights(x, w, H, g):
 
 
 def diagnose_multi(y, x, w, H, source=""):
-    discarded = masked_fill_discarded(source)
-    no_mask = msg("likely.masked_fill_discarded") if discarded else None
-    return matching_mistake(y, multi_head_mistakes(x, w, H, no_mask=no_mask))
+    likely = matching_mistake(y, multi_head_mistakes(x, w, H))
+    return unless_discarded(likely, source, "CausalMultiHeadAttention")
 
 
-def unless_discarded(likely: dict, source: str) -> dict:
-    """No mask in effect, from a mask written whose result is thrown away: that is the mistake."""
-    if likely and likely.get("key") == "likely.no_mask" and masked_fill_discarded(source):
-        return msg("likely.masked_fill_discarded")
-    return likely
-
-
-def masked_fill_discarded(source: str) -> bool:
-    """`scores.masked_fill(...)` as a statement of its own: its result is thrown away."""
-    import ast
-
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
-        return False
-    return any(
-        isinstance(n, ast.Expr)
-        and isinstance(n.value, ast.Call)
-        and isinstance(n.value.func, ast.Attribute)
-        and n.value.func.attr == "masked_fill"
-        for n in ast.walk(tree)
+def unless_discarded(likely: dict, source: str, fn: str) -> dict:
+    """No mask in effect, from a masked_fill in fn whose result is thrown away: that line."""
+    found = likely["key"] == "likely.no_mask" and discarded_call(
+        source, frozenset({fn}), "masked_fill"
+    )
+    return (
+        msg("likely.masked_fill_discarded_line", line=found.line, code=found.code)
+        if found
+        else likely
     )
 
 
