@@ -349,3 +349,19 @@ def test_a_layer_used_again_fails_on_stale_weights_and_on_a_raise():
     raised = {**right, "prefix": {"error": error}}
     v = run(judge_layer_again, raised, reference, **how, keys={"again_raised": "lesson.raised"})
     assert failed(v) == "lesson.raised" and v.failed_message()["params"]["t"] == 2
+
+
+def test_state_without_words_says_a_slice_assigned_back_or_a_change_in_place():
+    layer = Layer(3, 4, 8)
+    expected = {n: t.clone() for n, t in state_dict_copy(layer).items()}
+    with torch.no_grad():
+        layer.W_k.weight.mul_(2)
+    v = run(judge_layer_state, state_dict_copy(layer), expected, None)
+    assert v.failed_message()["key"] == "check.layer_state_changed"
+    assert v.failed_message()["params"]["likely"] == msg(
+        "likely.layer_state_in_place", name="W_k.weight"
+    )
+    layer = Layer(3, 4, 8)
+    layer.mask = layer.mask[:5, :5]
+    v = run(judge_layer_state, state_dict_copy(layer), expected, None)
+    assert v.failed_message()["params"]["likely"] == msg("likely.layer_state_sliced", name="mask")

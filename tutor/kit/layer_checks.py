@@ -226,15 +226,16 @@ def judge_layer_state(
     expected: Mapping[str, torch.Tensor],
     around: Sequence | None,
     *,
-    key: str,
-    likely: Callable[[str], dict],
+    key: str = "check.layer_state_changed",
+    likely: Callable[[str], dict] | None = None,
     check_id: str = "state-unchanged",
 ) -> None:
     """forward must leave the layer's weights and buffers as they were: state (a state_dict
     copied after the calls) holds each expected entry, same shape and values (a float copy of a
     bool buffer passes here; state_unchanged on around = (before, after) module_state says it);
     the first that differs fails with key {name} {got} {likely}, got being its shape or largest
-    error, and likely(name) the mistake."""
+    error, and likely(name) the mistake (by default the engine's: a slice assigned back where
+    the shape changed, else a change in place)."""
     state = state or {}
     for name, want in expected.items():
         got = state.get(name)
@@ -249,7 +250,13 @@ def judge_layer_state(
                 if isinstance(got, torch.Tensor) and got.shape != want.shape
                 else (f"{max_error(got, want)[0]:.3g}" if isinstance(got, torch.Tensor) else "—")
             )
-            v.expect(check_id, False, key, name=name, got=detail, likely=likely(name))
+            if likely is not None:
+                said = likely(name)
+            elif isinstance(got, torch.Tensor) and got.shape != want.shape:
+                said = msg("likely.layer_state_sliced", name=name)
+            else:
+                said = msg("likely.layer_state_in_place", name=name)
+            v.expect(check_id, False, key, name=name, got=detail, likely=said)
             return
     state_unchanged(v, *(around or (None, None)), check_id=check_id)
 
