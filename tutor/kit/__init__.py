@@ -209,6 +209,7 @@ from tutor.kit.judge_tools import (
     state_unchanged,
 )
 from tutor.kit.layer_checks import (
+    LAYER_WORDS,
     constructor_facts,
     diagnose_dropout,
     judge_dropout_modes,
@@ -218,6 +219,7 @@ from tutor.kit.layer_checks import (
     judge_layer_state,
     judge_layout,
     judge_seeded_layer,
+    layer_words,
     likely_for_backward,
     linear_layout,
     probe_dropout_modes,
@@ -340,6 +342,7 @@ __all__ = [
     "KERNEL_FRAGMENTS",
     "LARGE_INPUT",
     "LARGE_SCORES",
+    "LAYER_WORDS",
     "LEAK_LIMIT",
     "LEAK_MAP_WORDS",
     "LEAK_TOLERANCE",
@@ -435,6 +438,7 @@ __all__ = [
     "leak_map",
     "leak_map_panel",
     "lend",
+    "layer_words",
     "likely_for_backward",
     "likely_for_value",
     "linear_layout",
