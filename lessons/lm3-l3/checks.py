@@ -10,7 +10,6 @@ import torch
 import torch.nn.functional as F
 
 from tutor.kit import (
-    DTYPE_BYTES,
     DTYPES,
     LARGE_INPUT,
     StepSpec,
@@ -22,14 +21,15 @@ from tutor.kit import (
     close,
     constructor_facts,
     declared_settings,
+    discarded_call,
     fixed_dropout,
     future_region,
-    heading,
     judge_attention_weights,
     judge_called_again,
     judge_dropout_modes,
     judge_large_inputs,
     judge_large_output,
+    judge_layer_again,
     judge_layer_constructor,
     judge_layer_state,
     judge_layout,
@@ -39,7 +39,6 @@ from tutor.kit import (
     judge_sized_cases,
     judge_training_story,
     judged,
-    keys,
     large_input_weights,
     large_scores_check,
     large_scores_factor,
@@ -50,14 +49,15 @@ from tutor.kit import (
     linear_layout,
     literal_explanation,
     load_weights,
+    masked_softmax,
+    masked_softmax_mistakes,
     matching_mistake,
     measure_score_memory,
-    memory_growth,
-    memory_rows,
-    memory_table,
+    memory_view,
     module_state,
     moved_before,
     msg,
+    multi_head_mistakes,
     no_foreign,
     no_kernel,
     note,
@@ -72,7 +72,6 @@ from tutor.kit import (
     probe_training_story,
     reference_grads,
     reference_leak_outputs,
-    require_again_ran,
     require_again_right,
     require_close,
     require_finite,
@@ -232,20 +231,6 @@ def large_scores_layer(case, H) -> dict:
 
 
 # ---------------------------------------------------------------- leakage maps
-def leak_map_words() -> dict:
-    """Not weights: how far each output moved, so the panel's words for weights would mislead."""
-    return {
-        "weights": msg("visual.leak_title"),
-        "legend_learner": msg("visual.leak_legend_learner"),
-        "legend_reference": msg("visual.leak_legend_reference"),
-        "legend_masked": msg("visual.leak_legend_masked"),
-        "legend_leak": msg("visual.leak_legend_leak"),
-        "axis_keys": msg("visual.leak_axis_keys"),
-        "axis_queries": msg("visual.leak_axis_queries"),
-        "weights_key_mode": msg("visual.leak_key_mode"),
-    }
-
-
 def single_leak_entry(outputs_map, base_call, case, delta) -> list:
     """The leakage map's panel entry, or none when the probe's calls did not all come back (a
     value so large that the report was cut before them)."""
@@ -258,7 +243,6 @@ def single_leak_entry(outputs_map, base_call, case, delta) -> list:
             pair_output(base_call),
             moved,
             *single_leak_reference(case["x"], *case["W"], delta),
-            leak_map_words(),
         )
     ]
 
@@ -320,69 +304,42 @@ def reference_single(x, Wq, Wk, Wv):
 
 
 def diagnose_weights(w, x, Wq, Wk, Wv):
-    """Name the likely mistake behind wrong weights by rebuilding the usual wrong versions."""
-    q, k = x @ Wq, x @ Wk
+    """Name the likely mistake behind wrong weights by rebuilding the usual wrong versions: the
+    kit's masked-softmax mistakes on the scaled scores, then this step's mask, scale and order."""
     T, d_in, dk = x.shape[1], x.shape[2], Wq.shape[1]
-    future = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)
-    raw = q @ k.transpose(-2, -1)
-
-    def masked_softmax(scores, mask=future, dim=-1):
-        return torch.softmax(scores.masked_fill(mask, float("-inf")), dim=dim)
-
-    scaled = raw / dk**0.5
+    raw = (x @ Wq) @ (x @ Wk).transpose(-2, -1)
+    scaled, future, inf = raw / dk**0.5, future_region(T), float("-inf")
+    ones = torch.ones(T, T, dtype=torch.bool)
+    flipped = msg("likely.mask_transposed")
+    scales = [
+        (d_in**0.5, msg("likely.scale_d_in", d_in=d_in, d_k=dk)),
+        (1.0, msg("likely.scale_none")),
+        (dk, msg("likely.scale_d")),
+        (T**0.5, msg("likely.scale_seq_len", T=T, d_k=dk)),
+    ]  # where √d_in or √T is √d_k, that mistake cannot show
     candidates = [
-        (
-            lambda: masked_softmax(scaled, torch.ones(T, T, dtype=torch.bool).triu()),
-            msg("likely.mask_diagonal"),
+        *masked_softmax_mistakes(scaled, future),
+        *(
+            (lambda m=m: masked_softmax(scaled, m), flipped)
+            for m in (future.T, ones.tril(1), ones.tril())
         ),
+        (lambda: masked_softmax(scaled, ones.triu(2)), msg("likely.mask_offset")),
+        *((lambda s=s: masked_softmax(raw / s, future), m) for s, m in scales if s != dk**0.5),
+        (lambda: masked_softmax(raw, future) / dk**0.5, msg("likely.scale_after_softmax")),
+        (lambda: masked_softmax(scaled.transpose(-2, -1), future), msg("likely.swapped_qk")),
         (
-            lambda: torch.softmax(scaled, -1).masked_fill(future, 0.0),
-            msg("likely.mask_after_softmax"),
-        ),
-        (lambda: torch.softmax(scaled.masked_fill(future, 0.0), -1), msg("likely.fill_zero")),
-        (lambda: torch.softmax(scaled, -1), msg("likely.no_mask")),
-        (lambda: masked_softmax(scaled, future.T), msg("likely.mask_transposed")),
-        (
-            lambda: masked_softmax(scaled, torch.ones(T, T, dtype=torch.bool).tril(1)),
-            msg("likely.mask_transposed"),
-        ),
-        (
-            lambda: masked_softmax(scaled, torch.ones(T, T, dtype=torch.bool).tril()),
-            msg("likely.mask_transposed"),
-        ),
-        (
-            lambda: masked_softmax(scaled, torch.ones(T, T, dtype=torch.bool).triu(2)),
-            msg("likely.mask_offset"),
-        ),
-        (lambda: masked_softmax(raw / d_in**0.5), msg("likely.scale_d_in", d_in=d_in, d_k=dk)),
-        (lambda: masked_softmax(raw), msg("likely.scale_none")),
-        (lambda: masked_softmax(raw / dk), msg("likely.scale_d")),
-        (lambda: masked_softmax(raw / T**0.5), msg("likely.scale_seq_len", T=T, d_k=dk)),
-        (lambda: masked_softmax(raw) / dk**0.5, msg("likely.scale_after_softmax")),
-        (lambda: masked_softmax(scaled, dim=-2), msg("likely.softmax_dim")),
-        (lambda: masked_softmax(scaled.transpose(-2, -1)), msg("likely.swapped_qk")),
-        (
-            lambda: torch.softmax(scaled, -1).masked_fill(future, float("-inf")),
+            lambda: torch.softmax(scaled, -1).masked_fill(future, inf),
             msg("likely.inf_after_softmax"),
         ),
         (
-            lambda: torch.softmax(scaled + future.float() * float("-inf"), -1),
+            lambda: torch.softmax(scaled + future.float() * inf, -1),
             msg("likely.additive_mask_nan"),
         ),
         (
-            lambda: masked_softmax(
-                scaled, torch.ones(T, T, dtype=torch.bool).triu(1), dim=-2
-            ).masked_fill(future, float("-inf")),
+            lambda: torch.softmax(scaled.masked_fill(future, inf), -2).masked_fill(future, inf),
             msg("likely.inf_after_softmax"),
         ),
     ]
-    # Where √d_in or √T is √d_k, that mistake cannot show.
-    cannot = {
-        key
-        for key, same in (("likely.scale_d_in", d_in == dk), ("likely.scale_seq_len", dk == T))
-        if same
-    }
-    candidates = [c for c in candidates if c[1]["key"] not in cannot]
     return matching_mistake(w, candidates)
 
 
@@ -403,7 +360,9 @@ def judge_single_case(v, call, case, size):
     if changed:
         diagnose = lambda: msg("likely.mutated_input", arg=changed)  # noqa: E731
     else:
-        diagnose = lambda: unless_discarded(diagnose_weights(w, x, Wq, Wk, Wv), v.source)  # noqa: E731
+        diagnose = lambda: unless_discarded(  # noqa: E731
+            diagnose_weights(w, x, Wq, Wk, Wv), v.source, "causal_attention"
+        )
     # exp(-100) is tiny but not 0: a large negative fill instead of -inf.
     tiny = None if changed else msg("likely.fill_large_negative")
     judge_attention_weights(
@@ -568,9 +527,7 @@ def judge_leakage_case(v, calls, case, size):
         )
         outs[name] = out
     for name, pos in (("last", T - 1), ("mid", T // 2)):
-        require_no_leak(
-            v, outs["base"], outs[name], pos, key="check.leak", likely=msg("likely.leak")
-        )
+        require_no_leak(v, outs["base"], outs[name], pos, likely=msg("likely.no_leak"))
     if calls["map"] is not None:
         require_ran(v, calls["map"], "causal_attention")
         moved = calls["map"].get("value")
@@ -630,51 +587,11 @@ PARAM_NAMES = {
     "out_proj.bias": "out_b",
 }
 
-# The lesson's words for the kit's layer properties (tutor.kit.layer_checks), by role.
-LAYER_KEYS = {
-    "constructor_signature": "check.constructor_signature",
-    "constructor_attr": "check.constructor_attr",
-    "mask_buffer": "check.mask_buffer",
-    "dropout_raised": "check.dropout_raised",
-    "dropout_train": "check.dropout_train",
-    "dropout_eval": "check.dropout_eval",
-    "dropout_in_eval": "likely.dropout_in_eval",
-    "dropout_unknown": "likely.dropout_unknown",
-    "dropout_missing": "likely.dropout_missing",
-    "dropout_p": "likely.dropout_p",
-    "dropout_twice": "likely.dropout_twice",
-    "dropout_place": "likely.dropout_place",
-    "backward_raised": "check.backward_raised",
-    "inplace_backward": "likely.inplace_backward",
-    "grad_blocked": "likely.grad_blocked",
-    "not_trainable": "check.not_trainable",
-    "no_grad": "check.no_grad",
-    "grad_values": "check.grad_values",
-    "grad_wrong": "likely.grad_wrong",
-    "no_input_grad": "check.no_input_grad",
-    "input_grad_blocked": "likely.input_grad_blocked",
-    "state_keys": "check.state_keys",
-    "notebook_values": "check.notebook_values",
-    "notebook_mode": "likely.notebook_mode",
-    "leak": "check.leak",
-    "leak_likely": "likely.leak",
-}
-
-
 # ---------------------------------------------------------------- shape trace
 
 # (d_in, d_out, n_heads, context_length, B, T): every dimension a different number, so that a
 # shape says which dimension went where (the notebook's B = H = 2 would hide a swap).
 TRACE_SIZE = (6, 12, 3, 16, 2, 5)
-TRACE_KEYS = {  # the trace view's texts, by the kit's TRACE_WORDS
-    "none": "ui.trace_none",
-    "step": "ui.trace_step",
-    "op": "ui.trace_op",
-    "shape": "ui.trace_shape",
-    "parts": "ui.trace_parts",
-    "same": "ui.trace_same",
-    "other_route": "ui.trace_other_route",
-}
 
 
 def lab_trace(size) -> list[tuple[str, tuple]]:
@@ -705,7 +622,7 @@ def lab_trace(size) -> list[tuple[str, tuple]]:
 def lab_trace_view(ops, size, wrong: bool) -> list:
     d_in, d_out, H, _, B, T = size
     title = msg("ui.trace_title", B=B, T=T, H=H, hd=d_out // H, d_in=d_in)
-    return trace_view(ops, lab_trace(size), wrong=wrong, title=title, words=TRACE_KEYS)
+    return trace_view(ops, lab_trace(size), wrong=wrong, title=title)
 
 
 # Our own weights, so the judge knows them without trusting the learner's process; a parameter
@@ -862,181 +779,27 @@ def of_these_weights(x, w, H, g):
 
 
 def diagnose_multi(y, x, w, H, source=""):
-    B, T, d_in = x.shape
-    d_out = w["W_q"].shape[0]
-    hd = d_out // H
-    proj = {n: x @ w[n].T for n in ("W_q", "W_k", "W_v")}
-    q, k, v = (proj[n].view(B, T, H, hd).transpose(1, 2) for n in ("W_q", "W_k", "W_v"))
-    future = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)
+    likely = matching_mistake(y, multi_head_mistakes(x, w, H))
+    return unless_discarded(likely, source, "CausalMultiHeadAttention")
 
-    def attend(
-        scale=hd**0.5,
-        mask=future,
-        fill=float("-inf"),
-        merge="ok",
-        proj_out=True,
-        after=False,
-        dim=-1,
-        heads=(q, k, v),
-        scale_weights=False,
-    ):
-        qq, kk, vv = heads
-        s = qq @ kk.transpose(2, 3) / (1.0 if scale_weights else scale)
-        if after:
-            wts = torch.softmax(s, -1).masked_fill(mask, 0.0)
-        else:
-            wts = torch.softmax(s.masked_fill(mask, fill), dim)
-        if scale_weights:
-            wts = wts / scale
-        c = wts @ vv
-        c = c.transpose(1, 2).reshape(B, T, d_out) if merge == "ok" else c.reshape(B, T, d_out)
-        if proj_out == "no bias":
-            return c @ w["out_w"].T
-        return c @ w["out_w"].T + w["out_b"] if proj_out else c
 
-    no_transpose = tuple(proj[n].view(B, H, T, hd) for n in ("W_q", "W_k", "W_v"))
-    # view(B, T, H, hd) without transpose(1, 2): the "scores" then compare heads, (B, T, H, H)
-    untransposed = tuple(proj[n].view(B, T, H, hd) for n in ("W_q", "W_k", "W_v"))
-    head_mask = torch.triu(torch.ones(H, H, dtype=torch.bool), diagonal=1)
-    no_mask = (
-        msg("likely.masked_fill_discarded")
-        if masked_fill_discarded(source)
-        else msg("likely.no_mask")
+def unless_discarded(likely: dict, source: str, fn: str) -> dict:
+    """No mask in effect, from a masked_fill in fn whose result is thrown away: that line."""
+    found = likely["key"] == "likely.no_mask" and discarded_call(
+        source, frozenset({fn}), "masked_fill"
     )
-    # Where d_in = d_out (the notebook's size), √d_in and √d_out are one mistake.
-    wide = (
-        msg("likely.scale_width", width=d_out, hd=hd)
-        if d_in == d_out
-        else msg("likely.scale_d_out")
+    return (
+        msg("likely.masked_fill_discarded_line", line=found.line, code=found.code)
+        if found
+        else likely
     )
-    candidates = [
-        (lambda: attend(scale=d_out**0.5), wide),
-        (lambda: attend(scale=d_in**0.5), msg("likely.scale_d_in_multi", d_in=d_in, hd=hd)),
-        (lambda: attend(scale=1.0), msg("likely.scale_none")),
-        (lambda: attend(scale=T**0.5), msg("likely.scale_seq_len_multi", T=T, hd=hd)),
-        (lambda: attend(scale_weights=True), msg("likely.scale_after_softmax_multi")),
-        (lambda: attend(scale=H**0.5), msg("likely.scale_heads", H=H, hd=hd)),
-        (lambda: attend(mask=torch.zeros(T, T, dtype=torch.bool)), no_mask),
-        (lambda: attend(fill=0.0), msg("likely.fill_zero")),
-        (lambda: attend(after=True), msg("likely.mask_after_softmax")),
-        (lambda: attend(mask=future.T), msg("likely.mask_transposed")),
-        (lambda: attend(mask=~future), msg("likely.mask_inverted_fill")),
-        (
-            lambda: attend(mask=torch.ones(T, T, dtype=torch.bool).triu()),
-            msg("likely.mask_diagonal"),
-        ),
-        (lambda: attend(dim=-2), msg("likely.softmax_dim")),
-        (lambda: attend(heads=no_transpose, merge="bad"), msg("likely.heads_no_transpose")),
-        (lambda: attend(heads=no_transpose), msg("likely.heads_no_transpose")),
-        (
-            lambda: attend(heads=untransposed, mask=head_mask, merge="bad"),
-            msg("likely.per_head_transpose"),
-        ),
-        (lambda: attend(heads=untransposed, mask=head_mask), msg("likely.per_head_transpose")),
-        (lambda: attend(merge="bad"), msg("likely.merge_heads")),
-        (lambda: attend(proj_out=False), msg("likely.no_out_proj")),
-        (lambda: attend(proj_out="no bias"), msg("likely.no_out_bias")),
-    ]
-    skip = set()
-    if H == 1:  # one head: head_dim is d_out, so that scale is right, and no split to get wrong
-        skip |= {
-            "likely.scale_d_out",
-            "likely.scale_width",
-            "likely.heads_no_transpose",
-            "likely.merge_heads",
-            "likely.per_head_transpose",
-            "likely.scale_heads",
-        }
-    if d_in in (hd, d_out):
-        skip.add("likely.scale_d_in_multi")
-    if hd == T:
-        skip.add("likely.scale_seq_len_multi")
-    if H in (hd, T):
-        skip.add("likely.scale_heads")
-    return matching_mistake(y, [c for c in candidates if c[1]["key"] not in skip])
-
-
-def unless_discarded(likely: dict, source: str) -> dict:
-    """No mask in effect, from a mask written whose result is thrown away: that is the mistake."""
-    if likely and likely.get("key") == "likely.no_mask" and masked_fill_discarded(source):
-        return msg("likely.masked_fill_discarded")
-    return likely
-
-
-def masked_fill_discarded(source: str) -> bool:
-    """`scores.masked_fill(...)` as a statement of its own: its result is thrown away."""
-    import ast
-
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
-        return False
-    return any(
-        isinstance(n, ast.Expr)
-        and isinstance(n.value, ast.Call)
-        and isinstance(n.value.func, ast.Attribute)
-        and n.value.func.attr == "masked_fill"
-        for n in ast.walk(tree)
-    )
-
-
-def judge_again(v, case, inp, size):
-    """The layer of the notebook's size used again: on a shorter input, after new weights are
-    loaded, and a new layer on a short input first. Judged after the other sizes: code with the
-    notebook's numbers written in fails there, with the message that fits."""
-    H = size[2]
-    t = inp["x_prefix"].shape[1]
-    again = functools.partial(
-        require_again_ran, key="check.call_again_raised", likely=msg("likely.call_again")
-    )
-    again(v, case["prefix"], t=t)
-    require_again_right(
-        v,
-        case["prefix"]["value"],
-        reference_multi(inp["x_prefix"], inp["w"], H)[0],
-        msg("value.again_prefix", t=t),
-        msg("likely.call_again"),
-    )
-    w2 = case["new_weights_w"]
-    again(v, case["new_weights"], t=inp["x"].shape[1])
-    require_again_right(
-        v,
-        case["new_weights"]["value"],
-        reference_multi(inp["x"], w2, H)[0],
-        msg("value.again_new_weights"),
-        msg("likely.cached_weights"),
-    )
-    dropout = case.get("dropout") or {}
-    # Eval mode: no dropout, so the reference without it. A call that raised is judge_dropout's to say.
-    if "short" in dropout and "error" not in dropout["short"] and "error" not in dropout["eval"]:
-        short = dropout["short"]["value"]
-        # A wrong short call is dropout in eval mode, said by judge_dropout; a right one then a wrong longer one is state.
-        if isinstance(short, torch.Tensor) and close(
-            short, reference_multi(inp["x_prefix"], inp["w"], H)[0]
-        ):
-            require_again_right(
-                v,
-                dropout["eval"]["value"],
-                reference_multi(inp["x"], inp["w"], H)[0],
-                msg("value.again_longer", t=t),
-                msg("likely.call_again"),
-            )
 
 
 def judge_state(v, case, inp, size):
     """forward must leave the layer's weights and buffers as they were."""
     expected = {name: inp["w"][key] for name, key in PARAM_NAMES.items()}
     expected["mask"] = torch.triu(torch.ones(size[3], size[3]), diagonal=1).bool()
-    judge_layer_state(
-        v,
-        case.get("state"),
-        expected,
-        case.get("module_state"),
-        key="check.state_changed",
-        likely=lambda name: msg(
-            "likely.mask_sliced_in_place" if name == "mask" else "likely.weights_changed"
-        ),
-    )
+    judge_layer_state(v, case.get("state"), expected, case.get("module_state"))
 
 
 def judge_constructor(v, facts, size):
@@ -1048,8 +811,6 @@ def judge_constructor(v, facts, size):
         attrs={"d_out": d_out, "n_heads": H, "head_dim": d_out // H},
         dropout=0.0,
         buffer=torch.triu(torch.ones(cl, cl), diagonal=1).bool(),
-        buffer_params={"n": cl},
-        keys=LAYER_KEYS,
     )
 
 
@@ -1063,7 +824,6 @@ def judge_dropout(v, case, inp, size):
         lambda p: reference_multi(inp["x"], inp["w"], size[2], p)[0],
         p=DROPOUT_P,
         weights_numel=B * size[2] * T * T,
-        keys=LAYER_KEYS,
     )
 
 
@@ -1076,7 +836,6 @@ def judge_notebook(v, nb, inp, size, g):
         lambda w: of_these_weights(inp["x"], w, size[2], g),
         names=PARAM_NAMES,
         built="CausalMultiHeadAttention(d_in=…, d_out=…, n_heads=…, context_length=…)",
-        keys=LAYER_KEYS,
     )
 
 
@@ -1103,7 +862,7 @@ def judge_multi_case(v, case, inp, size, source=""):
     mutated = changed_input(v, "forward", ["x"], case["base"]["args"], (x,))
     written_in = [c["p"] for c in case["base"].get("dropouts", []) if c["training"] and c["p"]]
     if written_in:  # the layer was built with dropout 0
-        diagnose = lambda: msg("likely.dropout_p", got=written_in[0], p=0.0)  # noqa: E731
+        diagnose = lambda: msg("likely.story_dropout_p", got=written_in[0], p=0.0)  # noqa: E731
     else:
         diagnose = lambda: diagnose_multi(y, x, inp["w"], H, source)  # noqa: E731
     require_finite(v, "forward(x)", y, likely=diagnose)
@@ -1121,9 +880,9 @@ def judge_multi_case(v, case, inp, size, source=""):
                     y2,
                     reference_multi(inp["x_last"], inp["w"], H)[0],
                     msg("value.again_last"),
-                    msg("likely.call_again"),
+                    msg("likely.layer_call_again"),
                 )
-            require_no_leak(v, y, y2, T - 1, key="check.leak", likely=diagnose)
+            require_no_leak(v, y, y2, T - 1, likely=diagnose)
     if "map" in case:
         require_ran(v, case["map"], "forward")
         judge_leak_map(v, y, case["map"].get("value"), [(msg("region.future"), future_region(T))])
@@ -1137,7 +896,7 @@ def multi_leak_entry(first, seed, size, inputs) -> dict:
         seed["x"], inputs["multi_again"]["w"], size[2], inputs["leak_delta"]["multi"]
     )
     base = first.get("new_weights", {}).get("value")
-    return leak_map_panel(msg("visual.leak_map"), base, moved, *reference, leak_map_words())
+    return leak_map_panel(msg("visual.leak_map"), base, moved, *reference)
 
 
 @of_the_inputs
@@ -1202,8 +961,15 @@ def judge_multi_checks(v, outputs, inputs, jctx, judge_case):
         sorted(set(jctx.kernels) | set(in_graph)),
     )
     judge_state(v, first, seed, size)
-    first["new_weights_w"] = inputs["multi_again"]["w"]
-    judge_again(v, first, seed, size)
+    judge_layer_again(
+        v,
+        first,
+        lambda x, w: reference_multi(x, w, size[2])[0],
+        x=seed["x"],
+        x_prefix=seed["x_prefix"],
+        w=seed["w"],
+        new_w=inputs["multi_again"]["w"],
+    )
     judge_notebook(v, first["notebook"], seed, size, inputs["multi_again"]["g"])
     judge_dropout(v, first["dropout"], seed, size)
     large = inputs["multi_large"]
@@ -1256,14 +1022,6 @@ def true_shapes(B, T, H, hd):
     )
 
 
-SHAPE_KEYS_TEXT = {  # the kit's NAMED_SHAPES_WORDS, in our catalog
-    "not_dict": "check.shapes_not_dict",
-    "missing": "check.shapes_missing",
-    "type": "check.shapes_type",
-    "float": "check.shapes_float",
-    "float_likely": "likely.shapes_float",
-    "value": "check.shapes_value",
-}
 SHAPE_MISTAKES = {
     "q_per_head": "likely.per_head_transpose",
     "scores": "likely.scores_shape",
@@ -1279,7 +1037,6 @@ def judge_shapes_case(v, call, _case, size):
         v,
         call["value"],
         true_shapes(*size),
-        keys=SHAPE_KEYS_TEXT,
         likely=lambda key, got: shape_mistake(key, got, size),
     )
 
@@ -1357,42 +1114,10 @@ def probe_memory(ctx, inputs):
     return {"settings": s, "measured": [[t, b] for t, b in measured.items()]}
 
 
-def memory_view(settings: dict, measured: dict) -> list:
-    """The memory step's table: the formula's columns for these settings, and what the learner's
-    own layer built at each T."""
-    rows = memory_rows(
-        seq_lens(*settings["range"]),
-        heads=settings["heads"],
-        batch=settings["batch"],
-        bytes_per=DTYPE_BYTES[settings["dtype"]],
-    )
-    columns = [
-        msg("visual.memory_T"),
-        msg("visual.memory_scores"),
-        msg("visual.memory_mb"),
-        msg("visual.memory_qkv"),
-        msg("visual.memory_ratio"),
-        msg("visual.memory_measured"),
-    ]
-    return [
-        heading(msg("visual.memory_title")),
-        keys(),
-        memory_table(rows, measured, [*columns, ""]),
-        note(msg("visual.memory_growth", **memory_growth(rows))),
-        note(
-            msg(
-                "visual.memory_measured_note",
-                heads=settings["heads"],
-                batch=settings["batch"],
-                dtype=settings["dtype"],
-            )
-        ),
-    ]
-
-
 def judge_memory(v, outputs, inputs, jctx):
     settings = memory_settings(outputs["settings"])
-    v.visuals["view"] = memory_view(settings, {t: b for t, b in outputs["measured"]})
+    measured = {t: b for t, b in outputs["measured"]}
+    v.visuals["view"] = memory_view(settings, measured, layer="CausalMultiHeadAttention")
     v.expect("runs", True)
 
 

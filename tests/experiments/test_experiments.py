@@ -59,7 +59,13 @@ def test_measured_scores_agree_with_the_formula_and_say_for_which_settings():
         for n in items(got["memory"].visuals["view"], "note")
         if key_of(n["text"]).endswith("memory_measured_note")
     ]
-    assert said["text"]["params"] == {"heads": 4, "batch": 2, "dtype": "bfloat16"}
+    assert said["text"]["params"] == {
+        "heads": 4,
+        "batch": 2,
+        "dtype": "bfloat16",
+        "layer": "CausalMultiHeadAttention",
+        "d_out": 768,
+    }
     (numbers,) = items(got["reflect"].visuals["view"], "after_answer")
     assert numbers["question"] == 4
     assert numbers["items"][0]["text"]["params"] == {

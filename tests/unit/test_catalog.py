@@ -21,9 +21,9 @@ NO_CJK_OK = {
     "ui.app_title",  # the app's name
     "ui.key_lang",  # names the other language: "English" in the Chinese catalog
     "ui.foot_lang",  # the same, in the footer
-    "lm3-l3.visual.memory_T",  # a column headed by the symbol T
-    "lm3-l3.visual.memory_mb",  # the unit MB
-    "lm3-l3.visual.memory_qkv",  # a column headed by the code names q, k, v (with the Chinese enumeration comma)
+    "visual.memory_T",  # a column headed by the symbol T
+    "visual.memory_mb",  # the unit MB
+    "visual.memory_qkv",  # a column headed by the code names q, k, v (with the Chinese enumeration comma)
     "ui.setting",  # a settings line's item: key, label and value, all placeholders
     "grade.test_name",  # a step's title and id, in full-width brackets in zh
     "value.none",  # Python's None, as the learner's code returned it
@@ -137,9 +137,9 @@ def test_footer_fits_80_columns(lang):
 
 def test_memory_note_names_the_zh_column_headers():
     """The note under the memory table quotes the column headers; it must quote the ones shown."""
-    note = ZH["lm3-l3.visual.memory_measured_note"]
+    note = ZH["visual.memory_measured_note"]
     for name in ("scores", "mb", "qkv", "ratio", "measured"):
-        key = f"lm3-l3.visual.memory_{name}"
+        key = f"visual.memory_{name}"
         assert f"「{ZH[key]}」" in note, f"{key} = {ZH[key]!r} is not quoted in the memory note"
 
 

@@ -287,3 +287,81 @@ def test_no_story_once_a_kernel_was_seen():
         kernels = ["scaled_dot_product_attention"]
 
     assert probe_layer_story(Seen(), lambda: Layer(3, 4, 8), lambda m: None, None, None) is None
+
+
+def test_without_keys_the_engine_words_each_role_and_a_lesson_overrides_one():
+    from tutor.kit.layer_checks import LAYER_WORDS, layer_words
+    from tutor.text.i18n import engine_catalog
+
+    for lang in ("en", "zh"):
+        assert set(LAYER_WORDS.values()) <= set(engine_catalog(lang))
+    assert layer_words({"dropout_p": "lesson.p"}) == {**LAYER_WORDS, "dropout_p": "lesson.p"}
+    place = {"p": 0.3, "training": True, "shape": [2, 5, 4], "weights": False}
+    assert diagnose_dropout([place], "train", 0.3, 50) == msg(
+        "likely.story_dropout_place", shape="(2, 5, 4)"
+    )
+    assert diagnose_dropout([], "train", 0.3, 50, {"dropout_missing": "lesson.m"}) == msg(
+        "lesson.m"
+    )
+    layer = Layer(3, 4, 8)
+    how = dict(
+        signature=[["d_in", None], ["d_out", None], ["context_length", None], ["dropout", 0.0]],
+        attrs={"d_out": 4},
+        dropout=0.0,
+        buffer=torch.triu(torch.ones(8, 8), diagonal=1).bool(),
+    )
+    how["signature"].append(["wide", False])
+    facts = constructor_facts(Layer, layer, ("d_out",), "mask")
+    assert run(judge_layer_constructor, facts, **how).passed()
+    layer.mask = layer.mask.float()
+    v = run(judge_layer_constructor, constructor_facts(Layer, layer, ("d_out",), "mask"), **how)
+    assert failed(v) == "check.layer_buffer"
+    params = v.failed_message()["params"]
+    assert params["name"] == "mask"
+    assert params["expected"] == msg("value.tensor", dtype="bool", shape="(8, 8)")
+    facts["signature"] = [["d_in", None]]
+    v = run(judge_layer_constructor, facts, **how)
+    assert failed(v) == "check.layer_signature"
+    assert v.failed_message()["params"]["expected"] == (
+        "d_in, d_out, context_length, dropout=0.0, wide=False"
+    )
+
+
+def test_a_layer_used_again_fails_on_stale_weights_and_on_a_raise():
+    from tutor.kit import judge_layer_again
+
+    x = torch.randn(2, 5, 3)
+    w, new_w = ({n: torch.randn(4, 3) for n in ("W_q", "W_k", "W_v")} for _ in range(2))
+    short = x[:, :2]
+    right = {
+        "prefix": {"value": reference(short, w)},
+        "new_weights": {"value": reference(x, new_w)},
+        "dropout": {"short": {"value": reference(short, w)}, "eval": {"value": reference(x, w)}},
+    }
+    how = dict(x=x, x_prefix=short, w=w, new_w=new_w)
+    assert run(judge_layer_again, right, reference, **how).passed()
+    stale = {**right, "new_weights": {"value": reference(x, w)}}
+    v = run(judge_layer_again, stale, reference, **how)
+    assert v.failed_message()["params"]["likely"] == msg("likely.layer_cached_weights")
+    longer = {**right, "dropout": {**right["dropout"], "eval": {"value": reference(x, w) * 2}}}
+    assert failed(run(judge_layer_again, longer, reference, **how)) == "check.values"
+    error = {"kind": "RuntimeError", "detail": "size", "frames": [{"line": 3}]}
+    raised = {**right, "prefix": {"error": error}}
+    v = run(judge_layer_again, raised, reference, **how, keys={"again_raised": "lesson.raised"})
+    assert failed(v) == "lesson.raised" and v.failed_message()["params"]["t"] == 2
+
+
+def test_state_without_words_says_a_slice_assigned_back_or_a_change_in_place():
+    layer = Layer(3, 4, 8)
+    expected = {n: t.clone() for n, t in state_dict_copy(layer).items()}
+    with torch.no_grad():
+        layer.W_k.weight.mul_(2)
+    v = run(judge_layer_state, state_dict_copy(layer), expected, None)
+    assert v.failed_message()["key"] == "check.layer_state_changed"
+    assert v.failed_message()["params"]["likely"] == msg(
+        "likely.layer_state_in_place", name="W_k.weight"
+    )
+    layer = Layer(3, 4, 8)
+    layer.mask = layer.mask[:5, :5]
+    v = run(judge_layer_state, state_dict_copy(layer), expected, None)
+    assert v.failed_message()["params"]["likely"] == msg("likely.layer_state_sliced", name="mask")

@@ -4,6 +4,7 @@ the reference's scale."""
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 from tutor.kit import (
@@ -83,3 +84,19 @@ def test_a_pairs_output_is_required_of_its_shape():
     assert v.failed_message()["params"]["likely"] == msg("likely.pair")
     v, _ = run({"value": (None, w)})
     assert v.failed_message()["params"]["likely"]["key"] == "likely.forgot_return"
+
+
+def test_without_words_the_panel_and_the_check_are_the_engines():
+    from tutor.kit import LEAK_MAP_WORDS
+    from tutor.text.i18n import engine_catalog
+
+    for lang in ("en", "zh"):
+        assert set(LEAK_MAP_WORDS.values()) <= set(engine_catalog(lang))
+    x, delta = torch.randn(1, 4, 2), torch.ones(1, 2)
+    ref_base, ref_moved = reference_leak_outputs(causal_mean, x, delta)
+    entry = leak_map_panel({"key": "map"}, None, None, ref_base, ref_moved)
+    assert entry["words"]["weights"] == msg("visual.leak_title")
+    v = Verdict()
+    with pytest.raises(Stop):
+        require_no_leak(v, whole_mean(x), whole_mean(x + 1), 2, likely=msg("likely.no_leak"))
+    assert v.failed_message()["key"] == "check.no_leak"

@@ -55,11 +55,17 @@ def test_a_verdict_carries_the_lessons_keys_under_its_id(tmp_path):
         load_checks(lessons.values()),
         {lid: lesson.message_keys() for lid, lesson in lessons.items()},
     )
-    # The shapes step given a list where a dict of shapes belongs: lm3-l3's own check.shapes_not_dict.
-    tree, blob = codec.encode({"calls": [{"value": [1, 2]}] * 3})
+    # The shapes step given a wrong shape for every stage: the engine's check.shapes_value, with
+    # lm3-l3's own likely.shape_stage for the first stage.
+    stages = "projected_q q_split_into_heads q_per_head scores weights context_per_head"
+    shapes = {name: (1,) for name in [*stages.split(), "context_merged"]}
+    tree, blob = codec.encode({"calls": [{"value": shapes}] * 3})
     report = messages.Outputs(tree, []).to_json()
     result = judge.verdict("lm3-l3", "shapes", codec.pack_payload(report, blob), "")
-    keys = [c.message.key for c in result.checks if c.message]
+    found = [c.message for c in result.checks if c.message]
+    keys = [m.key for m in found] + [
+        m.params["likely"]["key"] for m in found if isinstance(m.params.get("likely"), dict)
+    ]
     assert keys and all(k.startswith("lm3-l3.") or k in engine_catalog("en") for k in keys), keys
     assert any(k.startswith("lm3-l3.") for k in keys), keys
 

@@ -46,3 +46,16 @@ def test_each_wrong_answer_fails_its_own_check(got, check, key):
     v = judged(got)
     failed = next(c for c in v.checks if c.status == "fail")
     assert (failed.id, failed.message.key) == (check, key)
+
+
+def test_without_keys_the_engine_says_it_with_the_number_of_names():
+    from tutor.kit import NAMED_SHAPES_KEYS
+    from tutor.text.i18n import engine_catalog
+
+    for lang in ("en", "zh"):
+        assert set(NAMED_SHAPES_KEYS.values()) <= set(engine_catalog(lang))
+    v = Verdict()
+    with pytest.raises(Stop):
+        judge_named_shapes(v, {"x": (2, 3)}, TRUTH, likely=lambda k, g: msg("likely.x"))
+    bad = v.failed_message()
+    assert bad["key"] == "check.shapes_missing" and bad["params"]["count"] == 2

@@ -100,3 +100,22 @@ def test_the_table_marks_unmeasured_rows():
     rows = memory_rows([64, 128])
     item = memory_table(rows, {64: 2_000_000}, ["T", "s", "mb", "qkv", "r", "m", ""])
     assert [r[5] for r in item["rows"]] == ["2.0", "—"]
+
+
+def test_the_view_shows_the_formula_and_what_was_measured_in_the_engines_words():
+    from tutor.kit import memory_view, msg
+    from tutor.kit.score_memory import MEMORY_COLUMNS
+    from tutor.text.i18n import engine_catalog
+
+    for lang in ("en", "zh"):
+        assert {*MEMORY_COLUMNS, "visual.memory_measured_note"} <= set(engine_catalog(lang))
+    settings = {"range": (64, 256), "heads": 2, "batch": 3, "dtype": "float16"}
+    view = memory_view(settings, {64: 49_152}, layer="MyLayer", d_out=8)
+    assert [item["kind"] for item in view] == ["heading", "keys", "table", "note", "note"]
+    table = view[2]
+    assert table["columns"][0] == msg("visual.memory_T")
+    assert [r[0] for r in table["rows"]] == ["64", "128", "256"]
+    assert table["rows"][0][5] == "0.0" and table["rows"][1][5] == "—"
+    assert view[-1]["text"] == msg(
+        "visual.memory_measured_note", layer="MyLayer", d_out=8, heads=2, batch=3, dtype="float16"
+    )

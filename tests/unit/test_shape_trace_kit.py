@@ -57,3 +57,17 @@ def test_a_right_layer_on_its_own_route_is_not_marked():
     assert (
         trace_view(None, LAB, wrong=True, title={"key": "t"}, words=WORDS)[0]["kind"] == "waiting"
     )
+
+
+def test_without_words_the_view_says_it_in_the_engines():
+    from tutor.kit import TRACE_KEYS
+    from tutor.text.i18n import engine_catalog
+
+    for lang in ("en", "zh"):
+        assert set(TRACE_KEYS.values()) <= set(engine_catalog(lang))
+    ops = traced_forward(lambda x: split(x, transpose=False), torch.randn(B, T, H * hd))
+    view = trace_view(ops, LAB, wrong=True, title={"key": "t"})
+    assert view[-1]["text"]["key"] == "ui.trace_parts"
+    assert trace_view(None, LAB, wrong=True, title={"key": "t"})[0]["text"]["key"] == (
+        "ui.trace_none"
+    )

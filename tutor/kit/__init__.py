@@ -66,7 +66,7 @@ probe runs in the child beside the learner's code, its judge in the judge proces
 - A layer's forward traced op by op, against the lab's route (traced_forward, ShapeTrace,
   trace_parting, trace_view); the memory of its (…, T, T) scores, by formula and as measured
   (seq_lens, memory_rows, measure_score_memory, SquareTensors, memory_table, memory_growth,
-  chosen_settings).
+  chosen_settings; the whole view: memory_view).
 - A stack of maps as the weights panel's entries (weights_panels); other sizes judged for
   cases that carry their size (judge_sized_cases, sizes_label).
 - An output finite, then close (require_finite, require_finite_close), and so on the call whose
@@ -77,9 +77,11 @@ probe runs in the child beside the learner's code, its judge in the judge proces
   above).
 - Shapes asked for by name ({stage: shape}), judged against shapes measured on real tensors
   (judge_named_shapes, shapes_of, NAMED_SHAPES_WORDS).
-- An attention layer's properties (layer_checks), each with the lesson's message keys by role:
+- An attention layer's properties (layer_checks), worded by the engine (LAYER_WORDS) unless a
+  lesson passes its own keys by role:
   its constructor (constructor_facts, judge_layer_constructor; linear_layout, judge_layout), its
-  state around forward (judge_layer_state), called again (require_again_right, require_again_ran),
+  state around forward (judge_layer_state), called again (judge_layer_again; require_again_right,
+  require_again_ran),
   dropout in train and eval mode (probe_dropout_modes, judge_dropout_modes,
   diagnose_dropout), one backward pass on its own weights (probe_seeded_layer, reference_grads,
   weights_from_state, require_backward_ran, likely_for_backward, judge_gradients; all of
@@ -151,6 +153,7 @@ from tutor.kit.finite import (
 )
 from tutor.kit.heads import (
     large_scores_weights,
+    multi_head_mistakes,
     split_heads,
 )
 from tutor.kit.helper_blame import (
@@ -235,14 +238,17 @@ from tutor.kit.judge_tools import (
     state_unchanged,
 )
 from tutor.kit.layer_checks import (
+    LAYER_WORDS,
     constructor_facts,
     diagnose_dropout,
     judge_dropout_modes,
     judge_gradients,
+    judge_layer_again,
     judge_layer_constructor,
     judge_layer_state,
     judge_layout,
     judge_seeded_layer,
+    layer_words,
     likely_for_backward,
     linear_layout,
     probe_dropout_modes,
@@ -256,6 +262,7 @@ from tutor.kit.layer_checks import (
 )
 from tutor.kit.layers import build_layer, load_weights, state_dict_copy, train_step
 from tutor.kit.leak_views import (
+    LEAK_MAP_WORDS,
     LEAK_TOLERANCE,
     leak_map_panel,
     moved_before,
@@ -281,6 +288,7 @@ from tutor.kit.mask_checks import (
     other_mask,
 )
 from tutor.kit.named_shapes import (
+    NAMED_SHAPES_KEYS,
     NAMED_SHAPES_WORDS,
     judge_named_shapes,
     shapes_of,
@@ -314,6 +322,7 @@ from tutor.kit.score_memory import (
     memory_growth,
     memory_rows,
     memory_table,
+    memory_view,
     seq_lens,
 )
 from tutor.kit.score_mistakes import (
@@ -322,6 +331,7 @@ from tutor.kit.score_mistakes import (
     scaled_scores_mistakes,
 )
 from tutor.kit.shape_trace import (
+    TRACE_KEYS,
     TRACE_WORDS,
     ShapeTrace,
     trace_parting,
@@ -370,8 +380,11 @@ __all__ = [
     "KERNEL_FRAGMENTS",
     "LARGE_INPUT",
     "LARGE_SCORES",
+    "LAYER_WORDS",
     "LEAK_LIMIT",
+    "LEAK_MAP_WORDS",
     "LEAK_TOLERANCE",
+    "NAMED_SHAPES_KEYS",
     "NAMED_SHAPES_WORDS",
     "ProbeContext",
     "RTOL",
@@ -381,6 +394,7 @@ __all__ = [
     "StepSpec",
     "Stop",
     "TIME_BAR",
+    "TRACE_KEYS",
     "TRACE_WORDS",
     "Verdict",
     "after_answer",
@@ -448,6 +462,7 @@ __all__ = [
     "judge_large_inputs",
     "judge_large_output",
     "judge_large_scores_weights",
+    "judge_layer_again",
     "judge_layer_constructor",
     "judge_layer_state",
     "judge_layout",
@@ -467,10 +482,12 @@ __all__ = [
     "large_scores_factor",
     "large_scores_likely",
     "large_scores_weights",
+    "multi_head_mistakes",
     "last_dim_of",
     "leak_map",
     "leak_map_panel",
     "lend",
+    "layer_words",
     "likely_for_backward",
     "likely_for_value",
     "linear_layout",
@@ -492,6 +509,7 @@ __all__ = [
     "memory_growth",
     "memory_rows",
     "memory_table",
+    "memory_view",
     "module_state",
     "moved_before",
     "ms_text",

@@ -4,9 +4,9 @@ before and after forward, the same layer called again (a shorter input, new weig
 train and eval mode, and one backward pass. Each has a probe half (in the child, on the
 learner's module) and a judge half.
 
-The texts are the lesson's: each judge takes `keys`, the lesson's message key for each role it
-names (a lesson keeps one such dict for all of them; a role is named after the key lm3-l3 gives
-it, "check.<role>" or "likely.<role>"), so that a lesson says them in its own words.
+The texts are the engine's (LAYER_WORDS, role -> catalog key); each judge also takes `keys`, a
+lesson's own message key for any role it words for itself, which overrides the engine's role by
+role.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ import torch
 
 from tutor.kit.judge_tools import (
     Verdict,
+    close,
     describe,
     failure_params,
     max_error,
@@ -35,6 +36,45 @@ from tutor.kit.magnitude import require_close, require_near
 from tutor.kit.training import probe_training_story
 
 Keys = Mapping[str, str]
+
+# The engine's text for each role the judges below name; a lesson's `keys` override them.
+LAYER_WORDS: dict[str, str] = {
+    "constructor_signature": "check.layer_signature",
+    "constructor_attr": "check.layer_attr",
+    "mask_buffer": "check.layer_buffer",
+    "dropout_raised": "check.layer_dropout_raised",
+    "dropout_train": "check.layer_dropout_train",
+    "dropout_eval": "check.layer_dropout_eval",
+    "dropout_in_eval": "likely.story_dropout_eval",
+    "dropout_unknown": "likely.layer_dropout_unknown",
+    "dropout_missing": "likely.story_dropout_missing",
+    "dropout_p": "likely.story_dropout_p",
+    "dropout_twice": "likely.story_dropout_twice",
+    "dropout_place": "likely.story_dropout_place",
+    "backward_raised": "check.layer_backward_raised",
+    "inplace_backward": "likely.story_inplace",
+    "grad_blocked": "likely.story_grad",
+    "not_trainable": "check.layer_not_trainable",
+    "no_grad": "check.layer_no_grad",
+    "grad_values": "check.layer_grad_values",
+    "grad_wrong": "likely.story_grad",
+    "no_input_grad": "check.layer_no_input_grad",
+    "input_grad_blocked": "likely.story_input_grad",
+    "state_keys": "check.layer_state_keys",
+    "notebook_values": "check.layer_seeded_values",
+    "notebook_mode": "likely.layer_seeded_mode",
+    "leak": "check.no_leak",
+    "leak_likely": "likely.no_leak",
+    "again_raised": "check.layer_again_raised",
+    "call_again": "likely.layer_call_again",
+    "cached_weights": "likely.layer_cached_weights",
+}
+
+
+def layer_words(keys: Keys | None = None) -> dict[str, str]:
+    """LAYER_WORDS with a lesson's own keys (role -> its key) put over them."""
+    return {**LAYER_WORDS, **(keys or {})}
+
 
 # ---------------------------------------------------------------- the constructor
 
@@ -100,6 +140,7 @@ def constructor_facts(
         "dropout": dropout.p if isinstance(dropout, torch.nn.Dropout) else None,
         "buffers": sorted(buffers),
         "mask": buffers.get(buffer),
+        "buffer": buffer,
     }
 
 
@@ -111,21 +152,24 @@ def judge_layer_constructor(
     attrs: Mapping[str, int],
     dropout: float,
     buffer: torch.Tensor,
-    keys: Keys,
+    keys: Keys | None = None,
     buffer_params: Mapping[str, Any] | None = None,
     check_id: str = "constructor",
 ) -> None:
     """The constructor as the lab gives it: the signature (or one forwarding *args/**kwargs),
     each attribute an int of its value, nn.Dropout(dropout) and the buffer exactly as given
-    (dtype, shape, values). Roles in keys: "constructor_signature" {got},
-    "constructor_attr" {attr} {expected} {got}, "mask_buffer" {buffer_params…} {got}."""
+    (dtype, shape, values). Roles in keys: "constructor_signature" {expected} {got},
+    "constructor_attr" {attr} {expected} {got}, "mask_buffer" {name} {expected}
+    {buffer_params…} {got}."""
+    keys = layer_words(keys)
     sig = facts.get("signature")
     forwards = sig is not None and ["*", None] in sig
     v.require(
         check_id,
         sig == signature or forwards,
         keys["constructor_signature"],
-        got=", ".join(n if d is None else f"{n}={d!r}" for n, d in (sig or [])) or "?",
+        expected=_signature_text(signature),
+        got=_signature_text(sig or []) or "?",
     )
     for attr, value in attrs.items():
         got = facts["attrs"].get(attr)
@@ -156,16 +200,21 @@ def judge_layer_constructor(
         check_id,
         ok,
         keys["mask_buffer"],
+        name=facts.get("buffer", "mask"),
+        expected=_tensor_text(buffer),
         **(buffer_params or {}),
-        got=describe(mask)
-        if mask is None or not isinstance(mask, torch.Tensor)
-        else msg(
-            "value.tensor",
-            dtype=str(mask.dtype).removeprefix("torch."),
-            shape=shape_str(mask.shape),
-        ),
+        got=_tensor_text(mask) if isinstance(mask, torch.Tensor) else describe(mask),
     )
     v.expect(check_id, True)
+
+
+def _signature_text(signature: Sequence) -> str:
+    """[name, default] pairs as a def writes them: `d_in, dropout=0.0`."""
+    return ", ".join(n if d is None else f"{n}={d!r}" for n, d in signature)
+
+
+def _tensor_text(t: torch.Tensor) -> dict:
+    return msg("value.tensor", dtype=str(t.dtype).removeprefix("torch."), shape=shape_str(t.shape))
 
 
 # ---------------------------------------------------------------- state around forward
@@ -177,15 +226,16 @@ def judge_layer_state(
     expected: Mapping[str, torch.Tensor],
     around: Sequence | None,
     *,
-    key: str,
-    likely: Callable[[str], dict],
+    key: str = "check.layer_state_changed",
+    likely: Callable[[str], dict] | None = None,
     check_id: str = "state-unchanged",
 ) -> None:
     """forward must leave the layer's weights and buffers as they were: state (a state_dict
     copied after the calls) holds each expected entry, same shape and values (a float copy of a
     bool buffer passes here; state_unchanged on around = (before, after) module_state says it);
     the first that differs fails with key {name} {got} {likely}, got being its shape or largest
-    error, and likely(name) the mistake."""
+    error, and likely(name) the mistake (by default the engine's: a slice assigned back where
+    the shape changed, else a change in place)."""
     state = state or {}
     for name, want in expected.items():
         got = state.get(name)
@@ -200,7 +250,13 @@ def judge_layer_state(
                 if isinstance(got, torch.Tensor) and got.shape != want.shape
                 else (f"{max_error(got, want)[0]:.3g}" if isinstance(got, torch.Tensor) else "—")
             )
-            v.expect(check_id, False, key, name=name, got=detail, likely=likely(name))
+            if likely is not None:
+                said = likely(name)
+            elif isinstance(got, torch.Tensor) and got.shape != want.shape:
+                said = msg("likely.layer_state_sliced", name=name)
+            else:
+                said = msg("likely.layer_state_in_place", name=name)
+            v.expect(check_id, False, key, name=name, got=detail, likely=said)
             return
     state_unchanged(v, *(around or (None, None)), check_id=check_id)
 
@@ -215,6 +271,43 @@ def require_again_right(
     right: a tensor of the expected shape, then close to it (check call-again)."""
     got = require_tensor(v, "call-again", what, got, tuple(expected.shape), likely)
     require_close(v, "call-again", what, got, expected, likely=likely)
+
+
+def judge_layer_again(
+    v: Verdict,
+    case: Mapping[str, Any],
+    reference: Callable[[torch.Tensor, Any], torch.Tensor],
+    *,
+    x: torch.Tensor,
+    x_prefix: torch.Tensor,
+    w: Any,
+    new_w: Any,
+    keys: Keys | None = None,
+) -> None:
+    """One layer used again, as a model uses it: case["prefix"] its call on the shorter
+    x_prefix, case["new_weights"] its call on x after new_w were loaded, and case["dropout"]
+    (probe_dropout_modes') a new layer in eval mode on x_prefix, then on x. reference(x, w) is
+    the right output. A call that raised fails call-again with "again_raised" {t} and the
+    error's fields; a wrong one with its value.again_* label and "call_again" (after new
+    weights: "cached_weights"). A wrong short eval call is judge_dropout_modes' to say. Judged
+    after the other sizes: code with the lab's numbers written in fails there, as it should."""
+    keys = layer_words(keys)
+    likely, t = msg(keys["call_again"]), x_prefix.shape[1]
+    require_again_ran(v, case["prefix"], key=keys["again_raised"], likely=likely, t=t)
+    prefix_ref = reference(x_prefix, w)
+    what = msg("value.again_prefix", t=t)
+    require_again_right(v, case["prefix"]["value"], prefix_ref, what, likely)
+    new = case["new_weights"]
+    require_again_ran(v, new, key=keys["again_raised"], likely=likely, t=x.shape[1])
+    what, cached = msg("value.again_new_weights"), msg(keys["cached_weights"])
+    require_again_right(v, new["value"], reference(x, new_w), what, cached)
+    dropout = case.get("dropout") or {}
+    if "short" in dropout and "error" not in dropout["short"] and "error" not in dropout["eval"]:
+        short = dropout["short"]["value"]
+        # Right on the short input, then wrong on the longer one: state kept from the first call.
+        if isinstance(short, torch.Tensor) and close(short, prefix_ref):
+            what = msg("value.again_longer", t=t)
+            require_again_right(v, dropout["eval"]["value"], reference(x, w), what, likely)
 
 
 def require_again_ran(v: Verdict, call: dict, *, key: str, likely: dict, **params: Any) -> None:
@@ -262,7 +355,7 @@ def judge_dropout_modes(
     *,
     p: float,
     weights_numel: int,
-    keys: Keys,
+    keys: Keys | None = None,
     what: str = "forward(x)",
     check_id: str = "dropout",
 ) -> None:
@@ -270,7 +363,8 @@ def judge_dropout_modes(
     in eval mode: none. reference(p) is the lab's output with fixed_dropout at p (0: none).
     weights_numel: the elements of the weights, B·H·T·T. Roles in keys: "dropout_raised" {p}
     and the error's fields, "dropout_train" and "dropout_eval" {p} {err} {where} {likely}, and
-    diagnose_dropout's."""
+    diagnose_dropout's (a role a lesson leaves out takes the engine's text, LAYER_WORDS)."""
+    keys = layer_words(keys)
     for call in (
         case.get("made") or {},
         *(case[k] for k in ("short", "eval", "train") if k in case),
@@ -288,6 +382,7 @@ def judge_dropout_modes(
             y,
             expected,
             p=p,
+            what=what,
             likely=lambda call=call, mode=mode: diagnose_dropout(
                 call.get("dropouts") or [], mode, p, weights_numel, keys
             ),
@@ -295,11 +390,14 @@ def judge_dropout_modes(
     v.expect(check_id, True)
 
 
-def diagnose_dropout(calls: list, mode: str, p: float, weights_numel: int, keys: Keys) -> dict:
+def diagnose_dropout(
+    calls: list, mode: str, p: float, weights_numel: int, keys: Keys | None = None
+) -> dict:
     """From what each dropout call was given (the child's record: p, training, shape, whether
     it was on the weights), what went wrong. Roles in keys: "dropout_in_eval",
     "dropout_unknown", "dropout_missing", "dropout_p" {got} {p}, "dropout_twice",
     "dropout_place" {shape}."""
+    keys = layer_words(keys)
     if mode == "eval":
         return msg(
             keys["dropout_in_eval"]
@@ -380,9 +478,10 @@ def reference_grads(
     return {name: leaves[key].grad for name, key in names.items()}, x.grad  # type: ignore[return-value]
 
 
-def likely_for_backward(e: Mapping[str, Any], keys: Keys) -> dict:
+def likely_for_backward(e: Mapping[str, Any], keys: Keys | None = None) -> dict:
     """A backward that raised: an in-place op on what backward needs, or a graph cut (NumPy,
     detach). Roles in keys: "inplace_backward", "grad_blocked"."""
+    keys = layer_words(keys)
     detail = e.get("detail", "")
     if "inplace" in detail or "in-place" in detail:
         return msg(keys["inplace_backward"])
@@ -392,9 +491,10 @@ def likely_for_backward(e: Mapping[str, Any], keys: Keys) -> dict:
 
 
 def require_backward_ran(
-    v: Verdict, step: Mapping[str, Any], *, keys: Keys, check_id: str = "trainable"
+    v: Verdict, step: Mapping[str, Any], *, keys: Keys | None = None, check_id: str = "trainable"
 ) -> None:
     """A training step that raised fails with keys["backward_raised"] and the error's fields."""
+    keys = layer_words(keys)
     if "error" in step:
         e = step["error"]
         v.require(
@@ -412,13 +512,14 @@ def judge_gradients(
     want: Mapping[str, torch.Tensor],
     want_x: torch.Tensor | None,
     *,
-    keys: Keys,
+    keys: Keys | None = None,
     check_id: str = "trainable",
 ) -> None:
     """A train_step's result: the output connected to the graph, each parameter's gradient and
     x's (given want_x) close to the reference's (atol=1e-4, rtol=1e-3). Roles in keys:
     "not_trainable", "no_grad" {name}, "grad_values" {name} {err}, "no_input_grad", and the
     likely mistakes "grad_blocked", "grad_wrong", "input_grad_blocked"."""
+    keys = layer_words(keys)
     v.require(
         check_id,
         bool(value.get("connected")),
@@ -463,22 +564,28 @@ def judge_seeded_layer(
     *,
     names: Mapping[str, str],
     built: str,
-    keys: Keys,
+    keys: Keys | None = None,
     check_id: str = "notebook",
 ) -> None:
     """probe_seeded_layer's layer judged as a notebook's self-check runs it: built (built names
     the call), its backward ran, its state_dict holds the weights (names), its output is the
     reference's for those very weights and a later token moved no earlier output (check_id);
     then its gradients and x's (judge_gradients, check trainable). reference(weights) gives
-    (output, {name: grad}, x's grad). Roles in keys: "state_keys" {got}, "notebook_values",
-    "notebook_mode" (its likely), "leak" {pos} {got}, "leak_likely", and judge_gradients'."""
+    (output, {name: grad}, x's grad). Roles in keys: "state_keys" {expected} {got},
+    "notebook_values", "notebook_mode" (its likely), "leak" {pos} {got}, "leak_likely", and
+    judge_gradients'."""
+    keys = layer_words(keys)
     require_ran(v, nb.get("made") or {}, built)
     step = nb["step"]
     require_backward_ran(v, step, keys=keys)
     state = nb.get("state")
     w = weights_from_state(state, names)
     v.require(
-        check_id, w is not None, keys["state_keys"], got=", ".join(sorted(state or {})) or "—"
+        check_id,
+        w is not None,
+        keys["state_keys"],
+        expected=", ".join(names),
+        got=", ".join(sorted(state or {})) or "—",
     )
     assert w is not None
     expected, want, want_x = reference(w)

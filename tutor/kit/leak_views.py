@@ -9,12 +9,23 @@ from typing import Any
 
 import torch
 
-from tutor.kit.judge_tools import Verdict, round_matrix
+from tutor.kit.judge_tools import Verdict, msg, round_matrix
 from tutor.kit.probe_tools import token_changes
 from tutor.kit.regions import leak_map
 from tutor.model.view_items import weights
 
 LEAK_TOLERANCE = 1e-6  # the notebooks' limit: an earlier output moved by more has seen the token
+# The leakage panel's texts (view_items.WORDS' roles): how far outputs moved, not weights.
+LEAK_MAP_WORDS = {
+    "weights": "visual.leak_title",
+    "legend_learner": "visual.leak_legend_learner",
+    "legend_reference": "visual.leak_legend_reference",
+    "legend_masked": "visual.leak_legend_masked",
+    "legend_leak": "visual.leak_legend_leak",
+    "axis_keys": "visual.leak_axis_keys",
+    "axis_queries": "visual.leak_axis_queries",
+    "weights_key_mode": "visual.leak_key_mode",
+}
 
 
 def moved_before(a: torch.Tensor, b: torch.Tensor, pos: int) -> float:
@@ -31,12 +42,13 @@ def require_no_leak(
     moved: torch.Tensor,
     pos: int,
     *,
-    key: str,
     likely: Any,
+    key: str = "check.no_leak",
     check_id: str = "no-leak",
 ) -> None:
     """The notebooks' leakage test: the token at pos changed (base → moved), no output before
-    it may move by LEAK_TOLERANCE or more. Failure: key {pos} {got} {likely}."""
+    it may move by LEAK_TOLERANCE or more. Failure: key {pos} {got} {likely} (the engine's
+    check.no_leak unless a lesson words it; likely.no_leak is the engine's usual likely)."""
     amount = moved_before(base, moved, pos)
     v.require(check_id, amount < LEAK_TOLERANCE, key, pos=pos, got=amount, likely=likely)
 
@@ -55,11 +67,14 @@ def leak_map_panel(
     moved: torch.Tensor | None,
     ref_base: torch.Tensor,
     ref_moved: Any,
-    words: Mapping[str, Any],
+    words: Mapping[str, Any] | None = None,
 ) -> dict:
     """The weights panel's entry for a leakage map: the learner's map beside the reference's,
     both on the reference's scale, so that a leak shows at the very cell that leaks, as large
-    as it is. words: the panel's texts (view_items.WORDS), for a map is not weights."""
+    as it is. words: the panel's texts (view_items.WORDS), for a map is not weights; by default
+    the engine's (LEAK_MAP_WORDS)."""
+    if words is None:
+        words = {role: msg(key) for role, key in LEAK_MAP_WORDS.items()}
     ref = leak_map(ref_base, ref_moved)
     assert ref is not None  # the reference's outputs always have the shapes of a map
     top = float(ref.max()) or 1.0

@@ -12,6 +12,15 @@ from tutor.kit.judge_tools import Verdict, describe, msg, shape_str
 # {keys}, type {key} {expected} {got} {type}, float {key} {expected} {got} {likely}, float_likely,
 # value {key} {expected} {got} {likely}.
 NAMED_SHAPES_WORDS = ("not_dict", "missing", "type", "float", "float_likely", "value")
+# The engine's text for each (not_dict and missing also get {count}, the number of names).
+NAMED_SHAPES_KEYS = {
+    "not_dict": "check.shapes_not_dict",
+    "missing": "check.shapes_missing",
+    "type": "check.shapes_type",
+    "float": "check.shapes_float",
+    "float_likely": "likely.shapes_float",
+    "value": "check.shapes_value",
+}
 
 
 def judge_named_shapes(
@@ -19,17 +28,22 @@ def judge_named_shapes(
     got: object,
     truth: Mapping[str, tuple],
     *,
-    keys: Mapping[str, str],
     likely: Callable[[str, tuple], dict],
+    keys: Mapping[str, str] | None = None,
 ) -> None:
     """got must be a dict with every name of truth, each a tuple of ints equal to truth's, in
     truth's order; the first wrong entry fails, as its own check: returns-dict, all-keys,
     tuples (a list, floats from a division, anything else), values (likely(name, got) says the
-    mistake behind a wrong shape)."""
-    v.require("returns-dict", isinstance(got, dict), keys["not_dict"], got=describe(got))
+    mistake behind a wrong shape). keys: a lesson's own key for any role of NAMED_SHAPES_WORDS,
+    over the engine's (NAMED_SHAPES_KEYS)."""
+    keys = {**NAMED_SHAPES_KEYS, **(keys or {})}
+    count = len(truth)
+    v.require(
+        "returns-dict", isinstance(got, dict), keys["not_dict"], got=describe(got), count=count
+    )
     assert isinstance(got, dict)
     missing = [k for k in truth if k not in got]
-    v.require("all-keys", not missing, keys["missing"], keys=", ".join(missing))
+    v.require("all-keys", not missing, keys["missing"], keys=", ".join(missing), count=count)
     for key, want in truth.items():
         value = got[key]
         expected = shape_str(want)

@@ -1,6 +1,6 @@
 """The memory of attention's (…, T, T) score tensors: the formula a lesson's table shows beside
 what the learner's own layer really builds, measured in the child. Generic over the layer: a
-lesson gives how to build one for a length T and the texts of its table."""
+lesson gives how to build one for a length T; the view (memory_view) is in the engine's words."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ from typing import Any
 import torch
 from torch.overrides import TorchFunctionMode
 
-from tutor.model.view_items import bar, table
+from tutor.kit.judge_tools import msg
+from tutor.model.view_items import bar, heading, keys, note, table
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 DTYPE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
@@ -149,3 +150,42 @@ def memory_growth(rows: Sequence[dict]) -> dict[str, Any]:
         "scores": f"{last['mb'] / first['mb']:.0f}",
         "qkv": f"{last['qkv_mb'] / first['qkv_mb']:.0f}",
     }
+
+
+MEMORY_COLUMNS = (
+    "visual.memory_T",
+    "visual.memory_scores",
+    "visual.memory_mb",
+    "visual.memory_qkv",
+    "visual.memory_ratio",
+    "visual.memory_measured",
+)
+
+
+def memory_view(
+    settings: Mapping[str, Any],
+    measured: Mapping[int, int | None],
+    *,
+    layer: str,
+    d_out: int = D_OUT,
+) -> list:
+    """A memory step's view, in the engine's words: a heading, the settings line, the table of
+    memory_rows at the settings (range (t_min, t_max), heads, batch, dtype a key of DTYPE_BYTES)
+    beside what the learner's own layer built at each T (measured, from measure_score_memory),
+    how much the scores and q/k/v grew, and what each column means (layer: the class the
+    learner wrote, d_out: the width q, k and v are counted at)."""
+    rows = memory_rows(
+        seq_lens(*settings["range"]),
+        heads=settings["heads"],
+        batch=settings["batch"],
+        bytes_per=DTYPE_BYTES[settings["dtype"]],
+        d_out=d_out,
+    )
+    about = {k: settings[k] for k in ("heads", "batch", "dtype")}
+    return [
+        heading(msg("visual.memory_title")),
+        keys(),
+        memory_table(rows, measured, [*(msg(k) for k in MEMORY_COLUMNS), ""]),
+        note(msg("visual.memory_growth", **memory_growth(rows))),
+        note(msg("visual.memory_measured_note", layer=layer, d_out=d_out, **about)),
+    ]

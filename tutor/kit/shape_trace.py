@@ -30,8 +30,9 @@ OP_NAMES = {
     "__getitem__": "[…]",
 }
 
-# The texts of the view, by role: a lesson passes its own keys (see trace_view).
+# The texts of the view, by role: the engine's, or a lesson's own keys (see trace_view).
 TRACE_WORDS = ("none", "step", "op", "shape", "parts", "same", "other_route")
+TRACE_KEYS = {w: f"ui.trace_{w}" for w in TRACE_WORDS}
 
 Lab = Sequence[tuple[str, tuple]]
 
@@ -83,13 +84,14 @@ def trace_parting(ops: list, lab: Lab) -> tuple[int, str, tuple] | None:
 
 
 def trace_view(
-    ops: object, lab: Lab, *, wrong: bool, title: dict, words: Mapping[str, str]
+    ops: object, lab: Lab, *, wrong: bool, title: dict, words: Mapping[str, str] | None = None
 ) -> list:
     """The learner's trace as a view; for a layer that fails, cut at the first shape the lab's
     never makes, with what the lab does there. A right layer may take another route (a loop over
-    heads, einsum): no parting is marked then. title: the heading's message; words: the
-    lesson's message key for each of TRACE_WORDS (parts takes {op} {shape} {before} {expected}
-    {expected_shape})."""
+    heads, einsum): no parting is marked then. title: the heading's message; words: a lesson's
+    own message key for any of TRACE_WORDS, over the engine's TRACE_KEYS (parts takes {op}
+    {shape} {before} {expected} {expected_shape})."""
+    words = {**TRACE_KEYS, **(words or {})}
     if not isinstance(ops, list) or not ops:
         return [waiting(msg(words["none"]))]
     parting = trace_parting(ops, lab)
