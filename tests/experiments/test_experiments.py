@@ -165,7 +165,7 @@ def test_the_starters_exercises_say_what_to_change_and_give_nothing_away():
 
 def test_a_file_without_the_exercise_functions_gets_the_tutors_change():
     view = exercises_view(WITHOUT_EXERCISES)
-    made = notes_ending(view, "ex_made_for_you")
+    made = notes_ending(view, "visual.exercise_made")
     assert [n["text"]["params"]["fn"] for n in made] == [
         "exercise_scores",
         "exercise_mask",
@@ -198,7 +198,7 @@ def changed(old, new):
         ),
         (
             changed("def exercise_mask(seq_len):\n", "def exercise_mask(seq_len):\n    1 / 0\n"),
-            "ex_raised_line",
+            "visual.fn_raised_line",
         ),
         (
             changed(
@@ -242,7 +242,7 @@ def test_a_learners_change_is_judged_for_what_it_is(source, expected):
         wrong = question_of(view, said)
         assert wrong not in answered  # the why waits for the right change
         assert answered == all_three - {wrong}
-        if expected == "ex_raised_line":
+        if expected == "visual.fn_raised_line":
             params = said["text"]["params"]
             assert params["kind"] == "ZeroDivisionError" and params["fn"] == "exercise_mask"
             assert source.splitlines()[params["line"] - 1].strip() == "1 / 0"

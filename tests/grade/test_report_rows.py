@@ -92,7 +92,7 @@ def test_a_grouped_row_names_the_helper_that_is_wrong_for_each_of_its_students()
     def lab(student: str, fn: str) -> dict:
         steps = [passing(s.id) for s in LAB02.checked_steps[:-1]]
         return record(
-            LAB02, student, [*steps, failing("output", "lab-02.likely.helper_first", fn=fn)]
+            LAB02, student, [*steps, failing("output", "likely.helper_first_fix", fn=fn)]
         )
 
     rep = class_report(
@@ -100,8 +100,8 @@ def test_a_grouped_row_names_the_helper_that_is_wrong_for_each_of_its_students()
     )
     got = {(m.id, m.example["params"]["fn"]): m.students for m in rep.mistakes}
     assert got == {
-        ("lab-02.likely.helper_first", "causal_mask"): ["b"],
-        ("lab-02.likely.helper_first", "scaled_scores"): ["a", "c"],
+        ("likely.helper_first_fix", "causal_mask"): ["b"],
+        ("likely.helper_first_fix", "scaled_scores"): ["a", "c"],
     }
     md = report_md(LAB02, rep, "en")
     lines = {

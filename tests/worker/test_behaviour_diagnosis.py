@@ -36,14 +36,14 @@ CASES = {
             )
         ],
         "single-head",
-        {"likely.masked_fill_discarded"},
+        {"likely.masked_fill_discarded_line"},
         {"likely.no_mask"},
     ),
     "masked_fill thrown away, multi-head": (
         "lm3-l3",
         [(MASK, 'scores.masked_fill(self.mask[:T, :T], float("-inf"))')],
         "multi-head",
-        {"likely.masked_fill_discarded"},
+        {"likely.masked_fill_discarded_line"},
         {"likely.no_mask"},
     ),
     "mask the wrong way round": (

@@ -159,7 +159,7 @@ def seq_first(dropped: str) -> dict:
         pytest.param(seq_first("self.dropout(w)"), {}, id="right: weights as [T_q, T_k, B, H]"),
         pytest.param(
             seq_first("self.dropout(self.dropout(w))"),
-            {"multi-head": fails("dropout", "check.dropout_train")},
+            {"multi-head": fails("dropout", "check.layer_dropout_train")},
             id="wrong: dropout twice, in that layout",
         ),
     ],

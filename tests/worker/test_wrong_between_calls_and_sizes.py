@@ -13,7 +13,7 @@ from worker_kit import learner_file
 from tutor.text.i18n import local_key
 
 LM3, LAB = "lm3-l3", "lab-02"
-BLAMES = "likely.helper_first"
+BLAMES = "likely.helper_first_fix"
 LITERAL = "likely.literal"
 
 
