@@ -91,9 +91,7 @@ def test_a_mistake_is_listed_under_the_step_it_was_made_at():
 def test_a_grouped_row_names_the_helper_that_is_wrong_for_each_of_its_students():
     def lab(student: str, fn: str) -> dict:
         steps = [passing(s.id) for s in LAB02.checked_steps[:-1]]
-        return record(
-            LAB02, student, [*steps, failing("output", "likely.helper_first_fix", fn=fn)]
-        )
+        return record(LAB02, student, [*steps, failing("output", "likely.helper_first_fix", fn=fn)])
 
     rep = class_report(
         LAB02, [lab("a", "scaled_scores"), lab("b", "causal_mask"), lab("c", "scaled_scores")]
