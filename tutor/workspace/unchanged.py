@@ -142,7 +142,7 @@ def _parsed(source: str) -> tuple[list[str], set[str], Defs, frozenset[str]] | N
     segment = _Segments(source)
     prelude: list[str] = []
     named: set[str] = set()  # `causal_attention = mine`, `Layer.forward = f`: every step's
-    nodes: dict[str, ast.AST] = {}
+    nodes: dict[str, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef] = {}
     for node in tree.body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             if node.name in nodes or node.name in MODULE_HOOKS:
@@ -157,7 +157,6 @@ def _parsed(source: str) -> tuple[list[str], set[str], Defs, frozenset[str]] | N
             frozenset(n.id for n in ast.walk(node) if isinstance(n, ast.Name) and n.id in nodes),
         )
         for name, node in nodes.items()
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
     }
     return prelude, named, defs, frozenset(imported)
 
