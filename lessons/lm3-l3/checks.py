@@ -14,6 +14,7 @@ from tutor.kit import (
     LARGE_INPUT,
     StepSpec,
     after_answer,
+    attention_weights,
     build_layer,
     causal_future,
     changed_input,
@@ -205,13 +206,7 @@ def multi_case(g, size) -> dict:
     x = torch.randn(B, T, d_in, generator=g)
     x2 = x.clone()
     x2[:, -1, :] = torch.randn(B, d_in, generator=g) * 3
-    w = {
-        "W_q": torch.randn(d_out, d_in, generator=g) / d_in**0.5,
-        "W_k": torch.randn(d_out, d_in, generator=g) / d_in**0.5,
-        "W_v": torch.randn(d_out, d_in, generator=g) / d_in**0.5,
-        "out_w": torch.randn(d_out, d_out, generator=g) / d_out**0.5,
-        "out_b": torch.randn(d_out, generator=g) * 0.1,
-    }
+    w = attention_weights(g, d_in, d_out)
     # The same layer called again on a prefix (at the notebook's size): any length up to
     # context_length must work.
     return {"x": x, "x_last": x2, "x_prefix": x[:, : max(1, T // 2)].clone(), "w": w}
