@@ -87,6 +87,10 @@ probe runs in the child beside the learner's code, its judge in the judge proces
   weights_from_state, require_backward_ran, likely_for_backward, judge_gradients; all of
   it as a notebook's self-check: judge_seeded_layer), the training story of a new layer
   (probe_layer_story).
+- An attention layer as a model uses it, declared once (LayerUse, LAYER_USE_ROLES; its inputs
+  drawn with draw_layer_case): probed at every size and then used at the lab's
+  (probe_layer_use), judged with every layer property above (judge_layer_use, judge_layer_case);
+  a masked_fill whose result is thrown away, named (unless_discarded).
 - Visuals: the vocabulary in tutor.model.view_items (heading, note, table, bar, heatmap, row, waiting,
   keys, after_answer, with_question, weights), which the UI draws without knowing the lesson.
 
@@ -259,6 +263,15 @@ from tutor.kit.layer_checks import (
     require_again_right,
     require_backward_ran,
     weights_from_state,
+)
+from tutor.kit.layer_use import (
+    LAYER_USE_ROLES,
+    LayerUse,
+    draw_layer_case,
+    judge_layer_case,
+    judge_layer_use,
+    probe_layer_use,
+    unless_discarded,
 )
 from tutor.kit.layers import build_layer, load_weights, state_dict_copy, train_step
 from tutor.kit.leak_views import (
@@ -460,6 +473,8 @@ __all__ = [
     "judge_gradients",
     "judge_helpers_replaced",
     "judge_large_inputs",
+    "judge_layer_case",
+    "judge_layer_use",
     "judge_large_output",
     "judge_large_scores_weights",
     "judge_layer_again",
@@ -488,6 +503,10 @@ __all__ = [
     "leak_map_panel",
     "lend",
     "layer_words",
+    "LayerUse",
+    "LAYER_USE_ROLES",
+    "draw_layer_case",
+    "unless_discarded",
     "likely_for_backward",
     "likely_for_value",
     "linear_layout",
@@ -531,6 +550,7 @@ __all__ = [
     "probe_helpers_replaced",
     "probe_layer_story",
     "probe_leak_map",
+    "probe_layer_use",
     "probe_seeded_layer",
     "probe_training_story",
     "raised_note",
