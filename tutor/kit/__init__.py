@@ -91,6 +91,10 @@ probe runs in the child beside the learner's code, its judge in the judge proces
   drawn with draw_layer_case): probed at every size and then used at the lab's
   (probe_layer_use), judged with every layer property above (judge_layer_use, judge_layer_case);
   a masked_fill whose result is thrown away, named (unless_discarded).
+- An attention function returning (out, weights), declared once (PairFunction,
+  PAIR_FUNCTION_ROLES): its values over the sizes, called again, large scores and inputs, the
+  training story (probe_pair_function, judge_pair_function, judge_pair_case) and its leakage
+  at every size (probe_pair_leakage, judge_pair_leakage, judge_pair_leakage_case).
 - Visuals: the vocabulary in tutor.model.view_items (heading, note, table, bar, heatmap, row, waiting,
   keys, after_answer, with_question, weights), which the UI draws without knowing the lesson.
 
@@ -307,6 +311,16 @@ from tutor.kit.named_shapes import (
     shapes_of,
 )
 from tutor.kit.own_code import no_foreign
+from tutor.kit.pair_function import (
+    PAIR_FUNCTION_ROLES,
+    PairFunction,
+    judge_pair_case,
+    judge_pair_function,
+    judge_pair_leakage,
+    judge_pair_leakage_case,
+    probe_pair_function,
+    probe_pair_leakage,
+)
 from tutor.kit.pairs import (
     out_of_pair,
     pair_output,
@@ -475,6 +489,10 @@ __all__ = [
     "judge_large_inputs",
     "judge_layer_case",
     "judge_layer_use",
+    "judge_pair_case",
+    "judge_pair_function",
+    "judge_pair_leakage",
+    "judge_pair_leakage_case",
     "judge_large_output",
     "judge_large_scores_weights",
     "judge_layer_again",
@@ -505,6 +523,8 @@ __all__ = [
     "layer_words",
     "LayerUse",
     "LAYER_USE_ROLES",
+    "PairFunction",
+    "PAIR_FUNCTION_ROLES",
     "draw_layer_case",
     "unless_discarded",
     "likely_for_backward",
@@ -551,6 +571,8 @@ __all__ = [
     "probe_layer_story",
     "probe_leak_map",
     "probe_layer_use",
+    "probe_pair_function",
+    "probe_pair_leakage",
     "probe_seeded_layer",
     "probe_training_story",
     "raised_note",
