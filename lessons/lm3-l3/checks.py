@@ -19,7 +19,6 @@ from tutor.kit import (
     declared_settings,
     draw_layer_case,
     fixed_dropout,
-    future_region,
     judge_layer_use,
     judge_named_shapes,
     judge_pair_function,
@@ -29,8 +28,6 @@ from tutor.kit import (
     large_scores_weights,
     last_dim_of,
     literal_explanation,
-    masked_softmax,
-    masked_softmax_mistakes,
     matching_mistake,
     measure_score_memory,
     memory_view,
@@ -46,6 +43,7 @@ from tutor.kit import (
     require_ran,
     seq_lens,
     shapes_of,
+    single_head_likely,
     size_explanation,
     trace_view,
     traced_forward,
@@ -187,46 +185,6 @@ def reference_single(x, Wq, Wk, Wv):
     return out, weights
 
 
-def diagnose_weights(w, x, Wq, Wk, Wv):
-    """Name the likely mistake behind wrong weights by rebuilding the usual wrong versions: the
-    kit's masked-softmax mistakes on the scaled scores, then this step's mask, scale and order."""
-    T, d_in, dk = x.shape[1], x.shape[2], Wq.shape[1]
-    raw = (x @ Wq) @ (x @ Wk).transpose(-2, -1)
-    scaled, future, inf = raw / dk**0.5, future_region(T), float("-inf")
-    ones = torch.ones(T, T, dtype=torch.bool)
-    flipped = msg("likely.mask_transposed")
-    scales = [
-        (d_in**0.5, msg("likely.scale_d_in", d_in=d_in, d_k=dk)),
-        (1.0, msg("likely.scale_none")),
-        (dk, msg("likely.scale_d")),
-        (T**0.5, msg("likely.scale_seq_len", T=T, d_k=dk)),
-    ]  # where √d_in or √T is √d_k, that mistake cannot show
-    candidates = [
-        *masked_softmax_mistakes(scaled, future),
-        *(
-            (lambda m=m: masked_softmax(scaled, m), flipped)
-            for m in (future.T, ones.tril(1), ones.tril())
-        ),
-        (lambda: masked_softmax(scaled, ones.triu(2)), msg("likely.mask_offset")),
-        *((lambda s=s: masked_softmax(raw / s, future), m) for s, m in scales if s != dk**0.5),
-        (lambda: masked_softmax(raw, future) / dk**0.5, msg("likely.scale_after_softmax")),
-        (lambda: masked_softmax(scaled.transpose(-2, -1), future), msg("likely.swapped_qk")),
-        (
-            lambda: torch.softmax(scaled, -1).masked_fill(future, inf),
-            msg("likely.inf_after_softmax"),
-        ),
-        (
-            lambda: torch.softmax(scaled + future.float() * inf, -1),
-            msg("likely.additive_mask_nan"),
-        ),
-        (
-            lambda: torch.softmax(scaled.masked_fill(future, inf), -2).masked_fill(future, inf),
-            msg("likely.inf_after_softmax"),
-        ),
-    ]
-    return matching_mistake(w, candidates)
-
-
 def first_row(v, w, likely):
     """The first token can only see itself: `weights[:, 0, 0]` is 1."""
     ones = torch.ones(w.shape[0], dtype=torch.float64)
@@ -241,7 +199,7 @@ SINGLE = PairFunction(
     sizes=SINGLE_SIZES,
     size_names=SINGLE_NAMES,
     reference=reference_single,
-    diagnose=diagnose_weights,
+    diagnose=single_head_likely,
     keys={
         "returns_pair": "likely.returns_pair",
         "again_new_x": "value.again_new_x",
