@@ -14,7 +14,6 @@ from tutor.kit import (
     PairFunction,
     StepSpec,
     after_answer,
-    build_layer,
     chosen_settings,
     declared_settings,
     draw_layer_case,
@@ -31,12 +30,10 @@ from tutor.kit import (
     matching_mistake,
     measure_score_memory,
     memory_view,
-    moved_before,
     msg,
     multi_head_mistakes,
     note,
     of_the_inputs,
-    pair_output,
     probe_layer_use,
     probe_pair_function,
     probe_pair_leakage,
@@ -46,7 +43,6 @@ from tutor.kit import (
     single_head_likely,
     size_explanation,
     trace_view,
-    traced_forward,
     unless_discarded,
 )
 
@@ -70,6 +66,9 @@ MULTI_FIRST = 4
 # lab's 6 and the sizes past it), the longer sizes are judged by their last and middle tokens.
 # At every size it would be 55 calls a step, and a file that prints a lot would time out.
 LEAK_MAP_MAX_T = 16
+# The shape trace's (d_in, d_out, n_heads, context_length, B, T): every dimension a different number, so that a
+# shape says which dimension went where (the notebook's B = H = 2 would hide a swap).
+TRACE_SIZE = (6, 12, 3, 16, 2, 5)
 # (B, T, H, hd)
 SHAPE_SIZES = [(2, 6, 2, 4), (3, 5, 4, 8), (1, 7, 3, 2)]
 SHAPE_KEYS = (
@@ -137,8 +136,8 @@ def make_inputs(seed=0):
             "g": single_story_g,
             "view_delta": leak_delta["single"],
         },
-        "trace_x": trace_x,
         "layer": {  # as the kit's probe_layer_use takes them
+            "trace_x": trace_x,
             "cases": [{**case, "leak": leak} for case, leak in zip(multi, multi_maps, strict=True)],
             "new_w": again["w"],
             "g": again["g"],
@@ -192,6 +191,14 @@ def first_row(v, w, likely):
     v.require("first-token", ok, "check.first_row", got=float(w[0, 0, 0]), likely=likely)
 
 
+@of_the_inputs
+def unmasked(x, Wq, Wk, Wv):
+    """The notebook's broken layer: no mask at all."""
+    q, k, v = x @ Wq, x @ Wk, x @ Wv
+    w = torch.softmax(q @ k.transpose(-2, -1) / k.shape[-1] ** 0.5, dim=-1)
+    return w @ v
+
+
 # causal_attention(x, Wq, Wk, Wv) -> (out, weights), as the kit's PairFunction: both steps.
 SINGLE = PairFunction(
     name="causal_attention",
@@ -209,6 +216,7 @@ SINGLE = PairFunction(
     trained=(1, 2, 3),  # the weights, as a layer's parameters
     leak_map_max_t=LEAK_MAP_MAX_T,
     extra=first_row,
+    broken=unmasked,
 )
 
 
@@ -224,29 +232,8 @@ def probe_leakage(ctx, inputs):
     return probe_pair_leakage(ctx, SINGLE, inputs["single"])
 
 
-@of_the_inputs
-def unmasked(x, Wq, Wk, Wv):
-    """The notebook's broken layer: no mask at all."""
-    q, k, v = x @ Wq, x @ Wk, x @ Wv
-    w = torch.softmax(q @ k.transpose(-2, -1) / k.shape[-1] ** 0.5, dim=-1)
-    return w @ v
-
-
 def judge_leakage(v, outputs, inputs, jctx):
-    single = inputs["single"]
-
-    def leak_view():
-        """The notebook's own demonstration that the test catches an unmasked layer, shown
-        beside the learner's figure."""
-        if not jctx.views:
-            return
-        seed, calls, T = single["cases"][0], outputs["calls"][0], SINGLE_SIZES[0][1]
-        x, *W = seed["args"]
-        yours = moved_before(pair_output(calls["base"]), pair_output(calls["last"]), T - 1)
-        broken = moved_before(unmasked(x, *W), unmasked(seed["x_last"], *W), T - 1)
-        v.visuals["leak"] = {"yours": yours, "unmasked": broken}
-
-    judge_pair_leakage(v, SINGLE, outputs, single, jctx, then=leak_view)
+    judge_pair_leakage(v, SINGLE, outputs, inputs["single"], jctx)
 
 
 # ---------------------------------------------------------------- multi-head
@@ -322,6 +309,8 @@ LAYER = LayerUse(
     explain=explain_multi,
     first=MULTI_FIRST,
     leak_map_max_t=LEAK_MAP_MAX_T,
+    trace_size=TRACE_SIZE,
+    trace_view=lambda ops, wrong: lab_trace_view(ops, wrong),
     keys={
         "layout": "check.constructor",
         "params_count": "check.params_count",
@@ -335,10 +324,6 @@ LAYER = LayerUse(
 )
 
 # ---------------------------------------------------------------- shape trace
-
-# (d_in, d_out, n_heads, context_length, B, T): every dimension a different number, so that a
-# shape says which dimension went where (the notebook's B = H = 2 would hide a swap).
-TRACE_SIZE = (6, 12, 3, 16, 2, 5)
 
 
 def lab_trace(size) -> list[tuple[str, tuple]]:
@@ -366,34 +351,18 @@ def lab_trace(size) -> list[tuple[str, tuple]]:
     ]
 
 
-def lab_trace_view(ops, size, wrong: bool) -> list:
-    d_in, d_out, H, _, B, T = size
+def lab_trace_view(ops, wrong: bool) -> list:
+    d_in, d_out, H, _, B, T = TRACE_SIZE
     title = msg("ui.trace_title", B=B, T=T, H=H, hd=d_out // H, d_in=d_in)
-    return trace_view(ops, lab_trace(size), wrong=wrong, title=title)
-
-
-def trace_probe(ctx, cls, x) -> dict:
-    """The views' shape trace: the layer built at TRACE_SIZE, its forward op by op on x."""
-    traced = ctx.call(lambda: build_layer(cls, LAYER.keywords, TRACE_SIZE))
-    if "value" not in traced:
-        return {}
-    forward = lambda x: traced_forward(traced["value"], x)  # noqa: E731
-    return {"trace": ctx.call(forward, x, dropout=True)}
+    return trace_view(ops, lab_trace(TRACE_SIZE), wrong=wrong, title=title)
 
 
 def probe_multi(ctx, inputs):
-    views = lambda ctx, cls: trace_probe(ctx, cls, inputs["trace_x"])  # noqa: E731
-    return probe_layer_use(ctx, LAYER, inputs["layer"], view_probe=views)
+    return probe_layer_use(ctx, LAYER, inputs["layer"])
 
 
 def judge_multi(v, outputs, inputs, jctx):
-    try:
-        judge_layer_use(v, LAYER, outputs, inputs["layer"], jctx)
-    finally:  # after the verdict: a route other than the lab's is only pointed at when the layer is wrong
-        first = outputs["cases"][0]
-        if "trace" in first:  # only probed for the views
-            ops = first["trace"].get("value")
-            v.visuals["view"] = lab_trace_view(ops, TRACE_SIZE, wrong=not v.passed())
+    judge_layer_use(v, LAYER, outputs, inputs["layer"], jctx)
 
 
 # ---------------------------------------------------------------- shapes

@@ -80,6 +80,7 @@ class MemoOnShape(Attention):
 """
 
 SIZES = [(8, 8, 16, 2, 2, 6), (6, 12, 12, 3, 1, 9), (4, 8, 4, 4, 3, 4)]
+TRACE_SIZE = (4, 6, 8, 3, 1, 3)
 
 
 def reference(x, w, size, p=0.0):
@@ -137,19 +138,27 @@ def inputs() -> dict:
     large = {"x": cases[0]["x"], "w": {**cases[0]["w"], "W_q": cases[0]["w"]["W_q"] * 60}}
     g_out = torch.randn(B, T, d_out, generator=g)
     delta = torch.randn(B, d_in, generator=g)
-    return {"cases": cases, "new_w": new_w, "g": g_out, "large": large, "view_delta": delta}
+    trace_x = torch.randn(1, 3, TRACE_SIZE[0], generator=g)
+    return {
+        "cases": cases,
+        "new_w": new_w,
+        "g": g_out,
+        "large": large,
+        "view_delta": delta,
+        "trace_x": trace_x,
+    }
 
 
 INPUTS = inputs()
 
 
-def judged(name: str, views: bool = False, view_probe=None) -> Verdict:
+def judged(name: str, views: bool = False, **declared) -> Verdict:
     module = types.ModuleType("learner")
     exec(compile(SOURCE, "learner.py", "exec"), module.__dict__)
     ctx = ProbeContext(module, "learner.py", SOURCE, None)
     ctx.views = views
-    spec = dataclasses.replace(SPEC, name=name)
-    outputs = probe_layer_use(ctx, spec, INPUTS, view_probe=view_probe)
+    spec = dataclasses.replace(SPEC, name=name, **declared)
+    outputs = probe_layer_use(ctx, spec, INPUTS)
     v = Verdict(SOURCE)
     with contextlib.suppress(Stop):
         judge_layer_use(v, spec, outputs, INPUTS, JudgeContext(SOURCE, [], views))
@@ -179,18 +188,21 @@ def test_a_wrong_layer_fails_the_check_its_mistake_breaks(name, check):
     assert failure is not None and failure[0] == check
 
 
-def test_the_views_show_each_head_and_the_leakage_map_and_the_lessons_own_calls():
+@pytest.mark.parametrize("name", ["Attention", "Unmasked"])
+def test_the_views_show_each_head_the_leakage_map_and_the_shape_trace(name):
     seen = []
 
-    def view_probe(ctx, cls):
-        seen.append(cls.__name__)
-        return {"mine": ctx.call(lambda: 1)}
+    def trace_view(ops, wrong):
+        seen.append((len(ops), wrong))
+        return ["trace"]
 
-    v = judged("Attention", views=True, view_probe=view_probe)
-    assert seen == ["Attention"] and v.passed()
+    v = judged(name, views=True, trace_size=TRACE_SIZE, trace_view=trace_view)
     panels = v.visuals["heatmaps"]
     assert len(panels) == SIZES[0][3] + 1  # one per head, then the leakage map
     assert panels[0]["label"] == msg("lesson.head_label", b=0, h=0)
+    # The trace's view, told whether the layer was judged wrong; the route has a softmax.
+    assert v.visuals["view"] == ["trace"] and seen[0][0] > 0
+    assert seen[0][1] == (name == "Unmasked") == (not v.passed())
 
 
 def test_a_discarded_masked_fill_is_named_by_its_line():

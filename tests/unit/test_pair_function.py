@@ -151,12 +151,12 @@ def inputs() -> dict:
 INPUTS = inputs()
 
 
-def judged(name: str, step: str, views: bool = False) -> Verdict:
+def judged(name: str, step: str, views: bool = False, **declared) -> Verdict:
     module = types.ModuleType("learner")
     exec(compile(SOURCE, "learner.py", "exec"), module.__dict__)
     ctx = ProbeContext(module, "learner.py", SOURCE, None)
     ctx.views = views
-    spec = dataclasses.replace(SPEC, name=name)
+    spec = dataclasses.replace(SPEC, name=name, **declared)
     probe, judge = {
         "values": (probe_pair_function, judge_pair_function),
         "leakage": (probe_pair_leakage, judge_pair_leakage),
@@ -207,4 +207,15 @@ def test_the_views_draw_each_sequences_weights_and_the_leakage_map():
     assert len(panels) == SIZES[0][0] + 1  # one per sequence, then the map
     assert panels[0]["label"] == msg("lesson.batch_label", n=0)
     v = judged("attend", "leakage", views=True)
-    assert len(v.visuals["heatmaps"]) == 1
+    assert len(v.visuals["heatmaps"]) == 1 and "leak" not in v.visuals
+
+
+def test_the_leakage_figure_is_the_learners_beside_the_broken_versions():
+    def no_mask(x, Wq, Wk, Wv):
+        q, k, v = x @ Wq, x @ Wk, x @ Wv
+        return torch.softmax(q @ k.transpose(-2, -1) / k.shape[-1] ** 0.5, -1) @ v
+
+    right = judged("attend", "leakage", views=True, broken=no_mask).visuals["leak"]
+    assert right["yours"] == 0.0 and right["unmasked"] > 1e-3
+    # Drawn once the lab's case is judged: a leak there stops the step before it.
+    assert "leak" not in judged("unmasked", "leakage", views=True, broken=no_mask).visuals

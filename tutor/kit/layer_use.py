@@ -58,6 +58,7 @@ from tutor.kit.magnitude import LARGE_INPUT, judge_large_inputs, large_input_wei
 from tutor.kit.panels import judge_sized_cases, weights_panels
 from tutor.kit.probe_tools import module_state, probe_leak_map
 from tutor.kit.regions import causal_future
+from tutor.kit.shape_trace import traced_forward
 from tutor.kit.training import judge_training_story
 
 # What the judge calls the layer's call in its messages: the same for any nn.Module.
@@ -110,6 +111,10 @@ class LayerUse:
     first: int = 4  # sizes probed even where a kernel was seen (the rest cost its compile)
     leak_map_max_t: int = 16  # the leakage map (T calls) up to this T; past it, the last token
     explain: Callable[[Sequence, Sequence, str], dict | None] | None = None
+    # For the views: the layer built at trace_size, its forward op by op on inputs["trace_x"],
+    # shown by trace_view(ops, wrong) (the lesson's: its lab's route), wrong once judged.
+    trace_size: tuple | None = None
+    trace_view: Callable[[Any, bool], list] | None = None
     # The hidden Regions of a (T, T) leakage map: what no output may see.
     regions: Callable[[int], list] = lambda T: [causal_future(T)]  # noqa: E731
 
@@ -150,15 +155,13 @@ def probe_layer_use(
     ctx: Any,
     spec: LayerUse,
     inputs: Mapping[str, Any],
-    *,
-    view_probe: Callable[[Any, Any], dict] | None = None,
 ) -> dict:
     """In the child: the layer at every size of spec.sizes, then used as a model uses it at the
     lab's size. inputs: "cases" (draw_layer_case's per size, each with "leak", the change made to
     one token at a time for the leakage map), "new_w" (a second set of weights), "g" (the
     gradient's direction), "large" ({"x", "w"} whose scores pass exp's range), "view_delta"
-    (the views' leakage map, drawn with new_w). view_probe(ctx, cls): the lesson's own calls
-    for its views, made last, merged into the first case."""
+    (the views' leakage map, drawn with new_w), "trace_x" (the shape trace's input, where
+    spec.trace_size is given)."""
     cls = ctx.get(spec.name)
     load = functools.partial(load_weights, names=spec.params, skip_none=True)
     cases: list[dict] = []
@@ -189,7 +192,7 @@ def probe_layer_use(
         if case["x"].shape[1] <= spec.leak_map_max_t:
             out["map"] = probe_leak_map(ctx, module, case["x"], case["leak"], dropout=True)
         if i == 0:
-            _probe_in_use(ctx, spec, cls, module, load, out, inputs, before, view_probe)
+            _probe_in_use(ctx, spec, cls, module, load, out, inputs, before)
     counts = {}
     if ctx.defines(spec.name):
         values = list(spec.sizes[0][: len(spec.keywords)])
@@ -202,7 +205,7 @@ def probe_layer_use(
     return {"cases": cases, "counts": counts}
 
 
-def _probe_in_use(ctx, spec, cls, module, load, out, inputs, before, view_probe) -> None:
+def _probe_in_use(ctx, spec, cls, module, load, out, inputs, before) -> None:
     """The lab's size: the layer as it is used, not only one frozen call."""
     case, size = inputs["cases"][0], spec.sizes[0]
     out["last"] = ctx.call(module, case["x_last"], primary=True, dropout=True)
@@ -227,10 +230,13 @@ def _probe_in_use(ctx, spec, cls, module, load, out, inputs, before, view_probe)
     out["story"] = probe_layer_story(ctx, with_dropout, load_w, case["x"], inputs["g"])
     if not ctx.views:
         return
-    # Last, as only the views use them: the lesson's own, then the layer with the second
+    # Last, as only the views use them: the shape trace, then the layer with the second
     # weights, each token changed in turn.
-    if view_probe is not None:
-        out.update(view_probe(ctx, cls))
+    if spec.trace_size is not None:
+        traced = ctx.call(lambda: build_layer(cls, spec.keywords, spec.trace_size))
+        if "value" in traced:
+            forward = lambda x: traced_forward(traced["value"], x)  # noqa: E731
+            out["trace"] = ctx.call(forward, inputs["trace_x"], dropout=True)
     out["leak_map"] = probe_leak_map(ctx, module, case["x"], inputs["view_delta"], dropout=True)
 
 
@@ -247,7 +253,8 @@ def judge_layer_use(
     """probe_layer_use's outputs judged, inputs as it was given them: the views first (the
     weights of every head and the leakage map, where jctx.views), then the constructor, the
     lab's case, the heads' parameters, the other sizes, no kernel, the state, called again, the
-    notebook's self-check, dropout, large scores and inputs, the training story."""
+    notebook's self-check, dropout, large scores and inputs, the training story; last, the
+    shape trace's view (spec.trace_view), told whether the layer was judged wrong."""
     first, seed, size = outputs["cases"][0], inputs["cases"][0], spec.sizes[0]
     if jctx.views:
         soft = (first.get("base") or {}).get("softmax")
@@ -268,6 +275,15 @@ def judge_layer_use(
             moved = first["leak_map"].get("value")
             panel = leak_map_panel(msg("visual.leak_map"), base, moved, *reference)
             v.visuals["heatmaps"].append(panel)
+    try:
+        _judge_checks(v, spec, outputs, inputs, jctx)
+    finally:  # after the verdict: a route other than the lab's is pointed at only when wrong
+        if "trace" in first and spec.trace_view is not None:
+            v.visuals["view"] = spec.trace_view(first["trace"].get("value"), not v.passed())
+
+
+def _judge_checks(v: Verdict, spec: LayerUse, outputs: Mapping, inputs: Mapping, jctx: Any) -> None:
+    first, seed, size = outputs["cases"][0], inputs["cases"][0], spec.sizes[0]
     judge_case = functools.partial(judge_layer_case, spec=spec, source=jctx.source)
     if "constructor" in first:
         judge_layer_constructor(

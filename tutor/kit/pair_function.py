@@ -20,7 +20,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import torch
 
@@ -44,7 +44,12 @@ from tutor.kit.judge_tools import (
 )
 from tutor.kit.kernels import no_kernel
 from tutor.kit.layer_use import unless_discarded
-from tutor.kit.leak_views import leak_map_panel, reference_leak_outputs, require_no_leak
+from tutor.kit.leak_views import (
+    leak_map_panel,
+    moved_before,
+    reference_leak_outputs,
+    require_no_leak,
+)
 from tutor.kit.magnitude import judge_large_inputs, require_close
 from tutor.kit.own_code import no_foreign
 from tutor.kit.pairs import out_of_pair, pair_output, require_pair_output
@@ -81,6 +86,8 @@ class PairFunction:
     trained: tuple[int, ...] = ()  # the args a training step updates (the weights)
     leak_map_max_t: int = 16  # the leakage map (T calls) up to this T
     extra: Callable[[Verdict, torch.Tensor, Any], None] | None = None
+    # The notebook's broken version (its out, no mask), for the leakage step's figure.
+    broken: Callable[..., torch.Tensor] | None = None
     explain: Callable[[Sequence, Sequence, str], dict | None] | None = None
     regions: Callable[[int], list] = lambda T: [causal_future(T)]  # noqa: E731
 
@@ -306,12 +313,10 @@ def judge_pair_leakage(
     outputs: Mapping,
     inputs: Mapping,
     jctx: Any,
-    *,
-    then: Callable[[], None] | None = None,
 ) -> None:
     """probe_pair_leakage's outputs: the lab's map as a view (drawn first: a leak is where it
-    helps most), the lab's case, then() where given (a view of the lesson's own), the other
-    sizes, the learner's own code."""
+    helps most), the lab's case, the notebooks' figure beside the broken version's (spec.broken,
+    where given and views are on), the other sizes, the learner's own code."""
     calls, seed = outputs["calls"], inputs["cases"][0]
     if jctx.views:
         delta = seed["leak"]
@@ -320,8 +325,8 @@ def judge_pair_leakage(
         )
     judge_case = functools.partial(judge_pair_leakage_case, spec=spec)
     judge_case(v, calls[0], seed, spec.sizes[0])
-    if then is not None:
-        then()
+    if jctx.views and spec.broken is not None:
+        v.visuals["leak"] = _leak_figures(spec, calls[0], seed)
     judge_sized_cases(
         v, calls, list(inputs["cases"]), spec.sizes, spec.size_names, judge_case, spec.explained
     )
@@ -338,6 +343,19 @@ def _leak_entry(
         return []
     reference = _leak_reference(spec, delta, *case["args"])
     return [leak_map_panel(msg("visual.leak_map"), pair_output(base_call), moved, *reference)]
+
+
+def _leak_figures(spec: PairFunction, calls: Mapping, case: Mapping) -> dict:
+    """How far the learner's outputs before the last token moved when it changed, and how far
+    the broken version's did: the notebook's own demonstration that the test catches it."""
+    assert spec.broken is not None
+    x, *rest = case["args"]
+    pos = x.shape[1] - 1
+    # Both are tensors: the lab's case, judged before this, stops where either is not.
+    base, last = (cast(torch.Tensor, pair_output(calls[k])) for k in ("base", "last"))
+    yours = moved_before(base, last, pos)
+    broken = moved_before(spec.broken(x, *rest), spec.broken(case["x_last"], *rest), pos)
+    return {"yours": yours, "unmasked": broken}
 
 
 @of_the_inputs
