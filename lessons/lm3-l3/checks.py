@@ -25,8 +25,6 @@ from tutor.kit import (
     judge_sized_cases,
     large_scores_factor,
     large_scores_weights,
-    last_dim_of,
-    literal_explanation,
     matching_mistake,
     measure_score_memory,
     memory_view,
@@ -41,7 +39,6 @@ from tutor.kit import (
     seq_lens,
     shapes_of,
     single_head_likely,
-    size_explanation,
     trace_view,
     unless_discarded,
 )
@@ -239,24 +236,6 @@ def judge_leakage(v, outputs, inputs, jctx):
 # ---------------------------------------------------------------- multi-head
 
 
-def explain_multi(seed, size, source):
-    """Why the layer fails at (d_in, d_out, n_heads, context_length, B, T): a number written in,
-    then d_in read where d_out or head_dim is needed (equal at the notebook's sizes), then the rest."""
-    names = (*MULTI_NAMES, "head_dim")
-    seed, size = tuple(seed) + (seed[1] // seed[2],), tuple(size) + (size[1] // size[2],)
-    defs = ("CausalMultiHeadAttention",)
-    literal = literal_explanation(source, defs, names, seed, size)
-    if literal:
-        return literal
-    if seed[0] == seed[1] and size[0] != size[1]:
-        found = last_dim_of(source, frozenset(defs), 1)  # forward(self, x): the width of x
-        if found:
-            return msg(
-                "likely.width_d_in", line=found.line, code=found.code, d_in=size[0], d_out=size[1]
-            )
-    return size_explanation(source, defs, names, seed, size)
-
-
 @of_the_inputs
 def reference_multi(x, w, size, p=0.0):
     """(output, weights) of the lab's layer with weights w; p > 0: fixed_dropout on the weights."""
@@ -306,7 +285,6 @@ LAYER = LayerUse(
     buffer_of=lambda s: torch.triu(torch.ones(s[3], s[3]), diagonal=1).bool(),
     reference=reference_multi,
     diagnose=diagnose_multi,
-    explain=explain_multi,
     first=MULTI_FIRST,
     leak_map_max_t=LEAK_MAP_MAX_T,
     trace_size=TRACE_SIZE,
@@ -320,6 +298,7 @@ LAYER = LayerUse(
         "again_last": "value.again_last",
         "large_scores": "check.large_scores_multi",
         "head_label": "visual.batch_head",
+        "width": "likely.width_d_in",
     },
 )
 

@@ -71,6 +71,12 @@ class DropoutInEval(Attention):
         return torch.nn.functional.dropout(w, self.dropout.p, training=True)
 
 
+class FourWide(Attention):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.head_dim = 4
+
+
 class MemoOnShape(Attention):
     def forward(self, x):
         memo = self.__dict__.setdefault("memo", {})
@@ -186,6 +192,13 @@ def test_a_right_layer_passes_every_check_at_every_size():
 def test_a_wrong_layer_fails_the_check_its_mistake_breaks(name, check):
     failure = first_failure(judged(name))
     assert failure is not None and failure[0] == check
+
+
+def test_a_number_of_the_labs_written_in_is_named_at_the_size_it_breaks():
+    v = judged("FourWide")
+    assert first_failure(v) == ("other-sizes", "check.other_sizes")
+    likely = v.failed_message()["params"]["likely"]
+    assert likely["key"] == "likely.literal" and likely["params"]["name"] == "head_dim"
 
 
 @pytest.mark.parametrize("name", ["Attention", "Unmasked"])

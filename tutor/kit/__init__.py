@@ -92,7 +92,8 @@ probe runs in the child beside the learner's code, its judge in the judge proces
 - An attention layer as a model uses it, declared once (LayerUse, LAYER_USE_ROLES; its inputs
   drawn with draw_layer_case): probed at every size and then used at the lab's
   (probe_layer_use), judged with every layer property above (judge_layer_use, judge_layer_case);
-  a masked_fill whose result is thrown away, named (unless_discarded).
+  why a size past the lab's fails (explain_layer_size); a masked_fill whose result is thrown
+  away, named (unless_discarded).
 - An attention function returning (out, weights), declared once (PairFunction,
   PAIR_FUNCTION_ROLES): its values over the sizes, called again, large scores and inputs, the
   training story (probe_pair_function, judge_pair_function, judge_pair_case) and its leakage
@@ -274,6 +275,7 @@ from tutor.kit.layer_use import (
     LAYER_USE_ROLES,
     LayerUse,
     draw_layer_case,
+    explain_layer_size,
     judge_layer_case,
     judge_layer_use,
     probe_layer_use,
@@ -531,6 +533,7 @@ __all__ = [
     "PairFunction",
     "PAIR_FUNCTION_ROLES",
     "draw_layer_case",
+    "explain_layer_size",
     "unless_discarded",
     "likely_for_backward",
     "likely_for_value",

@@ -29,10 +29,13 @@ from tutor.kit.judge_tools import (
     close,
     discarded_call,
     judge_leak_map,
+    last_dim_of,
+    literal_explanation,
     msg,
     of_the_inputs,
     require_ran,
     require_tensor,
+    size_explanation,
 )
 from tutor.kit.kernels import no_kernel
 from tutor.kit.layer_checks import (
@@ -67,7 +70,9 @@ FORWARD, FORWARD_X = "forward", "forward(x)"
 # The roles a lesson must word itself (LayerUse.keys), with their placeholders:
 # "layout" {args} {attr} {expected} {got}; "params_count" {expected} {got}; "params_heads"
 # {fewer} {more}; "out_shape" and "out_tuple" (likely, no placeholder); "again_last" (a value
-# label); "large_scores" {top} {reason} {likely}; "head_label" {b} {h}.
+# label); "large_scores" {top} {reason} {likely}; "head_label" {b} {h}. Optional: "width"
+# {line} {code} {d_in} {d_out}, the input width read where the output's belongs (the first two
+# keywords being the two widths), said where the lab's are equal and a size's differ.
 LAYER_USE_ROLES = (
     "layout",
     "params_count",
@@ -110,6 +115,7 @@ class LayerUse:
     seed: int = 1  # the notebook's torch.manual_seed before building the layer
     first: int = 4  # sizes probed even where a kernel was seen (the rest cost its compile)
     leak_map_max_t: int = 16  # the leakage map (T calls) up to this T; past it, the last token
+    # Why a size past the lab's fails (lab's size, size, source); by default explain_layer_size.
     explain: Callable[[Sequence, Sequence, str], dict | None] | None = None
     # For the views: the layer built at trace_size, its forward op by op on inputs["trace_x"],
     # shown by trace_view(ops, wrong) (the lesson's: its lab's route), wrong once judged.
@@ -305,8 +311,9 @@ def _judge_checks(v: Verdict, spec: LayerUse, outputs: Mapping, inputs: Mapping,
         more=more,
     )
     cases = outputs["cases"]
+    explain = spec.explain or functools.partial(explain_layer_size, spec)
     judge_sized_cases(
-        v, cases, list(inputs["cases"]), spec.sizes, spec.size_names, judge_case, spec.explain
+        v, cases, list(inputs["cases"]), spec.sizes, spec.size_names, judge_case, explain
     )
     trained = ((first.get("notebook") or {}).get("step") or {}).get("value")
     in_graph = trained.get("kernels") or [] if isinstance(trained, dict) else []
@@ -435,6 +442,26 @@ def _of_these_weights(spec: LayerUse, x: torch.Tensor, w: Mapping, g: torch.Tens
         forward = lambda x, w: spec.forward(x, w, size)  # noqa: E731
         hit = _BY_VALUE[key] = (forward(x, w), *reference_grads(forward, x, w, g, spec.params))
     return hit
+
+
+def explain_layer_size(spec: LayerUse, lab: Sequence, size: Sequence, source: str) -> dict | None:
+    """Why the layer fails at size, not at the lab's: one of the lab's numbers written in (a
+    size, or an attribute derived from them: spec.attrs'), then the input width read where the
+    output's belongs (the role "width", where the lesson words it), then what differs."""
+    derived = [name for name in spec.attrs(lab) if name not in spec.size_names]
+    names = (*spec.size_names, *derived)
+    lab_all = (*lab, *(spec.attrs(lab)[name] for name in derived))
+    size_all = (*size, *(spec.attrs(size)[name] for name in derived))
+    defs = (spec.name,)
+    literal = literal_explanation(source, defs, names, lab_all, size_all)
+    if literal:
+        return literal
+    if "width" in spec.keys and lab[0] == lab[1] and size[0] != size[1]:
+        found = last_dim_of(source, frozenset(defs), 1)  # forward(self, x): the width of x
+        if found:
+            d_in, d_out = size[0], size[1]
+            return msg(spec.keys["width"], line=found.line, code=found.code, d_in=d_in, d_out=d_out)
+    return size_explanation(source, defs, names, lab_all, size_all)
 
 
 def unless_discarded(likely: dict, source: str, fn: str) -> dict:
