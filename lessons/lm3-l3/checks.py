@@ -8,16 +8,15 @@ import torch
 import torch.nn.functional as F
 
 from tutor.kit import (
-    DTYPES,
     LARGE_INPUT,
     LayerUse,
     PairFunction,
     StepSpec,
     after_answer,
-    chosen_settings,
     declared_settings,
     draw_layer_case,
     fixed_dropout,
+    judge_layer_memory,
     judge_layer_use,
     judge_named_shapes,
     judge_pair_function,
@@ -26,17 +25,15 @@ from tutor.kit import (
     large_scores_factor,
     large_scores_weights,
     matching_mistake,
-    measure_score_memory,
-    memory_view,
     msg,
     multi_head_mistakes,
     note,
     of_the_inputs,
+    probe_layer_memory,
     probe_layer_use,
     probe_pair_function,
     probe_pair_leakage,
     require_ran,
-    seq_lens,
     shapes_of,
     single_head_likely,
     trace_view,
@@ -429,39 +426,14 @@ MEASURE_LIMIT = 1 << 24  # score elements per run; larger settings show only the
 MEASURE_BUDGET = 2.0
 
 
-def memory_settings(params) -> dict:
-    return chosen_settings(MEMORY_DEFAULTS, params, {"dtype": DTYPES})
-
-
 def probe_memory(ctx, inputs):
-    s = memory_settings(ctx.params)
-    # The formula's columns do not need the learner's class: a missing or unfinished one only
-    # leaves the measured column empty (so no primary call, and a missing class is no failure).
-    try:
-        cls = ctx.get("CausalMultiHeadAttention")
-    except Exception:  # the harness's NameMissing, ForeignCode: nothing of the learner's
-        return {"settings": s, "measured": []}
-    heads, batch = int(s["heads"]), int(s["batch"])
-    width = 4 * heads  # the head width does not change the size of the scores
-    measured = measure_score_memory(
-        ctx,
-        lambda T: cls(width, width, heads, T),
-        seq_lens(*map(int, s["range"])),
-        width=width,
-        batch=batch,
-        dtype=DTYPES[s["dtype"]],
-        count=lambda T: batch * heads * T * T,
-        limit=MEASURE_LIMIT,
-        budget=MEASURE_BUDGET,
-    )
-    return {"settings": s, "measured": [[t, b] for t, b in measured.items()]}
+    build = lambda cls, width, heads, T: cls(width, width, heads, T)  # noqa: E731
+    limits = {"limit": MEASURE_LIMIT, "budget": MEASURE_BUDGET}
+    return probe_layer_memory(ctx, LAYER.name, MEMORY_DEFAULTS, build, **limits)
 
 
 def judge_memory(v, outputs, inputs, jctx):
-    settings = memory_settings(outputs["settings"])
-    measured = {t: b for t, b in outputs["measured"]}
-    v.visuals["view"] = memory_view(settings, measured, layer="CausalMultiHeadAttention")
-    v.expect("runs", True)
+    judge_layer_memory(v, outputs, MEMORY_DEFAULTS, layer=LAYER.name)
 
 
 def probe_reflect(ctx, inputs):

@@ -19,10 +19,12 @@ from tutor.kit import (
     Verdict,
     draw_layer_case,
     fixed_dropout,
+    judge_layer_memory,
     judge_layer_use,
     matching_mistake,
     msg,
     multi_head_mistakes,
+    probe_layer_memory,
     probe_layer_use,
     unless_discarded,
 )
@@ -224,3 +226,21 @@ def test_a_discarded_masked_fill_is_named_by_its_line():
     assert said["key"] == "likely.masked_fill_discarded_line" and said["params"]["line"] == 2
     other = msg("likely.scale_none")
     assert unless_discarded(other, source, "f") is other
+
+
+def test_the_memory_step_measures_the_learners_layer_and_needs_no_class():
+    module = types.ModuleType("learner")
+    exec(compile(SOURCE, "learner.py", "exec"), module.__dict__)
+    ctx = ProbeContext(module, "learner.py", SOURCE, None)
+    defaults = {"heads": 2, "batch": 1, "range": [4, 16], "dtype": "float32"}
+    ctx.params = {"dtype": "float64"}  # not one the step offers: the default stands
+    build = lambda cls, width, heads, T: cls(width, width, T, heads)  # noqa: E731
+    got = probe_layer_memory(ctx, "Attention", defaults, build, limit=1 << 20, budget=5.0)
+    assert got["settings"]["dtype"] == "float32"
+    # The largest (…, T, T) tensor: B · H · T · T float32 scores.
+    assert got["measured"] == [[T, 2 * T * T * 4] for T in (4, 8, 16)]
+    missing = probe_layer_memory(ctx, "Nowhere", defaults, build, limit=1 << 20, budget=5.0)
+    assert missing["measured"] == []
+    v = Verdict(SOURCE)
+    judge_layer_memory(v, got, defaults, layer="Attention")
+    assert v.passed() and v.visuals["view"]

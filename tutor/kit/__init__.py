@@ -68,7 +68,8 @@ probe runs in the child beside the learner's code, its judge in the judge proces
 - A layer's forward traced op by op, against the lab's route (traced_forward, ShapeTrace,
   trace_parting, trace_view); the memory of its (…, T, T) scores, by formula and as measured
   (seq_lens, memory_rows, measure_score_memory, SquareTensors, memory_table, memory_growth,
-  chosen_settings; the whole view: memory_view).
+  chosen_settings; the whole view: memory_view); the whole step, on a learner's layer, at the
+  app's settings (probe_layer_memory, judge_layer_memory, memory_settings).
 - A stack of maps as the weights panel's entries (weights_panels); other sizes judged for
   cases that carry their size (judge_sized_cases, sizes_label).
 - An output finite, then close (require_finite, require_finite_close), and so on the call whose
@@ -271,6 +272,7 @@ from tutor.kit.layer_checks import (
     require_backward_ran,
     weights_from_state,
 )
+from tutor.kit.layer_memory import judge_layer_memory, memory_settings, probe_layer_memory
 from tutor.kit.layer_use import (
     LAYER_USE_ROLES,
     LayerUse,
@@ -492,6 +494,7 @@ __all__ = [
     "judge_gradients",
     "judge_helpers_replaced",
     "judge_large_inputs",
+    "judge_layer_memory",
     "judge_layer_case",
     "judge_layer_use",
     "judge_pair_case",
@@ -578,6 +581,8 @@ __all__ = [
     "probe_helpers_replaced",
     "probe_layer_story",
     "probe_leak_map",
+    "probe_layer_memory",
+    "memory_settings",
     "probe_layer_use",
     "probe_pair_function",
     "probe_pair_leakage",
