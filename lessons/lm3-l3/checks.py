@@ -15,6 +15,7 @@ from tutor.kit import (
     after_answer,
     declared_settings,
     draw_layer_case,
+    draw_single_head_case,
     fixed_dropout,
     judge_layer_memory,
     judge_layer_use,
@@ -22,7 +23,6 @@ from tutor.kit import (
     judge_pair_function,
     judge_pair_leakage,
     judge_sized_cases,
-    large_scores_factor,
     large_scores_weights,
     matching_mistake,
     msg,
@@ -35,6 +35,7 @@ from tutor.kit import (
     probe_pair_leakage,
     require_ran,
     shapes_of,
+    single_head_large_scores,
     single_head_likely,
     trace_view,
     unless_discarded,
@@ -80,7 +81,7 @@ def make_inputs(seed=0):
     """Deterministic; made in the child before learner code loads, and again in the judge.
     seed: 0 for the lab's own tensors; another draws them afresh (`attn-tutor grade --seed`)."""
     g = torch.Generator().manual_seed(0 + 1_000_003 * seed)
-    single = [single_case(g, size) for size in SINGLE_SIZES[:SINGLE_FIRST]]
+    single = [draw_single_head_case(g, *size) for size in SINGLE_SIZES[:SINGLE_FIRST]]
     multi = [draw_layer_case(g, *size[:2], *size[4:]) for size in MULTI_SIZES[:MULTI_FIRST]]
     # Drawn after the others, which stay as they were: at the notebook's size, a second set of
     # weights (loaded into the same layer), the gradient's direction, and new values for a
@@ -115,7 +116,7 @@ def make_inputs(seed=0):
     B, T, _d, dk = SINGLE_SIZES[0]
     single_story_g = torch.randn(B, T, dk, generator=g)  # last: every draw above stays as it was
     for size in SINGLE_SIZES[SINGLE_FIRST:]:
-        single.append(single_case(g, size))
+        single.append(draw_single_head_case(g, *size))
         maps.append(torch.randn(size[0], size[2], generator=g) * 3)
     for size in MULTI_SIZES[MULTI_FIRST:]:
         multi.append(draw_layer_case(g, *size[:2], *size[4:]))
@@ -125,7 +126,7 @@ def make_inputs(seed=0):
         "single": {  # as the kit's probe_pair_function and probe_pair_leakage take them
             "cases": [{**case, "leak": leak} for case, leak in zip(single, maps, strict=True)],
             "again": single_again,
-            "large": large_scores_case(single[0]),
+            "large": single_head_large_scores(x, *W),
             "large_x": (x * LARGE_INPUT, W[0] / LARGE_INPUT, W[1] / LARGE_INPUT, W[2]),
             "g": single_story_g,
             "view_delta": leak_delta["single"],
@@ -142,26 +143,6 @@ def make_inputs(seed=0):
             "view_delta": leak_delta["multi"],
         },
     }
-
-
-def single_case(g, size) -> dict:
-    """causal_attention's arguments at size, and x with its last, then its middle token changed."""
-    B, T, d, dk = size
-    x = torch.randn(B, T, d, generator=g)
-    W = tuple(torch.randn(d, dk, generator=g) / d**0.5 for _ in range(3))
-    x2 = x.clone()
-    x2[:, -1, :] = torch.randn(B, d, generator=g) * 3
-    x3 = x.clone()
-    x3[:, T // 2, :] = torch.randn(B, d, generator=g) * 3
-    return {"args": (x, *W), "x_last": x2, "x_mid": x3}
-
-
-def large_scores_case(case) -> dict:
-    """The lab's case with Wq stretched until its largest score is the kit's LARGE_SCORES."""
-    x, Wq, Wk, Wv = case["args"]
-    scores = (x @ Wq) @ (x @ Wk).transpose(-2, -1) / Wq.shape[1] ** 0.5
-    stretch = large_scores_factor(scores)
-    return {"args": (x, Wq * stretch, Wk, Wv), "scores": scores * stretch}
 
 
 # ---------------------------------------------------------------- single head and leakage

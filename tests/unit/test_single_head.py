@@ -6,7 +6,14 @@ from __future__ import annotations
 import pytest
 import torch
 
-from tutor.kit import future_region, masked_softmax, single_head_likely
+from tutor.kit import (
+    LARGE_SCORES,
+    draw_single_head_case,
+    future_region,
+    masked_softmax,
+    single_head_large_scores,
+    single_head_likely,
+)
 
 g = torch.Generator().manual_seed(3)
 X = torch.randn(2, 7, 10, generator=g)
@@ -42,3 +49,16 @@ def test_right_weights_match_no_mistake():
 )
 def test_each_wrong_version_is_named(wrong, said):
     assert key(wrong()) == said
+
+
+def test_a_drawn_case_changes_one_token_each_and_large_scores_reach_the_kits():
+    case = draw_single_head_case(torch.Generator().manual_seed(0), 2, 5, 6, 3)
+    x, Wq, Wk, Wv = case["args"]
+    assert x.shape == (2, 5, 6) and Wq.shape == Wk.shape == Wv.shape == (6, 3)
+    for name, pos in (("x_last", 4), ("x_mid", 2)):
+        moved = (case[name] != x).any(-1).any(0)
+        assert moved.nonzero().flatten().tolist() == [pos]
+    large = single_head_large_scores(*case["args"])
+    seen = large["scores"].masked_fill(future_region(5), float("-inf"))
+    assert float(seen.max()) == pytest.approx(LARGE_SCORES)
+    assert torch.equal(large["args"][0], x) and large["args"][2] is Wk

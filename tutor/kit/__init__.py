@@ -54,7 +54,8 @@ probe runs in the child beside the learner's code, its judge in the judge proces
 - Mistakes in scaled scores (scaled_scores_mistakes, scaled_scores_likely; from the weights,
   scale_from_weights_likely) and in a causal mask (causal_mask_mistakes, causal_mask_likely).
 - Mistakes of single-head causal attention weights, from its arguments (single_head_mistakes,
-  single_head_likely: the one the weights match).
+  single_head_likely: the one the weights match); a case's arguments drawn
+  (draw_single_head_case), Wq stretched to large scores (single_head_large_scores).
 - Mistakes in masked softmax weights: masked_softmax, masked_softmax_mistakes (the usual wrong
   versions, for matching_mistake), masked_softmax_likely (the one weights match); weights right where the scores are large
   (judge_large_scores_weights).
@@ -372,7 +373,12 @@ from tutor.kit.shape_trace import (
     traced_forward,
 )
 from tutor.kit.shapes_explained import rank_explanation, shape_explanation, shapes_explainer
-from tutor.kit.single_head import single_head_likely, single_head_mistakes
+from tutor.kit.single_head import (
+    draw_single_head_case,
+    single_head_large_scores,
+    single_head_likely,
+    single_head_mistakes,
+)
 from tutor.kit.softmax_mistakes import (
     judge_large_scores_weights,
     masked_softmax,
@@ -524,6 +530,8 @@ __all__ = [
     "large_scores_likely",
     "large_scores_weights",
     "multi_head_mistakes",
+    "draw_single_head_case",
+    "single_head_large_scores",
     "single_head_likely",
     "single_head_mistakes",
     "last_dim_of",

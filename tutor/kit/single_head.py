@@ -1,7 +1,7 @@
 """The usual wrong versions of single-head causal attention weights, softmax(q·kᵀ/√d_k) with
 the future hidden, for q = x·Wq and k = x·Wk as arguments (B, T, d_in) and (d_in, d_k): the
 scale, the mask, the order of mask and softmax. The single-head counterpart of
-heads.multi_head_mistakes, for matching_mistake."""
+heads.multi_head_mistakes, for matching_mistake; and a case's arguments drawn, its large scores."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 import torch
 
-from tutor.kit.judge_tools import matching_mistake, msg
+from tutor.kit.judge_tools import large_scores_factor, matching_mistake, msg
 from tutor.kit.regions import future_region
 from tutor.kit.softmax_mistakes import masked_softmax, masked_softmax_mistakes
 
@@ -62,3 +62,27 @@ def single_head_likely(
     else likely.unknown. Takes (w, *args) of causal_attention(x, Wq, Wk, Wv), as
     PairFunction.diagnose does."""
     return matching_mistake(w, single_head_mistakes(x, Wq, Wk))
+
+
+def draw_single_head_case(g: torch.Generator, B: int, T: int, d_in: int, d_k: int) -> dict:
+    """causal_attention's arguments at a size, drawn from g in this order: x (B, T, d_in);
+    Wq, Wk, Wv (d_in, d_k) scaled by 1/√d_in; x with its last token changed, then with its
+    middle one (T // 2): a PairFunction's case ({"args", "x_last", "x_mid"})."""
+    x = torch.randn(B, T, d_in, generator=g)
+    W = tuple(torch.randn(d_in, d_k, generator=g) / d_in**0.5 for _ in range(3))
+    moved = []
+    for pos in (T - 1, T // 2):
+        changed = x.clone()
+        changed[:, pos, :] = torch.randn(B, d_in, generator=g) * 3
+        moved.append(changed)
+    return {"args": (x, *W), "x_last": moved[0], "x_mid": moved[1]}
+
+
+def single_head_large_scores(
+    x: torch.Tensor, Wq: torch.Tensor, Wk: torch.Tensor, Wv: torch.Tensor
+) -> dict:
+    """The arguments with Wq stretched until the largest score a query sees is LARGE_SCORES,
+    and those scores: a PairFunction's "large" case ({"args", "scores"})."""
+    scores = (x @ Wq) @ (x @ Wk).transpose(-2, -1) / Wq.shape[1] ** 0.5
+    stretch = large_scores_factor(scores)
+    return {"args": (x, Wq * stretch, Wk, Wv), "scores": scores * stretch}
