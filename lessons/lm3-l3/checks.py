@@ -19,10 +19,9 @@ from tutor.kit import (
     fixed_dropout,
     judge_layer_memory,
     judge_layer_use,
-    judge_named_shapes,
+    judge_named_shapes_at,
     judge_pair_function,
     judge_pair_leakage,
-    judge_sized_cases,
     large_scores_weights,
     matching_mistake,
     msg,
@@ -31,9 +30,9 @@ from tutor.kit import (
     of_the_inputs,
     probe_layer_memory,
     probe_layer_use,
+    probe_named_shapes,
     probe_pair_function,
     probe_pair_leakage,
-    require_ran,
     shapes_of,
     single_head_large_scores,
     single_head_likely,
@@ -326,8 +325,7 @@ def judge_multi(v, outputs, inputs, jctx):
 
 
 def probe_shapes(ctx, inputs):
-    fn = ctx.get("expected_shapes")
-    return {"calls": [ctx.call(fn, *size, primary=i == 0) for i, size in enumerate(SHAPE_SIZES)]}
+    return probe_named_shapes(ctx, "expected_shapes", SHAPE_SIZES)
 
 
 def true_shapes(B, T, H, hd):
@@ -352,16 +350,6 @@ SHAPE_MISTAKES = {
 }
 
 
-def judge_shapes_case(v, call, _case, size):
-    require_ran(v, call, "expected_shapes")
-    judge_named_shapes(
-        v,
-        call["value"],
-        true_shapes(*size),
-        likely=lambda key, got: shape_mistake(key, got, size),
-    )
-
-
 def shape_mistake(key: str, got: tuple, size) -> dict:
     """The likely mistake for a wrong entry: for the scores, the one the wrong shape shows."""
     if key == "scores":
@@ -374,10 +362,14 @@ def shape_mistake(key: str, got: tuple, size) -> dict:
 
 
 def judge_shapes(v, outputs, inputs, jctx):
-    calls = outputs["calls"]
-    judge_shapes_case(v, calls[0], None, SHAPE_SIZES[0])
-    judge_sized_cases(
-        v, calls, [None] * len(calls), SHAPE_SIZES, ("B", "T", "H", "hd"), judge_shapes_case
+    judge_named_shapes_at(
+        v,
+        outputs,
+        fn="expected_shapes",
+        sizes=SHAPE_SIZES,
+        names=("B", "T", "H", "hd"),
+        truth=true_shapes,
+        likely=shape_mistake,
     )
 
 
@@ -409,8 +401,9 @@ MEASURE_BUDGET = 2.0
 
 def probe_memory(ctx, inputs):
     build = lambda cls, width, heads, T: cls(width, width, heads, T)  # noqa: E731
-    limits = {"limit": MEASURE_LIMIT, "budget": MEASURE_BUDGET}
-    return probe_layer_memory(ctx, LAYER.name, MEMORY_DEFAULTS, build, **limits)
+    return probe_layer_memory(
+        ctx, LAYER.name, MEMORY_DEFAULTS, build, limit=MEASURE_LIMIT, budget=MEASURE_BUDGET
+    )
 
 
 def judge_memory(v, outputs, inputs, jctx):

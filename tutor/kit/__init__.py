@@ -80,7 +80,8 @@ probe runs in the child beside the learner's code, its judge in the judge proces
   (out_of_pair in the child, pair_output and require_pair_output in the judge; pair_weights
   above).
 - Shapes asked for by name ({stage: shape}), judged against shapes measured on real tensors
-  (judge_named_shapes, shapes_of, NAMED_SHAPES_WORDS).
+  (judge_named_shapes, shapes_of, NAMED_SHAPES_WORDS); the whole step over a grid of sizes
+  (probe_named_shapes, judge_named_shapes_at).
 - An attention layer's properties (layer_checks), worded by the engine (LAYER_WORDS) unless a
   lesson passes its own keys by role:
   its constructor (constructor_facts, judge_layer_constructor; linear_layout, judge_layout), its
@@ -315,6 +316,8 @@ from tutor.kit.named_shapes import (
     NAMED_SHAPES_KEYS,
     NAMED_SHAPES_WORDS,
     judge_named_shapes,
+    judge_named_shapes_at,
+    probe_named_shapes,
     shapes_of,
 )
 from tutor.kit.own_code import no_foreign
@@ -516,6 +519,7 @@ __all__ = [
     "judge_leak_map",
     "judge_mask_honoured",
     "judge_named_shapes",
+    "judge_named_shapes_at",
     "judge_other_sizes",
     "judge_seeded_layer",
     "judge_sized_cases",
@@ -591,6 +595,7 @@ __all__ = [
     "probe_leak_map",
     "probe_layer_memory",
     "memory_settings",
+    "probe_named_shapes",
     "probe_layer_use",
     "probe_pair_function",
     "probe_pair_leakage",
