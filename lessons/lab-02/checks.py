@@ -15,23 +15,22 @@ import torch.nn.functional as F
 
 from tutor.kit import (
     LARGE_INPUT,
+    Exercise,
     Region,
+    SizedFunction,
     StepSpec,
-    after_answer,
-    before_after_maps,
     blame_helpers,
     call_after,
     causal_mask_likely,
     changed_input,
     close,
     describe,
-    entropy_table,
+    entropy_sweep_view,
     exercise_functions,
-    first_raised_note,
     head_maps,
     head_panel,
+    head_variant_view,
     heading,
-    heatmap,
     helper_verdicts,
     judge_attention_weights,
     judge_bool_mask,
@@ -41,45 +40,32 @@ from tutor.kit import (
     judge_large_scores_weights,
     judge_mask_honoured,
     judge_other_sizes,
-    judge_sizes_and_again,
     judge_training_story,
-    judged,
     large_scores_factor,
-    made_note,
-    mask_difference,
     mask_sizes_explainer,
+    mask_variant_view,
     masked_softmax_likely,
     msg,
     no_kernel,
-    nonfinite_rows,
-    note,
     of_the_inputs,
     other_mask,
     pair_weights,
     probe_calls_again,
+    probe_entropy_sweep,
     probe_helper_calls,
     probe_helpers_replaced,
-    probe_named_calls_again,
     probe_training_story,
-    raised_note,
     require_close,
     require_pair,
     require_ran,
     require_tensor,
-    returned_note,
-    round_matrix,
     row_sums_rows,
-    rows_note,
-    same_tensor,
     scale_from_weights_likely,
     scaled_scores_likely,
     shape_str,
     shapes_explainer,
     table,
     trimmed,
-    waiting,
-    with_args,
-    with_question,
 )
 
 # q, k, v shapes: the seed's, then others (a 3-D batch, one token, long and wide).
@@ -161,55 +147,32 @@ def sizes_explainer(defs, first=None):
 # ---------------------------------------------------------------- scores
 
 
-def probe_scores(ctx, inputs):
-    cases, a = inputs["cases"], inputs["again"]
-    args = [(c["q"], c["k"]) for c in cases]
-    return probe_calls_again(ctx, ctx.get("scaled_scores"), args, (a["q"], a["k"]))
+def qk(case) -> tuple:
+    return case["q"], case["k"]
 
 
-def judge_scores_case(v, call, case):
-    require_ran(v, call, "scaled_scores")
-    q, k = case["q"], case["k"]
+def scores_value(v, s, q, k):
     T = q.shape[-2]
-    s = require_tensor(
-        v,
-        "shape",
-        "scaled_scores(q, k)",
-        call["value"],
-        q.shape[:-1] + (T,),
-        msg("likely.scores_transpose"),
-    )
-    expected = ref_scores(q, k)
-    require_close(
-        v,
-        "values",
-        "scaled_scores(q, k)",
-        s,
-        expected,
-        likely=lambda: scaled_scores_likely(s, q, k, lab_d_k=LAB_D_K),
-    )
-    changed_input(v, "scaled_scores", ["q", "k"], call["args"], (q, k))
+    shape_likely = msg("likely.scores_transpose")
+    s = require_tensor(v, "shape", SCORES.what, s, q.shape[:-1] + (T,), shape_likely)
+    likely = lambda: scaled_scores_likely(s, q, k, lab_d_k=LAB_D_K)  # noqa: E731
+    require_close(v, "values", SCORES.what, s, ref_scores(q, k), likely=likely)
 
 
-def judge_scores(v, outputs, inputs, jctx):
-    cases, explain = inputs["cases"], sizes_explainer(("scaled_scores",))
-    labels, again = [qkv_label(c) for c in cases], inputs["again"]
-    fn, judge = "scaled_scores", judge_scores_case
-    judge_sizes_and_again(v, fn, outputs, cases, labels, judge, again, explain=explain)
-    no_kernel(v, "scaled_scores", jctx.source, {"scaled_scores"}, jctx.kernels)
+SCORES = SizedFunction(
+    "scaled_scores",
+    ("q", "k"),
+    qk,
+    scores_value,
+    qkv_label,
+    lambda _: sizes_explainer(("scaled_scores",)),
+)
 
 
 # ---------------------------------------------------------------- mask
 
 
-def probe_mask(ctx, inputs):
-    sizes = [(T,) for T in MASK_SIZES]
-    return probe_calls_again(ctx, ctx.get("causal_mask"), sizes, sizes[0])
-
-
-def judge_mask_case(v, call, T):
-    require_ran(v, call, "causal_mask")
-    m = call["value"]
+def mask_value(v, m, T):
     judge_bool_mask(
         v,
         m,
@@ -221,28 +184,24 @@ def judge_mask_case(v, call, T):
     )
 
 
-def judge_mask(v, outputs, inputs, jctx):
-    labels, sizes = [f"T={T}" for T in MASK_SIZES], MASK_SIZES
-    explain = mask_sizes_explainer(("causal_mask",), outputs["calls"], sizes)
-    fn, judge = "causal_mask", judge_mask_case
-    judge_sizes_and_again(v, fn, outputs, sizes, labels, judge, sizes[0], explain=explain)
+MASK = SizedFunction(
+    "causal_mask",
+    (),
+    lambda T: (T,),
+    mask_value,
+    lambda T: f"T={T}",
+    lambda out: mask_sizes_explainer(("causal_mask",), out["calls"], MASK_SIZES),
+    own_formula=False,
+)
 
 
 # ---------------------------------------------------------------- weights
 
 
-def probe_weights(ctx, inputs):
-    fn = ctx.get("attention_weights")
-
-    def masks(c):
-        scores = ref_scores(c["q"], c["k"])
-        return {"causal": (scores, future(scores.shape[-1])), "other": (scores, c["other_mask"])}
-
-    cases = [masks(c) for c in inputs["cases"]]
-    out = probe_named_calls_again(ctx, fn, cases, masks(inputs["again"]))
-    large = inputs["large"]
-    out["large"] = trimmed(ctx.call(fn, large, future(large.shape[-1])))
-    return out
+def weights_args(case) -> dict:
+    """attention_weights on the case's scores with the causal mask, then with another."""
+    scores = ref_scores(case["q"], case["k"])
+    return {"causal": (scores, future(scores.shape[-1])), "other": (scores, case["other_mask"])}
 
 
 def large_scores(case):
@@ -258,10 +217,9 @@ def judge_weights_masked(v, w, scores, mask, what, defs=("attention_weights",)):
     judge_attention_weights(v, w, [hidden], what=what, likely=diagnose)
 
 
-def judge_weights_one(v, call, scores, mask, name):
-    require_ran(v, call, "attention_weights")
-    what = "attention_weights(scores, mask)"
-    w = require_tensor(v, "shape", what, call["value"], scores.shape, msg("likely.weights_shape"))
+def weights_value(v, w, scores, mask, name="causal"):
+    what = WEIGHTS.what
+    w = require_tensor(v, "shape", what, w, scores.shape, msg("likely.weights_shape"))
 
     def values():
         judge_weights_masked(v, w, scores, mask, what)
@@ -274,36 +232,28 @@ def judge_weights_one(v, call, scores, mask, name):
         judge_mask_honoured(v, w, mask, then=values, defs=("attention_weights",))
     else:
         values()
-    changed_input(v, "attention_weights", ["scores", "mask"], call["args"], (scores, mask))
 
 
-def judge_weights_case(v, call, case):
-    scores = ref_scores(case["q"], case["k"])
-    T = scores.shape[-1]
-    for name, mask in (("causal", future(T)), ("other", case["other_mask"])):
-        judge_weights_one(v, call[name], scores, mask, name)
+WEIGHTS = SizedFunction(
+    "attention_weights",
+    ("scores", "mask"),
+    weights_args,
+    weights_value,
+    qkv_label,
+    lambda _: sizes_explainer(("attention_weights",)),
+)
 
 
-def judge_weights(v, outputs, inputs, jctx):
-    cases, fn, defs = inputs["cases"], "attention_weights", ("attention_weights",)
-    labels, large = [qkv_label(c) for c in cases], inputs["large"]
+def large_call(ctx, fn, inputs) -> dict:
+    large = inputs["large"]
+    return trimmed(ctx.call(fn, large, future(large.shape[-1])))
+
+
+def judge_large(v, call, inputs):
+    large, fn = inputs["large"], WEIGHTS.fn
     mask = future(large.shape[-1])
-    large_ok = lambda: judge_large_scores_weights(  # noqa: E731
-        v, outputs["large"], large, mask, ref_weights(large, mask), fn=fn, defs=defs
-    )
-    judge_sizes_and_again(
-        v,
-        fn,
-        outputs,
-        cases,
-        labels,
-        judge_weights_case,
-        inputs["again"],
-        explain=sizes_explainer(defs),
-        first_name="causal",
-        then=large_ok,
-    )
-    no_kernel(v, "attention_weights", jctx.source, {"attention_weights"}, jctx.kernels)
+    ref = ref_weights(large, mask)
+    judge_large_scores_weights(v, call, large, mask, ref, fn=fn, defs=(fn,))
 
 
 # ---------------------------------------------------------------- output
@@ -402,16 +352,8 @@ def judge_output_case(v, call, case, defs=("attention",)):
 
 def part_judges(source, case) -> dict:
     """Each helper's own step's judge, on the inputs attention gives it, in step order."""
-    q, k = case["q"], case["k"]
-    T = q.shape[-2]
-    scores, mask = ref_scores(q, k), future(T)
-    return {
-        "scaled_scores": lambda c: judged(source, judge_scores_case, with_args(c, q, k), case),
-        "causal_mask": lambda c: judged(source, judge_mask_case, c, T),
-        "attention_weights": lambda c: judged(
-            source, judge_weights_one, with_args(c, scores, mask), scores, mask, "causal"
-        ),
-    }
+    given = helper_args(case["q"], case["k"])
+    return {f.fn: f.helper_judge(source, given[f.fn]) for f in (SCORES, MASK, WEIGHTS)}
 
 
 def judge_output(v, outputs, inputs, jctx):
@@ -492,10 +434,10 @@ def printout_view(call, case) -> list:
 
 
 STEPS = {
-    "scores": StepSpec(probe_scores, judge_scores, ("scaled_scores",), own_formula="scaled_scores"),
-    "mask": StepSpec(probe_mask, judge_mask, ("causal_mask",)),
-    "weights": StepSpec(
-        probe_weights, judge_weights, ("attention_weights",), own_formula="attention_weights"
+    "scores": SCORES.step(lambda i: i["cases"], lambda i: i["again"]),
+    "mask": MASK.step(lambda i: MASK_SIZES, lambda i: MASK_SIZES[0]),
+    "weights": WEIGHTS.step(
+        lambda i: i["cases"], lambda i: i["again"], extra=large_call, then=judge_large
     ),
     "output": StepSpec(probe_output, judge_output, ("attention",), own_formula="attention"),
 }
@@ -533,8 +475,7 @@ def judge_heatmap(v, outputs, inputs, jctx):
 
 
 # The exercises: the learner's own change, made in exercise_scores, exercise_mask and exercise_q
-# (the starter's end). A file without one gets the notebook's change, made by the tutor (OWN).
-EXERCISES = ("exercise_scores", "exercise_mask", "exercise_q")
+# (the starter's end). A file without one gets the notebook's change, made by the tutor (own).
 
 
 def _no_scale(q, k):
@@ -551,157 +492,83 @@ def _head0_times4(q):
     return q
 
 
-OWN = {"exercise_scores": _no_scale, "exercise_mask": _diagonal_zero, "exercise_q": _head0_times4}
+NO_SCALE = Exercise(
+    1,
+    "exercise_scores",
+    _no_scale,
+    ("visual.ex1_task", "visual.ex1_unchanged", "visual.ex1_other", "visual.ex1_why"),
+)
+DIAGONAL = Exercise(
+    2,
+    "exercise_mask",
+    _diagonal_zero,
+    (
+        *("visual.ex2_task", "visual.ex2_unchanged", "visual.ex2_other", "visual.ex2_why"),
+        *("visual.ex2_shape", "visual.ex2_heatmap", "visual.ex2_no_nan"),
+        *("visual.ex2_nan", "visual.ex2_nan_rows"),
+    ),
+)
+ONE_HEAD = Exercise(
+    3,
+    "exercise_q",
+    _head0_times4,
+    (
+        *("visual.ex3_task", "visual.ex3_unchanged", "visual.ex3_why", "visual.ex3_heads"),
+        *("visual.ex3_bad_return", "visual.ex3_waiting", "visual.ex3_head"),
+        *("visual.ex3_before", "visual.ex3_after"),
+    ),
+)
+EXERCISES = (NO_SCALE, DIAGONAL, ONE_HEAD)
 
 
 def probe_exercises(ctx, inputs):
     scores_fn, weights_fn = ctx.get("scaled_scores"), ctx.get("attention_weights")
     mask_fn, attention_fn = ctx.get("causal_mask"), ctx.get("attention")
     # A missing exercise is the tutor's change, called as the learner's would be.
-    changed, missing = exercise_functions(ctx, OWN)
+    changed, missing = exercise_functions(ctx, {ex.fn: ex.own for ex in EXERCISES})
     out: dict = {"missing": missing, "entropy": []}
     g = torch.Generator().manual_seed(11)
     mask = ctx.call(mask_fn, ENTROPY_T, primary=True)["value"]
     if not ctx.views:  # the rest only feeds the view, which `check` and `grade` never draw
         return out
-    for hd in HEAD_DIMS:
-        q, k = (torch.randn(1, 2, ENTROPY_T, hd, generator=g) for _ in range(2))
-        scaled = trimmed(ctx.call(scores_fn, q, k))
-        unscaled = trimmed(ctx.call(changed["exercise_scores"], q, k))
-        out["entropy"].append(
-            {
-                "hd": hd,
-                "scaled": scaled.get("value"),
-                "unscaled": unscaled,
-                "raw": _no_scale(q, k),
-                "with": trimmed(call_after(ctx, weights_fn, scaled, mask)).get("value"),
-                "without": trimmed(call_after(ctx, weights_fn, unscaled, mask)),
-            }
-        )
+    qk = lambda hd: tuple(torch.randn(1, 2, ENTROPY_T, hd, generator=g) for _ in range(2))  # noqa: E731
+    no_scale = changed[NO_SCALE.fn]
+    out["entropy"] = probe_entropy_sweep(
+        ctx, NO_SCALE, scores_fn, no_scale, weights_fn, HEAD_DIMS, qk, mask
+    )
     c = inputs["cases"][0]
-    T = c["q"].shape[-2]
-    out["mask"] = trimmed(ctx.call(changed["exercise_mask"], T))
+    out["mask"] = trimmed(ctx.call(changed[DIAGONAL.fn], c["q"].shape[-2]))
     scores = ref_scores(c["q"], c["k"])
     out["diagonal"] = (
         trimmed(ctx.call(weights_fn, scores, out["mask"]["value"]))
         if "value" in out["mask"]
         else out["mask"]
     )
-    out["q"] = trimmed(ctx.call(changed["exercise_q"], c["q"]))
+    out["q"] = trimmed(ctx.call(changed[ONE_HEAD.fn], c["q"]))
     out["before"] = trimmed(ctx.call(attention_fn, c["q"], c["k"], c["v"]))
     out["after"] = trimmed(call_after(ctx, attention_fn, out["q"], c["k"], c["v"]))
     return out
 
 
-def entropy_view(outputs) -> list:
-    """Exercise 1: the scale keeps the softmax from saturating as head_dim grows."""
-    found = outputs["entropy"]
-    rows = [(str(e["hd"]), e["with"], e["without"].get("value")) for e in found]
-    columns = ["head_dim", msg("visual.ex1_with"), "", msg("visual.ex1_without"), ""]
-    said = made_note(outputs["missing"], "exercise_scores")
-    failed = first_raised_note(
-        [
-            (e[part], fn)
-            for e in found
-            for part, fn in (("unscaled", "exercise_scores"), ("without", "attention_weights"))
-        ]
-    )
-    unscaled = [e["unscaled"].get("value") for e in found]
-    right = failed is None and all(
-        same_tensor(u, e["raw"]) for u, e in zip(unscaled, found, strict=True)
-    )
-    if failed is not None:
-        said.append(failed)
-    elif not right:
-        unchanged = all(same_tensor(u, e["scaled"]) for u, e in zip(unscaled, found, strict=True))
-        said.append(note(msg("visual.ex1_unchanged" if unchanged else "visual.ex1_not_raw")))
-    shown = [note(msg("visual.ex1_task", T=ENTROPY_T)), entropy_table(rows, columns)]
-    return [
-        with_question(1, *shown, *said),
-        # Why, under the learner's own answer, once the change is the notebook's.
-        *([after_answer(1, note(msg("visual.ex1_why")))] if right else []),
-    ]
-
-
-def mask_said(m, T: int) -> tuple[bool, list]:
-    """Exercise 2's mask: whether it is the notebook's change, and the notes on it."""
-    zero = _diagonal_zero(T)
-    if torch.equal(m, zero):
-        return True, []
-    if torch.equal(m, _future(T)):
-        return False, [note(msg("visual.ex2_unchanged"))]
-    return False, [note(msg("visual.ex2_not_diagonal0", T=T, **mask_difference(m, zero)))]
-
-
-def diagonal_view(outputs, inputs) -> list:
-    """Exercise 2: with diagonal=0 the first query has nothing left to attend to."""
-    T = inputs["cases"][0]["q"].shape[-2]
-    said = made_note(outputs["missing"], "exercise_mask")
-    shown = [note(msg("visual.ex2_task"))]
-    m = outputs["mask"].get("value")
-    # What exercise_mask did comes first: attention_weights fails on a mask of no use.
-    square = lambda m: isinstance(m, torch.Tensor) and tuple(m.shape) == (T, T)  # noqa: E731
-    bad = lambda m: msg("visual.ex2_shape", T=T, got=describe(m))  # noqa: E731
-    failed = returned_note(outputs["mask"], "exercise_mask", square, bad)
-    failed = failed or raised_note(outputs["diagonal"], "attention_weights")
-    if failed is not None:
-        return [with_question(2, *shown, *said, failed)]
-    right, notes = mask_said(m.bool(), T)
-    said += notes
-    w = outputs["diagonal"].get("value")
-    nan_rows: list[int] = []
-    if isinstance(w, torch.Tensor) and w.dim() == 4 and tuple(w.shape[-2:]) == (T, T):
-        nan_rows = nonfinite_rows(w[0, 0])
-        shown.append(heatmap(round_matrix(w[0, 0]), msg("visual.ex2_heatmap")))
-        if nan_rows:
-            said.append(rows_note(nan_rows, "visual.ex2_nan", "visual.ex2_nan_rows"))
-        elif right:
-            said.append(note(msg("visual.ex2_no_nan")))
-    return [
-        with_question(2, *shown, *said),
-        *([after_answer(2, note(msg("visual.ex2_why")))] if right and 0 in nan_rows else []),
-    ]
-
-
-def heads_view(outputs, inputs) -> list:
-    """Exercise 3: one head's Q changed: its pattern moves, the other head's does not."""
-    q = inputs["cases"][0]["q"]
-    said = made_note(outputs["missing"], "exercise_q")
-    shown = [note(msg("visual.ex3_task"))]
-    new = outputs["q"].get("value")
-    # What exercise_q did comes first: attention fails on a q of no use.
-    like_q = lambda x: isinstance(x, torch.Tensor) and x.shape == q.shape  # noqa: E731
-    bad = lambda x: msg("visual.ex3_bad_return", expected=shape_str(q.shape), got=describe(x))  # noqa: E731
-    failed = returned_note(outputs["q"], "exercise_q", like_q, bad)
-    both = [(outputs["before"], "attention"), (outputs["after"], "attention")]
-    failed = failed or first_raised_note(both)
-    if failed is not None:
-        return [with_question(3, *shown, *said, failed)]
-    before, after = pair_weights(outputs["before"]), pair_weights(outputs["after"])
-    if not all(isinstance(w, torch.Tensor) and w.dim() == 4 for w in (before, after)):
-        return [with_question(3, *shown, *said, waiting(msg("visual.ex_waiting")))]
-    changed = [h for h in range(q.shape[1]) if not torch.equal(new[:, h], q[:, h])]
-    heads = min(2, before.shape[1], after.shape[1])
-    if not changed:  # nothing to compare: each head once
-        said.append(note(msg("visual.ex3_unchanged")))
-        maps = [head_maps(before, lambda h: msg("visual.ex3_head", h=h), heads)]
-    else:
-        before_title = lambda h: msg("visual.ex3_before", h=h)  # noqa: E731
-        after_title = lambda h: msg("visual.ex3_after", h=h)  # noqa: E731
-        maps = before_after_maps(before, after, heads, before_title, after_title)
-        if len(changed) > 1:
-            said.append(note(msg("visual.ex3_heads", heads=changed)))
-    if not (len(changed) == 1 and q.shape[1] == 2):  # the lab's two heads: one changed, one not
-        return [with_question(3, *shown, *maps, *said)]
-    why = note(msg("visual.ex3_note", h=changed[0], other=1 - changed[0]))
-    return [with_question(3, *shown, *maps, *said), after_answer(3, why)]
-
-
 def judge_exercises(v, outputs, inputs, jctx):
     if jctx.views:  # no verdict here: `check` and `grade` skip the drawing
-        v.visuals["view"] = (
-            entropy_view(outputs) + diagonal_view(outputs, inputs) + heads_view(outputs, inputs)
-        )
+        q, missing = inputs["cases"][0]["q"], outputs["missing"]
+        columns = ["head_dim", msg("visual.ex1_with"), "", msg("visual.ex1_without"), ""]
+        calls = (outputs["before"], outputs["after"])
+        v.visuals["view"] = [
+            *entropy_sweep_view(
+                NO_SCALE, outputs["entropy"], missing, "attention_weights", columns, T=ENTROPY_T
+            ),
+            *mask_variant_view(
+                DIAGONAL,
+                missing,
+                outputs["mask"],
+                outputs["diagonal"],
+                future(q.shape[-2]),
+                "attention_weights",
+            ),
+            *head_variant_view(ONE_HEAD, missing, q, outputs["q"], calls, "attention"),
+        ]
     v.expect("runs", True)
 
 
@@ -709,5 +576,5 @@ STEPS["heatmap"] = StepSpec(probe_heatmap, judge_heatmap, ("attention",))
 STEPS["exercises"] = StepSpec(
     probe_exercises,
     judge_exercises,
-    ("scaled_scores", "causal_mask", "attention_weights", "attention", *EXERCISES),
+    ("scaled_scores", "causal_mask", "attention_weights", "attention", *(e.fn for e in EXERCISES)),
 )

@@ -313,12 +313,12 @@ def test_an_experiment_step_that_fails_on_the_reference_is_named(tmp_path):
 
 def test_a_probe_that_reads_the_whole_namespace_is_said_to_run_on_every_save(tmp_path):
     folder = copy_lesson(tmp_path, "lab-02")
-    probe = "def probe_scores(ctx, inputs):\n"
+    probe = "def probe_output(ctx, inputs):\n"
     edit(folder / "checks.py", probe, f"{probe}    vars(ctx.module)\n")
     out = run("dev", "check", str(folder))
     assert out.returncode == 0, out.stdout  # a warning: the step still works, only slower
     (line,) = [line for line in lines_of(out) if line.startswith("! saves: ")]
-    assert "scores" in line and "whole namespace" in line and "ctx.defines" in line, line
+    assert "output" in line and "whole namespace" in line and "ctx.defines" in line, line
 
 
 def test_a_table_wider_than_the_text_at_80_columns_is_named(tmp_path):

@@ -87,6 +87,10 @@ probe runs in the child beside the learner's code, its judge in the judge proces
   weights_from_state, require_backward_ran, likely_for_backward, judge_gradients; all of
   it as a notebook's self-check: judge_seeded_layer), the training story of a new layer
   (probe_layer_story).
+- Exercises, a learner's variant run in place of the original, with a view of what changed
+  (Exercise, exercise_items, variant_said; probe_entropy_sweep and entropy_sweep_view,
+  mask_variant_view, head_variant_view); a function judged over a grid of sizes, its inputs
+  unchanged, called again, its own code (SizedFunction: a step in one declaration).
 - Visuals: the vocabulary in tutor.model.view_items (heading, note, table, bar, heatmap, row, waiting,
   keys, after_answer, with_question, weights), which the UI draws without knowing the lesson.
 
@@ -128,6 +132,15 @@ from tutor.kit.cost_table import (
     timing_table,
 )
 from tutor.kit.drawn_weights import attention_weights
+from tutor.kit.exercises import (
+    Exercise,
+    entropy_sweep_view,
+    exercise_items,
+    head_variant_view,
+    mask_variant_view,
+    probe_entropy_sweep,
+    variant_said,
+)
 from tutor.kit.experiments import (
     before_after_maps,
     call_after,
@@ -339,6 +352,7 @@ from tutor.kit.shape_trace import (
     traced_forward,
 )
 from tutor.kit.shapes_explained import rank_explanation, shape_explanation, shapes_explainer
+from tutor.kit.sized_function import SizedFunction
 from tutor.kit.softmax_mistakes import (
     judge_large_scores_weights,
     masked_softmax,
@@ -610,4 +624,12 @@ __all__ = [
     "weights_panels",
     "with_args",
     "with_question",
+    "Exercise",
+    "entropy_sweep_view",
+    "exercise_items",
+    "head_variant_view",
+    "mask_variant_view",
+    "probe_entropy_sweep",
+    "variant_said",
+    "SizedFunction",
 ]
