@@ -19,53 +19,39 @@ from tutor.kit import (
     Region,
     SizedFunction,
     StepSpec,
-    blame_helpers,
     call_after,
     causal_mask_likely,
-    changed_input,
     close,
-    describe,
     entropy_sweep_view,
     exercise_functions,
-    head_maps,
     head_panel,
     head_variant_view,
-    heading,
-    helper_verdicts,
     judge_attention_weights,
     judge_bool_mask,
-    judge_called_again,
-    judge_helpers_replaced,
     judge_large_inputs,
     judge_large_scores_weights,
     judge_mask_honoured,
-    judge_other_sizes,
     judge_training_story,
     large_scores_factor,
     mask_sizes_explainer,
     mask_variant_view,
     masked_softmax_likely,
     msg,
-    no_kernel,
     of_the_inputs,
     other_mask,
+    pair_printout,
     pair_weights,
-    probe_calls_again,
     probe_entropy_sweep,
-    probe_helper_calls,
-    probe_helpers_replaced,
     probe_training_story,
     require_close,
     require_pair,
-    require_ran,
     require_tensor,
-    row_sums_rows,
     scale_from_weights_likely,
     scaled_scores_likely,
     shape_str,
     shapes_explainer,
-    table,
     trimmed,
+    weights_heatmap_step,
 )
 
 # q, k, v shapes: the seed's, then others (a 3-D batch, one token, long and wide).
@@ -266,22 +252,33 @@ STAND_INS = {
 }
 
 
+def qkv(case) -> tuple:
+    return case["q"], case["k"], case["v"]
+
+
+def helper_args(case) -> dict:
+    """What attention gives each helper, in the lesson's step order."""
+    q, k = qk(case)
+    T = q.shape[-2]
+    return {
+        "scaled_scores": (q, k),
+        "causal_mask": (T,),
+        "attention_weights": (ref_scores(q, k), future(T)),
+    }
+
+
 def probe_output(ctx, inputs):
     fn = ctx.get("attention")
-    cases, a = inputs["cases"], inputs["again"]
-    args = [(c["q"], c["k"], c["v"]) for c in cases + [a]]
-    out = probe_calls_again(ctx, fn, args[:-1], args[-1])
-    # Attention on its own: with correct helpers in place of the learner's.
-    out["alone"] = probe_helpers_replaced(ctx, fn, args, STAND_INS)
-    # The learner's helpers on the inputs attention gives them, to name the first wrong one.
-    out["parts"] = probe_helper_calls(ctx, [helper_args(q, k) for q, k, _ in args])
+    cases, c = inputs["cases"], inputs["cases"][0]
+    # With correct helpers in place of the learner's, and the learner's helpers on the inputs
+    # attention gives them, to name the first wrong one.
+    out = OUTPUT.probe_composed(ctx, cases, inputs["again"], STAND_INS, helper_args)
     # The training story on the seed's case: k and v as a trained layer's outputs would be
     # (updated in place by a step), then `q.mul_(2)`.
-    c = cases[0]
     out["story"] = probe_training_story(
         ctx,
         fn,
-        [c["q"], c["k"], c["v"]],
+        list(qkv(c)),
         inputs["story_g"],
         trained=(1, 2),
         pick=first_of,
@@ -292,16 +289,6 @@ def probe_output(ctx, inputs):
     return out
 
 
-def helper_args(q, k) -> dict:
-    """What attention gives each helper, in the lesson's step order."""
-    T = q.shape[-2]
-    return {
-        "scaled_scores": (q, k),
-        "causal_mask": (T,),
-        "attention_weights": (ref_scores(q, k), future(T)),
-    }
-
-
 def first_of(pair):
     return pair[0]
 
@@ -310,12 +297,10 @@ def story_reference(inputs, _state, _p):
     return _weights(_scores(inputs[0], inputs[1]), future(inputs[0].shape[-2])) @ inputs[2]
 
 
-def judge_output_case(v, call, case, defs=("attention",)):
-    require_ran(v, call, "attention")
-    q, k, vv = case["q"], case["k"], case["v"]
+def output_value(v, value, q, k, vv, defs=("attention",)):
     T = q.shape[-2]
     out, w = require_pair(
-        v, "attention", call["value"], vv.shape, q.shape[:-1] + (T,), "likely.returns_pair_lab02"
+        v, "attention", value, vv.shape, q.shape[:-1] + (T,), "likely.returns_pair_lab02"
     )
     w = require_tensor(v, "shape", "weights", w, q.shape[:-1] + (T,), msg("likely.weights_shape"))
     out = require_tensor(v, "shape", "output", out, vv.shape, msg("likely.out_shape"))
@@ -323,14 +308,8 @@ def judge_output_case(v, call, case, defs=("attention",)):
     judge_weights_masked(v, w, scores, future(T), "weights", defs + ("attention_weights",))
     ref_w = ref_weights(scores, future(T))
     # The weights returned must be the ones used, not merely well-formed.
-    require_close(
-        v,
-        "values",
-        "weights",
-        w,
-        ref_w,
-        likely=lambda: scale_from_weights_likely(w, q, k, future(T)),
-    )
+    w_likely = lambda: scale_from_weights_likely(w, q, k, future(T))  # noqa: E731
+    require_close(v, "values", "weights", w, ref_w, likely=w_likely)
 
     def out_likely():
         if close(w, ref_w):
@@ -338,99 +317,50 @@ def judge_output_case(v, call, case, defs=("attention",)):
         found = masked_softmax_likely(
             w, scores, future(T), source=v.source, defs=defs + ("attention_weights",)
         )
-        return (
-            scale_from_weights_likely(w, q, k, future(T))
-            if found["key"] == "likely.unknown"
-            else found
-        )
+        return w_likely() if found["key"] == "likely.unknown" else found
 
     # rtol=0: the notebook's own `error < 1e-5`.
     expected = ref_output(q, k, vv)
     require_close(v, "matches-pytorch", "output", out, expected, likely=out_likely, rtol=0)
-    changed_input(v, "attention", ["q", "k", "v"], call["args"], (q, k, vv))
 
 
-def part_judges(source, case) -> dict:
-    """Each helper's own step's judge, on the inputs attention gives it, in step order."""
-    given = helper_args(case["q"], case["k"])
-    return {f.fn: f.helper_judge(source, given[f.fn]) for f in (SCORES, MASK, WEIGHTS)}
+OUTPUT = SizedFunction("attention", ("q", "k", "v"), qkv, output_value, qkv_label)
 
 
 def judge_output(v, outputs, inputs, jctx):
-    calls, cases = outputs["calls"], inputs["cases"]
+    calls, cases, c = outputs["calls"], inputs["cases"], inputs["cases"][0]
     if jctx.views:
-        ref = ref_weights(ref_scores(cases[0]["q"], cases[0]["k"]), future(cases[0]["q"].shape[-2]))
+        ref = ref_weights(ref_scores(c["q"], c["k"]), future(c["q"].shape[-2]))
         w = pair_weights(calls[0], ref.shape)
         # Drawn before judging: a failing step is where the heatmap helps most.
         v.visuals["heatmaps"] = head_panel(w, ref, lambda h: msg("visual.head", h=h))
-        v.visuals["view"] = printout_view(calls[0], cases[0])
-    everything, qkv = cases + [inputs["again"]], lambda c: (c["q"], c["k"], c["v"])
-    judges = functools.partial(part_judges, v.source)
-    replaced, blame = helper_verdicts(
-        v.source, outputs["alone"], outputs["parts"], everything, judge_output_case, qkv, judges
-    )
-    try:
-        judge_output_case(v, calls[0], cases[0])
-    finally:
-        blame_helpers(v, 0, lambda: blame(0))
-    judge_helpers_replaced(v, replaced(0), check_id="reference-helpers")
-    labels, defs = [qkv_label(c) for c in cases], ("attention",)
-    explain = sizes_explainer(defs, first=blame)
-    judge_other_sizes(v, calls, cases, labels, judge_output_case, explain=explain)
-    first = calls[0].get("value")
-    last = lambda: blame(len(cases))  # noqa: E731
-    judge_called_again(
+        expected = ref_output(*qkv(c))
+        keys = ("visual.printout_title", "visual.printout_line", "visual.printout_value")
+        v.visuals["view"] = pair_printout(calls[0], expected, *keys)
+    OUTPUT.judge_composed(
         v,
-        "attention",
-        outputs["again"],
-        first,
-        judge_output_case,
+        outputs,
+        cases,
         inputs["again"],
-        defs=defs,
-        blame=last,
+        jctx,
+        (SCORES, MASK, WEIGHTS),
+        helper_args,
+        explain=lambda blame: sizes_explainer((OUTPUT.fn,), first=blame),
+        check_id="reference-helpers",
     )
-    no_kernel(v, "attention", jctx.source, {"attention"}, jctx.kernels)
-    c, s = cases[0], LARGE_INPUT
-    judge_large_inputs(
-        v,
-        outputs.get("large_x"),
-        _output_once.__wrapped__(c["q"], c["k"], c["v"] * s),
-        what="attention(q, k, v)",
-    )
+    large = _output_once.__wrapped__(c["q"], c["k"], c["v"] * LARGE_INPUT)
+    judge_large_inputs(v, outputs.get("large_x"), large, what=OUTPUT.what)
     judge_training_story(
         v,
         outputs.get("story"),
-        [c["q"], c["k"], c["v"]],
+        list(qkv(c)),
         story_reference,
         inputs["story_g"],
-        what="attention(q, k, v)",
-        names=["q", "k", "v"],
+        what=OUTPUT.what,
+        names=list(OUTPUT.params),
         trained=(1, 2),
         grads=False,
     )
-
-
-def printout_view(call, case) -> list:
-    """The notebook's printouts, from the learner's attention on its inputs: the weights' shape,
-    their row sums and the largest absolute difference from PyTorch's kernel."""
-    value = call.get("value")
-    w = pair_weights(call)
-    if w is None:
-        return []
-    rows = [["weights:", shape_str(w.shape)], *row_sums_rows(w)]
-    out = value[0] if isinstance(value, tuple) else None
-    expected = ref_output(case["q"], case["k"], case["v"])
-    if isinstance(out, torch.Tensor) and out.shape == expected.shape:
-        error = (out.double() - expected.double()).abs().max().item()
-        rows.append(["maximum absolute error:", f"{error:.1e}"])
-    return [
-        heading(msg("visual.printout_title")),
-        table(
-            [msg("visual.printout_line"), msg("visual.printout_value")],
-            rows,
-            align=["left", "left"],
-        ),
-    ]
 
 
 STEPS = {
@@ -447,31 +377,6 @@ STEPS = {
 
 HEAD_DIMS = [8, 16, 32, 64, 128, 256, 512]
 ENTROPY_T = 16
-
-
-def probe_heatmap(ctx, inputs):
-    fn = ctx.get("attention")
-    c = inputs["cases"][0]
-    return {"call": ctx.call(fn, c["q"], c["k"], c["v"], primary=True)}
-
-
-def judge_heatmap(v, outputs, inputs, jctx):
-    c = inputs["cases"][0]
-    ref = ref_weights(ref_scores(c["q"], c["k"]), future(c["q"].shape[-2]))
-    w = pair_weights(outputs["call"], ref.shape)
-    ok = w is not None
-    # The seed's plot: head 0 and head 1 side by side, the learner's own weights (the
-    # reference's where the learner's cannot be drawn; the check below says why).
-    shown = w if ok else ref
-    v.visuals["view"] = [head_maps(shown, lambda h: msg("visual.head_title", h=h))]
-    v.expect(
-        "returns",
-        ok,
-        "check.returns_pair",
-        fn="attention",
-        got=describe(outputs["call"].get("value")),
-        likely=msg("likely.returns_pair_lab02"),
-    )
 
 
 # The exercises: the learner's own change, made in exercise_scores, exercise_mask and exercise_q
@@ -572,7 +477,20 @@ def judge_exercises(v, outputs, inputs, jctx):
     v.expect("runs", True)
 
 
-STEPS["heatmap"] = StepSpec(probe_heatmap, judge_heatmap, ("attention",))
+def seed_weights(inputs):
+    c = inputs["cases"][0]
+    return ref_weights(ref_scores(c["q"], c["k"]), future(c["q"].shape[-2]))
+
+
+# The seed's plot: head 0 and head 1 side by side, the learner's own weights (the reference's
+# where the learner's cannot be drawn; the check `returns` says why).
+STEPS["heatmap"] = weights_heatmap_step(
+    "attention",
+    lambda inputs: qkv(inputs["cases"][0]),
+    seed_weights,
+    "visual.head_title",
+    "likely.returns_pair_lab02",
+)
 STEPS["exercises"] = StepSpec(
     probe_exercises,
     judge_exercises,

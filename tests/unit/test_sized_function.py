@@ -107,3 +107,55 @@ def test_a_helpers_judge_takes_the_arguments_the_call_was_sent_without():
     judge = DOUBLE.helper_judge("", (torch.ones(3),))
     assert judge({"value": torch.full((3,), 2.0)}).passed()
     assert not judge({"value": torch.full((3,), 3.0)}).passed()
+
+
+COMPOSED = """
+def inc(x):
+    return x + {step}
+
+
+def twice_inc(x):
+    return {body}
+"""
+
+
+def inc_right(v, y, x):
+    require_close(v, "values", "inc(x)", require_tensor(v, "shape", "inc(x)", y, x.shape), x + 1)
+
+
+def twice_inc_right(v, y, x):
+    y = require_tensor(v, "shape", "twice_inc(x)", y, x.shape)
+    require_close(v, "values", "twice_inc(x)", y, (x + 1) * 2)
+
+
+INC = SizedFunction("inc", ("x",), lambda case: (case,), inc_right, str)
+TWICE = SizedFunction("twice_inc", ("x",), lambda case: (case,), twice_inc_right, str)
+
+
+def composed_verdict(step: int, body: str) -> Verdict:
+    source = COMPOSED.format(step=step, body=body)
+    module = types.ModuleType("learner")
+    exec(compile(source, "learner.py", "exec"), module.__dict__)
+    ctx = ProbeContext(module, "learner.py", source, None)
+    stand_ins = {"inc": (lambda x: x + 1, ("x",))}
+    given = lambda case: {"inc": (case,)}  # noqa: E731
+    outputs = TWICE.probe_composed(ctx, CASES, AGAIN, stand_ins, given)
+    v = Verdict(source)
+    with contextlib.suppress(Stop):
+        jctx = JudgeContext(source, [])
+        TWICE.judge_composed(
+            v, outputs, CASES, AGAIN, jctx, (INC,), given, explain=lambda blame: None
+        )
+    return v
+
+
+def test_a_composed_function_is_right_with_right_helpers_and_blames_a_wrong_one():
+    assert composed_verdict(1, "inc(x) * 2").passed()
+    blamed = composed_verdict(2, "inc(x) * 2")
+    assert failed(blamed)[0] == "values"
+    assert blamed.failed_message()["params"]["likely"] == {
+        "key": "likely.helper_first_fix",
+        "params": {"fn": "inc"},
+    }
+    # Right only because it makes up for its wrong helper: wrong with the reference's.
+    assert failed(composed_verdict(2, "(inc(x) - 1) * 2")) == ["helpers-replaced"]

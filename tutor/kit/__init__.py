@@ -90,7 +90,10 @@ probe runs in the child beside the learner's code, its judge in the judge proces
 - Exercises, a learner's variant run in place of the original, with a view of what changed
   (Exercise, exercise_items, variant_said; probe_entropy_sweep and entropy_sweep_view,
   mask_variant_view, head_variant_view); a function judged over a grid of sizes, its inputs
-  unchanged, called again, its own code (SizedFunction: a step in one declaration).
+  unchanged, called again, its own code (SizedFunction: a step in one declaration; a
+  function calling the learner's helpers, blamed on the first wrong one: probe_composed and
+  judge_composed). A function returning (out, weights): the notebook's printouts of a call
+  (pair_printout), an experiment step drawing its weights per head (weights_heatmap_step).
 - Visuals: the vocabulary in tutor.model.view_items (heading, note, table, bar, heatmap, row, waiting,
   keys, after_answer, with_question, weights), which the UI draws without knowing the lesson.
 
@@ -307,6 +310,7 @@ from tutor.kit.named_shapes import (
     shapes_of,
 )
 from tutor.kit.own_code import no_foreign
+from tutor.kit.pair_views import pair_printout, weights_heatmap_step
 from tutor.kit.pairs import (
     out_of_pair,
     pair_output,
@@ -632,4 +636,6 @@ __all__ = [
     "probe_entropy_sweep",
     "variant_said",
     "SizedFunction",
+    "pair_printout",
+    "weights_heatmap_step",
 ]

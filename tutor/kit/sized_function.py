@@ -5,17 +5,32 @@ called once more at the lab's size on new values, and its code its own (no libra
 The lesson says what a case is and how its value is judged (shape, values against the
 reference, the likely mistake); the property does the rest, in the order every function step
 follows: the lab's case, the other sizes as one check, then() where given, the call again.
+A function that calls the learner's helpers (the earlier steps' functions) is judged the same
+way, its failures blamed on the first wrong helper (probe_composed, judge_composed).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
-from tutor.kit.call_again import judge_sizes_and_again, probe_calls_again, probe_named_calls_again
-from tutor.kit.helper_blame import with_args
-from tutor.kit.judge_tools import Verdict, changed_input, judged, require_ran
+from tutor.kit.call_again import (
+    judge_called_again,
+    judge_sizes_and_again,
+    probe_calls_again,
+    probe_named_calls_again,
+)
+from tutor.kit.helper_blame import (
+    StandIns,
+    blame_helpers,
+    helper_verdicts,
+    judge_helpers_replaced,
+    probe_helper_calls,
+    probe_helpers_replaced,
+    with_args,
+)
+from tutor.kit.judge_tools import Verdict, changed_input, judge_other_sizes, judged, require_ran
 from tutor.kit.kernels import no_kernel
 from tutor.kit.probe_tools import ProbeContext
 from tutor.kit.spec import JudgeContext, StepSpec
@@ -103,6 +118,66 @@ class SizedFunction:
         """The judge of a call made on arguments but sent without them (a helper called as a
         composed function would call it: helper_verdicts' judges), on a verdict of its own."""
         return lambda call: judged(source, self.judge_call, with_args(call, *arguments), arguments)
+
+    def probe_composed(
+        self,
+        ctx: ProbeContext,
+        cases: Sequence[Any],
+        again: Any,
+        stand_ins: StandIns,
+        given: Callable[[Any], Mapping[str, tuple]],
+    ) -> dict:
+        """probe, for a function that calls the learner's helpers (the earlier steps'), and for
+        judge_composed: fn on every case and again with the reference helpers in place
+        (stand_ins), and each helper on what fn gives it there (given(case): {helper: args})."""
+        out = self.probe(ctx, cases, again)
+        every = [*cases, again]
+        args = [self.args(c) for c in every]
+        out["alone"] = probe_helpers_replaced(ctx, ctx.get(self.fn), args, stand_ins)  # type: ignore[arg-type]
+        out["parts"] = probe_helper_calls(ctx, [given(c) for c in every])
+        return out
+
+    def judge_composed(
+        self,
+        v: Verdict,
+        outputs: dict,
+        cases: Sequence[Any],
+        again: Any,
+        jctx: JudgeContext,
+        helpers: Sequence[SizedFunction],
+        given: Callable[[Any], Mapping[str, tuple]],
+        *,
+        explain: Callable[[Callable[[int], dict | None]], Callable],
+        check_id: str = "helpers-replaced",
+    ) -> None:
+        """judge for probe_composed's outputs: each failure of the lab's case, the other sizes
+        and the call again blamed on the first wrong helper (each helper judged by its own
+        step's judge_call on what fn gives it) where fn is right with correct ones; the check
+        check_id, fn right with the reference helpers (judge_helpers_replaced); no_kernel.
+        explain(blame): judge_other_sizes' explain, blame(i) the helper to fix at case i."""
+        calls, every = outputs["calls"], [*cases, again]
+
+        def judges(case: Any) -> dict:
+            return {f.fn: f.helper_judge(v.source, given(case)[f.fn]) for f in helpers}
+
+        args = cast(Callable[[Any], tuple], self.args)  # a composed function: one call a case
+        replaced, blame = helper_verdicts(
+            v.source, outputs["alone"], outputs["parts"], every, self.judge_case, args, judges
+        )
+        try:
+            self.judge_case(v, calls[0], cases[0])
+        finally:
+            blame_helpers(v, 0, lambda: blame(0))
+        judge_helpers_replaced(v, replaced(0), check_id=check_id)
+        labels = [self.label(c) for c in cases]
+        judge_other_sizes(v, calls, list(cases), labels, self.judge_case, explain=explain(blame))
+        first, again_call = calls[0].get("value"), outputs["again"]
+        last = lambda: blame(len(cases))  # noqa: E731
+        judge_called_again(
+            v, self.fn, again_call, first, self.judge_case, again, defs=(self.fn,), blame=last
+        )
+        if self.own_formula:
+            no_kernel(v, self.fn, jctx.source, {self.fn}, jctx.kernels)
 
     def step(
         self,
