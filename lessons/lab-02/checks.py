@@ -9,6 +9,7 @@ learner's, so that a fault in a helper is blamed on the helper's step.
 
 import functools
 import math
+from operator import itemgetter
 
 import torch
 import torch.nn.functional as F
@@ -16,21 +17,20 @@ import torch.nn.functional as F
 from tutor.kit import (
     LARGE_INPUT,
     Exercise,
-    Region,
+    Helpers,
     SizedFunction,
     StepSpec,
-    call_after,
     causal_mask_likely,
     close,
     entropy_sweep_view,
     exercise_functions,
     head_panel,
     head_variant_view,
-    judge_attention_weights,
     judge_bool_mask,
     judge_large_inputs,
     judge_large_scores_weights,
     judge_mask_honoured,
+    judge_masked_weights,
     judge_training_story,
     large_scores_factor,
     mask_sizes_explainer,
@@ -42,6 +42,8 @@ from tutor.kit import (
     pair_printout,
     pair_weights,
     probe_entropy_sweep,
+    probe_head_variant,
+    probe_mask_variant,
     probe_training_story,
     require_close,
     require_pair,
@@ -124,10 +126,10 @@ def qkv_label(case) -> list[str]:
     return ["q", "k", "v " + shape_str(case["q"].shape)]
 
 
-def sizes_explainer(defs, first=None):
-    """Why a step right at the seed's q, k, v is wrong at QKV_SHAPES[i]; first: a culprit to
+def sizes_explainer(fn, _outputs, first=None):
+    """Why fn, right at the seed's q, k, v, is wrong at QKV_SHAPES[i]; first: a culprit to
     name before the shape (attention's wrong helper)."""
-    return shapes_explainer(defs, ("B", "H", "T", "d_k"), QKV_SHAPES, first=first)
+    return shapes_explainer((fn,), ("B", "H", "T", "d_k"), QKV_SHAPES, first=first)
 
 
 # ---------------------------------------------------------------- scores
@@ -145,14 +147,7 @@ def scores_value(v, s, q, k):
     require_close(v, "values", SCORES.what, s, ref_scores(q, k), likely=likely)
 
 
-SCORES = SizedFunction(
-    "scaled_scores",
-    ("q", "k"),
-    qk,
-    scores_value,
-    qkv_label,
-    lambda _: sizes_explainer(("scaled_scores",)),
-)
+SCORES = SizedFunction("scaled_scores", ("q", "k"), qk, scores_value, qkv_label, sizes_explainer)
 
 
 # ---------------------------------------------------------------- mask
@@ -176,7 +171,7 @@ MASK = SizedFunction(
     lambda T: (T,),
     mask_value,
     lambda T: f"T={T}",
-    lambda out: mask_sizes_explainer(("causal_mask",), out["calls"], MASK_SIZES),
+    lambda fn, out, _first=None: mask_sizes_explainer((fn,), out["calls"], MASK_SIZES),
     own_formula=False,
 )
 
@@ -197,25 +192,14 @@ def large_scores(case):
     return s * large_scores_factor(s)
 
 
-def judge_weights_masked(v, w, scores, mask, what, defs=("attention_weights",)):
-    diagnose = lambda: masked_softmax_likely(w, scores, mask, source=v.source, defs=defs)  # noqa: E731
-    hidden = Region(msg("region.future"), mask, "future-is-zero", "check.future", named=False)
-    judge_attention_weights(v, w, [hidden], what=what, likely=diagnose)
-
-
 def weights_value(v, w, scores, mask, name="causal"):
-    what = WEIGHTS.what
+    what, defs = WEIGHTS.what, (WEIGHTS.fn,)
     w = require_tensor(v, "shape", what, w, scores.shape, msg("likely.weights_shape"))
-
-    def values():
-        judge_weights_masked(v, w, scores, mask, what)
-        defs = ("attention_weights",)
-        likely = lambda: masked_softmax_likely(w, scores, mask, source=v.source, defs=defs)  # noqa: E731
-        require_close(v, "values", what, w, ref_weights(scores, mask), likely=likely)
-
+    ref = lambda: ref_weights(scores, mask)  # noqa: E731
+    values = lambda: judge_masked_weights(v, w, scores, mask, ref(), what=what, defs=defs)  # noqa: E731
     if name == "other":
         # A result kept from the call before (a memo keyed on the shape) ignores the mask too.
-        judge_mask_honoured(v, w, mask, then=values, defs=("attention_weights",))
+        judge_mask_honoured(v, w, mask, then=values, defs=defs)
     else:
         values()
 
@@ -226,7 +210,7 @@ WEIGHTS = SizedFunction(
     weights_args,
     weights_value,
     qkv_label,
-    lambda _: sizes_explainer(("attention_weights",)),
+    sizes_explainer,
 )
 
 
@@ -238,8 +222,7 @@ def large_call(ctx, fn, inputs) -> dict:
 def judge_large(v, call, inputs):
     large, fn = inputs["large"], WEIGHTS.fn
     mask = future(large.shape[-1])
-    ref = ref_weights(large, mask)
-    judge_large_scores_weights(v, call, large, mask, ref, fn=fn, defs=(fn,))
+    judge_large_scores_weights(v, call, large, mask, ref_weights(large, mask), fn=fn, defs=(fn,))
 
 
 # ---------------------------------------------------------------- output
@@ -267,12 +250,15 @@ def helper_args(case) -> dict:
     }
 
 
+HELPERS = Helpers((SCORES, MASK, WEIGHTS), STAND_INS, helper_args, "reference-helpers")
+
+
 def probe_output(ctx, inputs):
     fn = ctx.get("attention")
     cases, c = inputs["cases"], inputs["cases"][0]
     # With correct helpers in place of the learner's, and the learner's helpers on the inputs
     # attention gives them, to name the first wrong one.
-    out = OUTPUT.probe_composed(ctx, cases, inputs["again"], STAND_INS, helper_args)
+    out = OUTPUT.probe_composed(ctx, cases, inputs["again"], HELPERS)
     # The training story on the seed's case: k and v as a trained layer's outputs would be
     # (updated in place by a step), then `q.mul_(2)`.
     out["story"] = probe_training_story(
@@ -281,16 +267,12 @@ def probe_output(ctx, inputs):
         list(qkv(c)),
         inputs["story_g"],
         trained=(1, 2),
-        pick=first_of,
+        pick=itemgetter(0),
         grads=False,  # a function in NumPy is right here: only values are judged
     )
     # v a thousand times larger (the scores as they were: large scores are their own check).
     out["large_x"] = ctx.call(fn, c["q"], c["k"], c["v"] * LARGE_INPUT)
     return out
-
-
-def first_of(pair):
-    return pair[0]
 
 
 def story_reference(inputs, _state, _p):
@@ -304,19 +286,16 @@ def output_value(v, value, q, k, vv, defs=("attention",)):
     )
     w = require_tensor(v, "shape", "weights", w, q.shape[:-1] + (T,), msg("likely.weights_shape"))
     out = require_tensor(v, "shape", "output", out, vv.shape, msg("likely.out_shape"))
-    scores = ref_scores(q, k)
-    judge_weights_masked(v, w, scores, future(T), "weights", defs + ("attention_weights",))
+    scores, defs = ref_scores(q, k), defs + ("attention_weights",)
     ref_w = ref_weights(scores, future(T))
     # The weights returned must be the ones used, not merely well-formed.
     w_likely = lambda: scale_from_weights_likely(w, q, k, future(T))  # noqa: E731
-    require_close(v, "values", "weights", w, ref_w, likely=w_likely)
+    judge_masked_weights(v, w, scores, future(T), ref_w, what="weights", defs=defs, likely=w_likely)
 
     def out_likely():
         if close(w, ref_w):
             return msg("likely.out_not_weights_v")
-        found = masked_softmax_likely(
-            w, scores, future(T), source=v.source, defs=defs + ("attention_weights",)
-        )
+        found = masked_softmax_likely(w, scores, future(T), source=v.source, defs=defs)
         return w_likely() if found["key"] == "likely.unknown" else found
 
     # rtol=0: the notebook's own `error < 1e-5`.
@@ -324,7 +303,7 @@ def output_value(v, value, q, k, vv, defs=("attention",)):
     require_close(v, "matches-pytorch", "output", out, expected, likely=out_likely, rtol=0)
 
 
-OUTPUT = SizedFunction("attention", ("q", "k", "v"), qkv, output_value, qkv_label)
+OUTPUT = SizedFunction("attention", ("q", "k", "v"), qkv, output_value, qkv_label, sizes_explainer)
 
 
 def judge_output(v, outputs, inputs, jctx):
@@ -337,17 +316,7 @@ def judge_output(v, outputs, inputs, jctx):
         expected = ref_output(*qkv(c))
         keys = ("visual.printout_title", "visual.printout_line", "visual.printout_value")
         v.visuals["view"] = pair_printout(calls[0], expected, *keys)
-    OUTPUT.judge_composed(
-        v,
-        outputs,
-        cases,
-        inputs["again"],
-        jctx,
-        (SCORES, MASK, WEIGHTS),
-        helper_args,
-        explain=lambda blame: sizes_explainer((OUTPUT.fn,), first=blame),
-        check_id="reference-helpers",
-    )
+    OUTPUT.judge_composed(v, outputs, cases, inputs["again"], jctx, HELPERS)
     large = _output_once.__wrapped__(c["q"], c["k"], c["v"] * LARGE_INPUT)
     judge_large_inputs(v, outputs.get("large_x"), large, what=OUTPUT.what)
     judge_training_story(
@@ -437,42 +406,24 @@ def probe_exercises(ctx, inputs):
     if not ctx.views:  # the rest only feeds the view, which `check` and `grade` never draw
         return out
     qk = lambda hd: tuple(torch.randn(1, 2, ENTROPY_T, hd, generator=g) for _ in range(2))  # noqa: E731
-    no_scale = changed[NO_SCALE.fn]
-    out["entropy"] = probe_entropy_sweep(
-        ctx, NO_SCALE, scores_fn, no_scale, weights_fn, HEAD_DIMS, qk, mask
-    )
+    sweep = (scores_fn, changed[NO_SCALE.fn], weights_fn)
+    out["entropy"] = probe_entropy_sweep(ctx, NO_SCALE, *sweep, HEAD_DIMS, qk, mask)
     c = inputs["cases"][0]
-    out["mask"] = trimmed(ctx.call(changed[DIAGONAL.fn], c["q"].shape[-2]))
-    scores = ref_scores(c["q"], c["k"])
-    out["diagonal"] = (
-        trimmed(ctx.call(weights_fn, scores, out["mask"]["value"]))
-        if "value" in out["mask"]
-        else out["mask"]
-    )
-    out["q"] = trimmed(ctx.call(changed[ONE_HEAD.fn], c["q"]))
-    out["before"] = trimmed(ctx.call(attention_fn, c["q"], c["k"], c["v"]))
-    out["after"] = trimmed(call_after(ctx, attention_fn, out["q"], c["k"], c["v"]))
+    T, scores = c["q"].shape[-2], ref_scores(c["q"], c["k"])
+    out["mask"] = probe_mask_variant(ctx, changed[DIAGONAL.fn], weights_fn, T, scores)
+    out["q"] = probe_head_variant(ctx, changed[ONE_HEAD.fn], attention_fn, *qkv(c))
     return out
 
 
 def judge_exercises(v, outputs, inputs, jctx):
     if jctx.views:  # no verdict here: `check` and `grade` skip the drawing
-        q, missing = inputs["cases"][0]["q"], outputs["missing"]
+        q, missing, weights = inputs["cases"][0]["q"], outputs["missing"], "attention_weights"
         columns = ["head_dim", msg("visual.ex1_with"), "", msg("visual.ex1_without"), ""]
-        calls = (outputs["before"], outputs["after"])
+        entropy = outputs["entropy"]
         v.visuals["view"] = [
-            *entropy_sweep_view(
-                NO_SCALE, outputs["entropy"], missing, "attention_weights", columns, T=ENTROPY_T
-            ),
-            *mask_variant_view(
-                DIAGONAL,
-                missing,
-                outputs["mask"],
-                outputs["diagonal"],
-                future(q.shape[-2]),
-                "attention_weights",
-            ),
-            *head_variant_view(ONE_HEAD, missing, q, outputs["q"], calls, "attention"),
+            *entropy_sweep_view(NO_SCALE, entropy, missing, weights, columns, T=ENTROPY_T),
+            *mask_variant_view(DIAGONAL, missing, outputs["mask"], future(q.shape[-2]), weights),
+            *head_variant_view(ONE_HEAD, missing, q, outputs["q"], "attention"),
         ]
     v.expect("runs", True)
 

@@ -15,6 +15,8 @@ from tutor.kit import (
     head_variant_view,
     mask_variant_view,
     probe_entropy_sweep,
+    probe_head_variant,
+    probe_mask_variant,
     variant_said,
 )
 from tutor.kit.probe_tools import ProbeContext
@@ -113,7 +115,8 @@ def test_an_entropy_sweep_answers_only_the_change_asked_for():
 
 def mask_view(m, w) -> list:
     ex = Exercise(2, "ex_mask", diagonal_too, MASK_TEXTS)
-    return mask_variant_view(ex, [], {"value": m}, {"value": w}, future(4), "weights")
+    probed = {"mask": {"value": m}, "weights": {"value": w}}
+    return mask_variant_view(ex, [], probed, future(4), "weights")
 
 
 def test_a_mask_variant_shows_its_weights_and_the_rows_left_with_nothing():
@@ -140,7 +143,8 @@ def head_view(new_q: torch.Tensor) -> list:
 
     ex = Exercise(3, "ex_q", lambda q: q, HEAD_TEXTS)
     after = attend(new_q) if new_q.dim() == 4 else {"value": None}
-    return head_variant_view(ex, [], q, {"value": new_q}, (attend(q), after), "attend")
+    probed = {"x": {"value": new_q}, "before": attend(q), "after": after}
+    return head_variant_view(ex, [], q, probed, "attend")
 
 
 def test_a_head_variant_answers_once_one_head_alone_changed():
@@ -151,3 +155,42 @@ def test_a_head_variant_answers_once_one_head_alone_changed():
     none = head_view(torch.ones(1, 2, 1, 1))
     assert not answered(none) and "unchanged" in keys(none) and "before" not in keys(none)
     assert "bad_return" in keys(head_view(torch.ones(3)))
+
+
+LEARNER = """
+import torch
+
+
+def diagonal_mask(T):
+    return torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=0)
+
+
+def weights(scores, mask):
+    return torch.softmax(scores.masked_fill(mask, float("-inf")), dim=-1)
+
+
+def attend(q, k, v):
+    w = weights(q @ k.transpose(-2, -1), torch.triu(torch.ones(4, 4, dtype=torch.bool), 1))
+    return w @ v, w
+
+
+def first_head_twice(q):
+    return torch.cat([q[:, :1] * 2, q[:, 1:]], dim=1)
+"""
+
+
+def test_the_probe_halves_feed_their_views():
+    module = types.ModuleType("learner")
+    exec(compile(LEARNER, "learner.py", "exec"), module.__dict__)
+    ctx = ProbeContext(module, "learner.py", LEARNER, None)
+    probed = probe_mask_variant(
+        ctx, ctx.get("diagonal_mask"), ctx.get("weights"), 4, torch.randn(1, 1, 4, 4)
+    )
+    ex = Exercise(2, "diagonal_mask", diagonal_too, MASK_TEXTS)
+    assert answered(mask_variant_view(ex, [], probed, future(4), "weights"))
+    q, k, v = (torch.randn(1, 2, 4, 3) for _ in range(3))
+    probed = probe_head_variant(ctx, ctx.get("first_head_twice"), ctx.get("attend"), q, k, v)
+    ex = Exercise(3, "first_head_twice", lambda q: q, HEAD_TEXTS)
+    assert answered(head_variant_view(ex, [], q, probed, "attend"))
+    raised = probe_mask_variant(ctx, ctx.get("diagonal_mask"), ctx.get("weights"), -1, None)
+    assert "error" in raised["mask"] and raised["weights"] is raised["mask"]

@@ -10,7 +10,7 @@ import types
 import pytest
 import torch
 
-from tutor.kit import SizedFunction, Verdict, require_close, require_tensor
+from tutor.kit import Helpers, SizedFunction, Verdict, require_close, require_tensor
 from tutor.kit.judge_tools import Stop
 from tutor.kit.probe_tools import ProbeContext
 from tutor.kit.spec import JudgeContext
@@ -137,15 +137,12 @@ def composed_verdict(step: int, body: str) -> Verdict:
     module = types.ModuleType("learner")
     exec(compile(source, "learner.py", "exec"), module.__dict__)
     ctx = ProbeContext(module, "learner.py", source, None)
-    stand_ins = {"inc": (lambda x: x + 1, ("x",))}
-    given = lambda case: {"inc": (case,)}  # noqa: E731
-    outputs = TWICE.probe_composed(ctx, CASES, AGAIN, stand_ins, given)
+    helpers = Helpers((INC,), {"inc": (lambda x: x + 1, ("x",))}, lambda case: {"inc": (case,)})
+    outputs = TWICE.probe_composed(ctx, CASES, AGAIN, helpers)
     v = Verdict(source)
     with contextlib.suppress(Stop):
         jctx = JudgeContext(source, [])
-        TWICE.judge_composed(
-            v, outputs, CASES, AGAIN, jctx, (INC,), given, explain=lambda blame: None
-        )
+        TWICE.judge_composed(v, outputs, CASES, AGAIN, jctx, helpers)
     return v
 
 

@@ -7,8 +7,9 @@ Each exercise is an Exercise (its question, the file's function for it, the tuto
 where the file has none, and the lesson's message keys); each property has a
 probe half run in the child and a view made in the judge: a change to the scores seen by
 the weights' entropy over a sweep of sizes (probe_entropy_sweep, entropy_sweep_view), a
-changed mask seen in the weights it gives (mask_variant_view), and a change to one head's
-input seen in each head's weights before and after (head_variant_view).
+changed mask seen in the weights it gives (probe_mask_variant, mask_variant_view), and a
+change to one head's input seen in each head's weights before and after (probe_head_variant,
+head_variant_view).
 """
 
 from __future__ import annotations
@@ -144,22 +145,26 @@ def entropy_sweep_view(
     return exercise_items(ex, shown, said, right)
 
 
+def probe_mask_variant(
+    ctx: ProbeContext, variant: Callable, weights_fn: Callable, T: int, scores: torch.Tensor
+) -> dict:
+    """In the child: variant(T), a mask, and weights_fn(scores, that mask) (the variant's call
+    again where it raised): what mask_variant_view reads."""
+    mask = trimmed(ctx.call(variant, T))
+    weights = trimmed(ctx.call(weights_fn, scores, mask["value"])) if "value" in mask else mask
+    return {"mask": mask, "weights": weights}
+
+
 def mask_variant_view(
-    ex: Exercise,
-    missing: Sequence[str],
-    mask_call: dict,
-    weights_call: dict,
-    original: torch.Tensor,
-    weights_fn: str,
+    ex: Exercise, missing: Sequence[str], probed: dict, original: torch.Tensor, weights_fn: str
 ) -> list:
-    """A changed (T, T) mask (mask_call, the variant's call) and the weights weights_fn gave
-    with it (weights_call): the mask judged against the change asked for (ex.own(T); _other
+    """A changed (T, T) mask and the weights weights_fn gave with it (probe_mask_variant's): the mask judged against the change asked for (ex.own(T); _other
     with mask_difference's parameters and T) or the original, head 0 of batch element 0 of
     the weights as a heatmap (_heatmap), and its rows that are not finite (_nan {row},
     _nan_rows {rows}); where none is and the change is right, _no_nan. A mask of another
     shape: _shape {T} {got}. The answer is shown once the change is right and row 0 (a
     query that sees nothing) is not finite."""
-    T = original.shape[-1]
+    T, mask_call, weights_call = original.shape[-1], probed["mask"], probed["weights"]
     said, shown = made_note(missing, ex.fn), [note(msg(ex.key("task")))]
     # What the variant did comes first: the weights fail on a mask of no use.
     square = lambda m: isinstance(m, torch.Tensor) and tuple(m.shape) == (T, T)  # noqa: E731
@@ -183,21 +188,27 @@ def mask_variant_view(
     return exercise_items(ex, shown, said, right and 0 in nan_rows)
 
 
+def probe_head_variant(
+    ctx: ProbeContext, variant: Callable, fn: Callable, x: Any, *rest: Any
+) -> dict:
+    """In the child: variant(x), then fn(x, *rest) and fn on the variant's value: what
+    head_variant_view reads."""
+    new = trimmed(ctx.call(variant, x))
+    before = trimmed(ctx.call(fn, x, *rest))
+    return {"x": new, "before": before, "after": trimmed(call_after(ctx, fn, new, *rest))}
+
+
 def head_variant_view(
-    ex: Exercise,
-    missing: Sequence[str],
-    x: torch.Tensor,
-    x_call: dict,
-    calls: tuple[dict, dict],
-    fn: str,
+    ex: Exercise, missing: Sequence[str], x: torch.Tensor, probed: dict, fn: str
 ) -> list:
-    """A change to one head's slice (axis 1) of an input x of shape (B, H, …): x_call, the
-    variant's call on x, and calls, fn's (out, weights) before and after it. A value not of
+    """A change to one head's slice (axis 1) of an input x of shape (B, H, …), and the (out,
+    weights) fn gave before and after it (probe_head_variant's). A value not of
     x's shape: _bad_return {expected} {got}; weights that cannot be drawn: _waiting. Then each
     head's weights before and after (_before {h}, _after {h}; _head {h}, once, where no head
     changed: _unchanged); _heads {heads} where several changed. The answer (_why {h} {other})
     once exactly one head changed and another did not."""
     said, shown = made_note(missing, ex.fn), [note(msg(ex.key("task")))]
+    x_call, calls = probed["x"], (probed["before"], probed["after"])
     like_x = lambda y: isinstance(y, torch.Tensor) and y.shape == x.shape  # noqa: E731
     bad = lambda y: msg(ex.key("bad_return"), expected=shape_str(x.shape), got=describe(y))  # noqa: E731
     failed = returned_note(x_call, ex.fn, like_x, bad) or first_raised_note(

@@ -36,8 +36,22 @@ from tutor.kit.probe_tools import ProbeContext
 from tutor.kit.spec import JudgeContext, StepSpec
 
 
-def _no_explain(_outputs: dict) -> None:
+def _no_explain(_fn: str, _outputs: dict, _first: Callable | None = None) -> None:
     return None
+
+
+@dataclass(frozen=True)
+class Helpers:
+    """The learner's helpers a composed function calls (the earlier steps' functions): each
+    as its step's SizedFunction, in step order; stand_ins, the reference of each ({name:
+    (function, parameter names)}); given(case), {helper: the arguments the composed function
+    gives it there}; check_id, the check that the function is right with the reference
+    helpers in place of the learner's."""
+
+    functions: tuple[SizedFunction, ...]
+    stand_ins: StandIns
+    given: Callable[[Any], Mapping[str, tuple]]
+    check_id: str = "helpers-replaced"
 
 
 @dataclass(frozen=True)
@@ -46,7 +60,9 @@ class SizedFunction:
     for arguments that are not tensors), args(case) (a case's arguments, or {name: arguments}
     for a function called several ways on each case: a causal mask and another, say),
     judge_value(v, value, *arguments) (with name=… where args names its calls), label(case)
-    (for check.other_sizes) and explain(outputs) (judge_other_sizes' explain, or None).
+    (for check.other_sizes) and explain(fn, outputs, first=None), judge_other_sizes' explain
+    for fn's failures at other sizes, or None: outputs the probe's, first(i) a culprit to
+    name before the size (a composed function's wrong helper) or None.
     own_formula: fn must compute its result itself (no_kernel; StepSpec.own_formula)."""
 
     fn: str
@@ -54,7 +70,7 @@ class SizedFunction:
     args: Callable[[Any], tuple | Mapping[str, tuple]]
     judge_value: Callable[..., None]
     label: Callable[[Any], Any]
-    explain: Callable[[dict], Callable | None] = _no_explain
+    explain: Callable[..., Callable | None] = _no_explain
     own_formula: bool = True
 
     @property
@@ -107,7 +123,7 @@ class SizedFunction:
             [self.label(c) for c in cases],
             self.judge_case,
             again,
-            explain=self.explain(outputs),
+            explain=self.explain(self.fn, outputs),
             first_name=next(iter(named)) if isinstance(named, Mapping) else None,
             then=then,
         )
@@ -124,17 +140,17 @@ class SizedFunction:
         ctx: ProbeContext,
         cases: Sequence[Any],
         again: Any,
-        stand_ins: StandIns,
-        given: Callable[[Any], Mapping[str, tuple]],
+        helpers: Helpers,
     ) -> dict:
-        """probe, for a function that calls the learner's helpers (the earlier steps'), and for
-        judge_composed: fn on every case and again with the reference helpers in place
-        (stand_ins), and each helper on what fn gives it there (given(case): {helper: args})."""
+        """probe, for a function that calls the learner's helpers, and for judge_composed: fn
+        on every case and again with the reference helpers in place, and each helper on what
+        fn gives it there."""
         out = self.probe(ctx, cases, again)
         every = [*cases, again]
         args = [self.args(c) for c in every]
-        out["alone"] = probe_helpers_replaced(ctx, ctx.get(self.fn), args, stand_ins)  # type: ignore[arg-type]
-        out["parts"] = probe_helper_calls(ctx, [given(c) for c in every])
+        fn = ctx.get(self.fn)
+        out["alone"] = probe_helpers_replaced(ctx, fn, args, helpers.stand_ins)  # type: ignore[arg-type]
+        out["parts"] = probe_helper_calls(ctx, [helpers.given(c) for c in every])
         return out
 
     def judge_composed(
@@ -144,21 +160,18 @@ class SizedFunction:
         cases: Sequence[Any],
         again: Any,
         jctx: JudgeContext,
-        helpers: Sequence[SizedFunction],
-        given: Callable[[Any], Mapping[str, tuple]],
-        *,
-        explain: Callable[[Callable[[int], dict | None]], Callable],
-        check_id: str = "helpers-replaced",
+        helpers: Helpers,
     ) -> None:
         """judge for probe_composed's outputs: each failure of the lab's case, the other sizes
-        and the call again blamed on the first wrong helper (each helper judged by its own
-        step's judge_call on what fn gives it) where fn is right with correct ones; the check
-        check_id, fn right with the reference helpers (judge_helpers_replaced); no_kernel.
-        explain(blame): judge_other_sizes' explain, blame(i) the helper to fix at case i."""
+        (explain(fn, outputs, blame), blame(i) the helper to fix at case i) and the call again
+        blamed on the first wrong helper (each judged by its step's judge_call on what fn gives
+        it) where fn is right with correct ones; the check helpers.check_id, fn right with the
+        reference helpers (judge_helpers_replaced); no_kernel where own_formula."""
         calls, every = outputs["calls"], [*cases, again]
 
         def judges(case: Any) -> dict:
-            return {f.fn: f.helper_judge(v.source, given(case)[f.fn]) for f in helpers}
+            given = helpers.given(case)
+            return {f.fn: f.helper_judge(v.source, given[f.fn]) for f in helpers.functions}
 
         args = cast(Callable[[Any], tuple], self.args)  # a composed function: one call a case
         replaced, blame = helper_verdicts(
@@ -168,9 +181,16 @@ class SizedFunction:
             self.judge_case(v, calls[0], cases[0])
         finally:
             blame_helpers(v, 0, lambda: blame(0))
-        judge_helpers_replaced(v, replaced(0), check_id=check_id)
+        judge_helpers_replaced(v, replaced(0), check_id=helpers.check_id)
         labels = [self.label(c) for c in cases]
-        judge_other_sizes(v, calls, list(cases), labels, self.judge_case, explain=explain(blame))
+        judge_other_sizes(
+            v,
+            calls,
+            list(cases),
+            labels,
+            self.judge_case,
+            explain=self.explain(self.fn, outputs, blame),
+        )
         first, again_call = calls[0].get("value"), outputs["again"]
         last = lambda: blame(len(cases))  # noqa: E731
         judge_called_again(
