@@ -156,3 +156,21 @@ def test_a_composed_function_is_right_with_right_helpers_and_blames_a_wrong_one(
     }
     # Right only because it makes up for its wrong helper: wrong with the reference's.
     assert failed(composed_verdict(2, "(inc(x) - 1) * 2")) == ["helpers-replaced"]
+
+
+def test_the_other_sizes_of_a_composed_function_name_the_wrong_helper_through_explain():
+    source = COMPOSED.format(step="(1 if x.shape[-1] <= 4 else 2)", body="inc(x) * 2")
+    module = types.ModuleType("learner")
+    exec(compile(source, "learner.py", "exec"), module.__dict__)
+    ctx = ProbeContext(module, "learner.py", source, None)
+    helpers = Helpers((INC,), {"inc": (lambda x: x + 1, ("x",))}, lambda case: {"inc": (case,)})
+    naming = lambda fn, outputs, first=None: lambda i, sub, src: first(i)  # noqa: E731
+    twice = SizedFunction("twice_inc", ("x",), lambda case: (case,), twice_inc_right, str, naming)
+    outputs = twice.probe_composed(ctx, CASES, AGAIN, helpers)
+    v = Verdict(source)
+    with contextlib.suppress(Stop):
+        twice.judge_composed(v, outputs, CASES, AGAIN, JudgeContext(source, []), helpers)
+    assert failed(v) == ["other-sizes"]
+    said = v.failed_message()["params"]
+    blamed = {"key": "likely.helper_first_fix", "params": {"fn": "inc"}}
+    assert blamed in (said["likely"], said["reason"]["params"].get("likely"))
