@@ -199,12 +199,12 @@ def probe_head_variant(
 
 
 def head_variant_view(
-    ex: Exercise, missing: Sequence[str], x: torch.Tensor, probed: dict, fn: str
+    ex: Exercise, missing: Sequence[str], x: torch.Tensor, probed: dict, fn: str, heads: int = 2
 ) -> list:
     """A change to one head's slice (axis 1) of an input x of shape (B, H, …), and the (out,
     weights) fn gave before and after it (probe_head_variant's). A value not of
-    x's shape: _bad_return {expected} {got}; weights that cannot be drawn: _waiting. Then each
-    head's weights before and after (_before {h}, _after {h}; _head {h}, once, where no head
+    x's shape: _bad_return {expected} {got}; weights that cannot be drawn: _waiting. Then the
+    first heads' weights before and after (_before {h}, _after {h}; _head {h}, once, where no head
     changed: _unchanged); _heads {heads} where several changed. The answer (_why {h} {other})
     once exactly one head changed and another did not."""
     said, shown = made_note(missing, ex.fn), [note(msg(ex.key("task")))]
@@ -221,7 +221,7 @@ def head_variant_view(
         return exercise_items(ex, shown, [*said, waiting(msg(ex.key("waiting")))], False)
     new = x_call["value"]
     changed = [h for h in range(x.shape[1]) if not torch.equal(new[:, h], x[:, h])]
-    heads = min(2, before.shape[1], after.shape[1])
+    heads = min(heads, before.shape[1], after.shape[1])
     if not changed:  # nothing to compare: each head once
         said.append(note(msg(ex.key("unchanged"))))
         maps = [head_maps(before, lambda h: msg(ex.key("head"), h=h), heads)]
