@@ -87,6 +87,15 @@ probe runs in the child beside the learner's code, its judge in the judge proces
   weights_from_state, require_backward_ran, likely_for_backward, judge_gradients; all of
   it as a notebook's self-check: judge_seeded_layer), the training story of a new layer
   (probe_layer_story).
+- Exercises, a learner's variant run in place of the original, with a view of what changed
+  (Exercise, exercise_items, variant_said; probe_entropy_sweep and entropy_sweep_view,
+  probe_mask_variant and mask_variant_view, probe_head_variant and head_variant_view);
+  weights of a masked softmax, well-formed and close (judge_masked_weights); a function
+  judged over a grid of sizes, its inputs unchanged, called again, its own code
+  (SizedFunction: a step in one declaration; a function calling the learner's helpers,
+  blamed on the first wrong one: probe_composed and judge_composed, with its Helpers). A
+  function returning (out, weights): the notebook's printouts of a call (pair_printout), an
+  experiment step drawing its weights per head (weights_heatmap_step).
 - Visuals: the vocabulary in tutor.model.view_items (heading, note, table, bar, heatmap, row, waiting,
   keys, after_answer, with_question, weights), which the UI draws without knowing the lesson.
 
@@ -128,6 +137,17 @@ from tutor.kit.cost_table import (
     timing_table,
 )
 from tutor.kit.drawn_weights import attention_weights
+from tutor.kit.exercises import (
+    Exercise,
+    entropy_sweep_view,
+    exercise_items,
+    head_variant_view,
+    mask_variant_view,
+    probe_entropy_sweep,
+    probe_head_variant,
+    probe_mask_variant,
+    variant_said,
+)
 from tutor.kit.experiments import (
     before_after_maps,
     call_after,
@@ -287,6 +307,7 @@ from tutor.kit.mask_checks import (
     mask_sizes_explainer,
     other_mask,
 )
+from tutor.kit.masked_weights import judge_masked_weights
 from tutor.kit.named_shapes import (
     NAMED_SHAPES_KEYS,
     NAMED_SHAPES_WORDS,
@@ -294,6 +315,7 @@ from tutor.kit.named_shapes import (
     shapes_of,
 )
 from tutor.kit.own_code import no_foreign
+from tutor.kit.pair_views import pair_printout, weights_heatmap_step
 from tutor.kit.pairs import (
     out_of_pair,
     pair_output,
@@ -339,6 +361,7 @@ from tutor.kit.shape_trace import (
     traced_forward,
 )
 from tutor.kit.shapes_explained import rank_explanation, shape_explanation, shapes_explainer
+from tutor.kit.sized_function import Helpers, SizedFunction
 from tutor.kit.softmax_mistakes import (
     judge_large_scores_weights,
     masked_softmax,
@@ -610,4 +633,18 @@ __all__ = [
     "weights_panels",
     "with_args",
     "with_question",
+    "Exercise",
+    "entropy_sweep_view",
+    "exercise_items",
+    "head_variant_view",
+    "mask_variant_view",
+    "probe_entropy_sweep",
+    "variant_said",
+    "SizedFunction",
+    "pair_printout",
+    "weights_heatmap_step",
+    "probe_mask_variant",
+    "probe_head_variant",
+    "judge_masked_weights",
+    "Helpers",
 ]
