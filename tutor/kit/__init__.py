@@ -347,6 +347,19 @@ from tutor.kit.softmax_mistakes import (
 )
 from tutor.kit.source_attributes import attribute_store, reads_attribute
 from tutor.kit.spec import JudgeContext, StepSpec
+from tutor.kit.step_call import (
+    STEP_CALL_KEYS,
+    judge_step_call,
+    probe_step_grid,
+    require_states_near,
+    step_call,
+)
+from tutor.kit.step_discipline import (
+    DISCIPLINE_KEYS,
+    judge_step_discipline,
+    probe_step_discipline,
+    state_growth_fault,
+)
 from tutor.kit.training import judge_training_story, probe_training_story
 from tutor.model import view_items as visuals
 from tutor.model.lesson import load_lesson
@@ -374,6 +387,7 @@ def declared_settings(checks_file: str, step_id: str) -> dict:
 __all__ = [
     "ATOL",
     "CallRecorder",
+    "DISCIPLINE_KEYS",
     "DTYPES",
     "DTYPE_BYTES",
     "JudgeContext",
@@ -389,6 +403,7 @@ __all__ = [
     "ProbeContext",
     "RTOL",
     "Region",
+    "STEP_CALL_KEYS",
     "ShapeTrace",
     "SquareTensors",
     "StepSpec",
@@ -415,8 +430,12 @@ __all__ = [
     "entropy_table",
     "helper_verdicts",
     "judge_sizes_and_again",
+    "judge_step_call",
+    "judge_step_discipline",
     "made_note",
     "probe_named_calls_again",
+    "probe_step_discipline",
+    "probe_step_grid",
     "require_again_right",
     "call_kept",
     "causal_future",
@@ -552,6 +571,7 @@ __all__ = [
     "require_pair",
     "require_pair_output",
     "require_ran",
+    "require_states_near",
     "require_tensor",
     "returned_note",
     "round_matrix",
@@ -585,9 +605,11 @@ __all__ = [
     "stand_in",
     "state_dict_copy",
     "state_explanation",
+    "state_growth_fault",
     "state_lengths",
     "state_snapshot",
     "state_unchanged",
+    "step_call",
     "step_through",
     "stepped_weights_view",
     "table",
