@@ -19,7 +19,6 @@ from tutor.kit import (
     attention_flops,
     attention_weights,
     attribute_store,
-    branches,
     build_layer,
     close,
     decoding_fault,
@@ -27,7 +26,6 @@ from tutor.kit import (
     doubling,
     failure_code,
     failure_params,
-    growth_fault,
     heading,
     human,
     int_settings,
@@ -35,7 +33,8 @@ from tutor.kit import (
     judge_large_inputs,
     judge_layer_state,
     judge_sized_cases,
-    judge_steps,
+    judge_step_call,
+    judge_step_discipline,
     judged,
     large_input_weights,
     large_scores_check,
@@ -51,26 +50,23 @@ from tutor.kit import (
     no_kernel,
     note,
     of_the_inputs,
-    pair_state,
+    probe_step_discipline,
+    probe_step_grid,
     reads_attribute,
     recompute_each,
     record_decoding,
     reference_grads,
-    require_arguments_kept,
     require_call_ran,
     require_finite,
     require_near,
-    require_states_kept,
+    require_states_near,
     require_tensor,
-    run_steps,
-    same_tensors,
     shape_str,
     size_explanation,
     split_heads,
     state_dict_copy,
     state_explanation,
-    state_lengths,
-    state_snapshot,
+    step_call,
     step_through,
     stepped_weights_view,
     timed,
@@ -193,34 +189,32 @@ def attend(x_new, w, H, k, v, scale=None, dim=-1, proj_out=True):
 
 
 def probe_cached(ctx, inputs):
-    cls = ctx.get(LAYER)
-    out = []
-    for i, (size, case) in enumerate(zip(SIZES, inputs["cases"], strict=False)):
-        layer, failed = made_layer(ctx, cls, size, case["w"], primary=i == 0)
-        pasts = enumerate(pasts_of(size[5], i == 0))
-        calls = [step_call(ctx, layer, case, t, primary=i == j == 0) for j, t in pasts]
-        out.append(failed or {"calls": calls})
+    cls, cases = ctx.get(LAYER), inputs["cases"]
+
+    def make(i):
+        return made_layer(ctx, cls, SIZES[i], cases[i]["w"], primary=i == 0)
+
+    def call(layer, i, t, primary):
+        return cached_call(ctx, layer, cases[i], t, primary=primary)
+
+    out = probe_step_grid(ctx, make, call, [pasts_of(s[5], i == 0) for i, s in enumerate(SIZES)])
     large, t = inputs["large"], SIZES[0][5] - 1
     layer, failed = made_layer(ctx, cls, SIZES[0], large["w"])
-    call = failed or step_call(ctx, layer, large, t)
+    call = failed or cached_call(ctx, layer, large, t)
     # The token a thousand times larger, W_q and W_k as much smaller: the scores as they were
     # (large scores are their own check), the values a thousand times larger.
-    case = inputs["cases"][0]
+    case = cases[0]
     layer, failed = made_layer(ctx, cls, SIZES[0], large_input_weights(case["w"], ("W_q", "W_k")))
-    large_x = failed or step_call(ctx, layer, case, t, LARGE_INPUT)
+    large_x = failed or cached_call(ctx, layer, case, t, LARGE_INPUT)
     return {"cases": out, "large": call, "large_x": large_x}
 
 
-def step_call(ctx, layer, case, t, scale=None, primary=False):
-    """forward_cached on the token at position t with the cache of the t before it (None at 0),
-    the token and the values times scale where given; or nothing where the layer was not made."""
-    if layer is None:
-        return None
-    x, past_k, past_v = case["x"][:, t : t + 1], case["k"][:, :, :t], case["v"][:, :, :t]
-    if scale is not None:
-        x, past_v = x * scale, past_v * scale
-    cache = None if t == 0 else (past_k, past_v)
-    return trimmed(ctx.call(layer.forward_cached, x, cache, primary=primary))
+def cached_call(ctx, layer, case, t, scale=None, primary=False):
+    """forward_cached on the token at position t with the cache of the t before it (kit
+    step_call); nothing where the layer was not made."""
+    step = None if layer is None else layer.forward_cached
+    kv = (case["k"], case["v"])
+    return step_call(ctx, step, case["x"], kv, t, scale=scale, primary=primary)
 
 
 CAT_AXIS = "must match except in dimension"
@@ -341,52 +335,56 @@ def require_cache_pair(v, cache, ok: bool):
     )
 
 
+# The lesson's words for the kit's step call (tutor.kit.step_call), by role.
+STEP_CALL = {
+    "raised": "check.step_raised",
+    "returns": "check.returns_cache",
+    "state_got": "value.cache_of",
+    "out": "value.step_out",
+    "state_shape": "check.cache_shape",
+    "out_values": "check.step_values",
+    "state_values": "check.cache_values",
+}
+
+
 def judge_cached_call(v, call, case, size, t):
     """One call of forward_cached: the new token at position t, with a cache of t tokens."""
-    d_in, d_out, H, cl, B, T = size
-    hd = d_out // H
-    require_step_ran(v, call, t)
-    out, cache = require_pair_of(v, "forward_cached", call["value"], "likely.returns_cache")
-    require_cache_pair(v, cache, isinstance(cache, tuple) and len(cache) == 2)
-    v.expect("returns", True)
-    # The output of every query (a T × T mask slice broadcasts the one new query to t + 1 rows).
-    every = torch.is_tensor(out) and out.shape == (B, t + 1, d_out)
-    shape_likely = msg("likely.mask_full" if every else "likely.step_shape")
-    out = require_tensor(v, "shape", msg("value.step_out", t=t), out, (B, 1, d_out), shape_likely)
-    got_k, got_v = cache
-    want = (B, H, t + 1, hd)
-    for name, got in zip("kv", cache, strict=True):
-        v.require(
-            "shape",
-            torch.is_tensor(got) and got.shape == want,
-            "check.cache_shape",
-            name=name,
-            t=t,
-            expected=shape_str(want),
-            got=shape_str(got.shape) if torch.is_tensor(got) else describe(got),
-            likely=lambda: diagnose_cache_shape(got_k, got_v, size, t, v.source),
-        )
-    require_finite(v, msg("value.step_out", t=t), out, likely=msg("likely.unknown"))
-    ref_out = reference_full(case["x"], case["w"], H)[0][:, t : t + 1]
-    require_near(
+    B, d_out = size[4], size[1]
+    want = (case["k"][:, :, : t + 1], case["v"][:, :, : t + 1])
+
+    def got_state():
+        return call["value"][1]
+
+    judge_step_call(
         v,
-        "matches-pytorch",
-        "check.step_values",
-        out,
-        ref_out,
-        t=t,
-        likely=lambda: diagnose_step_out(out, case, size, t, v.source),
+        call,
+        t,
+        reference_full(case["x"], case["w"], size[2])[0][:, t : t + 1],
+        want,
+        fn=STEP_FN,
+        keys=STEP_CALL,
+        likely={
+            "raised": lambda e: diagnose_raised(e, v.source),
+            "returns": msg("likely.returns_cache"),
+            "state_pair": msg("likely.cache_pair"),
+            # The output of every query (a T × T mask slice broadcasts the one new query).
+            "out_shape": lambda out: msg(
+                "likely.mask_full"
+                if torch.is_tensor(out) and out.shape == (B, t + 1, d_out)
+                else "likely.step_shape"
+            ),
+            "state_shape": lambda: diagnose_cache_shape(*got_state(), size, t, v.source),
+            "out_values": lambda out: diagnose_step_out(out, case, size, t, v.source),
+            "state_values": lambda: diagnose_cache_values(*got_state(), case, t),
+        },
+        names=("k", "v"),
     )
-    v.expect("matches-pytorch", True)
-    require_cache_values(v, cache, case, t, lambda: diagnose_cache_values(got_k, got_v, case, t))
 
 
 def require_cache_values(v, cache, case, t, likely):
     """The cache (k, v) after the token at position t holds the full pass's keys and values."""
-    for name, got, ref in zip("kv", cache, (case["k"], case["v"]), strict=True):
-        ref = ref[:, :, : t + 1]
-        require_near(v, "values", "check.cache_values", got, ref, name=name, t=t, likely=likely)
-    v.expect("values", True)
+    want = (case["k"][:, :, : t + 1], case["v"][:, :, : t + 1])
+    require_states_near(v, cache, want, t, key="check.cache_values", names="kv", likely=likely)
 
 
 def judge_cached_case(v, case_out, case, size):
@@ -631,23 +629,21 @@ def probe_discipline(ctx, inputs):
     layer, failed = made_layer(ctx, cls, size, case["w"], primary=True)
     if layer is None:
         return failed
-    steps, held = step_through(ctx, layer.forward_cached, case["x"], primary=True)
-    out = {"steps": steps, "held": [state_snapshot(h) for h in held]}
-    if len(held) > BRANCH_FROM - 1 and isinstance(held[BRANCH_FROM - 1], tuple):
-        start = state_snapshot(held[BRANCH_FROM - 1])[1]
-        out["branch"], kept = branches(ctx, layer.forward_cached, start, again["branch"])
-        out["branch_held"] = [state_snapshot(h) for h in kept]
-    # A new sequence, from an empty cache, on the same layer.
-    out["fresh"] = run_steps(ctx, layer.forward_cached, [again["x"]], dropout=False)
-    out["state"] = ctx.call(lambda: state_dict_copy(layer)).get("value")
-    # Two sequences generated in turn on the one layer, each with its own cache (as a server
-    # serves two users): a layer that keeps a cache of its own, or a memo keyed on the call's
-    # shape, gives one sequence the other's past.
-    out["interleaved"] = run_steps(ctx, layer.forward_cached, [case["x"], again["x"]])
-    # Built with dropout, in eval mode (as generation runs): dropout must not fire.
-    dropped, _ = made_layer(ctx, cls, size, case["w"], dropout=EVAL_DROPOUT)
-    if dropped is not None:
-        out["eval_dropout"] = run_steps(ctx, dropped.forward_cached, [case["x"]])
+
+    def eval_step():  # built with dropout, in eval mode (as generation runs): none may fire
+        dropped, _ = made_layer(ctx, cls, size, case["w"], dropout=EVAL_DROPOUT)
+        return None if dropped is None else dropped.forward_cached
+
+    out = probe_step_discipline(
+        ctx,
+        layer.forward_cached,
+        case["x"],
+        again["x"],
+        again["branch"],
+        branch_from=BRANCH_FROM,
+        state=lambda: state_dict_copy(layer),
+        eval_step=eval_step,
+    )
     # Trainable: one step from a cache of 5 tokens, gradients on.
     trained, _ = made_layer(ctx, cls, size, case["w"])
     if trained is not None:
@@ -673,9 +669,21 @@ def train_cached(layer, x, cache, g):
 
 EVAL_DROPOUT = 0.3  # a layer built with it runs in eval mode: no dropout may fire
 
-
-# How the cache failed to grow by one a token (growth_fault), in the lesson's words.
+# The lesson's words for the kit's step discipline (tutor.kit.step_discipline), by role.
+DISCIPLINE = {
+    "growth": "check.cache_growth",
+    "mutated": "check.cache_mutated",
+    "reused": "check.cache_reused",
+    "branch_reused": "check.branch_reused",
+    "loop_values": "check.loop_values",
+    "branch": "check.branch",
+    "new_sequence": "check.new_sequence_step",
+    "interleaved": "check.interleaved",
+    "eval_dropout": "check.eval_dropout",
+}
+# How the cache failed to grow by one a token (state_growth_fault), in the lesson's words.
 GROWTH = {
+    "last_behind": "likely.value_not_appended",
     "not_appended": "likely.no_concat",
     "twice": "likely.cat_twice",
     "given_back": "likely.returned_old_cache",
@@ -683,23 +691,13 @@ GROWTH = {
 }
 
 
-def growth_likely(steps, t, lengths, size) -> dict:
-    """Why the cache after the token at position t does not hold t + 1 tokens (lengths: k's
-    after each step so far)."""
-    B, H, hd = size[4], size[2], size[1] // size[2]
-    k = steps[t]["value"][1][0]
-    if lengths[-1] == t + 1:
-        return msg("likely.value_not_appended")
-    if tuple(k.shape) == (B, t + 1, H, hd):
+def growth_likely(fault, steps, t) -> dict:
+    """Why the cache after the token at position t does not hold t + 1 tokens; k laid out
+    (B, T, H, head_dim) is the lesson's own."""
+    B, H, hd = SIZES[0][4], SIZES[0][2], SIZES[0][1] // SIZES[0][2]
+    if fault != "last_behind" and tuple(steps[t]["value"][1][0].shape) == (B, t + 1, H, hd):
         return msg("likely.cache_layout")
-    if t and same_tensors((steps[t - 1]["value"][1][0],), (k,)):
-        return msg("likely.returned_old_cache")
-    return msg(GROWTH[growth_fault(lengths) or "other"])
-
-
-def out_of(value):
-    """The output of a step's (out, cache), or what came."""
-    return value[0] if isinstance(value, tuple) and len(value) == 2 else value
+    return msg(GROWTH[fault])
 
 
 def judge_discipline(v, outputs, inputs, jctx):
@@ -707,93 +705,29 @@ def judge_discipline(v, outputs, inputs, jctx):
     H, cl = size[2], size[3]
     if "made" in outputs:
         require_built(v, outputs["made"], size)
-    steps = outputs["steps"]
-    lengths = []  # of k after each step
-    for t, step in enumerate(steps):
-        require_step_ran(v, step, t)
-        lens = state_lengths(step["value"], axis=2, rank=4)
-        if lens is None or len(lens) != 2 or lens[0] == -1:  # a failure only: a pass comes later
-            require_cache_pair(v, pair_state(step["value"]), False)
-        lengths.append(lens[0])
-        if lens != [t + 1, t + 1]:
-            likely = growth_likely(steps, t, lengths, size)
-            v.require(
-                "shape",
-                False,
-                "check.cache_growth",
-                n=t + 1,
-                lengths=lengths,
-                v_len=lens[1],
-                likely=likely,
-            )
-    v.expect("returns", True)
-    v.expect("shape", True)
-    # The caller's tensors: what it passed stays as it was, and what it was given stays so too.
-    require_arguments_kept(
-        v,
-        steps,
-        case["x"],
-        key="check.cache_mutated",
-        names=("x", "k", "v"),
-        likely=lambda i: msg("likely.mutated_cache") if i else msg("likely.mutated_x"),
-    )
 
-    def reused():  # on a failure only: it reads the source
-        return state_on_layer(jctx.source) or msg("likely.cache_buffer")
-
-    require_states_kept(
-        v,
-        [h[1] for h in outputs["held"]],
-        (s["value"][1] for s in steps),
-        key="check.cache_reused",
-        params=lambda t, i: {"name": "kv"[i], "t": t, "later": len(steps) - 1},
-        likely=reused,
-    )
-    tried = [pair_state(c.get("value")) for c in outputs.get("branch", [])]
-    require_states_kept(
-        v,
-        [h[1] for h in outputs.get("branch_held", [])],
-        [s for s in tried if s is not None],
-        key="check.branch_reused",
-        params=lambda t, i: {"n": t + 1},
-        likely=reused,
-    )
-    v.expect("inputs-unchanged", True)
-    # The outputs of the loop itself: wrong ones are the step's own fault, said in its step.
-    ref = reference_full(case["x"], case["w"], H)[0]
-    for t, step in enumerate(steps):
-        out = step["value"][0]
-        if not (isinstance(out, torch.Tensor) and close(out, ref[:, t : t + 1])):
-            v.require(
-                "matches-pytorch", False, "check.loop_values", t=t, likely=msg("likely.step_wrong")
-            )
-    v.expect("matches-pytorch", True)
-
-    # Called again: two tokens from one cache (as beam search does), then a new sequence.
-    def kept(_call):
+    def kept(*_):  # on a failure only: it reads the source
         return state_on_layer(jctx.source) or msg("likely.kept_state_cache")
 
-    tried = [
-        {**call, "seq": j, "t": BRANCH_FROM, "value": out_of(call.get("value"))}
-        for j, call in enumerate(outputs.get("branch", []))
-    ]
-    prefix = case["x"][:, :BRANCH_FROM]
-    branched = [torch.cat([prefix, tok], dim=1) for tok in again["branch"][: len(tried)]]
-    refs = [reference_full.__wrapped__(seq, case["w"], H)[0] for seq in branched]
-    judge_steps(v, tried, refs, "call-again", "check.branch", kept)
-    refs = [reference_full(x, case["w"], H)[0] for x in (case["x"], again["x"])]
-    fresh = outputs["fresh"]
-    judge_steps(v, fresh, refs[1:], "call-again", "check.new_sequence_step", kept, numbered=False)
-    judge_steps(v, outputs.get("interleaved", []), refs, "call-again", "check.interleaved", kept)
-    judge_steps(
+    judge_step_discipline(
         v,
-        outputs.get("eval_dropout", []),
-        refs[:1],
-        "dropout",
-        "check.eval_dropout",
-        lambda call: (
-            msg("likely.story_dropout_eval") if call.get("fired") else msg("likely.unknown")
-        ),
+        outputs,
+        case["x"],
+        again["x"],
+        again["branch"],
+        lambda x: reference_full(x, case["w"], H)[0],
+        branch_from=BRANCH_FROM,
+        keys=DISCIPLINE,
+        likely={
+            "growth": growth_likely,
+            "mutated": lambda i: msg("likely.mutated_cache") if i else msg("likely.mutated_x"),
+            "reused": lambda: state_on_layer(jctx.source) or msg("likely.cache_buffer"),
+            "loop_values": msg("likely.step_wrong"),
+            "kept": kept,
+        },
+        names=("x", "k", "v"),
+        ran=require_step_ran,
+        not_pair=lambda v, state: require_cache_pair(v, state, False),
     )
     judge_state(v, outputs.get("state"), case, cl)
     no_kernel(v, STEP_FN, jctx.source, {LAYER}, jctx.kernels)
