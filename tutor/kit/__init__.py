@@ -151,6 +151,12 @@ from tutor.kit.finite import (
     require_finite,
     require_finite_close,
 )
+from tutor.kit.generation_loop import (
+    GENERATION_KEYS,
+    judge_generation_call,
+    judge_loop_again,
+    probe_generation,
+)
 from tutor.kit.heads import (
     large_scores_weights,
     multi_head_mistakes,
@@ -390,6 +396,7 @@ __all__ = [
     "DISCIPLINE_KEYS",
     "DTYPES",
     "DTYPE_BYTES",
+    "GENERATION_KEYS",
     "JudgeContext",
     "KERNEL_FRAGMENTS",
     "LARGE_INPUT",
@@ -429,10 +436,13 @@ __all__ = [
     "causal_mask_mistakes",
     "entropy_table",
     "helper_verdicts",
+    "judge_generation_call",
+    "judge_loop_again",
     "judge_sizes_and_again",
     "judge_step_call",
     "judge_step_discipline",
     "made_note",
+    "probe_generation",
     "probe_named_calls_again",
     "probe_step_discipline",
     "probe_step_grid",
