@@ -7,7 +7,6 @@ causal pass of the same weights, which the tutor computes itself (with PyTorch's
 scaled_dot_product_attention), at the notebook's size first, then at sizes it never tries.
 """
 
-import functools
 import math
 
 import torch
@@ -21,7 +20,6 @@ from tutor.kit import (
     attribute_store,
     build_layer,
     close,
-    decoding_fault,
     describe,
     doubling,
     failure_code,
@@ -29,9 +27,11 @@ from tutor.kit import (
     heading,
     human,
     int_settings,
+    judge_generation_call,
     judge_gradients,
     judge_large_inputs,
     judge_layer_state,
+    judge_loop_again,
     judge_sized_cases,
     judge_step_call,
     judge_step_discipline,
@@ -46,22 +46,17 @@ from tutor.kit import (
     matching_mistake,
     measured_of,
     msg,
-    nest_likely,
     no_kernel,
     note,
     of_the_inputs,
+    probe_generation,
     probe_step_discipline,
     probe_step_grid,
     reads_attribute,
     recompute_each,
-    record_decoding,
     reference_grads,
     require_call_ran,
-    require_finite,
-    require_near,
     require_states_near,
-    require_tensor,
-    shape_str,
     size_explanation,
     split_heads,
     state_dict_copy,
@@ -471,36 +466,22 @@ def reference_step(layer):
 
 def probe_generate(ctx, inputs):
     gen, cls = ctx.get("generate"), ctx.get(LAYER)  # an empty file: the message names generate
-    out = []
-    # Every layer kept alive to the end: a learner's state keyed on id(layer) then never meets a
-    # freed layer's address again, so what it makes fail does not depend on the allocator.
-    alive = []
-    for i, (size, case) in enumerate(zip(SIZES, inputs["cases"], strict=False)):
-        layer, failed = made_layer(ctx, cls, size, case["w"], primary=i == 0)
-        alive.append(layer)
-        if layer is None:
-            out.append(failed)
-            continue
-        got = {}
-        # First generate with forward_cached the tutor's own: is generate right when the step it
-        # calls is? Then a fault of the learner's run is forward_cached's, said in its own step.
-        own, _ = made_layer(ctx, cls, size, case["w"]) if size[5] <= ALONE_T else (None, None)
-        alive.append(own)
-        if own is not None:
-            own.forward_cached = reference_step(own)
-            got["alone"] = trimmed(ctx.call(lambda x, own=own: gen(own, x), case["x"]))
-        # The learner's run: the primary call only while generate may still be `todo`.
-        todo = own is None or (got["alone"].get("error") or {}).get("kind") == "NotImplementedError"
-        rec = record_decoding(layer, case["x"], step=STEP_FN, names=("x", "cache"))
-        got["call"] = trimmed(
-            ctx.call(lambda x, layer=layer: gen(layer, x), case["x"], primary=i == 0 and todo)
-        )
-        got["log"] = rec.log()
-        if i == 0:  # a new sequence on the same layer: nothing may be kept from the first
-            got["again"] = trimmed(
-                ctx.call(lambda x, layer=layer: gen(layer, x), inputs["again"]["x"])
-            )
-        out.append(got)
+    cases = inputs["cases"]
+
+    def make(i, primary):
+        return made_layer(ctx, cls, SIZES[i], cases[i]["w"], primary=primary)
+
+    out = probe_generation(
+        ctx,
+        gen,
+        make,
+        [c["x"] for c in cases],
+        step=STEP_FN,
+        reference_step=reference_step,
+        alone_up_to=ALONE_T,
+        again=inputs["again"]["x"],  # a new sequence on the same layer: nothing may be kept
+        names=("x", "cache"),
+    )
     return {"cases": out}
 
 
@@ -527,61 +508,46 @@ def diagnose_outputs(y, case, size) -> dict:
     return matching_mistake(y, candidates)
 
 
+# The lesson's words for the kit's generation loop (tutor.kit.generation_loop), by role.
+GENERATION = {
+    "raised": "check.generate_raised",
+    "returns": "check.returns_cache",
+    "out": "value.generate_out",
+    "protocol": "check.protocol",
+    "out_values": "check.generate_values",
+    "state": "check.generate_cache",
+    "state_values": "check.cache_values",
+}
+
+
 def judge_generate_case(v, got, case, size, alone=True):
     d_in, d_out, H, cl, B, T = size
-    hd = d_out // H
     if "made" in got:
         require_built(v, got["made"], size)
-    call = got["call"]
-
-    @functools.cache
-    def blame():
-        """generate right with the tutor's forward_cached: the fault is forward_cached's."""
-        if not (alone and "alone" in got):
-            return None
-        sub = judged("", judge_generate_case, {"call": got["alone"]}, case, size, False)
-        return msg("likely.step_first") if sub.passed() else None
-
-    log = got.get("log")
-    fault = decoding_fault(log, T, step=STEP_FN, raised="error" in call) if log else None
-    protocol = msg(PROTOCOL[fault[0]], **fault[1]) if fault else None
-    unknown = msg("likely.unknown")
-    require_call_ran(
-        v, call, "check.generate_raised", likely=lambda: protocol or blame() or unknown
-    )
-    out, cache = require_pair_of(v, "generate", call["value"], "likely.generate_pair")
-    shape_likely = msg("likely.outputs_shape") if isinstance(out, torch.Tensor) else None
-    out = require_tensor(v, "shape", msg("value.generate_out"), out, (B, T, d_out), shape_likely)
-    require_finite(
-        v, msg("value.generate_out"), out, likely=lambda: blame() or msg("likely.unknown")
-    )
-    if protocol is not None:
-        v.require("implemented", False, "check.protocol", likely=protocol)
-    v.expect("implemented", True)
-    ref = reference_full(case["x"], case["w"], H)[0]
-    require_near(
+    judge_generation_call(
         v,
-        "matches-pytorch",
-        "check.generate_values",
-        out,
-        ref,
-        likely=lambda: blame() or diagnose_outputs(out, case, size),
+        got,
+        reference_full(case["x"], case["w"], H)[0],
+        (case["k"], case["v"]),
+        fn="generate",
+        step=STEP_FN,
+        keys=GENERATION,
+        likely={
+            "returns": msg("likely.generate_pair"),
+            "out_shape": msg("likely.outputs_shape"),
+            "out_values": lambda out: diagnose_outputs(out, case, size),
+            "state": lambda shapes: msg(
+                "likely.cache_layout"
+                if shapes[:1] == [(B, T, H, d_out // H)]
+                else "likely.generate_cache"
+            ),
+            "state_values": msg("likely.generate_cache"),
+            "step_first": msg("likely.step_first"),
+        },
+        words=PROTOCOL,
+        names="kv",
+        alone=alone,
     )
-    v.expect("matches-pytorch", True)
-    want = (B, H, T, hd)
-    pair = isinstance(cache, tuple) and len(cache) == 2
-    shapes = [tuple(c.shape) for c in cache] if pair and all(map(torch.is_tensor, cache)) else []
-    v.require(
-        "values",
-        shapes == [want, want],
-        "check.generate_cache",
-        expected=shape_str(want),
-        got=" / ".join(map(shape_str, shapes)) if shapes else describe(cache),
-        likely=msg(
-            "likely.cache_layout" if shapes[:1] == [(B, T, H, hd)] else "likely.generate_cache"
-        ),
-    )
-    require_cache_values(v, cache, case, T - 1, lambda: blame() or msg("likely.generate_cache"))
 
 
 def judge_generate(v, outputs, inputs, jctx):
@@ -589,24 +555,17 @@ def judge_generate(v, outputs, inputs, jctx):
     judge_generate_case(v, cases[0], inputs["cases"][0], SIZES[0])
     explain = explain_size(("generate", LAYER))
     judge_sized_cases(v, cases, inputs["cases"], SIZES, NAMES, judge_generate_case, explain)
-    again = cases[0].get("again")
-    if again is not None:
-        case = case_of(inputs["again"]["x"], inputs["cases"][0]["w"], SIZES[0][2])
-        sub = judged("", judge_generate_case, {"call": again}, case, SIZES[0], False)
-        if not sub.passed():
-            kept = state_on_layer(jctx.source) or state_explanation(
-                jctx.source, ("generate", LAYER)
-            )
-            reason, likely = nest_likely(sub.failed_message(), kept or msg("likely.kept_state"))
-            v.require(
-                "call-again",
-                False,
-                "check.new_sequence",
-                fn="generate",
-                reason=reason,
-                likely=likely,
-            )
-        v.expect("call-again", True)
+    case = case_of(inputs["again"]["x"], inputs["cases"][0]["w"], SIZES[0][2])
+    judge_loop_again(
+        v,
+        cases[0].get("again"),
+        lambda sub, got: judge_generate_case(sub, got, case, SIZES[0], False),
+        fn="generate",
+        key="check.new_sequence",
+        culprit=lambda: (
+            state_on_layer(jctx.source) or state_explanation(jctx.source, ("generate", LAYER))
+        ),
+    )
     no_kernel(v, "generate", jctx.source, {"generate", LAYER}, jctx.kernels)
 
 
