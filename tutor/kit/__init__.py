@@ -353,6 +353,11 @@ from tutor.kit.softmax_mistakes import (
 )
 from tutor.kit.source_attributes import attribute_store, reads_attribute
 from tutor.kit.spec import JudgeContext, StepSpec
+from tutor.kit.state_faults import (
+    state_shape_fault,
+    state_value_fault,
+    tokens_elsewhere,
+)
 from tutor.kit.step_call import (
     STEP_CALL_KEYS,
     judge_step_call,
@@ -617,8 +622,10 @@ __all__ = [
     "state_explanation",
     "state_growth_fault",
     "state_lengths",
+    "state_shape_fault",
     "state_snapshot",
     "state_unchanged",
+    "state_value_fault",
     "step_call",
     "step_through",
     "stepped_weights_view",
@@ -629,6 +636,7 @@ __all__ = [
     "timing_remarks",
     "timing_table",
     "token_changes",
+    "tokens_elsewhere",
     "trace_parting",
     "trace_view",
     "traced_forward",
