@@ -7,8 +7,6 @@ causal pass of the same weights, which the tutor computes itself (with PyTorch's
 scaled_dot_product_attention), at the notebook's size first, then at sizes it never tries.
 """
 
-import math
-
 import torch
 import torch.nn.functional as F
 
@@ -19,7 +17,6 @@ from tutor.kit import (
     attention_weights,
     attribute_store,
     build_layer,
-    close,
     describe,
     doubling,
     failure_code,
@@ -61,6 +58,8 @@ from tutor.kit import (
     split_heads,
     state_dict_copy,
     state_explanation,
+    state_shape_fault,
+    state_value_fault,
     step_call,
     step_through,
     stepped_weights_view,
@@ -68,6 +67,7 @@ from tutor.kit import (
     timed_rows,
     timing_remarks,
     timing_table,
+    tokens_elsewhere,
     train_step,
     trimmed,
     waiting,
@@ -238,35 +238,36 @@ def diagnose_raised(e: dict, source: str = "") -> dict:
     return msg("likely.cache_raised")
 
 
-def diagnose_cache_shape(got_k, got_v, size, t, source="") -> dict:
+# What a wrong cache shows (tutor.kit.state_faults, state_growth_fault), in the lesson's words.
+CACHE_FAULTS = {
+    "last_behind": "likely.value_not_appended",
+    "not_appended": "likely.no_concat",
+    "given_back": "likely.returned_old_cache",
+    "layout": "likely.cache_layout",
+    "twice": "likely.cat_twice",
+    "axis": "likely.cat_axis_shape",
+    "prepended": "likely.prepended",
+    "swapped": "likely.cache_swapped",
+}
+
+
+def cached_kv(case, t):
+    """The full pass's keys and values of the first t + 1 tokens: the cache after position t."""
+    return case["k"][:, :, : t + 1], case["v"][:, :, : t + 1]
+
+
+def diagnose_cache_shape(cache, size, t, source="") -> dict:
     """What the shapes of the cache after the token at position t say went wrong."""
-    B, H, hd = size[4], size[2], size[1] // size[2]
-    want = (B, H, t + 1, hd)
-    ks = tuple(got_k.shape) if torch.is_tensor(got_k) else ()
-    vs = tuple(got_v.shape) if torch.is_tensor(got_v) else ()
-    # (what the shapes show, the mistake): the first that holds
-    shapes = [
-        (ks == want and vs != want, "likely.value_not_appended"),
-        (t > 0 and ks == (B, H, 1, hd), "likely.no_concat"),
-        (t > 0 and ks == (B, H, t, hd), "likely.returned_old_cache"),
-        (ks == (B, t + 1, H, hd), "likely.cache_layout"),
-        (len(ks) == 4 and ks[2] == 2 * t + 1 or ks == (B, H, t + 2, hd), "likely.cat_twice"),
-        (torch.is_tensor(got_k) and got_k.numel() == math.prod(want), "likely.cat_axis_shape"),
-    ]
-    found = next((msg(key) for holds, key in shapes if holds), None)
-    return found or state_on_layer(source) or msg("likely.cache_shape")
+    want = (size[4], size[2], t + 1, size[1] // size[2])
+    fault = state_shape_fault(cache, want, t, axis=2)
+    return (
+        msg(CACHE_FAULTS[fault]) if fault else state_on_layer(source) or msg("likely.cache_shape")
+    )
 
 
-def diagnose_cache_values(got_k, got_v, case, t) -> dict:
-    k, v = case["k"][:, :, : t + 1], case["v"][:, :, : t + 1]
-    order = [t, *range(t)]  # the new token put first
-    for got, ref, other in ((got_k, k, v), (got_v, v, k)):
-        if not close(got, ref):
-            if t > 0 and close(got, ref[:, :, order]):
-                return msg("likely.prepended")
-            if close(got, other):
-                return msg("likely.cache_swapped")
-    return msg("likely.cache_values")
+def diagnose_cache_values(cache, case, t) -> dict:
+    fault = state_value_fault(cache, cached_kv(case, t), t, axis=2)
+    return msg(CACHE_FAULTS[fault] if fault else "likely.cache_values")
 
 
 def diagnose_step_out(y, case, size, t, source="") -> dict:
@@ -274,7 +275,7 @@ def diagnose_step_out(y, case, size, t, source="") -> dict:
     d_in, d_out, H = size[:3]
     hd = d_out // H
     w, x_new = case["w"], case["x"][:, t : t + 1]
-    k, v = case["k"][:, :, : t + 1], case["v"][:, :, : t + 1]
+    k, v = cached_kv(case, t)
     first = [t, *range(t)]  # the new token first, in one cache only: the output shows it
     width, past = msg("likely.scale_width", hd=hd), t > 0
     # (where it can be told apart, the mistake, how attend is called wrong)
@@ -345,7 +346,7 @@ STEP_CALL = {
 def judge_cached_call(v, call, case, size, t):
     """One call of forward_cached: the new token at position t, with a cache of t tokens."""
     B, d_out = size[4], size[1]
-    want = (case["k"][:, :, : t + 1], case["v"][:, :, : t + 1])
+    want = cached_kv(case, t)
 
     def got_state():
         return call["value"][1]
@@ -368,9 +369,9 @@ def judge_cached_call(v, call, case, size, t):
                 if torch.is_tensor(out) and out.shape == (B, t + 1, d_out)
                 else "likely.step_shape"
             ),
-            "state_shape": lambda: diagnose_cache_shape(*got_state(), size, t, v.source),
+            "state_shape": lambda: diagnose_cache_shape(got_state(), size, t, v.source),
             "out_values": lambda out: diagnose_step_out(out, case, size, t, v.source),
-            "state_values": lambda: diagnose_cache_values(*got_state(), case, t),
+            "state_values": lambda: diagnose_cache_values(got_state(), case, t),
         },
         names=("k", "v"),
     )
@@ -378,7 +379,7 @@ def judge_cached_call(v, call, case, size, t):
 
 def require_cache_values(v, cache, case, t, likely):
     """The cache (k, v) after the token at position t holds the full pass's keys and values."""
-    want = (case["k"][:, :, : t + 1], case["v"][:, :, : t + 1])
+    want = cached_kv(case, t)
     require_states_near(v, cache, want, t, key="check.cache_values", names="kv", likely=likely)
 
 
@@ -640,23 +641,15 @@ DISCIPLINE = {
     "interleaved": "check.interleaved",
     "eval_dropout": "check.eval_dropout",
 }
-# How the cache failed to grow by one a token (state_growth_fault), in the lesson's words.
-GROWTH = {
-    "last_behind": "likely.value_not_appended",
-    "not_appended": "likely.no_concat",
-    "twice": "likely.cat_twice",
-    "given_back": "likely.returned_old_cache",
-    "other": "likely.cache_shape",
-}
 
 
 def growth_likely(fault, steps, t) -> dict:
-    """Why the cache after the token at position t does not hold t + 1 tokens; k laid out
-    (B, T, H, head_dim) is the lesson's own."""
-    B, H, hd = SIZES[0][4], SIZES[0][2], SIZES[0][1] // SIZES[0][2]
-    if fault != "last_behind" and tuple(steps[t]["value"][1][0].shape) == (B, t + 1, H, hd):
+    """Why the cache after the token at position t does not hold t + 1 tokens."""
+    want = (SIZES[0][4], SIZES[0][2], t + 1, SIZES[0][1] // SIZES[0][2])
+    k = steps[t]["value"][1][0]
+    if fault != "last_behind" and tokens_elsewhere(k.shape, want, 2):
         return msg("likely.cache_layout")
-    return msg(GROWTH[fault])
+    return msg(CACHE_FAULTS.get(fault, "likely.cache_shape"))
 
 
 def judge_discipline(v, outputs, inputs, jctx):
