@@ -371,6 +371,7 @@ from tutor.kit.step_discipline import (
     probe_step_discipline,
     state_growth_fault,
 )
+from tutor.kit.step_trainable import judge_step_trained, probe_step_trained
 from tutor.kit.training import judge_training_story, probe_training_story
 from tutor.model import view_items as visuals
 from tutor.model.lesson import load_lesson
@@ -446,11 +447,13 @@ __all__ = [
     "judge_sizes_and_again",
     "judge_step_call",
     "judge_step_discipline",
+    "judge_step_trained",
     "made_note",
     "probe_generation",
     "probe_named_calls_again",
     "probe_step_discipline",
     "probe_step_grid",
+    "probe_step_trained",
     "require_again_right",
     "call_kept",
     "causal_future",
