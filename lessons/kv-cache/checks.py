@@ -25,19 +25,18 @@ from tutor.kit import (
     human,
     int_settings,
     judge_generation_call,
-    judge_gradients,
     judge_large_inputs,
     judge_layer_state,
     judge_loop_again,
     judge_sized_cases,
     judge_step_call,
     judge_step_discipline,
+    judge_step_trained,
     judged,
     large_input_weights,
     large_scores_check,
     large_scores_weights,
     lend,
-    likely_for_backward,
     likely_for_value,
     load_weights,
     matching_mistake,
@@ -49,6 +48,7 @@ from tutor.kit import (
     probe_generation,
     probe_step_discipline,
     probe_step_grid,
+    probe_step_trained,
     reads_attribute,
     recompute_each,
     reference_grads,
@@ -68,7 +68,6 @@ from tutor.kit import (
     timing_remarks,
     timing_table,
     tokens_elsewhere,
-    train_step,
     trimmed,
     waiting,
 )
@@ -606,25 +605,10 @@ def probe_discipline(ctx, inputs):
     )
     # Trainable: one step from a cache of 5 tokens, gradients on.
     trained, _ = made_layer(ctx, cls, size, case["w"])
-    if trained is not None:
-        t = T - 1
-        cache = (case["k"][:, :, :t].clone(), case["v"][:, :, :t].clone())
-        out["train"] = trimmed(
-            ctx.call(
-                lambda: train_cached(trained, case["x"][:, t : t + 1], cache, again["g"]), grad=True
-            )
-        )
+    t = T - 1
+    x_t, cache = case["x"][:, t : t + 1], (case["k"][:, :, :t], case["v"][:, :, :t])
+    out["train"] = probe_step_trained(ctx, trained, STEP_FN, x_t, cache, again["g"])
     return out
-
-
-def train_cached(layer, x, cache, g):
-    """One step with gradients on (train_step), from a cache of constants."""
-
-    def forward():
-        out, _ = layer.forward_cached(x, cache)
-        return out
-
-    return train_step(layer, forward, g, keep_y=False)
 
 
 EVAL_DROPOUT = 0.3  # a layer built with it runs in eval mode: no dropout may fire
@@ -711,6 +695,7 @@ def judge_state(v, state, case, cl):
 
 # The lesson's words for the kit's gradient checks (tutor.kit.layer_checks), by role.
 TRAIN_KEYS = {
+    "backward_raised": "check.backward_raised",
     "not_trainable": "check.not_trainable",
     "no_grad": "check.no_grad",
     "grad_values": "check.grad_values",
@@ -721,14 +706,6 @@ TRAIN_KEYS = {
 
 
 def judge_trainable(v, train, case, again, size):
-    if train is None:
-        return
-    if "error" in train:
-        e = train["error"]
-        likely = likely_for_backward(e, TRAIN_KEYS)
-        if likely["key"] == "likely.unknown":
-            likely = state_on_layer(v.source) or likely
-        v.require("trainable", False, "check.backward_raised", **failure_params(e), likely=likely)
     H, t = size[2], size[5] - 1
     past_k, past_v = case["k"][:, :, :t], case["v"][:, :, :t]
 
@@ -738,7 +715,8 @@ def judge_trainable(v, train, case, again, size):
         return attend(x, w, H, k, v)
 
     want, _ = reference_grads(forward, case["x"][:, t : t + 1], case["w"], again["g"], PARAM_NAMES)
-    judge_gradients(v, train["value"], want, None, keys=TRAIN_KEYS)
+    culprit = lambda: state_on_layer(v.source)  # noqa: E731
+    judge_step_trained(v, train, want, keys=TRAIN_KEYS, culprit=culprit)
 
 
 # A save's checked steps run in this order in one child; the app keeps the lesson's order.
