@@ -275,6 +275,7 @@ from tutor.kit.leak_views import (
     reference_leak_outputs,
     require_no_leak,
 )
+from tutor.kit.made_module import made_module, require_made
 from tutor.kit.magnitude import (
     LARGE_INPUT,
     judge_large_inputs,
@@ -448,6 +449,7 @@ __all__ = [
     "judge_step_call",
     "judge_step_discipline",
     "judge_step_trained",
+    "made_module",
     "made_note",
     "probe_generation",
     "probe_named_calls_again",
@@ -583,6 +585,7 @@ __all__ = [
     "require_close",
     "require_finite",
     "require_finite_close",
+    "require_made",
     "require_near",
     "require_no_leak",
     "require_call_ran",
