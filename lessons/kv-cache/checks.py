@@ -16,11 +16,9 @@ from tutor.kit import (
     attention_flops,
     attention_weights,
     attribute_store,
-    build_layer,
     describe,
     doubling,
     failure_code,
-    failure_params,
     heading,
     human,
     int_settings,
@@ -38,7 +36,7 @@ from tutor.kit import (
     large_scores_weights,
     lend,
     likely_for_value,
-    load_weights,
+    made_module,
     matching_mistake,
     measured_of,
     msg,
@@ -53,6 +51,7 @@ from tutor.kit import (
     recompute_each,
     reference_grads,
     require_call_ran,
+    require_made,
     require_states_near,
     size_explanation,
     split_heads,
@@ -68,7 +67,6 @@ from tutor.kit import (
     timing_remarks,
     timing_table,
     tokens_elsewhere,
-    trimmed,
     waiting,
 )
 
@@ -142,16 +140,10 @@ def case_of(x, w, H) -> dict:
 
 def made_layer(ctx, cls, size, w, primary=False, **extra):
     """The learner's layer with our weights, in eval mode (as generation runs), or the failed call."""
-    made = ctx.call(lambda: build_layer(cls, NAMES[:4], size, **extra), primary=primary)
-    if "error" in made:
-        return None, {"made": trimmed(made)}
-    layer = made["value"]
-    loaded = ctx.call(lambda: (load_weights(layer, w, PARAM_NAMES), layer.eval()))
-    if "error" in loaded:
-        return None, {"made": trimmed(loaded)}
-    if not callable(ctx.call(lambda: getattr(layer, STEP_FN, None)).get("value")):
-        return None, {"made": {"no_method": True}}
-    return layer, {}
+    keywords, method = NAMES[:4], STEP_FN
+    return made_module(
+        ctx, cls, keywords, size, w, PARAM_NAMES, method=method, primary=primary, **extra
+    )
 
 
 @of_the_inputs
@@ -389,20 +381,15 @@ def judge_cached_case(v, case_out, case, size):
         judge_cached_call(v, call, case, size, t)
 
 
+BUILT = {"no_method": "check.no_method", "build_raised": "check.build_raised"}
+
+
 def require_built(v, made, size):
-    args = ", ".join(f"{n}={s}" for n, s in zip(NAMES[:4], size[:4], strict=False))
-    v.require(
-        "defined", not made.get("no_method"), "check.no_method", likely=msg("likely.method_place")
-    )
-    if "error" in made:
-        v.require(
-            "runs",
-            False,
-            "check.build_raised",
-            args=args,
-            **failure_params(made["error"]),
-            likely=msg("likely.constructor_changed"),
-        )
+    likely = {
+        "no_method": msg("likely.method_place"),
+        "build_raised": msg("likely.constructor_changed"),
+    }
+    require_made(v, made, NAMES[:4], size, keys=BUILT, likely=likely)
 
 
 def explain_size(defs):
