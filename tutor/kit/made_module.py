@@ -35,7 +35,12 @@ def made_module(
     if "error" in made:
         return None, {"made": trimmed(made)}
     module = made["value"]
-    loaded = ctx.call(lambda: (load_weights(module, weights, names), module.eval()))
+
+    def load() -> None:
+        load_weights(module, weights, names)
+        module.eval()
+
+    loaded = ctx.call(load)
     if "error" in loaded:
         return None, {"made": trimmed(loaded)}
     if method and not callable(ctx.call(lambda: getattr(module, method, None)).get("value")):
