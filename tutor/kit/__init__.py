@@ -373,6 +373,7 @@ from tutor.kit.step_discipline import (
     state_growth_fault,
 )
 from tutor.kit.step_trainable import judge_step_trained, probe_step_trained
+from tutor.kit.timing_experiment import decoding_flops, probe_timings, timing_view
 from tutor.kit.training import judge_training_story, probe_training_story
 from tutor.model import view_items as visuals
 from tutor.model.lesson import load_lesson
@@ -441,6 +442,7 @@ __all__ = [
     "call_after",
     "causal_mask_likely",
     "causal_mask_mistakes",
+    "decoding_flops",
     "entropy_table",
     "helper_verdicts",
     "judge_generation_call",
@@ -456,6 +458,7 @@ __all__ = [
     "probe_step_discipline",
     "probe_step_grid",
     "probe_step_trained",
+    "probe_timings",
     "require_again_right",
     "call_kept",
     "causal_future",
@@ -641,6 +644,7 @@ __all__ = [
     "timed_rows",
     "timing_remarks",
     "timing_table",
+    "timing_view",
     "token_changes",
     "tokens_elsewhere",
     "trace_parting",
