@@ -13,9 +13,9 @@ import torch.nn.functional as F
 from tutor.kit import (
     LARGE_INPUT,
     StepSpec,
-    attention_flops,
     attention_weights,
     attribute_store,
+    decoding_flops,
     describe,
     doubling,
     failure_code,
@@ -38,7 +38,6 @@ from tutor.kit import (
     likely_for_value,
     made_module,
     matching_mistake,
-    measured_of,
     msg,
     no_kernel,
     note,
@@ -47,6 +46,7 @@ from tutor.kit import (
     probe_step_discipline,
     probe_step_grid,
     probe_step_trained,
+    probe_timings,
     reads_attribute,
     recompute_each,
     reference_grads,
@@ -62,10 +62,7 @@ from tutor.kit import (
     step_call,
     step_through,
     stepped_weights_view,
-    timed,
-    timed_rows,
-    timing_remarks,
-    timing_table,
+    timing_view,
     tokens_elsewhere,
     waiting,
 )
@@ -742,71 +739,53 @@ def probe_cost(ctx, inputs):
     H, B = s["heads"], s["batch"]
     d = H * COST_HEAD_DIM
     g = torch.Generator().manual_seed(5)
-
-    def measure(i, T):
-        made = ctx.call(lambda: cls(d, d, H, T).eval(), primary=i == 0)
-        if "error" in made:
-            return None
-        layer, x = made["value"], torch.randn(B, T, d, generator=g)
-        cached = ctx.call(lambda: timed(lambda: gen(layer, x)))
-        full = ctx.call(lambda: timed(lambda: recompute_each(layer, x)))
-        return [cached.get("value"), full.get("value")]
-
-    measured = timed_rows(
+    measured = probe_timings(
+        ctx,
         lengths_up_to(s["t_max"]),
-        measure,
+        lambda T: cls(d, d, H, T).eval(),
+        lambda T: (torch.randn(B, T, d, generator=g),),
+        [gen, recompute_each],  # with the cache, then the full pass again for each token
         budget=COST_BUDGET,
         too_big=too_big(s),
     )
     return {"settings": s, "measured": measured}
 
 
-def flops_cached(T, d):
-    """T tokens with the cache: each step projects one token and attends over the t so far."""
-    return sum(attention_flops(1, t, d) for t in range(1, T + 1))
-
-
-def flops_recompute(T, d):
-    """Without the cache, step t runs the full pass over t tokens."""
-    return sum(attention_flops(t, t, d) for t in range(1, T + 1))
-
-
 def too_big(s):
     """At settings s, whether recomputing length T would pass COST_LIMIT: shown by formula alone."""
     d = s["heads"] * COST_HEAD_DIM
-    return lambda T: s["batch"] * flops_recompute(T, d) > COST_LIMIT
+    return lambda T: s["batch"] * decoding_flops(T, d)[1] > COST_LIMIT
+
+
+COST_COLUMNS = ("visual.cost_T", "visual.cost_mb", "visual.cost_flops_cache")
+COST_COLUMNS += ("visual.cost_flops_full", "visual.cost_ms_cache", "visual.cost_ms_full")
 
 
 def judge_cost(v, outputs, inputs, jctx):
     s = outputs["settings"]
     H, B = s["heads"], s["batch"]
     d = H * COST_HEAD_DIM
-    measured, lengths = measured_of(outputs["measured"]), lengths_up_to(s["t_max"])
 
     def formulas(T):
         mb = 2 * B * T * d * 4 / 1e6  # k and v, float32
-        return [str(T), f"{mb:.3f}", human(flops_cached(T, d)), human(flops_recompute(T, d))]
+        return [str(T), f"{mb:.3f}", *map(human, decoding_flops(T, d))]
 
-    cols = [
-        msg("visual.cost_T"),
-        msg("visual.cost_mb"),
-        msg("visual.cost_flops_cache"),
-        msg("visual.cost_flops_full"),
-        msg("visual.cost_ms_cache"),
-        msg("visual.cost_ms_full"),
-    ]
-    view = [
-        heading(msg("visual.cost_title")),
-        note(
-            msg("visual.cost_settings", heads=H, batch=B, t_max=s["t_max"], d=d, hd=COST_HEAD_DIM)
-        ),
-        timing_table(cols, lengths, measured, formulas),
-    ]
-    if not measured:
-        view.append(waiting(msg("visual.cost_waiting")))
-    view += timing_remarks(lengths, measured, name="T", too_big=too_big(s), budget=COST_BUDGET)
-    view.append(note(msg("visual.cost_note")))
-    v.visuals["view"] = view
+    settings = msg(
+        "visual.cost_settings", heads=H, batch=B, t_max=s["t_max"], d=d, hd=COST_HEAD_DIM
+    )
+    v.visuals["view"] = timing_view(
+        msg("visual.cost_title"),
+        settings,
+        [msg(key) for key in COST_COLUMNS],
+        lengths_up_to(s["t_max"]),
+        outputs["measured"],
+        formulas,
+        name="T",
+        too_big=too_big(s),
+        budget=COST_BUDGET,
+        waiting_text=msg("visual.cost_waiting"),
+        after=msg("visual.cost_note"),
+    )
     v.visuals["cost"] = {"settings": s, "measured": outputs["measured"]}
     v.expect("runs", True)
 
