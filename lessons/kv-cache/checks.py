@@ -35,7 +35,6 @@ from tutor.kit import (
     large_scores_check,
     large_scores_weights,
     lend,
-    likely_for_value,
     made_module,
     matching_mistake,
     msg,
@@ -52,7 +51,6 @@ from tutor.kit import (
     reference_grads,
     require_call_ran,
     require_made,
-    require_states_near,
     size_explanation,
     split_heads,
     state_dict_copy,
@@ -301,16 +299,6 @@ def require_step_ran(v, call, t):
     )
 
 
-def require_pair_of(v, what, value, usual) -> tuple:
-    """A pair (first, second), or the step stops with what came."""
-    if isinstance(value, tuple) and len(value) == 2:
-        return value
-    likely = likely_for_value(value)
-    if likely["key"] == "likely.unknown":
-        likely = msg(usual)
-    v.require("returns", False, "check.returns_cache", fn=what, got=describe(value), likely=likely)
-
-
 def require_cache_pair(v, cache, ok: bool):
     """The cache forward_cached returned is a pair (k, v), or the step stops with what came."""
     got = msg("value.cache_of", got=describe(cache))
@@ -363,12 +351,6 @@ def judge_cached_call(v, call, case, size, t):
         },
         names=("k", "v"),
     )
-
-
-def require_cache_values(v, cache, case, t, likely):
-    """The cache (k, v) after the token at position t holds the full pass's keys and values."""
-    want = cached_kv(case, t)
-    require_states_near(v, cache, want, t, key="check.cache_values", names="kv", likely=likely)
 
 
 def judge_cached_case(v, case_out, case, size):
