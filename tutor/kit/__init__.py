@@ -374,6 +374,7 @@ from tutor.kit.step_discipline import (
 )
 from tutor.kit.step_trainable import judge_step_trained, probe_step_trained
 from tutor.kit.timing_experiment import decoding_flops, probe_timings, timing_view
+from tutor.kit.torch_errors import TORCH_ERRORS, torch_error_kind
 from tutor.kit.training import judge_training_story, probe_training_story
 from tutor.model import view_items as visuals
 from tutor.model.lesson import load_lesson
@@ -424,6 +425,7 @@ __all__ = [
     "StepSpec",
     "Stop",
     "TIME_BAR",
+    "TORCH_ERRORS",
     "TRACE_KEYS",
     "TRACE_WORDS",
     "Verdict",
@@ -647,6 +649,7 @@ __all__ = [
     "timing_view",
     "token_changes",
     "tokens_elsewhere",
+    "torch_error_kind",
     "trace_parting",
     "trace_view",
     "traced_forward",
