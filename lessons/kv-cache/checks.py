@@ -62,6 +62,7 @@ from tutor.kit import (
     stepped_weights_view,
     timing_view,
     tokens_elsewhere,
+    torch_error_kind,
     waiting,
 )
 
@@ -198,30 +199,19 @@ def cached_call(ctx, layer, case, t, scale=None, primary=False):
     return step_call(ctx, step, case["x"], kv, t, scale=scale, primary=primary)
 
 
-CAT_AXIS = "must match except in dimension"
+# The mistake behind each kind of shape error (kit torch_error_kind), in the lesson's words.
+RAISED = {"joined": "likely.cat_axis", "reshaped": "likely.view_size", "sizes": "likely.kv_lengths"}
 
 
 def diagnose_raised(e: dict, source: str = "") -> dict:
     """A call with a cache raised where the one with an empty cache ran: what the error says."""
-    detail = e.get("detail", "")
-    code = failure_code(e)
+    kind = torch_error_kind(e.get("detail", ""))
     line = e["frames"][-1]["line"] if e.get("frames") else "?"
-    if CAT_AXIS in detail:
-        return msg("likely.cat_axis", line=line, code=code)
-    if "is invalid for input of size" in detail:
-        return (
-            msg("likely.mask_full")
-            if reads_attribute(source, STEP_FN, "mask")
-            else msg("likely.view_size", line=line, code=code)
-        )
-    if (
-        "must match the size of tensor" in detail
-        or "size mismatch" in detail
-        or "batch2" in detail
-        or "cannot be multiplied" in detail
-    ):
-        return msg("likely.kv_lengths", line=line, code=code)
-    return msg("likely.cache_raised")
+    if kind == "reshaped" and reads_attribute(source, STEP_FN, "mask"):
+        return msg("likely.mask_full")
+    return (
+        msg(RAISED[kind], line=line, code=failure_code(e)) if kind else msg("likely.cache_raised")
+    )
 
 
 # What a wrong cache shows (tutor.kit.state_faults, state_growth_fault), in the lesson's words.
