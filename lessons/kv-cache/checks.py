@@ -64,6 +64,7 @@ from tutor.kit import (
     tokens_elsewhere,
     torch_error_kind,
     waiting,
+    weights_from_state,
 )
 
 LAYER = "CausalMultiHeadAttention"
@@ -165,6 +166,14 @@ def attend(x_new, w, H, k, v, scale=None, dim=-1, proj_out=True):
     c = torch.softmax(s, dim=dim) @ v
     c = c.transpose(1, 2).reshape(x_new.shape[0], 1, -1)
     return c @ w["out_w"].T + w["out_b"] if proj_out else c
+
+
+def tutor_step(x, cache, w, H):
+    """forward_cached as the tutor writes it: x's keys and values appended to the cache."""
+    k, v = split_heads(x, w["W_k"], H), split_heads(x, w["W_v"], H)
+    if cache is not None:
+        k, v = torch.cat([cache[0], k], dim=2), torch.cat([cache[1], v], dim=2)
+    return attend(x, w, H, k, v), (k, v)
 
 
 # ---------------------------------------------------------------- step 1: one step with the cache
@@ -407,15 +416,9 @@ def reference_step(layer):
     generate is right when the step it calls is."""
 
     def forward_cached(x, cache=None):
-        H = layer.n_heads
-        w = {
-            k: getattr(getattr(layer, n.split(".")[0]), n.split(".")[1]).detach()
-            for n, k in PARAM_NAMES.items()
-        }
-        k, v = split_heads(x, w["W_k"], H), split_heads(x, w["W_v"], H)
-        if cache is not None:
-            k, v = torch.cat([cache[0], k], dim=2), torch.cat([cache[1], v], dim=2)
-        return attend(x, w, H, k, v), (k, v)
+        return tutor_step(
+            x, cache, weights_from_state(layer.state_dict(), PARAM_NAMES), layer.n_heads
+        )
 
     return lend(forward_cached)  # the learner's generate runs it (the blame run)
 
@@ -663,13 +666,8 @@ TRAIN_KEYS = {
 
 def judge_trainable(v, train, case, again, size):
     H, t = size[2], size[5] - 1
-    past_k, past_v = case["k"][:, :, :t], case["v"][:, :, :t]
-
-    def forward(x, w):
-        k = torch.cat([past_k, split_heads(x, w["W_k"], H)], dim=2)
-        v = torch.cat([past_v, split_heads(x, w["W_v"], H)], dim=2)
-        return attend(x, w, H, k, v)
-
+    past = (case["k"][:, :, :t], case["v"][:, :, :t])
+    forward = lambda x, w: tutor_step(x, past, w, H)[0]  # noqa: E731
     want, _ = reference_grads(forward, case["x"][:, t : t + 1], case["w"], again["g"], PARAM_NAMES)
     culprit = lambda: state_on_layer(v.source)  # noqa: E731
     judge_step_trained(v, train, want, keys=TRAIN_KEYS, culprit=culprit)
