@@ -23,7 +23,7 @@ from tutor.kit.probe_tools import ProbeContext
 X = torch.arange(1.0, 13.0).reshape(2, 6, 1)
 OTHER = -torch.arange(1.0, 13.0).reshape(2, 6, 1)
 BRANCH = [torch.full((2, 1, 1), 100.0), torch.full((2, 1, 1), 200.0)]
-KEYS = {role: f"check.{role}" for role in DISCIPLINE_KEYS}
+KEYS = {role: f"check.{role}" for role in (*DISCIPLINE_KEYS, "raised", "returns", "state_got")}
 
 
 def context() -> ProbeContext:
@@ -61,10 +61,6 @@ def into_state(x_t, state=None):
 def judge(step) -> Verdict:
     out = probe_step_discipline(context(), step, X, OTHER, BRANCH, branch_from=3)
 
-    def stop(v, call, t):
-        if "error" in call:
-            v.require("runs", False, "check.raised")
-
     def case(v):
         judge_step_discipline(
             v,
@@ -76,6 +72,8 @@ def judge(step) -> Verdict:
             branch_from=3,
             keys=KEYS,
             likely={
+                "raised": lambda e: msg("likely.raised"),
+                "state_pair": msg("likely.pair"),
                 "growth": lambda fault, steps, t: msg(f"likely.{fault}"),
                 "mutated": lambda i: msg("likely.mutated"),
                 "reused": lambda: msg("likely.reused"),
@@ -83,8 +81,7 @@ def judge(step) -> Verdict:
                 "kept": lambda call: msg("likely.kept"),
             },
             names=("x", "a", "b"),
-            ran=stop,
-            not_pair=lambda v, state: v.require("returns", False, "check.not_pair"),
+            fn="step",
             state_axis=1,
             state_rank=3,
         )
@@ -117,6 +114,16 @@ def test_a_step_writing_into_its_state_fails_inputs_unchanged():
     v = judge(into_state)
     assert failed(v) == ("inputs-unchanged", "check.mutated")
     assert v.failed_message()["params"]["name"] == "b"
+
+
+def test_a_step_that_raises_or_returns_no_state_stops_the_step():
+    def raises(x_t, state=None):
+        if state is not None:
+            raise RuntimeError("no")
+        return right(x_t)
+
+    assert failed(judge(raises)) == ("runs", "check.raised")
+    assert failed(judge(lambda x_t, state=None: (x_t, None))) == ("returns", "check.returns")
 
 
 def test_growth_fault_names_the_last_tensor_left_behind():

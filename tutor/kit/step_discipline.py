@@ -13,6 +13,7 @@ to its own message key, `likely` each diagnosis role to a message (or a function
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -31,10 +32,11 @@ from tutor.kit.incremental import (
     state_snapshot,
     step_through,
 )
-from tutor.kit.judge_tools import Verdict, close, msg
+from tutor.kit.judge_tools import Verdict, close, describe, msg, require_call_ran
 from tutor.kit.probe_tools import ProbeContext
 
-# The roles of judge_step_discipline's `keys` (check keys) and their parameters.
+# The roles of judge_step_discipline's `keys` (check keys) and their parameters; with
+# step_call's "raised", "returns" and "state_got".
 DISCIPLINE_KEYS = (
     "growth",  # {n} {lengths} {last} {likely}: state not n tokens long after n calls
     "mutated",  # {name} {t} {err} {likely}: an argument changed in place
@@ -116,16 +118,16 @@ def judge_step_discipline(
     keys: Mapping[str, str],
     likely: Mapping[str, Any],
     names: Sequence[str],
-    ran: Callable[[Verdict, dict, int], None],
-    not_pair: Callable[[Verdict, Any], None],
+    fn: str,
     axis: int = 1,
     state_size: int = 2,
     state_axis: int = 2,
     state_rank: int = 4,
 ) -> None:
     """probe_step_discipline's outputs against reference(seq), the full pass's outputs over a
-    sequence. ran(v, call, t) stops the step on a call that raised, not_pair(v, value) on one
-    that returned no state to measure. Checks: returns and shape (keys["growth"], its likely
+    sequence. A call that raised stops the step as judge_step_call says it (keys["raised"],
+    likely["raised"](error)); one that returned no state to measure, keys["returns"] {fn}
+    {got} (keys["state_got"]), likely["state_pair"]. Checks: returns and shape (keys["growth"], its likely
     likely["growth"](fault, steps, t), fault from state_growth_fault), inputs-unchanged
     ("mutated": names[i] the i-th argument, likely["mutated"](i); "reused" and
     "branch_reused", likely["reused"]()), matches-pytorch ("loop_values", likely["loop_values"]),
@@ -135,10 +137,13 @@ def judge_step_discipline(
     steps = outputs["steps"]
     lengths: list[int] = []
     for t, step in enumerate(steps):
-        ran(v, step, t)
+        raised = functools.partial(likely["raised"], step.get("error"))  # on a failure only
+        require_call_ran(v, step, keys["raised"], t=t, likely=raised)
         lens = state_lengths(step["value"], axis=state_axis, rank=state_rank)
         if lens is None or len(lens) != state_size or lens[0] == -1:
-            not_pair(v, pair_state(step["value"]))
+            got = msg(keys["state_got"], got=describe(pair_state(step["value"])))
+            said = likely["state_pair"]
+            v.require("returns", False, keys["returns"], fn=fn, got=got, likely=said)
             lens = lens or [-1]
         lengths.append(lens[0])
         if lens != [t + 1] * len(lens):
