@@ -16,7 +16,6 @@ from tutor.kit import (
     attention_weights,
     attribute_store,
     decoding_flops,
-    describe,
     doubling,
     failure_code,
     heading,
@@ -49,7 +48,6 @@ from tutor.kit import (
     reads_attribute,
     recompute_each,
     reference_grads,
-    require_call_ran,
     require_made,
     size_explanation,
     split_heads,
@@ -288,22 +286,6 @@ def diagnose_step_out(y, case, size, t, source="") -> dict:
     candidates = [(lambda how=how: wrong(**how), likely) for ok, likely, how in table if ok]
     found = matching_mistake(y, candidates)
     return found if found["key"] != "likely.unknown" else state_on_layer(source) or found
-
-
-def require_step_ran(v, call, t):
-    """A call of forward_cached (the token at position t) that raised ends the step."""
-    raised = call.get("error")
-    require_call_ran(
-        v, call, "check.step_raised", t=t, likely=lambda: diagnose_raised(raised, v.source)
-    )
-
-
-def require_cache_pair(v, cache, ok: bool):
-    """The cache forward_cached returned is a pair (k, v), or the step stops with what came."""
-    got = msg("value.cache_of", got=describe(cache))
-    v.require(
-        "returns", ok, "check.returns_cache", fn=STEP_FN, got=got, likely=msg("likely.cache_pair")
-    )
 
 
 # The lesson's words for the kit's step call (tutor.kit.step_call), by role.
@@ -612,8 +594,10 @@ def judge_discipline(v, outputs, inputs, jctx):
         again["branch"],
         lambda x: reference_full(x, case["w"], H)[0],
         branch_from=BRANCH_FROM,
-        keys=DISCIPLINE,
+        keys={**STEP_CALL, **DISCIPLINE},
         likely={
+            "raised": lambda e: diagnose_raised(e, jctx.source),
+            "state_pair": msg("likely.cache_pair"),
             "growth": growth_likely,
             "mutated": lambda i: msg("likely.mutated_cache") if i else msg("likely.mutated_x"),
             "reused": lambda: state_on_layer(jctx.source) or msg("likely.cache_buffer"),
@@ -621,8 +605,7 @@ def judge_discipline(v, outputs, inputs, jctx):
             "kept": kept,
         },
         names=("x", "k", "v"),
-        ran=require_step_ran,
-        not_pair=lambda v, state: require_cache_pair(v, state, False),
+        fn=STEP_FN,
     )
     judge_state(v, outputs.get("state"), case, cl)
     no_kernel(v, STEP_FN, jctx.source, {LAYER}, jctx.kernels)
