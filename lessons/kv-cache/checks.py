@@ -288,7 +288,7 @@ def diagnose_step_out(y, case, size, t, source="") -> dict:
     return found if found["key"] != "likely.unknown" else state_on_layer(source) or found
 
 
-# The lesson's words for the kit's step call (tutor.kit.step_call), by role.
+# The lesson's words for the kit's step call (tutor.kit.step_grid), by role.
 STEP_CALL = {
     "raised": "check.step_raised",
     "returns": "check.returns_cache",

@@ -1,4 +1,4 @@
-"""The kit's made-module property (tutor.kit.made_module): a learner's module built by keyword
+"""The kit's made-module property (tutor.kit.built_module): a learner's module built by keyword
 with the tutor's weights, in eval mode, with the method a step calls; or why not, said in the
 lesson's words."""
 

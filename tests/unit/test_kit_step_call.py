@@ -1,4 +1,4 @@
-"""The kit's step-call property (tutor.kit.step_call): one call of a step with state, given the
+"""The kit's step-call property (tutor.kit.step_grid): one call of a step with state, given the
 token at t and the state of the t before it, against the reference's output and state, over a
 grid of sizes and past lengths. The step keeps every token so far (a pair: the tokens and twice
 them) and outputs their sum: the property knows nothing of attention."""

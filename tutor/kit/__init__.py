@@ -42,6 +42,18 @@ probe runs in the child beside the learner's code, its judge in the judge proces
   changed_argument; state_lengths, growth_fault; weights_map, recompute_each; state_snapshot,
   same_tensors, pair_state), and a learner's own decoding loop recorded and judged (record_decoding,
   decoding_fault).
+- A step function with state, `step(x_t, state) -> (out, state)`, as properties whose texts
+  are the lesson's (role -> key tables): one call against the reference step over a grid of
+  sizes and past lengths (probe_step_grid, step_call, judge_step_call, require_states_near;
+  STEP_CALL_KEYS); its discipline as a caller uses it: growth, arguments and states kept,
+  branches, a new sequence, two in turn, eval-mode dropout (probe_step_discipline,
+  judge_step_discipline, state_growth_fault; DISCIPLINE_KEYS); trained from a constant state
+  (probe_step_trained, judge_step_trained); a wrong state named (state_shape_fault,
+  state_value_fault, tokens_elsewhere); a learner's generation loop over it (probe_generation,
+  judge_generation_call, judge_loop_again; GENERATION_KEYS).
+- A learner's module made as a notebook makes it (made_module, require_made); the kind of a
+  PyTorch shape error (torch_error_kind, TORCH_ERRORS); a timing experiment of two ways
+  (probe_timings, timing_view, decoding_flops).
 - Attributes in the source, for a diagnosis: state stored on an object in a step function
   (attribute_store), a function reading an attribute (reads_attribute).
 - Calls recorded: a layer's methods routed through the probe's own (intercept), each call a
@@ -98,6 +110,7 @@ from pathlib import Path
 
 from tutor.kit import fixed_dropout
 from tutor.kit.borrowed import lend
+from tutor.kit.built_module import made_module, require_made
 from tutor.kit.call_again import (
     again_of,
     call_kept,
@@ -275,7 +288,6 @@ from tutor.kit.leak_views import (
     reference_leak_outputs,
     require_no_leak,
 )
-from tutor.kit.made_module import made_module, require_made
 from tutor.kit.magnitude import (
     LARGE_INPUT,
     judge_large_inputs,
@@ -359,18 +371,18 @@ from tutor.kit.state_faults import (
     state_value_fault,
     tokens_elsewhere,
 )
-from tutor.kit.step_call import (
-    STEP_CALL_KEYS,
-    judge_step_call,
-    probe_step_grid,
-    require_states_near,
-    step_call,
-)
 from tutor.kit.step_discipline import (
     DISCIPLINE_KEYS,
     judge_step_discipline,
     probe_step_discipline,
     state_growth_fault,
+)
+from tutor.kit.step_grid import (
+    STEP_CALL_KEYS,
+    judge_step_call,
+    probe_step_grid,
+    require_states_near,
+    step_call,
 )
 from tutor.kit.step_trainable import judge_step_trained, probe_step_trained
 from tutor.kit.timing_experiment import decoding_flops, probe_timings, timing_view

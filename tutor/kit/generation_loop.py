@@ -36,7 +36,7 @@ from tutor.kit.judge_tools import (
 )
 from tutor.kit.magnitude import require_near
 from tutor.kit.probe_tools import ProbeContext
-from tutor.kit.step_call import require_states_near
+from tutor.kit.step_grid import require_states_near
 
 # The roles of judge_generation_call's `keys`, and their parameters.
 GENERATION_KEYS = (
