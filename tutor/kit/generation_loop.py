@@ -27,7 +27,6 @@ from tutor.kit.judge_tools import (
     Verdict,
     describe,
     judged,
-    likely_for_value,
     msg,
     nest_likely,
     require_call_ran,
@@ -36,7 +35,7 @@ from tutor.kit.judge_tools import (
 )
 from tutor.kit.magnitude import require_near
 from tutor.kit.probe_tools import ProbeContext
-from tutor.kit.step_grid import require_states_near
+from tutor.kit.step_grid import require_out_state, require_states_near
 
 # The roles of judge_generation_call's `keys`, and their parameters.
 GENERATION_KEYS = (
@@ -121,8 +120,19 @@ def judge_generation_call(
     def blame() -> dict | None:
         if not (alone and "alone" in got):
             return None
-        args = ({"call": got["alone"]}, want_out, want_state)
-        sub = judged("", _judge_again, args, fn, step, keys, likely, words, names, axis)
+        # The same judge on the run with the tutor's step, which has no alone run of its own.
+        again = functools.partial(
+            judge_generation_call,
+            fn=fn,
+            step=step,
+            keys=keys,
+            likely=likely,
+            words=words,
+            names=names,
+            alone=False,
+            axis=axis,
+        )
+        sub = judged("", again, {"call": got["alone"]}, want_out, want_state)
         return likely["step_first"] if sub.passed() else None
 
     log = got.get("log")
@@ -130,13 +140,7 @@ def judge_generation_call(
     protocol = msg(words[fault[0]], **fault[1]) if fault else None
     unknown = msg("likely.unknown")
     require_call_ran(v, call, keys["raised"], likely=lambda: protocol or blame() or unknown)
-    value = call["value"]
-    if not (isinstance(value, tuple) and len(value) == 2):
-        said = likely_for_value(value)
-        if said["key"] == "likely.unknown":
-            said = likely["returns"]
-        v.require("returns", False, keys["returns"], fn=fn, got=describe(value), likely=said)
-    out, state = value
+    out, state = require_out_state(v, call["value"], key=keys["returns"], fn=fn, likely=likely)
     what: Any = msg(keys["out"])  # a value label, as lessons pass it
     shape_likely = likely["out_shape"] if isinstance(out, torch.Tensor) else None
     out = require_tensor(v, "shape", what, out, tuple(want_out.shape), shape_likely)
@@ -174,34 +178,6 @@ def judge_generation_call(
         key=keys["state_values"],
         names=names,
         likely=lambda: blame() or state_likely,
-    )
-
-
-def _judge_again(
-    v: Verdict,
-    args: tuple,
-    fn: str,
-    step: str,
-    keys: Mapping[str, str],
-    likely: Mapping[str, Any],
-    words: Mapping[str, str],
-    names: Sequence[str],
-    axis: int,
-) -> None:
-    got, want_out, want_state = args
-    judge_generation_call(
-        v,
-        got,
-        want_out,
-        want_state,
-        fn=fn,
-        step=step,
-        keys=keys,
-        likely=likely,
-        words=words,
-        names=names,
-        alone=False,
-        axis=axis,
     )
 
 

@@ -104,6 +104,19 @@ def require_states_near(
     v.expect("values", True)
 
 
+def require_out_state(
+    v: Verdict, value: Any, *, key: str, fn: str, likely: Mapping[str, Any]
+) -> tuple:
+    """value as (out, state), or the step stops: returns with key {fn} {got} {likely}, the
+    likely the engine's for what came (None, a bare tensor...), else likely["returns"]."""
+    if not (isinstance(value, tuple) and len(value) == 2):
+        said = likely_for_value(value)
+        if said["key"] == "likely.unknown":
+            said = likely["returns"]
+        v.require("returns", False, key, fn=fn, got=describe(value), likely=said)
+    return value
+
+
 def judge_step_call(
     v: Verdict,
     call: dict,
@@ -124,13 +137,7 @@ def judge_step_call(
     values (likely["state_values"]()). names: the state tensors' names in the messages."""
     error = call.get("error")
     require_call_ran(v, call, keys["raised"], t=t, likely=lambda: likely["raised"](error))
-    value = call["value"]
-    if not (isinstance(value, tuple) and len(value) == 2):
-        said = likely_for_value(value)
-        if said["key"] == "likely.unknown":
-            said = likely["returns"]
-        v.require("returns", False, keys["returns"], fn=fn, got=describe(value), likely=said)
-    out, state = value
+    out, state = require_out_state(v, call["value"], key=keys["returns"], fn=fn, likely=likely)
     got = msg(keys["state_got"], got=describe(state))
     ok = isinstance(state, tuple) and len(state) == len(want_state)
     v.require("returns", ok, keys["returns"], fn=fn, got=got, likely=likely["state_pair"])
