@@ -44,8 +44,8 @@ probe runs in the child beside the learner's code, its judge in the judge proces
   decoding_fault).
 - A step function with state, `step(x_t, state) -> (out, state)`, as properties whose texts
   are the lesson's (role -> key tables): one call against the reference step over a grid of
-  sizes and past lengths (probe_step_grid, step_call, judge_step_call, require_states_near;
-  STEP_CALL_KEYS); its discipline as a caller uses it: growth, arguments and states kept,
+  sizes and past lengths (probe_step_grid, step_call, judge_step_call, require_out_state,
+  require_states_near; STEP_CALL_KEYS); its discipline as a caller uses it: growth, arguments and states kept,
   branches, a new sequence, two in turn, eval-mode dropout (probe_step_discipline,
   judge_step_discipline, state_growth_fault; DISCIPLINE_KEYS); trained from a constant state
   (probe_step_trained, judge_step_trained); a wrong state named (state_shape_fault,
@@ -381,6 +381,7 @@ from tutor.kit.step_grid import (
     STEP_CALL_KEYS,
     judge_step_call,
     probe_step_grid,
+    require_out_state,
     require_states_near,
     step_call,
 )
@@ -606,6 +607,7 @@ __all__ = [
     "require_near",
     "require_no_leak",
     "require_call_ran",
+    "require_out_state",
     "require_pair",
     "require_pair_output",
     "require_ran",
