@@ -42,6 +42,18 @@ probe runs in the child beside the learner's code, its judge in the judge proces
   changed_argument; state_lengths, growth_fault; weights_map, recompute_each; state_snapshot,
   same_tensors, pair_state), and a learner's own decoding loop recorded and judged (record_decoding,
   decoding_fault).
+- A step function with state, `step(x_t, state) -> (out, state)`, as properties whose texts
+  are the lesson's (role -> key tables): one call against the reference step over a grid of
+  sizes and past lengths (probe_step_grid, step_call, judge_step_call, require_out_state,
+  require_states_near; STEP_CALL_KEYS); its discipline as a caller uses it: growth, arguments and states kept,
+  branches, a new sequence, two in turn, eval-mode dropout (probe_step_discipline,
+  judge_step_discipline, state_growth_fault; DISCIPLINE_KEYS); trained from a constant state
+  (probe_step_trained, judge_step_trained); a wrong state named (state_shape_fault,
+  state_value_fault, tokens_elsewhere); a learner's generation loop over it (probe_generation,
+  judge_generation_call, judge_loop_again; GENERATION_KEYS).
+- A learner's module made as a notebook makes it (made_module, require_made); the kind of a
+  PyTorch shape error (torch_error_kind, TORCH_ERRORS); a timing experiment of two ways
+  (probe_timings, timing_view, decoding_flops).
 - Attributes in the source, for a diagnosis: state stored on an object in a step function
   (attribute_store), a function reading an attribute (reads_attribute).
 - Calls recorded: a layer's methods routed through the probe's own (intercept), each call a
@@ -107,6 +119,7 @@ from pathlib import Path
 
 from tutor.kit import fixed_dropout
 from tutor.kit.borrowed import lend
+from tutor.kit.built_module import made_module, require_made
 from tutor.kit.call_again import (
     again_of,
     call_kept,
@@ -170,6 +183,12 @@ from tutor.kit.finite import (
     judge_large_output,
     require_finite,
     require_finite_close,
+)
+from tutor.kit.generation_loop import (
+    GENERATION_KEYS,
+    judge_generation_call,
+    judge_loop_again,
+    probe_generation,
 )
 from tutor.kit.heads import (
     large_scores_weights,
@@ -370,6 +389,28 @@ from tutor.kit.softmax_mistakes import (
 )
 from tutor.kit.source_attributes import attribute_store, reads_attribute
 from tutor.kit.spec import JudgeContext, StepSpec
+from tutor.kit.state_faults import (
+    state_shape_fault,
+    state_value_fault,
+    tokens_elsewhere,
+)
+from tutor.kit.step_discipline import (
+    DISCIPLINE_KEYS,
+    judge_step_discipline,
+    probe_step_discipline,
+    state_growth_fault,
+)
+from tutor.kit.step_grid import (
+    STEP_CALL_KEYS,
+    judge_step_call,
+    probe_step_grid,
+    require_out_state,
+    require_states_near,
+    step_call,
+)
+from tutor.kit.step_trainable import judge_step_trained, probe_step_trained
+from tutor.kit.timing_experiment import decoding_flops, probe_timings, timing_view
+from tutor.kit.torch_errors import TORCH_ERRORS, torch_error_kind
 from tutor.kit.training import judge_training_story, probe_training_story
 from tutor.model import view_items as visuals
 from tutor.model.lesson import load_lesson
@@ -397,8 +438,10 @@ def declared_settings(checks_file: str, step_id: str) -> dict:
 __all__ = [
     "ATOL",
     "CallRecorder",
+    "DISCIPLINE_KEYS",
     "DTYPES",
     "DTYPE_BYTES",
+    "GENERATION_KEYS",
     "JudgeContext",
     "KERNEL_FRAGMENTS",
     "LARGE_INPUT",
@@ -412,11 +455,13 @@ __all__ = [
     "ProbeContext",
     "RTOL",
     "Region",
+    "STEP_CALL_KEYS",
     "ShapeTrace",
     "SquareTensors",
     "StepSpec",
     "Stop",
     "TIME_BAR",
+    "TORCH_ERRORS",
     "TRACE_KEYS",
     "TRACE_WORDS",
     "Verdict",
@@ -435,11 +480,23 @@ __all__ = [
     "call_after",
     "causal_mask_likely",
     "causal_mask_mistakes",
+    "decoding_flops",
     "entropy_table",
     "helper_verdicts",
+    "judge_generation_call",
+    "judge_loop_again",
     "judge_sizes_and_again",
+    "judge_step_call",
+    "judge_step_discipline",
+    "judge_step_trained",
+    "made_module",
     "made_note",
+    "probe_generation",
     "probe_named_calls_again",
+    "probe_step_discipline",
+    "probe_step_grid",
+    "probe_step_trained",
+    "probe_timings",
     "require_again_right",
     "call_kept",
     "causal_future",
@@ -569,12 +626,15 @@ __all__ = [
     "require_close",
     "require_finite",
     "require_finite_close",
+    "require_made",
     "require_near",
     "require_no_leak",
     "require_call_ran",
+    "require_out_state",
     "require_pair",
     "require_pair_output",
     "require_ran",
+    "require_states_near",
     "require_tensor",
     "returned_note",
     "round_matrix",
@@ -608,9 +668,13 @@ __all__ = [
     "stand_in",
     "state_dict_copy",
     "state_explanation",
+    "state_growth_fault",
     "state_lengths",
+    "state_shape_fault",
     "state_snapshot",
     "state_unchanged",
+    "state_value_fault",
+    "step_call",
     "step_through",
     "stepped_weights_view",
     "table",
@@ -619,7 +683,10 @@ __all__ = [
     "timed_rows",
     "timing_remarks",
     "timing_table",
+    "timing_view",
     "token_changes",
+    "tokens_elsewhere",
+    "torch_error_kind",
     "trace_parting",
     "trace_view",
     "traced_forward",
