@@ -14,7 +14,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
+# Before anything imports torch: its thread pool reads this once. Two xdist processes on two
+# cores, each with torch's default of one thread a core, wait on each other's threads; the
+# worker's processes already run with one (client.EngineClient.start).
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+import pytest  # noqa: E402
 
 from tutor.engine.client import WORKER_SCRIPT_ENV
 

@@ -7,79 +7,62 @@ causal pass of the same weights, which the tutor computes itself (with PyTorch's
 scaled_dot_product_attention), at the notebook's size first, then at sizes it never tries.
 """
 
-import functools
-import math
-
 import torch
 import torch.nn.functional as F
 
 from tutor.kit import (
     LARGE_INPUT,
     StepSpec,
-    attention_flops,
     attention_weights,
     attribute_store,
-    branches,
-    build_layer,
-    close,
-    decoding_fault,
-    describe,
+    decoding_flops,
     doubling,
     failure_code,
-    failure_params,
-    growth_fault,
     heading,
     human,
     int_settings,
-    judge_gradients,
+    judge_generation_call,
     judge_large_inputs,
     judge_layer_state,
+    judge_loop_again,
     judge_sized_cases,
-    judge_steps,
+    judge_step_call,
+    judge_step_discipline,
+    judge_step_trained,
     judged,
     large_input_weights,
     large_scores_check,
     large_scores_weights,
     lend,
-    likely_for_backward,
-    likely_for_value,
-    load_weights,
+    made_module,
     matching_mistake,
-    measured_of,
     msg,
-    nest_likely,
     no_kernel,
     note,
     of_the_inputs,
-    pair_state,
+    probe_generation,
+    probe_step_discipline,
+    probe_step_grid,
+    probe_step_trained,
+    probe_timings,
     reads_attribute,
     recompute_each,
-    record_decoding,
     reference_grads,
-    require_arguments_kept,
-    require_call_ran,
-    require_finite,
-    require_near,
-    require_states_kept,
-    require_tensor,
-    run_steps,
-    same_tensors,
-    shape_str,
+    require_made,
     size_explanation,
     split_heads,
     state_dict_copy,
     state_explanation,
-    state_lengths,
-    state_snapshot,
+    state_shape_fault,
+    state_value_fault,
+    step_call,
     step_through,
     stepped_weights_view,
-    timed,
-    timed_rows,
-    timing_remarks,
-    timing_table,
-    train_step,
-    trimmed,
+    timing_view,
+    tokens_elsewhere,
+    torch_error_kind,
     waiting,
+    weights_from_state,
 )
 
 LAYER = "CausalMultiHeadAttention"
@@ -152,16 +135,10 @@ def case_of(x, w, H) -> dict:
 
 def made_layer(ctx, cls, size, w, primary=False, **extra):
     """The learner's layer with our weights, in eval mode (as generation runs), or the failed call."""
-    made = ctx.call(lambda: build_layer(cls, NAMES[:4], size, **extra), primary=primary)
-    if "error" in made:
-        return None, {"made": trimmed(made)}
-    layer = made["value"]
-    loaded = ctx.call(lambda: (load_weights(layer, w, PARAM_NAMES), layer.eval()))
-    if "error" in loaded:
-        return None, {"made": trimmed(loaded)}
-    if not callable(ctx.call(lambda: getattr(layer, STEP_FN, None)).get("value")):
-        return None, {"made": {"no_method": True}}
-    return layer, {}
+    keywords, method = NAMES[:4], STEP_FN
+    return made_module(
+        ctx, cls, keywords, size, w, PARAM_NAMES, method=method, primary=primary, **extra
+    )
 
 
 @of_the_inputs
@@ -189,95 +166,91 @@ def attend(x_new, w, H, k, v, scale=None, dim=-1, proj_out=True):
     return c @ w["out_w"].T + w["out_b"] if proj_out else c
 
 
+def tutor_step(x, cache, w, H):
+    """forward_cached as the tutor writes it: x's keys and values appended to the cache."""
+    k, v = split_heads(x, w["W_k"], H), split_heads(x, w["W_v"], H)
+    if cache is not None:
+        k, v = torch.cat([cache[0], k], dim=2), torch.cat([cache[1], v], dim=2)
+    return attend(x, w, H, k, v), (k, v)
+
+
 # ---------------------------------------------------------------- step 1: one step with the cache
 
 
 def probe_cached(ctx, inputs):
-    cls = ctx.get(LAYER)
-    out = []
-    for i, (size, case) in enumerate(zip(SIZES, inputs["cases"], strict=False)):
-        layer, failed = made_layer(ctx, cls, size, case["w"], primary=i == 0)
-        pasts = enumerate(pasts_of(size[5], i == 0))
-        calls = [step_call(ctx, layer, case, t, primary=i == j == 0) for j, t in pasts]
-        out.append(failed or {"calls": calls})
+    cls, cases = ctx.get(LAYER), inputs["cases"]
+
+    def make(i):
+        return made_layer(ctx, cls, SIZES[i], cases[i]["w"], primary=i == 0)
+
+    def call(layer, i, t, primary):
+        return cached_call(ctx, layer, cases[i], t, primary=primary)
+
+    out = probe_step_grid(ctx, make, call, [pasts_of(s[5], i == 0) for i, s in enumerate(SIZES)])
     large, t = inputs["large"], SIZES[0][5] - 1
     layer, failed = made_layer(ctx, cls, SIZES[0], large["w"])
-    call = failed or step_call(ctx, layer, large, t)
+    call = failed or cached_call(ctx, layer, large, t)
     # The token a thousand times larger, W_q and W_k as much smaller: the scores as they were
     # (large scores are their own check), the values a thousand times larger.
-    case = inputs["cases"][0]
+    case = cases[0]
     layer, failed = made_layer(ctx, cls, SIZES[0], large_input_weights(case["w"], ("W_q", "W_k")))
-    large_x = failed or step_call(ctx, layer, case, t, LARGE_INPUT)
+    large_x = failed or cached_call(ctx, layer, case, t, LARGE_INPUT)
     return {"cases": out, "large": call, "large_x": large_x}
 
 
-def step_call(ctx, layer, case, t, scale=None, primary=False):
-    """forward_cached on the token at position t with the cache of the t before it (None at 0),
-    the token and the values times scale where given; or nothing where the layer was not made."""
-    if layer is None:
-        return None
-    x, past_k, past_v = case["x"][:, t : t + 1], case["k"][:, :, :t], case["v"][:, :, :t]
-    if scale is not None:
-        x, past_v = x * scale, past_v * scale
-    cache = None if t == 0 else (past_k, past_v)
-    return trimmed(ctx.call(layer.forward_cached, x, cache, primary=primary))
+def cached_call(ctx, layer, case, t, scale=None, primary=False):
+    """forward_cached on the token at position t with the cache of the t before it (kit
+    step_call); nothing where the layer was not made."""
+    step = None if layer is None else layer.forward_cached
+    kv = (case["k"], case["v"])
+    return step_call(ctx, step, case["x"], kv, t, scale=scale, primary=primary)
 
 
-CAT_AXIS = "must match except in dimension"
+# The mistake behind each kind of shape error (kit torch_error_kind), in the lesson's words.
+RAISED = {"joined": "likely.cat_axis", "reshaped": "likely.view_size", "sizes": "likely.kv_lengths"}
 
 
 def diagnose_raised(e: dict, source: str = "") -> dict:
     """A call with a cache raised where the one with an empty cache ran: what the error says."""
-    detail = e.get("detail", "")
-    code = failure_code(e)
+    kind = torch_error_kind(e.get("detail", ""))
     line = e["frames"][-1]["line"] if e.get("frames") else "?"
-    if CAT_AXIS in detail:
-        return msg("likely.cat_axis", line=line, code=code)
-    if "is invalid for input of size" in detail:
-        return (
-            msg("likely.mask_full")
-            if reads_attribute(source, STEP_FN, "mask")
-            else msg("likely.view_size", line=line, code=code)
-        )
-    if (
-        "must match the size of tensor" in detail
-        or "size mismatch" in detail
-        or "batch2" in detail
-        or "cannot be multiplied" in detail
-    ):
-        return msg("likely.kv_lengths", line=line, code=code)
-    return msg("likely.cache_raised")
+    if kind == "reshaped" and reads_attribute(source, STEP_FN, "mask"):
+        return msg("likely.mask_full")
+    return (
+        msg(RAISED[kind], line=line, code=failure_code(e)) if kind else msg("likely.cache_raised")
+    )
 
 
-def diagnose_cache_shape(got_k, got_v, size, t, source="") -> dict:
+# What a wrong cache shows (tutor.kit.state_faults, state_growth_fault), in the lesson's words.
+CACHE_FAULTS = {
+    "last_behind": "likely.value_not_appended",
+    "not_appended": "likely.no_concat",
+    "given_back": "likely.returned_old_cache",
+    "layout": "likely.cache_layout",
+    "twice": "likely.cat_twice",
+    "axis": "likely.cat_axis_shape",
+    "prepended": "likely.prepended",
+    "swapped": "likely.cache_swapped",
+}
+
+
+def cached_kv(case, t):
+    """The full pass's keys and values of the first t + 1 tokens: the cache after position t."""
+    return case["k"][:, :, : t + 1], case["v"][:, :, : t + 1]
+
+
+def diagnose_cache_shape(cache, size, t, source="") -> dict:
     """What the shapes of the cache after the token at position t say went wrong."""
-    B, H, hd = size[4], size[2], size[1] // size[2]
-    want = (B, H, t + 1, hd)
-    ks = tuple(got_k.shape) if torch.is_tensor(got_k) else ()
-    vs = tuple(got_v.shape) if torch.is_tensor(got_v) else ()
-    # (what the shapes show, the mistake): the first that holds
-    shapes = [
-        (ks == want and vs != want, "likely.value_not_appended"),
-        (t > 0 and ks == (B, H, 1, hd), "likely.no_concat"),
-        (t > 0 and ks == (B, H, t, hd), "likely.returned_old_cache"),
-        (ks == (B, t + 1, H, hd), "likely.cache_layout"),
-        (len(ks) == 4 and ks[2] == 2 * t + 1 or ks == (B, H, t + 2, hd), "likely.cat_twice"),
-        (torch.is_tensor(got_k) and got_k.numel() == math.prod(want), "likely.cat_axis_shape"),
-    ]
-    found = next((msg(key) for holds, key in shapes if holds), None)
-    return found or state_on_layer(source) or msg("likely.cache_shape")
+    want = (size[4], size[2], t + 1, size[1] // size[2])
+    fault = state_shape_fault(cache, want, t, axis=2)
+    return (
+        msg(CACHE_FAULTS[fault]) if fault else state_on_layer(source) or msg("likely.cache_shape")
+    )
 
 
-def diagnose_cache_values(got_k, got_v, case, t) -> dict:
-    k, v = case["k"][:, :, : t + 1], case["v"][:, :, : t + 1]
-    order = [t, *range(t)]  # the new token put first
-    for got, ref, other in ((got_k, k, v), (got_v, v, k)):
-        if not close(got, ref):
-            if t > 0 and close(got, ref[:, :, order]):
-                return msg("likely.prepended")
-            if close(got, other):
-                return msg("likely.cache_swapped")
-    return msg("likely.cache_values")
+def diagnose_cache_values(cache, case, t) -> dict:
+    fault = state_value_fault(cache, cached_kv(case, t), t, axis=2)
+    return msg(CACHE_FAULTS[fault] if fault else "likely.cache_values")
 
 
 def diagnose_step_out(y, case, size, t, source="") -> dict:
@@ -285,7 +258,7 @@ def diagnose_step_out(y, case, size, t, source="") -> dict:
     d_in, d_out, H = size[:3]
     hd = d_out // H
     w, x_new = case["w"], case["x"][:, t : t + 1]
-    k, v = case["k"][:, :, : t + 1], case["v"][:, :, : t + 1]
+    k, v = cached_kv(case, t)
     first = [t, *range(t)]  # the new token first, in one cache only: the output shows it
     width, past = msg("likely.scale_width", hd=hd), t > 0
     # (where it can be told apart, the mistake, how attend is called wrong)
@@ -315,78 +288,50 @@ def diagnose_step_out(y, case, size, t, source="") -> dict:
     return found if found["key"] != "likely.unknown" else state_on_layer(source) or found
 
 
-def require_step_ran(v, call, t):
-    """A call of forward_cached (the token at position t) that raised ends the step."""
-    raised = call.get("error")
-    require_call_ran(
-        v, call, "check.step_raised", t=t, likely=lambda: diagnose_raised(raised, v.source)
-    )
-
-
-def require_pair_of(v, what, value, usual) -> tuple:
-    """A pair (first, second), or the step stops with what came."""
-    if isinstance(value, tuple) and len(value) == 2:
-        return value
-    likely = likely_for_value(value)
-    if likely["key"] == "likely.unknown":
-        likely = msg(usual)
-    v.require("returns", False, "check.returns_cache", fn=what, got=describe(value), likely=likely)
-
-
-def require_cache_pair(v, cache, ok: bool):
-    """The cache forward_cached returned is a pair (k, v), or the step stops with what came."""
-    got = msg("value.cache_of", got=describe(cache))
-    v.require(
-        "returns", ok, "check.returns_cache", fn=STEP_FN, got=got, likely=msg("likely.cache_pair")
-    )
+# The lesson's words for the kit's step call (tutor.kit.step_grid), by role.
+STEP_CALL = {
+    "raised": "check.step_raised",
+    "returns": "check.returns_cache",
+    "state_got": "value.cache_of",
+    "out": "value.step_out",
+    "state_shape": "check.cache_shape",
+    "out_values": "check.step_values",
+    "state_values": "check.cache_values",
+}
 
 
 def judge_cached_call(v, call, case, size, t):
     """One call of forward_cached: the new token at position t, with a cache of t tokens."""
-    d_in, d_out, H, cl, B, T = size
-    hd = d_out // H
-    require_step_ran(v, call, t)
-    out, cache = require_pair_of(v, "forward_cached", call["value"], "likely.returns_cache")
-    require_cache_pair(v, cache, isinstance(cache, tuple) and len(cache) == 2)
-    v.expect("returns", True)
-    # The output of every query (a T × T mask slice broadcasts the one new query to t + 1 rows).
-    every = torch.is_tensor(out) and out.shape == (B, t + 1, d_out)
-    shape_likely = msg("likely.mask_full" if every else "likely.step_shape")
-    out = require_tensor(v, "shape", msg("value.step_out", t=t), out, (B, 1, d_out), shape_likely)
-    got_k, got_v = cache
-    want = (B, H, t + 1, hd)
-    for name, got in zip("kv", cache, strict=True):
-        v.require(
-            "shape",
-            torch.is_tensor(got) and got.shape == want,
-            "check.cache_shape",
-            name=name,
-            t=t,
-            expected=shape_str(want),
-            got=shape_str(got.shape) if torch.is_tensor(got) else describe(got),
-            likely=lambda: diagnose_cache_shape(got_k, got_v, size, t, v.source),
-        )
-    require_finite(v, msg("value.step_out", t=t), out, likely=msg("likely.unknown"))
-    ref_out = reference_full(case["x"], case["w"], H)[0][:, t : t + 1]
-    require_near(
+    B, d_out = size[4], size[1]
+    want = cached_kv(case, t)
+
+    def got_state():
+        return call["value"][1]
+
+    judge_step_call(
         v,
-        "matches-pytorch",
-        "check.step_values",
-        out,
-        ref_out,
-        t=t,
-        likely=lambda: diagnose_step_out(out, case, size, t, v.source),
+        call,
+        t,
+        reference_full(case["x"], case["w"], size[2])[0][:, t : t + 1],
+        want,
+        fn=STEP_FN,
+        keys=STEP_CALL,
+        likely={
+            "raised": lambda e: diagnose_raised(e, v.source),
+            "returns": msg("likely.returns_cache"),
+            "state_pair": msg("likely.cache_pair"),
+            # The output of every query (a T × T mask slice broadcasts the one new query).
+            "out_shape": lambda out: msg(
+                "likely.mask_full"
+                if torch.is_tensor(out) and out.shape == (B, t + 1, d_out)
+                else "likely.step_shape"
+            ),
+            "state_shape": lambda: diagnose_cache_shape(got_state(), size, t, v.source),
+            "out_values": lambda out: diagnose_step_out(out, case, size, t, v.source),
+            "state_values": lambda: diagnose_cache_values(got_state(), case, t),
+        },
+        names=("k", "v"),
     )
-    v.expect("matches-pytorch", True)
-    require_cache_values(v, cache, case, t, lambda: diagnose_cache_values(got_k, got_v, case, t))
-
-
-def require_cache_values(v, cache, case, t, likely):
-    """The cache (k, v) after the token at position t holds the full pass's keys and values."""
-    for name, got, ref in zip("kv", cache, (case["k"], case["v"]), strict=True):
-        ref = ref[:, :, : t + 1]
-        require_near(v, "values", "check.cache_values", got, ref, name=name, t=t, likely=likely)
-    v.expect("values", True)
 
 
 def judge_cached_case(v, case_out, case, size):
@@ -396,20 +341,15 @@ def judge_cached_case(v, case_out, case, size):
         judge_cached_call(v, call, case, size, t)
 
 
+BUILT = {"no_method": "check.no_method", "build_raised": "check.build_raised"}
+
+
 def require_built(v, made, size):
-    args = ", ".join(f"{n}={s}" for n, s in zip(NAMES[:4], size[:4], strict=False))
-    v.require(
-        "defined", not made.get("no_method"), "check.no_method", likely=msg("likely.method_place")
-    )
-    if "error" in made:
-        v.require(
-            "runs",
-            False,
-            "check.build_raised",
-            args=args,
-            **failure_params(made["error"]),
-            likely=msg("likely.constructor_changed"),
-        )
+    likely = {
+        "no_method": msg("likely.method_place"),
+        "build_raised": msg("likely.constructor_changed"),
+    }
+    require_made(v, made, NAMES[:4], size, keys=BUILT, likely=likely)
 
 
 def explain_size(defs):
@@ -458,51 +398,31 @@ def reference_step(layer):
     generate is right when the step it calls is."""
 
     def forward_cached(x, cache=None):
-        H = layer.n_heads
-        w = {
-            k: getattr(getattr(layer, n.split(".")[0]), n.split(".")[1]).detach()
-            for n, k in PARAM_NAMES.items()
-        }
-        k, v = split_heads(x, w["W_k"], H), split_heads(x, w["W_v"], H)
-        if cache is not None:
-            k, v = torch.cat([cache[0], k], dim=2), torch.cat([cache[1], v], dim=2)
-        return attend(x, w, H, k, v), (k, v)
+        return tutor_step(
+            x, cache, weights_from_state(layer.state_dict(), PARAM_NAMES), layer.n_heads
+        )
 
     return lend(forward_cached)  # the learner's generate runs it (the blame run)
 
 
 def probe_generate(ctx, inputs):
     gen, cls = ctx.get("generate"), ctx.get(LAYER)  # an empty file: the message names generate
-    out = []
-    # Every layer kept alive to the end: a learner's state keyed on id(layer) then never meets a
-    # freed layer's address again, so what it makes fail does not depend on the allocator.
-    alive = []
-    for i, (size, case) in enumerate(zip(SIZES, inputs["cases"], strict=False)):
-        layer, failed = made_layer(ctx, cls, size, case["w"], primary=i == 0)
-        alive.append(layer)
-        if layer is None:
-            out.append(failed)
-            continue
-        got = {}
-        # First generate with forward_cached the tutor's own: is generate right when the step it
-        # calls is? Then a fault of the learner's run is forward_cached's, said in its own step.
-        own, _ = made_layer(ctx, cls, size, case["w"]) if size[5] <= ALONE_T else (None, None)
-        alive.append(own)
-        if own is not None:
-            own.forward_cached = reference_step(own)
-            got["alone"] = trimmed(ctx.call(lambda x, own=own: gen(own, x), case["x"]))
-        # The learner's run: the primary call only while generate may still be `todo`.
-        todo = own is None or (got["alone"].get("error") or {}).get("kind") == "NotImplementedError"
-        rec = record_decoding(layer, case["x"], step=STEP_FN, names=("x", "cache"))
-        got["call"] = trimmed(
-            ctx.call(lambda x, layer=layer: gen(layer, x), case["x"], primary=i == 0 and todo)
-        )
-        got["log"] = rec.log()
-        if i == 0:  # a new sequence on the same layer: nothing may be kept from the first
-            got["again"] = trimmed(
-                ctx.call(lambda x, layer=layer: gen(layer, x), inputs["again"]["x"])
-            )
-        out.append(got)
+    cases = inputs["cases"]
+
+    def make(i, primary):
+        return made_layer(ctx, cls, SIZES[i], cases[i]["w"], primary=primary)
+
+    out = probe_generation(
+        ctx,
+        gen,
+        make,
+        [c["x"] for c in cases],
+        step=STEP_FN,
+        reference_step=reference_step,
+        alone_up_to=ALONE_T,
+        again=inputs["again"]["x"],  # a new sequence on the same layer: nothing may be kept
+        names=("x", "cache"),
+    )
     return {"cases": out}
 
 
@@ -529,61 +449,46 @@ def diagnose_outputs(y, case, size) -> dict:
     return matching_mistake(y, candidates)
 
 
+# The lesson's words for the kit's generation loop (tutor.kit.generation_loop), by role.
+GENERATION = {
+    "raised": "check.generate_raised",
+    "returns": "check.returns_cache",
+    "out": "value.generate_out",
+    "protocol": "check.protocol",
+    "out_values": "check.generate_values",
+    "state": "check.generate_cache",
+    "state_values": "check.cache_values",
+}
+
+
 def judge_generate_case(v, got, case, size, alone=True):
     d_in, d_out, H, cl, B, T = size
-    hd = d_out // H
     if "made" in got:
         require_built(v, got["made"], size)
-    call = got["call"]
-
-    @functools.cache
-    def blame():
-        """generate right with the tutor's forward_cached: the fault is forward_cached's."""
-        if not (alone and "alone" in got):
-            return None
-        sub = judged("", judge_generate_case, {"call": got["alone"]}, case, size, False)
-        return msg("likely.step_first") if sub.passed() else None
-
-    log = got.get("log")
-    fault = decoding_fault(log, T, step=STEP_FN, raised="error" in call) if log else None
-    protocol = msg(PROTOCOL[fault[0]], **fault[1]) if fault else None
-    unknown = msg("likely.unknown")
-    require_call_ran(
-        v, call, "check.generate_raised", likely=lambda: protocol or blame() or unknown
-    )
-    out, cache = require_pair_of(v, "generate", call["value"], "likely.generate_pair")
-    shape_likely = msg("likely.outputs_shape") if isinstance(out, torch.Tensor) else None
-    out = require_tensor(v, "shape", msg("value.generate_out"), out, (B, T, d_out), shape_likely)
-    require_finite(
-        v, msg("value.generate_out"), out, likely=lambda: blame() or msg("likely.unknown")
-    )
-    if protocol is not None:
-        v.require("implemented", False, "check.protocol", likely=protocol)
-    v.expect("implemented", True)
-    ref = reference_full(case["x"], case["w"], H)[0]
-    require_near(
+    judge_generation_call(
         v,
-        "matches-pytorch",
-        "check.generate_values",
-        out,
-        ref,
-        likely=lambda: blame() or diagnose_outputs(out, case, size),
+        got,
+        reference_full(case["x"], case["w"], H)[0],
+        (case["k"], case["v"]),
+        fn="generate",
+        step=STEP_FN,
+        keys=GENERATION,
+        likely={
+            "returns": msg("likely.generate_pair"),
+            "out_shape": msg("likely.outputs_shape"),
+            "out_values": lambda out: diagnose_outputs(out, case, size),
+            "state": lambda shapes: msg(
+                "likely.cache_layout"
+                if shapes[:1] == [(B, T, H, d_out // H)]
+                else "likely.generate_cache"
+            ),
+            "state_values": msg("likely.generate_cache"),
+            "step_first": msg("likely.step_first"),
+        },
+        words=PROTOCOL,
+        names="kv",
+        alone=alone,
     )
-    v.expect("matches-pytorch", True)
-    want = (B, H, T, hd)
-    pair = isinstance(cache, tuple) and len(cache) == 2
-    shapes = [tuple(c.shape) for c in cache] if pair and all(map(torch.is_tensor, cache)) else []
-    v.require(
-        "values",
-        shapes == [want, want],
-        "check.generate_cache",
-        expected=shape_str(want),
-        got=" / ".join(map(shape_str, shapes)) if shapes else describe(cache),
-        likely=msg(
-            "likely.cache_layout" if shapes[:1] == [(B, T, H, hd)] else "likely.generate_cache"
-        ),
-    )
-    require_cache_values(v, cache, case, T - 1, lambda: blame() or msg("likely.generate_cache"))
 
 
 def judge_generate(v, outputs, inputs, jctx):
@@ -591,24 +496,17 @@ def judge_generate(v, outputs, inputs, jctx):
     judge_generate_case(v, cases[0], inputs["cases"][0], SIZES[0])
     explain = explain_size(("generate", LAYER))
     judge_sized_cases(v, cases, inputs["cases"], SIZES, NAMES, judge_generate_case, explain)
-    again = cases[0].get("again")
-    if again is not None:
-        case = case_of(inputs["again"]["x"], inputs["cases"][0]["w"], SIZES[0][2])
-        sub = judged("", judge_generate_case, {"call": again}, case, SIZES[0], False)
-        if not sub.passed():
-            kept = state_on_layer(jctx.source) or state_explanation(
-                jctx.source, ("generate", LAYER)
-            )
-            reason, likely = nest_likely(sub.failed_message(), kept or msg("likely.kept_state"))
-            v.require(
-                "call-again",
-                False,
-                "check.new_sequence",
-                fn="generate",
-                reason=reason,
-                likely=likely,
-            )
-        v.expect("call-again", True)
+    case = case_of(inputs["again"]["x"], inputs["cases"][0]["w"], SIZES[0][2])
+    judge_loop_again(
+        v,
+        cases[0].get("again"),
+        lambda sub, got: judge_generate_case(sub, got, case, SIZES[0], False),
+        fn="generate",
+        key="check.new_sequence",
+        culprit=lambda: (
+            state_on_layer(jctx.source) or state_explanation(jctx.source, ("generate", LAYER))
+        ),
+    )
     no_kernel(v, "generate", jctx.source, {"generate", LAYER}, jctx.kernels)
 
 
@@ -631,75 +529,52 @@ def probe_discipline(ctx, inputs):
     layer, failed = made_layer(ctx, cls, size, case["w"], primary=True)
     if layer is None:
         return failed
-    steps, held = step_through(ctx, layer.forward_cached, case["x"], primary=True)
-    out = {"steps": steps, "held": [state_snapshot(h) for h in held]}
-    if len(held) > BRANCH_FROM - 1 and isinstance(held[BRANCH_FROM - 1], tuple):
-        start = state_snapshot(held[BRANCH_FROM - 1])[1]
-        out["branch"], kept = branches(ctx, layer.forward_cached, start, again["branch"])
-        out["branch_held"] = [state_snapshot(h) for h in kept]
-    # A new sequence, from an empty cache, on the same layer.
-    out["fresh"] = run_steps(ctx, layer.forward_cached, [again["x"]], dropout=False)
-    out["state"] = ctx.call(lambda: state_dict_copy(layer)).get("value")
-    # Two sequences generated in turn on the one layer, each with its own cache (as a server
-    # serves two users): a layer that keeps a cache of its own, or a memo keyed on the call's
-    # shape, gives one sequence the other's past.
-    out["interleaved"] = run_steps(ctx, layer.forward_cached, [case["x"], again["x"]])
-    # Built with dropout, in eval mode (as generation runs): dropout must not fire.
-    dropped, _ = made_layer(ctx, cls, size, case["w"], dropout=EVAL_DROPOUT)
-    if dropped is not None:
-        out["eval_dropout"] = run_steps(ctx, dropped.forward_cached, [case["x"]])
+
+    def eval_step():  # built with dropout, in eval mode (as generation runs): none may fire
+        dropped, _ = made_layer(ctx, cls, size, case["w"], dropout=EVAL_DROPOUT)
+        return None if dropped is None else dropped.forward_cached
+
+    out = probe_step_discipline(
+        ctx,
+        layer.forward_cached,
+        case["x"],
+        again["x"],
+        again["branch"],
+        branch_from=BRANCH_FROM,
+        state=lambda: state_dict_copy(layer),
+        eval_step=eval_step,
+    )
     # Trainable: one step from a cache of 5 tokens, gradients on.
     trained, _ = made_layer(ctx, cls, size, case["w"])
-    if trained is not None:
-        t = T - 1
-        cache = (case["k"][:, :, :t].clone(), case["v"][:, :, :t].clone())
-        out["train"] = trimmed(
-            ctx.call(
-                lambda: train_cached(trained, case["x"][:, t : t + 1], cache, again["g"]), grad=True
-            )
-        )
+    t = T - 1
+    x_t, cache = case["x"][:, t : t + 1], (case["k"][:, :, :t], case["v"][:, :, :t])
+    out["train"] = probe_step_trained(ctx, trained, STEP_FN, x_t, cache, again["g"])
     return out
-
-
-def train_cached(layer, x, cache, g):
-    """One step with gradients on (train_step), from a cache of constants."""
-
-    def forward():
-        out, _ = layer.forward_cached(x, cache)
-        return out
-
-    return train_step(layer, forward, g, keep_y=False)
 
 
 EVAL_DROPOUT = 0.3  # a layer built with it runs in eval mode: no dropout may fire
 
-
-# How the cache failed to grow by one a token (growth_fault), in the lesson's words.
-GROWTH = {
-    "not_appended": "likely.no_concat",
-    "twice": "likely.cat_twice",
-    "given_back": "likely.returned_old_cache",
-    "other": "likely.cache_shape",
+# The lesson's words for the kit's step discipline (tutor.kit.step_discipline), by role.
+DISCIPLINE = {
+    "growth": "check.cache_growth",
+    "mutated": "check.cache_mutated",
+    "reused": "check.cache_reused",
+    "branch_reused": "check.branch_reused",
+    "loop_values": "check.loop_values",
+    "branch": "check.branch",
+    "new_sequence": "check.new_sequence_step",
+    "interleaved": "check.interleaved",
+    "eval_dropout": "check.eval_dropout",
 }
 
 
-def growth_likely(steps, t, lengths, size) -> dict:
-    """Why the cache after the token at position t does not hold t + 1 tokens (lengths: k's
-    after each step so far)."""
-    B, H, hd = size[4], size[2], size[1] // size[2]
+def growth_likely(fault, steps, t) -> dict:
+    """Why the cache after the token at position t does not hold t + 1 tokens."""
+    want = (SIZES[0][4], SIZES[0][2], t + 1, SIZES[0][1] // SIZES[0][2])
     k = steps[t]["value"][1][0]
-    if lengths[-1] == t + 1:
-        return msg("likely.value_not_appended")
-    if tuple(k.shape) == (B, t + 1, H, hd):
+    if fault != "last_behind" and tokens_elsewhere(k.shape, want, 2):
         return msg("likely.cache_layout")
-    if t and same_tensors((steps[t - 1]["value"][1][0],), (k,)):
-        return msg("likely.returned_old_cache")
-    return msg(GROWTH[growth_fault(lengths) or "other"])
-
-
-def out_of(value):
-    """The output of a step's (out, cache), or what came."""
-    return value[0] if isinstance(value, tuple) and len(value) == 2 else value
+    return msg(CACHE_FAULTS.get(fault, "likely.cache_shape"))
 
 
 def judge_discipline(v, outputs, inputs, jctx):
@@ -707,93 +582,30 @@ def judge_discipline(v, outputs, inputs, jctx):
     H, cl = size[2], size[3]
     if "made" in outputs:
         require_built(v, outputs["made"], size)
-    steps = outputs["steps"]
-    lengths = []  # of k after each step
-    for t, step in enumerate(steps):
-        require_step_ran(v, step, t)
-        lens = state_lengths(step["value"], axis=2, rank=4)
-        if lens is None or len(lens) != 2 or lens[0] == -1:  # a failure only: a pass comes later
-            require_cache_pair(v, pair_state(step["value"]), False)
-        lengths.append(lens[0])
-        if lens != [t + 1, t + 1]:
-            likely = growth_likely(steps, t, lengths, size)
-            v.require(
-                "shape",
-                False,
-                "check.cache_growth",
-                n=t + 1,
-                lengths=lengths,
-                v_len=lens[1],
-                likely=likely,
-            )
-    v.expect("returns", True)
-    v.expect("shape", True)
-    # The caller's tensors: what it passed stays as it was, and what it was given stays so too.
-    require_arguments_kept(
-        v,
-        steps,
-        case["x"],
-        key="check.cache_mutated",
-        names=("x", "k", "v"),
-        likely=lambda i: msg("likely.mutated_cache") if i else msg("likely.mutated_x"),
-    )
 
-    def reused():  # on a failure only: it reads the source
-        return state_on_layer(jctx.source) or msg("likely.cache_buffer")
-
-    require_states_kept(
-        v,
-        [h[1] for h in outputs["held"]],
-        (s["value"][1] for s in steps),
-        key="check.cache_reused",
-        params=lambda t, i: {"name": "kv"[i], "t": t, "later": len(steps) - 1},
-        likely=reused,
-    )
-    tried = [pair_state(c.get("value")) for c in outputs.get("branch", [])]
-    require_states_kept(
-        v,
-        [h[1] for h in outputs.get("branch_held", [])],
-        [s for s in tried if s is not None],
-        key="check.branch_reused",
-        params=lambda t, i: {"n": t + 1},
-        likely=reused,
-    )
-    v.expect("inputs-unchanged", True)
-    # The outputs of the loop itself: wrong ones are the step's own fault, said in its step.
-    ref = reference_full(case["x"], case["w"], H)[0]
-    for t, step in enumerate(steps):
-        out = step["value"][0]
-        if not (isinstance(out, torch.Tensor) and close(out, ref[:, t : t + 1])):
-            v.require(
-                "matches-pytorch", False, "check.loop_values", t=t, likely=msg("likely.step_wrong")
-            )
-    v.expect("matches-pytorch", True)
-
-    # Called again: two tokens from one cache (as beam search does), then a new sequence.
-    def kept(_call):
+    def kept(*_):  # on a failure only: it reads the source
         return state_on_layer(jctx.source) or msg("likely.kept_state_cache")
 
-    tried = [
-        {**call, "seq": j, "t": BRANCH_FROM, "value": out_of(call.get("value"))}
-        for j, call in enumerate(outputs.get("branch", []))
-    ]
-    prefix = case["x"][:, :BRANCH_FROM]
-    branched = [torch.cat([prefix, tok], dim=1) for tok in again["branch"][: len(tried)]]
-    refs = [reference_full.__wrapped__(seq, case["w"], H)[0] for seq in branched]
-    judge_steps(v, tried, refs, "call-again", "check.branch", kept)
-    refs = [reference_full(x, case["w"], H)[0] for x in (case["x"], again["x"])]
-    fresh = outputs["fresh"]
-    judge_steps(v, fresh, refs[1:], "call-again", "check.new_sequence_step", kept, numbered=False)
-    judge_steps(v, outputs.get("interleaved", []), refs, "call-again", "check.interleaved", kept)
-    judge_steps(
+    judge_step_discipline(
         v,
-        outputs.get("eval_dropout", []),
-        refs[:1],
-        "dropout",
-        "check.eval_dropout",
-        lambda call: (
-            msg("likely.story_dropout_eval") if call.get("fired") else msg("likely.unknown")
-        ),
+        outputs,
+        case["x"],
+        again["x"],
+        again["branch"],
+        lambda x: reference_full(x, case["w"], H)[0],
+        branch_from=BRANCH_FROM,
+        keys={**STEP_CALL, **DISCIPLINE},
+        likely={
+            "raised": lambda e: diagnose_raised(e, jctx.source),
+            "state_pair": msg("likely.cache_pair"),
+            "growth": growth_likely,
+            "mutated": lambda i: msg("likely.mutated_cache") if i else msg("likely.mutated_x"),
+            "reused": lambda: state_on_layer(jctx.source) or msg("likely.cache_buffer"),
+            "loop_values": msg("likely.step_wrong"),
+            "kept": kept,
+        },
+        names=("x", "k", "v"),
+        fn=STEP_FN,
     )
     judge_state(v, outputs.get("state"), case, cl)
     no_kernel(v, STEP_FN, jctx.source, {LAYER}, jctx.kernels)
@@ -825,6 +637,7 @@ def judge_state(v, state, case, cl):
 
 # The lesson's words for the kit's gradient checks (tutor.kit.layer_checks), by role.
 TRAIN_KEYS = {
+    "backward_raised": "check.backward_raised",
     "not_trainable": "check.not_trainable",
     "no_grad": "check.no_grad",
     "grad_values": "check.grad_values",
@@ -835,24 +648,12 @@ TRAIN_KEYS = {
 
 
 def judge_trainable(v, train, case, again, size):
-    if train is None:
-        return
-    if "error" in train:
-        e = train["error"]
-        likely = likely_for_backward(e, TRAIN_KEYS)
-        if likely["key"] == "likely.unknown":
-            likely = state_on_layer(v.source) or likely
-        v.require("trainable", False, "check.backward_raised", **failure_params(e), likely=likely)
     H, t = size[2], size[5] - 1
-    past_k, past_v = case["k"][:, :, :t], case["v"][:, :, :t]
-
-    def forward(x, w):
-        k = torch.cat([past_k, split_heads(x, w["W_k"], H)], dim=2)
-        v = torch.cat([past_v, split_heads(x, w["W_v"], H)], dim=2)
-        return attend(x, w, H, k, v)
-
+    past = (case["k"][:, :, :t], case["v"][:, :, :t])
+    forward = lambda x, w: tutor_step(x, past, w, H)[0]  # noqa: E731
     want, _ = reference_grads(forward, case["x"][:, t : t + 1], case["w"], again["g"], PARAM_NAMES)
-    judge_gradients(v, train["value"], want, None, keys=TRAIN_KEYS)
+    culprit = lambda: state_on_layer(v.source)  # noqa: E731
+    judge_step_trained(v, train, want, keys=TRAIN_KEYS, culprit=culprit)
 
 
 # A save's checked steps run in this order in one child; the app keeps the lesson's order.
@@ -891,71 +692,53 @@ def probe_cost(ctx, inputs):
     H, B = s["heads"], s["batch"]
     d = H * COST_HEAD_DIM
     g = torch.Generator().manual_seed(5)
-
-    def measure(i, T):
-        made = ctx.call(lambda: cls(d, d, H, T).eval(), primary=i == 0)
-        if "error" in made:
-            return None
-        layer, x = made["value"], torch.randn(B, T, d, generator=g)
-        cached = ctx.call(lambda: timed(lambda: gen(layer, x)))
-        full = ctx.call(lambda: timed(lambda: recompute_each(layer, x)))
-        return [cached.get("value"), full.get("value")]
-
-    measured = timed_rows(
+    measured = probe_timings(
+        ctx,
         lengths_up_to(s["t_max"]),
-        measure,
+        lambda T: cls(d, d, H, T).eval(),
+        lambda T: (torch.randn(B, T, d, generator=g),),
+        [gen, recompute_each],  # with the cache, then the full pass again for each token
         budget=COST_BUDGET,
         too_big=too_big(s),
     )
     return {"settings": s, "measured": measured}
 
 
-def flops_cached(T, d):
-    """T tokens with the cache: each step projects one token and attends over the t so far."""
-    return sum(attention_flops(1, t, d) for t in range(1, T + 1))
-
-
-def flops_recompute(T, d):
-    """Without the cache, step t runs the full pass over t tokens."""
-    return sum(attention_flops(t, t, d) for t in range(1, T + 1))
-
-
 def too_big(s):
     """At settings s, whether recomputing length T would pass COST_LIMIT: shown by formula alone."""
     d = s["heads"] * COST_HEAD_DIM
-    return lambda T: s["batch"] * flops_recompute(T, d) > COST_LIMIT
+    return lambda T: s["batch"] * decoding_flops(T, d)[1] > COST_LIMIT
+
+
+COST_COLUMNS = ("visual.cost_T", "visual.cost_mb", "visual.cost_flops_cache")
+COST_COLUMNS += ("visual.cost_flops_full", "visual.cost_ms_cache", "visual.cost_ms_full")
 
 
 def judge_cost(v, outputs, inputs, jctx):
     s = outputs["settings"]
     H, B = s["heads"], s["batch"]
     d = H * COST_HEAD_DIM
-    measured, lengths = measured_of(outputs["measured"]), lengths_up_to(s["t_max"])
 
     def formulas(T):
         mb = 2 * B * T * d * 4 / 1e6  # k and v, float32
-        return [str(T), f"{mb:.3f}", human(flops_cached(T, d)), human(flops_recompute(T, d))]
+        return [str(T), f"{mb:.3f}", *map(human, decoding_flops(T, d))]
 
-    cols = [
-        msg("visual.cost_T"),
-        msg("visual.cost_mb"),
-        msg("visual.cost_flops_cache"),
-        msg("visual.cost_flops_full"),
-        msg("visual.cost_ms_cache"),
-        msg("visual.cost_ms_full"),
-    ]
-    view = [
-        heading(msg("visual.cost_title")),
-        note(
-            msg("visual.cost_settings", heads=H, batch=B, t_max=s["t_max"], d=d, hd=COST_HEAD_DIM)
-        ),
-        timing_table(cols, lengths, measured, formulas),
-    ]
-    if not measured:
-        view.append(waiting(msg("visual.cost_waiting")))
-    view += timing_remarks(lengths, measured, name="T", too_big=too_big(s), budget=COST_BUDGET)
-    view.append(note(msg("visual.cost_note")))
-    v.visuals["view"] = view
+    settings = msg(
+        "visual.cost_settings", heads=H, batch=B, t_max=s["t_max"], d=d, hd=COST_HEAD_DIM
+    )
+    v.visuals["view"] = timing_view(
+        msg("visual.cost_title"),
+        settings,
+        [msg(key) for key in COST_COLUMNS],
+        lengths_up_to(s["t_max"]),
+        outputs["measured"],
+        formulas,
+        name="T",
+        too_big=too_big(s),
+        budget=COST_BUDGET,
+        waiting_text=msg("visual.cost_waiting"),
+        after=msg("visual.cost_note"),
+    )
     v.visuals["cost"] = {"settings": s, "measured": outputs["measured"]}
     v.expect("runs", True)
 

@@ -9,77 +9,51 @@ learner's, so that a fault in a helper is blamed on the helper's step.
 
 import functools
 import math
+from operator import itemgetter
 
 import torch
 import torch.nn.functional as F
 
 from tutor.kit import (
     LARGE_INPUT,
-    Region,
+    Exercise,
+    Helpers,
+    SizedFunction,
     StepSpec,
-    after_answer,
-    before_after_maps,
-    blame_helpers,
-    call_after,
     causal_mask_likely,
-    changed_input,
     close,
-    describe,
-    entropy_table,
+    entropy_sweep_view,
     exercise_functions,
-    first_raised_note,
-    head_maps,
     head_panel,
-    heading,
-    heatmap,
-    helper_verdicts,
-    judge_attention_weights,
+    head_variant_view,
     judge_bool_mask,
-    judge_called_again,
-    judge_helpers_replaced,
     judge_large_inputs,
     judge_large_scores_weights,
     judge_mask_honoured,
-    judge_other_sizes,
-    judge_sizes_and_again,
+    judge_masked_weights,
     judge_training_story,
-    judged,
     large_scores_factor,
-    made_note,
-    mask_difference,
     mask_sizes_explainer,
+    mask_variant_view,
     masked_softmax_likely,
     msg,
-    no_kernel,
-    nonfinite_rows,
-    note,
     of_the_inputs,
     other_mask,
+    pair_printout,
     pair_weights,
-    probe_calls_again,
-    probe_helper_calls,
-    probe_helpers_replaced,
-    probe_named_calls_again,
+    probe_entropy_sweep,
+    probe_head_variant,
+    probe_mask_variant,
     probe_training_story,
-    raised_note,
     require_close,
     require_pair,
-    require_ran,
     require_tensor,
-    returned_note,
-    round_matrix,
-    row_sums_rows,
-    rows_note,
-    same_tensor,
     scale_from_weights_likely,
     scaled_scores_likely,
     shape_str,
     shapes_explainer,
-    table,
     trimmed,
-    waiting,
-    with_args,
-    with_question,
+    weights_heatmap_step,
 )
 
 # q, k, v shapes: the seed's, then others (a 3-D batch, one token, long and wide).
@@ -152,64 +126,34 @@ def qkv_label(case) -> list[str]:
     return ["q", "k", "v " + shape_str(case["q"].shape)]
 
 
-def sizes_explainer(defs, first=None):
-    """Why a step right at the seed's q, k, v is wrong at QKV_SHAPES[i]; first: a culprit to
+def sizes_explainer(fn, _outputs, first=None):
+    """Why fn, right at the seed's q, k, v, is wrong at QKV_SHAPES[i]; first: a culprit to
     name before the shape (attention's wrong helper)."""
-    return shapes_explainer(defs, ("B", "H", "T", "d_k"), QKV_SHAPES, first=first)
+    return shapes_explainer((fn,), ("B", "H", "T", "d_k"), QKV_SHAPES, first=first)
 
 
 # ---------------------------------------------------------------- scores
 
 
-def probe_scores(ctx, inputs):
-    cases, a = inputs["cases"], inputs["again"]
-    args = [(c["q"], c["k"]) for c in cases]
-    return probe_calls_again(ctx, ctx.get("scaled_scores"), args, (a["q"], a["k"]))
+def qk(case) -> tuple:
+    return case["q"], case["k"]
 
 
-def judge_scores_case(v, call, case):
-    require_ran(v, call, "scaled_scores")
-    q, k = case["q"], case["k"]
+def scores_value(v, s, q, k):
     T = q.shape[-2]
-    s = require_tensor(
-        v,
-        "shape",
-        "scaled_scores(q, k)",
-        call["value"],
-        q.shape[:-1] + (T,),
-        msg("likely.scores_transpose"),
-    )
-    expected = ref_scores(q, k)
-    require_close(
-        v,
-        "values",
-        "scaled_scores(q, k)",
-        s,
-        expected,
-        likely=lambda: scaled_scores_likely(s, q, k, lab_d_k=LAB_D_K),
-    )
-    changed_input(v, "scaled_scores", ["q", "k"], call["args"], (q, k))
+    shape_likely = msg("likely.scores_transpose")
+    s = require_tensor(v, "shape", SCORES.what, s, q.shape[:-1] + (T,), shape_likely)
+    likely = lambda: scaled_scores_likely(s, q, k, lab_d_k=LAB_D_K)  # noqa: E731
+    require_close(v, "values", SCORES.what, s, ref_scores(q, k), likely=likely)
 
 
-def judge_scores(v, outputs, inputs, jctx):
-    cases, explain = inputs["cases"], sizes_explainer(("scaled_scores",))
-    labels, again = [qkv_label(c) for c in cases], inputs["again"]
-    fn, judge = "scaled_scores", judge_scores_case
-    judge_sizes_and_again(v, fn, outputs, cases, labels, judge, again, explain=explain)
-    no_kernel(v, "scaled_scores", jctx.source, {"scaled_scores"}, jctx.kernels)
+SCORES = SizedFunction("scaled_scores", ("q", "k"), qk, scores_value, qkv_label, sizes_explainer)
 
 
 # ---------------------------------------------------------------- mask
 
 
-def probe_mask(ctx, inputs):
-    sizes = [(T,) for T in MASK_SIZES]
-    return probe_calls_again(ctx, ctx.get("causal_mask"), sizes, sizes[0])
-
-
-def judge_mask_case(v, call, T):
-    require_ran(v, call, "causal_mask")
-    m = call["value"]
+def mask_value(v, m, T):
     judge_bool_mask(
         v,
         m,
@@ -221,28 +165,24 @@ def judge_mask_case(v, call, T):
     )
 
 
-def judge_mask(v, outputs, inputs, jctx):
-    labels, sizes = [f"T={T}" for T in MASK_SIZES], MASK_SIZES
-    explain = mask_sizes_explainer(("causal_mask",), outputs["calls"], sizes)
-    fn, judge = "causal_mask", judge_mask_case
-    judge_sizes_and_again(v, fn, outputs, sizes, labels, judge, sizes[0], explain=explain)
+MASK = SizedFunction(
+    "causal_mask",
+    (),
+    lambda T: (T,),
+    mask_value,
+    lambda T: f"T={T}",
+    lambda fn, out, _first=None: mask_sizes_explainer((fn,), out["calls"], MASK_SIZES),
+    own_formula=False,
+)
 
 
 # ---------------------------------------------------------------- weights
 
 
-def probe_weights(ctx, inputs):
-    fn = ctx.get("attention_weights")
-
-    def masks(c):
-        scores = ref_scores(c["q"], c["k"])
-        return {"causal": (scores, future(scores.shape[-1])), "other": (scores, c["other_mask"])}
-
-    cases = [masks(c) for c in inputs["cases"]]
-    out = probe_named_calls_again(ctx, fn, cases, masks(inputs["again"]))
-    large = inputs["large"]
-    out["large"] = trimmed(ctx.call(fn, large, future(large.shape[-1])))
-    return out
+def weights_args(case) -> dict:
+    """attention_weights on the case's scores with the causal mask, then with another."""
+    scores = ref_scores(case["q"], case["k"])
+    return {"causal": (scores, future(scores.shape[-1])), "other": (scores, case["other_mask"])}
 
 
 def large_scores(case):
@@ -252,58 +192,37 @@ def large_scores(case):
     return s * large_scores_factor(s)
 
 
-def judge_weights_masked(v, w, scores, mask, what, defs=("attention_weights",)):
-    diagnose = lambda: masked_softmax_likely(w, scores, mask, source=v.source, defs=defs)  # noqa: E731
-    hidden = Region(msg("region.future"), mask, "future-is-zero", "check.future", named=False)
-    judge_attention_weights(v, w, [hidden], what=what, likely=diagnose)
-
-
-def judge_weights_one(v, call, scores, mask, name):
-    require_ran(v, call, "attention_weights")
-    what = "attention_weights(scores, mask)"
-    w = require_tensor(v, "shape", what, call["value"], scores.shape, msg("likely.weights_shape"))
-
-    def values():
-        judge_weights_masked(v, w, scores, mask, what)
-        defs = ("attention_weights",)
-        likely = lambda: masked_softmax_likely(w, scores, mask, source=v.source, defs=defs)  # noqa: E731
-        require_close(v, "values", what, w, ref_weights(scores, mask), likely=likely)
-
+def weights_value(v, w, scores, mask, name="causal"):
+    what, defs = WEIGHTS.what, (WEIGHTS.fn,)
+    w = require_tensor(v, "shape", what, w, scores.shape, msg("likely.weights_shape"))
+    ref = lambda: ref_weights(scores, mask)  # noqa: E731
+    values = lambda: judge_masked_weights(v, w, scores, mask, ref(), what=what, defs=defs)  # noqa: E731
     if name == "other":
         # A result kept from the call before (a memo keyed on the shape) ignores the mask too.
-        judge_mask_honoured(v, w, mask, then=values, defs=("attention_weights",))
+        judge_mask_honoured(v, w, mask, then=values, defs=defs)
     else:
         values()
-    changed_input(v, "attention_weights", ["scores", "mask"], call["args"], (scores, mask))
 
 
-def judge_weights_case(v, call, case):
-    scores = ref_scores(case["q"], case["k"])
-    T = scores.shape[-1]
-    for name, mask in (("causal", future(T)), ("other", case["other_mask"])):
-        judge_weights_one(v, call[name], scores, mask, name)
+WEIGHTS = SizedFunction(
+    "attention_weights",
+    ("scores", "mask"),
+    weights_args,
+    weights_value,
+    qkv_label,
+    sizes_explainer,
+)
 
 
-def judge_weights(v, outputs, inputs, jctx):
-    cases, fn, defs = inputs["cases"], "attention_weights", ("attention_weights",)
-    labels, large = [qkv_label(c) for c in cases], inputs["large"]
+def large_call(ctx, fn, inputs) -> dict:
+    large = inputs["large"]
+    return trimmed(ctx.call(fn, large, future(large.shape[-1])))
+
+
+def judge_large(v, call, inputs):
+    large, fn = inputs["large"], WEIGHTS.fn
     mask = future(large.shape[-1])
-    large_ok = lambda: judge_large_scores_weights(  # noqa: E731
-        v, outputs["large"], large, mask, ref_weights(large, mask), fn=fn, defs=defs
-    )
-    judge_sizes_and_again(
-        v,
-        fn,
-        outputs,
-        cases,
-        labels,
-        judge_weights_case,
-        inputs["again"],
-        explain=sizes_explainer(defs),
-        first_name="causal",
-        then=large_ok,
-    )
-    no_kernel(v, "attention_weights", jctx.source, {"attention_weights"}, jctx.kernels)
+    judge_large_scores_weights(v, call, large, mask, ref_weights(large, mask), fn=fn, defs=(fn,))
 
 
 # ---------------------------------------------------------------- output
@@ -316,34 +235,13 @@ STAND_INS = {
 }
 
 
-def probe_output(ctx, inputs):
-    fn = ctx.get("attention")
-    cases, a = inputs["cases"], inputs["again"]
-    args = [(c["q"], c["k"], c["v"]) for c in cases + [a]]
-    out = probe_calls_again(ctx, fn, args[:-1], args[-1])
-    # Attention on its own: with correct helpers in place of the learner's.
-    out["alone"] = probe_helpers_replaced(ctx, fn, args, STAND_INS)
-    # The learner's helpers on the inputs attention gives them, to name the first wrong one.
-    out["parts"] = probe_helper_calls(ctx, [helper_args(q, k) for q, k, _ in args])
-    # The training story on the seed's case: k and v as a trained layer's outputs would be
-    # (updated in place by a step), then `q.mul_(2)`.
-    c = cases[0]
-    out["story"] = probe_training_story(
-        ctx,
-        fn,
-        [c["q"], c["k"], c["v"]],
-        inputs["story_g"],
-        trained=(1, 2),
-        pick=first_of,
-        grads=False,  # a function in NumPy is right here: only values are judged
-    )
-    # v a thousand times larger (the scores as they were: large scores are their own check).
-    out["large_x"] = ctx.call(fn, c["q"], c["k"], c["v"] * LARGE_INPUT)
-    return out
+def qkv(case) -> tuple:
+    return case["q"], case["k"], case["v"]
 
 
-def helper_args(q, k) -> dict:
+def helper_args(case) -> dict:
     """What attention gives each helper, in the lesson's step order."""
+    q, k = qk(case)
     T = q.shape[-2]
     return {
         "scaled_scores": (q, k),
@@ -352,150 +250,93 @@ def helper_args(q, k) -> dict:
     }
 
 
-def first_of(pair):
-    return pair[0]
+HELPERS = Helpers((SCORES, MASK, WEIGHTS), STAND_INS, helper_args, "reference-helpers")
+
+
+def probe_output(ctx, inputs):
+    fn = ctx.get("attention")
+    cases, c = inputs["cases"], inputs["cases"][0]
+    # With correct helpers in place of the learner's, and the learner's helpers on the inputs
+    # attention gives them, to name the first wrong one.
+    out = OUTPUT.probe_composed(ctx, cases, inputs["again"], HELPERS)
+    # The training story on the seed's case: k and v as a trained layer's outputs would be
+    # (updated in place by a step), then `q.mul_(2)`.
+    out["story"] = probe_training_story(
+        ctx,
+        fn,
+        list(qkv(c)),
+        inputs["story_g"],
+        trained=(1, 2),
+        pick=itemgetter(0),
+        grads=False,  # a function in NumPy is right here: only values are judged
+    )
+    # v a thousand times larger (the scores as they were: large scores are their own check).
+    out["large_x"] = ctx.call(fn, c["q"], c["k"], c["v"] * LARGE_INPUT)
+    return out
 
 
 def story_reference(inputs, _state, _p):
     return _weights(_scores(inputs[0], inputs[1]), future(inputs[0].shape[-2])) @ inputs[2]
 
 
-def judge_output_case(v, call, case, defs=("attention",)):
-    require_ran(v, call, "attention")
-    q, k, vv = case["q"], case["k"], case["v"]
+def output_value(v, value, q, k, vv, defs=("attention",)):
     T = q.shape[-2]
     out, w = require_pair(
-        v, "attention", call["value"], vv.shape, q.shape[:-1] + (T,), "likely.returns_pair_lab02"
+        v, "attention", value, vv.shape, q.shape[:-1] + (T,), "likely.returns_pair_lab02"
     )
     w = require_tensor(v, "shape", "weights", w, q.shape[:-1] + (T,), msg("likely.weights_shape"))
     out = require_tensor(v, "shape", "output", out, vv.shape, msg("likely.out_shape"))
-    scores = ref_scores(q, k)
-    judge_weights_masked(v, w, scores, future(T), "weights", defs + ("attention_weights",))
+    scores, defs = ref_scores(q, k), defs + ("attention_weights",)
     ref_w = ref_weights(scores, future(T))
     # The weights returned must be the ones used, not merely well-formed.
-    require_close(
-        v,
-        "values",
-        "weights",
-        w,
-        ref_w,
-        likely=lambda: scale_from_weights_likely(w, q, k, future(T)),
-    )
+    w_likely = lambda: scale_from_weights_likely(w, q, k, future(T))  # noqa: E731
+    judge_masked_weights(v, w, scores, future(T), ref_w, what="weights", defs=defs, likely=w_likely)
 
     def out_likely():
         if close(w, ref_w):
             return msg("likely.out_not_weights_v")
-        found = masked_softmax_likely(
-            w, scores, future(T), source=v.source, defs=defs + ("attention_weights",)
-        )
-        return (
-            scale_from_weights_likely(w, q, k, future(T))
-            if found["key"] == "likely.unknown"
-            else found
-        )
+        found = masked_softmax_likely(w, scores, future(T), source=v.source, defs=defs)
+        return w_likely() if found["key"] == "likely.unknown" else found
 
     # rtol=0: the notebook's own `error < 1e-5`.
     expected = ref_output(q, k, vv)
     require_close(v, "matches-pytorch", "output", out, expected, likely=out_likely, rtol=0)
-    changed_input(v, "attention", ["q", "k", "v"], call["args"], (q, k, vv))
 
 
-def part_judges(source, case) -> dict:
-    """Each helper's own step's judge, on the inputs attention gives it, in step order."""
-    q, k = case["q"], case["k"]
-    T = q.shape[-2]
-    scores, mask = ref_scores(q, k), future(T)
-    return {
-        "scaled_scores": lambda c: judged(source, judge_scores_case, with_args(c, q, k), case),
-        "causal_mask": lambda c: judged(source, judge_mask_case, c, T),
-        "attention_weights": lambda c: judged(
-            source, judge_weights_one, with_args(c, scores, mask), scores, mask, "causal"
-        ),
-    }
+OUTPUT = SizedFunction("attention", ("q", "k", "v"), qkv, output_value, qkv_label, sizes_explainer)
 
 
 def judge_output(v, outputs, inputs, jctx):
-    calls, cases = outputs["calls"], inputs["cases"]
+    calls, cases, c = outputs["calls"], inputs["cases"], inputs["cases"][0]
     if jctx.views:
-        ref = ref_weights(ref_scores(cases[0]["q"], cases[0]["k"]), future(cases[0]["q"].shape[-2]))
+        ref = ref_weights(ref_scores(c["q"], c["k"]), future(c["q"].shape[-2]))
         w = pair_weights(calls[0], ref.shape)
         # Drawn before judging: a failing step is where the heatmap helps most.
         v.visuals["heatmaps"] = head_panel(w, ref, lambda h: msg("visual.head", h=h))
-        v.visuals["view"] = printout_view(calls[0], cases[0])
-    everything, qkv = cases + [inputs["again"]], lambda c: (c["q"], c["k"], c["v"])
-    judges = functools.partial(part_judges, v.source)
-    replaced, blame = helper_verdicts(
-        v.source, outputs["alone"], outputs["parts"], everything, judge_output_case, qkv, judges
-    )
-    try:
-        judge_output_case(v, calls[0], cases[0])
-    finally:
-        blame_helpers(v, 0, lambda: blame(0))
-    judge_helpers_replaced(v, replaced(0), check_id="reference-helpers")
-    labels, defs = [qkv_label(c) for c in cases], ("attention",)
-    explain = sizes_explainer(defs, first=blame)
-    judge_other_sizes(v, calls, cases, labels, judge_output_case, explain=explain)
-    first = calls[0].get("value")
-    last = lambda: blame(len(cases))  # noqa: E731
-    judge_called_again(
-        v,
-        "attention",
-        outputs["again"],
-        first,
-        judge_output_case,
-        inputs["again"],
-        defs=defs,
-        blame=last,
-    )
-    no_kernel(v, "attention", jctx.source, {"attention"}, jctx.kernels)
-    c, s = cases[0], LARGE_INPUT
-    judge_large_inputs(
-        v,
-        outputs.get("large_x"),
-        _output_once.__wrapped__(c["q"], c["k"], c["v"] * s),
-        what="attention(q, k, v)",
-    )
+        expected = ref_output(*qkv(c))
+        keys = ("visual.printout_title", "visual.printout_line", "visual.printout_value")
+        v.visuals["view"] = pair_printout(calls[0], expected, *keys)
+    OUTPUT.judge_composed(v, outputs, cases, inputs["again"], jctx, HELPERS)
+    large = _output_once.__wrapped__(c["q"], c["k"], c["v"] * LARGE_INPUT)
+    judge_large_inputs(v, outputs.get("large_x"), large, what=OUTPUT.what)
     judge_training_story(
         v,
         outputs.get("story"),
-        [c["q"], c["k"], c["v"]],
+        list(qkv(c)),
         story_reference,
         inputs["story_g"],
-        what="attention(q, k, v)",
-        names=["q", "k", "v"],
+        what=OUTPUT.what,
+        names=list(OUTPUT.params),
         trained=(1, 2),
         grads=False,
     )
 
 
-def printout_view(call, case) -> list:
-    """The notebook's printouts, from the learner's attention on its inputs: the weights' shape,
-    their row sums and the largest absolute difference from PyTorch's kernel."""
-    value = call.get("value")
-    w = pair_weights(call)
-    if w is None:
-        return []
-    rows = [["weights:", shape_str(w.shape)], *row_sums_rows(w)]
-    out = value[0] if isinstance(value, tuple) else None
-    expected = ref_output(case["q"], case["k"], case["v"])
-    if isinstance(out, torch.Tensor) and out.shape == expected.shape:
-        error = (out.double() - expected.double()).abs().max().item()
-        rows.append(["maximum absolute error:", f"{error:.1e}"])
-    return [
-        heading(msg("visual.printout_title")),
-        table(
-            [msg("visual.printout_line"), msg("visual.printout_value")],
-            rows,
-            align=["left", "left"],
-        ),
-    ]
-
-
 STEPS = {
-    "scores": StepSpec(probe_scores, judge_scores, ("scaled_scores",), own_formula="scaled_scores"),
-    "mask": StepSpec(probe_mask, judge_mask, ("causal_mask",)),
-    "weights": StepSpec(
-        probe_weights, judge_weights, ("attention_weights",), own_formula="attention_weights"
+    "scores": SCORES.step(lambda i: i["cases"], lambda i: i["again"]),
+    "mask": MASK.step(lambda i: MASK_SIZES, lambda i: MASK_SIZES[0]),
+    "weights": WEIGHTS.step(
+        lambda i: i["cases"], lambda i: i["again"], extra=large_call, then=judge_large
     ),
     "output": StepSpec(probe_output, judge_output, ("attention",), own_formula="attention"),
 }
@@ -507,34 +348,8 @@ HEAD_DIMS = [8, 16, 32, 64, 128, 256, 512]
 ENTROPY_T = 16
 
 
-def probe_heatmap(ctx, inputs):
-    fn = ctx.get("attention")
-    c = inputs["cases"][0]
-    return {"call": ctx.call(fn, c["q"], c["k"], c["v"], primary=True)}
-
-
-def judge_heatmap(v, outputs, inputs, jctx):
-    c = inputs["cases"][0]
-    ref = ref_weights(ref_scores(c["q"], c["k"]), future(c["q"].shape[-2]))
-    w = pair_weights(outputs["call"], ref.shape)
-    ok = w is not None
-    # The seed's plot: head 0 and head 1 side by side, the learner's own weights (the
-    # reference's where the learner's cannot be drawn; the check below says why).
-    shown = w if ok else ref
-    v.visuals["view"] = [head_maps(shown, lambda h: msg("visual.head_title", h=h))]
-    v.expect(
-        "returns",
-        ok,
-        "check.returns_pair",
-        fn="attention",
-        got=describe(outputs["call"].get("value")),
-        likely=msg("likely.returns_pair_lab02"),
-    )
-
-
 # The exercises: the learner's own change, made in exercise_scores, exercise_mask and exercise_q
-# (the starter's end). A file without one gets the notebook's change, made by the tutor (OWN).
-EXERCISES = ("exercise_scores", "exercise_mask", "exercise_q")
+# (the starter's end). A file without one gets the notebook's change, made by the tutor (own).
 
 
 def _no_scale(q, k):
@@ -551,163 +366,84 @@ def _head0_times4(q):
     return q
 
 
-OWN = {"exercise_scores": _no_scale, "exercise_mask": _diagonal_zero, "exercise_q": _head0_times4}
+NO_SCALE = Exercise(
+    1,
+    "exercise_scores",
+    _no_scale,
+    ("visual.ex1_task", "visual.ex1_unchanged", "visual.ex1_other", "visual.ex1_why"),
+)
+DIAGONAL = Exercise(
+    2,
+    "exercise_mask",
+    _diagonal_zero,
+    (
+        *("visual.ex2_task", "visual.ex2_unchanged", "visual.ex2_other", "visual.ex2_why"),
+        *("visual.ex2_shape", "visual.ex2_heatmap", "visual.ex2_no_nan"),
+        *("visual.ex2_nan", "visual.ex2_nan_rows"),
+    ),
+)
+ONE_HEAD = Exercise(
+    3,
+    "exercise_q",
+    _head0_times4,
+    (
+        *("visual.ex3_task", "visual.ex3_unchanged", "visual.ex3_why", "visual.ex3_heads"),
+        *("visual.ex3_bad_return", "visual.ex3_waiting", "visual.ex3_head"),
+        *("visual.ex3_before", "visual.ex3_after"),
+    ),
+)
+EXERCISES = (NO_SCALE, DIAGONAL, ONE_HEAD)
 
 
 def probe_exercises(ctx, inputs):
     scores_fn, weights_fn = ctx.get("scaled_scores"), ctx.get("attention_weights")
     mask_fn, attention_fn = ctx.get("causal_mask"), ctx.get("attention")
     # A missing exercise is the tutor's change, called as the learner's would be.
-    changed, missing = exercise_functions(ctx, OWN)
+    changed, missing = exercise_functions(ctx, {ex.fn: ex.own for ex in EXERCISES})
     out: dict = {"missing": missing, "entropy": []}
     g = torch.Generator().manual_seed(11)
     mask = ctx.call(mask_fn, ENTROPY_T, primary=True)["value"]
     if not ctx.views:  # the rest only feeds the view, which `check` and `grade` never draw
         return out
-    for hd in HEAD_DIMS:
-        q, k = (torch.randn(1, 2, ENTROPY_T, hd, generator=g) for _ in range(2))
-        scaled = trimmed(ctx.call(scores_fn, q, k))
-        unscaled = trimmed(ctx.call(changed["exercise_scores"], q, k))
-        out["entropy"].append(
-            {
-                "hd": hd,
-                "scaled": scaled.get("value"),
-                "unscaled": unscaled,
-                "raw": _no_scale(q, k),
-                "with": trimmed(call_after(ctx, weights_fn, scaled, mask)).get("value"),
-                "without": trimmed(call_after(ctx, weights_fn, unscaled, mask)),
-            }
-        )
+    qk = lambda hd: tuple(torch.randn(1, 2, ENTROPY_T, hd, generator=g) for _ in range(2))  # noqa: E731
+    sweep = (scores_fn, changed[NO_SCALE.fn], weights_fn)
+    out["entropy"] = probe_entropy_sweep(ctx, NO_SCALE, *sweep, HEAD_DIMS, qk, mask)
     c = inputs["cases"][0]
-    T = c["q"].shape[-2]
-    out["mask"] = trimmed(ctx.call(changed["exercise_mask"], T))
-    scores = ref_scores(c["q"], c["k"])
-    out["diagonal"] = (
-        trimmed(ctx.call(weights_fn, scores, out["mask"]["value"]))
-        if "value" in out["mask"]
-        else out["mask"]
-    )
-    out["q"] = trimmed(ctx.call(changed["exercise_q"], c["q"]))
-    out["before"] = trimmed(ctx.call(attention_fn, c["q"], c["k"], c["v"]))
-    out["after"] = trimmed(call_after(ctx, attention_fn, out["q"], c["k"], c["v"]))
+    T, scores = c["q"].shape[-2], ref_scores(c["q"], c["k"])
+    out["mask"] = probe_mask_variant(ctx, changed[DIAGONAL.fn], weights_fn, T, scores)
+    out["q"] = probe_head_variant(ctx, changed[ONE_HEAD.fn], attention_fn, *qkv(c))
     return out
-
-
-def entropy_view(outputs) -> list:
-    """Exercise 1: the scale keeps the softmax from saturating as head_dim grows."""
-    found = outputs["entropy"]
-    rows = [(str(e["hd"]), e["with"], e["without"].get("value")) for e in found]
-    columns = ["head_dim", msg("visual.ex1_with"), "", msg("visual.ex1_without"), ""]
-    said = made_note(outputs["missing"], "exercise_scores")
-    failed = first_raised_note(
-        [
-            (e[part], fn)
-            for e in found
-            for part, fn in (("unscaled", "exercise_scores"), ("without", "attention_weights"))
-        ]
-    )
-    unscaled = [e["unscaled"].get("value") for e in found]
-    right = failed is None and all(
-        same_tensor(u, e["raw"]) for u, e in zip(unscaled, found, strict=True)
-    )
-    if failed is not None:
-        said.append(failed)
-    elif not right:
-        unchanged = all(same_tensor(u, e["scaled"]) for u, e in zip(unscaled, found, strict=True))
-        said.append(note(msg("visual.ex1_unchanged" if unchanged else "visual.ex1_not_raw")))
-    shown = [note(msg("visual.ex1_task", T=ENTROPY_T)), entropy_table(rows, columns)]
-    return [
-        with_question(1, *shown, *said),
-        # Why, under the learner's own answer, once the change is the notebook's.
-        *([after_answer(1, note(msg("visual.ex1_why")))] if right else []),
-    ]
-
-
-def mask_said(m, T: int) -> tuple[bool, list]:
-    """Exercise 2's mask: whether it is the notebook's change, and the notes on it."""
-    zero = _diagonal_zero(T)
-    if torch.equal(m, zero):
-        return True, []
-    if torch.equal(m, _future(T)):
-        return False, [note(msg("visual.ex2_unchanged"))]
-    return False, [note(msg("visual.ex2_not_diagonal0", T=T, **mask_difference(m, zero)))]
-
-
-def diagonal_view(outputs, inputs) -> list:
-    """Exercise 2: with diagonal=0 the first query has nothing left to attend to."""
-    T = inputs["cases"][0]["q"].shape[-2]
-    said = made_note(outputs["missing"], "exercise_mask")
-    shown = [note(msg("visual.ex2_task"))]
-    m = outputs["mask"].get("value")
-    # What exercise_mask did comes first: attention_weights fails on a mask of no use.
-    square = lambda m: isinstance(m, torch.Tensor) and tuple(m.shape) == (T, T)  # noqa: E731
-    bad = lambda m: msg("visual.ex2_shape", T=T, got=describe(m))  # noqa: E731
-    failed = returned_note(outputs["mask"], "exercise_mask", square, bad)
-    failed = failed or raised_note(outputs["diagonal"], "attention_weights")
-    if failed is not None:
-        return [with_question(2, *shown, *said, failed)]
-    right, notes = mask_said(m.bool(), T)
-    said += notes
-    w = outputs["diagonal"].get("value")
-    nan_rows: list[int] = []
-    if isinstance(w, torch.Tensor) and w.dim() == 4 and tuple(w.shape[-2:]) == (T, T):
-        nan_rows = nonfinite_rows(w[0, 0])
-        shown.append(heatmap(round_matrix(w[0, 0]), msg("visual.ex2_heatmap")))
-        if nan_rows:
-            said.append(rows_note(nan_rows, "visual.ex2_nan", "visual.ex2_nan_rows"))
-        elif right:
-            said.append(note(msg("visual.ex2_no_nan")))
-    return [
-        with_question(2, *shown, *said),
-        *([after_answer(2, note(msg("visual.ex2_why")))] if right and 0 in nan_rows else []),
-    ]
-
-
-def heads_view(outputs, inputs) -> list:
-    """Exercise 3: one head's Q changed: its pattern moves, the other head's does not."""
-    q = inputs["cases"][0]["q"]
-    said = made_note(outputs["missing"], "exercise_q")
-    shown = [note(msg("visual.ex3_task"))]
-    new = outputs["q"].get("value")
-    # What exercise_q did comes first: attention fails on a q of no use.
-    like_q = lambda x: isinstance(x, torch.Tensor) and x.shape == q.shape  # noqa: E731
-    bad = lambda x: msg("visual.ex3_bad_return", expected=shape_str(q.shape), got=describe(x))  # noqa: E731
-    failed = returned_note(outputs["q"], "exercise_q", like_q, bad)
-    both = [(outputs["before"], "attention"), (outputs["after"], "attention")]
-    failed = failed or first_raised_note(both)
-    if failed is not None:
-        return [with_question(3, *shown, *said, failed)]
-    before, after = pair_weights(outputs["before"]), pair_weights(outputs["after"])
-    if not all(isinstance(w, torch.Tensor) and w.dim() == 4 for w in (before, after)):
-        return [with_question(3, *shown, *said, waiting(msg("visual.ex_waiting")))]
-    changed = [h for h in range(q.shape[1]) if not torch.equal(new[:, h], q[:, h])]
-    heads = min(2, before.shape[1], after.shape[1])
-    if not changed:  # nothing to compare: each head once
-        said.append(note(msg("visual.ex3_unchanged")))
-        maps = [head_maps(before, lambda h: msg("visual.ex3_head", h=h), heads)]
-    else:
-        before_title = lambda h: msg("visual.ex3_before", h=h)  # noqa: E731
-        after_title = lambda h: msg("visual.ex3_after", h=h)  # noqa: E731
-        maps = before_after_maps(before, after, heads, before_title, after_title)
-        if len(changed) > 1:
-            said.append(note(msg("visual.ex3_heads", heads=changed)))
-    if not (len(changed) == 1 and q.shape[1] == 2):  # the lab's two heads: one changed, one not
-        return [with_question(3, *shown, *maps, *said)]
-    why = note(msg("visual.ex3_note", h=changed[0], other=1 - changed[0]))
-    return [with_question(3, *shown, *maps, *said), after_answer(3, why)]
 
 
 def judge_exercises(v, outputs, inputs, jctx):
     if jctx.views:  # no verdict here: `check` and `grade` skip the drawing
-        v.visuals["view"] = (
-            entropy_view(outputs) + diagonal_view(outputs, inputs) + heads_view(outputs, inputs)
-        )
+        q, missing, weights = inputs["cases"][0]["q"], outputs["missing"], "attention_weights"
+        columns = ["head_dim", msg("visual.ex1_with"), "", msg("visual.ex1_without"), ""]
+        entropy = outputs["entropy"]
+        v.visuals["view"] = [
+            *entropy_sweep_view(NO_SCALE, entropy, missing, weights, columns, T=ENTROPY_T),
+            *mask_variant_view(DIAGONAL, missing, outputs["mask"], future(q.shape[-2]), weights),
+            *head_variant_view(ONE_HEAD, missing, q, outputs["q"], "attention"),
+        ]
     v.expect("runs", True)
 
 
-STEPS["heatmap"] = StepSpec(probe_heatmap, judge_heatmap, ("attention",))
+def seed_weights(inputs):
+    c = inputs["cases"][0]
+    return ref_weights(ref_scores(c["q"], c["k"]), future(c["q"].shape[-2]))
+
+
+# The seed's plot: head 0 and head 1 side by side, the learner's own weights (the reference's
+# where the learner's cannot be drawn; the check `returns` says why).
+STEPS["heatmap"] = weights_heatmap_step(
+    "attention",
+    lambda inputs: qkv(inputs["cases"][0]),
+    seed_weights,
+    "visual.head_title",
+    "likely.returns_pair_lab02",
+)
 STEPS["exercises"] = StepSpec(
     probe_exercises,
     judge_exercises,
-    ("scaled_scores", "causal_mask", "attention_weights", "attention", *EXERCISES),
+    ("scaled_scores", "causal_mask", "attention_weights", "attention", *(e.fn for e in EXERCISES)),
 )

@@ -302,7 +302,8 @@ def test_an_experiment_step_that_fails_on_the_reference_is_named(tmp_path):
     """dev check runs the experiment steps too, views on, as the app does when one is on screen:
     a judge that raises there was seen only by a learner."""
     folder = copy_lesson(tmp_path, "lab-02")
-    edit(folder / "checks.py", "    shown = w if ok else ref\n", "    1 / 0\n")
+    seed = "def seed_weights(inputs):\n"
+    edit(folder / "checks.py", seed, f"{seed}    1 / 0\n")
     out = run("dev", "check", str(folder))
     assert out.returncode == 1
     assert failed(out) == [
@@ -313,23 +314,24 @@ def test_an_experiment_step_that_fails_on_the_reference_is_named(tmp_path):
 
 def test_a_probe_that_reads_the_whole_namespace_is_said_to_run_on_every_save(tmp_path):
     folder = copy_lesson(tmp_path, "lab-02")
-    probe = "def probe_scores(ctx, inputs):\n"
+    probe = "def probe_output(ctx, inputs):\n"
     edit(folder / "checks.py", probe, f"{probe}    vars(ctx.module)\n")
     out = run("dev", "check", str(folder))
     assert out.returncode == 0, out.stdout  # a warning: the step still works, only slower
     (line,) = [line for line in lines_of(out) if line.startswith("! saves: ")]
-    assert "scores" in line and "whole namespace" in line and "ctx.defines" in line, line
+    assert "output" in line and "whole namespace" in line and "ctx.defines" in line, line
 
 
 def test_a_table_wider_than_the_text_at_80_columns_is_named(tmp_path):
     folder = copy_lesson(tmp_path, "lab-02")
     wide = 'table([f"column {i}" for i in range(12)], [[f"value {i}" for i in range(12)]]),'
-    view = '    v.visuals["view"] = [head_maps('
-    edit(folder / "checks.py", view, f'    v.visuals["view"] = [{wide} head_maps(')
+    view = '        v.visuals["view"] = [\n'
+    edit(folder / "checks.py", view, f'        v.visuals["view"] = [{wide}\n')
+    edit(folder / "checks.py", "from tutor.kit import (\n", "from tutor.kit import (\n    table,\n")
     out = run("dev", "check", str(folder), "--lang", "zh")
     assert out.returncode == 1
     (line,) = failed(out)
-    assert line.startswith("✗ 实验步骤：步骤 heatmap 画出的表格宽 ") and "（en）" in line, (
+    assert line.startswith("✗ 实验步骤：步骤 exercises 画出的表格宽 ") and "（en）" in line, (
         out.stdout
     )
     assert "正文只有 52 列" in line, out.stdout

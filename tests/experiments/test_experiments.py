@@ -142,7 +142,7 @@ def test_exercises_entropy_nan_row_and_heads_with_the_changes_made():
     assert len(pairs) == 2
     (before0, after0), (before1, after1) = pairs
     assert before1["matrix"] == after1["matrix"] and before0["matrix"] != after0["matrix"]
-    (why3,) = notes_ending(view, "ex3_note")
+    (why3,) = notes_ending(view, "ex3_why")
     assert why3["text"]["params"] == {"h": 0, "other": 1} and question_of(view, why3) == 3
     assert not items(view, "keys"), "no setting left: the learner makes the change"
     # The heatmap step: heads 0 and 1, the learner's weights; its weights panel is the output step's.
@@ -194,7 +194,7 @@ def changed(old, new):
         ),
         (
             changed("dtype=torch.bool), diagonal=0)", "dtype=torch.bool), diagonal=-1)"),
-            "ex2_not_diagonal0",
+            "ex2_other",
         ),
         (
             changed("def exercise_mask(seq_len):\n", "def exercise_mask(seq_len):\n    1 / 0\n"),
@@ -205,7 +205,7 @@ def changed(old, new):
                 "return q @ k.transpose(-2, -1)\n\n\ndef exercise_mask",
                 "return q @ k.transpose(-2, -1) / 2\n\n\ndef exercise_mask",
             ),
-            "ex1_not_raw",
+            "ex1_other",
         ),
         # returns that the next function fails on: said of the exercise, not of that function
         (
@@ -248,7 +248,7 @@ def test_a_learners_change_is_judged_for_what_it_is(source, expected):
             assert source.splitlines()[params["line"] - 1].strip() == "1 / 0"
     else:
         assert answered == all_three
-        (note3,) = notes_ending(view, "ex3_note")
+        (note3,) = notes_ending(view, "ex3_why")
         assert note3["text"]["params"] == {"h": 1, "other": 0}
 
 

@@ -231,10 +231,13 @@ def test_the_warm_ups_reference_is_not_reachable_from_frames_or_gc(worker, reque
 
 @pytest.mark.parametrize("worker", ["live", "batch_live"])
 def test_the_warm_ups_code_is_not_reachable_by_referents(worker, request):
-    run = request.getfixturevalue(worker).run(LM3, REFERENTS, steps=["shapes"])
-    r = run.results["shapes"]
-    assert r.status == "fail" and first_message(r).key == "check.missing", summary(run.results)
-    assert "nothing found" in r.output, r.output
+    # Twice: the first run's spare may have been forked before the zygote queued the lesson's
+    # warm-up; the second's is forked after, while that queue (and its code) is still there.
+    for _ in range(2):
+        run = request.getfixturevalue(worker).run(LM3, REFERENTS, steps=["shapes"])
+        r = run.results["shapes"]
+        assert r.status == "fail" and first_message(r).key == "check.missing", summary(run.results)
+        assert "nothing found" in r.output, r.output
 
 
 # ------------------------------------------------------------------ a step's function from elsewhere

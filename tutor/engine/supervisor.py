@@ -37,6 +37,7 @@ from tutor.engine.confine import disk_quota, fence, landlock, leftovers
 from tutor.engine.confine.platform_probe import probe
 from tutor.engine.hardening import harden_self
 from tutor.engine.jobs import Job, Judging, Spare
+from tutor.engine.page_cache import torch_is_cached
 from tutor.engine.process_info import children_of
 from tutor.engine.scheduling import HEDGE_AFTER
 from tutor.engine.spares import SPARES
@@ -350,9 +351,11 @@ def main() -> None:
     gc.disable()
     # torch's import reads ~0.5 GB; started alongside the UI's start-up, it put ~0.2 s on the first
     # screen when the page cache was cold (0.86-1.05 s against 0.72-0.80 s, and +0.3-0.5 s on the
-    # first verdict). So it waits for the client's first line: "go" once the app has painted
-    # (client.EngineClient.go), at once without an app, or a run.
-    select.select([0], [], [], GO_WAIT)
+    # first verdict). So then it waits for the client's first line: "go" once the app has painted
+    # (client.EngineClient.go), at once without an app, or a run. From a warm cache it reads
+    # nothing, and waiting would only put the app's start-up on the first verdict.
+    if not torch_is_cached():
+        select.select([0], [], [], GO_WAIT)
     from pathlib import Path
 
     import torch  # noqa: F401  (loaded once, shared by every fork)

@@ -283,8 +283,10 @@ def _spare(
     die_with_parent(state["protections"], worker)
     warm = spare_warm_up(state, request["lesson"])
     # The warm-up's code held by this list alone (serve_one empties it): the frames above the
-    # learner's lead to `state`, and what the warm-up ran must be gone, starter or not.
+    # learner's lead to `state`, and what the warm-up ran must be gone, starter or not. The
+    # zygote's own queue of warm-up steps holds that code too.
     state["warm"] = []
+    state["queue"] = []
     job_r, result_w, output_w = fds
     serve_one(
         job_r,

@@ -42,6 +42,18 @@ probe runs in the child beside the learner's code, its judge in the judge proces
   changed_argument; state_lengths, growth_fault; weights_map, recompute_each; state_snapshot,
   same_tensors, pair_state), and a learner's own decoding loop recorded and judged (record_decoding,
   decoding_fault).
+- A step function with state, `step(x_t, state) -> (out, state)`, as properties whose texts
+  are the lesson's (role -> key tables): one call against the reference step over a grid of
+  sizes and past lengths (probe_step_grid, step_call, judge_step_call, require_out_state,
+  require_states_near; STEP_CALL_KEYS); its discipline as a caller uses it: growth, arguments and states kept,
+  branches, a new sequence, two in turn, eval-mode dropout (probe_step_discipline,
+  judge_step_discipline, state_growth_fault; DISCIPLINE_KEYS); trained from a constant state
+  (probe_step_trained, judge_step_trained); a wrong state named (state_shape_fault,
+  state_value_fault, tokens_elsewhere); a learner's generation loop over it (probe_generation,
+  judge_generation_call, judge_loop_again; GENERATION_KEYS).
+- A learner's module made as a notebook makes it (made_module, require_made); the kind of a
+  PyTorch shape error (torch_error_kind, TORCH_ERRORS); a timing experiment of two ways
+  (probe_timings, timing_view, decoding_flops).
 - Attributes in the source, for a diagnosis: state stored on an object in a step function
   (attribute_store), a function reading an attribute (reads_attribute).
 - Calls recorded: a layer's methods routed through the probe's own (intercept), each call a
@@ -101,6 +113,15 @@ probe runs in the child beside the learner's code, its judge in the judge proces
   PAIR_FUNCTION_ROLES): its values over the sizes, called again, large scores and inputs, the
   training story (probe_pair_function, judge_pair_function, judge_pair_case) and its leakage
   at every size (probe_pair_leakage, judge_pair_leakage, judge_pair_leakage_case).
+- Exercises, a learner's variant run in place of the original, with a view of what changed
+  (Exercise, exercise_items, variant_said; probe_entropy_sweep and entropy_sweep_view,
+  probe_mask_variant and mask_variant_view, probe_head_variant and head_variant_view);
+  weights of a masked softmax, well-formed and close (judge_masked_weights); a function
+  judged over a grid of sizes, its inputs unchanged, called again, its own code
+  (SizedFunction: a step in one declaration; a function calling the learner's helpers,
+  blamed on the first wrong one: probe_composed and judge_composed, with its Helpers). A
+  function returning (out, weights): the notebook's printouts of a call (pair_printout), an
+  experiment step drawing its weights per head (weights_heatmap_step).
 - Visuals: the vocabulary in tutor.model.view_items (heading, note, table, bar, heatmap, row, waiting,
   keys, after_answer, with_question, weights), which the UI draws without knowing the lesson.
 
@@ -112,6 +133,7 @@ from pathlib import Path
 
 from tutor.kit import fixed_dropout
 from tutor.kit.borrowed import lend
+from tutor.kit.built_module import made_module, require_made
 from tutor.kit.call_again import (
     again_of,
     call_kept,
@@ -142,6 +164,17 @@ from tutor.kit.cost_table import (
     timing_table,
 )
 from tutor.kit.drawn_weights import attention_weights
+from tutor.kit.exercises import (
+    Exercise,
+    entropy_sweep_view,
+    exercise_items,
+    head_variant_view,
+    mask_variant_view,
+    probe_entropy_sweep,
+    probe_head_variant,
+    probe_mask_variant,
+    variant_said,
+)
 from tutor.kit.experiments import (
     before_after_maps,
     call_after,
@@ -164,6 +197,12 @@ from tutor.kit.finite import (
     judge_large_output,
     require_finite,
     require_finite_close,
+)
+from tutor.kit.generation_loop import (
+    GENERATION_KEYS,
+    judge_generation_call,
+    judge_loop_again,
+    probe_generation,
 )
 from tutor.kit.heads import (
     large_scores_weights,
@@ -312,6 +351,7 @@ from tutor.kit.mask_checks import (
     mask_sizes_explainer,
     other_mask,
 )
+from tutor.kit.masked_weights import judge_masked_weights
 from tutor.kit.named_shapes import (
     NAMED_SHAPES_KEYS,
     NAMED_SHAPES_WORDS,
@@ -331,6 +371,7 @@ from tutor.kit.pair_function import (
     probe_pair_function,
     probe_pair_leakage,
 )
+from tutor.kit.pair_views import pair_printout, weights_heatmap_step
 from tutor.kit.pairs import (
     out_of_pair,
     pair_output,
@@ -382,6 +423,7 @@ from tutor.kit.single_head import (
     single_head_likely,
     single_head_mistakes,
 )
+from tutor.kit.sized_function import Helpers, SizedFunction
 from tutor.kit.softmax_mistakes import (
     judge_large_scores_weights,
     masked_softmax,
@@ -390,6 +432,28 @@ from tutor.kit.softmax_mistakes import (
 )
 from tutor.kit.source_attributes import attribute_store, reads_attribute
 from tutor.kit.spec import JudgeContext, StepSpec
+from tutor.kit.state_faults import (
+    state_shape_fault,
+    state_value_fault,
+    tokens_elsewhere,
+)
+from tutor.kit.step_discipline import (
+    DISCIPLINE_KEYS,
+    judge_step_discipline,
+    probe_step_discipline,
+    state_growth_fault,
+)
+from tutor.kit.step_grid import (
+    STEP_CALL_KEYS,
+    judge_step_call,
+    probe_step_grid,
+    require_out_state,
+    require_states_near,
+    step_call,
+)
+from tutor.kit.step_trainable import judge_step_trained, probe_step_trained
+from tutor.kit.timing_experiment import decoding_flops, probe_timings, timing_view
+from tutor.kit.torch_errors import TORCH_ERRORS, torch_error_kind
 from tutor.kit.training import judge_training_story, probe_training_story
 from tutor.model import view_items as visuals
 from tutor.model.lesson import load_lesson
@@ -417,8 +481,10 @@ def declared_settings(checks_file: str, step_id: str) -> dict:
 __all__ = [
     "ATOL",
     "CallRecorder",
+    "DISCIPLINE_KEYS",
     "DTYPES",
     "DTYPE_BYTES",
+    "GENERATION_KEYS",
     "JudgeContext",
     "KERNEL_FRAGMENTS",
     "LARGE_INPUT",
@@ -432,11 +498,13 @@ __all__ = [
     "ProbeContext",
     "RTOL",
     "Region",
+    "STEP_CALL_KEYS",
     "ShapeTrace",
     "SquareTensors",
     "StepSpec",
     "Stop",
     "TIME_BAR",
+    "TORCH_ERRORS",
     "TRACE_KEYS",
     "TRACE_WORDS",
     "Verdict",
@@ -455,11 +523,23 @@ __all__ = [
     "call_after",
     "causal_mask_likely",
     "causal_mask_mistakes",
+    "decoding_flops",
     "entropy_table",
     "helper_verdicts",
+    "judge_generation_call",
+    "judge_loop_again",
     "judge_sizes_and_again",
+    "judge_step_call",
+    "judge_step_discipline",
+    "judge_step_trained",
+    "made_module",
     "made_note",
+    "probe_generation",
     "probe_named_calls_again",
+    "probe_step_discipline",
+    "probe_step_grid",
+    "probe_step_trained",
+    "probe_timings",
     "require_again_right",
     "call_kept",
     "causal_future",
@@ -614,12 +694,15 @@ __all__ = [
     "require_close",
     "require_finite",
     "require_finite_close",
+    "require_made",
     "require_near",
     "require_no_leak",
     "require_call_ran",
+    "require_out_state",
     "require_pair",
     "require_pair_output",
     "require_ran",
+    "require_states_near",
     "require_tensor",
     "returned_note",
     "round_matrix",
@@ -653,9 +736,13 @@ __all__ = [
     "stand_in",
     "state_dict_copy",
     "state_explanation",
+    "state_growth_fault",
     "state_lengths",
+    "state_shape_fault",
     "state_snapshot",
     "state_unchanged",
+    "state_value_fault",
+    "step_call",
     "step_through",
     "stepped_weights_view",
     "table",
@@ -664,7 +751,10 @@ __all__ = [
     "timed_rows",
     "timing_remarks",
     "timing_table",
+    "timing_view",
     "token_changes",
+    "tokens_elsewhere",
+    "torch_error_kind",
     "trace_parting",
     "trace_view",
     "traced_forward",
@@ -678,4 +768,18 @@ __all__ = [
     "weights_panels",
     "with_args",
     "with_question",
+    "Exercise",
+    "entropy_sweep_view",
+    "exercise_items",
+    "head_variant_view",
+    "mask_variant_view",
+    "probe_entropy_sweep",
+    "variant_said",
+    "SizedFunction",
+    "pair_printout",
+    "weights_heatmap_step",
+    "probe_mask_variant",
+    "probe_head_variant",
+    "judge_masked_weights",
+    "Helpers",
 ]

@@ -1,0 +1,135 @@
+"""The kit's step-call property (tutor.kit.step_grid): one call of a step with state, given the
+token at t and the state of the t before it, against the reference's output and state, over a
+grid of sizes and past lengths. The step keeps every token so far (a pair: the tokens and twice
+them) and outputs their sum: the property knows nothing of attention."""
+
+from __future__ import annotations
+
+import types
+
+import torch
+
+from tutor.kit import (
+    STEP_CALL_KEYS,
+    Verdict,
+    judge_step_call,
+    judged,
+    msg,
+    probe_step_grid,
+    step_call,
+)
+from tutor.kit.probe_tools import ProbeContext
+
+XS = [torch.arange(1.0, 13.0).reshape(2, 6, 1), torch.arange(1.0, 4.0).reshape(1, 3, 1)]
+KEYS = {role: f"check.{role}" for role in STEP_CALL_KEYS}
+
+
+def context() -> ProbeContext:
+    return ProbeContext(types.ModuleType("learner"), "learner.py", "", None)
+
+
+def right(x_t, state=None):
+    s = x_t if state is None else torch.cat([state[0], x_t], dim=1)
+    return s.sum(1, keepdim=True), (s, 2 * s)
+
+
+def no_concat(x_t, state=None):
+    return right(x_t, state)[0], (x_t, 2 * x_t)
+
+
+def state_only_first(x_t, state=None):
+    out, s = right(x_t, state)
+    return out, s[:1]
+
+
+def prepended(x_t, state=None):
+    s = x_t if state is None else torch.cat([x_t, state[0]], dim=1)
+    return s.sum(1, keepdim=True), (s, 2 * s)
+
+
+def off_by_one(x_t, state=None):
+    out, s = right(x_t, state)
+    return out + 1, s
+
+
+def raises(x_t, state=None):
+    if state is not None:
+        raise RuntimeError("no cache")
+    return right(x_t)
+
+
+def judge(step) -> Verdict:
+    """The step over every past length of each size, judged until the first failure."""
+    ctx = context()
+
+    def call(_obj, i, t, primary):
+        x = XS[i]
+        return step_call(ctx, step, x, (x, 2 * x), t, primary=primary, state_axis=1)
+
+    out = probe_step_grid(ctx, lambda i: (step, {}), call, [range(6), range(3)])
+
+    def case(v):
+        for got, x in zip(out, XS, strict=True):
+            for t, c in enumerate(got["calls"]):
+                want = (x[:, : t + 1], 2 * x[:, : t + 1])
+                judge_step_call(
+                    v,
+                    c,
+                    t,
+                    x.cumsum(1)[:, t : t + 1],
+                    want,
+                    fn="step",
+                    keys=KEYS,
+                    likely={
+                        "raised": lambda e: msg("likely.raised"),
+                        "returns": msg("likely.returns"),
+                        "state_pair": msg("likely.pair"),
+                        "out_shape": lambda o: msg("likely.out_shape"),
+                        "state_shape": msg("likely.state_shape"),
+                        "out_values": lambda o: msg("likely.out_values"),
+                        "state_values": msg("likely.state_values"),
+                    },
+                    names=("a", "b"),
+                )
+
+    return judged("", case)
+
+
+def failed(v: Verdict) -> tuple[str, str]:
+    check = next(c for c in v.checks if c.status != "pass")
+    return check.id, v.failed_message()["key"]
+
+
+def test_a_right_step_passes():
+    v = judge(right)
+    assert v.passed()
+    assert {c.id for c in v.checks} == {
+        "returns",
+        "shape",
+        "dtype",
+        "finite",
+        "matches-pytorch",
+        "values",
+    }
+
+
+def test_each_wrong_step_fails_its_own_check():
+    assert failed(judge(no_concat)) == ("shape", "check.state_shape")
+    assert failed(judge(state_only_first)) == ("returns", "check.returns")
+    assert failed(judge(off_by_one)) == ("matches-pytorch", "check.out_values")
+    assert failed(judge(prepended)) == ("values", "check.state_values")
+    assert failed(judge(raises)) == ("runs", "check.raised")
+
+
+def test_the_state_is_cut_to_t_and_the_first_call_has_none():
+    seen = []
+
+    def spy(x_t, state=None):
+        seen.append(None if state is None else tuple(s.shape[1] for s in state))
+        return right(x_t, state)
+
+    x = XS[0]
+    for t in range(3):
+        step_call(context(), spy, x, (x, 2 * x), t, state_axis=1)
+    assert seen == [None, (1, 1), (2, 2)]
+    assert step_call(context(), None, x, (x,), 1) is None

@@ -1,0 +1,36 @@
+"""The kit's reading of PyTorch's shape errors (tutor.kit.torch_errors), on errors PyTorch
+really raises: if its wording changes, these fail before a lesson's diagnosis goes quiet."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from tutor.kit import torch_error_kind
+
+
+def message(fn) -> str:
+    with pytest.raises(RuntimeError) as raised:
+        fn()
+    return str(raised.value)
+
+
+def test_a_cat_on_the_wrong_axis_is_joined():
+    a, b = torch.zeros(2, 3, 4), torch.zeros(2, 1, 4)
+    assert torch_error_kind(message(lambda: torch.cat([a, b], dim=2))) == "joined"
+
+
+def test_a_view_the_elements_do_not_fill_is_reshaped():
+    assert torch_error_kind(message(lambda: torch.zeros(2, 3).view(4, 2))) == "reshaped"
+
+
+def test_products_and_broadcasts_that_do_not_fit_are_sizes():
+    a, b = torch.zeros(2, 3, 4), torch.zeros(2, 5, 4)
+    assert torch_error_kind(message(lambda: a @ b)) == "sizes"
+    assert torch_error_kind(message(lambda: a + b)) == "sizes"
+    assert torch_error_kind(message(lambda: torch.zeros(3, 4) @ torch.zeros(5, 2))) == "sizes"
+
+
+def test_anything_else_is_no_kind():
+    assert torch_error_kind("division by zero") is None
+    assert torch_error_kind("") is None

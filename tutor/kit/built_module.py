@@ -1,0 +1,74 @@
+"""A learner's module made as a notebook makes it, as a property: built by keyword, the
+tutor's weights loaded, in eval mode, with the method a step calls; or why not, said in the
+lesson's words. The probe half (made_module) runs in the child, the judge half (require_made)
+in the judge."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import torch
+
+from tutor.kit.call_again import trimmed
+from tutor.kit.judge_tools import Verdict, failure_params
+from tutor.kit.layers import build_layer, load_weights
+from tutor.kit.probe_tools import ProbeContext
+
+
+def made_module(
+    ctx: ProbeContext,
+    cls: Callable,
+    keywords: Sequence[str],
+    size: Sequence,
+    weights: Mapping[str, torch.Tensor],
+    names: Mapping[str, str],
+    *,
+    method: str | None = None,
+    primary: bool = False,
+    **extra: object,
+) -> tuple[Any, dict]:
+    """(module, {}): cls built by keyword (build_layer(cls, keywords, size, **extra)), weights
+    loaded (load_weights by names), in eval mode, with a callable `method` where one is named;
+    else (None, {"made": why}): the failed call, or {"no_method": True}."""
+    made = ctx.call(lambda: build_layer(cls, keywords, size, **extra), primary=primary)
+    if "error" in made:
+        return None, {"made": trimmed(made)}
+    module = made["value"]
+
+    def load() -> None:
+        load_weights(module, weights, names)
+        module.eval()
+
+    loaded = ctx.call(load)
+    if "error" in loaded:
+        return None, {"made": trimmed(loaded)}
+    if method and not callable(ctx.call(lambda: getattr(module, method, None)).get("value")):
+        return None, {"made": {"no_method": True}}
+    return module, {}
+
+
+def require_made(
+    v: Verdict,
+    made: dict,
+    keywords: Sequence[str],
+    size: Sequence,
+    *,
+    keys: Mapping[str, str],
+    likely: Mapping[str, dict],
+) -> None:
+    """made_module's why-not stops the step: no method, defined fails with keys["no_method"]
+    {likely}; a build or load that raised, runs with keys["build_raised"] {args} (the keyword
+    arguments, as a call writes them) and the error's fields. likely: a message per role."""
+    args = ", ".join(f"{n}={s}" for n, s in zip(keywords, size, strict=False))
+    v.require("defined", not made.get("no_method"), keys["no_method"], likely=likely["no_method"])
+    if "error" in made:
+        e = made["error"]
+        v.require(
+            "runs",
+            False,
+            keys["build_raised"],
+            args=args,
+            **failure_params(e),
+            likely=likely["build_raised"],
+        )
