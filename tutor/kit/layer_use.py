@@ -130,9 +130,11 @@ class LayerUse:
         return [name for name, default in self.signature if default is None]
 
     def heads_of(self, size: Sequence) -> int:
+        """The number of heads at size."""
         return int(size[self.keywords.index(self.heads)])
 
     def word(self, role: str) -> str:
+        """The message key of a role: the lesson's, else the engine's (LAYER_WORDS)."""
         return {**LAYER_WORDS, **self.keys}[role]
 
     def args(self, size: Sequence) -> str:

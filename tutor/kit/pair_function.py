@@ -101,6 +101,7 @@ class PairFunction:
         return getattr(self.reference, "__wrapped__", self.reference)(*args)
 
     def explained(self, lab: Sequence, size: Sequence, source: str) -> dict | None:
+        """Why a size past the lab's fails: explain's answer, else size_explanation's."""
         if self.explain is not None:
             return self.explain(lab, size, source)
         return size_explanation(source, (self.name,), self.size_names, lab, size)
