@@ -167,7 +167,8 @@ def test_a_seeded_worker_judges_on_its_seeds_inputs():
     and the judge judges on the same ones (the correct file passes)."""
     (module,) = load_checks([lesson for lesson in all_lessons() if lesson.id == "lm3-l3"]).values()
     first = {
-        seed: float(module.make_inputs(seed=seed)["single"][0]["x"].flatten()[0]) for seed in (0, 7)
+        seed: float(module.make_inputs(seed=seed)["single"]["cases"][0]["args"][0].flatten()[0])
+        for seed in (0, 7)
     }
     assert first[0] != first[7]
     with Kept(seed=7) as k:

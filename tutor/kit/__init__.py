@@ -65,6 +65,9 @@ probe runs in the child beside the learner's code, its judge in the judge proces
   under it (timing_remarks).
 - Mistakes in scaled scores (scaled_scores_mistakes, scaled_scores_likely; from the weights,
   scale_from_weights_likely) and in a causal mask (causal_mask_mistakes, causal_mask_likely).
+- Mistakes of single-head causal attention weights, from its arguments (single_head_mistakes,
+  single_head_likely: the one the weights match); a case's arguments drawn
+  (draw_single_head_case), Wq stretched to large scores (single_head_large_scores).
 - Mistakes in masked softmax weights: masked_softmax, masked_softmax_mistakes (the usual wrong
   versions, for matching_mistake), masked_softmax_likely (the one weights match); weights right where the scores are large
   (judge_large_scores_weights).
@@ -78,7 +81,8 @@ probe runs in the child beside the learner's code, its judge in the judge proces
 - A layer's forward traced op by op, against the lab's route (traced_forward, ShapeTrace,
   trace_parting, trace_view); the memory of its (…, T, T) scores, by formula and as measured
   (seq_lens, memory_rows, measure_score_memory, SquareTensors, memory_table, memory_growth,
-  chosen_settings; the whole view: memory_view).
+  chosen_settings; the whole view: memory_view); the whole step, on a learner's layer, at the
+  app's settings (probe_layer_memory, judge_layer_memory, memory_settings).
 - A stack of maps as the weights panel's entries (weights_panels); other sizes judged for
   cases that carry their size (judge_sized_cases, sizes_label).
 - An output finite, then close (require_finite, require_finite_close), and so on the call whose
@@ -88,7 +92,8 @@ probe runs in the child beside the learner's code, its judge in the judge proces
   (out_of_pair in the child, pair_output and require_pair_output in the judge; pair_weights
   above).
 - Shapes asked for by name ({stage: shape}), judged against shapes measured on real tensors
-  (judge_named_shapes, shapes_of, NAMED_SHAPES_WORDS).
+  (judge_named_shapes, shapes_of, NAMED_SHAPES_WORDS); the whole step over a grid of sizes
+  (probe_named_shapes, judge_named_shapes_at).
 - An attention layer's properties (layer_checks), worded by the engine (LAYER_WORDS) unless a
   lesson passes its own keys by role:
   its constructor (constructor_facts, judge_layer_constructor; linear_layout, judge_layout), its
@@ -99,6 +104,15 @@ probe runs in the child beside the learner's code, its judge in the judge proces
   weights_from_state, require_backward_ran, likely_for_backward, judge_gradients; all of
   it as a notebook's self-check: judge_seeded_layer), the training story of a new layer
   (probe_layer_story).
+- An attention layer as a model uses it, declared once (LayerUse, LAYER_USE_ROLES; its inputs
+  drawn with draw_layer_case): probed at every size and then used at the lab's
+  (probe_layer_use), judged with every layer property above (judge_layer_use, judge_layer_case);
+  why a size past the lab's fails (explain_layer_size); a masked_fill whose result is thrown
+  away, named (unless_discarded).
+- An attention function returning (out, weights), declared once (PairFunction,
+  PAIR_FUNCTION_ROLES): its values over the sizes, called again, large scores and inputs, the
+  training story (probe_pair_function, judge_pair_function, judge_pair_case) and its leakage
+  at every size (probe_pair_leakage, judge_pair_leakage, judge_pair_leakage_case).
 - Exercises, a learner's variant run in place of the original, with a view of what changed
   (Exercise, exercise_items, variant_said; probe_entropy_sweep and entropy_sweep_view,
   probe_mask_variant and mask_variant_view, probe_head_variant and head_variant_view);
@@ -299,6 +313,17 @@ from tutor.kit.layer_checks import (
     require_backward_ran,
     weights_from_state,
 )
+from tutor.kit.layer_memory import judge_layer_memory, memory_settings, probe_layer_memory
+from tutor.kit.layer_use import (
+    LAYER_USE_ROLES,
+    LayerUse,
+    draw_layer_case,
+    explain_layer_size,
+    judge_layer_case,
+    judge_layer_use,
+    probe_layer_use,
+    unless_discarded,
+)
 from tutor.kit.layers import build_layer, load_weights, state_dict_copy, train_step
 from tutor.kit.leak_views import (
     LEAK_MAP_WORDS,
@@ -331,9 +356,21 @@ from tutor.kit.named_shapes import (
     NAMED_SHAPES_KEYS,
     NAMED_SHAPES_WORDS,
     judge_named_shapes,
+    judge_named_shapes_at,
+    probe_named_shapes,
     shapes_of,
 )
 from tutor.kit.own_code import no_foreign
+from tutor.kit.pair_function import (
+    PAIR_FUNCTION_ROLES,
+    PairFunction,
+    judge_pair_case,
+    judge_pair_function,
+    judge_pair_leakage,
+    judge_pair_leakage_case,
+    probe_pair_function,
+    probe_pair_leakage,
+)
 from tutor.kit.pair_views import pair_printout, weights_heatmap_step
 from tutor.kit.pairs import (
     out_of_pair,
@@ -380,6 +417,12 @@ from tutor.kit.shape_trace import (
     traced_forward,
 )
 from tutor.kit.shapes_explained import rank_explanation, shape_explanation, shapes_explainer
+from tutor.kit.single_head import (
+    draw_single_head_case,
+    single_head_large_scores,
+    single_head_likely,
+    single_head_mistakes,
+)
 from tutor.kit.sized_function import Helpers, SizedFunction
 from tutor.kit.softmax_mistakes import (
     judge_large_scores_weights,
@@ -540,6 +583,13 @@ __all__ = [
     "judge_gradients",
     "judge_helpers_replaced",
     "judge_large_inputs",
+    "judge_layer_memory",
+    "judge_layer_case",
+    "judge_layer_use",
+    "judge_pair_case",
+    "judge_pair_function",
+    "judge_pair_leakage",
+    "judge_pair_leakage_case",
     "judge_large_output",
     "judge_large_scores_weights",
     "judge_layer_again",
@@ -549,6 +599,7 @@ __all__ = [
     "judge_leak_map",
     "judge_mask_honoured",
     "judge_named_shapes",
+    "judge_named_shapes_at",
     "judge_other_sizes",
     "judge_seeded_layer",
     "judge_sized_cases",
@@ -563,11 +614,22 @@ __all__ = [
     "large_scores_likely",
     "large_scores_weights",
     "multi_head_mistakes",
+    "draw_single_head_case",
+    "single_head_large_scores",
+    "single_head_likely",
+    "single_head_mistakes",
     "last_dim_of",
     "leak_map",
     "leak_map_panel",
     "lend",
     "layer_words",
+    "LayerUse",
+    "LAYER_USE_ROLES",
+    "PairFunction",
+    "PAIR_FUNCTION_ROLES",
+    "draw_layer_case",
+    "explain_layer_size",
+    "unless_discarded",
     "likely_for_backward",
     "likely_for_value",
     "linear_layout",
@@ -611,6 +673,12 @@ __all__ = [
     "probe_helpers_replaced",
     "probe_layer_story",
     "probe_leak_map",
+    "probe_layer_memory",
+    "memory_settings",
+    "probe_named_shapes",
+    "probe_layer_use",
+    "probe_pair_function",
+    "probe_pair_leakage",
     "probe_seeded_layer",
     "probe_training_story",
     "raised_note",

@@ -5,8 +5,10 @@ shapes the lesson measures on real tensors, so the answer key is never typed by 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
-from tutor.kit.judge_tools import Verdict, describe, msg, shape_str
+from tutor.kit.judge_tools import Verdict, describe, msg, require_ran, shape_str
+from tutor.kit.panels import judge_sized_cases
 
 # The roles of the step's texts (a lesson passes its key for each): not_dict {got}, missing
 # {keys}, type {key} {expected} {got} {type}, float {key} {expected} {got} {likely}, float_likely,
@@ -93,3 +95,35 @@ def judge_named_shapes(
 def shapes_of(names: Sequence[str], tensors: Sequence) -> dict[str, tuple]:
     """{name: shape} of tensors measured in order: the answer key of judge_named_shapes."""
     return {k: tuple(t.shape) for k, t in zip(names, tensors, strict=False)}
+
+
+def probe_named_shapes(ctx: Any, name: str, sizes: Sequence[tuple]) -> dict:
+    """In a probe: the learner's `name` called on each size's numbers, the lab's first (the
+    primary call): {"calls": [...]}, for judge_named_shapes_at."""
+    fn = ctx.get(name)
+    return {"calls": [ctx.call(fn, *size, primary=i == 0) for i, size in enumerate(sizes)]}
+
+
+def judge_named_shapes_at(
+    v: Verdict,
+    outputs: Mapping[str, Any],
+    *,
+    fn: str,
+    sizes: Sequence[tuple],
+    names: Sequence[str],
+    truth: Callable[..., Mapping[str, tuple]],
+    likely: Callable[[str, tuple, tuple], dict],
+    keys: Mapping[str, str] | None = None,
+) -> None:
+    """probe_named_shapes' calls: each ran and gave truth(*size) (judge_named_shapes, likely(name,
+    got, size) the mistake behind a wrong entry), the lab's size first, then the others as one
+    check (judge_sized_cases, labelled by names)."""
+
+    def judge_case(sub: Verdict, call: dict, _case: Any, size: tuple) -> None:
+        require_ran(sub, call, fn)
+        said = lambda key, got: likely(key, got, size)  # noqa: E731
+        judge_named_shapes(sub, call["value"], truth(*size), likely=said, keys=keys)
+
+    calls = outputs["calls"]
+    judge_case(v, calls[0], None, sizes[0])
+    judge_sized_cases(v, calls, [None] * len(calls), sizes, names, judge_case)
