@@ -437,6 +437,7 @@ def _run(
             ctx.views = job.get("views", True)
             ctx.stop_at_kernel = spec.own_formula is not None
             ctx.reads = reads
+            ctx.checks_file = checks_module.__file__
             # Each of the step's names, whether the probe gets it or not.
             for name in spec.functions:
                 try:

@@ -430,7 +430,10 @@ class ProbeContext:
         )
         self.kernels: set[str] = set()
         self.params: dict = {}  # an experiment's settings, chosen in the app (set by the child)
-        self._protected: str | None = None  # the checks' file, found at the first call
+        # The checks' file, whose functions learner code may not run (kit/borrowed.py): set by
+        # the child from the checks module. Else the file of the first caller outside the kit,
+        # which is not the checks' when a step's probe is a kit property's.
+        self.checks_file: str | None = None
         # False when nobody will look at the step's views (`check`, `grade`): a probe may skip
         # calls whose outputs only feed them. A verdict must never depend on those.
         self.views = True
@@ -489,8 +492,8 @@ class ProbeContext:
         watch = Watch(dropout, softmax=self.views)
         borrowed = None
         if self.codes is not None and _reaches(self.source, self.filename):
-            protected = self._protected or _probe_file()
-            self._protected = protected
+            protected = self.checks_file or _probe_file()
+            self.checks_file = protected
             if protected:
                 borrowed = _Borrowed(protected, self.codes, _getframe(0))
         previous = _gettrace()
