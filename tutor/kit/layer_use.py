@@ -41,18 +41,20 @@ from tutor.kit.kernels import no_kernel
 from tutor.kit.layer_checks import (
     LAYER_WORDS,
     constructor_facts,
-    judge_dropout_modes,
     judge_layer_again,
     judge_layer_constructor,
     judge_layer_state,
     judge_layout,
-    judge_seeded_layer,
     linear_layout,
+    require_again_right,
+)
+from tutor.kit.layer_training import (
+    judge_dropout_modes,
+    judge_seeded_layer,
     probe_dropout_modes,
     probe_layer_story,
     probe_seeded_layer,
     reference_grads,
-    require_again_right,
     weights_from_state,
 )
 from tutor.kit.layers import build_layer, load_weights, state_dict_copy

@@ -13,7 +13,8 @@ import torch
 
 from tutor.kit.call_again import trimmed
 from tutor.kit.judge_tools import Verdict, failure_params
-from tutor.kit.layer_checks import judge_gradients, layer_words, likely_for_backward
+from tutor.kit.layer_checks import layer_words
+from tutor.kit.layer_training import judge_gradients, likely_for_backward
 from tutor.kit.layers import train_step
 from tutor.kit.probe_tools import ProbeContext
 
