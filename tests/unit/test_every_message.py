@@ -83,8 +83,8 @@ KNOWN_CUT = {
     ("check.other_sizes check.raised likely.sizes_differ", "zh"),
     ("check.params_count likely.behaves_as likely.no_out_bias", "en"),
     ("check.params_count likely.behaves_as likely.no_out_bias", "zh"),
-    ("failure.mask_size likely.behaves_as likely.mask_unsliced", "en"),
-    ("failure.mask_size likely.behaves_as likely.mask_unsliced", "zh"),
+    ("failure.mask_size likely.behaves_as_one likely.mask_unsliced", "en"),
+    ("failure.mask_size likely.behaves_as_one likely.mask_unsliced", "zh"),
     ("check.story_raised likely.story_inplace story.train", "en"),
     ("check.story_raised likely.story_inplace story.train", "zh"),
 }

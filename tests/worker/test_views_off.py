@@ -52,7 +52,12 @@ def timed_out(results) -> bool:
     return any(r.status == "timeout" for r in results.values())
 
 
-BEHAVIOUR = {"likely.behaves_as", "likely.behaves_as_two", "likely.behaviour_differs"}
+BEHAVIOUR = {
+    "likely.behaves_as",
+    "likely.behaves_as_one",
+    "likely.behaves_as_two",
+    "likely.behaviour_differs",
+}
 
 
 def _likely(check):

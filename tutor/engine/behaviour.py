@@ -423,7 +423,8 @@ class Behaviour:
             if not named:
                 return None
             n, _, said = max(named, key=lambda f: (f[0], f[1] in source))
-            return {"key": "likely.behaves_as", "params": {"mistake": said, "n": n}}
+            key = "likely.behaves_as_one" if n == 1 else "likely.behaves_as"
+            return {"key": key, "params": {"mistake": said, "n": n}}
         if not complete:  # one still to run may be the one
             return None
         pair, complete = self._pair(lesson, step, mine, learner, reference, inputs, wait)

@@ -67,7 +67,7 @@ def _named(likely: dict) -> list[dict]:
     from tutor.text.i18n import local_key
 
     key, params = local_key(likely["key"]), likely.get("params") or {}
-    if key == "likely.behaves_as" and is_message(params.get("mistake")):
+    if key in ("likely.behaves_as", "likely.behaves_as_one") and is_message(params.get("mistake")):
         return [params["mistake"]]
     if key == "likely.behaves_as_two":
         return [params[k] for k in ("first", "second") if is_message(params.get(k))] or [likely]
