@@ -216,6 +216,30 @@ def test_the_leakage_figure_is_the_learners_beside_the_broken_versions():
         return torch.softmax(q @ k.transpose(-2, -1) / k.shape[-1] ** 0.5, -1) @ v
 
     right = judged("attend", "leakage", views=True, broken=no_mask).visuals["leak"]
-    assert right["yours"] == 0.0 and right["unmasked"] > 1e-3
-    # Drawn once the lab's case is judged: a leak there stops the step before it.
-    assert "leak" not in judged("unmasked", "leakage", views=True, broken=no_mask).visuals
+    assert right["yours"] == 0.0 and right["unmasked"] > 1e-3 and not right["leaks"]
+    # A function that leaks fails the step, and gets the figure too: it is whom it helps most.
+    wrong = judged("unmasked", "leakage", views=True, broken=no_mask)
+    assert first_failure(wrong) == "no-leak"
+    leak = wrong.visuals["leak"]
+    assert leak["leaks"] and leak["yours"] == pytest.approx(leak["unmasked"])
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_figure_says_what_a_leak_means_when_the_function_leaks(lang):
+    from test_message_lines import drawn_lines
+
+    from tutor.model.results import StepResult
+    from tutor.render.verdicts import step_results
+    from tutor.text.i18n import t
+
+    def shown(leak: dict) -> str:
+        result = StepResult("leakage", "fail", [], visuals={"leak": leak})
+        return "".join(drawn_lines(step_results(result, lang))).replace(" ", "")
+
+    def said(key: str, yours: str) -> str:
+        return t(key, lang, yours=yours, unmasked="0.4200").replace(" ", "")
+
+    leaks = shown({"yours": 0.42, "unmasked": 0.42, "leaks": True})
+    assert said("ui.leak_demo_leaks", "0.4200") in leaks
+    right = shown({"yours": 0.0, "unmasked": 0.42, "leaks": False})
+    assert said("ui.leak_demo", "0") in right

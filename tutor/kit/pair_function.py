@@ -45,6 +45,7 @@ from tutor.kit.judge_tools import (
 from tutor.kit.kernels import no_kernel
 from tutor.kit.layer_use import unless_discarded
 from tutor.kit.leak_views import (
+    LEAK_TOLERANCE,
     leak_map_panel,
     moved_before,
     reference_leak_outputs,
@@ -324,10 +325,12 @@ def judge_pair_leakage(
         v.visuals["heatmaps"] = _leak_entry(
             spec, calls[0].get("map"), calls[0]["base"], seed, delta
         )
+        # Before the lab's case is judged: a learner whose function leaks needs it most.
+        figures = _leak_figures(spec, calls[0], seed) if spec.broken is not None else None
+        if figures is not None:
+            v.visuals["leak"] = figures
     judge_case = functools.partial(judge_pair_leakage_case, spec=spec)
     judge_case(v, calls[0], seed, spec.sizes[0])
-    if jctx.views and spec.broken is not None:
-        v.visuals["leak"] = _leak_figures(spec, calls[0], seed)
     judge_sized_cases(
         v, calls, list(inputs["cases"]), spec.sizes, spec.size_names, judge_case, spec.explained
     )
@@ -346,17 +349,25 @@ def _leak_entry(
     return [leak_map_panel(msg("visual.leak_map"), pair_output(base_call), moved, *reference)]
 
 
-def _leak_figures(spec: PairFunction, calls: Mapping, case: Mapping) -> dict:
+def _leak_figures(spec: PairFunction, calls: Mapping, case: Mapping) -> dict | None:
     """How far the learner's outputs before the last token moved when it changed, and how far
-    the broken version's did: the notebook's own demonstration that the test catches it."""
+    the broken version's did: the notebook's own demonstration that the test catches it. None
+    where the learner's two outputs are not finite tensors of the input's (B, T)."""
     assert spec.broken is not None
     x, *rest = case["args"]
     pos = x.shape[1] - 1
-    # Both are tensors: the lab's case, judged before this, stops where either is not.
-    base, last = (cast(torch.Tensor, pair_output(calls[k])) for k in ("base", "last"))
+    base, last = (pair_output(calls[k]) for k in ("base", "last"))
+    if not all(
+        isinstance(t, torch.Tensor) and t.dim() >= 2 and t.shape[:2] == x.shape[:2]
+        for t in (base, last)
+    ):
+        return None
+    base, last = cast(torch.Tensor, base), cast(torch.Tensor, last)
+    if base.shape != last.shape or not (base.isfinite().all() and last.isfinite().all()):
+        return None
     yours = moved_before(base, last, pos)
     broken = moved_before(spec.broken(x, *rest), spec.broken(case["x_last"], *rest), pos)
-    return {"yours": yours, "unmasked": broken}
+    return {"yours": yours, "unmasked": broken, "leaks": yours >= LEAK_TOLERANCE}
 
 
 @of_the_inputs

@@ -199,10 +199,17 @@ def step_results(
         rest.append(marked(status_mark("pass"), Wrapped(check_text(check, lang))))
     leak = result.visuals.get("leak")
     if leak:
-        yours = "0" if leak["yours"] == 0 else f"{leak['yours']:.2e}"
+        # Four decimals, as the unmasked figure; a movement as small as rounding as 1.2e-07.
+        v = leak["yours"]
+        yours = "0" if v == 0 else f"{v:.4f}" if v >= 1e-3 else f"{v:.2e}"
         rest.append(
             render_markdown(
-                t("ui.leak_demo", lang, yours=yours, unmasked=f"{leak['unmasked']:.4f}")
+                t(
+                    "ui.leak_demo_leaks" if leak.get("leaks") else "ui.leak_demo",
+                    lang,
+                    yours=yours,
+                    unmasked=f"{leak['unmasked']:.4f}",
+                )
             )
         )
     if result.output.strip() or result.output_dropped:
