@@ -432,12 +432,13 @@ def _run(
         try:
             module = load_learner(job["source"], job["filename"], code)
             reads = _record_reads(module)
-            ctx = probe_tools.ProbeContext(module, job["filename"], job["source"], _code_ids(code))
+            ctx = probe_tools.ProbeContext(
+                module, job["filename"], job["source"], _code_ids(code), checks_module.__file__
+            )
             ctx.params = (job.get("params") or {}).get(step) or {}  # an experiment's settings
             ctx.views = job.get("views", True)
             ctx.stop_at_kernel = spec.own_formula is not None
             ctx.reads = reads
-            ctx.checks_file = checks_module.__file__
             # Each of the step's names, whether the probe gets it or not.
             for name in spec.functions:
                 try:

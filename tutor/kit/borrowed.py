@@ -5,7 +5,6 @@ on, for files that can reach such a function at all (_reaches)."""
 
 from __future__ import annotations
 
-import os
 import sys
 import threading
 import types
@@ -13,7 +12,6 @@ import types
 # Captured before any learner code runs: a learner's sys.settrace cannot take the harness's place.
 _settrace, _gettrace, _getframe = sys.settrace, sys.gettrace, sys._getframe
 _thread_settrace = threading.settrace
-_KIT_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 _LENT: set[int] = set()  # ids of the checks' code objects a probe lends to learner code
 _lent_codes: list = []  # keeps them alive, so that their ids stay theirs
 FOREIGN_LABEL = "the checks' own code"
@@ -143,14 +141,3 @@ def _reaches(source: str, filename: str) -> bool:
             _reaching.clear()
         _reaching[source] = hit
     return hit
-
-
-def _probe_file() -> str | None:
-    """The file of the probe that called ctx.call: the first frame outside the kit."""
-    f: types.FrameType | None = _getframe(2)
-    while f is not None:
-        name = f.f_code.co_filename
-        if not name.startswith(_KIT_DIR):
-            return name
-        f = f.f_back
-    return None

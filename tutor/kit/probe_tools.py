@@ -23,7 +23,6 @@ from tutor.kit.borrowed import (
     _Borrowed,
     _getframe,
     _gettrace,
-    _probe_file,
     _reaches,
     _settrace,
     _thread_settrace,
@@ -421,7 +420,14 @@ def clone_args(args):
 
 
 class ProbeContext:
-    def __init__(self, module, filename: str, source: str, codes: frozenset[int] | None = None):
+    def __init__(
+        self,
+        module,
+        filename: str,
+        source: str,
+        codes: frozenset[int] | None = None,
+        checks_file: str | None = None,
+    ):
         self.module = module
         self.filename = filename
         self.source = source
@@ -430,10 +436,10 @@ class ProbeContext:
         )
         self.kernels: set[str] = set()
         self.params: dict = {}  # an experiment's settings, chosen in the app (set by the child)
-        # The checks' file, whose functions learner code may not run (kit/borrowed.py): set by
-        # the child from the checks module. Else the file of the first caller outside the kit,
-        # which is not the checks' when a step's probe is a kit property's.
-        self.checks_file: str | None = None
+        # The checks' file, whose functions learner code may not run (kit/borrowed.py): named by
+        # the child, not found from the stack, where a step's probe may be the kit's own code.
+        # The watch needs both it and codes.
+        self.checks_file = checks_file
         # False when nobody will look at the step's views (`check`, `grade`): a probe may skip
         # calls whose outputs only feed them. A verdict must never depend on those.
         self.views = True
@@ -491,11 +497,8 @@ class ProbeContext:
         _SOFTMAX_OUT.clear()
         watch = Watch(dropout, softmax=self.views)
         borrowed = None
-        if self.codes is not None and _reaches(self.source, self.filename):
-            protected = self.checks_file or _probe_file()
-            self.checks_file = protected
-            if protected:
-                borrowed = _Borrowed(protected, self.codes, _getframe(0))
+        if self.codes is not None and self.checks_file and _reaches(self.source, self.filename):
+            borrowed = _Borrowed(self.checks_file, self.codes, _getframe(0))
         previous = _gettrace()
         try:
             with _enable_grad() if grad else _no_grad(), watch:
