@@ -38,6 +38,7 @@ REAL_WORKER_START = (
     "reliability/test_confinement.py",
     "reliability/test_hostile_class.py",
     "reliability/test_hostile_code.py",
+    "reliability/test_idle_worker.py",
     "reliability/test_integrity.py",
     "reliability/test_judge_death.py",
     "reliability/test_leftovers_after_kill.py",

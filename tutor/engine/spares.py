@@ -161,6 +161,11 @@ class SparePool(OutputReader):
         probe_tools.install_traps()
         child.warm_up(runs_for(self.warm, lesson), self.modules, self.inputs)
 
+    def fork_due(self) -> bool:
+        """The app's pool is short of a spare and no run is in the way: refill_spares forks one
+        once the quiet period is over (a batch's pool refills at once, or not at all)."""
+        return not self.batch and len(self.spares) < SPARES and not self.jobs and not self.judging
+
     def refill_spares(self) -> None:
         if self.batch:
             # A batch's next file finds its child forked, in its cgroup (joining one sleeps ~10 ms)
@@ -174,5 +179,5 @@ class SparePool(OutputReader):
         # next fork, and finds its spare not yet warming up.
         if time.monotonic() < self.quiet_until:
             return
-        if len(self.spares) < SPARES and not self.jobs and not self.judging:
+        if self.fork_due():
             self.spares.append(self.fork_spare())

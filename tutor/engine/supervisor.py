@@ -40,7 +40,6 @@ from tutor.engine.jobs import Job, Judging, Spare
 from tutor.engine.page_cache import torch_is_cached
 from tutor.engine.process_info import children_of
 from tutor.engine.scheduling import HEDGE_AFTER
-from tutor.engine.spares import SPARES
 from tutor.engine.verdict_flow import VerdictFlow
 from tutor.engine.wire import PROTOCOL_VERSION
 
@@ -235,7 +234,7 @@ class Supervisor(VerdictFlow):
             paused = [j for j in running if j.flood and not j.out_watched]
             if paused and wait is not None:  # paused jobs are running: wait is set
                 wait = max(0.0, min(min(j.out_resume for j in paused) - time.monotonic(), wait))
-            if len(self.spares) < SPARES and not self.jobs and not self.judging:
+            if self.fork_due():  # else an idle `grade` worker, short of SPARES, spun here
                 until_quiet = max(0.0, self.quiet_until - time.monotonic())
                 wait = until_quiet if wait is None else min(wait, until_quiet)
             overdue = self.judge_overdue()
