@@ -13,7 +13,7 @@ import math
 import torch
 
 from tutor.engine.codec import Opaque, type_name
-from tutor.kit.nesting import _other_sizes_likely, nest_likely  # noqa: F401
+from tutor.kit.nesting import _other_sizes_likely, msg, nest_likely  # noqa: F401
 from tutor.kit.source_tools import (  # noqa: F401
     discarded_call,
     front_dims,
@@ -73,11 +73,6 @@ def large_scores_factor(scores) -> float:
         .max()
     )
     return LARGE_SCORES / float(seen)
-
-
-def msg(key: str, **params) -> dict:
-    """A nested message reference, rendered in the reader's language."""
-    return {"key": key, "params": params}
 
 
 def shape_str(shape) -> str:

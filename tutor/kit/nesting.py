@@ -11,6 +11,7 @@ from tutor.model.records import is_generic
 
 
 def msg(key: str, **params) -> dict:
+    """A nested message reference, rendered in the reader's language."""
     return {"key": key, "params": params}
 
 
