@@ -110,10 +110,19 @@ def _no_workspace_or_locale_from_outside(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("LANG", "C.UTF-8")  # English, and UTF-8 for the CLI's subprocesses
 
 
+# Folders whose tests mostly wait (Textual's pilot, a terminal in tmux): each runs in one xdist
+# process while the other keeps the cores busy. Spread over both, they wait side by side.
+WAITING = ("app", "terminal")
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the xdist_group marks
 def pytest_collection_modifyitems(config, items):
     """Everything outside tests/unit starts real processes (the worker, the app, a terminal):
     the `slow` tier. tests/unit marks its own few slow tests."""
-    unit = config.rootpath / "tests" / "unit"
+    tests = config.rootpath / "tests"
     for item in items:
-        if not item.path.is_relative_to(unit):
+        if not item.path.is_relative_to(tests / "unit"):
             item.add_marker(pytest.mark.slow)
+        waiting = [f for f in WAITING if item.path.is_relative_to(tests / f)]
+        if waiting and not item.get_closest_marker("xdist_group"):
+            item.add_marker(pytest.mark.xdist_group(f"waiting-{waiting[0]}"))
