@@ -288,18 +288,6 @@ def diagnose_step_out(y, case, size, t, source="") -> dict:
     return found if found["key"] != "likely.unknown" else state_on_layer(source) or found
 
 
-# The lesson's words for the kit's step call (tutor.kit.step_grid), by role.
-STEP_CALL = {
-    "raised": "check.step_raised",
-    "returns": "check.returns_cache",
-    "state_got": "value.cache_of",
-    "out": "value.step_out",
-    "state_shape": "check.cache_shape",
-    "out_values": "check.step_values",
-    "state_values": "check.cache_values",
-}
-
-
 def judge_cached_call(v, call, case, size, t):
     """One call of forward_cached: the new token at position t, with a cache of t tokens."""
     B, d_out = size[4], size[1]
@@ -315,7 +303,6 @@ def judge_cached_call(v, call, case, size, t):
         reference_full(case["x"], case["w"], size[2])[0][:, t : t + 1],
         want,
         fn=STEP_FN,
-        keys=STEP_CALL,
         likely={
             "raised": lambda e: diagnose_raised(e, v.source),
             "returns": msg("likely.returns_cache"),
@@ -341,15 +328,8 @@ def judge_cached_case(v, case_out, case, size):
         judge_cached_call(v, call, case, size, t)
 
 
-BUILT = {"no_method": "check.no_method", "build_raised": "check.build_raised"}
-
-
 def require_built(v, made, size):
-    likely = {
-        "no_method": msg("likely.method_place"),
-        "build_raised": msg("likely.constructor_changed"),
-    }
-    require_made(v, made, NAMES[:4], size, keys=BUILT, likely=likely)
+    require_made(v, made, NAMES[:4], size, cls=LAYER, method=STEP_FN)
 
 
 def explain_size(defs):
@@ -449,18 +429,6 @@ def diagnose_outputs(y, case, size) -> dict:
     return matching_mistake(y, candidates)
 
 
-# The lesson's words for the kit's generation loop (tutor.kit.generation_loop), by role.
-GENERATION = {
-    "raised": "check.generate_raised",
-    "returns": "check.returns_cache",
-    "out": "value.generate_out",
-    "protocol": "check.protocol",
-    "out_values": "check.generate_values",
-    "state": "check.generate_cache",
-    "state_values": "check.cache_values",
-}
-
-
 def judge_generate_case(v, got, case, size, alone=True):
     d_in, d_out, H, cl, B, T = size
     if "made" in got:
@@ -472,7 +440,6 @@ def judge_generate_case(v, got, case, size, alone=True):
         (case["k"], case["v"]),
         fn="generate",
         step=STEP_FN,
-        keys=GENERATION,
         likely={
             "returns": msg("likely.generate_pair"),
             "out_shape": msg("likely.outputs_shape"),
@@ -554,19 +521,6 @@ def probe_discipline(ctx, inputs):
 
 EVAL_DROPOUT = 0.3  # a layer built with it runs in eval mode: no dropout may fire
 
-# The lesson's words for the kit's step discipline (tutor.kit.step_discipline), by role.
-DISCIPLINE = {
-    "growth": "check.cache_growth",
-    "mutated": "check.cache_mutated",
-    "reused": "check.cache_reused",
-    "branch_reused": "check.branch_reused",
-    "loop_values": "check.loop_values",
-    "branch": "check.branch",
-    "new_sequence": "check.new_sequence_step",
-    "interleaved": "check.interleaved",
-    "eval_dropout": "check.eval_dropout",
-}
-
 
 def growth_likely(fault, steps, t) -> dict:
     """Why the cache after the token at position t does not hold t + 1 tokens."""
@@ -594,7 +548,6 @@ def judge_discipline(v, outputs, inputs, jctx):
         again["branch"],
         lambda x: reference_full(x, case["w"], H)[0],
         branch_from=BRANCH_FROM,
-        keys={**STEP_CALL, **DISCIPLINE},
         likely={
             "raised": lambda e: diagnose_raised(e, jctx.source),
             "state_pair": msg("likely.cache_pair"),
@@ -635,25 +588,15 @@ def judge_state(v, state, case, cl):
     v.expect("state-unchanged", True)
 
 
-# The lesson's words for the kit's gradient checks (tutor.kit.layer_checks), by role.
-TRAIN_KEYS = {
-    "backward_raised": "check.backward_raised",
-    "not_trainable": "check.not_trainable",
-    "no_grad": "check.no_grad",
-    "grad_values": "check.grad_values",
-    "grad_blocked": "likely.grad_blocked",
-    "grad_wrong": "likely.grad_wrong",
-    "inplace_backward": "likely.inplace_backward",
-}
-
-
 def judge_trainable(v, train, case, again, size):
     H, t = size[2], size[5] - 1
     past = (case["k"][:, :, :t], case["v"][:, :, :t])
     forward = lambda x, w: tutor_step(x, past, w, H)[0]  # noqa: E731
     want, _ = reference_grads(forward, case["x"][:, t : t + 1], case["w"], again["g"], PARAM_NAMES)
     culprit = lambda: state_on_layer(v.source)  # noqa: E731
-    judge_step_trained(v, train, want, keys=TRAIN_KEYS, culprit=culprit)
+    # The engine's words, but for the step's own way of leaving the graph (`no_grad()`).
+    keys = {"grad_blocked": "likely.grad_blocked"}
+    judge_step_trained(v, train, want, keys=keys, culprit=culprit)
 
 
 # A save's checked steps run in this order in one child; the app keeps the lesson's order.

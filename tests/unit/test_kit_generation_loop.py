@@ -80,7 +80,7 @@ def no_state_loop(obj, x):
     return torch.cat(outs, dim=1), state
 
 
-def judge(loop, cls=Obj) -> Verdict:
+def judge(loop, cls=Obj, keys: dict | None = KEYS) -> Verdict:
     ctx = ProbeContext(types.ModuleType("learner"), "learner.py", "", None)
     out = probe_generation(
         ctx,
@@ -101,7 +101,7 @@ def judge(loop, cls=Obj) -> Verdict:
             (x, 2 * x),
             fn="loop",
             step="step",
-            keys=KEYS,
+            keys=keys,
             likely={
                 "returns": msg("likely.returns"),
                 "out_shape": msg("likely.out_shape"),
@@ -160,3 +160,21 @@ def test_a_loop_that_keeps_state_fails_the_new_sequence():
     v = judge(remembering)
     check = next(c for c in v.checks if c.status != "pass")
     assert check.id in {"shape", "call-again"}
+
+
+def test_without_keys_the_engine_words_it_with_the_loops_names():
+    v = judge(no_state_loop, keys=None)
+    message = v.failed_message()
+    assert message["key"] == "check.generation_protocol"
+    assert (message["params"]["fn"], message["params"]["step"]) == ("loop", "step")
+    v = judge(good_loop, WrongObj, keys=None)
+    assert v.failed_message()["key"] == "check.generation_values"
+
+
+def test_the_engine_words_are_in_both_catalogs():
+    from tutor.kit.generation_loop import GENERATION_WORDS
+    from tutor.text.i18n import engine_catalog
+
+    assert set(GENERATION_WORDS) == set(GENERATION_KEYS)
+    for lang in ("en", "zh"):
+        assert set(GENERATION_WORDS.values()) <= set(engine_catalog(lang))

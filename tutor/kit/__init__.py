@@ -10,7 +10,7 @@ behind them may move.
 
 from tutor.kit import fixed_dropout
 from tutor.kit.borrowed import lend
-from tutor.kit.built_module import made_module, require_made
+from tutor.kit.built_module import MADE_LIKELY, MADE_WORDS, made_module, require_made
 from tutor.kit.call_again import (
     again_of,
     call_kept,
@@ -77,6 +77,7 @@ from tutor.kit.finite import (
 )
 from tutor.kit.generation_loop import (
     GENERATION_KEYS,
+    GENERATION_WORDS,
     judge_generation_call,
     judge_loop_again,
     probe_generation,
@@ -319,17 +320,20 @@ from tutor.kit.state_faults import (
 )
 from tutor.kit.step_discipline import (
     DISCIPLINE_KEYS,
+    DISCIPLINE_WORDS,
     judge_step_discipline,
     probe_step_discipline,
     state_growth_fault,
 )
 from tutor.kit.step_grid import (
     STEP_CALL_KEYS,
+    STEP_CALL_WORDS,
     judge_step_call,
     probe_step_grid,
     require_out_state,
     require_states_near,
     step_call,
+    step_call_words,
 )
 from tutor.kit.step_trainable import judge_step_trained, probe_step_trained
 from tutor.kit.timing_experiment import decoding_flops, probe_timings, timing_view
