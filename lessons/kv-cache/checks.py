@@ -13,8 +13,10 @@ import torch.nn.functional as F
 from tutor.kit import (
     LARGE_INPUT,
     StepSpec,
+    attend_cached,
     attention_weights,
     attribute_store,
+    cached_query_mistakes,
     decoding_flops,
     doubling,
     failure_code,
@@ -156,22 +158,12 @@ def reference_full(x, w, H):
     return out, wts
 
 
-def attend(x_new, w, H, k, v, scale=None, dim=-1, proj_out=True):
-    """One new token's output against keys k and values v: the formula, with a mistake if asked."""
-    q = split_heads(x_new, w["W_q"], H)
-    hd = q.shape[-1]
-    s = q @ k.transpose(2, 3) / (hd**0.5 if scale is None else scale)
-    c = torch.softmax(s, dim=dim) @ v
-    c = c.transpose(1, 2).reshape(x_new.shape[0], 1, -1)
-    return c @ w["out_w"].T + w["out_b"] if proj_out else c
-
-
 def tutor_step(x, cache, w, H):
     """forward_cached as the tutor writes it: x's keys and values appended to the cache."""
     k, v = split_heads(x, w["W_k"], H), split_heads(x, w["W_v"], H)
     if cache is not None:
         k, v = torch.cat([cache[0], k], dim=2), torch.cat([cache[1], v], dim=2)
-    return attend(x, w, H, k, v), (k, v)
+    return attend_cached(x, w, H, k, v), (k, v)
 
 
 # ---------------------------------------------------------------- step 1: one step with the cache
@@ -254,37 +246,9 @@ def diagnose_cache_values(cache, case, t) -> dict:
 
 
 def diagnose_step_out(y, case, size, t, source="") -> dict:
-    """The usual wrong versions of one step, rebuilt on the tutor's inputs; the first that matches."""
-    d_in, d_out, H = size[:3]
-    hd = d_out // H
-    w, x_new = case["w"], case["x"][:, t : t + 1]
-    k, v = cached_kv(case, t)
-    first = [t, *range(t)]  # the new token first, in one cache only: the output shows it
-    width, past = msg("likely.scale_width", hd=hd), t > 0
-    # (where it can be told apart, the mistake, how attend is called wrong)
-    table = [
-        (past, msg("likely.past_ignored"), {"keys": k[:, :, t:], "values": v[:, :, t:]}),
-        (past, msg("likely.mask_first_row"), {"keys": k[:, :, :1], "values": v[:, :, :1]}),
-        (past, msg("likely.mask_self"), {"keys": k[:, :, :t], "values": v[:, :, :t]}),
-        (past, msg("likely.prepended_one"), {"values": v[:, :, first]}),
-        (past, msg("likely.prepended_one"), {"keys": k[:, :, first]}),
-        (True, msg("likely.softmax_queries"), {"dim": -2}),
-        (True, msg("likely.no_out_proj"), {"proj_out": False}),
-        (True, msg("likely.scale_none"), {"scale": 1.0}),
-        (H > 1, width, {"scale": d_out**0.5}),
-        (d_in not in (hd, d_out), width, {"scale": d_in**0.5}),
-        (
-            past and t + 1 != hd,
-            msg("likely.scale_length", n=t + 1, hd=hd),
-            {"scale": (t + 1) ** 0.5},
-        ),
-    ]
-
-    def wrong(keys=k, values=v, **how):
-        return attend(x_new, w, H, keys, values, **how)
-
-    candidates = [(lambda how=how: wrong(**how), likely) for ok, likely, how in table if ok]
-    found = matching_mistake(y, candidates)
+    """The usual wrong versions of one step (kit cached_query_mistakes); the first that matches."""
+    x_new, (k, v) = case["x"][:, t : t + 1], cached_kv(case, t)
+    found = matching_mistake(y, cached_query_mistakes(x_new, case["w"], size[2], k, v))
     return found if found["key"] != "likely.unknown" else state_on_layer(source) or found
 
 
@@ -348,7 +312,7 @@ def judge_cached(v, outputs, inputs, jctx):
     judge_large_inputs(
         v,
         None if "made" in outputs["large_x"] else outputs["large_x"],
-        attend(
+        attend_cached(
             case["x"][:, t : t + 1] * s,
             large_input_weights(case["w"], ("W_q", "W_k")),
             SIZES[0][2],
