@@ -13,6 +13,7 @@ import torch.nn.functional as F
 from tutor.kit import (
     LARGE_INPUT,
     StepSpec,
+    TimingStep,
     attend_cached,
     attention_weights,
     attribute_store,
@@ -22,7 +23,6 @@ from tutor.kit import (
     failure_code,
     heading,
     human,
-    int_settings,
     judge_generation_call,
     judge_large_inputs,
     judge_layer_state,
@@ -31,6 +31,7 @@ from tutor.kit import (
     judge_step_call,
     judge_step_discipline,
     judge_step_trained,
+    judge_timing_step,
     judged,
     large_input_weights,
     large_scores_check,
@@ -46,7 +47,7 @@ from tutor.kit import (
     probe_step_discipline,
     probe_step_grid,
     probe_step_trained,
-    probe_timings,
+    probe_timing_step,
     reads_attribute,
     recompute_each,
     reference_grads,
@@ -60,7 +61,6 @@ from tutor.kit import (
     step_call,
     step_through,
     stepped_weights_view,
-    timing_view,
     tokens_elsewhere,
     torch_error_kind,
     waiting,
@@ -569,77 +569,51 @@ STEPS = {
 
 # ---------------------------------------------------------------- experiments (no verdict, just data)
 
-# The settings lesson.toml declares for the cost step; the app sends the chosen ones as ctx.params.
-COST_DEFAULTS = {"heads": 4, "batch": 1, "t_max": 128}
 COST_HEAD_DIM = 32
-COST_T_MIN = 16
-COST_BUDGET = 1.5  # seconds of measuring, within the step's time limit
 COST_LIMIT = 4e9  # FLOPs of recomputing one length (× the batch); longer ones show only the formula
 
 
-def cost_settings(params) -> dict:
-    return int_settings(COST_DEFAULTS, params)
+def cost_width(s) -> int:
+    return s["heads"] * COST_HEAD_DIM
 
 
-def lengths_up_to(t_max: int) -> list[int]:
-    return doubling(COST_T_MIN, t_max)
+def cost_data(s):
+    g = torch.Generator().manual_seed(5)
+    return lambda T: (torch.randn(s["batch"], T, cost_width(s), generator=g),)
+
+
+def cost_formulas(s, T) -> list:
+    mb = 2 * s["batch"] * T * cost_width(s) * 4 / 1e6  # k and v, float32
+    return [str(T), f"{mb:.3f}", *map(human, decoding_flops(T, cost_width(s)))]
+
+
+# Generation with the cache, then the full pass again for each token, at lengths doubling.
+COST = TimingStep(
+    defaults={"heads": 4, "batch": 1, "t_max": 128},  # as lesson.toml's settings
+    lengths=lambda s: doubling(16, s["t_max"]),
+    build=lambda ctx, s, T: ctx.get(LAYER)(cost_width(s), cost_width(s), s["heads"], T).eval(),
+    data=cost_data,
+    ways=lambda ctx: [ctx.get("generate"), recompute_each],
+    too_big=lambda s, T: s["batch"] * decoding_flops(T, cost_width(s))[1] > COST_LIMIT,
+    formulas=cost_formulas,
+    columns=("visual.cost_T", "visual.cost_mb", "visual.cost_flops_cache")
+    + ("visual.cost_flops_full", "visual.cost_ms_cache", "visual.cost_ms_full"),
+    title="visual.cost_title",
+    settings_note=lambda s: msg("visual.cost_settings", **s, d=cost_width(s), hd=COST_HEAD_DIM),
+    waiting="visual.cost_waiting",
+    after="visual.cost_note",
+    budget=1.5,  # seconds of measuring, within the step's time limit
+    name="T",
+    visual="cost",
+)
 
 
 def probe_cost(ctx, inputs):
-    cls, gen = ctx.get(LAYER), ctx.get("generate")
-    s = cost_settings(ctx.params)
-    H, B = s["heads"], s["batch"]
-    d = H * COST_HEAD_DIM
-    g = torch.Generator().manual_seed(5)
-    measured = probe_timings(
-        ctx,
-        lengths_up_to(s["t_max"]),
-        lambda T: cls(d, d, H, T).eval(),
-        lambda T: (torch.randn(B, T, d, generator=g),),
-        [gen, recompute_each],  # with the cache, then the full pass again for each token
-        budget=COST_BUDGET,
-        too_big=too_big(s),
-    )
-    return {"settings": s, "measured": measured}
-
-
-def too_big(s):
-    """At settings s, whether recomputing length T would pass COST_LIMIT: shown by formula alone."""
-    d = s["heads"] * COST_HEAD_DIM
-    return lambda T: s["batch"] * decoding_flops(T, d)[1] > COST_LIMIT
-
-
-COST_COLUMNS = ("visual.cost_T", "visual.cost_mb", "visual.cost_flops_cache")
-COST_COLUMNS += ("visual.cost_flops_full", "visual.cost_ms_cache", "visual.cost_ms_full")
+    return probe_timing_step(ctx, COST)
 
 
 def judge_cost(v, outputs, inputs, jctx):
-    s = outputs["settings"]
-    H, B = s["heads"], s["batch"]
-    d = H * COST_HEAD_DIM
-
-    def formulas(T):
-        mb = 2 * B * T * d * 4 / 1e6  # k and v, float32
-        return [str(T), f"{mb:.3f}", *map(human, decoding_flops(T, d))]
-
-    settings = msg(
-        "visual.cost_settings", heads=H, batch=B, t_max=s["t_max"], d=d, hd=COST_HEAD_DIM
-    )
-    v.visuals["view"] = timing_view(
-        msg("visual.cost_title"),
-        settings,
-        [msg(key) for key in COST_COLUMNS],
-        lengths_up_to(s["t_max"]),
-        outputs["measured"],
-        formulas,
-        name="T",
-        too_big=too_big(s),
-        budget=COST_BUDGET,
-        waiting_text=msg("visual.cost_waiting"),
-        after=msg("visual.cost_note"),
-    )
-    v.visuals["cost"] = {"settings": s, "measured": outputs["measured"]}
-    v.expect("runs", True)
+    judge_timing_step(v, outputs, COST)
 
 
 def probe_rows(ctx, inputs):

@@ -338,6 +338,12 @@ from tutor.kit.step_grid import (
 )
 from tutor.kit.step_trainable import judge_step_trained, probe_step_trained
 from tutor.kit.timing_experiment import decoding_flops, probe_timings, timing_view
+from tutor.kit.timing_step import (
+    TimingStep,
+    judge_timing_step,
+    probe_timing_step,
+    timing_settings,
+)
 from tutor.kit.torch_errors import TORCH_ERRORS, torch_error_kind
 from tutor.kit.training import judge_training_story, probe_training_story
 from tutor.model import view_items as visuals
