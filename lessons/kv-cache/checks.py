@@ -56,6 +56,7 @@ from tutor.kit import (
     split_heads,
     state_dict_copy,
     state_explanation,
+    state_fault_likely,
     state_shape_fault,
     state_value_fault,
     step_call,
@@ -213,19 +214,6 @@ def diagnose_raised(e: dict, source: str = "") -> dict:
     )
 
 
-# What a wrong cache shows (tutor.kit.state_faults, state_growth_fault), in the lesson's words.
-CACHE_FAULTS = {
-    "last_behind": "likely.value_not_appended",
-    "not_appended": "likely.no_concat",
-    "given_back": "likely.returned_old_cache",
-    "layout": "likely.cache_layout",
-    "twice": "likely.cat_twice",
-    "axis": "likely.cat_axis_shape",
-    "prepended": "likely.prepended",
-    "swapped": "likely.cache_swapped",
-}
-
-
 def cached_kv(case, t):
     """The full pass's keys and values of the first t + 1 tokens: the cache after position t."""
     return case["k"][:, :, : t + 1], case["v"][:, :, : t + 1]
@@ -235,14 +223,17 @@ def diagnose_cache_shape(cache, size, t, source="") -> dict:
     """What the shapes of the cache after the token at position t say went wrong."""
     want = (size[4], size[2], t + 1, size[1] // size[2])
     fault = state_shape_fault(cache, want, t, axis=2)
-    return (
-        msg(CACHE_FAULTS[fault]) if fault else state_on_layer(source) or msg("likely.cache_shape")
-    )
+    return cache_fault(fault) or state_on_layer(source) or msg("likely.cache_shape")
+
+
+def cache_fault(fault) -> dict | None:
+    """What a wrong cache shows (kit state_faults), in the engine's words."""
+    return state_fault_likely(fault, axis=2, names=("k", "v"))
 
 
 def diagnose_cache_values(cache, case, t) -> dict:
     fault = state_value_fault(cache, cached_kv(case, t), t, axis=2)
-    return msg(CACHE_FAULTS[fault] if fault else "likely.cache_values")
+    return cache_fault(fault) or msg("likely.cache_values")
 
 
 def diagnose_step_out(y, case, size, t, source="") -> dict:
@@ -370,25 +361,13 @@ def probe_generate(ctx, inputs):
     return {"cases": out}
 
 
-# What generate asked of forward_cached (decoding_fault), said in the lesson's words.
-PROTOCOL = {
-    "recompute_full": "likely.recompute_forward",
-    "recompute": "likely.recompute",
-    "call_count": "likely.call_count",
-    "first_not_empty": "likely.first_not_empty",
-    "state_not_passed": "likely.cache_not_passed",
-    "state_not_passed_back": "likely.cache_not_passed_back",
-    "token_shape": "likely.token_shape",
-    "token_order": "likely.token_order",
-}
-
-
 def diagnose_outputs(y, case, size) -> dict:
     x, w, H = case["x"], case["w"], size[2]
+    alone = msg("likely.loop_state_not_passed", fn="generate", step=STEP_FN)
     candidates = [
         (lambda: reference_full(x, w, H)[0].flip(1), msg("likely.outputs_reversed")),
         # Each token alone (no cache passed on): its weights are [1], its output its own value.
-        (lambda: x @ w["W_v"].T @ w["out_w"].T + w["out_b"], msg("likely.cache_not_passed")),
+        (lambda: x @ w["W_v"].T @ w["out_w"].T + w["out_b"], alone),
     ]
     return matching_mistake(y, candidates)
 
@@ -408,15 +387,14 @@ def judge_generate_case(v, got, case, size, alone=True):
             "returns": msg("likely.generate_pair"),
             "out_shape": msg("likely.outputs_shape"),
             "out_values": lambda out: diagnose_outputs(out, case, size),
-            "state": lambda shapes: msg(
-                "likely.cache_layout"
+            "state": lambda shapes: (
+                cache_fault("layout")
                 if shapes[:1] == [(B, T, H, d_out // H)]
-                else "likely.generate_cache"
+                else msg("likely.generate_cache")
             ),
             "state_values": msg("likely.generate_cache"),
             "step_first": msg("likely.step_first"),
         },
-        words=PROTOCOL,
         names="kv",
         alone=alone,
     )
@@ -491,8 +469,8 @@ def growth_likely(fault, steps, t) -> dict:
     want = (SIZES[0][4], SIZES[0][2], t + 1, SIZES[0][1] // SIZES[0][2])
     k = steps[t]["value"][1][0]
     if fault != "last_behind" and tokens_elsewhere(k.shape, want, 2):
-        return msg("likely.cache_layout")
-    return msg(CACHE_FAULTS.get(fault, "likely.cache_shape"))
+        return cache_fault("layout")
+    return cache_fault(fault) or msg("likely.cache_shape")
 
 
 def judge_discipline(v, outputs, inputs, jctx):

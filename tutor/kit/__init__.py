@@ -77,6 +77,7 @@ from tutor.kit.finite import (
     require_finite_close,
 )
 from tutor.kit.generation_loop import (
+    DECODING_FAULT_WORDS,
     GENERATION_KEYS,
     GENERATION_WORDS,
     judge_generation_call,
@@ -315,6 +316,8 @@ from tutor.kit.softmax_mistakes import (
 from tutor.kit.source_attributes import attribute_store, reads_attribute
 from tutor.kit.spec import JudgeContext, StepSpec
 from tutor.kit.state_faults import (
+    STATE_FAULT_WORDS,
+    state_fault_likely,
     state_shape_fault,
     state_value_fault,
     tokens_elsewhere,

@@ -5,12 +5,13 @@ the loop twice a size: first with the tutor's own step put on a second object (i
 right when its step is? then a fault of the learner's run is the step's, said in the step's
 own step), then on the learner's step under record_decoding (how the loop feeds its step);
 at the first size once more on a new sequence. The judge (judge_generation_call) names a
-protocol fault (decoding_fault) in the lesson's words; judge_loop_again the new sequence.
+protocol fault (decoding_fault); judge_loop_again the new sequence.
 
 The texts are the engine's (GENERATION_WORDS, true for any loop); `keys` maps any role of
 GENERATION_KEYS to a lesson's own message key instead. `likely` maps each diagnosis role to a
-message or a function giving one, `words` each fault of decoding_fault to the lesson's likely
-key.
+message or a function giving one. A protocol fault of decoding_fault is said in the
+engine's words (DECODING_FAULT_WORDS, with {fn} {step} and the fault's own parameters), or
+in `words`: a lesson's likely key for any fault.
 """
 
 from __future__ import annotations
@@ -59,6 +60,18 @@ GENERATION_WORDS: dict[str, str] = {
     "out_values": "check.generation_values",
     "state": "check.generation_state",
     "state_values": STEP_CALL_WORDS["state_values"],
+}
+
+# The engine's likely mistake for each fault of decoding_fault.
+DECODING_FAULT_WORDS: dict[str, str] = {
+    "recompute_full": "likely.loop_recompute_full",
+    "recompute": "likely.loop_recompute",
+    "call_count": "likely.loop_call_count",
+    "first_not_empty": "likely.loop_first_not_empty",
+    "state_not_passed": "likely.loop_state_not_passed",
+    "state_not_passed_back": "likely.loop_state_not_passed_back",
+    "token_shape": "likely.loop_token_shape",
+    "token_order": "likely.loop_token_order",
 }
 
 
@@ -115,7 +128,7 @@ def judge_generation_call(
     step: str,
     keys: Mapping[str, str] | None = None,
     likely: Mapping[str, Any],
-    words: Mapping[str, str],
+    words: Mapping[str, str] | None = None,
     names: Sequence[str],
     alone: bool = True,
     axis: int = 1,
@@ -123,8 +136,8 @@ def judge_generation_call(
     """probe_generation's run of one sequence ("call", with its "log" and "alone" where the
     probe made them) against the full pass's want_out and the state after the last token,
     want_state, in the words of GENERATION_WORDS and keys. Checks, in order: runs, returns (a pair; likely the engine's for what came,
-    else likely["returns"]), shape, dtype, finite, implemented (the protocol fault, in words'
-    key), matches-pytorch (likely["out_values"](out)), values (the state's shapes, likely
+    else likely["returns"]), shape, dtype, finite, implemented (the protocol fault, in
+    DECODING_FAULT_WORDS' or words' key), matches-pytorch (likely["out_values"](out)), values (the state's shapes, likely
     ["state"](shapes), then each tensor close, likely["state_values"]). Where the loop with the tutor's step passed
     (alone), each later likely is likely["step_first"]: the step is at fault."""
     call, T = got["call"], want_out.shape[axis]
@@ -151,7 +164,8 @@ def judge_generation_call(
 
     log = got.get("log")
     fault = decoding_fault(log, T, step=step, raised="error" in call) if log else None
-    protocol = msg(words[fault[0]], **fault[1]) if fault else None
+    said = {**DECODING_FAULT_WORDS, **(words or {})}
+    protocol = msg(said[fault[0]], fn=fn, step=step, **fault[1]) if fault else None
     unknown = msg("likely.unknown")
     require_call_ran(v, call, keys["raised"], fn=fn, likely=lambda: protocol or blame() or unknown)
     out, state = require_out_state(
