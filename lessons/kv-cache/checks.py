@@ -12,6 +12,7 @@ import torch.nn.functional as F
 
 from tutor.kit import (
     LARGE_INPUT,
+    ModuleRecipe,
     StepSpec,
     TimingStep,
     attend_cached,
@@ -37,7 +38,6 @@ from tutor.kit import (
     large_scores_check,
     large_scores_weights,
     lend,
-    made_module,
     matching_mistake,
     msg,
     no_kernel,
@@ -51,8 +51,6 @@ from tutor.kit import (
     reads_attribute,
     recompute_each,
     reference_grads,
-    require_made,
-    size_explanation,
     split_heads,
     state_dict_copy,
     state_explanation,
@@ -90,6 +88,8 @@ PARAM_NAMES = {
     "out_proj.weight": "out_w",
     "out_proj.bias": "out_b",
 }
+# The learner's layer built by keyword with our weights, in eval mode (as generation runs).
+LAYER_MADE = ModuleRecipe(LAYER, NAMES[:4], PARAM_NAMES, STEP_FN)
 
 
 def pasts_of(T: int, first: bool) -> list[int]:
@@ -136,14 +136,6 @@ def case_of(x, w, H) -> dict:
 # ---------------------------------------------------------------- the tutor's own layer
 
 
-def made_layer(ctx, cls, size, w, primary=False, **extra):
-    """The learner's layer with our weights, in eval mode (as generation runs), or the failed call."""
-    keywords, method = NAMES[:4], STEP_FN
-    return made_module(
-        ctx, cls, keywords, size, w, PARAM_NAMES, method=method, primary=primary, **extra
-    )
-
-
 @of_the_inputs
 def reference_full(x, w, H):
     """(out, weights) of the full causal pass: PyTorch's kernel for the output, the weights by hand."""
@@ -174,19 +166,21 @@ def probe_cached(ctx, inputs):
     cls, cases = ctx.get(LAYER), inputs["cases"]
 
     def make(i):
-        return made_layer(ctx, cls, SIZES[i], cases[i]["w"], primary=i == 0)
+        return LAYER_MADE.make(ctx, cls, SIZES[i], cases[i]["w"], primary=i == 0)
 
     def call(layer, i, t, primary):
         return cached_call(ctx, layer, cases[i], t, primary=primary)
 
     out = probe_step_grid(ctx, make, call, [pasts_of(s[5], i == 0) for i, s in enumerate(SIZES)])
     large, t = inputs["large"], SIZES[0][5] - 1
-    layer, failed = made_layer(ctx, cls, SIZES[0], large["w"])
+    layer, failed = LAYER_MADE.make(ctx, cls, SIZES[0], large["w"])
     call = failed or cached_call(ctx, layer, large, t)
     # The token a thousand times larger, W_q and W_k as much smaller: the scores as they were
     # (large scores are their own check), the values a thousand times larger.
     case = cases[0]
-    layer, failed = made_layer(ctx, cls, SIZES[0], large_input_weights(case["w"], ("W_q", "W_k")))
+    layer, failed = LAYER_MADE.make(
+        ctx, cls, SIZES[0], large_input_weights(case["w"], ("W_q", "W_k"))
+    )
     large_x = failed or cached_call(ctx, layer, case, t, LARGE_INPUT)
     return {"cases": out, "large": call, "large_x": large_x}
 
@@ -277,26 +271,15 @@ def judge_cached_call(v, call, case, size, t):
 
 
 def judge_cached_case(v, case_out, case, size):
-    if "made" in case_out:
-        require_built(v, case_out["made"], size)
+    LAYER_MADE.require(v, case_out, size)
     for call, t in zip(case_out["calls"], pasts_of(size[5], size == SIZES[0]), strict=False):
         judge_cached_call(v, call, case, size, t)
-
-
-def require_built(v, made, size):
-    require_made(v, made, NAMES[:4], size, cls=LAYER, method=STEP_FN)
-
-
-def explain_size(defs):
-    """What differs at a size past the notebook's, read in defs (kit.size_explanation)."""
-    return lambda lab, size, source: size_explanation(source, defs, NAMES, lab, size)
 
 
 def judge_cached(v, outputs, inputs, jctx):
     cases = outputs["cases"]
     judge_cached_case(v, cases[0], inputs["cases"][0], SIZES[0])
-    explain = explain_size((LAYER,))
-    judge_sized_cases(v, cases, inputs["cases"], SIZES, NAMES, judge_cached_case, explain)
+    judge_sized_cases(v, cases, inputs["cases"], SIZES, NAMES, judge_cached_case, defs=(LAYER,))
     no_kernel(v, STEP_FN, jctx.source, {LAYER}, jctx.kernels)
     judge_large_scores(v, outputs["large"], inputs["large"])
     case, t, s = inputs["cases"][0], SIZES[0][5] - 1, LARGE_INPUT
@@ -345,7 +328,7 @@ def probe_generate(ctx, inputs):
     cases = inputs["cases"]
 
     def make(i, primary):
-        return made_layer(ctx, cls, SIZES[i], cases[i]["w"], primary=primary)
+        return LAYER_MADE.make(ctx, cls, SIZES[i], cases[i]["w"], primary=primary)
 
     out = probe_generation(
         ctx,
@@ -374,8 +357,7 @@ def diagnose_outputs(y, case, size) -> dict:
 
 def judge_generate_case(v, got, case, size, alone=True):
     d_in, d_out, H, cl, B, T = size
-    if "made" in got:
-        require_built(v, got["made"], size)
+    LAYER_MADE.require(v, got, size)
     judge_generation_call(
         v,
         got,
@@ -403,8 +385,8 @@ def judge_generate_case(v, got, case, size, alone=True):
 def judge_generate(v, outputs, inputs, jctx):
     cases = outputs["cases"]
     judge_generate_case(v, cases[0], inputs["cases"][0], SIZES[0])
-    explain = explain_size(("generate", LAYER))
-    judge_sized_cases(v, cases, inputs["cases"], SIZES, NAMES, judge_generate_case, explain)
+    defs = ("generate", LAYER)
+    judge_sized_cases(v, cases, inputs["cases"], SIZES, NAMES, judge_generate_case, defs=defs)
     case = case_of(inputs["again"]["x"], inputs["cases"][0]["w"], SIZES[0][2])
     judge_loop_again(
         v,
@@ -435,12 +417,12 @@ def probe_discipline(ctx, inputs):
     cls = ctx.get(LAYER)
     size, case, again = SIZES[0], inputs["cases"][0], inputs["again"]
     T = size[5]
-    layer, failed = made_layer(ctx, cls, size, case["w"], primary=True)
+    layer, failed = LAYER_MADE.make(ctx, cls, size, case["w"], primary=True)
     if layer is None:
         return failed
 
     def eval_step():  # built with dropout, in eval mode (as generation runs): none may fire
-        dropped, _ = made_layer(ctx, cls, size, case["w"], dropout=EVAL_DROPOUT)
+        dropped, _ = LAYER_MADE.make(ctx, cls, size, case["w"], dropout=EVAL_DROPOUT)
         return None if dropped is None else dropped.forward_cached
 
     out = probe_step_discipline(
@@ -454,7 +436,7 @@ def probe_discipline(ctx, inputs):
         eval_step=eval_step,
     )
     # Trainable: one step from a cache of 5 tokens, gradients on.
-    trained, _ = made_layer(ctx, cls, size, case["w"])
+    trained, _ = LAYER_MADE.make(ctx, cls, size, case["w"])
     t = T - 1
     x_t, cache = case["x"][:, t : t + 1], (case["k"][:, :, :t], case["v"][:, :, :t])
     out["train"] = probe_step_trained(ctx, trained, STEP_FN, x_t, cache, again["g"])
@@ -476,8 +458,7 @@ def growth_likely(fault, steps, t) -> dict:
 def judge_discipline(v, outputs, inputs, jctx):
     size, case, again = SIZES[0], inputs["cases"][0], inputs["again"]
     H, cl = size[2], size[3]
-    if "made" in outputs:
-        require_built(v, outputs["made"], size)
+    LAYER_MADE.require(v, outputs, size)
 
     def kept(*_):  # on a failure only: it reads the source
         return state_on_layer(jctx.source) or msg("likely.kept_state_cache")
@@ -597,7 +578,7 @@ def judge_cost(v, outputs, inputs, jctx):
 def probe_rows(ctx, inputs):
     cls = ctx.get(LAYER)
     case = inputs["rows"]
-    layer, failed = made_layer(ctx, cls, ROWS_SIZE, case["w"], primary=True)
+    layer, failed = LAYER_MADE.make(ctx, cls, ROWS_SIZE, case["w"], primary=True)
     if layer is None:
         return failed
     calls, _ = step_through(ctx, layer.forward_cached, case["x"], primary=True, softmax=True)

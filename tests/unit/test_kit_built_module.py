@@ -87,3 +87,21 @@ def test_the_engine_words_are_in_both_catalogs():
 
     for lang in ("en", "zh"):
         assert {*MADE_WORDS.values(), *MADE_LIKELY.values()} <= set(engine_catalog(lang))
+
+
+def test_a_recipe_makes_and_requires_as_the_two_functions_do():
+    from tutor.kit import ModuleRecipe
+
+    recipe = ModuleRecipe("Right", ("d_in", "d_out"), NAMES, "step")
+    ctx = ProbeContext(types.ModuleType("learner"), "learner.py", "", None)
+    module, failed = recipe.make(ctx, Right, (3, 2, 99), W)
+    assert failed == {} and torch.equal(module.lin.weight, W["W"]) and not module.training
+    _, failed = recipe.make(ctx, NoStep, (3, 2, 99), W)
+
+    def judge(v):
+        recipe.require(v, {"calls": []}, (3, 2))  # made: nothing to say
+        recipe.require(v, failed, (3, 2))
+
+    message = judged("", judge).failed_message()
+    assert message["key"] == "check.made_no_method"
+    assert (message["params"]["cls"], message["params"]["method"]) == ("Right", "step")

@@ -10,7 +10,13 @@ behind them may move.
 
 from tutor.kit import fixed_dropout
 from tutor.kit.borrowed import lend
-from tutor.kit.built_module import MADE_LIKELY, MADE_WORDS, made_module, require_made
+from tutor.kit.built_module import (
+    MADE_LIKELY,
+    MADE_WORDS,
+    ModuleRecipe,
+    made_module,
+    require_made,
+)
 from tutor.kit.cached_query import attend_cached, cached_query_mistakes
 from tutor.kit.call_again import (
     again_of,

@@ -6,6 +6,7 @@ in the judge."""
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -101,3 +102,43 @@ def require_made(
             **failure_params(e),
             likely=said["build_raised"],
         )
+
+
+@dataclass(frozen=True)
+class ModuleRecipe:
+    """How a lesson's module is made for its steps, said once: the class's name, the
+    constructor's keywords (a size's first values), the state_dict names of the tutor's weights
+    (load_weights) and the method the steps call."""
+
+    cls: str
+    keywords: Sequence[str]
+    names: Mapping[str, str]
+    method: str
+
+    def make(
+        self,
+        ctx: ProbeContext,
+        cls: Callable,
+        size: Sequence,
+        weights: Mapping[str, torch.Tensor],
+        *,
+        primary: bool = False,
+        **extra: object,
+    ) -> tuple[Any, dict]:
+        """made_module with the recipe's keywords, names and method."""
+        return made_module(
+            ctx,
+            cls,
+            self.keywords,
+            size,
+            weights,
+            self.names,
+            method=self.method,
+            primary=primary,
+            **extra,
+        )
+
+    def require(self, v: Verdict, outputs: Mapping, size: Sequence) -> None:
+        """require_made on a probe's outputs where they hold make's why-not ("made")."""
+        if "made" in outputs:
+            require_made(v, outputs["made"], self.keywords, size, cls=self.cls, method=self.method)
