@@ -10,61 +10,7 @@ scaled_dot_product_attention), at the notebook's size first, then at sizes it ne
 import torch
 import torch.nn.functional as F
 
-from tutor.kit import (
-    LARGE_INPUT,
-    ModuleRecipe,
-    StepSpec,
-    TimingStep,
-    attend_cached,
-    attention_weights,
-    attribute_store,
-    cached_query_mistakes,
-    decoding_flops,
-    doubling,
-    failure_code,
-    heading,
-    human,
-    judge_generation_call,
-    judge_large_inputs,
-    judge_layer_state,
-    judge_loop_again,
-    judge_sized_cases,
-    judge_step_call,
-    judge_step_discipline,
-    judge_step_trained,
-    judge_timing_step,
-    judged,
-    large_input_weights,
-    large_scores_check,
-    large_scores_weights,
-    lend,
-    matching_mistake,
-    msg,
-    no_kernel,
-    note,
-    of_the_inputs,
-    probe_generation,
-    probe_step_discipline,
-    probe_step_grid,
-    probe_step_trained,
-    probe_timing_step,
-    reads_attribute,
-    recompute_each,
-    reference_grads,
-    split_heads,
-    state_dict_copy,
-    state_explanation,
-    state_fault_likely,
-    state_shape_fault,
-    state_value_fault,
-    step_call,
-    step_through,
-    stepped_weights_view,
-    tokens_elsewhere,
-    torch_error_kind,
-    waiting,
-    weights_from_state,
-)
+from tutor import kit
 
 LAYER = "CausalMultiHeadAttention"
 STEP_FN = "forward_cached"
@@ -89,7 +35,7 @@ PARAM_NAMES = {
     "out_proj.bias": "out_b",
 }
 # The learner's layer built by keyword with our weights, in eval mode (as generation runs).
-LAYER_MADE = ModuleRecipe(LAYER, NAMES[:4], PARAM_NAMES, STEP_FN)
+LAYER_MADE = kit.ModuleRecipe(LAYER, NAMES[:4], PARAM_NAMES, STEP_FN)
 
 
 def pasts_of(T: int, first: bool) -> list[int]:
@@ -104,7 +50,7 @@ def make_inputs(seed=0):
     cases = []
     for d_in, d_out, H, _ctx, B, T in SIZES:
         x = torch.randn(B, T, d_in, generator=g)
-        cases.append(case_of(x, attention_weights(g, d_in, d_out), H))
+        cases.append(case_of(x, kit.attention_weights(g, d_in, d_out), H))
     # At the notebook's size: a second sequence, two tokens to branch on from one cache,
     # and the direction of the gradient.
     d_in, d_out, H, ctx, B, T = SIZES[0]
@@ -117,30 +63,38 @@ def make_inputs(seed=0):
     d_in, d_out, H, ctx, B, T = ROWS_SIZE
     rows = {
         "x": torch.randn(B, T, d_in, generator=g),
-        "w": attention_weights(g, d_in, d_out, sharpen=2, bias=0),
+        "w": kit.attention_weights(g, d_in, d_out, sharpen=2, bias=0),
     }
     return {
         "cases": cases,
         "again": again,
         "rows": rows,
         # W_q stretched until a head's largest score is the kit's LARGE_SCORES.
-        "large": {**cases[0], "w": large_scores_weights(cases[0]["x"], cases[0]["w"], SIZES[0][2])},
+        "large": {
+            **cases[0],
+            "w": kit.large_scores_weights(cases[0]["x"], cases[0]["w"], SIZES[0][2]),
+        },
     }
 
 
 def case_of(x, w, H) -> dict:
     """A sequence x with weights w, and the keys and values of its full pass: (B, H, T, head_dim)."""
-    return {"x": x, "w": w, "k": split_heads(x, w["W_k"], H), "v": split_heads(x, w["W_v"], H)}
+    return {
+        "x": x,
+        "w": w,
+        "k": kit.split_heads(x, w["W_k"], H),
+        "v": kit.split_heads(x, w["W_v"], H),
+    }
 
 
 # ---------------------------------------------------------------- the tutor's own layer
 
 
-@of_the_inputs
+@kit.of_the_inputs
 def reference_full(x, w, H):
     """(out, weights) of the full causal pass: PyTorch's kernel for the output, the weights by hand."""
     B, T, _ = x.shape
-    q, k, v = (split_heads(x, w[n], H) for n in ("W_q", "W_k", "W_v"))
+    q, k, v = (kit.split_heads(x, w[n], H) for n in ("W_q", "W_k", "W_v"))
     ctx = F.scaled_dot_product_attention(q, k, v, is_causal=True)
     out = ctx.transpose(1, 2).reshape(B, T, -1) @ w["out_w"].T + w["out_b"]
     hd = q.shape[-1]
@@ -153,10 +107,10 @@ def reference_full(x, w, H):
 
 def tutor_step(x, cache, w, H):
     """forward_cached as the tutor writes it: x's keys and values appended to the cache."""
-    k, v = split_heads(x, w["W_k"], H), split_heads(x, w["W_v"], H)
+    k, v = kit.split_heads(x, w["W_k"], H), kit.split_heads(x, w["W_v"], H)
     if cache is not None:
         k, v = torch.cat([cache[0], k], dim=2), torch.cat([cache[1], v], dim=2)
-    return attend_cached(x, w, H, k, v), (k, v)
+    return kit.attend_cached(x, w, H, k, v), (k, v)
 
 
 # ---------------------------------------------------------------- step 1: one step with the cache
@@ -171,7 +125,9 @@ def probe_cached(ctx, inputs):
     def call(layer, i, t, primary):
         return cached_call(ctx, layer, cases[i], t, primary=primary)
 
-    out = probe_step_grid(ctx, make, call, [pasts_of(s[5], i == 0) for i, s in enumerate(SIZES)])
+    out = kit.probe_step_grid(
+        ctx, make, call, [pasts_of(s[5], i == 0) for i, s in enumerate(SIZES)]
+    )
     large, t = inputs["large"], SIZES[0][5] - 1
     layer, failed = LAYER_MADE.make(ctx, cls, SIZES[0], large["w"])
     call = failed or cached_call(ctx, layer, large, t)
@@ -179,9 +135,9 @@ def probe_cached(ctx, inputs):
     # (large scores are their own check), the values a thousand times larger.
     case = cases[0]
     layer, failed = LAYER_MADE.make(
-        ctx, cls, SIZES[0], large_input_weights(case["w"], ("W_q", "W_k"))
+        ctx, cls, SIZES[0], kit.large_input_weights(case["w"], ("W_q", "W_k"))
     )
-    large_x = failed or cached_call(ctx, layer, case, t, LARGE_INPUT)
+    large_x = failed or cached_call(ctx, layer, case, t, kit.LARGE_INPUT)
     return {"cases": out, "large": call, "large_x": large_x}
 
 
@@ -190,7 +146,7 @@ def cached_call(ctx, layer, case, t, scale=None, primary=False):
     step_call); nothing where the layer was not made."""
     step = None if layer is None else layer.forward_cached
     kv = (case["k"], case["v"])
-    return step_call(ctx, step, case["x"], kv, t, scale=scale, primary=primary)
+    return kit.step_call(ctx, step, case["x"], kv, t, scale=scale, primary=primary)
 
 
 # The mistake behind each kind of shape error (kit torch_error_kind), in the lesson's words.
@@ -199,12 +155,14 @@ RAISED = {"joined": "likely.cat_axis", "reshaped": "likely.view_size", "sizes": 
 
 def diagnose_raised(e: dict, source: str = "") -> dict:
     """A call with a cache raised where the one with an empty cache ran: what the error says."""
-    kind = torch_error_kind(e.get("detail", ""))
+    kind = kit.torch_error_kind(e.get("detail", ""))
     line = e["frames"][-1]["line"] if e.get("frames") else "?"
-    if kind == "reshaped" and reads_attribute(source, STEP_FN, "mask"):
-        return msg("likely.mask_full")
+    if kind == "reshaped" and kit.reads_attribute(source, STEP_FN, "mask"):
+        return kit.msg("likely.mask_full")
     return (
-        msg(RAISED[kind], line=line, code=failure_code(e)) if kind else msg("likely.cache_raised")
+        kit.msg(RAISED[kind], line=line, code=kit.failure_code(e))
+        if kind
+        else kit.msg("likely.cache_raised")
     )
 
 
@@ -216,24 +174,24 @@ def cached_kv(case, t):
 def diagnose_cache_shape(cache, size, t, source="") -> dict:
     """What the shapes of the cache after the token at position t say went wrong."""
     want = (size[4], size[2], t + 1, size[1] // size[2])
-    fault = state_shape_fault(cache, want, t, axis=2)
-    return cache_fault(fault) or state_on_layer(source) or msg("likely.cache_shape")
+    fault = kit.state_shape_fault(cache, want, t, axis=2)
+    return cache_fault(fault) or state_on_layer(source) or kit.msg("likely.cache_shape")
 
 
 def cache_fault(fault) -> dict | None:
     """What a wrong cache shows (kit state_faults), in the engine's words."""
-    return state_fault_likely(fault, axis=2, names=("k", "v"))
+    return kit.state_fault_likely(fault, axis=2, names=("k", "v"))
 
 
 def diagnose_cache_values(cache, case, t) -> dict:
-    fault = state_value_fault(cache, cached_kv(case, t), t, axis=2)
-    return cache_fault(fault) or msg("likely.cache_values")
+    fault = kit.state_value_fault(cache, cached_kv(case, t), t, axis=2)
+    return cache_fault(fault) or kit.msg("likely.cache_values")
 
 
 def diagnose_step_out(y, case, size, t, source="") -> dict:
     """The usual wrong versions of one step (kit cached_query_mistakes); the first that matches."""
     x_new, (k, v) = case["x"][:, t : t + 1], cached_kv(case, t)
-    found = matching_mistake(y, cached_query_mistakes(x_new, case["w"], size[2], k, v))
+    found = kit.matching_mistake(y, kit.cached_query_mistakes(x_new, case["w"], size[2], k, v))
     return found if found["key"] != "likely.unknown" else state_on_layer(source) or found
 
 
@@ -245,7 +203,7 @@ def judge_cached_call(v, call, case, size, t):
     def got_state():
         return call["value"][1]
 
-    judge_step_call(
+    kit.judge_step_call(
         v,
         call,
         t,
@@ -254,10 +212,10 @@ def judge_cached_call(v, call, case, size, t):
         fn=STEP_FN,
         likely={
             "raised": lambda e: diagnose_raised(e, v.source),
-            "returns": msg("likely.returns_cache"),
-            "state_pair": msg("likely.cache_pair"),
+            "returns": kit.msg("likely.returns_cache"),
+            "state_pair": kit.msg("likely.cache_pair"),
             # The output of every query (a T × T mask slice broadcasts the one new query).
-            "out_shape": lambda out: msg(
+            "out_shape": lambda out: kit.msg(
                 "likely.mask_full"
                 if torch.is_tensor(out) and out.shape == (B, t + 1, d_out)
                 else "likely.step_shape"
@@ -279,16 +237,16 @@ def judge_cached_case(v, case_out, case, size):
 def judge_cached(v, outputs, inputs, jctx):
     cases = outputs["cases"]
     judge_cached_case(v, cases[0], inputs["cases"][0], SIZES[0])
-    judge_sized_cases(v, cases, inputs["cases"], SIZES, NAMES, judge_cached_case, defs=(LAYER,))
-    no_kernel(v, STEP_FN, jctx.source, {LAYER}, jctx.kernels)
+    kit.judge_sized_cases(v, cases, inputs["cases"], SIZES, NAMES, judge_cached_case, defs=(LAYER,))
+    kit.no_kernel(v, STEP_FN, jctx.source, {LAYER}, jctx.kernels)
     judge_large_scores(v, outputs["large"], inputs["large"])
-    case, t, s = inputs["cases"][0], SIZES[0][5] - 1, LARGE_INPUT
-    judge_large_inputs(
+    case, t, s = inputs["cases"][0], SIZES[0][5] - 1, kit.LARGE_INPUT
+    kit.judge_large_inputs(
         v,
         None if "made" in outputs["large_x"] else outputs["large_x"],
-        attend_cached(
+        kit.attend_cached(
             case["x"][:, t : t + 1] * s,
-            large_input_weights(case["w"], ("W_q", "W_k")),
+            kit.large_input_weights(case["w"], ("W_q", "W_k")),
             SIZES[0][2],
             case["k"][:, :, : t + 1],
             case["v"][:, :, : t + 1] * s,
@@ -301,9 +259,9 @@ def judge_large_scores(v, call, case):
     """The last token of the lesson's sequence, judged like the others; NaN there is the overflow."""
     if "made" in call:  # the same build passed above: this one cannot fail but by chance
         return
-    large_scores_check(
+    kit.large_scores_check(
         v,
-        judged(v.source, judge_cached_call, call, case, SIZES[0], SIZES[0][5] - 1),
+        kit.judged(v.source, judge_cached_call, call, case, SIZES[0], SIZES[0][5] - 1),
         "check.large_scores",
     )
 
@@ -317,10 +275,10 @@ def reference_step(layer):
 
     def forward_cached(x, cache=None):
         return tutor_step(
-            x, cache, weights_from_state(layer.state_dict(), PARAM_NAMES), layer.n_heads
+            x, cache, kit.weights_from_state(layer.state_dict(), PARAM_NAMES), layer.n_heads
         )
 
-    return lend(forward_cached)  # the learner's generate runs it (the blame run)
+    return kit.lend(forward_cached)  # the learner's generate runs it (the blame run)
 
 
 def probe_generate(ctx, inputs):
@@ -330,7 +288,7 @@ def probe_generate(ctx, inputs):
     def make(i, primary):
         return LAYER_MADE.make(ctx, cls, SIZES[i], cases[i]["w"], primary=primary)
 
-    out = probe_generation(
+    out = kit.probe_generation(
         ctx,
         gen,
         make,
@@ -346,19 +304,19 @@ def probe_generate(ctx, inputs):
 
 def diagnose_outputs(y, case, size) -> dict:
     x, w, H = case["x"], case["w"], size[2]
-    alone = msg("likely.loop_state_not_passed", fn="generate", step=STEP_FN)
+    alone = kit.msg("likely.loop_state_not_passed", fn="generate", step=STEP_FN)
     candidates = [
-        (lambda: reference_full(x, w, H)[0].flip(1), msg("likely.outputs_reversed")),
+        (lambda: reference_full(x, w, H)[0].flip(1), kit.msg("likely.outputs_reversed")),
         # Each token alone (no cache passed on): its weights are [1], its output its own value.
         (lambda: x @ w["W_v"].T @ w["out_w"].T + w["out_b"], alone),
     ]
-    return matching_mistake(y, candidates)
+    return kit.matching_mistake(y, candidates)
 
 
 def judge_generate_case(v, got, case, size, alone=True):
     d_in, d_out, H, cl, B, T = size
     LAYER_MADE.require(v, got, size)
-    judge_generation_call(
+    kit.judge_generation_call(
         v,
         got,
         reference_full(case["x"], case["w"], H)[0],
@@ -366,16 +324,16 @@ def judge_generate_case(v, got, case, size, alone=True):
         fn="generate",
         step=STEP_FN,
         likely={
-            "returns": msg("likely.generate_pair"),
-            "out_shape": msg("likely.outputs_shape"),
+            "returns": kit.msg("likely.generate_pair"),
+            "out_shape": kit.msg("likely.outputs_shape"),
             "out_values": lambda out: diagnose_outputs(out, case, size),
             "state": lambda shapes: (
                 cache_fault("layout")
                 if shapes[:1] == [(B, T, H, d_out // H)]
-                else msg("likely.generate_cache")
+                else kit.msg("likely.generate_cache")
             ),
-            "state_values": msg("likely.generate_cache"),
-            "step_first": msg("likely.step_first"),
+            "state_values": kit.msg("likely.generate_cache"),
+            "step_first": kit.msg("likely.step_first"),
         },
         names="kv",
         alone=alone,
@@ -386,25 +344,27 @@ def judge_generate(v, outputs, inputs, jctx):
     cases = outputs["cases"]
     judge_generate_case(v, cases[0], inputs["cases"][0], SIZES[0])
     defs = ("generate", LAYER)
-    judge_sized_cases(v, cases, inputs["cases"], SIZES, NAMES, judge_generate_case, defs=defs)
+    kit.judge_sized_cases(v, cases, inputs["cases"], SIZES, NAMES, judge_generate_case, defs=defs)
     case = case_of(inputs["again"]["x"], inputs["cases"][0]["w"], SIZES[0][2])
-    judge_loop_again(
+    kit.judge_loop_again(
         v,
         cases[0].get("again"),
         lambda sub, got: judge_generate_case(sub, got, case, SIZES[0], False),
         fn="generate",
         key="check.new_sequence",
         culprit=lambda: (
-            state_on_layer(jctx.source) or state_explanation(jctx.source, ("generate", LAYER))
+            state_on_layer(jctx.source) or kit.state_explanation(jctx.source, ("generate", LAYER))
         ),
     )
-    no_kernel(v, "generate", jctx.source, {"generate", LAYER}, jctx.kernels)
+    kit.no_kernel(v, "generate", jctx.source, {"generate", LAYER}, jctx.kernels)
 
 
 def state_on_layer(source: str) -> dict | None:
     """`self.<name> = ...` (or `layer.<name> = ...`) in forward_cached or generate: state on the layer."""
-    found = attribute_store(source, frozenset({STEP_FN, "generate"}), frozenset({"self", "layer"}))
-    return msg("likely.state_on_layer", line=found.line, code=found.code) if found else None
+    found = kit.attribute_store(
+        source, frozenset({STEP_FN, "generate"}), frozenset({"self", "layer"})
+    )
+    return kit.msg("likely.state_on_layer", line=found.line, code=found.code) if found else None
 
 
 # ---------------------------------------------------------------- step 3: the cache's discipline
@@ -425,21 +385,21 @@ def probe_discipline(ctx, inputs):
         dropped, _ = LAYER_MADE.make(ctx, cls, size, case["w"], dropout=EVAL_DROPOUT)
         return None if dropped is None else dropped.forward_cached
 
-    out = probe_step_discipline(
+    out = kit.probe_step_discipline(
         ctx,
         layer.forward_cached,
         case["x"],
         again["x"],
         again["branch"],
         branch_from=BRANCH_FROM,
-        state=lambda: state_dict_copy(layer),
+        state=lambda: kit.state_dict_copy(layer),
         eval_step=eval_step,
     )
     # Trainable: one step from a cache of 5 tokens, gradients on.
     trained, _ = LAYER_MADE.make(ctx, cls, size, case["w"])
     t = T - 1
     x_t, cache = case["x"][:, t : t + 1], (case["k"][:, :, :t], case["v"][:, :, :t])
-    out["train"] = probe_step_trained(ctx, trained, STEP_FN, x_t, cache, again["g"])
+    out["train"] = kit.probe_step_trained(ctx, trained, STEP_FN, x_t, cache, again["g"])
     return out
 
 
@@ -450,9 +410,9 @@ def growth_likely(fault, steps, t) -> dict:
     """Why the cache after the token at position t does not hold t + 1 tokens."""
     want = (SIZES[0][4], SIZES[0][2], t + 1, SIZES[0][1] // SIZES[0][2])
     k = steps[t]["value"][1][0]
-    if fault != "last_behind" and tokens_elsewhere(k.shape, want, 2):
+    if fault != "last_behind" and kit.tokens_elsewhere(k.shape, want, 2):
         return cache_fault("layout")
-    return cache_fault(fault) or msg("likely.cache_shape")
+    return cache_fault(fault) or kit.msg("likely.cache_shape")
 
 
 def judge_discipline(v, outputs, inputs, jctx):
@@ -461,9 +421,9 @@ def judge_discipline(v, outputs, inputs, jctx):
     LAYER_MADE.require(v, outputs, size)
 
     def kept(*_):  # on a failure only: it reads the source
-        return state_on_layer(jctx.source) or msg("likely.kept_state_cache")
+        return state_on_layer(jctx.source) or kit.msg("likely.kept_state_cache")
 
-    judge_step_discipline(
+    kit.judge_step_discipline(
         v,
         outputs,
         case["x"],
@@ -473,18 +433,20 @@ def judge_discipline(v, outputs, inputs, jctx):
         branch_from=BRANCH_FROM,
         likely={
             "raised": lambda e: diagnose_raised(e, jctx.source),
-            "state_pair": msg("likely.cache_pair"),
+            "state_pair": kit.msg("likely.cache_pair"),
             "growth": growth_likely,
-            "mutated": lambda i: msg("likely.mutated_cache") if i else msg("likely.mutated_x"),
-            "reused": lambda: state_on_layer(jctx.source) or msg("likely.cache_buffer"),
-            "loop_values": msg("likely.step_wrong"),
+            "mutated": lambda i: (
+                kit.msg("likely.mutated_cache") if i else kit.msg("likely.mutated_x")
+            ),
+            "reused": lambda: state_on_layer(jctx.source) or kit.msg("likely.cache_buffer"),
+            "loop_values": kit.msg("likely.step_wrong"),
             "kept": kept,
         },
         names=("x", "k", "v"),
         fn=STEP_FN,
     )
     judge_state(v, outputs.get("state"), case, cl)
-    no_kernel(v, STEP_FN, jctx.source, {LAYER}, jctx.kernels)
+    kit.no_kernel(v, STEP_FN, jctx.source, {LAYER}, jctx.kernels)
     judge_trainable(v, outputs.get("train"), case, again, size)
 
 
@@ -492,14 +454,14 @@ def judge_state(v, state, case, cl):
     """forward_cached leaves the layer's weights and mask as they were, and adds no buffer."""
     expected = {name: case["w"][key] for name, key in PARAM_NAMES.items()}
     expected["mask"] = torch.triu(torch.ones(cl, cl), diagonal=1).bool()
-    judge_layer_state(
+    kit.judge_layer_state(
         v,
         state,
         expected,
         None,
         key="check.layer_changed",
-        likely=lambda _: msg("likely.layer_changed"),
-        added=("check.layer_buffers", msg("likely.cache_buffer_registered")),
+        likely=lambda _: kit.msg("likely.layer_changed"),
+        added=("check.layer_buffers", kit.msg("likely.cache_buffer_registered")),
     )
 
 
@@ -507,20 +469,22 @@ def judge_trainable(v, train, case, again, size):
     H, t = size[2], size[5] - 1
     past = (case["k"][:, :, :t], case["v"][:, :, :t])
     forward = lambda x, w: tutor_step(x, past, w, H)[0]  # noqa: E731
-    want, _ = reference_grads(forward, case["x"][:, t : t + 1], case["w"], again["g"], PARAM_NAMES)
+    want, _ = kit.reference_grads(
+        forward, case["x"][:, t : t + 1], case["w"], again["g"], PARAM_NAMES
+    )
     culprit = lambda: state_on_layer(v.source)  # noqa: E731
     # The engine's words, but for the step's own way of leaving the graph (`no_grad()`).
     keys = {"grad_blocked": "likely.grad_blocked"}
-    judge_step_trained(v, train, want, keys=keys, culprit=culprit)
+    kit.judge_step_trained(v, train, want, keys=keys, culprit=culprit)
 
 
 # A save's checked steps run in this order in one child; the app keeps the lesson's order.
 STEPS = {
-    "cached-attention": StepSpec(
+    "cached-attention": kit.StepSpec(
         probe_cached, judge_cached, ("CausalMultiHeadAttention",), own_formula=STEP_FN
     ),
-    "generate": StepSpec(probe_generate, judge_generate, ("generate",), own_formula="generate"),
-    "cache-discipline": StepSpec(
+    "generate": kit.StepSpec(probe_generate, judge_generate, ("generate",), own_formula="generate"),
+    "cache-discipline": kit.StepSpec(
         probe_discipline, judge_discipline, ("CausalMultiHeadAttention",), own_formula=STEP_FN
     ),
 }
@@ -543,22 +507,22 @@ def cost_data(s):
 
 def cost_formulas(s, T) -> list:
     mb = 2 * s["batch"] * T * cost_width(s) * 4 / 1e6  # k and v, float32
-    return [str(T), f"{mb:.3f}", *map(human, decoding_flops(T, cost_width(s)))]
+    return [str(T), f"{mb:.3f}", *map(kit.human, kit.decoding_flops(T, cost_width(s)))]
 
 
 # Generation with the cache, then the full pass again for each token, at lengths doubling.
-COST = TimingStep(
+COST = kit.TimingStep(
     defaults={"heads": 4, "batch": 1, "t_max": 128},  # as lesson.toml's settings
-    lengths=lambda s: doubling(16, s["t_max"]),
+    lengths=lambda s: kit.doubling(16, s["t_max"]),
     build=lambda ctx, s, T: ctx.get(LAYER)(cost_width(s), cost_width(s), s["heads"], T).eval(),
     data=cost_data,
-    ways=lambda ctx: [ctx.get("generate"), recompute_each],
-    too_big=lambda s, T: s["batch"] * decoding_flops(T, cost_width(s))[1] > COST_LIMIT,
+    ways=lambda ctx: [ctx.get("generate"), kit.recompute_each],
+    too_big=lambda s, T: s["batch"] * kit.decoding_flops(T, cost_width(s))[1] > COST_LIMIT,
     formulas=cost_formulas,
     columns=("visual.cost_T", "visual.cost_mb", "visual.cost_flops_cache")
     + ("visual.cost_flops_full", "visual.cost_ms_cache", "visual.cost_ms_full"),
     title="visual.cost_title",
-    settings_note=lambda s: msg("visual.cost_settings", **s, d=cost_width(s), hd=COST_HEAD_DIM),
+    settings_note=lambda s: kit.msg("visual.cost_settings", **s, d=cost_width(s), hd=COST_HEAD_DIM),
     waiting="visual.cost_waiting",
     after="visual.cost_note",
     budget=1.5,  # seconds of measuring, within the step's time limit
@@ -568,11 +532,11 @@ COST = TimingStep(
 
 
 def probe_cost(ctx, inputs):
-    return probe_timing_step(ctx, COST)
+    return kit.probe_timing_step(ctx, COST)
 
 
 def judge_cost(v, outputs, inputs, jctx):
-    judge_timing_step(v, outputs, COST)
+    kit.judge_timing_step(v, outputs, COST)
 
 
 def probe_rows(ctx, inputs):
@@ -581,20 +545,20 @@ def probe_rows(ctx, inputs):
     layer, failed = LAYER_MADE.make(ctx, cls, ROWS_SIZE, case["w"], primary=True)
     if layer is None:
         return failed
-    calls, _ = step_through(ctx, layer.forward_cached, case["x"], primary=True, softmax=True)
+    calls, _ = kit.step_through(ctx, layer.forward_cached, case["x"], primary=True, softmax=True)
     return {"rows": [c["softmax"] for c in calls]}
 
 
 def judge_rows(v, outputs, inputs, jctx):
     case, H, T = inputs["rows"], ROWS_SIZE[2], ROWS_SIZE[5]
     ref = reference_full(case["x"], case["w"], H)[1][0]
-    label = lambda h: msg("visual.rows_head", h=h)  # noqa: E731
-    maps, shown = stepped_weights_view(outputs.get("rows") or [], ref, label)
+    label = lambda h: kit.msg("visual.rows_head", h=h)  # noqa: E731
+    maps, shown = kit.stepped_weights_view(outputs.get("rows") or [], ref, label)
     v.visuals["heatmaps"] = maps
-    view = [heading(msg("visual.rows_title")), note(msg("visual.rows_note", T=T))]
-    v.visuals["view"] = view + (shown or [waiting(msg("visual.rows_waiting"))])
+    view = [kit.heading(kit.msg("visual.rows_title")), kit.note(kit.msg("visual.rows_note", T=T))]
+    v.visuals["view"] = view + (shown or [kit.waiting(kit.msg("visual.rows_waiting"))])
     v.expect("runs", True)
 
 
-STEPS["cost"] = StepSpec(probe_cost, judge_cost, ("CausalMultiHeadAttention", "generate"))
-STEPS["rows"] = StepSpec(probe_rows, judge_rows, ("CausalMultiHeadAttention",))
+STEPS["cost"] = kit.StepSpec(probe_cost, judge_cost, ("CausalMultiHeadAttention", "generate"))
+STEPS["rows"] = kit.StepSpec(probe_rows, judge_rows, ("CausalMultiHeadAttention",))
