@@ -105,14 +105,6 @@ def reference_full(x, w, H):
     return out, wts
 
 
-def tutor_step(x, cache, w, H):
-    """forward_cached as the tutor writes it: x's keys and values appended to the cache."""
-    k, v = kit.split_heads(x, w["W_k"], H), kit.split_heads(x, w["W_v"], H)
-    if cache is not None:
-        k, v = torch.cat([cache[0], k], dim=2), torch.cat([cache[1], v], dim=2)
-    return kit.attend_cached(x, w, H, k, v), (k, v)
-
-
 # ---------------------------------------------------------------- step 1: one step with the cache
 
 
@@ -274,7 +266,7 @@ def reference_step(layer):
     generate is right when the step it calls is."""
 
     def forward_cached(x, cache=None):
-        return tutor_step(
+        return kit.cached_attention_step(
             x, cache, kit.weights_from_state(layer.state_dict(), PARAM_NAMES), layer.n_heads
         )
 
@@ -468,7 +460,7 @@ def judge_state(v, state, case, cl):
 def judge_trainable(v, train, case, again, size):
     H, t = size[2], size[5] - 1
     past = (case["k"][:, :, :t], case["v"][:, :, :t])
-    forward = lambda x, w: tutor_step(x, past, w, H)[0]  # noqa: E731
+    forward = lambda x, w: kit.cached_attention_step(x, past, w, H)[0]  # noqa: E731
     want, _ = kit.reference_grads(
         forward, case["x"][:, t : t + 1], case["w"], again["g"], PARAM_NAMES
     )
@@ -531,14 +523,6 @@ COST = kit.TimingStep(
 )
 
 
-def probe_cost(ctx, inputs):
-    return kit.probe_timing_step(ctx, COST)
-
-
-def judge_cost(v, outputs, inputs, jctx):
-    kit.judge_timing_step(v, outputs, COST)
-
-
 def probe_rows(ctx, inputs):
     cls = ctx.get(LAYER)
     case = inputs["rows"]
@@ -560,5 +544,5 @@ def judge_rows(v, outputs, inputs, jctx):
     v.expect("runs", True)
 
 
-STEPS["cost"] = kit.StepSpec(probe_cost, judge_cost, ("CausalMultiHeadAttention", "generate"))
+STEPS["cost"] = kit.timing_step_spec(COST, ("CausalMultiHeadAttention", "generate"))
 STEPS["rows"] = kit.StepSpec(probe_rows, judge_rows, ("CausalMultiHeadAttention",))

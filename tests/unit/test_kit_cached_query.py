@@ -68,3 +68,14 @@ def test_without_a_past_the_cache_mistakes_are_left_out():
     said = {likely["key"] for _, likely in cached_query_mistakes(X[:, :1], W, H, k, v)}
     assert not said & {"likely.query_past_ignored", "likely.query_one_prepended"}
     assert "likely.softmax_dim" in said
+
+
+def test_the_reference_step_token_by_token_is_the_full_pass():
+    from tutor.kit import cached_attention_step
+
+    cache, outs = None, []
+    for t in range(T):
+        out, cache = cached_attention_step(X[:, t : t + 1], cache, W, H)
+        outs.append(out)
+    assert torch.allclose(torch.cat(outs, dim=1), full_pass(), atol=1e-5)
+    assert torch.allclose(cache[0], K, atol=1e-6) and torch.allclose(cache[1], V, atol=1e-6)

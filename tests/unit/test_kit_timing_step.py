@@ -73,3 +73,15 @@ def test_a_forged_settings_value_is_read_as_the_defaults():
     v = Verdict()
     judge_timing_step(v, {"settings": "no", "measured": []}, SPEC)
     assert v.visuals["view"][1]["text"] == msg("visual.settings", n_max=16, scale=1)
+
+
+def test_a_timing_step_spec_runs_the_probe_and_the_judge():
+    from tutor.kit import timing_step_spec
+
+    step = timing_step_spec(SPEC, ("f",))
+    assert step.functions == ("f",) and step.own_formula is None
+    out = step.probe(context({"n_max": 8}), {})
+    assert [row[0] for row in out["measured"]] == [4, 8]
+    v = Verdict()
+    step.judge(v, out, {}, None)
+    assert v.passed() and v.visuals["sums"]["settings"] == {"n_max": 8, "scale": 1}

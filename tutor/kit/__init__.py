@@ -17,7 +17,11 @@ from tutor.kit.built_module import (
     made_module,
     require_made,
 )
-from tutor.kit.cached_query import attend_cached, cached_query_mistakes
+from tutor.kit.cached_query import (
+    attend_cached,
+    cached_attention_step,
+    cached_query_mistakes,
+)
 from tutor.kit.call_again import (
     again_of,
     call_kept,
@@ -352,6 +356,7 @@ from tutor.kit.timing_step import (
     judge_timing_step,
     probe_timing_step,
     timing_settings,
+    timing_step_spec,
 )
 from tutor.kit.torch_errors import TORCH_ERRORS, torch_error_kind
 from tutor.kit.training import judge_training_story, probe_training_story

@@ -42,6 +42,21 @@ def attend_cached(
     return c @ w["out_w"].T + w["out_b"] if proj_out else c
 
 
+def cached_attention_step(
+    x: torch.Tensor,
+    cache: tuple[torch.Tensor, torch.Tensor] | None,
+    w: Mapping[str, torch.Tensor],
+    H: int,
+) -> tuple[torch.Tensor, tuple[torch.Tensor, torch.Tensor]]:
+    """The reference step of a KV cache: x's keys and values (W_k, W_v, split into H heads)
+    appended to the cache along the tokens' axis (None: the first token), then attend_cached;
+    (out, (k, v))."""
+    k, v = split_heads(x, w["W_k"], H), split_heads(x, w["W_v"], H)
+    if cache is not None:
+        k, v = torch.cat([cache[0], k], dim=2), torch.cat([cache[1], v], dim=2)
+    return attend_cached(x, w, H, k, v), (k, v)
+
+
 def cached_query_mistakes(
     x_new: torch.Tensor,
     w: Mapping[str, torch.Tensor],

@@ -3,7 +3,7 @@
 inputs, the ways to time on it, the formulas beside the times, and the view's texts. The probe
 half (probe_timing_step) reads the settings and times the ways (timing_experiment's
 probe_timings); the judge half (judge_timing_step) draws timing_view and keeps the data for
-the app. A lesson writes a TimingStep and the two one-line step functions."""
+the app. A lesson writes a TimingStep and makes it a step with timing_step_spec."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from typing import Any
 from tutor.kit.cost_table import int_settings
 from tutor.kit.judge_tools import Verdict, msg
 from tutor.kit.probe_tools import ProbeContext
+from tutor.kit.spec import StepSpec
 from tutor.kit.timing_experiment import probe_timings, timing_view
 
 Settings = dict[str, int]
@@ -80,3 +81,13 @@ def judge_timing_step(v: Verdict, outputs: Mapping[str, Any], spec: TimingStep) 
     )
     v.visuals[spec.visual] = {"settings": outputs["settings"], "measured": outputs["measured"]}
     v.expect("runs", True)
+
+
+def timing_step_spec(spec: TimingStep, functions: tuple[str, ...]) -> StepSpec:
+    """The lesson's step for spec: probe_timing_step and judge_timing_step, exercising the
+    learner's functions."""
+    return StepSpec(
+        lambda ctx, inputs: probe_timing_step(ctx, spec),
+        lambda v, outputs, inputs, jctx: judge_timing_step(v, outputs, spec),
+        functions,
+    )
