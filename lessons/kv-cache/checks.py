@@ -141,21 +141,12 @@ def cached_call(ctx, layer, case, t, scale=None, primary=False):
     return kit.step_call(ctx, step, case["x"], kv, t, scale=scale, primary=primary)
 
 
-# The mistake behind each kind of shape error (kit torch_error_kind), in the lesson's words.
-RAISED = {"joined": "likely.cat_axis", "reshaped": "likely.view_size", "sizes": "likely.kv_lengths"}
-
-
 def diagnose_raised(e: dict, source: str = "") -> dict:
     """A call with a cache raised where the one with an empty cache ran: what the error says."""
-    kind = kit.torch_error_kind(e.get("detail", ""))
-    line = e["frames"][-1]["line"] if e.get("frames") else "?"
-    if kind == "reshaped" and kit.reads_attribute(source, STEP_FN, "mask"):
+    reshaped = kit.torch_error_kind(e.get("detail", "")) == "reshaped"
+    if reshaped and kit.reads_attribute(source, STEP_FN, "mask"):
         return kit.msg("likely.mask_full")
-    return (
-        kit.msg(RAISED[kind], line=line, code=kit.failure_code(e))
-        if kind
-        else kit.msg("likely.cache_raised")
-    )
+    return kit.state_error_likely(e, axis=2)
 
 
 def cached_kv(case, t):

@@ -358,7 +358,12 @@ from tutor.kit.timing_step import (
     timing_settings,
     timing_step_spec,
 )
-from tutor.kit.torch_errors import TORCH_ERRORS, torch_error_kind
+from tutor.kit.torch_errors import (
+    STATE_ERROR_WORDS,
+    TORCH_ERRORS,
+    state_error_likely,
+    torch_error_kind,
+)
 from tutor.kit.training import judge_training_story, probe_training_story
 from tutor.model import view_items as visuals
 from tutor.model.view_items import (
