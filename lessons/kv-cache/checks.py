@@ -8,7 +8,6 @@ scaled_dot_product_attention), at the notebook's size first, then at sizes it ne
 """
 
 import torch
-import torch.nn.functional as F
 
 from tutor import kit
 
@@ -90,19 +89,8 @@ def case_of(x, w, H) -> dict:
 # ---------------------------------------------------------------- the tutor's own layer
 
 
-@kit.of_the_inputs
-def reference_full(x, w, H):
-    """(out, weights) of the full causal pass: PyTorch's kernel for the output, the weights by hand."""
-    B, T, _ = x.shape
-    q, k, v = (kit.split_heads(x, w[n], H) for n in ("W_q", "W_k", "W_v"))
-    ctx = F.scaled_dot_product_attention(q, k, v, is_causal=True)
-    out = ctx.transpose(1, 2).reshape(B, T, -1) @ w["out_w"].T + w["out_b"]
-    hd = q.shape[-1]
-    future = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)
-    wts = torch.softmax(
-        (q @ k.transpose(2, 3) / hd**0.5).masked_fill(future, float("-inf")), dim=-1
-    )
-    return out, wts
+# (out, weights) of the full causal pass, computed once for each of the judge's inputs.
+reference_full = kit.of_the_inputs(kit.causal_multi_head)
 
 
 # ---------------------------------------------------------------- step 1: one step with the cache
@@ -223,19 +211,13 @@ def judge_cached(v, outputs, inputs, jctx):
     kit.judge_sized_cases(v, cases, inputs["cases"], SIZES, NAMES, judge_cached_case, defs=(LAYER,))
     kit.no_kernel(v, STEP_FN, jctx.source, {LAYER}, jctx.kernels)
     judge_large_scores(v, outputs["large"], inputs["large"])
+    # The token and the values s times larger, the keys and the scores as they were.
     case, t, s = inputs["cases"][0], SIZES[0][5] - 1, kit.LARGE_INPUT
-    kit.judge_large_inputs(
-        v,
-        None if "made" in outputs["large_x"] else outputs["large_x"],
-        kit.attend_cached(
-            case["x"][:, t : t + 1] * s,
-            kit.large_input_weights(case["w"], ("W_q", "W_k")),
-            SIZES[0][2],
-            case["k"][:, :, : t + 1],
-            case["v"][:, :, : t + 1] * s,
-        ),
-        what="forward_cached(x, cache)",
-    )
+    w = kit.large_input_weights(case["w"], ("W_q", "W_k"))
+    k, v_ = cached_kv(case, t)
+    want = kit.attend_cached(case["x"][:, t : t + 1] * s, w, SIZES[0][2], k, v_ * s)
+    got = None if "made" in outputs["large_x"] else outputs["large_x"]
+    kit.judge_large_inputs(v, got, want, what="forward_cached(x, cache)")
 
 
 def judge_large_scores(v, call, case):

@@ -95,6 +95,7 @@ from tutor.kit.generation_loop import (
     probe_generation,
 )
 from tutor.kit.heads import (
+    causal_multi_head,
     large_scores_weights,
     multi_head_mistakes,
     split_heads,
