@@ -58,7 +58,7 @@ def raises(x_t, state=None):
     return right(x_t)
 
 
-def judge(step, keys: dict | None = KEYS) -> Verdict:
+def judge(step, keys: dict | None = KEYS, state_axis: int = 1) -> Verdict:
     """The step over every past length of each size, judged until the first failure."""
     ctx = context()
 
@@ -90,6 +90,7 @@ def judge(step, keys: dict | None = KEYS) -> Verdict:
                         "state_values": msg("likely.state_values"),
                     },
                     names=("a", "b"),
+                    state_axis=state_axis,
                 )
 
     return judged("", case)
@@ -155,3 +156,14 @@ def test_the_engine_words_are_in_both_catalogs():
     assert set(STEP_CALL_WORDS) == set(STEP_CALL_KEYS)
     for lang in ("en", "zh"):
         assert set(STEP_CALL_WORDS.values()) <= set(engine_catalog(lang))
+
+
+def test_a_wrong_state_is_said_by_its_fault_along_the_state_axis():
+    likely = judge(no_concat).failed_message()["params"]["likely"]
+    assert likely == msg("likely.state_not_appended", axis=1, first="a", final="b", state="a, b")
+    likely = judge(prepended).failed_message()["params"]["likely"]
+    assert likely["key"] == "likely.state_prepended"
+    # Along another axis the faults do not hold: the lesson's own likely says it.
+    assert judge(no_concat, state_axis=2).failed_message()["params"]["likely"] == msg(
+        "likely.state_shape"
+    )

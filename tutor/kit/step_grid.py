@@ -30,6 +30,7 @@ from tutor.kit.judge_tools import (
 )
 from tutor.kit.magnitude import require_near
 from tutor.kit.probe_tools import ProbeContext
+from tutor.kit.state_faults import state_fault_likely, state_shape_fault, state_value_fault
 
 # The roles of judge_step_call's `keys`, and their parameters.
 STEP_CALL_KEYS = (
@@ -153,15 +154,23 @@ def judge_step_call(
     keys: Mapping[str, str] | None = None,
     likely: Mapping[str, Any],
     names: Sequence[str],
+    state_axis: int = 2,
 ) -> None:
     """One call of the step at position t against the reference's (want_out, want_state),
-    in the words of step_call_words(keys).
+    in the words of step_call_words(keys). A wrong state is first said by its fault
+    (state_shape_fault, state_value_fault along state_axis: state_fault_likely), else by
+    likely["state_shape"] / likely["state_values"].
     Checks, in order: runs (keys["raised"], likely["raised"](error)), returns (a pair, its
     likely the engine's for what came, else likely["returns"]; then a state of len(want_state)
     tensors, likely["state_pair"]), shape of out (likely["out_shape"](out)) and of each state
     tensor (likely["state_shape"]()), finite, matches-pytorch (likely["out_values"](out)) and
     values (likely["state_values"]()). names: the state tensors' names in the messages."""
     keys, error, names_said = step_call_words(keys), call.get("error"), ", ".join(names)
+
+    def _state_likely(find: Callable, got: Any, want: Any, role: str = "state_shape") -> Any:
+        fault = find(list(got), want, t, axis=state_axis)  # on a failure only
+        return state_fault_likely(fault, axis=state_axis, names=names) or _said(likely[role])
+
     raised = likely["raised"]
     require_call_ran(v, call, keys["raised"], fn=fn, t=t, likely=lambda: raised(error))
     out, state = require_out_state(
@@ -191,7 +200,7 @@ def judge_step_call(
             t=t,
             expected=shape_str(want.shape),
             got=shape_str(s.shape) if torch.is_tensor(s) else describe(s),
-            likely=likely["state_shape"],
+            likely=lambda: _state_likely(state_shape_fault, state, want_state[0].shape),
         )
     require_finite(v, what, out, likely=msg("likely.unknown"))
     said = likely["out_values"]
@@ -206,5 +215,5 @@ def judge_step_call(
         t,
         key=keys["state_values"],
         names=names,
-        likely=likely["state_values"],
+        likely=lambda: _state_likely(state_value_fault, state, want_state, "state_values"),
     )
