@@ -142,11 +142,6 @@ def cached_kv(case, t):
     return case["k"][:, :, : t + 1], case["v"][:, :, : t + 1]
 
 
-def cache_fault(fault) -> dict | None:
-    """What a wrong cache shows (kit state_faults), in the engine's words."""
-    return kit.state_fault_likely(fault, axis=2, names=("k", "v"))
-
-
 def diagnose_step_out(y, case, size, t, source="") -> dict:
     """The usual wrong versions of one step (kit cached_query_mistakes); the first that matches."""
     x_new, (k, v) = case["x"][:, t : t + 1], cached_kv(case, t)
@@ -277,7 +272,7 @@ def judge_generate_case(v, got, case, size, alone=True):
             "out_shape": kit.msg("likely.outputs_shape"),
             "out_values": lambda out: diagnose_outputs(out, case, size),
             "state": lambda shapes: (
-                cache_fault("layout")
+                kit.state_fault_likely("layout", axis=2, names=("k", "v"))
                 if shapes[:1] == [(B, T, H, d_out // H)]
                 else kit.msg("likely.generate_cache")
             ),
@@ -355,15 +350,6 @@ def probe_discipline(ctx, inputs):
 EVAL_DROPOUT = 0.3  # a layer built with it runs in eval mode: no dropout may fire
 
 
-def growth_likely(fault, steps, t) -> dict:
-    """Why the cache after the token at position t does not hold t + 1 tokens."""
-    want = (SIZES[0][4], SIZES[0][2], t + 1, SIZES[0][1] // SIZES[0][2])
-    k = steps[t]["value"][1][0]
-    if fault != "last_behind" and kit.tokens_elsewhere(k.shape, want, 2):
-        return cache_fault("layout")
-    return cache_fault(fault) or kit.msg("likely.cache_shape")
-
-
 def judge_discipline(v, outputs, inputs, jctx):
     size, case, again = SIZES[0], inputs["cases"][0], inputs["again"]
     H, cl = size[2], size[3]
@@ -383,7 +369,7 @@ def judge_discipline(v, outputs, inputs, jctx):
         likely={
             "raised": lambda e: diagnose_raised(e, jctx.source),
             "state_pair": kit.msg("likely.cache_pair"),
-            "growth": growth_likely,
+            "growth": kit.msg("likely.cache_shape"),  # beyond the kit's growth faults
             "mutated": lambda i: (
                 kit.msg("likely.mutated_cache") if i else kit.msg("likely.mutated_x")
             ),
@@ -393,6 +379,7 @@ def judge_discipline(v, outputs, inputs, jctx):
         },
         names=("x", "k", "v"),
         fn=STEP_FN,
+        state_shape=lambda n: (size[4], H, n, size[1] // H),
     )
     judge_state(v, outputs.get("state"), case, cl)
     kit.no_kernel(v, STEP_FN, jctx.source, {LAYER}, jctx.kernels)

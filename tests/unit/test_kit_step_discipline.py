@@ -58,7 +58,7 @@ def into_state(x_t, state=None):
     return out
 
 
-def judge(step, keys: dict | None = KEYS) -> Verdict:
+def judge(step, keys: dict | None = KEYS, state_shape=None) -> Verdict:
     out = probe_step_discipline(context(), step, X, OTHER, BRANCH, branch_from=3)
 
     def case(v):
@@ -84,6 +84,7 @@ def judge(step, keys: dict | None = KEYS) -> Verdict:
             fn="step",
             state_axis=1,
             state_rank=3,
+            state_shape=state_shape,
         )
 
     return judged("", case)
@@ -150,3 +151,20 @@ def test_the_engine_words_are_in_both_catalogs():
     assert set(DISCIPLINE_WORDS) == set(DISCIPLINE_KEYS)
     for lang in ("en", "zh"):
         assert set(DISCIPLINE_WORDS.values()) <= set(engine_catalog(lang))
+
+
+def test_given_the_states_shape_the_kit_names_the_growth_fault():
+    def shape(n):
+        return (2, n, 1)
+
+    likely = judge(no_concat, state_shape=shape).failed_message()["params"]["likely"]
+    assert likely == msg("likely.state_not_appended", axis=1, first="a", final="b", state="a, b")
+
+    def sideways(x_t, state=None):  # the tokens kept on the last axis: (B, 1, t + 1)
+        s = x_t.transpose(1, 2) if state is None else torch.cat([state[0], x_t.mT], dim=2)
+        return s.sum(2, keepdim=True).mT, (s, 2 * s)
+
+    likely = judge(sideways, state_shape=shape).failed_message()["params"]["likely"]
+    assert likely["key"] == "likely.state_layout"
+    # Without it, the lesson's likely for each fault.
+    assert judge(no_concat).failed_message()["params"]["likely"] == msg("likely.not_appended")

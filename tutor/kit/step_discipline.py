@@ -35,6 +35,7 @@ from tutor.kit.incremental import (
 )
 from tutor.kit.judge_tools import Verdict, close, describe, msg, require_call_ran
 from tutor.kit.probe_tools import ProbeContext
+from tutor.kit.state_faults import state_fault_likely, tokens_elsewhere
 from tutor.kit.step_grid import step_call_words
 
 # The roles of judge_step_discipline's `keys` (check keys) and their parameters; with
@@ -110,6 +111,29 @@ def state_growth_fault(steps: list[dict], t: int, lengths: list[int], last: int)
     return growth_fault(lengths) or "other"
 
 
+def _growth_likely(
+    fault: str,
+    steps: list[dict],
+    t: int,
+    state_shape: Callable[[int], Sequence[int]] | None,
+    axis: int,
+    names: Sequence[str],
+) -> dict | None:
+    """The kit's words for a state that did not grow by one at call t, where state_shape says
+    the shape it should have: laid out with its tokens on another axis, or the growth fault."""
+    if state_shape is None:
+        return None
+    first = (pair_state(steps[t]["value"]) or [None])[0]
+    want = state_shape(t + 1)
+    if (
+        fault != "last_behind"
+        and torch.is_tensor(first)
+        and tokens_elsewhere(first.shape, want, axis)
+    ):
+        fault = "layout"
+    return state_fault_likely(fault, axis=axis, names=names)
+
+
 def _said(likely: Mapping[str, Any], role: str, *args: Any) -> dict:
     found = likely.get(role)
     if callable(found):
@@ -138,6 +162,7 @@ def judge_step_discipline(
     state_size: int = 2,
     state_axis: int = 2,
     state_rank: int = 4,
+    state_shape: Callable[[int], Sequence[int]] | None = None,
 ) -> None:
     """probe_step_discipline's outputs against reference(seq), the full pass's outputs over a
     sequence, in the words of DISCIPLINE_WORDS and step_call_words(keys). A call that raised stops the step as judge_step_call says it (keys["raised"],
@@ -148,7 +173,10 @@ def judge_step_discipline(
     "branch_reused", likely["reused"]()), matches-pytorch ("loop_values", likely["loop_values"]),
     call-again ("branch", "new_sequence", "interleaved"; likely["kept"](call)) and dropout
     ("eval_dropout"; likely.story_dropout_eval where a dropout fired). state_size: how many
-    tensors the state holds; state_axis, state_rank: where they grow."""
+    tensors the state holds; state_axis, state_rank: where they grow. Given state_shape(n), a
+    state tensor's shape after n tokens, a state that did not grow is first said by its fault
+    (its tokens on another axis: "layout"; else state_growth_fault's, state_fault_likely),
+    before likely["growth"]."""
     keys = {**step_call_words(), **DISCIPLINE_WORDS, **(keys or {})}
     steps, state = outputs["steps"], ", ".join(names[1:])
     lengths: list[int] = []
@@ -173,7 +201,8 @@ def judge_step_discipline(
                 final=names[-1],
                 lengths=lengths,
                 last=lens[-1],
-                likely=_said(likely, "growth", fault, steps, t),
+                likely=_growth_likely(fault, steps, t, state_shape, state_axis, names[1:])
+                or _said(likely, "growth", fault, steps, t),
             )
     v.expect("returns", True)
     v.expect("shape", True)
