@@ -214,15 +214,14 @@ def judge_large_scores(v, call, case):
 
 
 def reference_step(layer):
-    """A correct forward_cached for the learner's layer (our weights are in it): to see whether
-    generate is right when the step it calls is."""
+    """A correct forward_cached for the learner's layer (our weights are in it), lent to its
+    generate (the blame run): is generate right when the step it calls is?"""
 
     def forward_cached(x, cache=None):
-        return kit.cached_attention_step(
-            x, cache, kit.weights_from_state(layer.state_dict(), PARAM_NAMES), layer.n_heads
-        )
+        w = kit.weights_from_state(layer.state_dict(), PARAM_NAMES)
+        return kit.cached_attention_step(x, cache, w, layer.n_heads)
 
-    return kit.lend(forward_cached)  # the learner's generate runs it (the blame run)
+    return kit.lend(forward_cached)
 
 
 def probe_generate(ctx, inputs):
@@ -381,24 +380,20 @@ def judge_discipline(v, outputs, inputs, jctx):
         fn=STEP_FN,
         state_shape=lambda n: (size[4], H, n, size[1] // H),
     )
-    judge_state(v, outputs.get("state"), case, cl)
-    kit.no_kernel(v, STEP_FN, jctx.source, {LAYER}, jctx.kernels)
-    judge_trainable(v, outputs.get("train"), case, again, size)
-
-
-def judge_state(v, state, case, cl):
-    """forward_cached leaves the layer's weights and mask as they were, and adds no buffer."""
+    # forward_cached leaves the layer's weights and mask as they were, and adds no buffer.
     expected = {name: case["w"][key] for name, key in PARAM_NAMES.items()}
     expected["mask"] = torch.triu(torch.ones(cl, cl), diagonal=1).bool()
     kit.judge_layer_state(
         v,
-        state,
+        outputs.get("state"),
         expected,
         None,
         key="check.layer_changed",
         likely=lambda _: kit.msg("likely.layer_changed"),
         added=("check.layer_buffers", kit.msg("likely.cache_buffer_registered")),
     )
+    kit.no_kernel(v, STEP_FN, jctx.source, {LAYER}, jctx.kernels)
+    judge_trainable(v, outputs.get("train"), case, again, size)
 
 
 def judge_trainable(v, train, case, again, size):
@@ -416,12 +411,10 @@ def judge_trainable(v, train, case, again, size):
 
 # A save's checked steps run in this order in one child; the app keeps the lesson's order.
 STEPS = {
-    "cached-attention": kit.StepSpec(
-        probe_cached, judge_cached, ("CausalMultiHeadAttention",), own_formula=STEP_FN
-    ),
+    "cached-attention": kit.StepSpec(probe_cached, judge_cached, (LAYER,), own_formula=STEP_FN),
     "generate": kit.StepSpec(probe_generate, judge_generate, ("generate",), own_formula="generate"),
     "cache-discipline": kit.StepSpec(
-        probe_discipline, judge_discipline, ("CausalMultiHeadAttention",), own_formula=STEP_FN
+        probe_discipline, judge_discipline, (LAYER,), own_formula=STEP_FN
     ),
 }
 
