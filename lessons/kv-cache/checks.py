@@ -8,62 +8,8 @@ scaled_dot_product_attention), at the notebook's size first, then at sizes it ne
 """
 
 import torch
-import torch.nn.functional as F
 
-from tutor.kit import (
-    LARGE_INPUT,
-    StepSpec,
-    attention_weights,
-    attribute_store,
-    decoding_flops,
-    doubling,
-    failure_code,
-    heading,
-    human,
-    int_settings,
-    judge_generation_call,
-    judge_large_inputs,
-    judge_layer_state,
-    judge_loop_again,
-    judge_sized_cases,
-    judge_step_call,
-    judge_step_discipline,
-    judge_step_trained,
-    judged,
-    large_input_weights,
-    large_scores_check,
-    large_scores_weights,
-    lend,
-    made_module,
-    matching_mistake,
-    msg,
-    no_kernel,
-    note,
-    of_the_inputs,
-    probe_generation,
-    probe_step_discipline,
-    probe_step_grid,
-    probe_step_trained,
-    probe_timings,
-    reads_attribute,
-    recompute_each,
-    reference_grads,
-    require_made,
-    size_explanation,
-    split_heads,
-    state_dict_copy,
-    state_explanation,
-    state_shape_fault,
-    state_value_fault,
-    step_call,
-    step_through,
-    stepped_weights_view,
-    timing_view,
-    tokens_elsewhere,
-    torch_error_kind,
-    waiting,
-    weights_from_state,
-)
+from tutor import kit
 
 LAYER = "CausalMultiHeadAttention"
 STEP_FN = "forward_cached"
@@ -87,6 +33,8 @@ PARAM_NAMES = {
     "out_proj.weight": "out_w",
     "out_proj.bias": "out_b",
 }
+# The learner's layer built by keyword with our weights, in eval mode (as generation runs).
+LAYER_MADE = kit.ModuleRecipe(LAYER, NAMES[:4], PARAM_NAMES, STEP_FN)
 
 
 def pasts_of(T: int, first: bool) -> list[int]:
@@ -101,7 +49,7 @@ def make_inputs(seed=0):
     cases = []
     for d_in, d_out, H, _ctx, B, T in SIZES:
         x = torch.randn(B, T, d_in, generator=g)
-        cases.append(case_of(x, attention_weights(g, d_in, d_out), H))
+        cases.append(case_of(x, kit.attention_weights(g, d_in, d_out), H))
     # At the notebook's size: a second sequence, two tokens to branch on from one cache,
     # and the direction of the gradient.
     d_in, d_out, H, ctx, B, T = SIZES[0]
@@ -114,64 +62,35 @@ def make_inputs(seed=0):
     d_in, d_out, H, ctx, B, T = ROWS_SIZE
     rows = {
         "x": torch.randn(B, T, d_in, generator=g),
-        "w": attention_weights(g, d_in, d_out, sharpen=2, bias=0),
+        "w": kit.attention_weights(g, d_in, d_out, sharpen=2, bias=0),
     }
     return {
         "cases": cases,
         "again": again,
         "rows": rows,
         # W_q stretched until a head's largest score is the kit's LARGE_SCORES.
-        "large": {**cases[0], "w": large_scores_weights(cases[0]["x"], cases[0]["w"], SIZES[0][2])},
+        "large": {
+            **cases[0],
+            "w": kit.large_scores_weights(cases[0]["x"], cases[0]["w"], SIZES[0][2]),
+        },
     }
 
 
 def case_of(x, w, H) -> dict:
     """A sequence x with weights w, and the keys and values of its full pass: (B, H, T, head_dim)."""
-    return {"x": x, "w": w, "k": split_heads(x, w["W_k"], H), "v": split_heads(x, w["W_v"], H)}
+    return {
+        "x": x,
+        "w": w,
+        "k": kit.split_heads(x, w["W_k"], H),
+        "v": kit.split_heads(x, w["W_v"], H),
+    }
 
 
 # ---------------------------------------------------------------- the tutor's own layer
 
 
-def made_layer(ctx, cls, size, w, primary=False, **extra):
-    """The learner's layer with our weights, in eval mode (as generation runs), or the failed call."""
-    keywords, method = NAMES[:4], STEP_FN
-    return made_module(
-        ctx, cls, keywords, size, w, PARAM_NAMES, method=method, primary=primary, **extra
-    )
-
-
-@of_the_inputs
-def reference_full(x, w, H):
-    """(out, weights) of the full causal pass: PyTorch's kernel for the output, the weights by hand."""
-    B, T, _ = x.shape
-    q, k, v = (split_heads(x, w[n], H) for n in ("W_q", "W_k", "W_v"))
-    ctx = F.scaled_dot_product_attention(q, k, v, is_causal=True)
-    out = ctx.transpose(1, 2).reshape(B, T, -1) @ w["out_w"].T + w["out_b"]
-    hd = q.shape[-1]
-    future = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)
-    wts = torch.softmax(
-        (q @ k.transpose(2, 3) / hd**0.5).masked_fill(future, float("-inf")), dim=-1
-    )
-    return out, wts
-
-
-def attend(x_new, w, H, k, v, scale=None, dim=-1, proj_out=True):
-    """One new token's output against keys k and values v: the formula, with a mistake if asked."""
-    q = split_heads(x_new, w["W_q"], H)
-    hd = q.shape[-1]
-    s = q @ k.transpose(2, 3) / (hd**0.5 if scale is None else scale)
-    c = torch.softmax(s, dim=dim) @ v
-    c = c.transpose(1, 2).reshape(x_new.shape[0], 1, -1)
-    return c @ w["out_w"].T + w["out_b"] if proj_out else c
-
-
-def tutor_step(x, cache, w, H):
-    """forward_cached as the tutor writes it: x's keys and values appended to the cache."""
-    k, v = split_heads(x, w["W_k"], H), split_heads(x, w["W_v"], H)
-    if cache is not None:
-        k, v = torch.cat([cache[0], k], dim=2), torch.cat([cache[1], v], dim=2)
-    return attend(x, w, H, k, v), (k, v)
+# (out, weights) of the full causal pass, computed once for each of the judge's inputs.
+reference_full = kit.of_the_inputs(kit.causal_multi_head)
 
 
 # ---------------------------------------------------------------- step 1: one step with the cache
@@ -181,20 +100,24 @@ def probe_cached(ctx, inputs):
     cls, cases = ctx.get(LAYER), inputs["cases"]
 
     def make(i):
-        return made_layer(ctx, cls, SIZES[i], cases[i]["w"], primary=i == 0)
+        return LAYER_MADE.make(ctx, cls, SIZES[i], cases[i]["w"], primary=i == 0)
 
     def call(layer, i, t, primary):
         return cached_call(ctx, layer, cases[i], t, primary=primary)
 
-    out = probe_step_grid(ctx, make, call, [pasts_of(s[5], i == 0) for i, s in enumerate(SIZES)])
+    out = kit.probe_step_grid(
+        ctx, make, call, [pasts_of(s[5], i == 0) for i, s in enumerate(SIZES)]
+    )
     large, t = inputs["large"], SIZES[0][5] - 1
-    layer, failed = made_layer(ctx, cls, SIZES[0], large["w"])
+    layer, failed = LAYER_MADE.make(ctx, cls, SIZES[0], large["w"])
     call = failed or cached_call(ctx, layer, large, t)
     # The token a thousand times larger, W_q and W_k as much smaller: the scores as they were
     # (large scores are their own check), the values a thousand times larger.
     case = cases[0]
-    layer, failed = made_layer(ctx, cls, SIZES[0], large_input_weights(case["w"], ("W_q", "W_k")))
-    large_x = failed or cached_call(ctx, layer, case, t, LARGE_INPUT)
+    layer, failed = LAYER_MADE.make(
+        ctx, cls, SIZES[0], kit.large_input_weights(case["w"], ("W_q", "W_k"))
+    )
+    large_x = failed or cached_call(ctx, layer, case, t, kit.LARGE_INPUT)
     return {"cases": out, "large": call, "large_x": large_x}
 
 
@@ -203,35 +126,15 @@ def cached_call(ctx, layer, case, t, scale=None, primary=False):
     step_call); nothing where the layer was not made."""
     step = None if layer is None else layer.forward_cached
     kv = (case["k"], case["v"])
-    return step_call(ctx, step, case["x"], kv, t, scale=scale, primary=primary)
-
-
-# The mistake behind each kind of shape error (kit torch_error_kind), in the lesson's words.
-RAISED = {"joined": "likely.cat_axis", "reshaped": "likely.view_size", "sizes": "likely.kv_lengths"}
+    return kit.step_call(ctx, step, case["x"], kv, t, scale=scale, primary=primary)
 
 
 def diagnose_raised(e: dict, source: str = "") -> dict:
     """A call with a cache raised where the one with an empty cache ran: what the error says."""
-    kind = torch_error_kind(e.get("detail", ""))
-    line = e["frames"][-1]["line"] if e.get("frames") else "?"
-    if kind == "reshaped" and reads_attribute(source, STEP_FN, "mask"):
-        return msg("likely.mask_full")
-    return (
-        msg(RAISED[kind], line=line, code=failure_code(e)) if kind else msg("likely.cache_raised")
-    )
-
-
-# What a wrong cache shows (tutor.kit.state_faults, state_growth_fault), in the lesson's words.
-CACHE_FAULTS = {
-    "last_behind": "likely.value_not_appended",
-    "not_appended": "likely.no_concat",
-    "given_back": "likely.returned_old_cache",
-    "layout": "likely.cache_layout",
-    "twice": "likely.cat_twice",
-    "axis": "likely.cat_axis_shape",
-    "prepended": "likely.prepended",
-    "swapped": "likely.cache_swapped",
-}
+    reshaped = kit.torch_error_kind(e.get("detail", "")) == "reshaped"
+    if reshaped and kit.reads_attribute(source, STEP_FN, "mask"):
+        return kit.msg("likely.mask_full")
+    return kit.state_error_likely(e, axis=2)
 
 
 def cached_kv(case, t):
@@ -239,153 +142,70 @@ def cached_kv(case, t):
     return case["k"][:, :, : t + 1], case["v"][:, :, : t + 1]
 
 
-def diagnose_cache_shape(cache, size, t, source="") -> dict:
-    """What the shapes of the cache after the token at position t say went wrong."""
-    want = (size[4], size[2], t + 1, size[1] // size[2])
-    fault = state_shape_fault(cache, want, t, axis=2)
-    return (
-        msg(CACHE_FAULTS[fault]) if fault else state_on_layer(source) or msg("likely.cache_shape")
-    )
-
-
-def diagnose_cache_values(cache, case, t) -> dict:
-    fault = state_value_fault(cache, cached_kv(case, t), t, axis=2)
-    return msg(CACHE_FAULTS[fault] if fault else "likely.cache_values")
-
-
 def diagnose_step_out(y, case, size, t, source="") -> dict:
-    """The usual wrong versions of one step, rebuilt on the tutor's inputs; the first that matches."""
-    d_in, d_out, H = size[:3]
-    hd = d_out // H
-    w, x_new = case["w"], case["x"][:, t : t + 1]
-    k, v = cached_kv(case, t)
-    first = [t, *range(t)]  # the new token first, in one cache only: the output shows it
-    width, past = msg("likely.scale_width", hd=hd), t > 0
-    # (where it can be told apart, the mistake, how attend is called wrong)
-    table = [
-        (past, msg("likely.past_ignored"), {"keys": k[:, :, t:], "values": v[:, :, t:]}),
-        (past, msg("likely.mask_first_row"), {"keys": k[:, :, :1], "values": v[:, :, :1]}),
-        (past, msg("likely.mask_self"), {"keys": k[:, :, :t], "values": v[:, :, :t]}),
-        (past, msg("likely.prepended_one"), {"values": v[:, :, first]}),
-        (past, msg("likely.prepended_one"), {"keys": k[:, :, first]}),
-        (True, msg("likely.softmax_queries"), {"dim": -2}),
-        (True, msg("likely.no_out_proj"), {"proj_out": False}),
-        (True, msg("likely.scale_none"), {"scale": 1.0}),
-        (H > 1, width, {"scale": d_out**0.5}),
-        (d_in not in (hd, d_out), width, {"scale": d_in**0.5}),
-        (
-            past and t + 1 != hd,
-            msg("likely.scale_length", n=t + 1, hd=hd),
-            {"scale": (t + 1) ** 0.5},
-        ),
-    ]
-
-    def wrong(keys=k, values=v, **how):
-        return attend(x_new, w, H, keys, values, **how)
-
-    candidates = [(lambda how=how: wrong(**how), likely) for ok, likely, how in table if ok]
-    found = matching_mistake(y, candidates)
+    """The usual wrong versions of one step (kit cached_query_mistakes); the first that matches."""
+    x_new, (k, v) = case["x"][:, t : t + 1], cached_kv(case, t)
+    found = kit.matching_mistake(y, kit.cached_query_mistakes(x_new, case["w"], size[2], k, v))
     return found if found["key"] != "likely.unknown" else state_on_layer(source) or found
-
-
-# The lesson's words for the kit's step call (tutor.kit.step_grid), by role.
-STEP_CALL = {
-    "raised": "check.step_raised",
-    "returns": "check.returns_cache",
-    "state_got": "value.cache_of",
-    "out": "value.step_out",
-    "state_shape": "check.cache_shape",
-    "out_values": "check.step_values",
-    "state_values": "check.cache_values",
-}
 
 
 def judge_cached_call(v, call, case, size, t):
     """One call of forward_cached: the new token at position t, with a cache of t tokens."""
     B, d_out = size[4], size[1]
-    want = cached_kv(case, t)
-
-    def got_state():
-        return call["value"][1]
-
-    judge_step_call(
+    kit.judge_step_call(
         v,
         call,
         t,
         reference_full(case["x"], case["w"], size[2])[0][:, t : t + 1],
-        want,
+        cached_kv(case, t),
         fn=STEP_FN,
-        keys=STEP_CALL,
         likely={
             "raised": lambda e: diagnose_raised(e, v.source),
-            "returns": msg("likely.returns_cache"),
-            "state_pair": msg("likely.cache_pair"),
+            "returns": kit.msg("likely.returns_cache"),
+            "state_pair": kit.msg("likely.cache_pair"),
             # The output of every query (a T × T mask slice broadcasts the one new query).
-            "out_shape": lambda out: msg(
+            "out_shape": lambda out: kit.msg(
                 "likely.mask_full"
                 if torch.is_tensor(out) and out.shape == (B, t + 1, d_out)
                 else "likely.step_shape"
             ),
-            "state_shape": lambda: diagnose_cache_shape(got_state(), size, t, v.source),
+            # Beyond the kit's state faults (the cache's shape or values).
+            "state_shape": lambda: state_on_layer(v.source) or kit.msg("likely.cache_shape"),
             "out_values": lambda out: diagnose_step_out(out, case, size, t, v.source),
-            "state_values": lambda: diagnose_cache_values(got_state(), case, t),
+            "state_values": kit.msg("likely.cache_values"),
         },
         names=("k", "v"),
     )
 
 
 def judge_cached_case(v, case_out, case, size):
-    if "made" in case_out:
-        require_built(v, case_out["made"], size)
+    LAYER_MADE.require(v, case_out, size)
     for call, t in zip(case_out["calls"], pasts_of(size[5], size == SIZES[0]), strict=False):
         judge_cached_call(v, call, case, size, t)
-
-
-BUILT = {"no_method": "check.no_method", "build_raised": "check.build_raised"}
-
-
-def require_built(v, made, size):
-    likely = {
-        "no_method": msg("likely.method_place"),
-        "build_raised": msg("likely.constructor_changed"),
-    }
-    require_made(v, made, NAMES[:4], size, keys=BUILT, likely=likely)
-
-
-def explain_size(defs):
-    """What differs at a size past the notebook's, read in defs (kit.size_explanation)."""
-    return lambda lab, size, source: size_explanation(source, defs, NAMES, lab, size)
 
 
 def judge_cached(v, outputs, inputs, jctx):
     cases = outputs["cases"]
     judge_cached_case(v, cases[0], inputs["cases"][0], SIZES[0])
-    explain = explain_size((LAYER,))
-    judge_sized_cases(v, cases, inputs["cases"], SIZES, NAMES, judge_cached_case, explain)
-    no_kernel(v, STEP_FN, jctx.source, {LAYER}, jctx.kernels)
+    kit.judge_sized_cases(v, cases, inputs["cases"], SIZES, NAMES, judge_cached_case, defs=(LAYER,))
+    kit.no_kernel(v, STEP_FN, jctx.source, {LAYER}, jctx.kernels)
     judge_large_scores(v, outputs["large"], inputs["large"])
-    case, t, s = inputs["cases"][0], SIZES[0][5] - 1, LARGE_INPUT
-    judge_large_inputs(
-        v,
-        None if "made" in outputs["large_x"] else outputs["large_x"],
-        attend(
-            case["x"][:, t : t + 1] * s,
-            large_input_weights(case["w"], ("W_q", "W_k")),
-            SIZES[0][2],
-            case["k"][:, :, : t + 1],
-            case["v"][:, :, : t + 1] * s,
-        ),
-        what="forward_cached(x, cache)",
-    )
+    # The token and the values s times larger, the keys and the scores as they were.
+    case, t, s = inputs["cases"][0], SIZES[0][5] - 1, kit.LARGE_INPUT
+    w = kit.large_input_weights(case["w"], ("W_q", "W_k"))
+    k, v_ = cached_kv(case, t)
+    want = kit.attend_cached(case["x"][:, t : t + 1] * s, w, SIZES[0][2], k, v_ * s)
+    got = None if "made" in outputs["large_x"] else outputs["large_x"]
+    kit.judge_large_inputs(v, got, want, what="forward_cached(x, cache)")
 
 
 def judge_large_scores(v, call, case):
     """The last token of the lesson's sequence, judged like the others; NaN there is the overflow."""
     if "made" in call:  # the same build passed above: this one cannot fail but by chance
         return
-    large_scores_check(
+    kit.large_scores_check(
         v,
-        judged(v.source, judge_cached_call, call, case, SIZES[0], SIZES[0][5] - 1),
+        kit.judged(v.source, judge_cached_call, call, case, SIZES[0], SIZES[0][5] - 1),
         "check.large_scores",
     )
 
@@ -394,15 +214,14 @@ def judge_large_scores(v, call, case):
 
 
 def reference_step(layer):
-    """A correct forward_cached for the learner's layer (our weights are in it): to see whether
-    generate is right when the step it calls is."""
+    """A correct forward_cached for the learner's layer (our weights are in it), lent to its
+    generate (the blame run): is generate right when the step it calls is?"""
 
     def forward_cached(x, cache=None):
-        return tutor_step(
-            x, cache, weights_from_state(layer.state_dict(), PARAM_NAMES), layer.n_heads
-        )
+        w = kit.weights_from_state(layer.state_dict(), PARAM_NAMES)
+        return kit.cached_attention_step(x, cache, w, layer.n_heads)
 
-    return lend(forward_cached)  # the learner's generate runs it (the blame run)
+    return kit.lend(forward_cached)
 
 
 def probe_generate(ctx, inputs):
@@ -410,9 +229,9 @@ def probe_generate(ctx, inputs):
     cases = inputs["cases"]
 
     def make(i, primary):
-        return made_layer(ctx, cls, SIZES[i], cases[i]["w"], primary=primary)
+        return LAYER_MADE.make(ctx, cls, SIZES[i], cases[i]["w"], primary=primary)
 
-    out = probe_generation(
+    out = kit.probe_generation(
         ctx,
         gen,
         make,
@@ -426,66 +245,39 @@ def probe_generate(ctx, inputs):
     return {"cases": out}
 
 
-# What generate asked of forward_cached (decoding_fault), said in the lesson's words.
-PROTOCOL = {
-    "recompute_full": "likely.recompute_forward",
-    "recompute": "likely.recompute",
-    "call_count": "likely.call_count",
-    "first_not_empty": "likely.first_not_empty",
-    "state_not_passed": "likely.cache_not_passed",
-    "state_not_passed_back": "likely.cache_not_passed_back",
-    "token_shape": "likely.token_shape",
-    "token_order": "likely.token_order",
-}
-
-
 def diagnose_outputs(y, case, size) -> dict:
     x, w, H = case["x"], case["w"], size[2]
+    alone = kit.msg("likely.loop_state_not_passed", fn="generate", step=STEP_FN)
     candidates = [
-        (lambda: reference_full(x, w, H)[0].flip(1), msg("likely.outputs_reversed")),
+        (lambda: reference_full(x, w, H)[0].flip(1), kit.msg("likely.outputs_reversed")),
         # Each token alone (no cache passed on): its weights are [1], its output its own value.
-        (lambda: x @ w["W_v"].T @ w["out_w"].T + w["out_b"], msg("likely.cache_not_passed")),
+        (lambda: x @ w["W_v"].T @ w["out_w"].T + w["out_b"], alone),
     ]
-    return matching_mistake(y, candidates)
-
-
-# The lesson's words for the kit's generation loop (tutor.kit.generation_loop), by role.
-GENERATION = {
-    "raised": "check.generate_raised",
-    "returns": "check.returns_cache",
-    "out": "value.generate_out",
-    "protocol": "check.protocol",
-    "out_values": "check.generate_values",
-    "state": "check.generate_cache",
-    "state_values": "check.cache_values",
-}
+    return kit.matching_mistake(y, candidates)
 
 
 def judge_generate_case(v, got, case, size, alone=True):
     d_in, d_out, H, cl, B, T = size
-    if "made" in got:
-        require_built(v, got["made"], size)
-    judge_generation_call(
+    LAYER_MADE.require(v, got, size)
+    kit.judge_generation_call(
         v,
         got,
         reference_full(case["x"], case["w"], H)[0],
         (case["k"], case["v"]),
         fn="generate",
         step=STEP_FN,
-        keys=GENERATION,
         likely={
-            "returns": msg("likely.generate_pair"),
-            "out_shape": msg("likely.outputs_shape"),
+            "returns": kit.msg("likely.generate_pair"),
+            "out_shape": kit.msg("likely.outputs_shape"),
             "out_values": lambda out: diagnose_outputs(out, case, size),
-            "state": lambda shapes: msg(
-                "likely.cache_layout"
+            "state": lambda shapes: (
+                kit.state_fault_likely("layout", axis=2, names=("k", "v"))
                 if shapes[:1] == [(B, T, H, d_out // H)]
-                else "likely.generate_cache"
+                else kit.msg("likely.generate_cache")
             ),
-            "state_values": msg("likely.generate_cache"),
-            "step_first": msg("likely.step_first"),
+            "state_values": kit.msg("likely.generate_cache"),
+            "step_first": kit.msg("likely.step_first"),
         },
-        words=PROTOCOL,
         names="kv",
         alone=alone,
     )
@@ -494,26 +286,28 @@ def judge_generate_case(v, got, case, size, alone=True):
 def judge_generate(v, outputs, inputs, jctx):
     cases = outputs["cases"]
     judge_generate_case(v, cases[0], inputs["cases"][0], SIZES[0])
-    explain = explain_size(("generate", LAYER))
-    judge_sized_cases(v, cases, inputs["cases"], SIZES, NAMES, judge_generate_case, explain)
+    defs = ("generate", LAYER)
+    kit.judge_sized_cases(v, cases, inputs["cases"], SIZES, NAMES, judge_generate_case, defs=defs)
     case = case_of(inputs["again"]["x"], inputs["cases"][0]["w"], SIZES[0][2])
-    judge_loop_again(
+    kit.judge_loop_again(
         v,
         cases[0].get("again"),
         lambda sub, got: judge_generate_case(sub, got, case, SIZES[0], False),
         fn="generate",
         key="check.new_sequence",
         culprit=lambda: (
-            state_on_layer(jctx.source) or state_explanation(jctx.source, ("generate", LAYER))
+            state_on_layer(jctx.source) or kit.state_explanation(jctx.source, ("generate", LAYER))
         ),
     )
-    no_kernel(v, "generate", jctx.source, {"generate", LAYER}, jctx.kernels)
+    kit.no_kernel(v, "generate", jctx.source, {"generate", LAYER}, jctx.kernels)
 
 
 def state_on_layer(source: str) -> dict | None:
     """`self.<name> = ...` (or `layer.<name> = ...`) in forward_cached or generate: state on the layer."""
-    found = attribute_store(source, frozenset({STEP_FN, "generate"}), frozenset({"self", "layer"}))
-    return msg("likely.state_on_layer", line=found.line, code=found.code) if found else None
+    found = kit.attribute_store(
+        source, frozenset({STEP_FN, "generate"}), frozenset({"self", "layer"})
+    )
+    return kit.msg("likely.state_on_layer", line=found.line, code=found.code) if found else None
 
 
 # ---------------------------------------------------------------- step 3: the cache's discipline
@@ -526,67 +320,44 @@ def probe_discipline(ctx, inputs):
     cls = ctx.get(LAYER)
     size, case, again = SIZES[0], inputs["cases"][0], inputs["again"]
     T = size[5]
-    layer, failed = made_layer(ctx, cls, size, case["w"], primary=True)
+    layer, failed = LAYER_MADE.make(ctx, cls, size, case["w"], primary=True)
     if layer is None:
         return failed
 
     def eval_step():  # built with dropout, in eval mode (as generation runs): none may fire
-        dropped, _ = made_layer(ctx, cls, size, case["w"], dropout=EVAL_DROPOUT)
+        dropped, _ = LAYER_MADE.make(ctx, cls, size, case["w"], dropout=EVAL_DROPOUT)
         return None if dropped is None else dropped.forward_cached
 
-    out = probe_step_discipline(
+    out = kit.probe_step_discipline(
         ctx,
         layer.forward_cached,
         case["x"],
         again["x"],
         again["branch"],
         branch_from=BRANCH_FROM,
-        state=lambda: state_dict_copy(layer),
+        state=lambda: kit.state_dict_copy(layer),
         eval_step=eval_step,
     )
     # Trainable: one step from a cache of 5 tokens, gradients on.
-    trained, _ = made_layer(ctx, cls, size, case["w"])
+    trained, _ = LAYER_MADE.make(ctx, cls, size, case["w"])
     t = T - 1
     x_t, cache = case["x"][:, t : t + 1], (case["k"][:, :, :t], case["v"][:, :, :t])
-    out["train"] = probe_step_trained(ctx, trained, STEP_FN, x_t, cache, again["g"])
+    out["train"] = kit.probe_step_trained(ctx, trained, STEP_FN, x_t, cache, again["g"])
     return out
 
 
 EVAL_DROPOUT = 0.3  # a layer built with it runs in eval mode: no dropout may fire
 
-# The lesson's words for the kit's step discipline (tutor.kit.step_discipline), by role.
-DISCIPLINE = {
-    "growth": "check.cache_growth",
-    "mutated": "check.cache_mutated",
-    "reused": "check.cache_reused",
-    "branch_reused": "check.branch_reused",
-    "loop_values": "check.loop_values",
-    "branch": "check.branch",
-    "new_sequence": "check.new_sequence_step",
-    "interleaved": "check.interleaved",
-    "eval_dropout": "check.eval_dropout",
-}
-
-
-def growth_likely(fault, steps, t) -> dict:
-    """Why the cache after the token at position t does not hold t + 1 tokens."""
-    want = (SIZES[0][4], SIZES[0][2], t + 1, SIZES[0][1] // SIZES[0][2])
-    k = steps[t]["value"][1][0]
-    if fault != "last_behind" and tokens_elsewhere(k.shape, want, 2):
-        return msg("likely.cache_layout")
-    return msg(CACHE_FAULTS.get(fault, "likely.cache_shape"))
-
 
 def judge_discipline(v, outputs, inputs, jctx):
     size, case, again = SIZES[0], inputs["cases"][0], inputs["again"]
     H, cl = size[2], size[3]
-    if "made" in outputs:
-        require_built(v, outputs["made"], size)
+    LAYER_MADE.require(v, outputs, size)
 
     def kept(*_):  # on a failure only: it reads the source
-        return state_on_layer(jctx.source) or msg("likely.kept_state_cache")
+        return state_on_layer(jctx.source) or kit.msg("likely.kept_state_cache")
 
-    judge_step_discipline(
+    kit.judge_step_discipline(
         v,
         outputs,
         case["x"],
@@ -594,175 +365,121 @@ def judge_discipline(v, outputs, inputs, jctx):
         again["branch"],
         lambda x: reference_full(x, case["w"], H)[0],
         branch_from=BRANCH_FROM,
-        keys={**STEP_CALL, **DISCIPLINE},
         likely={
             "raised": lambda e: diagnose_raised(e, jctx.source),
-            "state_pair": msg("likely.cache_pair"),
-            "growth": growth_likely,
-            "mutated": lambda i: msg("likely.mutated_cache") if i else msg("likely.mutated_x"),
-            "reused": lambda: state_on_layer(jctx.source) or msg("likely.cache_buffer"),
-            "loop_values": msg("likely.step_wrong"),
+            "state_pair": kit.msg("likely.cache_pair"),
+            "growth": kit.msg("likely.cache_shape"),  # beyond the kit's growth faults
+            "mutated": lambda i: (
+                kit.msg("likely.mutated_cache") if i else kit.msg("likely.mutated_x")
+            ),
+            "reused": lambda: state_on_layer(jctx.source) or kit.msg("likely.cache_buffer"),
+            "loop_values": kit.msg("likely.step_wrong"),
             "kept": kept,
         },
         names=("x", "k", "v"),
         fn=STEP_FN,
+        state_shape=lambda n: (size[4], H, n, size[1] // H),
     )
-    judge_state(v, outputs.get("state"), case, cl)
-    no_kernel(v, STEP_FN, jctx.source, {LAYER}, jctx.kernels)
-    judge_trainable(v, outputs.get("train"), case, again, size)
-
-
-def judge_state(v, state, case, cl):
-    """forward_cached leaves the layer's weights and mask as they were, and adds no buffer."""
+    # forward_cached leaves the layer's weights and mask as they were, and adds no buffer.
     expected = {name: case["w"][key] for name, key in PARAM_NAMES.items()}
     expected["mask"] = torch.triu(torch.ones(cl, cl), diagonal=1).bool()
-    judge_layer_state(
+    kit.judge_layer_state(
         v,
-        state,
+        outputs.get("state"),
         expected,
         None,
         key="check.layer_changed",
-        likely=lambda _: msg("likely.layer_changed"),
+        likely=lambda _: kit.msg("likely.layer_changed"),
+        added=("check.layer_buffers", kit.msg("likely.cache_buffer_registered")),
     )
-    extra = sorted(set(state or {}) - set(expected))
-    v.require(
-        "state-unchanged",
-        not extra,
-        "check.layer_buffers",
-        names=extra,
-        likely=msg("likely.cache_buffer_registered"),
-    )
-    v.expect("state-unchanged", True)
-
-
-# The lesson's words for the kit's gradient checks (tutor.kit.layer_checks), by role.
-TRAIN_KEYS = {
-    "backward_raised": "check.backward_raised",
-    "not_trainable": "check.not_trainable",
-    "no_grad": "check.no_grad",
-    "grad_values": "check.grad_values",
-    "grad_blocked": "likely.grad_blocked",
-    "grad_wrong": "likely.grad_wrong",
-    "inplace_backward": "likely.inplace_backward",
-}
+    kit.no_kernel(v, STEP_FN, jctx.source, {LAYER}, jctx.kernels)
+    judge_trainable(v, outputs.get("train"), case, again, size)
 
 
 def judge_trainable(v, train, case, again, size):
     H, t = size[2], size[5] - 1
     past = (case["k"][:, :, :t], case["v"][:, :, :t])
-    forward = lambda x, w: tutor_step(x, past, w, H)[0]  # noqa: E731
-    want, _ = reference_grads(forward, case["x"][:, t : t + 1], case["w"], again["g"], PARAM_NAMES)
+    forward = lambda x, w: kit.cached_attention_step(x, past, w, H)[0]  # noqa: E731
+    want, _ = kit.reference_grads(
+        forward, case["x"][:, t : t + 1], case["w"], again["g"], PARAM_NAMES
+    )
     culprit = lambda: state_on_layer(v.source)  # noqa: E731
-    judge_step_trained(v, train, want, keys=TRAIN_KEYS, culprit=culprit)
+    # The engine's words, but for the step's own way of leaving the graph (`no_grad()`).
+    keys = {"grad_blocked": "likely.grad_blocked"}
+    kit.judge_step_trained(v, train, want, keys=keys, culprit=culprit)
 
 
 # A save's checked steps run in this order in one child; the app keeps the lesson's order.
 STEPS = {
-    "cached-attention": StepSpec(
-        probe_cached, judge_cached, ("CausalMultiHeadAttention",), own_formula=STEP_FN
-    ),
-    "generate": StepSpec(probe_generate, judge_generate, ("generate",), own_formula="generate"),
-    "cache-discipline": StepSpec(
-        probe_discipline, judge_discipline, ("CausalMultiHeadAttention",), own_formula=STEP_FN
+    "cached-attention": kit.StepSpec(probe_cached, judge_cached, (LAYER,), own_formula=STEP_FN),
+    "generate": kit.StepSpec(probe_generate, judge_generate, ("generate",), own_formula="generate"),
+    "cache-discipline": kit.StepSpec(
+        probe_discipline, judge_discipline, (LAYER,), own_formula=STEP_FN
     ),
 }
 
 
 # ---------------------------------------------------------------- experiments (no verdict, just data)
 
-# The settings lesson.toml declares for the cost step; the app sends the chosen ones as ctx.params.
-COST_DEFAULTS = {"heads": 4, "batch": 1, "t_max": 128}
 COST_HEAD_DIM = 32
-COST_T_MIN = 16
-COST_BUDGET = 1.5  # seconds of measuring, within the step's time limit
 COST_LIMIT = 4e9  # FLOPs of recomputing one length (× the batch); longer ones show only the formula
 
 
-def cost_settings(params) -> dict:
-    return int_settings(COST_DEFAULTS, params)
+def cost_width(s) -> int:
+    return s["heads"] * COST_HEAD_DIM
 
 
-def lengths_up_to(t_max: int) -> list[int]:
-    return doubling(COST_T_MIN, t_max)
-
-
-def probe_cost(ctx, inputs):
-    cls, gen = ctx.get(LAYER), ctx.get("generate")
-    s = cost_settings(ctx.params)
-    H, B = s["heads"], s["batch"]
-    d = H * COST_HEAD_DIM
+def cost_data(s):
     g = torch.Generator().manual_seed(5)
-    measured = probe_timings(
-        ctx,
-        lengths_up_to(s["t_max"]),
-        lambda T: cls(d, d, H, T).eval(),
-        lambda T: (torch.randn(B, T, d, generator=g),),
-        [gen, recompute_each],  # with the cache, then the full pass again for each token
-        budget=COST_BUDGET,
-        too_big=too_big(s),
-    )
-    return {"settings": s, "measured": measured}
+    return lambda T: (torch.randn(s["batch"], T, cost_width(s), generator=g),)
 
 
-def too_big(s):
-    """At settings s, whether recomputing length T would pass COST_LIMIT: shown by formula alone."""
-    d = s["heads"] * COST_HEAD_DIM
-    return lambda T: s["batch"] * decoding_flops(T, d)[1] > COST_LIMIT
+def cost_formulas(s, T) -> list:
+    mb = 2 * s["batch"] * T * cost_width(s) * 4 / 1e6  # k and v, float32
+    return [str(T), f"{mb:.3f}", *map(kit.human, kit.decoding_flops(T, cost_width(s)))]
 
 
-COST_COLUMNS = ("visual.cost_T", "visual.cost_mb", "visual.cost_flops_cache")
-COST_COLUMNS += ("visual.cost_flops_full", "visual.cost_ms_cache", "visual.cost_ms_full")
-
-
-def judge_cost(v, outputs, inputs, jctx):
-    s = outputs["settings"]
-    H, B = s["heads"], s["batch"]
-    d = H * COST_HEAD_DIM
-
-    def formulas(T):
-        mb = 2 * B * T * d * 4 / 1e6  # k and v, float32
-        return [str(T), f"{mb:.3f}", *map(human, decoding_flops(T, d))]
-
-    settings = msg(
-        "visual.cost_settings", heads=H, batch=B, t_max=s["t_max"], d=d, hd=COST_HEAD_DIM
-    )
-    v.visuals["view"] = timing_view(
-        msg("visual.cost_title"),
-        settings,
-        [msg(key) for key in COST_COLUMNS],
-        lengths_up_to(s["t_max"]),
-        outputs["measured"],
-        formulas,
-        name="T",
-        too_big=too_big(s),
-        budget=COST_BUDGET,
-        waiting_text=msg("visual.cost_waiting"),
-        after=msg("visual.cost_note"),
-    )
-    v.visuals["cost"] = {"settings": s, "measured": outputs["measured"]}
-    v.expect("runs", True)
+# Generation with the cache, then the full pass again for each token, at lengths doubling.
+COST = kit.TimingStep(
+    defaults={"heads": 4, "batch": 1, "t_max": 128},  # as lesson.toml's settings
+    lengths=lambda s: kit.doubling(16, s["t_max"]),
+    build=lambda ctx, s, T: ctx.get(LAYER)(cost_width(s), cost_width(s), s["heads"], T).eval(),
+    data=cost_data,
+    ways=lambda ctx: [ctx.get("generate"), kit.recompute_each],
+    too_big=lambda s, T: s["batch"] * kit.decoding_flops(T, cost_width(s))[1] > COST_LIMIT,
+    formulas=cost_formulas,
+    columns=("visual.cost_T", "visual.cost_mb", "visual.cost_flops_cache")
+    + ("visual.cost_flops_full", "visual.cost_ms_cache", "visual.cost_ms_full"),
+    title="visual.cost_title",
+    settings_note=lambda s: kit.msg("visual.cost_settings", **s, d=cost_width(s), hd=COST_HEAD_DIM),
+    waiting="visual.cost_waiting",
+    after="visual.cost_note",
+    budget=1.5,  # seconds of measuring, within the step's time limit
+    name="T",
+    visual="cost",
+)
 
 
 def probe_rows(ctx, inputs):
     cls = ctx.get(LAYER)
     case = inputs["rows"]
-    layer, failed = made_layer(ctx, cls, ROWS_SIZE, case["w"], primary=True)
+    layer, failed = LAYER_MADE.make(ctx, cls, ROWS_SIZE, case["w"], primary=True)
     if layer is None:
         return failed
-    calls, _ = step_through(ctx, layer.forward_cached, case["x"], primary=True, softmax=True)
+    calls, _ = kit.step_through(ctx, layer.forward_cached, case["x"], primary=True, softmax=True)
     return {"rows": [c["softmax"] for c in calls]}
 
 
 def judge_rows(v, outputs, inputs, jctx):
     case, H, T = inputs["rows"], ROWS_SIZE[2], ROWS_SIZE[5]
     ref = reference_full(case["x"], case["w"], H)[1][0]
-    label = lambda h: msg("visual.rows_head", h=h)  # noqa: E731
-    maps, shown = stepped_weights_view(outputs.get("rows") or [], ref, label)
+    label = lambda h: kit.msg("visual.rows_head", h=h)  # noqa: E731
+    maps, shown = kit.stepped_weights_view(outputs.get("rows") or [], ref, label)
     v.visuals["heatmaps"] = maps
-    view = [heading(msg("visual.rows_title")), note(msg("visual.rows_note", T=T))]
-    v.visuals["view"] = view + (shown or [waiting(msg("visual.rows_waiting"))])
+    view = [kit.heading(kit.msg("visual.rows_title")), kit.note(kit.msg("visual.rows_note", T=T))]
+    v.visuals["view"] = view + (shown or [kit.waiting(kit.msg("visual.rows_waiting"))])
     v.expect("runs", True)
 
 
-STEPS["cost"] = StepSpec(probe_cost, judge_cost, ("CausalMultiHeadAttention", "generate"))
-STEPS["rows"] = StepSpec(probe_rows, judge_rows, ("CausalMultiHeadAttention",))
+STEPS["cost"] = kit.timing_step_spec(COST, ("CausalMultiHeadAttention", "generate"))
+STEPS["rows"] = kit.StepSpec(probe_rows, judge_rows, ("CausalMultiHeadAttention",))

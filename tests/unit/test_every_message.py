@@ -74,7 +74,7 @@ def real_checks() -> list:
 # records is where they are fixed. Keyed by the message's keys (message_keys, sorted) and the
 # language.
 KNOWN_CUT = {
-    ("check.not_finite likely.behaves_as likely.nan_in_output value.generate_out", "en"),
+    ("check.not_finite likely.behaves_as likely.nan_in_output value.generation_out", "en"),
     ("check.future likely.behaves_as likely.fill_small_negative", "en"),
     ("check.not_finite likely.behaves_as likely.softmax_batch_dim", "en"),
     ("check.no_leak likely.behaves_as_two likely.heads_no_transpose likely.scale_none", "en"),

@@ -269,7 +269,8 @@ def test_lesson_folders_and_the_kit_are_found():
 def test_lesson_checks_import_only_the_lesson_kit(folder):
     source = (folder / "checks.py").read_text(encoding="utf-8")
     assert lesson_import_faults(source) == []
-    assert "from tutor.kit import" in source  # it does import the kit: the test read real imports
+    # It does import the kit (its names, or the module): the test read real imports.
+    assert "from tutor.kit import" in source or "from tutor import kit" in source
 
 
 def test_lesson_import_faults_are_found():

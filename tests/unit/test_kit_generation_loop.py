@@ -80,7 +80,7 @@ def no_state_loop(obj, x):
     return torch.cat(outs, dim=1), state
 
 
-def judge(loop, cls=Obj) -> Verdict:
+def judge(loop, cls=Obj, keys: dict | None = KEYS, words: dict | None = WORDS) -> Verdict:
     ctx = ProbeContext(types.ModuleType("learner"), "learner.py", "", None)
     out = probe_generation(
         ctx,
@@ -101,7 +101,7 @@ def judge(loop, cls=Obj) -> Verdict:
             (x, 2 * x),
             fn="loop",
             step="step",
-            keys=KEYS,
+            keys=keys,
             likely={
                 "returns": msg("likely.returns"),
                 "out_shape": msg("likely.out_shape"),
@@ -110,7 +110,7 @@ def judge(loop, cls=Obj) -> Verdict:
                 "state_values": msg("likely.state_values"),
                 "step_first": msg("likely.step_first"),
             },
-            words=WORDS,
+            words=words,
             names="ab",
             alone=alone,
         )
@@ -160,3 +160,38 @@ def test_a_loop_that_keeps_state_fails_the_new_sequence():
     v = judge(remembering)
     check = next(c for c in v.checks if c.status != "pass")
     assert check.id in {"shape", "call-again"}
+
+
+def test_without_keys_the_engine_words_it_with_the_loops_names():
+    v = judge(no_state_loop, keys=None)
+    message = v.failed_message()
+    assert message["key"] == "check.generation_protocol"
+    assert (message["params"]["fn"], message["params"]["step"]) == ("loop", "step")
+    v = judge(good_loop, WrongObj, keys=None)
+    assert v.failed_message()["key"] == "check.generation_values"
+
+
+def test_the_engine_words_are_in_both_catalogs():
+    from tutor.kit.generation_loop import GENERATION_WORDS
+    from tutor.text.i18n import engine_catalog
+
+    assert set(GENERATION_WORDS) == set(GENERATION_KEYS)
+    for lang in ("en", "zh"):
+        assert set(GENERATION_WORDS.values()) <= set(engine_catalog(lang))
+
+
+def test_without_words_the_engine_names_the_protocol_fault_with_the_loops_names():
+    v = judge(no_state_loop, keys=None, words=None)
+    likely = v.failed_message()["params"]["likely"]
+    assert likely == msg("likely.loop_state_not_passed", fn="loop", step="step")
+
+
+def test_the_engine_has_words_for_every_decoding_fault():
+    from tutor.kit.generation_loop import DECODING_FAULT_WORDS
+    from tutor.text.i18n import engine_catalog
+
+    faults = {"recompute_full", "recompute", "call_count", "first_not_empty"}
+    faults |= {"state_not_passed", "state_not_passed_back", "token_shape", "token_order"}
+    assert set(DECODING_FAULT_WORDS) == faults
+    for lang in ("en", "zh"):
+        assert set(DECODING_FAULT_WORDS.values()) <= set(engine_catalog(lang))

@@ -6,7 +6,13 @@ from __future__ import annotations
 
 import torch
 
-from tutor.kit import state_shape_fault, state_value_fault, tokens_elsewhere
+from tutor.kit import (
+    msg,
+    state_fault_likely,
+    state_shape_fault,
+    state_value_fault,
+    tokens_elsewhere,
+)
 
 B, H, D = 2, 3, 4
 
@@ -45,3 +51,27 @@ def test_wrong_values_are_named():
     assert state_value_fault((first, v), (k, v), t, axis=2) == "prepended"
     assert state_value_fault((v, k), (k, v), t, axis=2) == "swapped"
     assert state_value_fault((k + 1, v), (k, v), t, axis=2) is None
+
+
+def test_a_fault_is_said_in_the_engines_words_with_the_axis_and_names():
+    said = state_fault_likely("last_behind", axis=2, names=("k", "v"))
+    assert said == msg("likely.state_last_behind", axis=2, first="k", final="v", state="k, v")
+    assert state_fault_likely(None, axis=2, names="kv") is None
+    assert state_fault_likely("other", axis=2, names="kv") is None  # no words: the lesson's
+    mine = state_fault_likely("twice", axis=1, names="ab", keys={"twice": "likely.mine"})
+    assert mine is not None and mine["key"] == "likely.mine"
+
+
+def test_the_engine_has_words_for_every_fault():
+    from tutor.kit.state_faults import STATE_FAULT_WORDS
+    from tutor.text.i18n import engine_catalog
+
+    t, want = 3, (B, H, 4, D)
+    named = {
+        state_shape_fault([state(4), state(3)], want, t, axis=2),
+        state_shape_fault([state(1), state(1)], want, t, axis=2),
+        state_shape_fault([state(3), state(3)], want, t, axis=2),
+    }
+    assert named <= set(STATE_FAULT_WORDS)
+    for lang in ("en", "zh"):
+        assert set(STATE_FAULT_WORDS.values()) <= set(engine_catalog(lang))

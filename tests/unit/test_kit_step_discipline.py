@@ -58,7 +58,7 @@ def into_state(x_t, state=None):
     return out
 
 
-def judge(step) -> Verdict:
+def judge(step, keys: dict | None = KEYS, state_shape=None) -> Verdict:
     out = probe_step_discipline(context(), step, X, OTHER, BRANCH, branch_from=3)
 
     def case(v):
@@ -70,7 +70,7 @@ def judge(step) -> Verdict:
             BRANCH,
             lambda x: x.cumsum(1),
             branch_from=3,
-            keys=KEYS,
+            keys=keys,
             likely={
                 "raised": lambda e: msg("likely.raised"),
                 "state_pair": msg("likely.pair"),
@@ -84,6 +84,7 @@ def judge(step) -> Verdict:
             fn="step",
             state_axis=1,
             state_rank=3,
+            state_shape=state_shape,
         )
 
     return judged("", case)
@@ -130,3 +131,40 @@ def test_growth_fault_names_the_last_tensor_left_behind():
     steps = [{"value": right(X[:, :1])}]
     assert state_growth_fault(steps, 0, [1], 0) == "last_behind"
     assert state_growth_fault(steps, 0, [1, 1], 1) == "not_appended"
+
+
+def test_without_keys_the_engine_words_it_with_the_states_names():
+    v = judge(no_concat, keys=None)
+    assert failed(v) == ("shape", "check.steps_growth")
+    params = v.failed_message()["params"]
+    assert (params["first"], params["final"]) == ("a", "b")
+    assert failed(judge(Kept(), keys=None)) == ("call-again", "check.steps_branch")
+    v = judge(into_state, keys=None)
+    assert failed(v) == ("inputs-unchanged", "check.steps_mutated")
+    assert v.failed_message()["params"]["fn"] == "step"
+
+
+def test_the_engine_words_are_in_both_catalogs():
+    from tutor.kit.step_discipline import DISCIPLINE_WORDS
+    from tutor.text.i18n import engine_catalog
+
+    assert set(DISCIPLINE_WORDS) == set(DISCIPLINE_KEYS)
+    for lang in ("en", "zh"):
+        assert set(DISCIPLINE_WORDS.values()) <= set(engine_catalog(lang))
+
+
+def test_given_the_states_shape_the_kit_names_the_growth_fault():
+    def shape(n):
+        return (2, n, 1)
+
+    likely = judge(no_concat, state_shape=shape).failed_message()["params"]["likely"]
+    assert likely == msg("likely.state_not_appended", axis=1, first="a", final="b", state="a, b")
+
+    def sideways(x_t, state=None):  # the tokens kept on the last axis: (B, 1, t + 1)
+        s = x_t.transpose(1, 2) if state is None else torch.cat([state[0], x_t.mT], dim=2)
+        return s.sum(2, keepdim=True).mT, (s, 2 * s)
+
+    likely = judge(sideways, state_shape=shape).failed_message()["params"]["likely"]
+    assert likely["key"] == "likely.state_layout"
+    # Without it, the lesson's likely for each fault.
+    assert judge(no_concat).failed_message()["params"]["likely"] == msg("likely.not_appended")

@@ -58,7 +58,7 @@ def raises(x_t, state=None):
     return right(x_t)
 
 
-def judge(step) -> Verdict:
+def judge(step, keys: dict | None = KEYS, state_axis: int = 1) -> Verdict:
     """The step over every past length of each size, judged until the first failure."""
     ctx = context()
 
@@ -79,7 +79,7 @@ def judge(step) -> Verdict:
                     x.cumsum(1)[:, t : t + 1],
                     want,
                     fn="step",
-                    keys=KEYS,
+                    keys=keys,
                     likely={
                         "raised": lambda e: msg("likely.raised"),
                         "returns": msg("likely.returns"),
@@ -90,6 +90,7 @@ def judge(step) -> Verdict:
                         "state_values": msg("likely.state_values"),
                     },
                     names=("a", "b"),
+                    state_axis=state_axis,
                 )
 
     return judged("", case)
@@ -133,3 +134,36 @@ def test_the_state_is_cut_to_t_and_the_first_call_has_none():
         step_call(context(), spy, x, (x, 2 * x), t, state_axis=1)
     assert seen == [None, (1, 1), (2, 2)]
     assert step_call(context(), None, x, (x,), 1) is None
+
+
+def test_without_keys_the_engine_words_it_with_the_steps_names():
+    v = judge(no_concat, keys=None)
+    assert failed(v) == ("shape", "check.step_call_state_shape")
+    v = judge(state_only_first, keys=None)
+    assert failed(v) == ("returns", "check.step_call_returns")
+    assert v.failed_message()["params"]["fn"] == "step"
+    assert v.failed_message()["params"]["state"] == "a, b"
+    v = judge(raises, keys=None)
+    assert failed(v) == ("runs", "check.step_call_raised")
+    assert v.failed_message()["params"]["fn"] == "step"
+    assert failed(judge(off_by_one, keys=None)) == ("matches-pytorch", "check.step_call_values")
+
+
+def test_the_engine_words_are_in_both_catalogs():
+    from tutor.kit.step_grid import STEP_CALL_WORDS
+    from tutor.text.i18n import engine_catalog
+
+    assert set(STEP_CALL_WORDS) == set(STEP_CALL_KEYS)
+    for lang in ("en", "zh"):
+        assert set(STEP_CALL_WORDS.values()) <= set(engine_catalog(lang))
+
+
+def test_a_wrong_state_is_said_by_its_fault_along_the_state_axis():
+    likely = judge(no_concat).failed_message()["params"]["likely"]
+    assert likely == msg("likely.state_not_appended", axis=1, first="a", final="b", state="a, b")
+    likely = judge(prepended).failed_message()["params"]["likely"]
+    assert likely["key"] == "likely.state_prepended"
+    # Along another axis the faults do not hold: the lesson's own likely says it.
+    assert judge(no_concat, state_axis=2).failed_message()["params"]["likely"] == msg(
+        "likely.state_shape"
+    )

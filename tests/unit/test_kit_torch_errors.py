@@ -34,3 +34,20 @@ def test_products_and_broadcasts_that_do_not_fit_are_sizes():
 def test_anything_else_is_no_kind():
     assert torch_error_kind("division by zero") is None
     assert torch_error_kind("") is None
+
+
+def test_a_state_error_is_said_by_its_kind_at_its_last_line():
+    from tutor.kit import msg, state_error_likely
+
+    def error(detail: str) -> dict:
+        return {"kind": "RuntimeError", "detail": detail, "frames": [{"line": 3}, {"line": 7}]}
+
+    joined = message(lambda: torch.cat([torch.zeros(2, 3), torch.zeros(2, 4)], dim=0))
+    said = state_error_likely(error(joined), axis=2)
+    assert said == msg("likely.state_error_joined", line=7, axis=2)
+    sizes = message(lambda: torch.zeros(2, 3) @ torch.zeros(4, 2))
+    assert state_error_likely(error(sizes), axis=1)["key"] == "likely.state_error_sizes"
+    other = state_error_likely({"detail": "no", "frames": []}, axis=2)
+    assert other == msg("likely.state_error", line="?", axis=2)
+    mine = state_error_likely(error(joined), axis=2, keys={"joined": "likely.mine"})
+    assert mine["key"] == "likely.mine"

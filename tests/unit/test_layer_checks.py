@@ -365,3 +365,18 @@ def test_state_without_words_says_a_slice_assigned_back_or_a_change_in_place():
     layer.mask = layer.mask[:5, :5]
     v = run(judge_layer_state, state_dict_copy(layer), expected, None)
     assert v.failed_message()["params"]["likely"] == msg("likely.layer_state_sliced", name="mask")
+
+
+def test_state_with_added_words_stops_on_an_entry_forward_registered():
+    layer = Layer(3, 4, 8)
+    expected = {n: t.clone() for n, t in state_dict_copy(layer).items()}
+    added = ("lesson.added", msg("likely.added"))
+    v = run(judge_layer_state, state_dict_copy(layer), expected, None, added=added)
+    assert v.passed() and [c.id for c in v.checks] == ["state-unchanged"]
+    layer.register_buffer("last_k", torch.zeros(2))
+    v = run(judge_layer_state, state_dict_copy(layer), expected, None, added=added)
+    assert v.failed_message() == msg("lesson.added", names=["last_k"], likely=msg("likely.added"))
+    with pytest.raises(Stop):  # nothing after it is judged
+        judge_layer_state(Verdict(), state_dict_copy(layer), expected, None, added=added)
+    # Without the words, a new entry is not this judge's to see (state_unchanged's is).
+    assert run(judge_layer_state, state_dict_copy(layer), expected, None).passed()

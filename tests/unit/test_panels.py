@@ -38,3 +38,25 @@ def test_the_first_size_that_fails_is_said_with_its_label():
     assert failed["key"] == "check.other_sizes"
     assert failed["params"]["sizes"] == sizes_label(("B", "T"), (3, 11)) == ["B=3", "T=11"]
     assert failed["params"]["likely"] == msg("likely.T", lab=6, T=11)
+
+
+def test_given_the_learners_defs_the_size_is_explained_from_their_source():
+    sizes = [(2, 6), (3, 11)]
+
+    def judge_case(v, call, case, size):
+        v.require("values", call == size[0] * size[1], "check.values")
+
+    source = "def area(B, T):\n    return B * 6\n"  # the lab's T written in
+    v = Verdict(source)
+    try:
+        judge_sized_cases(v, [12, 18], [None] * 2, sizes, ("B", "T"), judge_case, defs=("area",))
+    except Stop:
+        pass
+    likely = v.failed_message()["params"]["likely"]
+    assert likely["key"] == "likely.literal"
+    v = Verdict(source)
+    try:  # without defs or explain: no explanation
+        judge_sized_cases(v, [12, 18], [None] * 2, sizes, ("B", "T"), judge_case)
+    except Stop:
+        pass
+    assert v.failed_message()["params"]["likely"]["key"] != "likely.literal"

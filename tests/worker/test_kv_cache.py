@@ -202,4 +202,4 @@ def test_the_method_outside_the_class_is_said_so(run):
         r = results[name]
         assert r.status == "fail", (name, r)
         keys = set().union(*(message_keys(c.message) for c in r.checks if c.message))
-        assert {"check.no_method", "likely.method_place"} <= keys, (name, keys)
+        assert {"check.made_no_method", "likely.made_method_place"} <= keys, (name, keys)

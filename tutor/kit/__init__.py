@@ -10,7 +10,18 @@ behind them may move.
 
 from tutor.kit import fixed_dropout
 from tutor.kit.borrowed import lend
-from tutor.kit.built_module import made_module, require_made
+from tutor.kit.built_module import (
+    MADE_LIKELY,
+    MADE_WORDS,
+    ModuleRecipe,
+    made_module,
+    require_made,
+)
+from tutor.kit.cached_query import (
+    attend_cached,
+    cached_attention_step,
+    cached_query_mistakes,
+)
 from tutor.kit.call_again import (
     again_of,
     call_kept,
@@ -76,12 +87,15 @@ from tutor.kit.finite import (
     require_finite_close,
 )
 from tutor.kit.generation_loop import (
+    DECODING_FAULT_WORDS,
     GENERATION_KEYS,
+    GENERATION_WORDS,
     judge_generation_call,
     judge_loop_again,
     probe_generation,
 )
 from tutor.kit.heads import (
+    causal_multi_head,
     large_scores_weights,
     multi_head_mistakes,
     split_heads,
@@ -313,27 +327,44 @@ from tutor.kit.softmax_mistakes import (
 from tutor.kit.source_attributes import attribute_store, reads_attribute
 from tutor.kit.spec import JudgeContext, StepSpec
 from tutor.kit.state_faults import (
+    STATE_FAULT_WORDS,
+    state_fault_likely,
     state_shape_fault,
     state_value_fault,
     tokens_elsewhere,
 )
 from tutor.kit.step_discipline import (
     DISCIPLINE_KEYS,
+    DISCIPLINE_WORDS,
     judge_step_discipline,
     probe_step_discipline,
     state_growth_fault,
 )
 from tutor.kit.step_grid import (
     STEP_CALL_KEYS,
+    STEP_CALL_WORDS,
     judge_step_call,
     probe_step_grid,
     require_out_state,
     require_states_near,
     step_call,
+    step_call_words,
 )
 from tutor.kit.step_trainable import judge_step_trained, probe_step_trained
 from tutor.kit.timing_experiment import decoding_flops, probe_timings, timing_view
-from tutor.kit.torch_errors import TORCH_ERRORS, torch_error_kind
+from tutor.kit.timing_step import (
+    TimingStep,
+    judge_timing_step,
+    probe_timing_step,
+    timing_settings,
+    timing_step_spec,
+)
+from tutor.kit.torch_errors import (
+    STATE_ERROR_WORDS,
+    TORCH_ERRORS,
+    state_error_likely,
+    torch_error_kind,
+)
 from tutor.kit.training import judge_training_story, probe_training_story
 from tutor.model import view_items as visuals
 from tutor.model.view_items import (

@@ -5,11 +5,13 @@ the loop twice a size: first with the tutor's own step put on a second object (i
 right when its step is? then a fault of the learner's run is the step's, said in the step's
 own step), then on the learner's step under record_decoding (how the loop feeds its step);
 at the first size once more on a new sequence. The judge (judge_generation_call) names a
-protocol fault (decoding_fault) in the lesson's words; judge_loop_again the new sequence.
+protocol fault (decoding_fault); judge_loop_again the new sequence.
 
-The texts are the lesson's: `keys` maps each role of GENERATION_KEYS to its message key,
-`likely` each diagnosis role to a message or a function giving one, `words` each fault of
-decoding_fault to the lesson's likely key.
+The texts are the engine's (GENERATION_WORDS, true for any loop); `keys` maps any role of
+GENERATION_KEYS to a lesson's own message key instead. `likely` maps each diagnosis role to a
+message or a function giving one. A protocol fault of decoding_fault is said in the
+engine's words (DECODING_FAULT_WORDS, with {fn} {step} and the fault's own parameters), or
+in `words`: a lesson's likely key for any fault.
 """
 
 from __future__ import annotations
@@ -35,18 +37,42 @@ from tutor.kit.judge_tools import (
 )
 from tutor.kit.magnitude import require_near
 from tutor.kit.probe_tools import ProbeContext
-from tutor.kit.step_grid import require_out_state, require_states_near
+from tutor.kit.step_grid import STEP_CALL_WORDS, require_out_state, require_states_near
 
 # The roles of judge_generation_call's `keys`, and their parameters.
 GENERATION_KEYS = (
-    "raised",  # {kind} {detail} {line} {code} {likely}: the loop raised
-    "returns",  # {fn} {got} {likely}: no (out, state) pair
-    "out",  # a value label: the loop's output
-    "protocol",  # {likely}: the loop did not feed its step as it should
-    "out_values",  # {err} {where} {likely}
-    "state",  # {expected} {got} {likely}: the final state's shapes
+    "raised",  # {fn} {kind} {detail} {line} {code} {likely}: the loop raised
+    "returns",  # {fn} {state} {got} {likely}: no (out, state) pair
+    "out",  # {fn}: a value label, the loop's output
+    "protocol",  # {fn} {step} {likely}: the loop did not feed its step as it should
+    "out_values",  # {fn} {err} {where} {likely}
+    "state",  # {fn} {state} {expected} {got} {likely}: the final state's shapes
     "state_values",  # {name} {t} {err} {where} {likely}
 )
+
+# The engine's text for each role (with {fn}, {step}, {state}: the state's names); a lesson's
+# `keys` override them role by role.
+GENERATION_WORDS: dict[str, str] = {
+    "raised": "check.generation_raised",
+    "returns": STEP_CALL_WORDS["returns"],
+    "out": "value.generation_out",
+    "protocol": "check.generation_protocol",
+    "out_values": "check.generation_values",
+    "state": "check.generation_state",
+    "state_values": STEP_CALL_WORDS["state_values"],
+}
+
+# The engine's likely mistake for each fault of decoding_fault.
+DECODING_FAULT_WORDS: dict[str, str] = {
+    "recompute_full": "likely.loop_recompute_full",
+    "recompute": "likely.loop_recompute",
+    "call_count": "likely.loop_call_count",
+    "first_not_empty": "likely.loop_first_not_empty",
+    "state_not_passed": "likely.loop_state_not_passed",
+    "state_not_passed_back": "likely.loop_state_not_passed_back",
+    "token_shape": "likely.loop_token_shape",
+    "token_order": "likely.loop_token_order",
+}
 
 
 def probe_generation(
@@ -100,21 +126,22 @@ def judge_generation_call(
     *,
     fn: str,
     step: str,
-    keys: Mapping[str, str],
+    keys: Mapping[str, str] | None = None,
     likely: Mapping[str, Any],
-    words: Mapping[str, str],
+    words: Mapping[str, str] | None = None,
     names: Sequence[str],
     alone: bool = True,
     axis: int = 1,
 ) -> None:
     """probe_generation's run of one sequence ("call", with its "log" and "alone" where the
     probe made them) against the full pass's want_out and the state after the last token,
-    want_state. Checks, in order: runs, returns (a pair; likely the engine's for what came,
-    else likely["returns"]), shape, dtype, finite, implemented (the protocol fault, in words'
-    key), matches-pytorch (likely["out_values"](out)), values (the state's shapes, likely
+    want_state, in the words of GENERATION_WORDS and keys. Checks, in order: runs, returns (a pair; likely the engine's for what came,
+    else likely["returns"]), shape, dtype, finite, implemented (the protocol fault, in
+    DECODING_FAULT_WORDS' or words' key), matches-pytorch (likely["out_values"](out)), values (the state's shapes, likely
     ["state"](shapes), then each tensor close, likely["state_values"]). Where the loop with the tutor's step passed
     (alone), each later likely is likely["step_first"]: the step is at fault."""
     call, T = got["call"], want_out.shape[axis]
+    keys, state_names = {**GENERATION_WORDS, **(keys or {})}, ", ".join(names)
 
     @functools.cache
     def blame() -> dict | None:
@@ -137,16 +164,19 @@ def judge_generation_call(
 
     log = got.get("log")
     fault = decoding_fault(log, T, step=step, raised="error" in call) if log else None
-    protocol = msg(words[fault[0]], **fault[1]) if fault else None
+    said = {**DECODING_FAULT_WORDS, **(words or {})}
+    protocol = msg(said[fault[0]], fn=fn, step=step, **fault[1]) if fault else None
     unknown = msg("likely.unknown")
-    require_call_ran(v, call, keys["raised"], likely=lambda: protocol or blame() or unknown)
-    out, state = require_out_state(v, call["value"], key=keys["returns"], fn=fn, likely=likely)
-    what: Any = msg(keys["out"])  # a value label, as lessons pass it
+    require_call_ran(v, call, keys["raised"], fn=fn, likely=lambda: protocol or blame() or unknown)
+    out, state = require_out_state(
+        v, call["value"], key=keys["returns"], fn=fn, likely=likely, state=state_names
+    )
+    what: Any = msg(keys["out"], fn=fn)  # a value label, as lessons pass it
     shape_likely = likely["out_shape"] if isinstance(out, torch.Tensor) else None
     out = require_tensor(v, "shape", what, out, tuple(want_out.shape), shape_likely)
     require_finite(v, what, out, likely=lambda: blame() or unknown)
     if protocol is not None:
-        v.require("implemented", False, keys["protocol"], likely=protocol)
+        v.require("implemented", False, keys["protocol"], fn=fn, step=step, likely=protocol)
     v.expect("implemented", True)
     said = likely["out_values"]
     require_near(
@@ -155,6 +185,7 @@ def judge_generation_call(
         keys["out_values"],
         out,
         want_out,
+        fn=fn,
         likely=lambda: blame() or said(out),
     )
     v.expect("matches-pytorch", True)
@@ -165,6 +196,8 @@ def judge_generation_call(
         "values",
         shapes == want,
         keys["state"],
+        fn=fn,
+        state=state_names,
         expected=shape_str(want[0]),
         got=" / ".join(map(shape_str, shapes)) if shapes else describe(state),
         likely=likely["state"](shapes),

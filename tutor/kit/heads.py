@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 import torch
+import torch.nn.functional as F
 
 from tutor.kit.judge_tools import large_scores_factor, msg
 from tutor.kit.regions import future_region
@@ -17,6 +18,22 @@ def split_heads(x: torch.Tensor, weight: torch.Tensor, H: int) -> torch.Tensor:
     heads: (B, H, T, d_out // H)."""
     B, T, _ = x.shape
     return (x @ weight.T).view(B, T, H, -1).transpose(1, 2)
+
+
+def causal_multi_head(
+    x: torch.Tensor, w: Mapping[str, torch.Tensor], H: int
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """(output, weights) of causal multi-head attention on x (B, T, d_in), H heads, the
+    weights w as nn.Linear stores them (W_q, W_k, W_v, out_w, out_b): the output by PyTorch's
+    kernel (scaled_dot_product_attention, is_causal), the weights (B, H, T, T) by hand."""
+    B, T, _ = x.shape
+    q, k, v = (split_heads(x, w[n], H) for n in ("W_q", "W_k", "W_v"))
+    ctx = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    out = ctx.transpose(1, 2).reshape(B, T, -1) @ w["out_w"].T + w["out_b"]
+    hd = q.shape[-1]
+    future = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)
+    scores = (q @ k.transpose(2, 3) / hd**0.5).masked_fill(future, float("-inf"))
+    return out, torch.softmax(scores, dim=-1)
 
 
 def large_scores_weights(

@@ -246,11 +246,13 @@ def require_arguments_kept(
     likely: Callable[[int], dict],
     axis: int = 1,
     check_id: str = "inputs-unchanged",
+    **params: object,
 ) -> None:
     """No step changed an argument in place (changed_argument over step_through's calls), or
-    the step stops with key {name} {t} {err} {likely}: name is names[i] (x's token, then the
-    state's tensors), err how it changed (value.changed_by {err}, value.resized {shape}, or
-    what it became), likely(i) the mistake. A pass records nothing (the check goes on)."""
+    the step stops with key {params…} {name} {t} {err} {likely}: name is names[i] (x's token,
+    then the state's tensors), err how it changed (value.changed_by {err}, value.resized
+    {shape}, or what it became), likely(i) the mistake. A pass records nothing (the check goes
+    on)."""
     changed = changed_argument(calls, x, axis=axis)
     if changed is None:
         return
@@ -261,7 +263,7 @@ def require_arguments_kept(
         err = msg("value.resized", shape=shape_str(after.shape))
     else:
         err = describe(after)
-    v.require(check_id, False, key, name=names[i], t=t, err=err, likely=likely(i))
+    v.require(check_id, False, key, **params, name=names[i], t=t, err=err, likely=likely(i))
 
 
 def require_states_kept(

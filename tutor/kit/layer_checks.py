@@ -225,14 +225,17 @@ def judge_layer_state(
     key: str = "check.layer_state_changed",
     likely: Callable[[str], dict] | None = None,
     check_id: str = "state-unchanged",
+    added: tuple[str, dict] | None = None,
 ) -> None:
     """forward must leave the layer's weights and buffers as they were: state (a state_dict
     copied after the calls) holds each expected entry, same shape and values (a float copy of a
     bool buffer passes here; state_unchanged on around = (before, after) module_state says it);
     the first that differs fails with key {name} {got} {likely}, got being its shape or largest
     error, and likely(name) the mistake (by default the engine's: a slice assigned back where
-    the shape changed, else a change in place)."""
-    state = state or {}
+    the shape changed, else a change in place). added = (key, likely), where no `around` was
+    read: expected is the whole state, and entries beyond it stop the step with key {names}
+    {likely} (a buffer registered in forward, the sequence kept on the layer)."""
+    state, changed = state or {}, False
     for name, want in expected.items():
         got = state.get(name)
         same = (
@@ -253,8 +256,14 @@ def judge_layer_state(
             else:
                 said = msg("likely.layer_state_in_place", name=name)
             v.expect(check_id, False, key, name=name, got=detail, likely=said)
-            return
-    state_unchanged(v, *(around or (None, None)), check_id=check_id)
+            changed = True
+            break
+    if added is not None:  # said even after a changed entry: a new one stops the step
+        extra = sorted(set(state) - set(expected))
+        v.require(check_id, not extra, added[0], names=extra, likely=added[1])
+        v.expect(check_id, True)
+    if not changed:
+        state_unchanged(v, *(around or (None, None)), check_id=check_id)
 
 
 # ---------------------------------------------------------------- called again

@@ -8,7 +8,7 @@ from typing import Any
 
 import torch
 
-from tutor.kit.judge_tools import Verdict, judge_other_sizes, round_matrix
+from tutor.kit.judge_tools import Verdict, judge_other_sizes, round_matrix, size_explanation
 from tutor.model.view_items import weights
 
 
@@ -44,13 +44,18 @@ def judge_sized_cases(
     names: Sequence[str],
     judge_case: Callable[..., Any],
     explain: Callable[[Sequence, Sequence, str], dict | None] | None = None,
+    *,
+    defs: Sequence[str] | None = None,
 ) -> None:
     """judge_other_sizes for case judges that take the case's size too (judge_case(sub, call,
     case, size)), labelled by names; explain(lab's size, this size, source) says what differs
-    at the first size that fails."""
+    at the first size that fails, or, given defs (the learner's functions and classes the
+    step runs), size_explanation read in them."""
 
     def at(i: int, _sub: Verdict, source: str) -> dict | None:
-        return explain(sizes[0], sizes[i], source) if explain else None
+        if explain is not None:
+            return explain(sizes[0], sizes[i], source)
+        return size_explanation(source, defs, names, sizes[0], sizes[i]) if defs else None
 
     judge_other_sizes(
         v,
@@ -58,5 +63,5 @@ def judge_sized_cases(
         list(zip(cases, sizes, strict=False)),
         [sizes_label(names, size) for size in sizes],
         lambda sub, call, case_and_size: judge_case(sub, call, *case_and_size),
-        explain=at if explain else None,
+        explain=at if explain or defs else None,
     )

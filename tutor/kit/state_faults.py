@@ -1,18 +1,48 @@
 """What a wrong state says about the step that made it: a state of tensors that should hold
 t + 1 tokens along one axis after the token at position t (a KV cache, a running history),
-compared with the reference's. The faults are names; a lesson says them in its own words
-(a dict from fault to its likely key). For judge_step_call's and judge_step_discipline's
-diagnoses."""
+compared with the reference's. The faults are names, said in the engine's words by
+state_fault_likely (STATE_FAULT_WORDS), or in a lesson's own for any fault. For
+judge_step_call's and judge_step_discipline's diagnoses."""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import torch
 
-from tutor.kit.judge_tools import close
+from tutor.kit.judge_tools import close, msg
+
+# The engine's likely mistake for each fault (state_shape_fault, state_value_fault and
+# step_discipline's state_growth_fault), with {axis} {first} {final} {state}.
+STATE_FAULT_WORDS: dict[str, str] = {
+    "last_behind": "likely.state_last_behind",
+    "not_appended": "likely.state_not_appended",
+    "given_back": "likely.state_given_back",
+    "layout": "likely.state_layout",
+    "twice": "likely.state_twice",
+    "axis": "likely.state_axis",
+    "prepended": "likely.state_prepended",
+    "swapped": "likely.state_swapped",
+}
+
+
+def state_fault_likely(
+    fault: str | None,
+    *,
+    axis: int,
+    names: Sequence[str],
+    keys: Mapping[str, str] | None = None,
+) -> dict | None:
+    """The likely mistake behind a fault, in the engine's words (or keys': a lesson's own key
+    for any fault), with the tokens' axis and the state's tensor names; None for no fault or
+    one without words ("other")."""
+    words = {**STATE_FAULT_WORDS, **(keys or {})}
+    if fault not in words:
+        return None
+    state = ", ".join(names)
+    return msg(words[fault], axis=axis, first=names[0], final=names[-1], state=state)
 
 
 def tokens_elsewhere(shape: Sequence[int], want: Sequence[int], axis: int) -> bool:

@@ -7,8 +7,9 @@ no argument was changed in place and no state handed out changed later; each out
 full pass's; the branches, the new sequence, the two in turn and the eval-mode run too.
 
 The probe half (probe_step_discipline) runs in the child, the judge half
-(judge_step_discipline) in the judge. The texts are the lesson's: `keys` maps each role below
-to its own message key, `likely` each diagnosis role to a message (or a function giving one).
+(judge_step_discipline) in the judge. The texts are the engine's (DISCIPLINE_WORDS, true for
+any step); `keys` maps any role below to a lesson's own message key instead, `likely` each
+diagnosis role to a message (or a function giving one).
 """
 
 from __future__ import annotations
@@ -34,12 +35,14 @@ from tutor.kit.incremental import (
 )
 from tutor.kit.judge_tools import Verdict, close, describe, msg, require_call_ran
 from tutor.kit.probe_tools import ProbeContext
+from tutor.kit.state_faults import state_fault_likely, tokens_elsewhere
+from tutor.kit.step_grid import step_call_words
 
 # The roles of judge_step_discipline's `keys` (check keys) and their parameters; with
 # step_call's "raised", "returns" and "state_got".
 DISCIPLINE_KEYS = (
-    "growth",  # {n} {lengths} {last} {likely}: state not n tokens long after n calls
-    "mutated",  # {name} {t} {err} {likely}: an argument changed in place
+    "growth",  # {n} {first} {final} {lengths} {last} {likely}: not n tokens after n calls
+    "mutated",  # {fn} {name} {t} {err} {likely}: an argument changed in place
     "reused",  # {name} {t} {later} {likely}: a state handed out changed by a later call
     "branch_reused",  # {n} {likely}: a branch's state changed by the next branch
     "loop_values",  # {t} {likely}: the run's output at t is not the full pass's
@@ -48,6 +51,19 @@ DISCIPLINE_KEYS = (
     "interleaved",  # {t} {n} {err} {likely}: two sequences in turn: sequence n wrong
     "eval_dropout",  # {t} {n} {err} {likely}: built with dropout, in eval mode, wrong
 )
+
+# The engine's text for each role; a lesson's `keys` override them role by role.
+DISCIPLINE_WORDS: dict[str, str] = {
+    "growth": "check.steps_growth",
+    "mutated": "check.steps_mutated",
+    "reused": "check.steps_reused",
+    "branch_reused": "check.steps_branch_reused",
+    "loop_values": "check.steps_loop_values",
+    "branch": "check.steps_branch",
+    "new_sequence": "check.steps_new_sequence",
+    "interleaved": "check.steps_interleaved",
+    "eval_dropout": "check.steps_eval_dropout",
+}
 
 
 def probe_step_discipline(
@@ -95,6 +111,29 @@ def state_growth_fault(steps: list[dict], t: int, lengths: list[int], last: int)
     return growth_fault(lengths) or "other"
 
 
+def _growth_likely(
+    fault: str,
+    steps: list[dict],
+    t: int,
+    state_shape: Callable[[int], Sequence[int]] | None,
+    axis: int,
+    names: Sequence[str],
+) -> dict | None:
+    """The kit's words for a state that did not grow by one at call t, where state_shape says
+    the shape it should have: laid out with its tokens on another axis, or the growth fault."""
+    if state_shape is None:
+        return None
+    first = (pair_state(steps[t]["value"]) or [None])[0]
+    want = state_shape(t + 1)
+    if (
+        fault != "last_behind"
+        and torch.is_tensor(first)
+        and tokens_elsewhere(first.shape, want, axis)
+    ):
+        fault = "layout"
+    return state_fault_likely(fault, axis=axis, names=names)
+
+
 def _said(likely: Mapping[str, Any], role: str, *args: Any) -> dict:
     found = likely.get(role)
     if callable(found):
@@ -115,7 +154,7 @@ def judge_step_discipline(
     reference: Callable[[torch.Tensor], torch.Tensor],
     *,
     branch_from: int,
-    keys: Mapping[str, str],
+    keys: Mapping[str, str] | None = None,
     likely: Mapping[str, Any],
     names: Sequence[str],
     fn: str,
@@ -123,9 +162,10 @@ def judge_step_discipline(
     state_size: int = 2,
     state_axis: int = 2,
     state_rank: int = 4,
+    state_shape: Callable[[int], Sequence[int]] | None = None,
 ) -> None:
     """probe_step_discipline's outputs against reference(seq), the full pass's outputs over a
-    sequence. A call that raised stops the step as judge_step_call says it (keys["raised"],
+    sequence, in the words of DISCIPLINE_WORDS and step_call_words(keys). A call that raised stops the step as judge_step_call says it (keys["raised"],
     likely["raised"](error)); one that returned no state to measure, keys["returns"] {fn}
     {got} (keys["state_got"]), likely["state_pair"]. Checks: returns and shape (keys["growth"], its likely
     likely["growth"](fault, steps, t), fault from state_growth_fault), inputs-unchanged
@@ -133,29 +173,41 @@ def judge_step_discipline(
     "branch_reused", likely["reused"]()), matches-pytorch ("loop_values", likely["loop_values"]),
     call-again ("branch", "new_sequence", "interleaved"; likely["kept"](call)) and dropout
     ("eval_dropout"; likely.story_dropout_eval where a dropout fired). state_size: how many
-    tensors the state holds; state_axis, state_rank: where they grow."""
-    steps = outputs["steps"]
+    tensors the state holds; state_axis, state_rank: where they grow. Given state_shape(n), a
+    state tensor's shape after n tokens, a state that did not grow is first said by its fault
+    (its tokens on another axis: "layout"; else state_growth_fault's, state_fault_likely),
+    before likely["growth"]."""
+    keys = {**step_call_words(), **DISCIPLINE_WORDS, **(keys or {})}
+    steps, state = outputs["steps"], ", ".join(names[1:])
     lengths: list[int] = []
     for t, step in enumerate(steps):
         raised = functools.partial(likely["raised"], step.get("error"))  # on a failure only
-        require_call_ran(v, step, keys["raised"], t=t, likely=raised)
+        require_call_ran(v, step, keys["raised"], fn=fn, t=t, likely=raised)
         lens = state_lengths(step["value"], axis=state_axis, rank=state_rank)
         if lens is None or len(lens) != state_size or lens[0] == -1:
             got = msg(keys["state_got"], got=describe(pair_state(step["value"])))
             said = likely["state_pair"]
-            v.require("returns", False, keys["returns"], fn=fn, got=got, likely=said)
+            v.require("returns", False, keys["returns"], fn=fn, state=state, got=got, likely=said)
             lens = lens or [-1]
         lengths.append(lens[0])
         if lens != [t + 1] * len(lens):
             fault = state_growth_fault(steps, t, lengths, lens[-1])
-            said = _said(likely, "growth", fault, steps, t)
             v.require(
-                "shape", False, keys["growth"], n=t + 1, lengths=lengths, last=lens[-1], likely=said
+                "shape",
+                False,
+                keys["growth"],
+                n=t + 1,
+                first=names[1],
+                final=names[-1],
+                lengths=lengths,
+                last=lens[-1],
+                likely=_growth_likely(fault, steps, t, state_shape, state_axis, names[1:])
+                or _said(likely, "growth", fault, steps, t),
             )
     v.expect("returns", True)
     v.expect("shape", True)
     require_arguments_kept(
-        v, steps, x, key=keys["mutated"], names=names, likely=likely["mutated"], axis=axis
+        v, steps, x, key=keys["mutated"], names=names, likely=likely["mutated"], axis=axis, fn=fn
     )
 
     def reused() -> dict:  # on a failure only: it may read the source

@@ -5,8 +5,9 @@ reference step on the same token and state. Probed over a grid of sizes and past
 state as many tensors as asked, out the expected shape, each state tensor the reference's
 shape, out finite and close, each state tensor close (require_states_near).
 
-The texts are the lesson's: `keys` maps each role of STEP_CALL_KEYS to its own message key,
-`likely` each diagnosis role to a message or a function giving one (called on a failure only).
+The texts are the engine's (STEP_CALL_WORDS), true for any step; `keys` maps any role of
+STEP_CALL_KEYS to a lesson's own message key instead. `likely` maps each diagnosis role to a
+message or a function giving one (called on a failure only).
 """
 
 from __future__ import annotations
@@ -29,17 +30,35 @@ from tutor.kit.judge_tools import (
 )
 from tutor.kit.magnitude import require_near
 from tutor.kit.probe_tools import ProbeContext
+from tutor.kit.state_faults import state_fault_likely, state_shape_fault, state_value_fault
 
 # The roles of judge_step_call's `keys`, and their parameters.
 STEP_CALL_KEYS = (
-    "raised",  # {t} {kind} {detail} {line} {code} {likely}: the call raised
-    "returns",  # {fn} {got} {likely}: no (out, state) pair, or a state of the wrong size
+    "raised",  # {fn} {t} {kind} {detail} {line} {code} {likely}: the call raised
+    "returns",  # {fn} {state} {got} {likely}: no (out, state) pair, or a wrong-sized state
     "state_got",  # {got}: a value label, what came as the state
     "out",  # {t}: a value label, the output of the call at t
     "state_shape",  # {name} {t} {expected} {got} {likely}
     "out_values",  # {t} {err} {where} {likely}
     "state_values",  # {name} {t} {err} {where} {likely}
 )
+
+# The engine's text for each role (with {fn}, and {state}: the state's names); a lesson's `keys`
+# override them role by role.
+STEP_CALL_WORDS: dict[str, str] = {
+    "raised": "check.step_call_raised",
+    "returns": "check.step_call_returns",
+    "state_got": "value.step_call_state",
+    "out": "value.step_call_out",
+    "state_shape": "check.step_call_state_shape",
+    "out_values": "check.step_call_values",
+    "state_values": "check.step_call_state_values",
+}
+
+
+def step_call_words(keys: Mapping[str, str] | None = None) -> dict[str, str]:
+    """STEP_CALL_WORDS with a lesson's own keys (role -> its key) put over them."""
+    return {**STEP_CALL_WORDS, **(keys or {})}
 
 
 def probe_step_grid(
@@ -105,15 +124,22 @@ def require_states_near(
 
 
 def require_out_state(
-    v: Verdict, value: Any, *, key: str, fn: str, likely: Mapping[str, Any]
+    v: Verdict,
+    value: Any,
+    *,
+    key: str,
+    fn: str,
+    likely: Mapping[str, Any],
+    state: str = "",
 ) -> tuple:
-    """value as (out, state), or the step stops: returns with key {fn} {got} {likely}, the
-    likely the engine's for what came (None, a bare tensor...), else likely["returns"]."""
+    """value as (out, state), or the step stops: returns with key {fn} {state} {got}
+    {likely}, the likely the engine's for what came (None, a bare tensor...), else
+    likely["returns"]. state: the state's names, as the message writes them ("k, v")."""
     if not (isinstance(value, tuple) and len(value) == 2):
         said = likely_for_value(value)
         if said["key"] == "likely.unknown":
             said = likely["returns"]
-        v.require("returns", False, key, fn=fn, got=describe(value), likely=said)
+        v.require("returns", False, key, fn=fn, state=state, got=describe(value), likely=said)
     return value
 
 
@@ -125,22 +151,42 @@ def judge_step_call(
     want_state: Sequence[torch.Tensor],
     *,
     fn: str,
-    keys: Mapping[str, str],
+    keys: Mapping[str, str] | None = None,
     likely: Mapping[str, Any],
     names: Sequence[str],
+    state_axis: int = 2,
 ) -> None:
-    """One call of the step at position t against the reference's (want_out, want_state).
+    """One call of the step at position t against the reference's (want_out, want_state),
+    in the words of step_call_words(keys). A wrong state is first said by its fault
+    (state_shape_fault, state_value_fault along state_axis: state_fault_likely), else by
+    likely["state_shape"] / likely["state_values"].
     Checks, in order: runs (keys["raised"], likely["raised"](error)), returns (a pair, its
     likely the engine's for what came, else likely["returns"]; then a state of len(want_state)
     tensors, likely["state_pair"]), shape of out (likely["out_shape"](out)) and of each state
     tensor (likely["state_shape"]()), finite, matches-pytorch (likely["out_values"](out)) and
     values (likely["state_values"]()). names: the state tensors' names in the messages."""
-    error = call.get("error")
-    require_call_ran(v, call, keys["raised"], t=t, likely=lambda: likely["raised"](error))
-    out, state = require_out_state(v, call["value"], key=keys["returns"], fn=fn, likely=likely)
+    keys, error, names_said = step_call_words(keys), call.get("error"), ", ".join(names)
+
+    def _state_likely(find: Callable, got: Any, want: Any, role: str = "state_shape") -> Any:
+        fault = find(list(got), want, t, axis=state_axis)  # on a failure only
+        return state_fault_likely(fault, axis=state_axis, names=names) or _said(likely[role])
+
+    raised = likely["raised"]
+    require_call_ran(v, call, keys["raised"], fn=fn, t=t, likely=lambda: raised(error))
+    out, state = require_out_state(
+        v, call["value"], key=keys["returns"], fn=fn, likely=likely, state=names_said
+    )
     got = msg(keys["state_got"], got=describe(state))
     ok = isinstance(state, tuple) and len(state) == len(want_state)
-    v.require("returns", ok, keys["returns"], fn=fn, got=got, likely=likely["state_pair"])
+    v.require(
+        "returns",
+        ok,
+        keys["returns"],
+        fn=fn,
+        state=names_said,
+        got=got,
+        likely=likely["state_pair"],
+    )
     v.expect("returns", True)
     what: Any = msg(keys["out"], t=t)  # a value label, as lessons pass it
     out_likely = _said(likely["out_shape"], out)
@@ -154,7 +200,7 @@ def judge_step_call(
             t=t,
             expected=shape_str(want.shape),
             got=shape_str(s.shape) if torch.is_tensor(s) else describe(s),
-            likely=likely["state_shape"],
+            likely=lambda: _state_likely(state_shape_fault, state, want_state[0].shape),
         )
     require_finite(v, what, out, likely=msg("likely.unknown"))
     said = likely["out_values"]
@@ -169,5 +215,5 @@ def judge_step_call(
         t,
         key=keys["state_values"],
         names=names,
-        likely=likely["state_values"],
+        likely=lambda: _state_likely(state_value_fault, state, want_state, "state_values"),
     )
