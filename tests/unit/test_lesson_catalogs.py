@@ -7,9 +7,9 @@ import shutil
 import pytest
 
 from tutor.model import lesson as lesson_mod
-from tutor.model.lesson import all_lessons, lessons_in
+from tutor.model.lesson import all_lessons, get_lesson, lessons_in
 from tutor.text import i18n
-from tutor.text.i18n import LANGS, engine_catalog, local_key, qualify, t
+from tutor.text.i18n import LANGS, engine_catalog, fill_words, local_key, qualify, t
 
 
 @pytest.mark.parametrize("lesson", all_lessons(), ids=lambda each: each.id)
@@ -21,8 +21,38 @@ def test_a_lessons_messages_are_under_its_id_and_not_in_the_engines(lesson):
         for key in own:
             assert f"{lesson.id}.{key}" in i18n.catalog(lang)
             assert t(f"{lesson.id}.{key}", lang) != f"{lesson.id}.{key}"
-    # A key is the engine's or a lesson's, never both: a lesson's text could otherwise hide the engine's.
-    assert not own & set(engine_catalog("en")), sorted(own & set(engine_catalog("en")))
+    # A key is the engine's or a lesson's, never both: a lesson's text could otherwise hide the
+    # engine's. But for words (word.X): a lesson's is meant to stand for the engine's.
+    both = {key for key in own & set(engine_catalog("en")) if not key.startswith("word.")}
+    assert not both, sorted(both)
+    assert {key for key in own if key.startswith("word.")} <= set(engine_catalog("en"))
+
+
+def test_a_words_placeholder_is_the_lessons_word_else_the_engines():
+    """{word_state}: the judge puts in the lesson's own word (kv-cache: "cache"); rendered
+    without one, the engine's ("state"); a word the checks passed themselves stays theirs."""
+    own = get_lesson("kv-cache").message_keys()
+    assert "word.state" in own
+    message = {"key": "check.steps_growth", "params": {"n": 2, "likely": {}}}
+    nested = {
+        "key": "check.raised",
+        "params": {"likely": {"key": "likely.state_twice", "params": {}}},
+    }
+    fill_words([message, nested], "kv-cache", own)
+    assert message["params"]["word_state"] == {"key": "kv-cache.word.state", "params": {}}
+    inner = nested["params"]["likely"]
+    assert inner["params"] == {"word_state": {"key": "kv-cache.word.state", "params": {}}}
+    assert "word_state" not in nested["params"]  # check.raised asks for no word
+    for lang, word in (("en", "cache"), ("zh", "缓存")):
+        assert word in t(inner["key"], lang, **inner["params"])
+    for lang, word in (("en", "the state grows"), ("zh", "状态每步")):
+        assert word in t("likely.state_twice", lang)  # no lesson word: the engine's
+    theirs = {"key": "likely.state_twice", "params": {"word_state": "buffer"}}
+    fill_words(theirs, "kv-cache", own)
+    assert "the buffer grows" in t(theirs["key"], "en", **theirs["params"])
+    lm3 = {"key": "likely.state_twice", "params": {}}
+    fill_words(lm3, "lm3-l3", get_lesson("lm3-l3").message_keys())
+    assert lm3["params"] == {}  # a lesson with no word of its own: nothing put in
 
 
 def test_qualify_prefixes_only_the_lessons_own_keys_at_any_depth():

@@ -84,6 +84,7 @@ PARAMS = dict(
     lab_rank=4,
     rank=3,
     size=8,
+    word_state="cache",  # a lesson's word for the state (the engine's is "state", as long)
 )
 
 

@@ -16,7 +16,7 @@ from tutor.kit.kernels import no_kernel
 from tutor.kit.source_tools import qualified_name
 from tutor.kit.spec import JudgeContext, StepSpec
 from tutor.model.results import Check, Failure, Message, StepResult
-from tutor.text.i18n import qualify
+from tutor.text.i18n import fill_words, qualify
 
 
 def _parse(payload: bytes) -> tuple[protocol.Report | None, bytearray]:
@@ -93,6 +93,13 @@ class Judge:
                         check.message.key = f"{lesson}.{check.message.key}"
                     qualify(check.message.params, lesson, own)
             qualify(result.visuals, lesson, own)
+        for check in result.checks:
+            if check.message is not None:
+                fill_words(
+                    {"key": check.message.key, "params": check.message.params},
+                    lesson,
+                    own or frozenset(),
+                )
         return result
 
     def _verdict(

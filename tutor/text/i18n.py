@@ -64,6 +64,35 @@ def qualify(value, lesson_id: str, own: frozenset[str]):
     return value
 
 
+# A template's {word_X} is the lesson's word for X where its catalog has one (word.X: the KV
+# cache lesson calls a step's state "the cache"), put in by the judge (fill_words); else the
+# engine's word.X ("the state"), put in when the message is rendered.
+WORD_FIELD = "word_"
+
+
+def fill_words(value, lesson_id: str, own: frozenset[str]) -> None:
+    """Every message reference in value (qualified already), in place, given the lesson's own
+    words for the {word_X} its template asks for and its parameters lack. own: the lesson's
+    unprefixed keys."""
+    if isinstance(value, list):
+        for v in value:
+            fill_words(v, lesson_id, own)
+        return
+    if not isinstance(value, dict):
+        return
+    params = value.get("params")
+    if isinstance(value.get("key"), str) and isinstance(params, dict):
+        template = catalog(DEFAULT_LANG).get(value["key"], "")
+        for name in placeholders(template) if WORD_FIELD in template else ():
+            word = "word." + name.removeprefix(WORD_FIELD)
+            if name.startswith(WORD_FIELD) and name not in params and word in own:
+                params[name] = {"key": f"{lesson_id}.{word}", "params": {}}
+        value = params
+    for v in value.values():
+        if isinstance(v, (dict, list)):
+            fill_words(v, lesson_id, own)
+
+
 def local_key(key: str) -> str:
     """A key as its lesson's checks write it: without the lesson's id in front."""
     from tutor.model.lesson import lesson_ids
@@ -138,6 +167,9 @@ def _render(key, lang: str, params, depth: int) -> str:
         params = {}
     values = {k: _localize(v, lang, depth + 1) for k, v in params.items() if isinstance(k, str)}
     parts = _fields(template)
+    for _, name, _, _ in parts:
+        if name and name.startswith(WORD_FIELD) and name not in values:  # the engine's word
+            values[name] = _render("word." + name.removeprefix(WORD_FIELD), lang, {}, depth + 1)
     if lang == "zh":
         parts = _close_parts(parts, values)
     out = []
