@@ -351,6 +351,7 @@ from tutor.kit.step_grid import (
     step_call_words,
 )
 from tutor.kit.step_trainable import judge_step_trained, probe_step_trained
+from tutor.kit.step_use import StepAt, StepUse
 from tutor.kit.timing_experiment import decoding_flops, probe_timings, timing_view
 from tutor.kit.timing_step import (
     TimingStep,
