@@ -111,8 +111,6 @@ def step_likely(at: kit.StepAt) -> dict:
     B, d_out = at.size[4], at.size[1]
     return {
         "raised": lambda e: diagnose_raised(e, at.source),
-        "returns": kit.msg("likely.returns_cache"),
-        "state_pair": kit.msg("likely.cache_pair"),
         # The output of every query (a T × T mask slice broadcasts the one new query).
         "out_shape": lambda out: kit.msg(
             "likely.mask_full"
@@ -300,7 +298,6 @@ def judge_discipline(v, outputs, inputs, jctx):
         branch_from=BRANCH_FROM,
         likely={
             "raised": lambda e: diagnose_raised(e, jctx.source),
-            "state_pair": kit.msg("likely.cache_pair"),
             "growth": kit.msg("likely.cache_shape"),  # beyond the kit's growth faults
             "mutated": lambda i: (
                 kit.msg("likely.mutated_cache") if i else kit.msg("likely.mutated_x")

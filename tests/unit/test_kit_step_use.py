@@ -10,7 +10,7 @@ import types
 import torch
 from torch import nn
 
-from tutor.kit import ModuleRecipe, StepAt, StepUse, Verdict, msg
+from tutor.kit import ModuleRecipe, StepAt, StepUse, Verdict, msg, step_return_likely
 from tutor.kit.judge_tools import Stop
 from tutor.kit.probe_tools import ProbeContext
 from tutor.kit.spec import JudgeContext
@@ -112,15 +112,15 @@ def inputs() -> dict:
     return {"cases": cases, "large": {**cases[0], "w": w, "h": cases[0]["x"] @ w["W"].T}}
 
 
-def run(cls: type) -> Verdict:
+def run(cls: type, use: StepUse = USE) -> Verdict:
     """The declared step's probe on cls (named as the recipe's class), then its judge."""
     learner = types.ModuleType("learner")
     learner.Running = cls  # type: ignore[attr-defined]
     ctx, made = ProbeContext(learner, "learner.py", "", None), inputs()
-    outputs = USE.probe(ctx, made)
+    outputs = use.probe(ctx, made)
     v = Verdict("")
     try:
-        USE.judge(v, outputs, made, JudgeContext("", [], views=False))
+        use.judge(v, outputs, made, JudgeContext("", [], views=False))
     except Stop:
         pass
     return v
@@ -181,3 +181,37 @@ def test_a_call_s_diagnoses_see_the_token_and_the_state_one_token_longer():
     assert torch.equal(at.x_t, case["x"][:, 2:3])
     assert torch.equal(at.state[0], case["h"][:, :3])
     assert (at.t, at.size, at.source) == (2, SIZES[0], "src")
+
+
+class OutputOnly(Running):
+    """Returns the output alone, not the state."""
+
+    def step(self, x, state=None):
+        return super().step(x, state)[0]
+
+
+class StateBare(Running):
+    """Returns the state's one tensor bare, not in a tuple."""
+
+    def step(self, x, state=None):
+        out, (h,) = super().step(x, state)
+        return out, h
+
+
+def test_without_the_lesson_s_words_a_missing_state_is_said_by_the_engine():
+    import dataclasses
+
+    def few(at: StepAt) -> dict:
+        return {k: v for k, v in likely(at).items() if k not in ("returns", "state_pair")}
+
+    bare = dataclasses.replace(USE, likely=few)
+    for cls, key in (
+        (OutputOnly, "likely.step_output_only"),
+        (StateBare, "likely.step_state_tuple"),
+    ):
+        v = run(cls, bare)
+        assert failed(v) == ("returns", "check.step_call_returns")
+        assert v.failed_message()["params"]["likely"] == msg(key, tuple="(h,)")
+    assert step_return_likely(("k", "v"))["returns"] == msg(
+        "likely.step_output_only", tuple="(k, v)"
+    )

@@ -343,12 +343,14 @@ from tutor.kit.step_discipline import (
 from tutor.kit.step_grid import (
     STEP_CALL_KEYS,
     STEP_CALL_WORDS,
+    STEP_RETURN_LIKELY,
     judge_step_call,
     probe_step_grid,
     require_out_state,
     require_states_near,
     step_call,
     step_call_words,
+    step_return_likely,
 )
 from tutor.kit.step_trainable import judge_step_trained, probe_step_trained
 from tutor.kit.step_use import StepAt, StepUse
