@@ -250,15 +250,9 @@ BRANCH_FROM = 3  # two tokens tried from the cache of the first 3 (as beam searc
 def probe_discipline(ctx, inputs):
     cls = ctx.get(LAYER)
     size, case, again = SIZES[0], inputs["cases"][0], inputs["again"]
-    T = size[5]
     layer, failed = LAYER_MADE.make(ctx, cls, size, case["w"], primary=True)
     if layer is None:
         return failed
-
-    def eval_step():  # built with dropout, in eval mode (as generation runs): none may fire
-        dropped, _ = LAYER_MADE.make(ctx, cls, size, case["w"], dropout=EVAL_DROPOUT)
-        return None if dropped is None else dropped.forward_cached
-
     out = kit.probe_step_discipline(
         ctx,
         layer.forward_cached,
@@ -267,13 +261,11 @@ def probe_discipline(ctx, inputs):
         again["branch"],
         branch_from=BRANCH_FROM,
         state=lambda: kit.state_dict_copy(layer),
-        eval_step=eval_step,
+        # Built with dropout, in eval mode (as generation runs): none may fire.
+        eval_step=lambda: LAYER_MADE.method_of(ctx, cls, size, case["w"], dropout=EVAL_DROPOUT),
     )
     # Trainable: one step from a cache of 5 tokens, gradients on.
-    trained, _ = LAYER_MADE.make(ctx, cls, size, case["w"])
-    t = T - 1
-    x_t, cache = case["x"][:, t : t + 1], (case["k"][:, :, :t], case["v"][:, :, :t])
-    out["train"] = kit.probe_step_trained(ctx, trained, STEP_FN, x_t, cache, again["g"])
+    out["train"] = CACHED.probe_trained(ctx, cls, case, again["g"])
     return out
 
 
@@ -323,20 +315,14 @@ def judge_discipline(v, outputs, inputs, jctx):
         added=("check.layer_buffers", kit.msg("likely.cache_buffer_registered")),
     )
     kit.no_kernel(v, STEP_FN, jctx.source, {LAYER}, jctx.kernels)
-    judge_trainable(v, outputs.get("train"), case, again, size)
+    judge_trainable(v, outputs.get("train"), case, again)
 
 
-def judge_trainable(v, train, case, again, size):
-    H, t = size[2], size[5] - 1
-    past = (case["k"][:, :, :t], case["v"][:, :, :t])
-    forward = lambda x, w: kit.cached_attention_step(x, past, w, H)[0]  # noqa: E731
-    want, _ = kit.reference_grads(
-        forward, case["x"][:, t : t + 1], case["w"], again["g"], PARAM_NAMES
-    )
+def judge_trainable(v, train, case, again):
     culprit = lambda: state_on_layer(v.source)  # noqa: E731
     # The engine's words, but for the step's own way of leaving the graph (`no_grad()`).
     keys = {"grad_blocked": "likely.grad_blocked"}
-    kit.judge_step_trained(v, train, want, keys=keys, culprit=culprit)
+    CACHED.judge_trained(v, train, case, again["g"], keys=keys, culprit=culprit)
 
 
 # A save's checked steps run in this order in one child; the app keeps the lesson's order.

@@ -215,3 +215,31 @@ def test_without_the_lesson_s_words_a_missing_state_is_said_by_the_engine():
     assert step_return_likely(("k", "v"))["returns"] == msg(
         "likely.step_output_only", tuple="(k, v)"
     )
+
+
+class Detached(Running):
+    """Right values, but the output leaves the graph: no gradient reaches the weights."""
+
+    def step(self, x, state=None):
+        out, s = super().step(x, state)
+        return out.detach(), s
+
+
+def trained(cls: type) -> Verdict:
+    """probe_trained on cls at the lab's size, then judge_trained."""
+    learner = types.ModuleType("learner")
+    ctx, case = ProbeContext(learner, "learner.py", "", None), inputs()["cases"][0]
+    g = torch.linspace(-1, 1, SIZES[0][2] * SIZES[0][1]).reshape(SIZES[0][2], 1, SIZES[0][1])
+    train = USE.probe_trained(ctx, cls, case, g)
+    v = Verdict("")
+    try:
+        USE.judge_trained(v, train, case, g)
+    except Stop:
+        pass
+    return v
+
+
+def test_the_step_trains_as_the_reference_step_does():
+    v = trained(Running)
+    assert v.passed() and "trainable" in {c.id for c in v.checks}
+    assert failed(trained(Detached))[0] == "trainable"

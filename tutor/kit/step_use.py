@@ -24,11 +24,13 @@ import torch
 from tutor.kit.built_module import ModuleRecipe
 from tutor.kit.judge_tools import Verdict, judged, large_scores_check
 from tutor.kit.kernels import no_kernel
+from tutor.kit.layer_training import reference_grads
 from tutor.kit.magnitude import LARGE_INPUT, judge_large_inputs, large_input_weights
 from tutor.kit.panels import judge_sized_cases
 from tutor.kit.probe_tools import ProbeContext
 from tutor.kit.spec import JudgeContext, StepSpec
 from tutor.kit.step_grid import judge_step_call, probe_step_grid, step_call
+from tutor.kit.step_trainable import judge_step_trained, probe_step_trained
 
 
 @dataclass(frozen=True)
@@ -76,6 +78,43 @@ class StepUse:
         x_t = case["x"].narrow(self.axis, t, 1)
         state = tuple(case[n].narrow(self.state_axis, 0, t + 1) for n in self.names)
         return StepAt(case, size, t, source, x_t, state)
+
+    def past(self, case: Mapping[str, Any], t: int) -> tuple[torch.Tensor, ...]:
+        """The full pass's state of the t tokens before position t."""
+        return tuple(case[n].narrow(self.state_axis, 0, t) for n in self.names)
+
+    def probe_trained(
+        self, ctx: ProbeContext, cls: Callable, case: Mapping, g: torch.Tensor
+    ) -> dict | None:
+        """Runs in the child: a module made afresh at the lab's size, trained one step
+        (probe_step_trained) on case's last token with the past before it, g the direction."""
+        size = self.sizes[0]
+        obj, _ = self.recipe.make(ctx, cls, size, case["w"])
+        t = size[-1] - 1
+        x_t = case["x"].narrow(self.axis, t, 1)
+        return probe_step_trained(ctx, obj, self.recipe.method, x_t, self.past(case, t), g)
+
+    def judge_trained(
+        self,
+        v: Verdict,
+        train: dict | None,
+        case: Mapping,
+        g: torch.Tensor,
+        *,
+        keys: Mapping[str, str] | None = None,
+        culprit: Callable[[], dict | None] = lambda: None,
+    ) -> None:
+        """probe_trained's call against the reference step's gradients (judge_step_trained)."""
+        size = tuple(self.sizes[0])
+        t = size[-1] - 1
+        past = self.past(case, t)
+
+        def forward(x: torch.Tensor, w: dict) -> torch.Tensor:
+            return self.step(x, past, w, size)[0]
+
+        x_t = case["x"].narrow(self.axis, t, 1)
+        want, _ = reference_grads(forward, x_t, case["w"], g, self.recipe.names)
+        judge_step_trained(v, train, want, keys=keys, culprit=culprit)
 
     def _call(self, ctx: ProbeContext, obj: Any, case: Mapping, t: int, **how: Any) -> Any:
         step = None if obj is None else getattr(obj, self.recipe.method)
@@ -134,7 +173,7 @@ class StepUse:
             large_scores_check(v, sub, self.large_scores_key)
         # The token and the state's last tensor s times larger, the scores as they were.
         case, s = inputs["cases"][0], LARGE_INPUT
-        past = tuple(case[n].narrow(self.state_axis, 0, t) for n in self.names)
+        past = self.past(case, t)
         past = (*past[:-1], past[-1] * s)
         w = large_input_weights(case["w"], self.scores_weights)
         want = self.step(case["x"].narrow(self.axis, t, 1) * s, past, w, size)[0]
