@@ -180,7 +180,11 @@ def judge_step_call(
     tensor (likely["state_shape"]()), finite, matches-pytorch (likely["out_values"](out)) and
     values (likely["state_values"]()). names: the state tensors' names in the messages."""
     keys, error, names_said = step_call_words(keys), call.get("error"), ", ".join(names)
-    likely = {**step_return_likely(names), **likely}
+
+    def _default(role: str) -> Callable[[], dict]:  # made on a failure only
+        return lambda: step_return_likely(names)[role]
+
+    likely = {"returns": _default("returns"), "state_pair": _default("state_pair"), **likely}
 
     def _state_likely(find: Callable, got: Any, want: Any, role: str = "state_shape") -> Any:
         fault = find(list(got), want, t, axis=state_axis)  # on a failure only

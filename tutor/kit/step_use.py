@@ -125,7 +125,7 @@ class StepUse:
 
     def probe(self, ctx: ProbeContext, inputs: Mapping) -> dict:
         """Runs in the child: the grid's calls, then the large-scores and large-inputs calls."""
-        cls, cases, size, made = ctx.get(self.recipe.cls), inputs["cases"], self.sizes[0], {}
+        cls, cases, size, large = ctx.get(self.recipe.cls), inputs["cases"], self.sizes[0], {}
 
         def make(i: int) -> tuple[Any, dict]:
             return self.recipe.make(ctx, cls, self.sizes[i], cases[i]["w"], primary=i == 0)
@@ -140,8 +140,8 @@ class StepUse:
             ("large_x", cases[0], w, LARGE_INPUT),
         ):
             obj, failed = self.recipe.make(ctx, cls, size, weights)
-            made[name] = failed or self._call(ctx, obj, case, t, scale=scale)
-        return {"cases": out, **made}
+            large[name] = failed or self._call(ctx, obj, case, t, scale=scale)
+        return {"cases": out, **large}
 
     def judge_call(self, v: Verdict, call: dict, case: Mapping, size: tuple, t: int) -> None:
         """One call of the step on the token at position t, with a past of t tokens."""
