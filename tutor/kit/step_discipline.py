@@ -167,8 +167,9 @@ def judge_step_discipline(
     """probe_step_discipline's outputs against reference(seq), the full pass's outputs over a
     sequence, in the words of DISCIPLINE_WORDS and step_call_words(keys). A call that raised stops the step as judge_step_call says it (keys["raised"],
     likely["raised"](error)); one that returned no state to measure, keys["returns"] {fn}
-    {got} (keys["state_got"]), likely["state_pair"] (by default step_return_likely's). Checks: returns and shape (keys["growth"], its likely
-    likely["growth"](fault, steps, t), fault from state_growth_fault), inputs-unchanged
+    {got} (keys["state_got"]), likely["state_pair"] (by default step_return_likely's).
+    Checks: returns and shape (keys["growth"], its likely likely["growth"](fault, steps, t),
+    fault from state_growth_fault), inputs-unchanged
     ("mutated": names[i] the i-th argument, likely["mutated"](i); "reused" and
     "branch_reused", likely["reused"]()), matches-pytorch ("loop_values", likely["loop_values"]),
     call-again ("branch", "new_sequence", "interleaved"; likely["kept"](call)) and dropout

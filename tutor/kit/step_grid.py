@@ -176,9 +176,10 @@ def judge_step_call(
     likely["state_shape"] / likely["state_values"].
     Checks, in order: runs (keys["raised"], likely["raised"](error)), returns (a pair, its
     likely the engine's for what came, else likely["returns"]; then a state of len(want_state)
-    tensors, likely["state_pair"]; both by default step_return_likely's), shape of out (likely["out_shape"](out)) and of each state
-    tensor (likely["state_shape"]()), finite, matches-pytorch (likely["out_values"](out)) and
-    values (likely["state_values"]()). names: the state tensors' names in the messages."""
+    tensors, likely["state_pair"]; both by default step_return_likely's), shape of out
+    (likely["out_shape"](out)) and of each state tensor (likely["state_shape"]()), finite,
+    matches-pytorch (likely["out_values"](out)) and values (likely["state_values"]()).
+    names: the state tensors' names in the messages."""
     keys, error, names_said = step_call_words(keys), call.get("error"), ", ".join(names)
 
     def _default(role: str) -> Callable[[], dict]:  # made on a failure only

@@ -1,11 +1,12 @@
-"""A module's step method that carries a state (a KV cache, a recurrent state, a running sum),
-declared once as a property: StepUse. At every size of the lesson's grid the module is made
-(ModuleRecipe), its step called on one token with the full pass's state of the tokens before
-it, at a few past lengths (probe_step_grid, step_call), and each call judged against the full
-pass at that position and its state one token longer (judge_step_call). At the lab's size, the
-step is also called with weights whose scores reach LARGE_SCORES (the large-scores check) and
-on a token LARGE_INPUT times larger (the large-inputs check); no library kernel may stand in
-for the step (no_kernel).
+"""A module's step method that carries a state (attention's past keys and values, a recurrent
+state, a running sum), declared once as a property: StepUse. At every size of the lesson's grid
+the module is made (ModuleRecipe), its step called on one token with the full pass's state of
+the tokens before it, at a few past lengths (probe_step_grid, step_call), and each call judged
+against the full pass at that position and its state one token longer (judge_step_call). At
+the lab's size, the step is also called with weights whose scores reach LARGE_SCORES (the
+large-scores check) and on a token LARGE_INPUT times larger (the large-inputs check); no
+library kernel may stand in for the step (no_kernel). probe_trained / judge_trained: one
+training step through it, its gradients against the reference step's.
 
 A size is the constructor's values in the order of the recipe's keywords, then (B, T). A case
 (inputs["cases"][i], one per size) holds "x" (B, T, d_in), "w" (the tutor's weights) and the
