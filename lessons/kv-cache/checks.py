@@ -37,11 +37,6 @@ PARAM_NAMES = {
 LAYER_MADE = kit.ModuleRecipe(LAYER, NAMES[:4], PARAM_NAMES, STEP_FN)
 
 
-def pasts_of(T: int, first: bool) -> list[int]:
-    """The cache lengths forward_cached is given at a size: empty first, then the longest."""
-    return sorted({0, T - 1, *((T // 2,) if first else ())})
-
-
 def make_inputs(seed=0):
     """Deterministic; made in the child before learner code loads, and again in the judge.
     seed: 0 for the lesson's own tensors; another draws them afresh (`attn-tutor grade --seed`)."""
@@ -96,39 +91,6 @@ reference_full = kit.of_the_inputs(kit.causal_multi_head)
 # ---------------------------------------------------------------- step 1: one step with the cache
 
 
-def probe_cached(ctx, inputs):
-    cls, cases = ctx.get(LAYER), inputs["cases"]
-
-    def make(i):
-        return LAYER_MADE.make(ctx, cls, SIZES[i], cases[i]["w"], primary=i == 0)
-
-    def call(layer, i, t, primary):
-        return cached_call(ctx, layer, cases[i], t, primary=primary)
-
-    out = kit.probe_step_grid(
-        ctx, make, call, [pasts_of(s[5], i == 0) for i, s in enumerate(SIZES)]
-    )
-    large, t = inputs["large"], SIZES[0][5] - 1
-    layer, failed = LAYER_MADE.make(ctx, cls, SIZES[0], large["w"])
-    call = failed or cached_call(ctx, layer, large, t)
-    # The token a thousand times larger, W_q and W_k as much smaller: the scores as they were
-    # (large scores are their own check), the values a thousand times larger.
-    case = cases[0]
-    layer, failed = LAYER_MADE.make(
-        ctx, cls, SIZES[0], kit.large_input_weights(case["w"], ("W_q", "W_k"))
-    )
-    large_x = failed or cached_call(ctx, layer, case, t, kit.LARGE_INPUT)
-    return {"cases": out, "large": call, "large_x": large_x}
-
-
-def cached_call(ctx, layer, case, t, scale=None, primary=False):
-    """forward_cached on the token at position t with the cache of the t before it (kit
-    step_call); nothing where the layer was not made."""
-    step = None if layer is None else layer.forward_cached
-    kv = (case["k"], case["v"])
-    return kit.step_call(ctx, step, case["x"], kv, t, scale=scale, primary=primary)
-
-
 def diagnose_raised(e: dict, source: str = "") -> dict:
     """A call with a cache raised where the one with an empty cache ran: what the error says."""
     reshaped = kit.torch_error_kind(e.get("detail", "")) == "reshaped"
@@ -137,77 +99,46 @@ def diagnose_raised(e: dict, source: str = "") -> dict:
     return kit.state_error_likely(e, axis=2)
 
 
-def cached_kv(case, t):
-    """The full pass's keys and values of the first t + 1 tokens: the cache after position t."""
-    return case["k"][:, :, : t + 1], case["v"][:, :, : t + 1]
-
-
-def diagnose_step_out(y, case, size, t, source="") -> dict:
+def diagnose_step_out(y, at: kit.StepAt) -> dict:
     """The usual wrong versions of one step (kit cached_query_mistakes); the first that matches."""
-    x_new, (k, v) = case["x"][:, t : t + 1], cached_kv(case, t)
-    found = kit.matching_mistake(y, kit.cached_query_mistakes(x_new, case["w"], size[2], k, v))
-    return found if found["key"] != "likely.unknown" else state_on_layer(source) or found
+    mistakes = kit.cached_query_mistakes(at.x_t, at.case["w"], at.size[2], *at.state)
+    found = kit.matching_mistake(y, mistakes)
+    return found if found["key"] != "likely.unknown" else state_on_layer(at.source) or found
 
 
-def judge_cached_call(v, call, case, size, t):
-    """One call of forward_cached: the new token at position t, with a cache of t tokens."""
-    B, d_out = size[4], size[1]
-    kit.judge_step_call(
-        v,
-        call,
-        t,
-        reference_full(case["x"], case["w"], size[2])[0][:, t : t + 1],
-        cached_kv(case, t),
-        fn=STEP_FN,
-        likely={
-            "raised": lambda e: diagnose_raised(e, v.source),
-            "returns": kit.msg("likely.returns_cache"),
-            "state_pair": kit.msg("likely.cache_pair"),
-            # The output of every query (a T × T mask slice broadcasts the one new query).
-            "out_shape": lambda out: kit.msg(
-                "likely.mask_full"
-                if torch.is_tensor(out) and out.shape == (B, t + 1, d_out)
-                else "likely.step_shape"
-            ),
-            # Beyond the kit's state faults (the cache's shape or values).
-            "state_shape": lambda: state_on_layer(v.source) or kit.msg("likely.cache_shape"),
-            "out_values": lambda out: diagnose_step_out(out, case, size, t, v.source),
-            "state_values": kit.msg("likely.cache_values"),
-        },
-        names=("k", "v"),
-    )
+def step_likely(at: kit.StepAt) -> dict:
+    """forward_cached's likely mistakes at one call (kit StepUse's likely)."""
+    B, d_out = at.size[4], at.size[1]
+    return {
+        "raised": lambda e: diagnose_raised(e, at.source),
+        # The output of every query (a T × T mask slice broadcasts the one new query).
+        "out_shape": lambda out: kit.msg(
+            "likely.mask_full"
+            if torch.is_tensor(out) and out.shape == (B, at.t + 1, d_out)
+            else "likely.step_shape"
+        ),
+        # Beyond the kit's state faults (the cache's shape or values).
+        "state_shape": lambda: state_on_layer(at.source) or kit.msg("likely.cache_shape"),
+        "out_values": lambda out: diagnose_step_out(out, at),
+        "state_values": kit.msg("likely.cache_values"),
+    }
 
 
-def judge_cached_case(v, case_out, case, size):
-    LAYER_MADE.require(v, case_out, size)
-    for call, t in zip(case_out["calls"], pasts_of(size[5], size == SIZES[0]), strict=False):
-        judge_cached_call(v, call, case, size, t)
+CACHED = kit.StepUse(
+    LAYER_MADE,
+    SIZES,
+    NAMES,
+    full=lambda x, w, size: reference_full(x, w, size[2])[0],
+    step=lambda x, past, w, size: kit.cached_attention_step(x, past, w, size[2]),
+    names=("k", "v"),
+    args=("x", "cache"),
+    likely=step_likely,
+    large_scores_key="check.large_scores",
+)
 
 
-def judge_cached(v, outputs, inputs, jctx):
-    cases = outputs["cases"]
-    judge_cached_case(v, cases[0], inputs["cases"][0], SIZES[0])
-    kit.judge_sized_cases(v, cases, inputs["cases"], SIZES, NAMES, judge_cached_case, defs=(LAYER,))
-    kit.no_kernel(v, STEP_FN, jctx.source, {LAYER}, jctx.kernels)
-    judge_large_scores(v, outputs["large"], inputs["large"])
-    # The token and the values s times larger, the keys and the scores as they were.
-    case, t, s = inputs["cases"][0], SIZES[0][5] - 1, kit.LARGE_INPUT
-    w = kit.large_input_weights(case["w"], ("W_q", "W_k"))
-    k, v_ = cached_kv(case, t)
-    want = kit.attend_cached(case["x"][:, t : t + 1] * s, w, SIZES[0][2], k, v_ * s)
-    got = None if "made" in outputs["large_x"] else outputs["large_x"]
-    kit.judge_large_inputs(v, got, want, what="forward_cached(x, cache)")
-
-
-def judge_large_scores(v, call, case):
-    """The last token of the lesson's sequence, judged like the others; NaN there is the overflow."""
-    if "made" in call:  # the same build passed above: this one cannot fail but by chance
-        return
-    kit.large_scores_check(
-        v,
-        kit.judged(v.source, judge_cached_call, call, case, SIZES[0], SIZES[0][5] - 1),
-        "check.large_scores",
-    )
+def probe_cached(ctx, inputs):  # a frame of this file below the learner's, as in every probe
+    return CACHED.probe(ctx, inputs)
 
 
 # ---------------------------------------------------------------- step 2: generate
@@ -319,15 +250,9 @@ BRANCH_FROM = 3  # two tokens tried from the cache of the first 3 (as beam searc
 def probe_discipline(ctx, inputs):
     cls = ctx.get(LAYER)
     size, case, again = SIZES[0], inputs["cases"][0], inputs["again"]
-    T = size[5]
     layer, failed = LAYER_MADE.make(ctx, cls, size, case["w"], primary=True)
     if layer is None:
         return failed
-
-    def eval_step():  # built with dropout, in eval mode (as generation runs): none may fire
-        dropped, _ = LAYER_MADE.make(ctx, cls, size, case["w"], dropout=EVAL_DROPOUT)
-        return None if dropped is None else dropped.forward_cached
-
     out = kit.probe_step_discipline(
         ctx,
         layer.forward_cached,
@@ -336,13 +261,11 @@ def probe_discipline(ctx, inputs):
         again["branch"],
         branch_from=BRANCH_FROM,
         state=lambda: kit.state_dict_copy(layer),
-        eval_step=eval_step,
+        # Built with dropout, in eval mode (as generation runs): none may fire.
+        eval_step=lambda: LAYER_MADE.method_of(ctx, cls, size, case["w"], dropout=EVAL_DROPOUT),
     )
     # Trainable: one step from a cache of 5 tokens, gradients on.
-    trained, _ = LAYER_MADE.make(ctx, cls, size, case["w"])
-    t = T - 1
-    x_t, cache = case["x"][:, t : t + 1], (case["k"][:, :, :t], case["v"][:, :, :t])
-    out["train"] = kit.probe_step_trained(ctx, trained, STEP_FN, x_t, cache, again["g"])
+    out["train"] = CACHED.probe_trained(ctx, cls, case, again["g"])
     return out
 
 
@@ -367,7 +290,6 @@ def judge_discipline(v, outputs, inputs, jctx):
         branch_from=BRANCH_FROM,
         likely={
             "raised": lambda e: diagnose_raised(e, jctx.source),
-            "state_pair": kit.msg("likely.cache_pair"),
             "growth": kit.msg("likely.cache_shape"),  # beyond the kit's growth faults
             "mutated": lambda i: (
                 kit.msg("likely.mutated_cache") if i else kit.msg("likely.mutated_x")
@@ -393,25 +315,19 @@ def judge_discipline(v, outputs, inputs, jctx):
         added=("check.layer_buffers", kit.msg("likely.cache_buffer_registered")),
     )
     kit.no_kernel(v, STEP_FN, jctx.source, {LAYER}, jctx.kernels)
-    judge_trainable(v, outputs.get("train"), case, again, size)
+    judge_trainable(v, outputs.get("train"), case, again)
 
 
-def judge_trainable(v, train, case, again, size):
-    H, t = size[2], size[5] - 1
-    past = (case["k"][:, :, :t], case["v"][:, :, :t])
-    forward = lambda x, w: kit.cached_attention_step(x, past, w, H)[0]  # noqa: E731
-    want, _ = kit.reference_grads(
-        forward, case["x"][:, t : t + 1], case["w"], again["g"], PARAM_NAMES
-    )
+def judge_trainable(v, train, case, again):
     culprit = lambda: state_on_layer(v.source)  # noqa: E731
     # The engine's words, but for the step's own way of leaving the graph (`no_grad()`).
     keys = {"grad_blocked": "likely.grad_blocked"}
-    kit.judge_step_trained(v, train, want, keys=keys, culprit=culprit)
+    CACHED.judge_trained(v, train, case, again["g"], keys=keys, culprit=culprit)
 
 
 # A save's checked steps run in this order in one child; the app keeps the lesson's order.
 STEPS = {
-    "cached-attention": kit.StepSpec(probe_cached, judge_cached, (LAYER,), own_formula=STEP_FN),
+    "cached-attention": CACHED.spec(probe_cached),
     "generate": kit.StepSpec(probe_generate, judge_generate, ("generate",), own_formula="generate"),
     "cache-discipline": kit.StepSpec(
         probe_discipline, judge_discipline, (LAYER,), own_formula=STEP_FN

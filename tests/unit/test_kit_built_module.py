@@ -105,3 +105,14 @@ def test_a_recipe_makes_and_requires_as_the_two_functions_do():
     message = judged("", judge).failed_message()
     assert message["key"] == "check.made_no_method"
     assert (message["params"]["cls"], message["params"]["method"]) == ("Right", "step")
+
+
+def test_method_of_is_the_made_module_s_method_or_none():
+    from tutor.kit import ModuleRecipe
+
+    ctx = ProbeContext(types.ModuleType("learner"), "learner.py", "", None)
+    recipe = ModuleRecipe("Right", ("d_in", "d_out"), NAMES, "step")
+    step = recipe.method_of(ctx, Right, (3, 2), W)
+    assert step is not None
+    assert torch.equal(step(torch.ones(1, 1, 3))[0], torch.full((1, 1, 2), 0.75))
+    assert recipe.method_of(ctx, Raises, (3, 2), W) is None

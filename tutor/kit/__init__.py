@@ -343,14 +343,17 @@ from tutor.kit.step_discipline import (
 from tutor.kit.step_grid import (
     STEP_CALL_KEYS,
     STEP_CALL_WORDS,
+    STEP_RETURN_LIKELY,
     judge_step_call,
     probe_step_grid,
     require_out_state,
     require_states_near,
     step_call,
     step_call_words,
+    step_return_likely,
 )
 from tutor.kit.step_trainable import judge_step_trained, probe_step_trained
+from tutor.kit.step_use import StepAt, StepUse
 from tutor.kit.timing_experiment import decoding_flops, probe_timings, timing_view
 from tutor.kit.timing_step import (
     TimingStep,

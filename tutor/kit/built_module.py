@@ -138,6 +138,19 @@ class ModuleRecipe:
             **extra,
         )
 
+    def method_of(
+        self,
+        ctx: ProbeContext,
+        cls: Callable,
+        size: Sequence,
+        weights: Mapping[str, torch.Tensor],
+        **extra: Any,
+    ) -> Callable | None:
+        """The recipe's method on a module made by make (extra: more keywords, dropout=0.3,
+        say); None where it could not be made."""
+        module, _ = self.make(ctx, cls, size, weights, **extra)
+        return None if module is None else getattr(module, self.method)
+
     def require(self, v: Verdict, outputs: Mapping, size: Sequence) -> None:
         """require_made on a probe's outputs where they hold make's why-not ("made")."""
         if "made" in outputs:

@@ -36,7 +36,7 @@ from tutor.kit.incremental import (
 from tutor.kit.judge_tools import Verdict, close, describe, msg, require_call_ran
 from tutor.kit.probe_tools import ProbeContext
 from tutor.kit.state_faults import state_fault_likely, tokens_elsewhere
-from tutor.kit.step_grid import step_call_words
+from tutor.kit.step_grid import step_call_words, step_return_likely
 
 # The roles of judge_step_discipline's `keys` (check keys) and their parameters; with
 # step_call's "raised", "returns" and "state_got".
@@ -167,8 +167,9 @@ def judge_step_discipline(
     """probe_step_discipline's outputs against reference(seq), the full pass's outputs over a
     sequence, in the words of DISCIPLINE_WORDS and step_call_words(keys). A call that raised stops the step as judge_step_call says it (keys["raised"],
     likely["raised"](error)); one that returned no state to measure, keys["returns"] {fn}
-    {got} (keys["state_got"]), likely["state_pair"]. Checks: returns and shape (keys["growth"], its likely
-    likely["growth"](fault, steps, t), fault from state_growth_fault), inputs-unchanged
+    {got} (keys["state_got"]), likely["state_pair"] (by default step_return_likely's).
+    Checks: returns and shape (keys["growth"], its likely likely["growth"](fault, steps, t),
+    fault from state_growth_fault), inputs-unchanged
     ("mutated": names[i] the i-th argument, likely["mutated"](i); "reused" and
     "branch_reused", likely["reused"]()), matches-pytorch ("loop_values", likely["loop_values"]),
     call-again ("branch", "new_sequence", "interleaved"; likely["kept"](call)) and dropout
@@ -186,7 +187,7 @@ def judge_step_discipline(
         lens = state_lengths(step["value"], axis=state_axis, rank=state_rank)
         if lens is None or len(lens) != state_size or lens[0] == -1:
             got = msg(keys["state_got"], got=describe(pair_state(step["value"])))
-            said = likely["state_pair"]
+            said = likely.get("state_pair") or step_return_likely(names[1:])["state_pair"]
             v.require("returns", False, keys["returns"], fn=fn, state=state, got=got, likely=said)
             lens = lens or [-1]
         lengths.append(lens[0])

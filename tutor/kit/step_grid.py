@@ -56,6 +56,20 @@ STEP_CALL_WORDS: dict[str, str] = {
 }
 
 
+# The engine's likely mistake where no (out, state) pair came ("returns") and where the state is
+# not its tensors' tuple ("state_pair"), with {tuple}: the state as Python writes it, "(k, v)".
+STEP_RETURN_LIKELY: dict[str, str] = {
+    "returns": "likely.step_output_only",
+    "state_pair": "likely.step_state_tuple",
+}
+
+
+def step_return_likely(names: Sequence[str]) -> dict[str, dict]:
+    """STEP_RETURN_LIKELY's messages for a state of the tensors names ("(h,)" for one)."""
+    literal = f"({', '.join(names)}{',' if len(names) == 1 else ''})"
+    return {role: msg(key, tuple=literal) for role, key in STEP_RETURN_LIKELY.items()}
+
+
 def step_call_words(keys: Mapping[str, str] | None = None) -> dict[str, str]:
     """STEP_CALL_WORDS with a lesson's own keys (role -> its key) put over them."""
     return {**STEP_CALL_WORDS, **(keys or {})}
@@ -162,10 +176,16 @@ def judge_step_call(
     likely["state_shape"] / likely["state_values"].
     Checks, in order: runs (keys["raised"], likely["raised"](error)), returns (a pair, its
     likely the engine's for what came, else likely["returns"]; then a state of len(want_state)
-    tensors, likely["state_pair"]), shape of out (likely["out_shape"](out)) and of each state
-    tensor (likely["state_shape"]()), finite, matches-pytorch (likely["out_values"](out)) and
-    values (likely["state_values"]()). names: the state tensors' names in the messages."""
+    tensors, likely["state_pair"]; both by default step_return_likely's), shape of out
+    (likely["out_shape"](out)) and of each state tensor (likely["state_shape"]()), finite,
+    matches-pytorch (likely["out_values"](out)) and values (likely["state_values"]()).
+    names: the state tensors' names in the messages."""
     keys, error, names_said = step_call_words(keys), call.get("error"), ", ".join(names)
+
+    def _default(role: str) -> Callable[[], dict]:  # made on a failure only
+        return lambda: step_return_likely(names)[role]
+
+    likely = {"returns": _default("returns"), "state_pair": _default("state_pair"), **likely}
 
     def _state_likely(find: Callable, got: Any, want: Any, role: str = "state_shape") -> Any:
         fault = find(list(got), want, t, axis=state_axis)  # on a failure only
