@@ -9,7 +9,7 @@ import pytest
 from tutor.model import lesson as lesson_mod
 from tutor.model.lesson import all_lessons, get_lesson, lessons_in
 from tutor.text import i18n
-from tutor.text.i18n import LANGS, engine_catalog, fill_words, local_key, qualify, t
+from tutor.text.i18n import LANGS, engine_catalog, local_key, qualify, t
 
 
 @pytest.mark.parametrize("lesson", all_lessons(), ids=lambda each: each.id)
@@ -38,7 +38,7 @@ def test_a_words_placeholder_is_the_lessons_word_else_the_engines():
         "key": "check.raised",
         "params": {"likely": {"key": "likely.state_twice", "params": {}}},
     }
-    fill_words([message, nested], "kv-cache", own)
+    qualify([message, nested], "kv-cache", own)
     assert message["params"]["word_state"] == {"key": "kv-cache.word.state", "params": {}}
     inner = nested["params"]["likely"]
     assert inner["params"] == {"word_state": {"key": "kv-cache.word.state", "params": {}}}
@@ -48,10 +48,10 @@ def test_a_words_placeholder_is_the_lessons_word_else_the_engines():
     for lang, word in (("en", "the state grows"), ("zh", "状态每步")):
         assert word in t("likely.state_twice", lang)  # no lesson word: the engine's
     theirs = {"key": "likely.state_twice", "params": {"word_state": "buffer"}}
-    fill_words(theirs, "kv-cache", own)
+    qualify(theirs, "kv-cache", own)
     assert "the buffer grows" in t(theirs["key"], "en", **theirs["params"])
     lm3 = {"key": "likely.state_twice", "params": {}}
-    fill_words(lm3, "lm3-l3", get_lesson("lm3-l3").message_keys())
+    qualify(lm3, "lm3-l3", get_lesson("lm3-l3").message_keys())
     assert lm3["params"] == {}  # a lesson with no word of its own: nothing put in
 
 

@@ -16,7 +16,7 @@ from tutor.kit.kernels import no_kernel
 from tutor.kit.source_tools import qualified_name
 from tutor.kit.spec import JudgeContext, StepSpec
 from tutor.model.results import Check, Failure, Message, StepResult
-from tutor.text.i18n import fill_words, qualify
+from tutor.text.i18n import qualify
 
 
 def _parse(payload: bytes) -> tuple[protocol.Report | None, bytearray]:
@@ -89,17 +89,11 @@ class Judge:
                     # A passing check is said by its name: the lesson's own, where its catalog has one.
                     check.message = Message(f"{lesson}.checkname.{check.id}", {})
                 elif check.message is not None:
-                    if check.message.key in own:
-                        check.message.key = f"{lesson}.{check.message.key}"
-                    qualify(check.message.params, lesson, own)
+                    said = qualify(
+                        {"key": check.message.key, "params": check.message.params}, lesson, own
+                    )
+                    check.message.key = said["key"]
             qualify(result.visuals, lesson, own)
-        for check in result.checks:
-            if check.message is not None:
-                fill_words(
-                    {"key": check.message.key, "params": check.message.params},
-                    lesson,
-                    own or frozenset(),
-                )
         return result
 
     def _verdict(

@@ -20,14 +20,12 @@ def judge_main(sock: socket.socket, modules: dict, own_keys: dict) -> None:
 
     from tutor.engine.judge import Judge, unjudged
     from tutor.kit.source_tools import PARSE_RECURSION_LIMIT
-    from tutor.text.i18n import DEFAULT_LANG, catalog
 
     torch.set_num_threads(1)
     # Any file the child compiled (at child.RECURSION_LIMIT) parses here too, in the kit's
     # parse and in a lesson's checks alike.
     sys.setrecursionlimit(PARSE_RECURSION_LIMIT)
     judge = Judge(modules, own_keys, mutant_cache_dir())
-    catalog(DEFAULT_LANG)  # the templates fill_words reads, before the first verdict waits on them
     while True:
         try:
             req = protocol.JudgeRequest.from_json(recv_frame(sock))

@@ -42,8 +42,21 @@ def lesson_catalog(lesson, lang: str) -> dict[str, str]:
     return {f"{lesson.id}.{key}": text for key, text in lesson.messages(lang).items()}
 
 
+# A template's {word_X} is the lesson's word for X where its catalog has one (word.X: the KV
+# cache lesson calls a step's state "the cache"), put in by qualify; else the engine's word.X
+# ("the state"), put in when the message is rendered.
+WORD_FIELD = "word_"
+
+
+@cache
+def _words(own: frozenset[str]) -> frozenset[str]:
+    """The placeholders a lesson's own words fill: {word_X} for each word.X of its catalog."""
+    return frozenset(WORD_FIELD + k.removeprefix("word.") for k in own if k.startswith("word."))
+
+
 def qualify(value, lesson_id: str, own: frozenset[str]):
-    """A verdict's messages with the lesson's own keys put under its id: every nested message
+    """A verdict's messages with the lesson's own keys put under its id, and its own words in
+    the {word_X} their templates ask for and their parameters lack: every nested message
     reference ({"key", "params"}) in value, in place. own: the lesson's unprefixed keys."""
     if isinstance(value, dict):
         if (
@@ -53,7 +66,13 @@ def qualify(value, lesson_id: str, own: frozenset[str]):
         ):
             if value["key"] in own:
                 value["key"] = f"{lesson_id}.{value['key']}"
-            qualify(value["params"], lesson_id, own)
+            params, words = value["params"], _words(own)
+            if words:
+                asked = placeholders(catalog(DEFAULT_LANG).get(value["key"], ""))
+                for name in words & asked - params.keys():
+                    word = "word." + name.removeprefix(WORD_FIELD)
+                    params[name] = {"key": f"{lesson_id}.{word}", "params": {}}
+            qualify(params, lesson_id, own)
         else:
             for v in value.values():
                 qualify(v, lesson_id, own)
@@ -62,35 +81,6 @@ def qualify(value, lesson_id: str, own: frozenset[str]):
             if isinstance(v, (dict, list)):
                 qualify(v, lesson_id, own)
     return value
-
-
-# A template's {word_X} is the lesson's word for X where its catalog has one (word.X: the KV
-# cache lesson calls a step's state "the cache"), put in by the judge (fill_words); else the
-# engine's word.X ("the state"), put in when the message is rendered.
-WORD_FIELD = "word_"
-
-
-def fill_words(value, lesson_id: str, own: frozenset[str]) -> None:
-    """Every message reference in value (qualified already), in place, given the lesson's own
-    words for the {word_X} its template asks for and its parameters lack. own: the lesson's
-    unprefixed keys."""
-    if isinstance(value, list):
-        for v in value:
-            fill_words(v, lesson_id, own)
-        return
-    if not isinstance(value, dict):
-        return
-    params = value.get("params")
-    if isinstance(value.get("key"), str) and isinstance(params, dict):
-        template = catalog(DEFAULT_LANG).get(value["key"], "")
-        for name in placeholders(template) if WORD_FIELD in template else ():
-            word = "word." + name.removeprefix(WORD_FIELD)
-            if name.startswith(WORD_FIELD) and name not in params and word in own:
-                params[name] = {"key": f"{lesson_id}.{word}", "params": {}}
-        value = params
-    for v in value.values():
-        if isinstance(v, (dict, list)):
-            fill_words(v, lesson_id, own)
 
 
 def local_key(key: str) -> str:
