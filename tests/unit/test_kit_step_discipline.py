@@ -8,6 +8,7 @@ from __future__ import annotations
 import types
 
 import torch
+from verdict_kit import failed
 
 from tutor.kit import (
     DISCIPLINE_KEYS,
@@ -88,11 +89,6 @@ def judge(step, keys: dict | None = KEYS, state_shape=None) -> Verdict:
         )
 
     return judged("", case)
-
-
-def failed(v: Verdict) -> tuple[str, str]:
-    check = next(c for c in v.checks if c.status != "pass")
-    return check.id, v.failed_message()["key"]
 
 
 def test_a_right_step_passes_every_check():

@@ -9,6 +9,7 @@ import types
 
 import torch
 from torch import nn
+from verdict_kit import failed
 
 from tutor.kit import ModuleRecipe, StepAt, StepUse, Verdict, msg, step_return_likely
 from tutor.kit.judge_tools import Stop
@@ -124,11 +125,6 @@ def run(cls: type, use: StepUse = USE) -> Verdict:
     except Stop:
         pass
     return v
-
-
-def failed(v: Verdict) -> tuple[str, str]:
-    check = next(c for c in v.checks if c.status != "pass")
-    return check.id, v.failed_message()["key"]
 
 
 def test_a_right_step_passes_every_size_and_the_large_cases():
