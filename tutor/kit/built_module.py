@@ -1,7 +1,7 @@
 """A learner's module made as a notebook makes it, as a property: built by keyword, the
 tutor's weights loaded, in eval mode, with the method a step calls; or why not, said in the
-engine's words (or the lesson's). The probe half (made_module) runs in the child, the judge half (require_made)
-in the judge."""
+engine's words (or the lesson's). The probe half (made_module) runs in the child, the judge
+half (require_made) in the judge."""
 
 from __future__ import annotations
 

@@ -135,11 +135,12 @@ def judge_generation_call(
 ) -> None:
     """probe_generation's run of one sequence ("call", with its "log" and "alone" where the
     probe made them) against the full pass's want_out and the state after the last token,
-    want_state, in the words of GENERATION_WORDS and keys. Checks, in order: runs, returns (a pair; likely the engine's for what came,
-    else likely["returns"]), shape, dtype, finite, implemented (the protocol fault, in
-    DECODING_FAULT_WORDS' or words' key), matches-pytorch (likely["out_values"](out)), values (the state's shapes, likely
-    ["state"](shapes), then each tensor close, likely["state_values"]). Where the loop with the tutor's step passed
-    (alone), each later likely is likely["step_first"]: the step is at fault."""
+    want_state, in the words of GENERATION_WORDS and keys. Checks, in order: runs, returns (a
+    pair; likely the engine's for what came, else likely["returns"]), shape, dtype, finite,
+    implemented (the protocol fault, in DECODING_FAULT_WORDS' or words' key), matches-pytorch
+    (likely["out_values"](out)), values (the state's shapes, likely["state"](shapes), then each
+    tensor close, likely["state_values"]). Where the loop with the tutor's step passed (alone),
+    each later likely is likely["step_first"]: the step is at fault."""
     call, T = got["call"], want_out.shape[axis]
     keys, state_names = {**GENERATION_WORDS, **(keys or {})}, ", ".join(names)
 
