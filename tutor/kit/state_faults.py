@@ -62,10 +62,11 @@ def tokens_elsewhere(shape: Sequence[int], want: Sequence[int], axis: int) -> bo
 
 def state_shape_fault(got: Sequence[Any], want: Sequence[int], t: int, *, axis: int) -> str | None:
     """Why the state got (its tensors) after the token at position t does not have shape want
-    (t + 1 tokens along axis; for a state already found wrong), the first that holds: "last_behind" (the first tensor right,
-    another not), "not_appended" (one token after t > 0), "given_back" (t tokens: the state as
-    it came), "layout" (tokens_elsewhere), "twice" (2t + 1 or t + 2 tokens), "axis" (as many
-    elements as want: joined along another axis); None when none holds."""
+    (t + 1 tokens along axis; for a state already found wrong), the first that holds:
+    "last_behind" (the first tensor right, another not), "not_appended" (one token after
+    t > 0), "given_back" (t tokens: the state as it came), "layout" (tokens_elsewhere), "twice"
+    (2t + 1 or t + 2 tokens), "axis" (as many elements as want: joined along another axis);
+    None when none holds."""
     want = tuple(want)
     shapes = [tuple(s.shape) if isinstance(s, torch.Tensor) else () for s in got]
     first = shapes[0] if shapes else ()

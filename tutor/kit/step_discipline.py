@@ -165,9 +165,10 @@ def judge_step_discipline(
     state_shape: Callable[[int], Sequence[int]] | None = None,
 ) -> None:
     """probe_step_discipline's outputs against reference(seq), the full pass's outputs over a
-    sequence, in the words of DISCIPLINE_WORDS and step_call_words(keys). A call that raised stops the step as judge_step_call says it (keys["raised"],
-    likely["raised"](error)); one that returned no state to measure, keys["returns"] {fn}
-    {got} (keys["state_got"]), likely["state_pair"] (by default step_return_likely's).
+    sequence, in the words of DISCIPLINE_WORDS and step_call_words(keys). A call that raised
+    stops the step as judge_step_call says it (keys["raised"], likely["raised"](error)); one
+    that returned no state to measure, keys["returns"] {fn} {got} (keys["state_got"]),
+    likely["state_pair"] (by default step_return_likely's).
     Checks: returns and shape (keys["growth"], its likely likely["growth"](fault, steps, t),
     fault from state_growth_fault), inputs-unchanged
     ("mutated": names[i] the i-th argument, likely["mutated"](i); "reused" and
