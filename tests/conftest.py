@@ -110,6 +110,13 @@ def _no_workspace_or_locale_from_outside(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("LANG", "C.UTF-8")  # English, and UTF-8 for the CLI's subprocesses
 
 
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_auto_num_workers(config):
+    """`-n auto`: one process more than the cores. About a fifth of the suite's time is spent
+    waiting (Textual's pilot, tmux, workers starting): on 2 cores 3 processes keep them busy."""
+    return min((os.cpu_count() or 1) + 1, 4)
+
+
 # Folders whose tests mostly wait (Textual's pilot, a terminal in tmux): each runs in one xdist
 # process while the other keeps the cores busy. Spread over both, they wait side by side.
 WAITING = ("app", "terminal")
