@@ -224,7 +224,7 @@ def _run_steps(
     the output there, so each step shows only what it printed."""
     streams = sys.stdout, sys.stderr
     state = _torch_state()
-    modules = dict(sys.modules)
+    since = own_folder.newest_module()
     code = None
     deadline = float(job.get("deadline", _monotonic() + 3.0))  # the first step's: set by the worker
     for i, step in enumerate(job["steps"]):
@@ -232,7 +232,7 @@ def _run_steps(
             # The last step's module holds what the file built (its functions' globals make a
             # cycle): free it, or a file that builds a big tensor on import has it twice.
             sys.modules.pop("learner", None)
-            own_folder.forget_modules(job.get("folder"), modules)
+            own_folder.forget_modules(job.get("folder"), since)
             _collect()
             deadline = _monotonic() + float(job.get("timeout", 3.0))
             _restore(state, streams)
