@@ -332,6 +332,7 @@ def test_the_same_seed_gives_the_same_grades(tmp_path):
     )
 
 
+@pytest.mark.usefixtures("ctrl_c_reaches_the_grade")
 def test_ctrl_c_stops_cleanly_and_keeps_what_was_graded(tmp_path):
     folder = write_class(tmp_path / "class", plan(60), layout="files")
     out = tmp_path / "out"

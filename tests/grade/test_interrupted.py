@@ -65,6 +65,7 @@ def _stop_midway(tmp_path: Path, sig: int, *extra: str):
     return proc, stdout, stderr, out, records
 
 
+@pytest.mark.usefixtures("ctrl_c_reaches_the_grade")
 @pytest.mark.parametrize("sig, code", [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
 def test_a_stopped_run_says_so_everywhere(tmp_path, sig, code):
     proc, stdout, stderr, out, records = _stop_midway(tmp_path, sig)
