@@ -24,9 +24,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests" / "grade"))
 
+import psutil  # noqa: E402
 from class_kit import plan, write_class  # noqa: E402
 
 from tutor.engine.client import EngineClient  # noqa: E402
+from tutor.engine.process_info import children_of  # noqa: E402
 from tutor.engine.protocol import Done  # noqa: E402
 from tutor.model.lesson import get_lesson  # noqa: E402
 
@@ -41,23 +43,9 @@ def cpu(pid: int) -> dict[str, float]:
     return {"user": utime, "sys": stime, "children": cutime + cstime, "cminflt": int(fields[8])}
 
 
-def children(pid: int) -> list[int]:
-    found = []
-    for task in os.listdir(f"/proc/{pid}/task"):
-        try:
-            found += map(int, Path(f"/proc/{pid}/task/{task}/children").read_text().split())
-        except OSError:
-            pass
-    return found
-
-
-def started(pid: int) -> int:
-    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19])
-
-
 def helpers(worker: int) -> list[int]:
     """The judge and the zygote: the worker's two oldest children (spares come after)."""
-    found = sorted(children(worker), key=started)
+    found = sorted(children_of(worker), key=lambda pid: psutil.Process(pid).create_time())
     if len(found) < 2:
         raise SystemExit(f"expected the judge and the zygote among the worker's children {found}")
     return found[:2]
