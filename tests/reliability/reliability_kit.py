@@ -21,6 +21,7 @@ from tutor.model.lesson import all_lessons
 from tutor.model.results import StepResult
 
 ROOT = Path(__file__).resolve().parents[2]
+STANDIN = ROOT / "tests" / "tools" / "worker_standin.py"
 LESSONS = all_lessons()
 REFERENCE = {lesson.id: lesson.reference_path.read_text(encoding="utf-8") for lesson in LESSONS}
 CHECKED = {lesson.id: [s.id for s in lesson.checked_steps] for lesson in LESSONS}
@@ -112,10 +113,15 @@ class Run:
 class LiveWorker:
     """One real worker; run() submits a file and waits for its generation's `done`."""
 
-    def __init__(self, timeout: float, env: dict | None = None, batch: bool = False):
-        """batch: a `grade` worker (kept runs, no views; it warms up in itself)."""
+    def __init__(
+        self, timeout: float, env: dict | None = None, batch: bool = False, warm: bool = False
+    ):
+        """batch: a `grade` worker (kept runs, no views; it warms up in itself). warm: forked
+        from the suite's warm server like other tests' workers, for tests that never read its
+        pid or its children."""
         self.timeout = timeout
         self.env = env or {}
+        self.warm = warm
         self.lock = threading.Lock()
         self.runs: dict[int, Run] = {}
         self.events: list[dict] = []  # every event the client delivered, in order
@@ -123,10 +129,11 @@ class LiveWorker:
         self.worker = EngineClient(self.on_event, timeout=timeout, keep=batch, views=not batch)
 
     def start(self, wait: bool = True) -> None:
-        # Tests read this worker's pid and its children: it starts as in use, never forked
-        # from the suite's warm server (tests/conftest.py), whichever test starts it first.
-        # The client copies os.environ into the worker's.
-        with patched_env({**self.env, WORKER_SCRIPT_ENV: None}):
+        # Tests read this worker's pid and its children: unless warm, it starts as in use,
+        # never forked from the suite's warm server (tests/conftest.py), whichever test starts
+        # it first. The client copies os.environ into the worker's.
+        script = str(STANDIN) if self.warm else None
+        with patched_env({**self.env, WORKER_SCRIPT_ENV: script}):
             self.worker.start()
         if wait:
             self.wait_ready()

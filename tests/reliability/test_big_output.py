@@ -50,7 +50,7 @@ def with_prints(source: str, nbytes: int) -> str:
 
 @pytest.fixture(scope="module")
 def default_live():
-    lw = LiveWorker(DEFAULT_TIMEOUT)
+    lw = LiveWorker(DEFAULT_TIMEOUT, warm=True)
     lw.start()
     try:
         yield lw

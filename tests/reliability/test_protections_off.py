@@ -28,7 +28,7 @@ CASES = [
 
 @pytest.fixture(scope="module", params=CASES)
 def without(request):
-    lw = LiveWorker(STEP_TIMEOUT, env={DISABLE_ENV: request.param})
+    lw = LiveWorker(STEP_TIMEOUT, env={DISABLE_ENV: request.param}, warm=True)
     lw.start()
     try:
         yield request.param.split(","), lw

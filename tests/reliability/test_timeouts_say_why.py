@@ -16,7 +16,7 @@ SMALL_MEMORY_MB = 320
 
 @pytest.fixture(scope="module")
 def small():
-    lw = LiveWorker(SMALL_TIMEOUT, env={"ATTN_TUTOR_MEMORY_MB": str(SMALL_MEMORY_MB)})
+    lw = LiveWorker(SMALL_TIMEOUT, env={"ATTN_TUTOR_MEMORY_MB": str(SMALL_MEMORY_MB)}, warm=True)
     lw.start()
     try:
         yield lw
