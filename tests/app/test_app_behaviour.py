@@ -1275,3 +1275,32 @@ async def test_a_save_runs_again_only_the_steps_whose_code_changed(make_app):
         assert worker.runs[-1] == [] and not app.running
         await settle(pilot)
         assert all(app.results[s].status == "pass" for s in LM3_READS)
+
+
+async def test_the_learners_step_runs_first_and_its_verdict_is_drawn_at_once(make_app):
+    """The others' verdicts are gathered into one frame (GATHER); the one on screen is not kept
+    waiting for them."""
+    import dataclasses
+
+    from tutor.app.checking import WorkerEvent
+    from tutor.engine.protocol import StepVerdict
+
+    app, results = make_app("lm3-l3", step_id="multi-head")
+    by_id = {r.id: r for r in results}
+    source = app.path.read_text(encoding="utf-8")
+    async with app.run_test(size=SIZE) as pilot:
+        worker = RecordingWorker()
+        app.worker, app.worker_state = worker, "ready"
+        app.run_checks(source, source.encode())
+        assert worker.runs[-1][0] == "multi-head"
+        assert sorted(worker.runs[-1]) == sorted(LM3_READS)
+        gen = len(worker.runs)
+        other = dataclasses.replace(by_id["single-head"], status="fail")
+        app.on_worker_event(WorkerEvent(StepVerdict(gen, other)))
+        assert app.shown_status.get("single-head") != "fail"  # gathered: drawn later
+        mine = dataclasses.replace(by_id["multi-head"], status="fail")
+        app.on_worker_event(WorkerEvent(StepVerdict(gen, mine)))
+        assert app.shown_status["multi-head"] == "fail"  # drawn now, the others still running
+        assert app.shown_status["single-head"] == "fail"  # and what came before it with it
+        assert app.running == {"leakage", "shapes"}
+        await settle(pilot)

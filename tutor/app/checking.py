@@ -89,6 +89,8 @@ class CheckingApp(AnswersApp):
         settings = self.settings_texts()
         if self.notebook is None:  # a notebook's verdicts carry places that move with its cells
             checked = [s for s in checked if s not in self.passed.unchanged(text, settings)]
+        # The step the learner is looking at first: its verdict comes before the others'.
+        checked.sort(key=lambda sid: sid != self.step.id)
         try:
             # Even with nothing to run: the run in flight is for a content the file no longer has.
             self.worker.submit(
@@ -107,6 +109,9 @@ class CheckingApp(AnswersApp):
         self.render_steps()
         self.render_results()
         self.render_fileinfo()
+        if self.running_digest and self.step.id not in self.running:
+            # The learner's step kept its verdict (its code did not change): on screen now.
+            self.call_after_refresh(trace, "current-verdict", digest=self.running_digest)
 
     def settings_texts(self) -> dict[str, str]:
         """Each step's settings as JSON text: a pass is shown again only under the same."""
@@ -155,8 +160,8 @@ class CheckingApp(AnswersApp):
             text, settings = self.submitted
             if self.notebook is None and text:
                 self.passed.note(event.result, text, settings.get(event.result.id, "null"))
-            if not self.running & self.checked_ids:
-                self.flush()  # the last verdict of the save: draw now
+            if not self.running & self.checked_ids or event.result.id == self.step.id:
+                self.flush()  # the last verdict of the save, or the one on screen: draw now
             elif self.flush_timer is None:
                 self.flush_timer = self.set_timer(GATHER, self.flush)
             return

@@ -61,7 +61,9 @@ class Scheduler(SparePool):
             self.emit(protocol.Done(gen))
             return
         self.lesson_in_use = lesson
-        steps = [s for s in self.modules[lesson].STEPS if not req.steps or s in req.steps]
+        # In the order the request lists them (the app puts the learner's step first).
+        known = self.modules[lesson].STEPS
+        steps = [s for s in dict.fromkeys(req.steps) if s in known] if req.steps else list(known)
         big = too_large(len(req.source.encode("utf-8", "replace")))
         if big is not None:  # the clients say so before sending; a file this large is not run
             self.pending_steps[gen] = set(steps)
