@@ -669,6 +669,11 @@ def main(argv=None) -> int:
         action="store_true",
         help="no floor app (_floor_app.py) getting the same saves in turns with the app",
     )
+    p.add_argument(
+        "--step",
+        help="the step on screen during the saves (default: the lesson's first, single-head); "
+        "its verdict is 'the current step's'",
+    )
     p.add_argument("-v", "--verbose", action="store_true")
     args = p.parse_args(argv)
     if args.quick:
@@ -709,7 +714,11 @@ def main(argv=None) -> int:
         tmux_pid = server_pid(socket)
 
         # --- the main session: start-up, saves, bursts, memory
-        sess = AppSession(base / "app-0", socket, "app0", root=args.root, python=args.python)
+        # --step: the learner looks at another step than the first (`attn-tutor --step`).
+        command = [args.python, "-m", "tutor", "--step", args.step] if args.step else None
+        sess = AppSession(
+            base / "app-0", socket, "app0", root=args.root, python=args.python, command=command
+        )
         sessions.append(sess)
         trace = None
         sess.trace_path = sess.workdir / "trace.jsonl"
