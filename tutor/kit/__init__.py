@@ -181,6 +181,7 @@ from tutor.kit.judge_tools import (
     state_explanation,
     state_unchanged,
 )
+from tutor.kit.kept_references import Same
 from tutor.kit.layer_checks import (
     LAYER_WORDS,
     constructor_facts,

@@ -37,6 +37,7 @@ from tutor.kit.judge_tools import (
     require_tensor,
     size_explanation,
 )
+from tutor.kit.kept_references import Same
 from tutor.kit.kernels import no_kernel
 from tutor.kit.layer_checks import (
     LAYER_WORDS,
@@ -373,6 +374,7 @@ def _judge_in_use(v: Verdict, spec: LayerUse, first: Mapping, inputs: Mapping) -
         what=FORWARD_X,
         names=["x"],
         p=spec.dropout_p,
+        memo=(Same(spec), tuple(size)),
     )
 
 

@@ -42,6 +42,7 @@ from tutor.kit.judge_tools import (
     require_tensor,
     size_explanation,
 )
+from tutor.kit.kept_references import Same
 from tutor.kit.kernels import no_kernel
 from tutor.kit.layer_use import unless_discarded
 from tutor.kit.leak_views import (
@@ -212,6 +213,7 @@ def judge_pair_function(
         names=list(spec.arg_names),
         trained=spec.trained,
         grads=False,
+        memo=Same(spec),
     )
 
 

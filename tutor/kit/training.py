@@ -20,7 +20,7 @@ lesson's reference, which takes (inputs, state, p) and is differentiable in both
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from typing import NoReturn
 
 import torch
@@ -34,6 +34,7 @@ from tutor.kit.judge_tools import (
     msg,
     shape_str,
 )
+from tutor.kit.kept_references import kept
 from tutor.kit.probe_tools import ProbeContext, module_state
 
 LR = 0.5  # the optimiser step's learning rate: large enough that stale values show
@@ -248,17 +249,27 @@ def judge_training_story(
     grads_of: Sequence[str] | None = None,
     grads: bool = True,
     check_id: str = "trains",
+    memo: Hashable | None = None,
 ) -> None:
     """Judge probe_training_story's outputs (the same inputs, g and trained) as one check:
     values at every stage at the notebooks' tolerance, gradients of the parameters (grads_of:
     their state names; default all floating ones) and of the floating inputs (names: how the
-    messages call each input), dropout none in eval and once on the weights in train mode."""
+    messages call each input), dropout none in eval and once on the weights in train mode.
+    memo: what the reference computes besides its arguments (kept_references.Same(spec), a
+    size): its story is then computed once per content of the inputs and the initial state."""
     if not story:
         return
     stages = story["stages"]
     state0 = story.get("state")
     state0 = {k: t for k, t in state0.items() if not k.startswith("#")} if state0 else None
-    want = reference_story(reference, list(inputs), state0, g, p, trained, grads)
+
+    def make() -> dict:
+        return reference_story(reference, list(inputs), state0, g, p, trained, grads)
+
+    if memo is None:
+        want = make()
+    else:
+        want = kept(("story", memo), make, list(inputs), state0, g, p, tuple(trained), grads)
     module = state0 is not None
 
     def stage_msg(stage: str) -> dict:
