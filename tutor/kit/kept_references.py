@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 import torch
 
 KEPT = 16  # results kept, the oldest dropped first: a few steps' references, a few sizes each
+KEY_BYTES = 32 << 20  # tensors larger in all (a state the learner grew): computed, not kept
 
 T = TypeVar("T")
 _kept: OrderedDict[Hashable, Any] = OrderedDict()
@@ -40,24 +41,28 @@ class _NoKey(Exception):
     pass
 
 
-def content_key(value: object) -> Hashable:
+def content_key(value: object, budget: list[int] | None = None) -> Hashable:
     """A hashable stand-in equal only for equal contents: a tensor by its dtype, shape and bytes;
     lists, tuples and dicts by their items; None, bools, numbers and strings as they are.
-    Raises _NoKey for anything else."""
+    Raises _NoKey for anything else, or past budget[0] bytes of tensors (default KEY_BYTES)."""
+    budget = [KEY_BYTES] if budget is None else budget
     if value is None or isinstance(value, (bool, int, float, str)):
         return (type(value).__name__, value)
     if isinstance(value, torch.Tensor):
         t = value.detach()
         if t.device.type != "cpu" or t.is_sparse or t.is_quantized or t.is_complex():
             raise _NoKey
+        budget[0] -= t.numel() * t.element_size()
+        if budget[0] < 0:
+            raise _NoKey
         raw = t.contiguous().reshape(-1).view(torch.uint8).numpy().tobytes()
         digest = hashlib.blake2b(raw, digest_size=16).digest()
         return ("tensor", str(t.dtype), tuple(t.shape), value.requires_grad, digest)
     if isinstance(value, (list, tuple)):
-        return (type(value).__name__, tuple(content_key(v) for v in value))
+        return (type(value).__name__, tuple(content_key(v, budget) for v in value))
     if isinstance(value, dict):
         items = sorted(value.items(), key=lambda kv: repr(kv[0]))
-        return ("dict", tuple((content_key(k), content_key(v)) for k, v in items))
+        return ("dict", tuple((content_key(k, budget), content_key(v, budget)) for k, v in items))
     raise _NoKey
 
 
