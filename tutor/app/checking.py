@@ -109,9 +109,7 @@ class CheckingApp(AnswersApp):
         self.render_steps()
         self.render_results()
         self.render_fileinfo()
-        if self.running_digest and self.step.id not in self.running:
-            # The learner's step kept its verdict (its code did not change): on screen now.
-            self.call_after_refresh(trace, "current-verdict", digest=self.running_digest)
+        self.trace_current_verdict()  # the learner's step kept its verdict: on screen now
 
     def settings_texts(self) -> dict[str, str]:
         """Each step's settings as JSON text: a pass is shown again only under the same."""
@@ -225,10 +223,8 @@ class CheckingApp(AnswersApp):
             self.call_after_refresh(
                 self.remember, wait=False
             )  # after the paint, and not in the way of the next
-        if self.running_digest and self.step.id not in self.running:  # the learner's step drawn
-            self.call_after_refresh(trace, "current-verdict", digest=self.running_digest)
-        checked_running = self.running & {s.id for s in self.lesson.checked_steps}
-        if self.running_digest and not checked_running:
+        self.trace_current_verdict()
+        if self.running_digest and not self.running & self.checked_ids:
             self.call_after_refresh(
                 trace,
                 "verdicts",
@@ -236,6 +232,11 @@ class CheckingApp(AnswersApp):
                 statuses={s: r.status for s, r in self.results.items()},
             )
             self.running_digest = ""
+
+    def trace_current_verdict(self) -> None:
+        """For the benchmarks' trace: the learner's step shows this save's verdict, once drawn."""
+        if self.running_digest and self.step.id not in self.running:
+            self.call_after_refresh(trace, "current-verdict", digest=self.running_digest)
 
     @work(exclusive=True, group="watch")
     async def watch_file(self, watcher: FileWatcher) -> None:
